@@ -1,0 +1,290 @@
+#include "engine/exec/evaluator.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <new>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "engine/exec/stats.hpp"
+#include "engine/ir/error.hpp"
+#include "engine/ir/value.hpp"
+#include "kernels/cpu/kernels.hpp"
+
+namespace tapestry {
+
+namespace {
+
+std::atomic<bool> g_cancel{false};
+
+double now() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+// One evaluation: the ordered subgraph, which maps fold into their consumer,
+// and the values computed so far (freed after their last use).
+class Evaluation {
+ public:
+  explicit Evaluation(const std::vector<NodeRef>& roots) : roots_(roots) {}
+
+  void run() {
+    const double t0 = now();
+    order();
+    decide_fusion();
+    stats().time_schedule += now() - t0;
+    const double t1 = now();
+    for (const Node* n : topo_) {
+      if (inlined_.count(n)) continue;
+      if (g_cancel.load(std::memory_order_relaxed)) throw Cancelled();
+      values_[n] = compute(*n);
+      ++stats().nodes_evaluated;
+      release_inputs(*n);
+    }
+    stats().time_run += now() - t1;
+    // Publish only after everything succeeded: a failure leaves no root changed.
+    for (const NodeRef& r : roots_) {
+      if (r->value) continue;
+      auto it = values_.find(r.get());
+      internal_check(it != values_.end());
+      r->value = contiguous(it->second);
+    }
+  }
+
+ private:
+  // Post-order DFS from the roots, stopping at nodes that hold a value.
+  void order() {
+    std::unordered_set<const Node*> seen;
+    std::vector<std::pair<const Node*, size_t>> stack;
+    for (const NodeRef& r : roots_) {
+      root_set_.insert(r.get());
+      if (seen.insert(r.get()).second) stack.push_back({r.get(), 0});
+      while (!stack.empty()) {
+        auto& [n, next] = stack.back();
+        if (n->value || next == n->inputs.size()) {
+          topo_.push_back(n);
+          stack.pop_back();
+          continue;
+        }
+        const Node* in = n->inputs[next++].get();
+        ++uses_[in];
+        if (seen.insert(in).second) stack.push_back({in, 0});
+      }
+    }
+  }
+
+  // A map (or constant) folds into its consumer when that consumer is a map and
+  // nobody else needs the value: then no intermediate buffer exists.
+  void decide_fusion() {
+    std::unordered_map<const Node*, const Node*> sole_consumer;
+    std::unordered_set<const Node*> shared;
+    for (const Node* n : topo_) {
+      if (n->value) continue;
+      for (const NodeRef& in : n->inputs) {
+        auto [it, fresh] = sole_consumer.emplace(in.get(), n);
+        if (!fresh && it->second != n) shared.insert(in.get());
+      }
+    }
+    for (auto it = topo_.rbegin(); it != topo_.rend(); ++it) {
+      const Node* n = *it;
+      if (n->value || root_set_.count(n)) continue;
+      const bool is_map = op_kind(n->op) == OpKind::Map;
+      const bool is_const = n->op == Op::Full;
+      if (!is_map && !is_const) continue;
+      auto c = sole_consumer.find(n);
+      if (c == sole_consumer.end()) continue;
+      const Node* consumer = c->second;
+      if (op_kind(consumer->op) != OpKind::Map) continue;
+      if (is_const || !shared.count(n)) {
+        inlined_.insert(n);
+        if (is_map) ++stats().fused_ops;
+      }
+    }
+  }
+
+  View input_view(const Node* n) {
+    if (n->value) return n->value->view();
+    auto it = values_.find(n);
+    internal_check(it != values_.end());
+    return it->second->view();
+  }
+
+  void release_inputs(const Node& n) {
+    for (const NodeRef& in : n.inputs) release(in.get());
+  }
+  void release(const Node* n) {
+    if (inlined_.count(n)) {  // its uses are those of the fused group
+      for (const NodeRef& in : n->inputs) release(in.get());
+      return;
+    }
+    if (--uses_[n] == 0 && !root_set_.count(n)) values_.erase(n);
+  }
+
+  std::shared_ptr<Value> alloc(DType t, const Shape& s) {
+    const size_t bytes = static_cast<size_t>(numel(s)) * dtype_size(t);
+    try {
+      auto v = Value::alloc(t, s);
+      stats().bytes_allocated += bytes;
+      return v;
+    } catch (const std::bad_alloc&) {
+      user_error("out of memory allocating ", bytes, " bytes for a ", dtype_name(t), " tensor of shape ",
+                 shape_str(s));
+    }
+  }
+
+  static std::shared_ptr<Value> wrap(View v) {
+    auto val = std::make_shared<Value>();
+    val->v = std::move(v);
+    return val;
+  }
+
+  std::shared_ptr<Value> contiguous(const std::shared_ptr<Value>& v) {
+    if (v->v.is_contiguous() && v->v.offset == 0 &&
+        v->v.buf->bytes() == static_cast<size_t>(v->v.numel() * dtype_size(v->v.dtype)))
+      return v;
+    auto out = alloc(v->v.dtype, v->v.shape);
+    cpu::copy_view(v->v, out->v);
+    return out;
+  }
+
+  std::shared_ptr<Value> compute(const Node& n) {
+    ++stats().kernels;
+    switch (op_kind(n.op)) {
+      case OpKind::Source:
+        internal_fail(__FILE__, __LINE__, "source without a value");
+      case OpKind::Generate: {
+        auto out = alloc(n.dtype, n.shape);
+        cpu::run_generate(n.op, n.attrs, n.shape, std::vector<int64_t>(n.shape.size(), 0), out->v);
+        return out;
+      }
+      case OpKind::Map: {
+        const cpu::MapProgram p = build_program(n);
+        auto out = alloc(n.dtype, n.shape);
+        cpu::run_map(p, out->v);
+        return out;
+      }
+      case OpKind::Reduce: {
+        auto out = alloc(n.dtype, n.shape);
+        std::vector<int> dims(n.attrs.ints.begin(), n.attrs.ints.end());
+        cpu::run_reduce(n.op, input_view(n.inputs[0].get()), dims, out->v);
+        return out;
+      }
+      case OpKind::ArgReduce: {
+        auto out = alloc(n.dtype, n.shape);
+        const int dim = n.attrs.ints.empty() ? -1 : static_cast<int>(n.attrs.ints[0]);
+        cpu::run_argreduce(n.op, input_view(n.inputs[0].get()), dim, out->v);
+        return out;
+      }
+      case OpKind::Matmul: {
+        auto out = alloc(n.dtype, n.shape);
+        cpu::run_matmul(input_view(n.inputs[0].get()), input_view(n.inputs[1].get()), out->v);
+        return out;
+      }
+      case OpKind::View:
+        --stats().kernels;  // views move no data unless a reshape needs a copy
+        return view_of(n);
+      case OpKind::Cat: {
+        auto out = alloc(n.dtype, n.shape);
+        const int dim = static_cast<int>(n.attrs.ints[0]);
+        std::vector<int64_t> start(n.shape.size(), 0), step(n.shape.size(), 1);
+        for (const NodeRef& in : n.inputs) {
+          Shape count = n.shape;
+          count[dim] = in->shape[dim];
+          cpu::copy_view(input_view(in.get()), out->v.sliced(start, step, count));
+          start[dim] += in->shape[dim];
+        }
+        return out;
+      }
+    }
+    internal_fail(__FILE__, __LINE__, "unknown op kind");
+  }
+
+  std::shared_ptr<Value> view_of(const Node& n) {
+    const View in = input_view(n.inputs[0].get());
+    switch (n.op) {
+      case Op::Permute:
+        return wrap(in.permuted(std::vector<int>(n.attrs.ints.begin(), n.attrs.ints.end())));
+      case Op::Expand:
+        return wrap(in.expanded(n.shape));
+      case Op::Slice: {
+        const size_t r = n.shape.size();
+        std::vector<int64_t> start(n.attrs.ints.begin(), n.attrs.ints.begin() + r);
+        std::vector<int64_t> step(n.attrs.ints.begin() + r, n.attrs.ints.end());
+        return wrap(in.sliced(start, step, n.shape));
+      }
+      case Op::Reshape: {
+        View out;
+        if (in.try_reshape(n.shape, out)) return wrap(out);
+        ++stats().kernels;
+        auto copy = alloc(in.dtype, in.shape);
+        cpu::copy_view(in, copy->v);
+        internal_check(copy->v.try_reshape(n.shape, out));
+        return wrap(out);
+      }
+      default:
+        internal_fail(__FILE__, __LINE__, "not a view op");
+    }
+  }
+
+  // The fused group of a map: the root plus the maps and constants inlined into it.
+  bool in_group(const Node* n, bool is_root) const { return is_root || inlined_.count(n); }
+
+  cpu::MapProgram build_program(const Node& root) {
+    cpu::MapProgram p;
+    std::unordered_map<const Node*, int> reg;
+    collect_leaves(&root, true, p, reg);
+    emit(&root, true, p, reg);
+    return p;
+  }
+
+  // Leaves (values computed outside the group) take the first registers.
+  void collect_leaves(const Node* n, bool is_root, cpu::MapProgram& p,
+                      std::unordered_map<const Node*, int>& reg) {
+    if (in_group(n, is_root)) {
+      for (const NodeRef& in : n->inputs) collect_leaves(in.get(), false, p, reg);
+      return;
+    }
+    if (reg.emplace(n, static_cast<int>(p.leaves.size())).second) p.leaves.push_back(input_view(n));
+  }
+
+  // Instructions in dependency order; returns n's register.
+  int emit(const Node* n, bool is_root, cpu::MapProgram& p, std::unordered_map<const Node*, int>& reg) {
+    if (auto it = reg.find(n); it != reg.end()) return it->second;
+    internal_check(in_group(n, is_root));
+    cpu::MapInstr ins{n->op, n->dtype, n->dtype};
+    if (n->op == Op::Full) {
+      ins.real = n->attrs.reals.at(0);
+      ins.integer = n->attrs.ints.at(0);
+    } else {
+      int* args[3] = {&ins.a, &ins.b, &ins.c};
+      for (size_t i = 0; i < n->inputs.size(); ++i) *args[i] = emit(n->inputs[i].get(), false, p, reg);
+      ins.in = n->inputs.back()->dtype;  // Where: the dtype of a and b; Cast: the source
+    }
+    p.instrs.push_back(ins);
+    const int r = static_cast<int>(p.leaves.size() + p.instrs.size()) - 1;
+    reg[n] = r;
+    return r;
+  }
+
+  std::vector<NodeRef> roots_;
+  std::unordered_set<const Node*> root_set_;
+  std::vector<const Node*> topo_;
+  std::unordered_map<const Node*, int> uses_;
+  std::unordered_set<const Node*> inlined_;
+  std::unordered_map<const Node*, std::shared_ptr<Value>> values_;
+};
+
+}  // namespace
+
+void evaluate(const std::vector<NodeRef>& roots) {
+  ++stats().observations;
+  bool all_done = true;
+  for (const NodeRef& r : roots) all_done = all_done && r->value;
+  if (all_done) return;
+  Evaluation(roots).run();
+}
+
+void request_cancel() { g_cancel.store(true); }
+void clear_cancel() { g_cancel.store(false); }
+
+}  // namespace tapestry

@@ -1,0 +1,23 @@
+// Counters of what observations ran, for tp.stats() and the tests of laziness.
+//   uint64_t before = stats().kernels;  ...;  CHECK(stats().kernels == before + 1);
+//   reset_stats();
+#pragma once
+
+#include <cstdint>
+
+namespace tapestry {
+
+struct Stats {
+  uint64_t observations = 0;     // evaluations started (print, item, eval, ...)
+  uint64_t nodes_evaluated = 0;  // graph nodes computed (fused ones included)
+  uint64_t kernels = 0;          // kernel launches (a fused map counts once)
+  uint64_t fused_ops = 0;        // map ops folded into another kernel (no intermediate)
+  uint64_t bytes_allocated = 0;  // intermediate and result buffers
+  double time_schedule = 0;      // seconds spent ordering and fusing
+  double time_run = 0;           // seconds in kernels
+};
+
+Stats& stats();
+void reset_stats();
+
+}  // namespace tapestry

@@ -1,0 +1,78 @@
+// Node builders: validate the operands, infer shape and dtype, add the node.
+//   NodeRef y = build::binary(Op::Add, Operand(x), Operand::number(2));  // x + 2
+//   NodeRef s = build::reduce(Op::Sum, y, {0}, /*keepdim=*/false);
+// Everything knowable at build time fails here with an Error whose message names
+// the argument and the shapes; the Lua layer prefixes the function ("tp.add: ...").
+// Dimensions are 0-based here; the Lua layer converts from 1-based.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "engine/ir/node.hpp"
+
+namespace tapestry::build {
+
+// An operand of a map op: a tensor, or a Lua number/boolean that is "weak" in
+// type promotion (x_f32 * 2.5 stays f32; x_i32 * 2.5 is f64, as numpy 2).
+struct Operand {
+  NodeRef node;
+  bool weak = false;
+  ScalarKind kind = ScalarKind::Float;
+  double real = 0;
+  int64_t integer = 0;
+
+  Operand() = default;
+  Operand(NodeRef n) : node(std::move(n)) {}  // NOLINT: implicit on purpose
+  static Operand number(double v);            // a Lua float
+  static Operand integer_number(int64_t v);   // a Lua integer
+  static Operand boolean(bool v);
+};
+
+// --- generators ----------------------------------------------------------------
+NodeRef full(const Shape& shape, double value, DType dtype);
+NodeRef full_int(const Shape& shape, int64_t value, DType dtype);  // exact for i64
+NodeRef scalar(const Operand& s, DType dtype);  // a weak operand as a {} tensor
+NodeRef arange(double first, double last, double step, DType dtype);  // inclusive
+NodeRef linspace(double a, double b, int64_t n, DType dtype);
+NodeRef eye(int64_t n, int64_t m, DType dtype);
+NodeRef rand(const Shape& shape, uint64_t seed, DType dtype);
+NodeRef randn(const Shape& shape, uint64_t seed, DType dtype);
+void check_shape(const Shape& shape, const char* what);  // positive sizes, fits in memory
+
+// --- maps ------------------------------------------------------------------------
+NodeRef cast(const NodeRef& x, DType to);
+NodeRef unary(Op op, const NodeRef& x);
+NodeRef binary(Op op, const Operand& a, const Operand& b);
+NodeRef where(const Operand& cond, const Operand& a, const Operand& b);
+NodeRef clamp(const NodeRef& x, std::optional<Operand> lo, std::optional<Operand> hi);
+
+// --- reductions (dims: 0-based, any order, no repeats; empty = all dims) -----------------
+NodeRef reduce(Op op, const NodeRef& x, std::vector<int> dims, bool keepdim);
+NodeRef mean(const NodeRef& x, std::vector<int> dims, bool keepdim);
+NodeRef var(const NodeRef& x, std::vector<int> dims, double correction, bool keepdim);
+NodeRef std_dev(const NodeRef& x, std::vector<int> dims, double correction, bool keepdim);
+NodeRef norm(const NodeRef& x, double p, std::vector<int> dims, bool keepdim);
+NodeRef argreduce(Op op, const NodeRef& x, std::optional<int> dim, bool keepdim);
+
+// --- contractions ----------------------------------------------------------------------
+NodeRef matmul(const NodeRef& a, const NodeRef& b);  // numpy's matmul rules
+
+// --- shape -------------------------------------------------------------------------------
+NodeRef reshape(const NodeRef& x, Shape shape);  // one -1 allowed
+NodeRef permute(const NodeRef& x, const std::vector<int>& perm);
+NodeRef transpose(const NodeRef& x, int d1, int d2);
+NodeRef expand(const NodeRef& x, Shape shape);    // -1 keeps a dim
+NodeRef squeeze(const NodeRef& x, std::optional<int> dim);
+NodeRef unsqueeze(const NodeRef& x, int dim);  // dim in 0..rank
+NodeRef flatten(const NodeRef& x, int first, int last);
+NodeRef slice(const NodeRef& x, std::vector<int64_t> start, std::vector<int64_t> step,
+              Shape count);
+NodeRef narrow(const NodeRef& x, int dim, int64_t first, int64_t len);  // first 0-based
+NodeRef select(const NodeRef& x, int dim, int64_t index);             // index 0-based
+NodeRef cat(const std::vector<NodeRef>& xs, int dim);
+NodeRef stack(const std::vector<NodeRef>& xs, int dim);  // dim in 0..rank
+NodeRef broadcast_to(const NodeRef& x, const Shape& shape);
+
+}  // namespace tapestry::build

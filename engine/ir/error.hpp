@@ -1,0 +1,53 @@
+// Errors that cross from C++ into Lua.
+//   user_check(shape.size() == 2, "expects a 2-D tensor, got ", shape_str(s));
+//   internal_check(node != nullptr);            // "internal error at file:line"
+// The Lua binding layer prefixes the public function name ("tp.matmul: ...").
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace tapestry {
+
+// A mistake the user can fix: bad shape, dtype, option, argument.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& msg) : std::runtime_error(msg) {}
+};
+
+// A bug in Tapestry itself; never caused by user input.
+class InternalError : public std::runtime_error {
+ public:
+  explicit InternalError(const std::string& msg) : std::runtime_error(msg) {}
+};
+
+// The evaluation was cancelled (Ctrl-C) between kernels.
+class Cancelled : public std::runtime_error {
+ public:
+  Cancelled() : std::runtime_error("evaluation cancelled (interrupted)") {}
+};
+
+template <class... Args>
+std::string cat_str(const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  return os.str();
+}
+
+template <class... Args>
+[[noreturn]] void user_error(const Args&... args) {
+  throw Error(cat_str(args...));
+}
+
+template <class... Args>
+inline void user_check(bool ok, const Args&... args) {
+  if (!ok) user_error(args...);
+}
+
+[[noreturn]] void internal_fail(const char* file, int line, const char* what);
+
+}  // namespace tapestry
+
+#define internal_check(cond) \
+  do { if (!(cond)) ::tapestry::internal_fail(__FILE__, __LINE__, #cond); } while (0)

@@ -1,0 +1,120 @@
+#include "engine/ir/node.hpp"
+
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <unordered_map>
+
+#include "engine/ir/error.hpp"
+
+namespace tapestry {
+
+namespace {
+
+// The intern table: hash -> live nodes with that hash. Nodes remove themselves
+// on destruction, so the table never holds a dead node.
+struct InternTable {
+  std::mutex mu;
+  std::unordered_multimap<size_t, const Node*> nodes;
+};
+InternTable& table() {
+  static InternTable* t = new InternTable;  // never destroyed: nodes may outlive statics
+  return *t;
+}
+
+std::atomic<uint64_t> g_next_id{1};
+
+inline void mix(size_t& h, size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); }
+
+size_t structural_hash(Op op, const std::vector<NodeRef>& inputs, const Attrs& attrs,
+                       const Shape& shape, DType dtype) {
+  size_t h = std::hash<int>()(static_cast<int>(op));
+  for (const NodeRef& in : inputs) mix(h, in->id);
+  for (int64_t v : attrs.ints) mix(h, std::hash<int64_t>()(v));
+  for (double v : attrs.reals) mix(h, std::hash<double>()(v));
+  mix(h, static_cast<size_t>(attrs.dtype));
+  for (int64_t v : shape) mix(h, std::hash<int64_t>()(v));
+  mix(h, static_cast<size_t>(dtype) + 17);
+  return h;
+}
+
+bool same_reals(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {  // bitwise: NaN equals NaN, -0 differs from 0
+    if (std::memcmp(&a[i], &b[i], sizeof(double)) != 0) return false;
+  }
+  return true;
+}
+
+bool same_structure(const Node& n, Op op, const std::vector<NodeRef>& inputs, const Attrs& attrs,
+                    const Shape& shape, DType dtype) {
+  if (n.op != op || n.dtype != dtype || n.shape != shape || n.inputs.size() != inputs.size())
+    return false;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (n.inputs[i].get() != inputs[i].get()) return false;
+  return n.attrs.ints == attrs.ints && n.attrs.dtype == attrs.dtype &&
+         same_reals(n.attrs.reals, attrs.reals);
+}
+
+}  // namespace
+
+Node::~Node() {
+  InternTable& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto [lo, hi] = t.nodes.equal_range(hash);
+  for (auto it = lo; it != hi; ++it) {
+    if (it->second == this) {
+      t.nodes.erase(it);
+      break;
+    }
+  }
+}
+
+NodeRef make_node(Op op, std::vector<NodeRef> inputs, Attrs attrs, Shape shape, DType dtype) {
+  internal_check(op != Op::Source);
+  const OpDef& def = op_def(op);
+  internal_check(def.arity < 0 || static_cast<size_t>(def.arity) == inputs.size());
+  for (const NodeRef& in : inputs) internal_check(in != nullptr);
+
+  const size_t h = structural_hash(op, inputs, attrs, shape, dtype);
+  InternTable& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto [lo, hi] = t.nodes.equal_range(h);
+  for (auto it = lo; it != hi; ++it) {
+    if (!same_structure(*it->second, op, inputs, attrs, shape, dtype)) continue;
+    if (NodeRef live = it->second->weak_from_this().lock()) return live;
+  }
+  auto n = std::make_shared<Node>();
+  n->op = op;
+  n->attrs = std::move(attrs);
+  n->inputs = std::move(inputs);
+  n->shape = std::move(shape);
+  n->dtype = dtype;
+  n->id = g_next_id++;
+  n->hash = h;
+  t.nodes.emplace(h, n.get());
+  return n;
+}
+
+NodeRef make_source(std::shared_ptr<const Value> value, Shape shape, DType dtype) {
+  auto n = std::make_shared<Node>();
+  n->op = Op::Source;
+  n->id = g_next_id++;
+  n->attrs.ints = {static_cast<int64_t>(n->id)};
+  n->shape = std::move(shape);
+  n->dtype = dtype;
+  n->hash = structural_hash(Op::Source, {}, n->attrs, n->shape, dtype);
+  n->value = std::move(value);
+  InternTable& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  t.nodes.emplace(n->hash, n.get());
+  return n;
+}
+
+size_t live_node_count() {
+  InternTable& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  return t.nodes.size();
+}
+
+}  // namespace tapestry

@@ -1,0 +1,67 @@
+// The abstract expression graph: immutable, hash-consed nodes.
+//   NodeRef a = make_node(Op::Add, {x, y}, Attrs{}, x->shape, x->dtype);
+//   make_node(Op::Add, {x, y}, ...) == a    // same op on same inputs: the same node
+// Builders (builders.hpp) validate and infer shapes; make_node only interns.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/ir/dtype.hpp"
+#include "engine/ir/op.hpp"
+#include "engine/ir/shape.hpp"
+
+namespace tapestry {
+
+struct Value;  // engine/exec/value.hpp: the data of a materialized node
+
+// Per-op attributes. Meaning by op:
+//   Cast: dtype (target)            Full: reals[0] (value), ints[0] (exact integer value)
+//   Arange: reals {first, step}, ints {first, step} (exact for integer dtypes)
+//   Linspace: reals {a, b}          Eye: none (shape {n, m})
+//   Rand, Randn: ints {seed}        Source: ints {unique id}
+//   Reduce ops: ints = reduced dims, 0-based ascending; output drops them
+//   ArgMax/ArgMin: ints {dim} (0-based), or {} for the flat index; output drops the dim
+//   Reshape: none (shape)           Permute: ints = perm (output dim i = input dim perm[i])
+//   Expand: none (output shape; input rank <= output rank, aligned at the right)
+//   Slice: ints = {start_0..start_{r-1}, step_0..step_{r-1}} (0-based; shape = counts)
+//   Cat: ints {dim}
+struct Attrs {
+  std::vector<int64_t> ints;
+  std::vector<double> reals;
+  DType dtype = DType::F32;
+  bool operator==(const Attrs&) const = default;
+};
+
+struct Node;
+using NodeRef = std::shared_ptr<const Node>;
+
+struct Node : std::enable_shared_from_this<Node> {
+  Op op;
+  Attrs attrs;
+  std::vector<NodeRef> inputs;
+  Shape shape;
+  DType dtype;
+  uint64_t id;    // unique, increasing: creation order
+  size_t hash;    // structural hash (op, attrs, input ids, shape, dtype)
+
+  // The materialized data once an observation computed it; a cache, not identity.
+  mutable std::shared_ptr<const Value> value;
+
+  ~Node();
+};
+
+// Interns the node: returns the live node equal in (op, attrs, inputs, shape, dtype)
+// if there is one, else a new one.
+NodeRef make_node(Op op, std::vector<NodeRef> inputs, Attrs attrs, Shape shape, DType dtype);
+
+// A fresh Source node holding `value` (never merged with another).
+NodeRef make_source(std::shared_ptr<const Value> value, Shape shape, DType dtype);
+
+// Number of live interned nodes (for tests and tp.stats()).
+size_t live_node_count();
+
+}  // namespace tapestry

@@ -1,0 +1,108 @@
+// The op registry: every operation of the expression graph, in one table.
+//   const OpDef& d = op_def(Op::Add);   // d.name == "add", d.kind == OpKind::Map
+//   for (const OpDef& d : all_ops()) ...  // docs, :help and the registry tests walk this
+// Adding an op: one line in TAPESTRY_OPS, a builder in builders.cpp, a kernel case.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace tapestry {
+
+enum class OpKind : uint8_t {
+  Source,    // data held by the node (tp.tensor, materialized values)
+  Generate,  // values computed from the element index alone (full, arange, rand)
+  Map,       // elementwise over the output shape; inputs have the output's shape
+  Reduce,    // a monoid over some dims (sum, max, ...)
+  ArgReduce, // index of the max/min along one dim
+  Matmul,    // batched matrix product
+  View,      // reshape / permute / expand / slice: data movement only
+  Cat,       // concatenation along one dim
+};
+
+// X(enum, name, kind, arity(-1 = variadic), doc)
+#define TAPESTRY_OPS(X)                                                                  \
+  X(Source, "source", Source, 0, "data given by the user or materialized by an observation") \
+  X(Full, "full", Generate, 0, "every element equal to one value")                       \
+  X(Arange, "arange", Generate, 0, "first + step * i along a 1-D tensor")                \
+  X(Linspace, "linspace", Generate, 0, "n evenly spaced points from a to b inclusive")   \
+  X(Eye, "eye", Generate, 0, "ones on the main diagonal, zeros elsewhere")               \
+  X(Rand, "rand", Generate, 0, "uniform [0,1) from Philox-4x32 keyed by (seed, element index)") \
+  X(Randn, "randn", Generate, 0, "standard normal from Philox-4x32 keyed by (seed, element index)") \
+  X(Cast, "cast", Map, 1, "convert to another dtype (float to int truncates toward zero)") \
+  X(Neg, "neg", Map, 1, "-x")                                                            \
+  X(Abs, "abs", Map, 1, "|x|")                                                           \
+  X(Exp, "exp", Map, 1, "e^x")                                                           \
+  X(Log, "log", Map, 1, "natural logarithm")                                             \
+  X(Sqrt, "sqrt", Map, 1, "square root")                                                 \
+  X(Rsqrt, "rsqrt", Map, 1, "1 / sqrt(x)")                                               \
+  X(Sin, "sin", Map, 1, "sine")                                                          \
+  X(Cos, "cos", Map, 1, "cosine")                                                        \
+  X(Tanh, "tanh", Map, 1, "hyperbolic tangent")                                          \
+  X(Sigmoid, "sigmoid", Map, 1, "1 / (1 + e^-x)")                                        \
+  X(Relu, "relu", Map, 1, "max(x, 0)")                                                   \
+  X(Gelu, "gelu", Map, 1, "x * Phi(x), the exact (erf) form")                            \
+  X(Floor, "floor", Map, 1, "round toward -inf")                                         \
+  X(Ceil, "ceil", Map, 1, "round toward +inf")                                           \
+  X(Round, "round", Map, 1, "round half to even, as numpy")                              \
+  X(Sign, "sign", Map, 1, "-1, 0 or 1")                                                  \
+  X(Square, "square", Map, 1, "x * x")                                                   \
+  X(Reciprocal, "reciprocal", Map, 1, "1 / x")                                           \
+  X(LogicalNot, "logical_not", Map, 1, "not x (x ~= 0)")                                 \
+  X(Add, "add", Map, 2, "a + b")                                                         \
+  X(Sub, "sub", Map, 2, "a - b")                                                         \
+  X(Mul, "mul", Map, 2, "a * b (elementwise)")                                           \
+  X(Div, "div", Map, 2, "a / b (true division; integers give floats)")                   \
+  X(FloorDiv, "floordiv", Map, 2, "floor(a / b); integer division by 0 gives 0")         \
+  X(Mod, "mod", Map, 2, "a - floor(a / b) * b (the sign of b, as Lua and numpy)")        \
+  X(Pow, "pow", Map, 2, "a ^ b")                                                         \
+  X(Maximum, "maximum", Map, 2, "elementwise max (NaN propagates)")                      \
+  X(Minimum, "minimum", Map, 2, "elementwise min (NaN propagates)")                      \
+  X(Atan2, "atan2", Map, 2, "angle of (b, a): atan2(a, b)")                              \
+  X(Eq, "eq", Map, 2, "a == b")                                                          \
+  X(Ne, "ne", Map, 2, "a ~= b")                                                          \
+  X(Lt, "lt", Map, 2, "a < b")                                                           \
+  X(Le, "le", Map, 2, "a <= b")                                                          \
+  X(Gt, "gt", Map, 2, "a > b")                                                           \
+  X(Ge, "ge", Map, 2, "a >= b")                                                          \
+  X(LogicalAnd, "logical_and", Map, 2, "a and b")                                        \
+  X(LogicalOr, "logical_or", Map, 2, "a or b")                                           \
+  X(Where, "where", Map, 3, "cond ? a : b")                                              \
+  X(Sum, "sum", Reduce, 1, "sum over dims")                                              \
+  X(Prod, "prod", Reduce, 1, "product over dims")                                        \
+  X(Max, "max", Reduce, 1, "maximum over dims (NaN propagates)")                         \
+  X(Min, "min", Reduce, 1, "minimum over dims (NaN propagates)")                         \
+  X(All, "all", Reduce, 1, "logical and over dims")                                      \
+  X(Any, "any", Reduce, 1, "logical or over dims")                                       \
+  X(ArgMax, "argmax", ArgReduce, 1, "1-based index of the first maximum along a dim")    \
+  X(ArgMin, "argmin", ArgReduce, 1, "1-based index of the first minimum along a dim")    \
+  X(Matmul, "matmul", Matmul, 2, "batched matrix product [...,n,k] @ [...,k,m]")         \
+  X(Reshape, "reshape", View, 1, "same elements in row-major order, another shape")      \
+  X(Permute, "permute", View, 1, "reorder dimensions")                                   \
+  X(Expand, "expand", View, 1, "broadcast size-1 (or missing leading) dims")             \
+  X(Slice, "slice", View, 1, "a strided box of the input")                               \
+  X(Cat, "cat", Cat, -1, "concatenate along one dim")
+
+enum class Op : uint16_t {
+#define TAPESTRY_OP_ENUM(e, name, kind, arity, doc) e,
+  TAPESTRY_OPS(TAPESTRY_OP_ENUM)
+#undef TAPESTRY_OP_ENUM
+  Count
+};
+inline constexpr int kNumOps = static_cast<int>(Op::Count);
+
+struct OpDef {
+  Op op;
+  std::string_view name;
+  OpKind kind;
+  int arity;  // -1: any number of inputs
+  std::string_view doc;
+};
+
+const OpDef& op_def(Op op);
+std::span<const OpDef> all_ops();
+std::string_view op_kind_name(OpKind k);
+inline OpKind op_kind(Op op) { return op_def(op).kind; }
+
+}  // namespace tapestry

@@ -1,0 +1,208 @@
+// Buffers, strided views and values (value.hpp).
+#include "engine/ir/value.hpp"
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <new>
+
+#include "engine/ir/error.hpp"
+
+namespace tapestry {
+
+// ---- Buffer: 64-byte aligned; large blocks are kept for reuse. ----
+//
+// A fresh large block costs a page fault per 4 KiB on first touch (about 0.5 ms per
+// MiB under gVisor, more than a map kernel's pass over it), and loops allocate the
+// same sizes again and again. So blocks of 1 MiB and more go back to a small cache
+// keyed by size instead of to the system.
+namespace {
+
+constexpr size_t kAlign = 64;
+constexpr size_t kCacheMin = size_t(1) << 20;
+constexpr size_t kCacheMaxBytes = size_t(1) << 30;
+
+class BlockCache {
+ public:
+  ~BlockCache() {
+    for (auto& [bytes, p] : blocks_) std::free(p);
+  }
+  void* take(size_t bytes) {
+    std::lock_guard<std::mutex> lk(m_);
+    auto it = blocks_.find(bytes);
+    if (it == blocks_.end()) return nullptr;
+    void* p = it->second;
+    blocks_.erase(it);
+    held_ -= bytes;
+    return p;
+  }
+  // False when the cache is full: the caller frees the block.
+  bool give(void* p, size_t bytes) {
+    std::lock_guard<std::mutex> lk(m_);
+    while (held_ + bytes > kCacheMaxBytes && !blocks_.empty()) {
+      auto it = std::prev(blocks_.end());  // drop the largest first
+      held_ -= it->first;
+      std::free(it->second);
+      blocks_.erase(it);
+    }
+    if (bytes > kCacheMaxBytes) return false;
+    blocks_.emplace(bytes, p);
+    held_ += bytes;
+    return true;
+  }
+
+ private:
+  std::mutex m_;
+  std::multimap<size_t, void*> blocks_;
+  size_t held_ = 0;
+};
+
+BlockCache& block_cache() {
+  static BlockCache* c = new BlockCache();  // never destroyed: buffers may outlive statics
+  return *c;
+}
+
+// Large sizes round up to 1/8 steps of their power of two, so near sizes share blocks.
+size_t padded_size(size_t bytes) {
+  size_t b = (bytes + kAlign - 1) / kAlign * kAlign;
+  if (b == 0) b = kAlign;
+  if (b < kCacheMin) return b;
+  size_t p = kCacheMin;
+  while (p * 2 <= b) p *= 2;
+  size_t step = p / 8;
+  return (b + step - 1) / step * step;
+}
+
+}  // namespace
+
+Buffer::Buffer(size_t bytes) : data_(nullptr), bytes_(bytes) {
+  size_t size = padded_size(bytes);
+  if (size >= kCacheMin) data_ = block_cache().take(size);
+  if (!data_) data_ = std::aligned_alloc(kAlign, size);
+  if (!data_) throw std::bad_alloc();
+}
+
+Buffer::~Buffer() {
+  size_t size = padded_size(bytes_);
+  if (size >= kCacheMin && block_cache().give(data_, size)) return;
+  std::free(data_);
+}
+
+// ---- View ----
+
+int64_t View::numel() const { return tapestry::numel(shape); }
+
+bool View::is_contiguous() const {
+  int64_t expect = 1;
+  for (int d = rank() - 1; d >= 0; --d) {
+    if (shape[d] == 0) return true;
+    if (shape[d] != 1 && strides[d] != expect) return false;
+    expect *= shape[d];
+  }
+  return true;
+}
+
+View View::permuted(const std::vector<int>& perm) const {
+  internal_check(static_cast<int>(perm.size()) == rank());
+  View v = *this;
+  std::vector<bool> seen(perm.size(), false);
+  for (size_t i = 0; i < perm.size(); ++i) {
+    int p = perm[i];
+    internal_check(p >= 0 && p < rank() && !seen[p]);
+    seen[p] = true;
+    v.shape[i] = shape[p];
+    v.strides[i] = strides[p];
+  }
+  return v;
+}
+
+View View::expanded(const Shape& to) const {
+  internal_check(to.size() >= shape.size());
+  View v = *this;
+  size_t lead = to.size() - shape.size();
+  v.shape = to;
+  v.strides.assign(to.size(), 0);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    int64_t from = shape[i];
+    internal_check(from == to[lead + i] || from == 1);
+    v.strides[lead + i] = from == to[lead + i] ? strides[i] : 0;
+  }
+  return v;
+}
+
+View View::sliced(const std::vector<int64_t>& start, const std::vector<int64_t>& step,
+                  const Shape& count) const {
+  internal_check(start.size() == shape.size() && step.size() == shape.size() &&
+                 count.size() == shape.size());
+  View v = *this;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    internal_check(count[d] >= 0 && step[d] != 0);
+    if (count[d] > 0) {
+      int64_t last = start[d] + (count[d] - 1) * step[d];
+      internal_check(start[d] >= 0 && start[d] < shape[d] && last >= 0 && last < shape[d]);
+      v.offset += start[d] * strides[d];
+    }
+    v.shape[d] = count[d];
+    v.strides[d] = strides[d] * step[d];
+  }
+  return v;
+}
+
+// numpy's _attempt_nocopy_reshape: groups of old and new dims with equal products
+// must each be contiguous among themselves.
+bool View::try_reshape(const Shape& to, View& out) const {
+  internal_check(tapestry::numel(to) == numel());
+  View v = *this;
+  v.shape = to;
+  if (numel() == 0 || is_contiguous()) {
+    v.strides = contiguous_strides(to);
+    out = v;
+    return true;
+  }
+  Shape od;
+  Strides os;
+  for (int d = 0; d < rank(); ++d) {
+    if (shape[d] != 1) {
+      od.push_back(shape[d]);
+      os.push_back(strides[d]);
+    }
+  }
+  const size_t ond = od.size(), nnd = to.size();
+  Strides ns(nnd, 0);
+  size_t oi = 0, oj = 1, ni = 0, nj = 1;
+  while (ni < nnd && oi < ond) {
+    int64_t np = to[ni], op = od[oi];
+    while (np != op) {
+      if (np < op) np *= to[nj++];
+      else op *= od[oj++];
+    }
+    for (size_t ok = oi; ok + 1 < oj; ++ok) {
+      if (os[ok] != od[ok + 1] * os[ok + 1]) return false;
+    }
+    ns[nj - 1] = os[oj - 1];
+    for (size_t nk = nj - 1; nk > ni; --nk) ns[nk - 1] = ns[nk] * to[nk];
+    ni = nj++;
+    oi = oj++;
+  }
+  int64_t last = ni >= 1 ? ns[ni - 1] : 1;
+  for (size_t nk = ni; nk < nnd; ++nk) ns[nk] = last;
+  v.strides = ns;
+  out = v;
+  return true;
+}
+
+// ---- Value ----
+
+std::shared_ptr<Value> Value::alloc(DType t, const Shape& s) {
+  auto val = std::make_shared<Value>();
+  int64_t n = tapestry::numel(s);
+  internal_check(n >= 0);
+  val->v.buf = std::make_shared<Buffer>(static_cast<size_t>(n) * dtype_size(t));
+  val->v.dtype = t;
+  val->v.shape = s;
+  val->v.strides = contiguous_strides(s);
+  val->v.offset = 0;
+  return val;
+}
+
+}  // namespace tapestry

@@ -1,0 +1,62 @@
+// Host data: an aligned buffer and strided views into it.
+//   auto v = Value::alloc(DType::F32, {3, 4});       // contiguous, uninitialised
+//   View t = v->view().permuted({1, 0});              // no copy
+//   float* p = v->data<float>();
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/ir/dtype.hpp"
+#include "engine/ir/shape.hpp"
+
+namespace tapestry {
+
+// An owned, 64-byte aligned allocation.
+class Buffer {
+ public:
+  explicit Buffer(size_t bytes);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* data_;
+  size_t bytes_;
+};
+
+// A typed, strided window onto a buffer. Strides are in elements; 0 = broadcast.
+struct View {
+  std::shared_ptr<Buffer> buf;
+  DType dtype = DType::F32;
+  Shape shape;
+  Strides strides;
+  int64_t offset = 0;  // in elements
+
+  int rank() const { return static_cast<int>(shape.size()); }
+  int64_t numel() const;
+  bool is_contiguous() const;  // row-major, dense, offset anywhere
+  template <class T> T* ptr() const { return static_cast<T*>(buf->data()) + offset; }
+  char* byte_ptr() const { return static_cast<char*>(buf->data()) + offset * dtype_size(dtype); }
+
+  View permuted(const std::vector<int>& perm) const;   // out dim i = in dim perm[i]
+  View expanded(const Shape& to) const;                // numpy broadcast_to
+  View sliced(const std::vector<int64_t>& start, const std::vector<int64_t>& step,
+              const Shape& count) const;
+  // A reshape that needs no copy, if the strides allow it; else returns false.
+  bool try_reshape(const Shape& to, View& out) const;
+};
+
+// The data of a materialized node: a view, usually contiguous row-major.
+struct Value {
+  View v;
+  static std::shared_ptr<Value> alloc(DType t, const Shape& s);
+  const View& view() const { return v; }
+  template <class T> T* data() const { return v.ptr<T>(); }
+};
+
+}  // namespace tapestry

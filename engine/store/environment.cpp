@@ -1,0 +1,72 @@
+#include "engine/store/environment.hpp"
+
+#include <cctype>
+
+#include "engine/exec/evaluator.hpp"
+#include "engine/ir/error.hpp"
+
+namespace tapestry {
+
+Environment& env() {
+  static Environment e;
+  return e;
+}
+
+bool is_identifier(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+void Environment::bind(const std::string& name, NodeRef value) {
+  user_check(is_identifier(name), "'", name, "' is not a valid tensor name (use an identifier)");
+  internal_check(value != nullptr);
+  Entry& e = entries_[name];
+  if (value->value) {  // already data: no evaluation needed
+    e.stored = std::move(value);
+    e.pending = nullptr;
+  } else {
+    e.pending = std::move(value);
+  }
+}
+
+void Environment::drop(const std::string& name) { entries_.erase(name); }
+
+NodeRef Environment::get(const std::string& name) const {
+  auto it = entries_.find(name);
+  return it == entries_.end() ? nullptr : it->second.current();
+}
+
+std::vector<std::string> Environment::names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, e] : entries_) out.push_back(name);
+  return out;
+}
+
+bool Environment::has_pending() const {
+  for (const auto& [name, e] : entries_)
+    if (e.pending) return true;
+  return false;
+}
+
+void Environment::materialize() {
+  // One at a time, so a failing binding names itself and cannot block the others.
+  for (auto& [name, e] : entries_) {
+    if (!e.pending) continue;
+    NodeRef p = e.pending;
+    try {
+      evaluate({p});
+    } catch (const Error& err) {
+      const std::string failed = name;  // `name` dies with the entry
+      e.pending = nullptr;
+      if (!e.stored) entries_.erase(failed);
+      throw Error(cat_str("computing tp.env.", failed, ": ", err.what(),
+                          " (the new binding was dropped; any previous value is kept)"));
+    }
+    e.stored = std::move(p);
+    e.pending = nullptr;
+  }
+}
+
+}  // namespace tapestry

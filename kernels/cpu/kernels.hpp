@@ -1,0 +1,56 @@
+// The CPU kernels: one entry point per block-operation kind.
+//   MapProgram p; p.leaves = {a, b}; p.instrs = {{Op::Mul, F32, F32, 0, 1}, {Op::Tanh, F32, F32, 2}};
+//   run_map(p, out);       // out = tanh(a * b) in one pass over memory
+//   run_matmul(a, b, out); // OpenBLAS for f32/f64
+// Outputs are always contiguous views of the right shape and dtype, allocated by the caller.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/ir/node.hpp"
+#include "engine/ir/value.hpp"
+
+namespace tapestry::cpu {
+
+// A fused elementwise program. Register r < leaves.size() is leaf r; register
+// leaves.size() + j is the result of instrs[j]; the last instruction is the output.
+struct MapInstr {
+  Op op;              // a Map op, or Op::Full for a constant
+  DType out;          // result dtype
+  DType in;           // operand dtype (Cast: the source; Where: of a and b; Full: unused)
+  int a = -1, b = -1, c = -1;  // operand registers (Where: a = cond, b = then, c = else)
+  double real = 0;    // Full: the value (float dtypes)
+  int64_t integer = 0;  // Full: the value (integer / bool dtypes)
+};
+struct MapProgram {
+  std::vector<View> leaves;  // each has exactly the output's shape (strides may be 0)
+  std::vector<MapInstr> instrs;
+};
+void run_map(const MapProgram& p, const View& out);
+
+// Reduce `in` over `dims` (0-based ascending) into `out` (in's shape without dims).
+// Sum/Prod of ints and bools accumulate in i64; floats accumulate in f64.
+void run_reduce(Op op, const View& in, const std::vector<int>& dims, const View& out);
+
+// 1-based index (i64) of the first max/min along `dim`, or over the flattened
+// tensor when dim < 0. NaN counts as the extreme, as numpy.
+void run_argreduce(Op op, const View& in, int dim, const View& out);
+
+// out[..., n, m] = a[..., n, k] @ b[..., k, m]; batch dims of a and b are broadcast
+// to out's (strides 0). All three share one dtype.
+void run_matmul(const View& a, const View& b, const View& out);
+
+// Fill `out`, the box of a generated tensor of `global_shape` whose first element
+// sits at `origin` (so a shard computes the same values as the whole).
+void run_generate(Op op, const Attrs& attrs, const Shape& global_shape,
+                  const std::vector<int64_t>& origin, const View& out);
+
+// Elementwise copy between two views of the same shape and dtype.
+void copy_view(const View& src, const View& dst);
+
+// Threads used by the kernels (default: hardware concurrency; TAPESTRY_THREADS).
+int num_threads();
+void set_num_threads(int n);
+
+}  // namespace tapestry::cpu

@@ -1,0 +1,288 @@
+#include "lang/api.hpp"
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "lang/bindings.hpp"
+
+namespace tapestry {
+
+namespace {
+
+using lua::l_argreduce;
+using lua::l_binary;
+using lua::l_reduce;
+using lua::l_unary;
+using K = ApiKind;
+constexpr bool M = true;  // also a Tensor method
+
+#define UNARY(name, op, doc) \
+  {"tp." name, K::Function, "map", "tp." name "(x) / x:" name "()", doc, l_unary<Op::op>, M}
+#define BINARY(name, op, sym, doc) \
+  {"tp." name, K::Function, "map", "tp." name "(a, b) / a:" name "(b)" sym, doc, l_binary<Op::op>, M}
+#define META(name, op, usage, doc) {"Tensor." name, K::Metamethod, "operators", usage, doc, op}
+
+const ApiEntry kApi[] = {
+    // --- create ---------------------------------------------------------------------
+    {"tp.tensor", K::Function, "create", "tp.tensor(t [,opts])",
+     "A tensor from a nested Lua table (or a number: a scalar). Defaults to f32; a table of "
+     "booleans gives bool. opts: dtype, name. Example: tp.tensor{{1,2},{3,4}}",
+     lua::l_tensor},
+    {"tp.zeros", K::Function, "create", "tp.zeros(shape [,opts])",
+     "All zeros. shape is a table of positive sizes, e.g. {2,3}. opts: dtype (default f32), name.",
+     lua::l_zeros},
+    {"tp.ones", K::Function, "create", "tp.ones(shape [,opts])", "All ones. opts: dtype, name.",
+     lua::l_ones},
+    {"tp.full", K::Function, "create", "tp.full(shape, v [,opts])",
+     "Every element equal to v (a number or boolean). opts: dtype, name.", lua::l_full},
+    {"tp.eye", K::Function, "create", "tp.eye(n [,m] [,opts])",
+     "The n x m identity (m defaults to n). opts: dtype, name.", lua::l_eye},
+    {"tp.arange", K::Function, "create", "tp.arange(first, last [,step] [,opts])",
+     "first, first+step, ... up to last inclusive, like a Lua numeric for. "
+     "Example: tp.arange(1, 5) is [1. 2. 3. 4. 5.]. opts: dtype, name.",
+     lua::l_arange},
+    {"tp.linspace", K::Function, "create", "tp.linspace(a, b, n [,opts])",
+     "n evenly spaced points from a to b inclusive. opts: dtype (f32 or f64), name.",
+     lua::l_linspace},
+    {"tp.rand", K::Function, "create", "tp.rand(shape [,opts])",
+     "Uniform in [0,1) from a counter-based generator (Philox-4x32) keyed by (seed, element "
+     "index): the same seed gives the same values on any mesh. opts: seed, dtype, name.",
+     lua::l_rand},
+    {"tp.randn", K::Function, "create", "tp.randn(shape [,opts])",
+     "Standard normal, keyed like tp.rand. opts: seed, dtype, name.", lua::l_randn},
+    {"tp.seed", K::Function, "create", "tp.seed([n])",
+     "Sets the environment's seed, used by tp.rand/randn without opts.seed (each such call "
+     "advances it). Without n, returns the current seed.",
+     lua::l_seed},
+
+    // --- map ------------------------------------------------------------------------
+    UNARY("abs", Abs, "Absolute value."),
+    UNARY("neg", Neg, "-x (not for bool: use tp.logical_not)."),
+    UNARY("exp", Exp, "e^x. Integer inputs give f64, bool f32."),
+    UNARY("log", Log, "Natural logarithm (log of a negative number is nan)."),
+    UNARY("sqrt", Sqrt, "Square root."),
+    UNARY("rsqrt", Rsqrt, "1 / sqrt(x)."),
+    UNARY("sin", Sin, "Sine (radians)."),
+    UNARY("cos", Cos, "Cosine (radians)."),
+    UNARY("tanh", Tanh, "Hyperbolic tangent."),
+    UNARY("sigmoid", Sigmoid, "1 / (1 + e^-x), computed without overflow."),
+    UNARY("relu", Relu, "max(x, 0)."),
+    UNARY("gelu", Gelu, "x * Phi(x) with the exact erf form."),
+    UNARY("floor", Floor, "Round toward -inf (integers unchanged)."),
+    UNARY("ceil", Ceil, "Round toward +inf (integers unchanged)."),
+    UNARY("round", Round, "Round half to even, as numpy (integers unchanged)."),
+    UNARY("sign", Sign, "-1, 0 or 1 (nan stays nan)."),
+    UNARY("square", Square, "x * x."),
+    UNARY("reciprocal", Reciprocal, "1 / x."),
+    UNARY("logical_not", LogicalNot, "not x, as bool (nonzero is true)."),
+    BINARY("add", Add, " / a + b", "Elementwise sum, with broadcasting."),
+    BINARY("sub", Sub, " / a - b", "Elementwise difference."),
+    BINARY("mul", Mul, " / a * b", "Elementwise product (not matmul)."),
+    BINARY("div", Div, " / a / b", "True division: integers give floats."),
+    BINARY("floordiv", FloorDiv, " / a // b",
+           "floor(a / b). Integer division by zero gives 0."),
+    BINARY("mod", Mod, " / a % b", "a - floor(a / b) * b: the sign of b, as Lua and numpy."),
+    BINARY("pow", Pow, " / a ^ b", "a to the power b (integers stay integers)."),
+    BINARY("maximum", Maximum, "", "Elementwise max; nan propagates."),
+    BINARY("minimum", Minimum, "", "Elementwise min; nan propagates."),
+    BINARY("atan2", Atan2, "", "The angle of the point (b, a), in radians."),
+    BINARY("eq", Eq, "", "a == b, as a bool tensor."),
+    BINARY("ne", Ne, "", "a ~= b, as a bool tensor."),
+    BINARY("lt", Lt, "", "a < b, as a bool tensor (Lua's < cannot return a tensor)."),
+    BINARY("le", Le, "", "a <= b, as a bool tensor."),
+    BINARY("gt", Gt, "", "a > b, as a bool tensor."),
+    BINARY("ge", Ge, "", "a >= b, as a bool tensor."),
+    BINARY("logical_and", LogicalAnd, "", "a and b, as bool (nonzero is true)."),
+    BINARY("logical_or", LogicalOr, "", "a or b, as bool."),
+    {"tp.where", K::Function, "map", "tp.where(cond, a, b)",
+     "a where cond is true, else b; all three broadcast together.", lua::l_where},
+    {"tp.cast", K::Function, "map", "tp.cast(x, dtype) / x:cast(dtype)",
+     "Convert to dtype ('f32', 'f64', 'i32', 'i64', 'bool'). Float to int truncates toward 0.",
+     lua::l_cast, M},
+    {"tp.clamp", K::Function, "map", "tp.clamp(x, lo, hi) / x:clamp(lo, hi)",
+     "Limit x to [lo, hi]; either bound may be nil.", lua::l_clamp, M},
+
+    // --- reduce ---------------------------------------------------------------------
+    {"tp.sum", K::Function, "reduce", "tp.sum(x [,dims] [,opts]) / x:sum([dims] [,opts])",
+     "Sum over dims (a number, a sequence, or nil for all). opts.keepdim keeps reduced dims "
+     "as size 1. Integers and bools sum to i64.",
+     l_reduce<Op::Sum>, M},
+    {"tp.prod", K::Function, "reduce", "x:prod([dims] [,opts])", "Product over dims; opts.keepdim.",
+     l_reduce<Op::Prod>, M},
+    {"tp.max", K::Function, "reduce", "x:max([dims] [,opts])",
+     "Maximum over dims (values only; see argmax); nan propagates. opts.keepdim.",
+     l_reduce<Op::Max>, M},
+    {"tp.min", K::Function, "reduce", "x:min([dims] [,opts])", "Minimum over dims. opts.keepdim.",
+     l_reduce<Op::Min>, M},
+    {"tp.all", K::Function, "reduce", "x:all([dims] [,opts])", "True where every element is nonzero.",
+     l_reduce<Op::All>, M},
+    {"tp.any", K::Function, "reduce", "x:any([dims] [,opts])", "True where some element is nonzero.",
+     l_reduce<Op::Any>, M},
+    {"tp.mean", K::Function, "reduce", "x:mean([dims] [,opts])",
+     "Arithmetic mean over dims; integers give f64. opts.keepdim.", lua::l_mean, M},
+    {"tp.var", K::Function, "reduce", "x:var([dims] [,opts])",
+     "Variance: sum((x - mean)^2) / (n - correction). opts.correction (default 0), opts.keepdim.",
+     lua::l_var, M},
+    {"tp.std", K::Function, "reduce", "x:std([dims] [,opts])",
+     "Standard deviation, sqrt(var). opts.correction (default 0), opts.keepdim.", lua::l_std, M},
+    {"tp.norm", K::Function, "reduce", "x:norm([dims] [,opts])",
+     "The p-norm over dims: opts.p (default 2; math.huge for the max norm), opts.keepdim.",
+     lua::l_norm, M},
+    {"tp.argmax", K::Function, "reduce", "x:argmax([dim] [,opts])",
+     "1-based index (i64) of the first maximum along dim, or into the flattened tensor when "
+     "dim is nil. opts.keepdim.",
+     l_argreduce<Op::ArgMax>, M},
+    {"tp.argmin", K::Function, "reduce", "x:argmin([dim] [,opts])",
+     "1-based index of the first minimum, as argmax.", l_argreduce<Op::ArgMin>, M},
+    {"tp.matmul", K::Function, "contract", "tp.matmul(a, b) / a:matmul(b)",
+     "Matrix product with numpy's rules: 1-D operands are vectors, leading dims are batch dims "
+     "and broadcast. f32/f64 run on OpenBLAS.",
+     lua::l_matmul, M},
+
+    // --- shape ----------------------------------------------------------------------
+    {"tp.reshape", K::Function, "shape", "x:reshape(shape)",
+     "Same elements in row-major order with another shape; one size may be -1.", lua::l_reshape,
+     M},
+    {"tp.permute", K::Function, "shape", "x:permute{d1, d2, ...}",
+     "Reorder dims: output dim i is input dim d_i.", lua::l_permute, M},
+    {"tp.transpose", K::Function, "shape", "x:transpose(d1, d2)", "Swap two dims.",
+     lua::l_transpose, M},
+    {"tp.t", K::Function, "shape", "x:t()", "Transpose of a 2-D tensor (1-D: unchanged).", lua::l_t,
+     M},
+    {"tp.expand", K::Function, "shape", "x:expand(shape)",
+     "Broadcast size-1 dims (and add leading dims) without copying; -1 keeps a size.",
+     lua::l_expand, M},
+    {"tp.squeeze", K::Function, "shape", "x:squeeze([d])",
+     "Remove dim d, which must have size 1, or every size-1 dim.", lua::l_squeeze, M},
+    {"tp.unsqueeze", K::Function, "shape", "x:unsqueeze(d)",
+     "Insert a size-1 dim at position d (1..dim+1; -1 appends).", lua::l_unsqueeze, M},
+    {"tp.flatten", K::Function, "shape", "x:flatten([first [,last]])",
+     "Merge dims first..last (default all) into one.", lua::l_flatten, M},
+    {"tp.cat", K::Function, "shape", "tp.cat({a, b, ...} [,d])",
+     "Concatenate along dim d (default 1); other dims must match; dtypes promote.", lua::l_cat},
+    {"tp.stack", K::Function, "shape", "tp.stack({a, b, ...} [,d])",
+     "Stack equal-shaped tensors along a new dim d (default 1).", lua::l_stack},
+    {"tp.narrow", K::Function, "slice", "x:narrow(d, first, len)",
+     "len elements of dim d starting at index first (1-based).", lua::l_narrow, M},
+    {"tp.select", K::Function, "slice", "x:select(d, i)",
+     "Index i of dim d, dropping that dim (x[i] is x:select(1, i)).", lua::l_select, M},
+    {"Tensor.__index", K::Metamethod, "slice", "x[{ {a,b}, {}, i, {a,b,step} }]",
+     "Read a region: per dim {} is the whole dim, {a} a to the end, {a,b} the inclusive range, "
+     "{a,b,step} every step-th, a number selects one index and drops the dim. Negative indices "
+     "count from the end. Missing trailing entries mean {}.",
+     lua::l_index},
+
+    // --- observe --------------------------------------------------------------------
+    {"Tensor:dim", K::Method, "tensor", "x:dim()", "Number of dimensions.", lua::l_dim},
+    {"Tensor:size", K::Method, "tensor", "x:size([d])",
+     "Size of dim d, or the whole shape as a table. Also x.shape, #x (size of dim 1).",
+     lua::l_size},
+    {"Tensor:numel", K::Method, "tensor", "x:numel()", "Number of elements.", lua::l_numel},
+    {"Tensor:item", K::Method, "observe", "x:item()",
+     "Observe a one-element tensor as a Lua number (integer for int dtypes) or boolean.",
+     lua::l_item},
+    {"Tensor:totable", K::Method, "observe", "x:totable()",
+     "Observe as nested Lua tables (a scalar gives a number).", lua::l_totable},
+    {"Tensor:release", K::Method, "tensor", "x:release()",
+     "Drop this handle's reference now (also done by __gc and __close); later use is an error.",
+     lua::l_release},
+    {"tp.eval", K::Function, "observe", "tp.eval(a, b, ...)",
+     "Compute the given tensors (and pending tp.env bindings) now; returns them, backed by data.",
+     lua::l_eval},
+    {"tp.stats", K::Function, "observe", "tp.stats()",
+     "Counters: observations, nodes_evaluated, kernels, fused_ops, bytes_allocated, live_nodes, "
+     "time_schedule and time_run (seconds).",
+     lua::l_stats},
+    {"tp.clock", K::Function, "observe", "tp.clock()", "Monotonic wall-clock seconds, as a float.",
+     lua::l_clock},
+    {"tp.tensors", K::Function, "env", "tp.tensors()",
+     "The environment as rows {name, shape, dtype, bytes, layout, computed}.", lua::l_tensors},
+    {"tp.env", K::Module, "env", "tp.env.name = expr / tp.env.name / tp.env.name = nil",
+     "Named tensors that outlive Lua variables. A binding is computed at the next observation; "
+     "if that fails the previous value is kept. pairs(tp.env) iterates names in order.",
+     nullptr},
+
+    // --- operators --------------------------------------------------------------------
+    META("__add", (l_binary<Op::Add>), "a + b", "tp.add"),
+    META("__sub", (l_binary<Op::Sub>), "a - b", "tp.sub"),
+    META("__mul", (l_binary<Op::Mul>), "a * b", "tp.mul (elementwise)"),
+    META("__div", (l_binary<Op::Div>), "a / b", "tp.div (true division)"),
+    META("__mod", (l_binary<Op::Mod>), "a % b", "tp.mod"),
+    META("__pow", (l_binary<Op::Pow>), "a ^ b", "tp.pow"),
+    META("__idiv", (l_binary<Op::FloorDiv>), "a // b", "tp.floordiv"),
+    META("__unm", (l_unary<Op::Neg>), "-a", "tp.neg"),
+    META("__tostring", lua::l_tostring, "tostring(x) / print(x)",
+         "Observe and format numpy-style, with a footer giving dtype and shape."),
+    META("__len", lua::l_len, "#x", "Size of dim 1."),
+
+    // --- shell commands (run by repl/) --------------------------------------------------
+    {":help", K::Command, "shell", ":help [name]",
+     "Help for a function, method or command; without a name, the list of topics.", nullptr},
+    {":quit", K::Command, "shell", ":quit", "Leave the shell (Ctrl-D too).", nullptr},
+    {":load", K::Command, "shell", ":load FILE", "Run a Lua script inside this session.", nullptr},
+};
+
+#undef UNARY
+#undef BINARY
+#undef META
+
+std::string_view short_name(std::string_view n) {
+  const size_t p = n.find_last_of(".:");
+  return p == std::string_view::npos ? n : n.substr(p + 1);
+}
+
+}  // namespace
+
+std::span<const ApiEntry> api_entries() { return kApi; }
+
+const ApiEntry* find_api(std::string_view name) {
+  auto exact = [](std::string_view n) -> const ApiEntry* {
+    for (const ApiEntry& e : kApi)
+      if (e.name == n) return &e;
+    return nullptr;
+  };
+  const std::string s(name);
+  for (const std::string& n : {s, "tp." + s, "Tensor:" + s, ":" + s, "Tensor." + s})
+    if (const ApiEntry* e = exact(n)) return e;
+  return nullptr;
+}
+
+std::string format_help(const ApiEntry& e) {
+  std::string out = std::string(e.usage) + "\n  " + std::string(e.doc) + "\n";
+  if (e.method) out += "  Also a method: x:" + std::string(short_name(e.name)) + "(...).\n";
+  return out;
+}
+
+std::string reference_markdown() {
+  static const std::pair<std::string_view, std::string_view> kGroups[] = {
+      {"create", "Creating tensors"}, {"map", "Elementwise operations"},
+      {"operators", "Operators"},     {"reduce", "Reductions"},
+      {"contract", "Contractions"},   {"shape", "Shape operations"},
+      {"slice", "Reading slices"},    {"tensor", "Tensor metadata"},
+      {"observe", "Observation"},     {"env", "The environment"},
+      {"shell", "Shell commands"},
+  };
+  std::string out =
+      "# Tapestry language reference\n\n"
+      "Generated from the API registry (`lang/api.cpp`) by `tapestry --reference`; do not edit.\n"
+      "A test fails when this file and the registry disagree.\n";
+  for (const auto& [group, title] : kGroups) {
+    out += "\n## " + std::string(title) + "\n\n| usage | description |\n|---|---|\n";
+    for (const ApiEntry& e : kApi) {
+      if (e.group != group) continue;
+      std::string usage(e.usage), doc(e.doc);
+      for (std::string* s : {&usage, &doc}) {
+        size_t p = 0;
+        while ((p = s->find('|', p)) != std::string::npos) {
+          s->replace(p, 1, "\\|");
+          p += 2;
+        }
+      }
+      out += "| `" + usage + "` | " + doc + " |\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace tapestry

@@ -1,0 +1,69 @@
+// Declarations of every Lua binding; lang/api.cpp lists them with their docs.
+//   { "tp.zeros", ApiKind::Function, "create", "tp.zeros(shape [,opts])", "...", l_zeros }
+// Each binding may throw tapestry::Error; push_guarded turns that into a Lua error.
+#pragma once
+
+#include "engine/ir/op.hpp"
+
+struct lua_State;
+
+namespace tapestry::lua {
+
+// create (tp_create.cpp)
+int l_tensor(lua_State* L);
+int l_zeros(lua_State* L);
+int l_ones(lua_State* L);
+int l_full(lua_State* L);
+int l_eye(lua_State* L);
+int l_arange(lua_State* L);
+int l_linspace(lua_State* L);
+int l_rand(lua_State* L);
+int l_randn(lua_State* L);
+int l_seed(lua_State* L);
+
+// maps (tp_map.cpp)
+template <Op op> int l_unary(lua_State* L);
+template <Op op> int l_binary(lua_State* L);
+int l_where(lua_State* L);
+int l_cast(lua_State* L);
+int l_clamp(lua_State* L);
+
+// reductions and contractions (tp_reduce.cpp)
+template <Op op> int l_reduce(lua_State* L);  // sum prod max min all any
+int l_mean(lua_State* L);
+int l_var(lua_State* L);
+int l_std(lua_State* L);
+int l_norm(lua_State* L);
+template <Op op> int l_argreduce(lua_State* L);
+int l_matmul(lua_State* L);
+
+// shape (tp_shape.cpp)
+int l_reshape(lua_State* L);
+int l_permute(lua_State* L);
+int l_transpose(lua_State* L);
+int l_t(lua_State* L);
+int l_expand(lua_State* L);
+int l_squeeze(lua_State* L);
+int l_unsqueeze(lua_State* L);
+int l_flatten(lua_State* L);
+int l_cat(lua_State* L);
+int l_stack(lua_State* L);
+int l_narrow(lua_State* L);
+int l_select(lua_State* L);
+int l_index(lua_State* L);  // x[{...}]
+
+// tensor metadata and observation (tp_observe.cpp)
+int l_dim(lua_State* L);
+int l_size(lua_State* L);
+int l_numel(lua_State* L);
+int l_item(lua_State* L);
+int l_totable(lua_State* L);
+int l_eval(lua_State* L);
+int l_release(lua_State* L);
+int l_tostring(lua_State* L);
+int l_len(lua_State* L);
+int l_stats(lua_State* L);
+int l_clock(lua_State* L);
+int l_tensors(lua_State* L);
+
+}  // namespace tapestry::lua

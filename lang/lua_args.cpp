@@ -1,0 +1,246 @@
+#include "lang/lua_args.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <new>
+
+#include "lang/convert.hpp"
+#include "lang/tensor_lua.hpp"
+
+namespace tapestry {
+
+void arg_error(int arg, const std::string& msg) { throw ArgError(arg, msg); }
+
+void type_error(lua_State* L, int arg, const char* expected) {
+  const char* got = lua_isnone(L, arg) ? "no value" : luaL_typename(L, arg);
+  arg_error(arg, cat_str(expected, " expected, got ", got));
+}
+
+namespace {
+
+// The single C++ -> Lua error boundary. Messages are built inside the catch
+// blocks, and lua_error is raised only after leaving them (Lua's own error is a
+// C++ exception too, and must not be thrown from inside a handler of ours).
+int guarded(lua_State* L) {
+  auto fn = reinterpret_cast<LuaFn>(lua_touserdata(L, lua_upvalueindex(1)));
+  const char* name = lua_tostring(L, lua_upvalueindex(2));
+  std::string msg;
+  try {
+    return fn(L);
+  } catch (const ArgError& e) {
+    msg = cat_str("bad argument #", e.arg(), " to '", name, "' (", e.what(), ")");
+  } catch (const Error& e) {
+    msg = cat_str(name, ": ", e.what());
+  } catch (const Cancelled& e) {
+    msg = cat_str(name, ": ", e.what());
+  } catch (const InternalError& e) {
+    msg = cat_str(name, ": ", e.what());
+  } catch (const std::bad_alloc&) {
+    msg = cat_str(name, ": out of memory");
+  } catch (const std::exception& e) {
+    msg = cat_str(name, ": ", e.what());
+  }
+  lua_pushstring(L, msg.c_str());
+  return lua_error(L);
+}
+
+}  // namespace
+
+void push_guarded(lua_State* L, LuaFn fn, std::string_view name) {
+  lua_pushlightuserdata(L, reinterpret_cast<void*>(fn));
+  lua_pushlstring(L, name.data(), name.size());
+  lua_pushcclosure(L, guarded, 2);
+}
+
+bool is_tensor(lua_State* L, int arg) { return to_tensor_handle(L, arg) != nullptr; }
+
+NodeRef check_tensor(lua_State* L, int arg) {
+  TensorHandle* h = to_tensor_handle(L, arg);
+  if (!h) type_error(L, arg, "Tensor");
+  user_check(h->node != nullptr, "argument #", arg, " is a released tensor (used after release())");
+  return h->node;
+}
+
+build::Operand check_operand(lua_State* L, int arg) {
+  switch (lua_type(L, arg)) {
+    case LUA_TBOOLEAN:
+      return build::Operand::boolean(lua_toboolean(L, arg));
+    case LUA_TNUMBER:
+      if (lua_isinteger(L, arg)) return build::Operand::integer_number(lua_tointeger(L, arg));
+      return build::Operand::number(lua_tonumber(L, arg));
+    case LUA_TTABLE:
+      return build::Operand(tensor_from_lua(L, arg, std::nullopt));
+    default:
+      if (is_tensor(L, arg)) return build::Operand(check_tensor(L, arg));
+      type_error(L, arg, "Tensor or number");
+  }
+}
+
+NodeRef check_tensor_like(lua_State* L, int arg) {
+  if (is_tensor(L, arg)) return check_tensor(L, arg);
+  const build::Operand o = check_operand(L, arg);
+  return o.weak ? build::scalar(o, scalar_default_dtype(o.kind)) : o.node;
+}
+
+int64_t check_int(lua_State* L, int arg) {
+  if (lua_isinteger(L, arg)) return lua_tointeger(L, arg);
+  if (lua_type(L, arg) != LUA_TNUMBER) type_error(L, arg, "integer");
+  const double d = lua_tonumber(L, arg);
+  if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9.007199254740992e15)
+    arg_error(arg, cat_str("integer expected, got ", d));
+  return static_cast<int64_t>(d);
+}
+
+double check_number(lua_State* L, int arg) {
+  if (lua_type(L, arg) != LUA_TNUMBER) type_error(L, arg, "number");
+  return lua_tonumber(L, arg);
+}
+
+Shape check_shape_arg(lua_State* L, int arg) {
+  if (lua_type(L, arg) == LUA_TNUMBER) return Shape{check_int(L, arg)};
+  if (lua_type(L, arg) != LUA_TTABLE || is_tensor(L, arg)) type_error(L, arg, "shape (table of sizes)");
+  Shape s;
+  const lua_Integer n = luaL_len(L, arg);
+  for (lua_Integer i = 1; i <= n; ++i) {
+    lua_geti(L, arg, i);
+    const int top = lua_gettop(L);
+    if (lua_type(L, top) != LUA_TNUMBER) {
+      const std::string got = luaL_typename(L, top);
+      lua_pop(L, 1);
+      arg_error(arg, cat_str("shape entry ", i, " must be an integer, got ", got));
+    }
+    double d = lua_tonumber(L, top);
+    const bool integral = lua_isinteger(L, top) || (std::isfinite(d) && d == std::floor(d));
+    const int64_t v = lua_isinteger(L, top) ? lua_tointeger(L, top) : static_cast<int64_t>(d);
+    lua_pop(L, 1);
+    if (!integral) arg_error(arg, cat_str("shape entry ", i, " must be an integer, got ", d));
+    s.push_back(v);
+  }
+  build::check_shape(s, "shape");
+  return s;
+}
+
+int check_dim(lua_State* L, int arg, int rank) {
+  const int64_t d = check_int(L, arg);
+  return normalize_dim(d, rank);
+}
+
+std::vector<int> check_dims(lua_State* L, int arg, int rank) {
+  std::vector<int> dims;
+  if (lua_isnoneornil(L, arg)) return dims;  // all
+  if (lua_type(L, arg) == LUA_TNUMBER) {
+    dims.push_back(check_dim(L, arg, rank));
+    return dims;
+  }
+  if (lua_type(L, arg) != LUA_TTABLE || is_tensor(L, arg)) type_error(L, arg, "dims (number or table)");
+  const lua_Integer n = luaL_len(L, arg);
+  user_check(n >= 1, "dims must not be empty (use nil for all dims)");
+  for (lua_Integer i = 1; i <= n; ++i) {
+    lua_geti(L, arg, i);
+    const int top = lua_gettop(L);
+    if (lua_type(L, top) != LUA_TNUMBER) {
+      lua_pop(L, 1);
+      arg_error(arg, cat_str("dims entry ", i, " must be an integer"));
+    }
+    const int d = check_dim(L, top, rank);
+    lua_pop(L, 1);
+    dims.push_back(d);
+  }
+  return dims;
+}
+
+bool is_options_table(lua_State* L, int arg) {
+  if (lua_type(L, arg) != LUA_TTABLE || is_tensor(L, arg)) return false;
+  lua_geti(L, arg, 1);
+  const bool seq = !lua_isnil(L, -1);
+  lua_pop(L, 1);
+  return !seq;
+}
+
+Options::Options(lua_State* L, int arg, std::initializer_list<const char*> allowed)
+    : L_(L), arg_(0) {
+  if (lua_isnoneornil(L, arg)) return;
+  if (lua_type(L, arg) != LUA_TTABLE || is_tensor(L, arg)) type_error(L, arg, "options table");
+  arg_ = lua_absindex(L, arg);
+  lua_pushnil(L);
+  while (lua_next(L, arg_) != 0) {
+    lua_pop(L, 1);  // value
+    std::string key = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
+    bool known = false;
+    std::string expected;
+    for (const char* a : allowed) {
+      known = known || key == a;
+      expected += expected.empty() ? a : std::string(", ") + a;
+    }
+    if (!known) {
+      if (lua_type(L, -1) != LUA_TSTRING) key = cat_str("[", luaL_typename(L, -1), "]");
+      lua_pop(L, 1);
+      arg_error(arg_, cat_str("unknown option '", key, "'",
+                              expected.empty() ? " (this function takes no options)"
+                                               : " (expected one of: " + expected + ")"));
+    }
+  }
+}
+
+void Options::push(const char* key) const {
+  if (arg_ == 0) lua_pushnil(L_);
+  else lua_getfield(L_, arg_, key);
+}
+
+bool Options::has(const char* key) const {
+  push(key);
+  const bool r = !lua_isnil(L_, -1);
+  lua_pop(L_, 1);
+  return r;
+}
+
+std::optional<std::string> Options::string(const char* key) const {
+  push(key);
+  std::optional<std::string> r;
+  if (lua_type(L_, -1) == LUA_TSTRING) r = lua_tostring(L_, -1);
+  const bool bad = !lua_isnil(L_, -1) && !r;
+  const std::string got = luaL_typename(L_, -1);
+  lua_pop(L_, 1);
+  if (bad) arg_error(arg_, cat_str("option '", key, "' must be a string, got ", got));
+  return r;
+}
+
+std::optional<DType> Options::dtype() const {
+  auto s = string("dtype");
+  if (!s) return std::nullopt;
+  auto t = dtype_from_name(*s);
+  if (!t) arg_error(arg_, cat_str("unknown dtype '", *s, "' (expected f32, f64, i32, i64 or bool)"));
+  return t;
+}
+
+std::optional<double> Options::number(const char* key) const {
+  push(key);
+  std::optional<double> r;
+  if (lua_type(L_, -1) == LUA_TNUMBER) r = lua_tonumber(L_, -1);
+  const bool bad = !lua_isnil(L_, -1) && !r;
+  const std::string got = luaL_typename(L_, -1);
+  lua_pop(L_, 1);
+  if (bad) arg_error(arg_, cat_str("option '", key, "' must be a number, got ", got));
+  return r;
+}
+
+std::optional<int64_t> Options::integer(const char* key) const {
+  auto d = number(key);
+  if (!d) return std::nullopt;
+  if (!std::isfinite(*d) || *d != std::floor(*d))
+    arg_error(arg_, cat_str("option '", key, "' must be an integer, got ", *d));
+  return static_cast<int64_t>(*d);
+}
+
+std::optional<bool> Options::boolean(const char* key) const {
+  push(key);
+  std::optional<bool> r;
+  if (lua_type(L_, -1) == LUA_TBOOLEAN) r = lua_toboolean(L_, -1);
+  const bool bad = !lua_isnil(L_, -1) && !r;
+  const std::string got = luaL_typename(L_, -1);
+  lua_pop(L_, 1);
+  if (bad) arg_error(arg_, cat_str("option '", key, "' must be a boolean, got ", got));
+  return r;
+}
+
+}  // namespace tapestry

@@ -1,0 +1,31 @@
+// The Tensor userdata: a handle on a graph node, with metamethods and methods.
+//   push_tensor(L, node);                 // a new Tensor on the stack
+//   TensorHandle* h = to_tensor_handle(L, 1);  // nullptr if not a Tensor
+//   x:release() / __gc / __close drop the node reference.
+#pragma once
+
+#include <string>
+
+#include "engine/ir/node.hpp"
+
+struct lua_State;
+
+namespace tapestry {
+
+inline constexpr const char* kTensorMeta = "tapestry.Tensor";
+
+struct TensorHandle {
+  NodeRef node;       // nullptr after release()
+  std::string name;   // set when read from (or created into) tp.env
+};
+
+void push_tensor(lua_State* L, NodeRef node, std::string name = {});
+TensorHandle* to_tensor_handle(lua_State* L, int idx);
+
+// Creates the metatable (methods from the API registry); called once per state.
+void register_tensor_type(lua_State* L);
+
+// Observes: makes sure the node holds a value (materializing pending env bindings too).
+void observe(const std::vector<NodeRef>& nodes);
+
+}  // namespace tapestry

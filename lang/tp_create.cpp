@@ -1,0 +1,138 @@
+// Creators: tp.tensor, zeros, ones, full, eye, arange, linspace, rand, randn, seed.
+#include <lauxlib.h>
+#include <lua.h>
+
+#include <cmath>
+
+#include "engine/store/environment.hpp"
+#include "lang/bindings.hpp"
+#include "lang/convert.hpp"
+#include "lang/lua_args.hpp"
+#include "lang/tensor_lua.hpp"
+
+namespace tapestry::lua {
+
+namespace {
+
+uint64_t g_seed = 0x5eed;  // the environment's seed; advances per unseeded random tensor
+
+// Options shared by creators; binds opts.name in the environment.
+struct CreateOpts {
+  std::optional<DType> given;  // opts.dtype, if any
+  DType dtype = kDefaultFloat;
+  std::optional<std::string> name;
+  std::optional<int64_t> seed;
+};
+
+CreateOpts read_opts(lua_State* L, int arg, bool random = false) {
+  Options o = random ? Options(L, arg, {"dtype", "name", "layout", "seed"})
+                     : Options(L, arg, {"dtype", "name", "layout"});
+  user_check(!o.has("layout"), "option 'layout' needs the sharding planner, which this build does "
+             "not have yet (single rank)");
+  CreateOpts c;
+  c.given = o.dtype();
+  if (c.given) c.dtype = *c.given;
+  c.name = o.string("name");
+  if (random) c.seed = o.integer("seed");
+  return c;
+}
+
+int finish(lua_State* L, NodeRef n, const CreateOpts& c) {
+  if (c.name) {
+    env().bind(*c.name, n);
+    push_tensor(L, std::move(n), *c.name);
+  } else {
+    push_tensor(L, std::move(n));
+  }
+  return 1;
+}
+
+int fill(lua_State* L, double v) {
+  const Shape s = check_shape_arg(L, 1);
+  const CreateOpts c = read_opts(L, 2);
+  return finish(L, build::full(s, v, c.dtype), c);
+}
+
+// Where the options table sits when trailing arguments are optional.
+int opts_index(lua_State* L, int first_optional, int last) {
+  for (int i = first_optional; i <= last; ++i)
+    if (lua_type(L, i) == LUA_TTABLE) return i;
+  return last + 1;
+}
+
+}  // namespace
+
+int l_tensor(lua_State* L) {
+  if (lua_isnone(L, 1)) type_error(L, 1, "table or number");
+  if (is_tensor(L, 1)) {  // tp.tensor(x) of a Tensor: a cast/copy of it
+    const CreateOpts c = read_opts(L, 2);
+    const NodeRef x = check_tensor(L, 1);
+    return finish(L, build::cast(x, c.given.value_or(x->dtype)), c);
+  }
+  const int t = lua_type(L, 1);
+  if (t != LUA_TTABLE && t != LUA_TNUMBER && t != LUA_TBOOLEAN) type_error(L, 1, "table or number");
+  const CreateOpts c = read_opts(L, 2);
+  return finish(L, tensor_from_lua(L, 1, c.given), c);
+}
+
+int l_zeros(lua_State* L) { return fill(L, 0); }
+int l_ones(lua_State* L) { return fill(L, 1); }
+
+int l_full(lua_State* L) {
+  const Shape s = check_shape_arg(L, 1);
+  const CreateOpts c = read_opts(L, 3);
+  NodeRef n;
+  if (lua_type(L, 2) == LUA_TBOOLEAN) {
+    n = build::full_int(s, lua_toboolean(L, 2), c.given.value_or(DType::Bool));
+  } else if (lua_isinteger(L, 2)) {
+    n = build::full_int(s, lua_tointeger(L, 2), c.dtype);
+  } else {
+    n = build::full(s, check_number(L, 2), c.dtype);
+  }
+  return finish(L, n, c);
+}
+
+int l_eye(lua_State* L) {
+  const int64_t n = check_int(L, 1);
+  const int oi = opts_index(L, 2, 2);
+  const int64_t m = (oi == 2 || lua_isnoneornil(L, 2)) ? n : check_int(L, 2);
+  const CreateOpts c = read_opts(L, oi);
+  return finish(L, build::eye(n, m, c.dtype), c);
+}
+
+int l_arange(lua_State* L) {
+  const double first = check_number(L, 1);
+  const double last = check_number(L, 2);
+  const int oi = opts_index(L, 3, 3);
+  const double step = (oi == 3 || lua_isnoneornil(L, 3)) ? 1.0 : check_number(L, 3);
+  const CreateOpts c = read_opts(L, oi);
+  return finish(L, build::arange(first, last, step, c.dtype), c);
+}
+
+int l_linspace(lua_State* L) {
+  const double a = check_number(L, 1);
+  const double b = check_number(L, 2);
+  const int64_t n = check_int(L, 3);
+  const CreateOpts c = read_opts(L, 4);
+  return finish(L, build::linspace(a, b, n, c.dtype), c);
+}
+
+static int random(lua_State* L, bool normal) {
+  const Shape s = check_shape_arg(L, 1);
+  const CreateOpts c = read_opts(L, 2, true);
+  const uint64_t seed = c.seed ? static_cast<uint64_t>(*c.seed) : g_seed++;
+  return finish(L, normal ? build::randn(s, seed, c.dtype) : build::rand(s, seed, c.dtype), c);
+}
+int l_rand(lua_State* L) { return random(L, false); }
+int l_randn(lua_State* L) { return random(L, true); }
+
+int l_seed(lua_State* L) {
+  if (lua_isnoneornil(L, 1)) {
+    lua_pushinteger(L, static_cast<lua_Integer>(g_seed));
+    return 1;
+  }
+  g_seed = static_cast<uint64_t>(check_int(L, 1));
+  return 0;
+}
+
+}  // namespace tapestry::lua

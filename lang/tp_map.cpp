@@ -1,0 +1,65 @@
+// Elementwise bindings: unary and binary ops, where, cast, clamp.
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "lang/bindings.hpp"
+#include "lang/lua_args.hpp"
+#include "lang/tensor_lua.hpp"
+
+namespace tapestry::lua {
+
+template <Op op>
+int l_unary(lua_State* L) {
+  push_tensor(L, build::unary(op, check_tensor_like(L, 1)));
+  return 1;
+}
+
+template <Op op>
+int l_binary(lua_State* L) {
+  const build::Operand a = check_operand(L, 1);
+  const build::Operand b = check_operand(L, 2);
+  push_tensor(L, build::binary(op, a, b));
+  return 1;
+}
+
+// Every Map op with a Lua binding, instantiated once here.
+#define TAPESTRY_UNARY(X) X(Neg) X(Abs) X(Exp) X(Log) X(Sqrt) X(Rsqrt) X(Sin) X(Cos) X(Tanh) \
+  X(Sigmoid) X(Relu) X(Gelu) X(Floor) X(Ceil) X(Round) X(Sign) X(Square) X(Reciprocal) X(LogicalNot)
+#define TAPESTRY_BINARY(X) X(Add) X(Sub) X(Mul) X(Div) X(FloorDiv) X(Mod) X(Pow) X(Maximum) \
+  X(Minimum) X(Atan2) X(Eq) X(Ne) X(Lt) X(Le) X(Gt) X(Ge) X(LogicalAnd) X(LogicalOr)
+#define INST_UNARY(e) template int l_unary<Op::e>(lua_State*);
+#define INST_BINARY(e) template int l_binary<Op::e>(lua_State*);
+TAPESTRY_UNARY(INST_UNARY)
+TAPESTRY_BINARY(INST_BINARY)
+#undef INST_UNARY
+#undef INST_BINARY
+
+int l_where(lua_State* L) {
+  const build::Operand c = check_operand(L, 1);
+  const build::Operand a = check_operand(L, 2);
+  const build::Operand b = check_operand(L, 3);
+  push_tensor(L, build::where(c, a, b));
+  return 1;
+}
+
+int l_cast(lua_State* L) {
+  const NodeRef x = check_tensor(L, 1);
+  const char* name = luaL_typename(L, 2);
+  if (lua_type(L, 2) != LUA_TSTRING) arg_error(2, cat_str("dtype string expected, got ", name));
+  const auto t = dtype_from_name(lua_tostring(L, 2));
+  if (!t) arg_error(2, cat_str("unknown dtype '", lua_tostring(L, 2), "' (expected f32, f64, i32, i64 or bool)"));
+  push_tensor(L, build::cast(x, *t));
+  return 1;
+}
+
+int l_clamp(lua_State* L) {
+  const NodeRef x = check_tensor_like(L, 1);
+  std::optional<build::Operand> lo, hi;
+  if (!lua_isnoneornil(L, 2)) lo = check_operand(L, 2);
+  if (!lua_isnoneornil(L, 3)) hi = check_operand(L, 3);
+  user_check(lo || hi, "needs a lower bound, an upper bound, or both");
+  push_tensor(L, build::clamp(x, lo, hi));
+  return 1;
+}
+
+}  // namespace tapestry::lua

@@ -1,0 +1,145 @@
+// Metadata (dim, size, numel, #) and observation points (item, totable, eval,
+// tostring), plus tp.stats, tp.clock and tp.tensors.
+#include <lauxlib.h>
+#include <lua.h>
+
+#include <chrono>
+
+#include "engine/exec/stats.hpp"
+#include "engine/ir/value.hpp"
+#include "engine/store/environment.hpp"
+#include "lang/bindings.hpp"
+#include "lang/convert.hpp"
+#include "lang/format.hpp"
+#include "lang/lua_args.hpp"
+#include "lang/tensor_lua.hpp"
+
+namespace tapestry::lua {
+
+int l_dim(lua_State* L) {
+  lua_pushinteger(L, static_cast<lua_Integer>(check_tensor(L, 1)->shape.size()));
+  return 1;
+}
+
+int l_size(lua_State* L) {
+  const NodeRef x = check_tensor(L, 1);
+  if (lua_isnoneornil(L, 2)) {  // the whole shape, as torch's x:size()
+    lua_createtable(L, static_cast<int>(x->shape.size()), 0);
+    for (size_t i = 0; i < x->shape.size(); ++i) {
+      lua_pushinteger(L, x->shape[i]);
+      lua_seti(L, -2, static_cast<lua_Integer>(i + 1));
+    }
+    return 1;
+  }
+  user_check(!x->shape.empty(), "a scalar tensor has no dimensions");
+  lua_pushinteger(L, x->shape[check_dim(L, 2, static_cast<int>(x->shape.size()))]);
+  return 1;
+}
+
+int l_numel(lua_State* L) {
+  lua_pushinteger(L, numel(check_tensor(L, 1)->shape));
+  return 1;
+}
+
+int l_len(lua_State* L) {
+  const NodeRef x = check_tensor(L, 1);
+  user_check(!x->shape.empty(), "a scalar tensor has no length (# needs dimension 1)");
+  lua_pushinteger(L, x->shape[0]);
+  return 1;
+}
+
+int l_item(lua_State* L) {
+  const NodeRef x = check_tensor(L, 1);
+  user_check(numel(x->shape) == 1, "expects a tensor with exactly one element, got shape ",
+             shape_str(x->shape), " (", numel(x->shape), " elements)");
+  observe({x});
+  push_element(L, x->value->view(), 0);
+  return 1;
+}
+
+int l_totable(lua_State* L) {
+  const NodeRef x = check_tensor(L, 1);
+  observe({x});
+  push_totable(L, x->value->view());
+  return 1;
+}
+
+int l_eval(lua_State* L) {
+  const int n = lua_gettop(L);
+  std::vector<NodeRef> xs;
+  for (int i = 1; i <= n; ++i) xs.push_back(check_tensor(L, i));
+  observe(xs);
+  return n;  // the same Tensors, now backed by data
+}
+
+int l_release(lua_State* L) {
+  TensorHandle* h = to_tensor_handle(L, 1);
+  if (!h) type_error(L, 1, "Tensor");
+  h->node = nullptr;
+  return 0;
+}
+
+int l_tostring(lua_State* L) {
+  const NodeRef x = check_tensor(L, 1);
+  observe({x});
+  const std::string s = format_tensor(x->value->view());
+  lua_pushlstring(L, s.data(), s.size());
+  return 1;
+}
+
+int l_stats(lua_State* L) {
+  const Stats& s = stats();
+  lua_createtable(L, 0, 9);
+  auto set = [L](const char* k, double v) {
+    lua_pushnumber(L, v);
+    lua_setfield(L, -2, k);
+  };
+  auto seti = [L](const char* k, uint64_t v) {
+    lua_pushinteger(L, static_cast<lua_Integer>(v));
+    lua_setfield(L, -2, k);
+  };
+  seti("observations", s.observations);
+  seti("nodes_evaluated", s.nodes_evaluated);
+  seti("kernels", s.kernels);
+  seti("fused_ops", s.fused_ops);
+  seti("bytes_allocated", s.bytes_allocated);
+  seti("live_nodes", live_node_count());
+  set("time_schedule", s.time_schedule);
+  set("time_run", s.time_run);
+  return 1;
+}
+
+int l_clock(lua_State* L) {
+  using namespace std::chrono;
+  lua_pushnumber(L, duration<double>(steady_clock::now().time_since_epoch()).count());
+  return 1;
+}
+
+int l_tensors(lua_State* L) {
+  lua_newtable(L);
+  lua_Integer i = 1;
+  for (const auto& [name, e] : env().entries()) {
+    const NodeRef& n = e.current();
+    lua_createtable(L, 0, 6);
+    lua_pushstring(L, name.c_str());
+    lua_setfield(L, -2, "name");
+    lua_createtable(L, static_cast<int>(n->shape.size()), 0);
+    for (size_t d = 0; d < n->shape.size(); ++d) {
+      lua_pushinteger(L, n->shape[d]);
+      lua_seti(L, -2, static_cast<lua_Integer>(d + 1));
+    }
+    lua_setfield(L, -2, "shape");
+    lua_pushstring(L, std::string(dtype_name(n->dtype)).c_str());
+    lua_setfield(L, -2, "dtype");
+    lua_pushinteger(L, numel(n->shape) * dtype_size(n->dtype));
+    lua_setfield(L, -2, "bytes");
+    lua_pushstring(L, "whole on rank 0");  // one rank: no sharding yet
+    lua_setfield(L, -2, "layout");
+    lua_pushboolean(L, e.pending == nullptr);
+    lua_setfield(L, -2, "computed");
+    lua_seti(L, -2, i++);
+  }
+  return 1;
+}
+
+}  // namespace tapestry::lua

@@ -1,0 +1,221 @@
+// Shape bindings: reshape, permute, transpose, t, expand, squeeze, unsqueeze,
+// flatten, cat, stack, narrow, select, and x[{...}] slicing.
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "lang/bindings.hpp"
+#include "lang/lua_args.hpp"
+#include "lang/tensor_lua.hpp"
+
+namespace tapestry::lua {
+
+namespace {
+
+int rank_of(const NodeRef& x) { return static_cast<int>(x->shape.size()); }
+
+// A shape given as a table at `arg`, or as numbers from `arg` to the top.
+Shape shape_or_varargs(lua_State* L, int arg, bool allow_minus_one) {
+  Shape s;
+  if (lua_type(L, arg) == LUA_TTABLE && !is_tensor(L, arg)) {
+    const lua_Integer n = luaL_len(L, arg);
+    for (lua_Integer i = 1; i <= n; ++i) {
+      lua_geti(L, arg, i);
+      const int top = lua_gettop(L);
+      if (lua_type(L, top) != LUA_TNUMBER) {
+        lua_pop(L, 1);
+        arg_error(arg, cat_str("shape entry ", i, " must be an integer"));
+      }
+      s.push_back(check_int(L, top));
+      lua_pop(L, 1);
+    }
+  } else {
+    if (lua_isnone(L, arg)) type_error(L, arg, "shape (table of sizes)");
+    for (int i = arg; i <= lua_gettop(L); ++i) s.push_back(check_int(L, i));
+  }
+  for (int64_t d : s)
+    user_check(d >= 1 || (allow_minus_one && d == -1), "sizes must be positive",
+               allow_minus_one ? " (or -1)" : "", ", got ", shape_str(s));
+  return s;
+}
+
+std::vector<NodeRef> tensor_list(lua_State* L, int arg) {
+  if (lua_type(L, arg) != LUA_TTABLE || is_tensor(L, arg)) type_error(L, arg, "table of tensors");
+  std::vector<NodeRef> xs;
+  const lua_Integer n = luaL_len(L, arg);
+  for (lua_Integer i = 1; i <= n; ++i) {
+    lua_geti(L, arg, i);
+    if (!is_tensor(L, -1)) {
+      const std::string got = luaL_typename(L, -1);
+      lua_pop(L, 1);
+      arg_error(arg, cat_str("entry ", i, " must be a Tensor, got ", got));
+    }
+    xs.push_back(check_tensor(L, lua_gettop(L)));
+    lua_pop(L, 1);
+  }
+  user_check(!xs.empty(), "expects a non-empty list of tensors");
+  return xs;
+}
+
+// Resolves a 1-based (negative from the end) index along a dim of `size`.
+int64_t resolve_index(int64_t i, int64_t size, int dim, const Shape& shape) {
+  const int64_t r = i < 0 ? size + i + 1 : i;
+  user_check(r >= 1 && r <= size, "index ", i, " is out of bounds for dimension ", dim + 1,
+             " of size ", size, " (shape ", shape_str(shape), ")");
+  return r - 1;
+}
+
+}  // namespace
+
+int l_reshape(lua_State* L) {
+  const NodeRef x = check_tensor(L, 1);
+  push_tensor(L, build::reshape(x, shape_or_varargs(L, 2, true)));
+  return 1;
+}
+
+int l_permute(lua_State* L) {
+  const NodeRef x = check_tensor(L, 1);
+  const Shape p = shape_or_varargs(L, 2, false);
+  std::vector<int> perm;
+  for (int64_t d : p) perm.push_back(normalize_dim(d, rank_of(x)));
+  push_tensor(L, build::permute(x, perm));
+  return 1;
+}
+
+int l_transpose(lua_State* L) {
+  const NodeRef x = check_tensor(L, 1);
+  const int d1 = check_dim(L, 2, rank_of(x));
+  const int d2 = check_dim(L, 3, rank_of(x));
+  push_tensor(L, build::transpose(x, d1, d2));
+  return 1;
+}
+
+int l_t(lua_State* L) {
+  const NodeRef x = check_tensor(L, 1);
+  user_check(rank_of(x) <= 2, "expects a tensor of at most 2 dimensions, got ", shape_str(x->shape),
+             " (use transpose or permute)");
+  push_tensor(L, rank_of(x) < 2 ? x : build::transpose(x, 0, 1));
+  return 1;
+}
+
+int l_expand(lua_State* L) {
+  const NodeRef x = check_tensor(L, 1);
+  push_tensor(L, build::expand(x, shape_or_varargs(L, 2, true)));
+  return 1;
+}
+
+int l_squeeze(lua_State* L) {
+  const NodeRef x = check_tensor(L, 1);
+  std::optional<int> d;
+  if (!lua_isnoneornil(L, 2)) d = check_dim(L, 2, rank_of(x));
+  push_tensor(L, build::squeeze(x, d));
+  return 1;
+}
+
+int l_unsqueeze(lua_State* L) {
+  const NodeRef x = check_tensor(L, 1);
+  // Positions 1..rank+1 (negative from the end: -1 appends).
+  const int d = normalize_dim(check_int(L, 2), rank_of(x) + 1);
+  push_tensor(L, build::unsqueeze(x, d));
+  return 1;
+}
+
+int l_flatten(lua_State* L) {
+  const NodeRef x = check_tensor(L, 1);
+  const int r = rank_of(x);
+  if (r == 0) {
+    push_tensor(L, build::reshape(x, {1}));
+    return 1;
+  }
+  const int first = lua_isnoneornil(L, 2) ? 0 : check_dim(L, 2, r);
+  const int last = lua_isnoneornil(L, 3) ? r - 1 : check_dim(L, 3, r);
+  push_tensor(L, build::flatten(x, first, last));
+  return 1;
+}
+
+int l_cat(lua_State* L) {
+  const std::vector<NodeRef> xs = tensor_list(L, 1);
+  user_check(rank_of(xs[0]) >= 1, "cannot concatenate scalars (use tp.stack)");
+  const int d = lua_isnoneornil(L, 2) ? 0 : check_dim(L, 2, rank_of(xs[0]));
+  push_tensor(L, build::cat(xs, d));
+  return 1;
+}
+
+int l_stack(lua_State* L) {
+  const std::vector<NodeRef> xs = tensor_list(L, 1);
+  const int d = lua_isnoneornil(L, 2) ? 0 : normalize_dim(check_int(L, 2), rank_of(xs[0]) + 1);
+  push_tensor(L, build::stack(xs, d));
+  return 1;
+}
+
+int l_narrow(lua_State* L) {
+  const NodeRef x = check_tensor(L, 1);
+  const int d = check_dim(L, 2, rank_of(x));
+  const int64_t first = resolve_index(check_int(L, 3), x->shape[d], d, x->shape);
+  push_tensor(L, build::narrow(x, d, first, check_int(L, 4)));
+  return 1;
+}
+
+int l_select(lua_State* L) {
+  const NodeRef x = check_tensor(L, 1);
+  user_check(rank_of(x) >= 1, "cannot select from a scalar");
+  const int d = check_dim(L, 2, rank_of(x));
+  push_tensor(L, build::select(x, d, resolve_index(check_int(L, 3), x->shape[d], d, x->shape)));
+  return 1;
+}
+
+// x[{...}]: per dim, {} whole, {a} a..end, {a,b} inclusive, {a,b,step}, or a number
+// that selects and drops the dim. x[i] is x:select(1, i).
+int l_index(lua_State* L) {
+  const NodeRef x = check_tensor(L, 1);
+  const int r = rank_of(x);
+  if (lua_type(L, 2) == LUA_TNUMBER) {
+    user_check(r >= 1, "cannot index a scalar");
+    push_tensor(L, build::select(x, 0, resolve_index(check_int(L, 2), x->shape[0], 0, x->shape)));
+    return 1;
+  }
+  if (lua_type(L, 2) != LUA_TTABLE) type_error(L, 2, "index table");
+  const lua_Integer n = luaL_len(L, 2);
+  user_check(n <= r, "too many indices (", n, ") for a tensor of shape ", shape_str(x->shape));
+  std::vector<int64_t> start(r, 0), step(r, 1);
+  Shape count = x->shape, kept;
+  for (int d = 0; d < r; ++d) {
+    const int64_t size = x->shape[d];
+    if (d >= n) {
+      kept.push_back(size);
+      continue;
+    }
+    lua_geti(L, 2, d + 1);
+    const int e = lua_gettop(L);
+    if (lua_type(L, e) == LUA_TNUMBER) {
+      start[d] = resolve_index(check_int(L, e), size, d, x->shape);
+      count[d] = 1;
+    } else if (lua_type(L, e) == LUA_TTABLE) {
+      const lua_Integer len = luaL_len(L, e);
+      user_check(len <= 3, "range for dimension ", d + 1, " has ", len, " entries (expected {}, {a}, {a,b} or {a,b,step})");
+      int64_t v[3] = {1, size, 1};
+      for (lua_Integer k = 1; k <= len; ++k) {
+        lua_geti(L, e, k);
+        v[k - 1] = check_int(L, lua_gettop(L));
+        lua_pop(L, 1);
+      }
+      const int64_t a = len >= 1 ? resolve_index(v[0], size, d, x->shape) : 0;
+      const int64_t b = len >= 2 ? resolve_index(v[1], size, d, x->shape) : size - 1;
+      user_check(v[2] >= 1, "step must be positive in dimension ", d + 1, ", got ", v[2]);
+      user_check(a <= b, "empty range ", a + 1, "..", b + 1, " in dimension ", d + 1, " of ", shape_str(x->shape));
+      start[d] = a;
+      step[d] = v[2];
+      count[d] = (b - a) / v[2] + 1;
+      kept.push_back(count[d]);
+    } else {
+      const std::string got = luaL_typename(L, e);
+      lua_pop(L, 1);
+      arg_error(2, cat_str("index for dimension ", d + 1, " must be a number or a range table, got ", got));
+    }
+    lua_pop(L, 1);
+  }
+  NodeRef y = build::slice(x, start, step, count);
+  push_tensor(L, build::reshape(y, kept));
+  return 1;
+}
+
+}  // namespace tapestry::lua
