@@ -40,8 +40,8 @@ local g = tp.arange(1, 12):reshape{3, 4}
 print(g[{ {1, 2}, {} }])                  -- rows 1..2, every column
 print(g[{ {}, -1 }])                      -- the last column, as a 1-D tensor
 print(g:narrow(2, 2, 2))                  -- columns 2..3
-print(tp.cat({g, g}, 1):size())           -- {6, 4}
-print(tp.stack({g, g}):size())            -- {2, 3, 4}
+print("cat:   {" .. table.concat(tp.cat({g, g}, 1).shape, ",") .. "}")   -- {6,4}
+print("stack: {" .. table.concat(tp.stack({g, g}).shape, ",") .. "}")     -- {2,3,4}
 
 section("6. Fusion: one pass over memory")
 local a, b, c = tp.rand({1000000}, {seed = 1}), tp.rand({1000000}, {seed = 2}), tp.rand({1000000}, {seed = 3})
@@ -55,9 +55,10 @@ print(string.format("tanh(a*b+c):sum() = %.3f using %d kernels; %d ops were fuse
 section("7. Named tensors and errors")
 tp.env.w = tp.randn({3, 3}, {seed = 7})   -- computed at the next observation
 print("tp.env.w has shape {" .. table.concat(tp.env.w.shape, ",") .. "}")
-local ok, err = pcall(function() return tp.env.w:matmul(tp.ones{2, 2}) end)
+local before_sum = tp.env.w:sum():item()
+local ok, err = pcall(function() tp.env.w = tp.env.w:matmul(tp.ones{2, 2}) end)
 print("a mistake is a Lua error, caught by pcall:\n  " .. err)
-print("and tp.env.w is untouched:", tp.env.w:sum():item() == tp.env.w:sum():item())
+print("and tp.env.w is untouched:", tp.env.w:sum():item() == before_sum)
 for _, row in ipairs(tp.tensors()) do
   print(string.format("  %-4s %-8s %-4s %d bytes", row.name, "{" .. table.concat(row.shape, ",") .. "}", row.dtype, row.bytes))
 end

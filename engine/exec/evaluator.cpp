@@ -35,7 +35,7 @@ class Evaluation {
     stats().time_schedule += now() - t0;
     const double t1 = now();
     for (const Node* n : topo_) {
-      if (inlined_.count(n)) continue;
+      if (n->value || inlined_.count(n)) continue;  // leaves and fused nodes
       if (g_cancel.load(std::memory_order_relaxed)) throw Cancelled();
       values_[n] = compute(*n);
       ++stats().nodes_evaluated;
@@ -77,12 +77,13 @@ class Evaluation {
   // nobody else needs the value: then no intermediate buffer exists.
   void decide_fusion() {
     std::unordered_map<const Node*, const Node*> sole_consumer;
-    std::unordered_set<const Node*> shared;
+    std::unordered_set<const Node*> shared, feeds_non_map;
     for (const Node* n : topo_) {
       if (n->value) continue;
       for (const NodeRef& in : n->inputs) {
         auto [it, fresh] = sole_consumer.emplace(in.get(), n);
         if (!fresh && it->second != n) shared.insert(in.get());
+        if (op_kind(n->op) != OpKind::Map) feeds_non_map.insert(in.get());
       }
     }
     for (auto it = topo_.rbegin(); it != topo_.rend(); ++it) {
@@ -95,10 +96,17 @@ class Evaluation {
       if (c == sole_consumer.end()) continue;
       const Node* consumer = c->second;
       if (op_kind(consumer->op) != OpKind::Map) continue;
-      if (is_const || !shared.count(n)) {
-        inlined_.insert(n);
-        if (is_map) ++stats().fused_ops;
-      }
+      // A constant can be re-emitted in every map that reads it, but a non-map needs it in memory.
+      if (feeds_non_map.count(n) || (!is_const && shared.count(n))) continue;
+      // Bound each fused program: its recursion depth and its per-instruction tiles.
+      const Node* group = group_root_.count(consumer) ? group_root_[consumer] : consumer;
+      const int depth = depth_[consumer] + 1;
+      if (depth > kMaxFusionDepth || group_size_[group] >= kMaxFusionSize) continue;
+      inlined_.insert(n);
+      group_root_[n] = group;
+      depth_[n] = depth;
+      ++group_size_[group];
+      if (is_map) ++stats().fused_ops;
     }
   }
 
@@ -109,15 +117,22 @@ class Evaluation {
     return it->second->view();
   }
 
+  // After `n` (and the group fused into it) ran: one use less for every input edge
+  // of every group member; a value nobody needs any more is freed.
   void release_inputs(const Node& n) {
-    for (const NodeRef& in : n.inputs) release(in.get());
-  }
-  void release(const Node* n) {
-    if (inlined_.count(n)) {  // its uses are those of the fused group
-      for (const NodeRef& in : n->inputs) release(in.get());
-      return;
+    std::vector<const Node*> todo{&n};
+    std::unordered_set<const Node*> members{&n};
+    while (!todo.empty()) {
+      const Node* m = todo.back();
+      todo.pop_back();
+      for (const NodeRef& in : m->inputs) {
+        if (inlined_.count(in.get())) {
+          if (members.insert(in.get()).second) todo.push_back(in.get());
+        } else if (--uses_[in.get()] == 0 && !root_set_.count(in.get())) {
+          values_.erase(in.get());
+        }
+      }
     }
-    if (--uses_[n] == 0 && !root_set_.count(n)) values_.erase(n);
   }
 
   std::shared_ptr<Value> alloc(DType t, const Shape& s) {
@@ -232,6 +247,7 @@ class Evaluation {
   cpu::MapProgram build_program(const Node& root) {
     cpu::MapProgram p;
     std::unordered_map<const Node*, int> reg;
+    visited_.clear();
     collect_leaves(&root, true, p, reg);
     emit(&root, true, p, reg);
     return p;
@@ -241,6 +257,7 @@ class Evaluation {
   void collect_leaves(const Node* n, bool is_root, cpu::MapProgram& p,
                       std::unordered_map<const Node*, int>& reg) {
     if (in_group(n, is_root)) {
+      if (!visited_.insert(n).second) return;  // a DAG: x*x must not double the walk
       for (const NodeRef& in : n->inputs) collect_leaves(in.get(), false, p, reg);
       return;
     }
@@ -271,6 +288,12 @@ class Evaluation {
   std::vector<const Node*> topo_;
   std::unordered_map<const Node*, int> uses_;
   std::unordered_set<const Node*> inlined_;
+  std::unordered_set<const Node*> visited_;  // group members seen by collect_leaves
+  static constexpr int kMaxFusionDepth = 48;
+  static constexpr int kMaxFusionSize = 96;
+  std::unordered_map<const Node*, const Node*> group_root_;  // inlined node -> its group's root
+  std::unordered_map<const Node*, int> depth_;               // distance from the group root
+  std::unordered_map<const Node*, int> group_size_;          // instructions per group root
   std::unordered_map<const Node*, std::shared_ptr<Value>> values_;
 };
 

@@ -59,13 +59,35 @@ bool same_structure(const Node& n, Op op, const std::vector<NodeRef>& inputs, co
 }  // namespace
 
 Node::~Node() {
-  InternTable& t = table();
-  std::lock_guard<std::mutex> lock(t.mu);
-  auto [lo, hi] = t.nodes.equal_range(hash);
-  for (auto it = lo; it != hi; ++it) {
-    if (it->second == this) {
-      t.nodes.erase(it);
-      break;
+  {
+    InternTable& t = table();
+    std::lock_guard<std::mutex> lock(t.mu);
+    auto [lo, hi] = t.nodes.equal_range(hash);
+    for (auto it = lo; it != hi; ++it) {
+      if (it->second == this) {
+        t.nodes.erase(it);
+        break;
+      }
+    }
+  }
+  // Dropping a long chain (a Lua loop of 10^5 updates) would recurse once per node and
+  // overflow the stack: past a depth, inputs are parked and released iteratively.
+  thread_local int depth = 0;
+  thread_local std::vector<NodeRef> parked;
+  if (depth > 256) {
+    for (NodeRef& in : inputs) parked.push_back(std::move(in));
+    return;
+  }
+  ++depth;
+  inputs.clear();
+  --depth;
+  if (depth == 0) {
+    while (!parked.empty()) {
+      NodeRef n = std::move(parked.back());
+      parked.pop_back();
+      ++depth;
+      n.reset();
+      --depth;
     }
   }
 }

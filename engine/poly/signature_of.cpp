@@ -1,0 +1,280 @@
+// signature_of: the one place that knows how each op reaches its operands.
+#include <algorithm>
+
+#include "engine/ir/error.hpp"
+#include "engine/poly/reshape.hpp"
+#include "engine/poly/signature.hpp"
+
+// A new Op without a case below must not compile (the switch has no default).
+#pragma GCC diagnostic error "-Wswitch"
+
+namespace tapestry::poly {
+
+namespace {
+
+IndexDim parallel(std::string name, int64_t extent) {
+  return IndexDim{std::move(name), extent, IndexDim::Parallel, Combine::None, true};
+}
+IndexDim reduction(std::string name, int64_t extent, Combine c) {
+  return IndexDim{std::move(name), extent, IndexDim::Reduction, c, true};
+}
+
+Access access_of(const Node& t, Projection p) { return Access{std::move(p), t.shape, t.dtype}; }
+
+// Space = the output's shape, all parallel, output identity: maps, generators, views.
+Signature over_output(const Node& n, double flops) {
+  Signature s;
+  for (size_t d = 0; d < n.shape.size(); ++d) s.space.push_back(parallel(cat_str("d", d), n.shape[d]));
+  s.output = access_of(n, Projection::identity(static_cast<int>(n.shape.size())));
+  s.flops_per_point = flops;
+  return s;
+}
+
+// Rough relative costs: enough for the planner to weigh a gelu against an add.
+double map_flops(Op op) {
+  switch (op) {
+    case Op::Sqrt: case Op::Rsqrt: case Op::Div: case Op::Reciprocal: case Op::FloorDiv:
+    case Op::Mod:
+      return 4;
+    case Op::Exp: case Op::Log: case Op::Sin: case Op::Cos: case Op::Tanh: case Op::Sigmoid:
+    case Op::Pow: case Op::Atan2:
+      return 8;
+    case Op::Gelu:
+      return 16;
+    default:
+      return 1;
+  }
+}
+
+Signature map_sig(const Node& n) {
+  Signature s = over_output(n, map_flops(n.op));
+  for (const NodeRef& in : n.inputs) {
+    internal_check(in->shape == n.shape);  // builders make broadcasting an explicit Expand
+    s.inputs.push_back(access_of(*in, Projection::identity(static_cast<int>(n.shape.size()))));
+  }
+  return s;
+}
+
+// Space = the input's shape; `reduced` dims are reductions, the output keeps the others.
+Signature reduce_sig(const Node& n, const std::vector<int>& reduced, Combine c) {
+  const Node& x = *n.inputs[0];
+  const int r = static_cast<int>(x.shape.size());
+  Signature s;
+  std::vector<int> kept;
+  for (int d = 0; d < r; ++d) {
+    const bool red = std::find(reduced.begin(), reduced.end(), d) != reduced.end();
+    s.space.push_back(red ? reduction(cat_str("d", d), x.shape[d], c)
+                          : parallel(cat_str("d", d), x.shape[d]));
+    if (!red) kept.push_back(d);
+  }
+  s.inputs.push_back(access_of(x, Projection::identity(r)));
+  s.output = access_of(n, Projection::select(r, kept));
+  s.flops_per_point = 1;
+  return s;
+}
+
+Signature argreduce_sig(const Node& n, Combine c) {
+  const int r = static_cast<int>(n.inputs[0]->shape.size());
+  std::vector<int> dims;
+  if (n.attrs.ints.empty()) {  // the flat index over all dims
+    for (int d = 0; d < r; ++d) dims.push_back(d);
+  } else {
+    dims.push_back(static_cast<int>(n.attrs.ints[0]));
+  }
+  return reduce_sig(n, dims, c);
+}
+
+// Y[b.., i, j] = sum_k A[b.., i, k] * B[b.., k, j]: space {b.., i, j, k}.
+Signature matmul_sig(const Node& n) {
+  const Node& a = *n.inputs[0];
+  const Node& b = *n.inputs[1];
+  const int nb = static_cast<int>(n.shape.size()) - 2;
+  internal_check(nb >= 0 && a.shape.size() == n.shape.size() && b.shape.size() == n.shape.size());
+  Signature s;
+  std::vector<int> batch;
+  for (int d = 0; d < nb; ++d) {
+    s.space.push_back(parallel(cat_str("b", d), n.shape[d]));
+    batch.push_back(d);
+  }
+  const int i = nb, j = nb + 1, k = nb + 2;
+  s.space.push_back(parallel("i", n.shape[i]));
+  s.space.push_back(parallel("j", n.shape[j]));
+  s.space.push_back(reduction("k", a.shape.back(), Combine::Sum));
+  auto with = [&](std::initializer_list<int> tail) {
+    std::vector<int> dims = batch;
+    dims.insert(dims.end(), tail);
+    return Projection::select(nb + 3, dims);
+  };
+  s.inputs.push_back(access_of(a, with({i, k})));
+  s.inputs.push_back(access_of(b, with({k, j})));
+  s.output = access_of(n, with({i, j}));
+  s.flops_per_point = 2;  // one multiply, one add
+  return s;
+}
+
+// Right-aligned broadcast: an input dim of size 1 facing a larger one reads coordinate 0.
+Signature expand_sig(const Node& n) {
+  Signature s = over_output(n, 0);
+  const Node& x = *n.inputs[0];
+  const int r = static_cast<int>(n.shape.size()), xr = static_cast<int>(x.shape.size());
+  Projection p(xr, r);
+  for (int t = 0; t < xr; ++t) {
+    const int j = t + (r - xr);
+    if (x.shape[t] == n.shape[j]) p.A[t][j] = 1;
+    else internal_check(x.shape[t] == 1);
+  }
+  s.inputs.push_back(access_of(x, std::move(p)));
+  return s;
+}
+
+// Output dim i is input dim perm[i]: input dim perm[i] follows index dim i.
+Signature permute_sig(const Node& n) {
+  Signature s = over_output(n, 0);
+  const int r = static_cast<int>(n.shape.size());
+  Projection p(r, r);
+  for (int i = 0; i < r; ++i) p.A[n.attrs.ints[i]][i] = 1;
+  s.inputs.push_back(access_of(*n.inputs[0], std::move(p)));
+  return s;
+}
+
+// x[start + step * y]: A = diag(step), b = start.
+Signature slice_sig(const Node& n) {
+  Signature s = over_output(n, 0);
+  const int r = static_cast<int>(n.shape.size());
+  internal_check(static_cast<int>(n.attrs.ints.size()) == 2 * r);
+  Projection p(r, r);
+  for (int t = 0; t < r; ++t) {
+    p.A[t][t] = n.attrs.ints[r + t];
+    p.b[t] = n.attrs.ints[t];
+  }
+  s.inputs.push_back(access_of(*n.inputs[0], std::move(p)));
+  return s;
+}
+
+// Input i covers output rows [offset_i, offset_i + size_i) along the cat dim: its
+// projection is shifted by -offset_i and clipped, so a block reads none, part or all of it.
+Signature cat_sig(const Node& n) {
+  Signature s = over_output(n, 0);
+  const int r = static_cast<int>(n.shape.size());
+  const int dim = static_cast<int>(n.attrs.ints[0]);
+  int64_t offset = 0;
+  for (const NodeRef& in : n.inputs) {
+    Projection p = Projection::identity(r);
+    p.b[dim] = -offset;
+    p.clip = true;
+    s.inputs.push_back(access_of(*in, std::move(p)));
+    offset += in->shape[dim];
+  }
+  internal_check(offset == n.shape[dim]);
+  return s;
+}
+
+// Row-major reshape, group by group (reshape.hpp). Size-1 dims read coordinate 0.
+Signature reshape_sig(const Node& n) {
+  const Node& x = *n.inputs[0];
+  const std::vector<ReshapeGroup> groups = reshape_groups(x.shape, n.shape);
+  Signature s;
+  s.flops_per_point = 0;
+  // First lay out the index dims, remembering which tensor dims of each side they feed.
+  struct Row { int side; int dim; std::vector<std::pair<int, int64_t>> terms; int64_t window; };
+  std::vector<Row> rows;  // only the tensor dims that a group owns
+  auto name = [&] { return cat_str("d", s.space.size()); };
+  for (const ReshapeGroup& g : groups) {
+    const Shape& fine_shape = g.in_dims.size() >= g.out_dims.size() ? x.shape : n.shape;
+    const std::vector<int>& fine = g.in_dims.size() >= g.out_dims.size() ? g.in_dims : g.out_dims;
+    const std::vector<int>& coarse = g.in_dims.size() >= g.out_dims.size() ? g.out_dims : g.in_dims;
+    const int fine_side = g.in_dims.size() >= g.out_dims.size() ? 0 : 1;
+    if (coarse.size() == 1) {
+      // Affine: the fine side is the identity, the coarse dim is the row-major flattening.
+      const int first = static_cast<int>(s.space.size());
+      Row c{1 - fine_side, coarse[0], {}, 1};
+      int64_t stride = 1;
+      for (size_t f = fine.size(); f-- > 0;) {
+        c.terms.insert(c.terms.begin(), {first + static_cast<int>(f), stride});
+        stride *= fine_shape[fine[f]];
+      }
+      for (size_t f = 0; f < fine.size(); ++f) {
+        IndexDim d = parallel(name(), fine_shape[fine[f]]);
+        // Only the outermost dim of a flattened run may be split: a block split along an
+        // inner dim would touch a strided, non-box set of the coarse dim.
+        d.splittable = f == 0;
+        s.space.push_back(std::move(d));
+        rows.push_back(Row{fine_side, fine[f], {{first + static_cast<int>(f), 1}}, 1});
+      }
+      rows.push_back(std::move(c));
+    } else {
+      // {2,3} -> {3,2}: no affine map; one unsplittable index dim whose every block reads
+      // and writes the whole group (coefficient 0, window = the dim's size).
+      int64_t total = 1;
+      for (int d : g.in_dims) total *= x.shape[d];
+      IndexDim d = parallel(name(), total);
+      d.splittable = false;
+      s.space.push_back(std::move(d));
+      for (int t : g.in_dims) rows.push_back(Row{0, t, {}, x.shape[t]});
+      for (int t : g.out_dims) rows.push_back(Row{1, t, {}, n.shape[t]});
+    }
+  }
+  const int r = s.rank();
+  Projection in(static_cast<int>(x.shape.size()), r), out(static_cast<int>(n.shape.size()), r);
+  for (const Row& row : rows) {
+    Projection& p = row.side == 0 ? in : out;
+    for (auto [j, a] : row.terms) p.A[row.dim][j] = a;
+    p.w[row.dim] = row.window;
+  }
+  s.inputs.push_back(access_of(x, std::move(in)));
+  s.output = access_of(n, std::move(out));
+  return s;
+}
+
+}  // namespace
+
+Signature signature_of(const Node& n) {
+  switch (n.op) {
+    case Op::Source:  // data already lying somewhere: a generator with nothing to compute
+      return over_output(n, 0);
+    case Op::Full:
+      return over_output(n, 0);
+    case Op::Arange: case Op::Linspace: case Op::Eye:
+      return over_output(n, 1);
+    case Op::Rand:
+      return over_output(n, 8);
+    case Op::Randn:
+      return over_output(n, 16);
+    case Op::Cast: case Op::Neg: case Op::Abs: case Op::Exp: case Op::Log: case Op::Sqrt:
+    case Op::Rsqrt: case Op::Sin: case Op::Cos: case Op::Tanh: case Op::Sigmoid: case Op::Relu:
+    case Op::Gelu: case Op::Floor: case Op::Ceil: case Op::Round: case Op::Sign: case Op::Square:
+    case Op::Reciprocal: case Op::LogicalNot: case Op::Add: case Op::Sub: case Op::Mul:
+    case Op::Div: case Op::FloorDiv: case Op::Mod: case Op::Pow: case Op::Maximum:
+    case Op::Minimum: case Op::Atan2: case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le:
+    case Op::Gt: case Op::Ge: case Op::LogicalAnd: case Op::LogicalOr: case Op::Where:
+      return map_sig(n);
+    case Op::Sum: case Op::Prod: case Op::Max: case Op::Min: case Op::All: case Op::Any: {
+      const Combine c = n.op == Op::Sum ? Combine::Sum : n.op == Op::Prod ? Combine::Prod
+                      : n.op == Op::Max ? Combine::Max : n.op == Op::Min ? Combine::Min
+                      : n.op == Op::All ? Combine::And : Combine::Or;
+      return reduce_sig(n, std::vector<int>(n.attrs.ints.begin(), n.attrs.ints.end()), c);
+    }
+    case Op::ArgMax:
+      return argreduce_sig(n, Combine::ArgMax);
+    case Op::ArgMin:
+      return argreduce_sig(n, Combine::ArgMin);
+    case Op::Matmul:
+      return matmul_sig(n);
+    case Op::Reshape:
+      return reshape_sig(n);
+    case Op::Permute:
+      return permute_sig(n);
+    case Op::Expand:
+      return expand_sig(n);
+    case Op::Slice:
+      return slice_sig(n);
+    case Op::Cat:
+      return cat_sig(n);
+    case Op::Count:
+      break;
+  }
+  internal_check(false && "signature_of: not an op");
+  return {};
+}
+
+}  // namespace tapestry::poly

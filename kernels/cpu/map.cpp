@@ -1,0 +1,439 @@
+// run_map: the fused elementwise program interpreter.
+//
+// The output's flat index space is cut into tiles of kTile elements. For a tile, each
+// leaf becomes a pointer (contiguous leaves are read in place; broadcast scalars and
+// constants are splatted once per thread; other leaves are gathered into a scratch
+// tile), then every instruction runs one tight loop over the tile, chosen once per
+// run by (op, dtype) — no per-element dispatch. Loops always cover a multiple of
+// kPad elements (the last tile is padded), so every element takes the same vector
+// path and a result never depends on where a shard boundary fell.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "engine/ir/error.hpp"
+#include "kernels/cpu/kernels.hpp"
+#include "kernels/cpu/parallel.hpp"
+#include "kernels/cpu/strided.hpp"
+#include "kernels/functors.hpp"
+
+namespace tapestry::cpu {
+namespace {
+
+constexpr int64_t kTile = 2048;  // 16 KiB per f64 register: a program's tiles stay in L2
+constexpr int64_t kPad = 64;     // the widest vector step (64 bools in a 512-bit register)
+constexpr int64_t kSlotBytes = kTile * 8;
+
+using Kernel = void (*)(void* o, const void* a, const void* b, const void* c, int64_t n);
+
+// ---- One loop per (functor, dtype); restrict lets GCC vectorize without checks. ----
+
+template <class F, class T, class R>
+void unary_loop(R* __restrict o, const T* __restrict a, int64_t n) {
+  F f;
+  for (int64_t i = 0; i < n; ++i) o[i] = f(a[i]);
+}
+template <class F, class T, class R>
+void binary_loop(R* __restrict o, const T* __restrict a, const T* __restrict b, int64_t n) {
+  F f;
+  for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i]);
+}
+template <class T>
+void where_loop(T* __restrict o, const bool* __restrict c, const T* __restrict a,
+                const T* __restrict b, int64_t n) {
+  fn::Where<T> f;
+  for (int64_t i = 0; i < n; ++i) o[i] = f(c[i], a[i], b[i]);
+}
+
+template <template <class> class F, class T>
+void unary_kernel(void* o, const void* a, const void*, const void*, int64_t n) {
+  using R = decltype(F<T>{}(T{}));
+  unary_loop<F<T>, T, R>(static_cast<R*>(o), static_cast<const T*>(a), n);
+}
+template <template <class> class F, class T>
+void binary_kernel(void* o, const void* a, const void* b, const void*, int64_t n) {
+  using R = decltype(F<T>{}(T{}, T{}));
+  binary_loop<F<T>, T, R>(static_cast<R*>(o), static_cast<const T*>(a),
+                          static_cast<const T*>(b), n);
+}
+template <class T>
+void where_kernel(void* o, const void* c, const void* a, const void* b, int64_t n) {
+  where_loop<T>(static_cast<T*>(o), static_cast<const bool*>(c), static_cast<const T*>(a),
+                static_cast<const T*>(b), n);
+}
+template <class From, class To>
+void cast_kernel(void* o, const void* a, const void*, const void*, int64_t n) {
+  unary_loop<fn::Cast<From, To>, From, To>(static_cast<To*>(o), static_cast<const From*>(a), n);
+}
+
+struct Resolved {
+  Kernel fn;
+  DType out;
+};
+
+template <template <class> class F, int Arity>
+Resolved pick(DType t) {
+  return dispatch_dtype(t, [](auto tag) -> Resolved {
+    using T = typename decltype(tag)::type;
+    if constexpr (Arity == 1) {
+      return {&unary_kernel<F, T>, dtype_of<decltype(F<T>{}(T{}))>()};
+    } else {
+      return {&binary_kernel<F, T>, dtype_of<decltype(F<T>{}(T{}, T{}))>()};
+    }
+  });
+}
+
+Resolved pick_cast(DType from, DType to) {
+  return dispatch_dtype(from, [&](auto ftag) {
+    return dispatch_dtype(to, [&](auto ttag) -> Resolved {
+      using F = typename decltype(ftag)::type;
+      using T = typename decltype(ttag)::type;
+      return {&cast_kernel<F, T>, to};
+    });
+  });
+}
+
+Resolved pick_where(DType t) {
+  return dispatch_dtype(t, [&](auto tag) -> Resolved {
+    using T = typename decltype(tag)::type;
+    return {&where_kernel<T>, t};
+  });
+}
+
+constexpr bool has_kernel(Op op) {
+  switch (op) {
+#define TP_CASE(name) case Op::name:
+    TAPESTRY_UNARY_FUNCTORS(TP_CASE)
+    TAPESTRY_BINARY_FUNCTORS(TP_CASE)
+#undef TP_CASE
+    case Op::Cast:
+    case Op::Where:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Every Map op of the registry has a kernel here: adding one without it fails to build.
+constexpr bool all_maps_have_kernels() {
+#define TP_CHECK(e, name, kind, arity, doc) \
+  if (OpKind::kind == OpKind::Map && !has_kernel(Op::e)) return false;
+  TAPESTRY_OPS(TP_CHECK)
+#undef TP_CHECK
+  return true;
+}
+static_assert(all_maps_have_kernels(), "a Map op of TAPESTRY_OPS has no functor");
+
+int arity_of(Op op) {
+  switch (op) {
+#define TP_CASE(name) case Op::name:
+    TAPESTRY_BINARY_FUNCTORS(TP_CASE)
+#undef TP_CASE
+    return 2;
+    case Op::Where:
+      return 3;
+    default:
+      return 1;
+  }
+}
+
+Resolved resolve(const MapInstr& ins) {
+  switch (ins.op) {
+#define TP_CASE(name) \
+  case Op::name:      \
+    return pick<fn::name, 1>(ins.in);
+    TAPESTRY_UNARY_FUNCTORS(TP_CASE)
+#undef TP_CASE
+#define TP_CASE(name) \
+  case Op::name:      \
+    return pick<fn::name, 2>(ins.in);
+    TAPESTRY_BINARY_FUNCTORS(TP_CASE)
+#undef TP_CASE
+    case Op::Cast:
+      return pick_cast(ins.in, ins.out);
+    case Op::Where:
+      return pick_where(ins.in);
+    default:
+      internal_check(!"run_map: not a Map op");
+      return {};
+  }
+}
+
+// ---- Moving elements between views and tiles, by element size. ----
+
+template <class E>
+void fill_run(E* dst, const E* src, int64_t n) {
+  E v = *src;
+  for (int64_t i = 0; i < n; ++i) dst[i] = v;
+}
+
+template <class E>
+void gather_t(char* dst, const char* base, const std::vector<Dim<1>>& dims, int64_t start,
+              int64_t n) {
+  E* d = reinterpret_cast<E*>(dst);
+  const E* b = reinterpret_cast<const E*>(base);
+  Odometer<1> it(dims, start);
+  for (int64_t done = 0; done < n;) {
+    int64_t len = std::min(it.run_left(), n - done);
+    int64_t s = it.inner_stride(0);
+    const E* src = b + it.off[0];
+    if (s == 1) std::memcpy(d + done, src, len * sizeof(E));
+    else if (s == 0) fill_run(d + done, src, len);
+    else for (int64_t i = 0; i < len; ++i) d[done + i] = src[i * s];
+    done += len;
+    it.advance(len);
+  }
+}
+
+template <class E>
+void scatter_t(char* base, const char* src, const std::vector<Dim<1>>& dims, int64_t start,
+               int64_t n) {
+  E* b = reinterpret_cast<E*>(base);
+  const E* s = reinterpret_cast<const E*>(src);
+  Odometer<1> it(dims, start);
+  for (int64_t done = 0; done < n;) {
+    int64_t len = std::min(it.run_left(), n - done);
+    int64_t st = it.inner_stride(0);
+    E* dst = b + it.off[0];
+    for (int64_t i = 0; i < len; ++i) dst[i * st] = s[done + i];
+    done += len;
+    it.advance(len);
+  }
+}
+
+template <class Fn>
+void by_size(int esize, Fn&& f) {
+  switch (esize) {
+    case 1: return f(uint8_t{});
+    case 4: return f(uint32_t{});
+    case 8: return f(uint64_t{});
+  }
+  internal_check(!"unexpected element size");
+}
+
+// ---- The prepared program. ----
+
+enum class RegKind { Direct, Gather, Splat, Temp };
+
+struct Reg {
+  RegKind kind = RegKind::Temp;
+  DType dtype = DType::F32;
+  int esize = 4;
+  const char* base = nullptr;   // Direct, Gather: the leaf's element 0 (offset applied)
+  std::vector<Dim<1>> dims;     // Gather: the leaf's coalesced dims
+  alignas(8) char splat[8]{};   // Splat: one element
+  int slot = -1;                // scratch tile
+};
+
+struct Step {
+  Kernel fn = nullptr;  // null: an Op::Full constant (a Splat register)
+  int a = -1, b = -1, c = -1, r = -1;
+};
+
+struct Program {
+  std::vector<Reg> regs;
+  std::vector<Step> steps;
+  int nleaves = 0;
+  int nslots = 0;
+  int64_t n = 0;
+  char* out = nullptr;
+  int out_esize = 4;
+  bool out_direct = true;
+  std::vector<Dim<1>> out_dims;
+};
+
+void splat_value(Reg& r, DType t, double real, int64_t integer) {
+  dispatch_dtype(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T v;
+    if constexpr (std::is_same_v<T, bool>) v = integer != 0;
+    else if constexpr (std::is_floating_point_v<T>) v = static_cast<T>(real);
+    else v = static_cast<T>(integer);
+    std::memcpy(r.splat, &v, sizeof(T));
+  });
+}
+
+Program prepare(const MapProgram& p, const View& out) {
+  Program g;
+  g.n = out.numel();
+  const int nleaves = g.nleaves = static_cast<int>(p.leaves.size());
+  const int nregs = nleaves + static_cast<int>(p.instrs.size());
+  g.regs.resize(nregs);
+  for (int i = 0; i < nleaves; ++i) {
+    const View& v = p.leaves[i];
+    internal_check(v.shape == out.shape);
+    Reg& r = g.regs[i];
+    r.dtype = v.dtype;
+    r.esize = dtype_size(v.dtype);
+    r.base = v.byte_ptr();
+    r.dims = coalesce<1>(v.shape, {&v.strides});
+    bool scalar = std::all_of(r.dims.begin(), r.dims.end(), [](auto& d) { return d.s[0] == 0; });
+    if (scalar) {
+      r.kind = RegKind::Splat;
+      std::memcpy(r.splat, r.base, r.esize);
+    } else if (r.dims.size() == 1 && r.dims[0].s[0] == 1) {
+      r.kind = RegKind::Direct;
+    } else {
+      r.kind = RegKind::Gather;
+    }
+    r.slot = g.nslots++;  // Direct leaves use theirs for the padded last tile
+  }
+  // Temps share slots: a slot is free once its last reader ran (liveness by index).
+  std::vector<int> last_use(nregs, -1);
+  for (size_t j = 0; j < p.instrs.size(); ++j) {
+    for (int x : {p.instrs[j].a, p.instrs[j].b, p.instrs[j].c})
+      if (x >= 0) last_use[x] = static_cast<int>(j);
+  }
+  std::vector<int> free_slots;
+  for (size_t j = 0; j < p.instrs.size(); ++j) {
+    const MapInstr& ins = p.instrs[j];
+    const int ri = nleaves + static_cast<int>(j);
+    Reg& r = g.regs[ri];
+    Step s;
+    s.r = ri;
+    r.dtype = ins.out;
+    r.esize = dtype_size(ins.out);
+    if (ins.op == Op::Full) {
+      r.kind = RegKind::Splat;
+      splat_value(r, ins.out, ins.real, ins.integer);
+      r.slot = g.nslots++;
+    } else {
+      Resolved k = resolve(ins);
+      internal_check(k.out == ins.out);
+      const int arity = arity_of(ins.op);
+      s.fn = k.fn;
+      s.a = ins.a;
+      s.b = arity >= 2 ? ins.b : -1;
+      s.c = arity >= 3 ? ins.c : -1;
+      for (int x : {s.a, s.b, s.c}) internal_check(x < ri && (x >= 0 || x == -1));
+      internal_check(s.a >= 0 && (arity < 2 || s.b >= 0) && (arity < 3 || s.c >= 0));
+      if (ins.op == Op::Where) {
+        internal_check(g.regs[s.a].dtype == DType::Bool && g.regs[s.b].dtype == ins.in &&
+                       g.regs[s.c].dtype == ins.in);
+      } else {
+        internal_check(g.regs[s.a].dtype == ins.in && (s.b < 0 || g.regs[s.b].dtype == ins.in));
+      }
+      r.kind = RegKind::Temp;
+      if (free_slots.empty()) {
+        r.slot = g.nslots++;
+      } else {
+        r.slot = free_slots.back();
+        free_slots.pop_back();
+      }
+      // Operands dying here free their slots only after the result took one, so a
+      // loop never reads and writes the same tile (the restrict promise holds).
+      for (int x : {s.a, s.b, s.c}) {
+        if (x >= nleaves && last_use[x] == static_cast<int>(j) && g.regs[x].kind == RegKind::Temp &&
+            std::find(free_slots.begin(), free_slots.end(), g.regs[x].slot) == free_slots.end())
+          free_slots.push_back(g.regs[x].slot);
+      }
+    }
+    g.steps.push_back(s);
+  }
+  internal_check(g.regs.back().dtype == out.dtype);
+  g.out = out.byte_ptr();
+  g.out_esize = dtype_size(out.dtype);
+  g.out_dims = coalesce<1>(out.shape, {&out.strides});
+  g.out_direct = g.out_dims.size() == 1 && (g.out_dims[0].s[0] == 1 || g.out_dims[0].n <= 1);
+  return g;
+}
+
+// A worker's tiles: one 64-byte aligned block of slots.
+struct Scratch {
+  struct Free {
+    void operator()(char* p) const { std::free(p); }
+  };
+  std::unique_ptr<char, Free> mem;
+  char* slot(int i) const { return mem.get() + i * kSlotBytes; }
+};
+
+Scratch make_scratch(const Program& g) {
+  Scratch s;
+  s.mem.reset(static_cast<char*>(std::aligned_alloc(64, std::max(1, g.nslots) * kSlotBytes)));
+  if (!s.mem) throw std::bad_alloc();
+  for (const Reg& r : g.regs) {
+    if (r.kind != RegKind::Splat) continue;
+    by_size(r.esize, [&](auto e) {
+      using E = decltype(e);
+      fill_run(reinterpret_cast<E*>(s.slot(r.slot)), reinterpret_cast<const E*>(r.splat), kTile);
+    });
+  }
+  return s;
+}
+
+void run_tile(const Program& g, const Scratch& s, std::vector<const char*>& ptr, int64_t tile) {
+  const int64_t start = tile * kTile;
+  const int64_t n = std::min(kTile, g.n - start);
+  const int64_t npad = round_up(n, kPad);
+  const bool full = n == kTile;
+  for (int i = 0; i < g.nleaves; ++i) {
+    const Reg& r = g.regs[i];
+    if (r.kind == RegKind::Splat) {
+      ptr[i] = s.slot(r.slot);
+      continue;
+    }
+    char* dst = s.slot(r.slot);
+    if (r.kind == RegKind::Direct) {
+      if (full) {
+        ptr[i] = r.base + start * r.esize;
+        continue;
+      }
+      std::memcpy(dst, r.base + start * r.esize, n * r.esize);
+    } else {
+      // A tile inside one contiguous run of the leaf is read in place.
+      Odometer<1> it(r.dims, start);
+      if (full && it.inner_stride(0) == 1 && it.run_left() >= n) {
+        ptr[i] = r.base + it.off[0] * r.esize;
+        continue;
+      }
+      by_size(r.esize, [&](auto e) { gather_t<decltype(e)>(dst, r.base, r.dims, start, n); });
+    }
+    std::memset(dst + n * r.esize, 0, (npad - n) * r.esize);
+    ptr[i] = dst;
+  }
+  const size_t last = g.steps.size() - 1;
+  for (size_t j = 0; j < g.steps.size(); ++j) {
+    const Step& st = g.steps[j];
+    const Reg& r = g.regs[st.r];
+    if (!st.fn) {
+      ptr[st.r] = s.slot(r.slot);
+      continue;
+    }
+    char* dst = (j == last && full && g.out_direct) ? g.out + start * r.esize : s.slot(r.slot);
+    st.fn(dst, ptr[st.a], st.b >= 0 ? ptr[st.b] : nullptr, st.c >= 0 ? ptr[st.c] : nullptr, npad);
+    ptr[st.r] = dst;
+  }
+  const char* result = ptr[g.steps.back().r];
+  char* out_tile = g.out + start * g.out_esize;
+  if (result == out_tile) return;
+  if (g.out_direct) {
+    std::memcpy(out_tile, result, n * g.out_esize);
+  } else {
+    by_size(g.out_esize, [&](auto e) { scatter_t<decltype(e)>(g.out, result, g.out_dims, start, n); });
+  }
+}
+
+}  // namespace
+
+void run_map(const MapProgram& p, const View& out) {
+  if (out.numel() == 0) return;
+  if (p.instrs.empty()) {
+    internal_check(p.leaves.size() == 1);
+    copy_view(p.leaves[0], out);
+    return;
+  }
+  const Program g = prepare(p, out);
+  const int64_t ntiles = (g.n + kTile - 1) / kTile;
+  // Small maps stay on the calling thread: waking a worker costs more than a few tiles.
+  const int64_t grain = ntiles < 16 ? ntiles : grain_for(ntiles, 4);
+  std::vector<Scratch> scratch(pool_width());
+  parallel_for(ntiles, grain, [&](int64_t lo, int64_t hi, int worker) {
+    Scratch& s = scratch[worker];
+    if (!s.mem) s = make_scratch(g);
+    std::vector<const char*> ptr(g.regs.size(), nullptr);
+    for (int64_t t = lo; t < hi; ++t) run_tile(g, s, ptr, t);
+  });
+}
+
+}  // namespace tapestry::cpu

@@ -1,0 +1,171 @@
+// run_matmul: batched matrix products. f32/f64 go to OpenBLAS (transposed and
+// strided operands through its trans/ld arguments, anything else copied first);
+// integers and bools use a row-major loop that vectorizes over output columns.
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <memory>
+
+#include "engine/ir/error.hpp"
+#include "kernels/cpu/kernels.hpp"
+#include "kernels/cpu/parallel.hpp"
+#include "kernels/cpu/strided.hpp"
+#include "kernels/functors.hpp"
+
+namespace tapestry::cpu {
+namespace {
+
+// Strides of one operand: its two matrix dims and the batch dims aligned to out's
+// (0 where the operand is broadcast).
+struct Operand {
+  const char* base;
+  int64_t rows, cols, srow, scol;
+  Strides batch;
+};
+
+Operand operand(const View& v, const View& out) {
+  const int r = v.rank(), ob = out.rank() - 2;
+  internal_check(r >= 2 && r - 2 <= ob);
+  Operand o{v.byte_ptr(), v.shape[r - 2], v.shape[r - 1], v.strides[r - 2], v.strides[r - 1],
+            Strides(ob, 0)};
+  for (int i = 0; i < r - 2; ++i) {
+    const int d = ob - (r - 2) + i;
+    internal_check(v.shape[i] == out.shape[d] || v.shape[i] == 1);
+    o.batch[d] = v.shape[i] == 1 ? 0 : v.strides[i];
+  }
+  return o;
+}
+
+// How BLAS can read a rows x cols matrix in place, if it can.
+struct BlasMat {
+  bool ok;
+  CBLAS_TRANSPOSE trans;
+  int64_t ld;
+};
+BlasMat blas_layout(int64_t rows, int64_t cols, int64_t srow, int64_t scol) {
+  if ((scol == 1 || cols == 1) && (rows == 1 || srow >= std::max<int64_t>(1, cols)))
+    return {true, CblasNoTrans, rows == 1 ? std::max<int64_t>(1, cols) : srow};
+  if ((srow == 1 || rows == 1) && (cols == 1 || scol >= std::max<int64_t>(1, rows)))
+    return {true, CblasTrans, cols == 1 ? std::max<int64_t>(1, rows) : scol};
+  return {false, CblasNoTrans, 0};
+}
+
+// A contiguous copy of v when BLAS cannot read its matrices in place.
+View blas_ready(const View& v, std::shared_ptr<Value>& keep) {
+  const int r = v.rank();
+  if (blas_layout(v.shape[r - 2], v.shape[r - 1], v.strides[r - 2], v.strides[r - 1]).ok) return v;
+  keep = Value::alloc(v.dtype, v.shape);
+  copy_view(v, keep->view());
+  return keep->view();
+}
+
+void gemm(float, const BlasMat& la, const BlasMat& lb, int64_t n, int64_t m, int64_t k,
+          const char* a, const char* b, char* c) {
+  cblas_sgemm(CblasRowMajor, la.trans, lb.trans, int(n), int(m), int(k), 1.0f,
+              reinterpret_cast<const float*>(a), int(la.ld), reinterpret_cast<const float*>(b),
+              int(lb.ld), 0.0f, reinterpret_cast<float*>(c), int(m));
+}
+void gemm(double, const BlasMat& la, const BlasMat& lb, int64_t n, int64_t m, int64_t k,
+          const char* a, const char* b, char* c) {
+  cblas_dgemm(CblasRowMajor, la.trans, lb.trans, int(n), int(m), int(k), 1.0,
+              reinterpret_cast<const double*>(a), int(la.ld), reinterpret_cast<const double*>(b),
+              int(lb.ld), 0.0, reinterpret_cast<double*>(c), int(m));
+}
+
+// A contiguous copy of v when its rows are not (the naive loop walks b's rows).
+View rows_ready(const View& v, std::shared_ptr<Value>& keep) {
+  const int r = v.rank();
+  if (v.shape[r - 1] == 1 || v.strides[r - 1] == 1) return v;
+  keep = Value::alloc(v.dtype, v.shape);
+  copy_view(v, keep->view());
+  return keep->view();
+}
+
+// c (n x m, contiguous) = a @ b for integer and bool T: sums wrap, bool is OR of ANDs.
+template <class T>
+void naive(const T* a, int64_t sar, int64_t sac, const T* b, int64_t sbr, int64_t sbc, T* c,
+           int64_t n, int64_t m, int64_t k, int64_t i0, int64_t i1) {
+  fn::Add<T> add;
+  fn::Mul<T> mul;
+  internal_check(sbc == 1 || m == 1);
+  for (int64_t i = i0; i < i1; ++i) {
+    T* ci = c + i * m;
+    for (int64_t j = 0; j < m; ++j) ci[j] = T(0);
+    for (int64_t p = 0; p < k; ++p) {
+      const T av = a[i * sar + p * sac];
+      if (av == T(0)) continue;
+      const T* bp = b + p * sbr;
+      for (int64_t j = 0; j < m; ++j) ci[j] = add(ci[j], mul(av, bp[j]));
+    }
+  }
+}
+
+template <class T>
+void matmul_typed(const View& a0, const View& b0, const View& out) {
+  const int r = out.rank();
+  const int64_t n = out.shape[r - 2], m = out.shape[r - 1];
+  const int64_t k = a0.shape[a0.rank() - 1];
+  internal_check(a0.shape[a0.rank() - 2] == n && b0.shape[b0.rank() - 2] == k &&
+                 b0.shape[b0.rank() - 1] == m);
+  internal_check(out.is_contiguous());
+  T* c = out.ptr<T>();
+  const int64_t total = out.numel();
+  if (total == 0) return;
+  if (k == 0) {
+    std::fill(c, c + total, T(0));
+    return;
+  }
+  std::shared_ptr<Value> ka, kb;
+  constexpr bool kBlas = std::is_floating_point_v<T>;
+  const View a = kBlas ? blas_ready(a0, ka) : a0;
+  const View b = kBlas ? blas_ready(b0, kb) : rows_ready(b0, kb);
+  const Operand oa = operand(a, out), ob = operand(b, out);
+  const Shape bshape(out.shape.begin(), out.shape.end() - 2);
+  const int64_t nbatch = numel(bshape);
+  const auto bd = coalesce<2>(bshape, {&oa.batch, &ob.batch});
+  const int64_t esize = sizeof(T), flops = n * m * k;
+
+  auto one = [&](int64_t lo, int64_t hi, int) {
+    Odometer<2> it(bd, lo);
+    for (int64_t t = lo; t < hi; ++t, it.advance(1)) {
+      const char* pa = oa.base + it.off[0] * esize;
+      const char* pb = ob.base + it.off[1] * esize;
+      char* pc = reinterpret_cast<char*>(c + t * n * m);
+      if constexpr (kBlas) {
+        internal_check(n < INT_MAX && m < INT_MAX && k < INT_MAX);
+        const BlasMat la = blas_layout(n, k, oa.srow, oa.scol);
+        const BlasMat lb = blas_layout(k, m, ob.srow, ob.scol);
+        internal_check(la.ok && lb.ok && la.ld < INT_MAX && lb.ld < INT_MAX);
+        gemm(T{}, la, lb, n, m, k, pa, pb, pc);
+      } else {
+        naive<T>(reinterpret_cast<const T*>(pa), oa.srow, oa.scol, reinterpret_cast<const T*>(pb),
+                 ob.srow, ob.scol, reinterpret_cast<T*>(pc), n, m, k, 0, n);
+      }
+    }
+  };
+  if constexpr (kBlas) {
+    // Large products use OpenBLAS's own threads; many small ones share out batches.
+    if (flops >= (int64_t(1) << 18) || nbatch == 1) one(0, nbatch, 0);
+    else parallel_for(nbatch, grain_for(nbatch, std::max<int64_t>(1, (int64_t(1) << 16) / flops)), one);
+  } else if (nbatch > 1) {
+    parallel_for(nbatch, flops * nbatch < (1 << 16) ? nbatch : grain_for(nbatch, 1), one);
+  } else {
+    // One integer product: share out its rows.
+    const T* pa = reinterpret_cast<const T*>(oa.base);
+    const T* pb = reinterpret_cast<const T*>(ob.base);
+    parallel_for(n, flops < (1 << 16) ? n : grain_for(n, 1), [&](int64_t lo, int64_t hi, int) {
+      naive<T>(pa, oa.srow, oa.scol, pb, ob.srow, ob.scol, c, n, m, k, lo, hi);
+    });
+  }
+}
+
+}  // namespace
+
+void run_matmul(const View& a, const View& b, const View& out) {
+  internal_check(a.dtype == out.dtype && b.dtype == out.dtype);
+  internal_check(out.rank() >= 2 && a.rank() >= 2 && b.rank() >= 2);
+  dispatch_dtype(out.dtype, [&](auto tag) { matmul_typed<typename decltype(tag)::type>(a, b, out); });
+}
+
+}  // namespace tapestry::cpu

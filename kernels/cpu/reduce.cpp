@@ -1,0 +1,340 @@
+// run_reduce: Sum Prod Max Min All Any over any set of dims of a strided input.
+//
+// The dims are sorted by input stride and coalesced, then one of two loops runs:
+//  - inner-reduced (the densest dim is reduced): each output folds runs of the input
+//    into 16 independent lanes (a vectorizable loop, and more accurate than one chain);
+//  - outer-reduced (the densest dim is kept): a block of outputs is accumulated as a
+//    vector, one input row at a time.
+// Work is split over outputs when there are enough; otherwise one reduced dim is cut
+// into a fixed number of chunks whose partial results are combined in order, so the
+// result does not depend on the number of threads.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <type_traits>
+
+#include "engine/ir/error.hpp"
+#include "kernels/cpu/kernels.hpp"
+#include "kernels/cpu/parallel.hpp"
+#include "kernels/cpu/strided.hpp"
+#include "kernels/functors.hpp"
+
+namespace tapestry::cpu {
+namespace {
+
+// ---- The monoids. A is the accumulator type. ----
+
+template <class T>
+using sum_acc_t = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+
+template <class T> struct SumR {
+  using A = sum_acc_t<T>;
+  static A init() { return A(0); }
+  static A join(A a, A b) {
+    if constexpr (std::is_floating_point_v<A>) return a + b;
+    else return fn::detail::wrap_add(a, b);
+  }
+  static A step(A a, T x) { return join(a, static_cast<A>(x)); }
+};
+template <class T> struct ProdR {
+  using A = sum_acc_t<T>;
+  static A init() { return A(1); }
+  static A join(A a, A b) {
+    if constexpr (std::is_floating_point_v<A>) return a * b;
+    else return fn::detail::wrap_mul(a, b);
+  }
+  static A step(A a, T x) { return join(a, static_cast<A>(x)); }
+};
+template <class T> struct MaxR {
+  using A = T;
+  static A init() {
+    if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
+    else return std::numeric_limits<T>::lowest();
+  }
+  static A join(A a, A b) { return fn::Maximum<T>{}(a, b); }  // NaN propagates
+  static A step(A a, T x) { return join(a, x); }
+};
+template <class T> struct MinR {
+  using A = T;
+  static A init() {
+    if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
+    else return std::numeric_limits<T>::max();
+  }
+  static A join(A a, A b) { return fn::Minimum<T>{}(a, b); }
+  static A step(A a, T x) { return join(a, x); }
+};
+template <class T> struct AllR {
+  using A = bool;
+  static A init() { return true; }
+  static A join(A a, A b) { return a && b; }
+  static A step(A a, T x) { return a && (x != T(0)); }
+};
+template <class T> struct AnyR {
+  using A = bool;
+  static A init() { return false; }
+  static A join(A a, A b) { return a || b; }
+  static A step(A a, T x) { return a || (x != T(0)); }
+};
+
+// ---- Loops. ----
+
+struct RDim {
+  int64_t n, sin, sout;  // extent, input stride, output stride (0 when reduced)
+  bool red;
+};
+
+constexpr int kLanes = 16;
+constexpr int64_t kBlock = 512;         // outputs accumulated together (outer-reduced)
+constexpr int64_t kSerialWork = 1 << 15;  // inputs below which one thread reduces
+constexpr int64_t kChunkWork = 1 << 14;   // least inputs per partial chunk
+constexpr int64_t kMaxChunks = 64;
+// Fewer tasks than this (outputs, or blocks of them) cut the reduction instead; a
+// constant, not the thread count, so that results do not depend on TAPESTRY_THREADS.
+constexpr int64_t kSplitBelow = 32;
+
+// Folds n elements at stride s.
+template <class R, class T>
+typename R::A fold_run(const T* p, int64_t n, int64_t s) {
+  using A = typename R::A;
+  A acc = R::init();
+  int64_t i = 0;
+  if (n >= 2 * kLanes) {
+    A lanes[kLanes];
+    for (int j = 0; j < kLanes; ++j) lanes[j] = R::init();
+    if (s == 1) {
+      for (; i + kLanes <= n; i += kLanes)
+        for (int j = 0; j < kLanes; ++j) lanes[j] = R::step(lanes[j], p[i + j]);
+    } else {
+      for (; i + kLanes <= n; i += kLanes)
+        for (int j = 0; j < kLanes; ++j) lanes[j] = R::step(lanes[j], p[(i + j) * s]);
+    }
+    for (int w = kLanes / 2; w >= 1; w /= 2)
+      for (int j = 0; j < w; ++j) lanes[j] = R::join(lanes[j], lanes[j + w]);
+    acc = lanes[0];
+  }
+  for (; i < n; ++i) acc = R::step(acc, p[i * s]);
+  return acc;
+}
+
+// An odometer over `dims` (possibly none) reading one stride per dim.
+std::vector<Dim<2>> as_dims(const std::vector<RDim>& ds) {
+  std::vector<Dim<2>> out;
+  for (const RDim& d : ds) out.push_back(Dim<2>{d.n, {d.sin, d.sout}});
+  if (out.empty()) out.push_back(Dim<2>{1, {0, 0}});
+  return out;
+}
+
+template <class R, class T, class O>
+class Reducer {
+ public:
+  using A = typename R::A;
+
+  // dims: sorted by input stride (densest last) and coalesced.
+  static void run(const T* in, O* out, std::vector<RDim> dims, bool may_split) {
+    std::vector<RDim> kept, red;
+    for (const RDim& d : dims) (d.red ? red : kept).push_back(d);
+    int64_t nout = 1, total = 1;
+    for (const RDim& d : kept) nout *= d.n;
+    for (const RDim& d : dims) total *= d.n;
+    const bool inner_red = !red.empty() && dims.back().red;
+    int64_t nblocks = 1, ntasks = nout;
+    if (!inner_red) {
+      nblocks = (kept.back().n + kBlock - 1) / kBlock;
+      ntasks = nout / kept.back().n * nblocks;
+    }
+    if (may_split && total >= kSerialWork && ntasks < kSplitBelow && !red.empty()) {
+      split(in, out, dims, kept, nout, total);
+      return;
+    }
+    const int64_t grain =
+        total < kSerialWork ? ntasks : grain_for(ntasks, std::max<int64_t>(1, kSerialWork * ntasks / total));
+    if (inner_red) {
+      const RDim inner = red.back();
+      red.pop_back();
+      const auto kd = as_dims(kept), rd = as_dims(red);
+      parallel_for(ntasks, grain, [&](int64_t lo, int64_t hi, int) {
+        Odometer<2> k(kd, lo);
+        for (int64_t o = lo; o < hi; ++o, k.advance(1)) {
+          A acc = R::init();
+          Odometer<2> r(rd, 0);
+          for (int64_t ri = 0, nr = total / nout / inner.n; ri < nr; ++ri, r.advance(1))
+            acc = R::join(acc, fold_run<R>(in + k.off[0] + r.off[0], inner.n, inner.sin));
+          out[k.off[1]] = static_cast<O>(acc);
+        }
+      });
+    } else {
+      const RDim last = kept.back();
+      kept.pop_back();
+      const auto kd = as_dims(kept), rd = as_dims(red);
+      const int64_t nred = total / nout;
+      parallel_for(ntasks, grain, [&](int64_t lo, int64_t hi, int) {
+        A acc[kBlock];
+        Odometer<2> k(kd, lo / nblocks);
+        for (int64_t t = lo; t < hi; ++t) {
+          if (t != lo && t % nblocks == 0) k.advance(1);
+          const int64_t j0 = (t % nblocks) * kBlock, b = std::min(kBlock, last.n - j0);
+          for (int64_t j = 0; j < b; ++j) acc[j] = R::init();
+          const T* base = in + k.off[0] + j0 * last.sin;
+          Odometer<2> r(rd, 0);
+          for (int64_t ri = 0; ri < nred; ++ri, r.advance(1)) {
+            const T* p = base + r.off[0];
+            if (last.sin == 1) {
+              for (int64_t j = 0; j < b; ++j) acc[j] = R::step(acc[j], p[j]);
+            } else {
+              for (int64_t j = 0; j < b; ++j) acc[j] = R::step(acc[j], p[j * last.sin]);
+            }
+          }
+          O* o = out + k.off[1] + j0 * last.sout;
+          for (int64_t j = 0; j < b; ++j) o[j * last.sout] = static_cast<O>(acc[j]);
+        }
+      });
+    }
+  }
+
+ private:
+  // Too few outputs to share out: cut the longest reduced dim into chunks, reduce each
+  // into a partial result (a new kept dim), then fold the partials in chunk order.
+  static void split(const T* in, O* out, const std::vector<RDim>& dims,
+                    const std::vector<RDim>& kept, int64_t nout, int64_t total) {
+    size_t di = 0;
+    int64_t best = 0;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      // The densest dim is cut only if nothing else is long: its runs feed the lanes.
+      int64_t score = dims[i].red ? dims[i].n * (i + 1 == dims.size() ? 1 : 8) : 0;
+      if (score > best) best = score, di = i;
+    }
+    const RDim d = dims[di];
+    int64_t chunks = std::min({d.n, kMaxChunks, std::max<int64_t>(1, total / kChunkWork)});
+    const int64_t len = (d.n + chunks - 1) / chunks;
+    const int64_t full = d.n / len, rest = d.n - full * len;
+    const int64_t nparts = full + (rest > 0);
+    std::unique_ptr<A[]> part(new A[nparts * nout]);  // not vector: A may be bool
+    // Partial results are laid out [chunk][kept dims, row-major in `dims` order].
+    std::vector<RDim> pd = dims;
+    int64_t ps = 1;
+    for (size_t i = pd.size(); i-- > 0;)
+      if (!pd[i].red) pd[i].sout = ps, ps *= pd[i].n;
+    std::vector<RDim> main = pd;
+    main[di] = RDim{len, d.sin, 0, true};
+    main.insert(main.begin() + di, RDim{full, d.sin * len, nout, false});
+    Reducer<R, T, A>::run(in, part.get(), main, false);
+    if (rest > 0) {
+      std::vector<RDim> tail = pd;
+      tail[di] = RDim{rest, d.sin, 0, true};
+      Reducer<R, T, A>::run(in + full * len * d.sin, part.get() + full * nout, tail, false);
+    }
+    std::vector<RDim> kp;
+    for (const RDim& x : pd)
+      if (!x.red) kp.push_back(x);
+    const auto kd = as_dims(kept), kpd = as_dims(kp);
+    Odometer<2> k(kd, 0), q(kpd, 0);
+    for (int64_t o = 0; o < nout; ++o, k.advance(1), q.advance(1)) {
+      A acc = part[q.off[1]];
+      for (int64_t c = 1; c < nparts; ++c) acc = R::join(acc, part[c * nout + q.off[1]]);
+      out[k.off[1]] = static_cast<O>(acc);
+    }
+  }
+};
+
+// Sorts dims by input stride, densest last (a stable sort keeps row-major order among
+// equals), and merges neighbours that are one run for both input and output.
+std::vector<RDim> normalize(std::vector<RDim> dims) {
+  dims.erase(std::remove_if(dims.begin(), dims.end(), [](const RDim& d) { return d.n == 1; }),
+             dims.end());
+  std::stable_sort(dims.begin(), dims.end(), [](const RDim& a, const RDim& b) {
+    return std::abs(a.sin) > std::abs(b.sin);
+  });
+  std::vector<RDim> out;
+  for (const RDim& d : dims) {
+    if (!out.empty()) {
+      RDim& p = out.back();
+      if (p.red == d.red && p.sin == d.sin * d.n && p.sout == d.sout * d.n) {
+        p.n *= d.n;
+        p.sin = d.sin;
+        p.sout = d.sout;
+        continue;
+      }
+    }
+    out.push_back(d);
+  }
+  if (out.empty()) out.push_back(RDim{1, 0, 0, false});
+  return out;
+}
+
+template <template <class> class RT, class T>
+void reduce_typed(const View& in, const std::vector<RDim>& dims, const View& out) {
+  using R = RT<T>;
+  using A = typename R::A;
+  const T* src = in.ptr<T>();
+  const int64_t nout = out.numel();
+  if (in.numel() == 0) {  // an empty reduction gives the identity
+    dispatch_dtype(out.dtype, [&](auto tag) {
+      using O = typename decltype(tag)::type;
+      View o = out;
+      auto od = coalesce<1>(o.shape, {&o.strides});
+      Odometer<1> it(od, 0);
+      for (int64_t i = 0; i < nout; ++i, it.advance(1))
+        o.ptr<O>()[it.off[0]] = static_cast<O>(R::init());
+    });
+    return;
+  }
+  if (out.dtype == dtype_of<A>()) {
+    Reducer<R, T, A>::run(src, out.ptr<A>(), dims, true);
+  } else if (out.dtype == dtype_of<T>()) {
+    Reducer<R, T, T>::run(src, out.ptr<T>(), dims, true);
+  } else {
+    // Any other output dtype: reduce into an accumulator laid out like `out`, then
+    // convert (outputs are contiguous, so the layout is the flat index).
+    internal_check(out.is_contiguous());
+    std::unique_ptr<A[]> tmp(new A[nout]);
+    Reducer<R, T, A>::run(src, tmp.get(), dims, true);
+    dispatch_dtype(out.dtype, [&](auto tag) {
+      using O = typename decltype(tag)::type;
+      O* o = out.ptr<O>();
+      for (int64_t i = 0; i < nout; ++i) o[i] = fn::Cast<A, O>{}(tmp[i]);
+    });
+  }
+}
+
+template <template <class> class RT>
+void reduce_op(const View& in, const std::vector<RDim>& dims, const View& out) {
+  dispatch_dtype(in.dtype, [&](auto tag) {
+    reduce_typed<RT, typename decltype(tag)::type>(in, dims, out);
+  });
+}
+
+}  // namespace
+
+void run_reduce(Op op, const View& in, const std::vector<int>& dims, const View& out) {
+  std::vector<bool> red(in.rank(), false);
+  for (int d : dims) {
+    internal_check(d >= 0 && d < in.rank() && !red[d]);
+    red[d] = true;
+  }
+  internal_check(out.rank() == in.rank() - static_cast<int>(dims.size()));
+  std::vector<RDim> rd;
+  for (int d = 0, k = 0; d < in.rank(); ++d) {
+    if (red[d]) {
+      rd.push_back(RDim{in.shape[d], in.strides[d], 0, true});
+    } else {
+      internal_check(out.shape[k] == in.shape[d]);
+      rd.push_back(RDim{in.shape[d], in.strides[d], out.strides[k], false});
+      ++k;
+    }
+  }
+  if (out.numel() == 0) return;
+  const std::vector<RDim> nd = in.numel() == 0 ? rd : normalize(rd);
+  switch (op) {
+    case Op::Sum: return reduce_op<SumR>(in, nd, out);
+    case Op::Prod: return reduce_op<ProdR>(in, nd, out);
+    case Op::Max: return reduce_op<MaxR>(in, nd, out);
+    case Op::Min: return reduce_op<MinR>(in, nd, out);
+    case Op::All: return reduce_op<AllR>(in, nd, out);
+    case Op::Any: return reduce_op<AnyR>(in, nd, out);
+    default: internal_check(!"run_reduce: not a Reduce op");
+  }
+}
+
+}  // namespace tapestry::cpu

@@ -1,0 +1,127 @@
+// tapestry: the shell and script runner. lua.c's main in outline: parse the command
+// line, build the state, then -e chunks, the script, and the shell, all inside one
+// protected call so that no Lua error escapes unprotected.
+#include <lauxlib.h>
+#include <lua.h>
+
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+#include <unistd.h>
+
+#include "lang/api.hpp"
+#include "lang/state.hpp"
+#include "repl/cli.hpp"
+#include "repl/run.hpp"
+#include "repl/shell.hpp"
+
+namespace {
+
+using tapestry::repl::CliOptions;
+
+constexpr const char* kProgname = "tapestry";
+
+struct Main {
+  const CliOptions* options;
+  int argc;
+  char** argv;
+  int exit_status;
+};
+
+// lua.c's createargtable: arg[0] is the script, arg[1..] its arguments, and the
+// interpreter's own arguments get indices 0 and below (arg[0] = "tapestry" without a script).
+void create_arg_table(lua_State* L, const CliOptions& o, int argc, char** argv) {
+  int script = o.script_index;
+  lua_createtable(L, argc - script - 1 > 0 ? argc - script - 1 : 0, script + 1);
+  for (int i = 0; i < argc; ++i) {
+    lua_pushstring(L, argv[i]);
+    lua_rawseti(L, -2, i - script);
+  }
+  lua_setglobal(L, "arg");
+}
+
+int run(lua_State* L, Main& m) {
+  using namespace tapestry::repl;
+  const CliOptions& o = *m.options;
+  create_arg_table(L, o, m.argc, m.argv);
+  for (const std::string& chunk : o.chunks)
+    if (run_string(L, chunk, "=(command line)", kProgname) != LUA_OK) return 1;
+  if (!o.script.empty()) {
+    std::vector<std::string> args;
+    for (int i = o.script_index + 1; i < m.argc; ++i) args.emplace_back(m.argv[i]);
+    const char* path = o.script_is_stdin ? nullptr : o.script.c_str();
+    if (run_file(L, path, args, kProgname) != LUA_OK) return 1;
+  }
+  if (o.interactive || (o.script.empty() && o.chunks.empty()))
+    return run_shell(L, isatty(STDIN_FILENO) != 0);
+  return 0;
+}
+
+// The protected body: a C++ failure outside Lua (an internal bug) becomes a Lua error
+// here, with its message, instead of an unexplained status.
+int pmain(lua_State* L) {
+  Main& m = *static_cast<Main*>(lua_touserdata(L, 1));
+  bool failed = false;
+  std::string what;
+  try {
+    m.exit_status = run(L, m);
+  } catch (const std::exception& e) {
+    failed = true;
+    what = e.what();
+  }
+  if (failed) return luaL_error(L, "internal error: %s", what.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace tapestry::repl;
+  CliResult cli = parse_cli(argc, argv);
+  const CliOptions& o = cli.options;
+  if (!cli.error.empty()) {
+    fprintf(stderr, "%s: %s\n%s", kProgname, cli.error.c_str(), usage_text().c_str());
+    return 2;
+  }
+  if (o.help) {
+    fputs(usage_text().c_str(), stdout);
+    return 0;
+  }
+  if (o.version) {
+    puts(version_text().c_str());
+    return 0;
+  }
+  if (o.reference) {
+    fputs(tapestry::reference_markdown().c_str(), stdout);
+    return 0;
+  }
+  if (!o.subcommand.empty()) {
+    fprintf(stderr, "%s: '%s' needs the networked engine (not yet available)\n", kProgname,
+            o.subcommand.c_str());
+    return 2;
+  }
+  if (o.ranks != 1) {
+    fprintf(stderr, "%s: -n needs the MPI engine (not yet available); run on one rank\n", kProgname);
+    return 2;
+  }
+
+  lua_State* L = nullptr;
+  try {
+    L = tapestry::new_tapestry_state();
+  } catch (const std::exception& e) {
+    fprintf(stderr, "%s: cannot start: %s\n", kProgname, e.what());
+    return 1;
+  }
+  if (L == nullptr) {
+    fprintf(stderr, "%s: cannot create the Lua state: not enough memory\n", kProgname);
+    return 1;
+  }
+  Main m{&o, argc, argv, 0};
+  lua_pushcfunction(L, pmain);
+  lua_pushlightuserdata(L, &m);
+  int status = lua_pcall(L, 1, 0, 0);
+  report(L, status, kProgname);
+  lua_close(L);
+  return status == LUA_OK ? m.exit_status : 1;
+}

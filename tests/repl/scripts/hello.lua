@@ -1,0 +1,2 @@
+-- Loaded with :load; leaves a global behind to show it ran inside the session.
+greeting = "hello from " .. "hello.lua"
