@@ -173,6 +173,12 @@ const ApiEntry kApi[] = {
      "count from the end. Missing trailing entries mean {}.",
      lua::l_index},
 
+    {"Tensor.__newindex", K::Metamethod, "slice", "tp.env.w[{ {a,b}, {} }] = y",
+     "Write a region of a named tensor: w is rebound to a copy with the region replaced by y "
+     "(a number or a tensor broadcast to the region, cast to w's dtype); the rest is kept. "
+     "Ranges need step 1.",
+     lua::l_newindex},
+
     // --- observe --------------------------------------------------------------------
     {"Tensor:dim", K::Method, "tensor", "x:dim()", "Number of dimensions.", lua::l_dim},
     {"Tensor:size", K::Method, "tensor", "x:size([d])",

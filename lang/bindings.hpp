@@ -50,7 +50,8 @@ int l_cat(lua_State* L);
 int l_stack(lua_State* L);
 int l_narrow(lua_State* L);
 int l_select(lua_State* L);
-int l_index(lua_State* L);  // x[{...}]
+int l_index(lua_State* L);     // x[{...}]
+int l_newindex(lua_State* L);  // tp.env.w[{...}] = y
 
 // tensor metadata and observation (tp_observe.cpp)
 int l_dim(lua_State* L);

@@ -93,8 +93,9 @@ NodeRef tensor_from_lua(lua_State* L, int idx, std::optional<DType> dtype) {
       } else if constexpr (std::is_same_v<T, bool>) {
         p[i] = c.reals[i] != 0;
       } else {
-        user_check(std::isfinite(c.reals[i]), "cannot store ", c.reals[i], " in a ", dtype_name(t),
-                   " tensor");
+        const double lim = std::is_same_v<T, int32_t> ? 2147483648.0 : 9223372036854775808.0;
+        user_check(std::isfinite(c.reals[i]) && c.reals[i] >= -lim && c.reals[i] < lim, "cannot store ",
+                   c.reals[i], " in a ", dtype_name(t), " tensor (out of range)");
         p[i] = static_cast<T>(c.ints[i]);
       }
     }

@@ -87,7 +87,7 @@ int64_t check_int(lua_State* L, int arg) {
   if (lua_type(L, arg) != LUA_TNUMBER) type_error(L, arg, "integer");
   const double d = lua_tonumber(L, arg);
   if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9.007199254740992e15)
-    arg_error(arg, cat_str("integer expected, got ", d));
+    arg_error(arg, cat_str("integer expected, got ", num_str(d)));
   return static_cast<int64_t>(d);
 }
 
@@ -113,7 +113,7 @@ Shape check_shape_arg(lua_State* L, int arg) {
     const bool integral = lua_isinteger(L, top) || (std::isfinite(d) && d == std::floor(d));
     const int64_t v = lua_isinteger(L, top) ? lua_tointeger(L, top) : static_cast<int64_t>(d);
     lua_pop(L, 1);
-    if (!integral) arg_error(arg, cat_str("shape entry ", i, " must be an integer, got ", d));
+    if (!integral) arg_error(arg, cat_str("shape entry ", i, " must be an integer, got ", num_str(d)));
     s.push_back(v);
   }
   build::check_shape(s, "shape");

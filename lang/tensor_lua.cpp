@@ -58,14 +58,6 @@ int tensor_index(lua_State* L) {
   return lua::l_index(L);
 }
 
-int tensor_newindex(lua_State* L) {
-  TensorHandle* h = to_tensor_handle(L, 1);
-  if (lua_type(L, 2) == LUA_TTABLE && h && !h->name.empty())
-    user_error("writing a region of tp.env.", h->name, " is not supported yet (bind a new value: ",
-               "tp.env.", h->name, " = ...)");
-  user_error("tensors are immutable: cannot assign to a field or element of a Tensor");
-}
-
 }  // namespace
 
 void push_tensor(lua_State* L, NodeRef node, std::string name) {
@@ -105,7 +97,7 @@ void register_tensor_type(lua_State* L) {
   }
   push_guarded(L, tensor_index, "tp.index");
   lua_setfield(L, -2, "__index");
-  push_guarded(L, tensor_newindex, "tp.index");
+  push_guarded(L, lua::l_newindex, "region write");
   lua_setfield(L, -2, "__newindex");
   lua_pushcfunction(L, tensor_gc);
   lua_setfield(L, -2, "__gc");

@@ -3,6 +3,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "engine/store/environment.hpp"
 #include "lang/bindings.hpp"
 #include "lang/lua_args.hpp"
 #include "lang/tensor_lua.hpp"
@@ -74,7 +75,19 @@ int l_reshape(lua_State* L) {
 
 int l_permute(lua_State* L) {
   const NodeRef x = check_tensor(L, 1);
-  const Shape p = shape_or_varargs(L, 2, false);
+  std::vector<int64_t> p;  // dims, 1-based or negative from the end
+  if (lua_type(L, 2) == LUA_TTABLE && !is_tensor(L, 2)) {
+    const lua_Integer n = luaL_len(L, 2);
+    for (lua_Integer i = 1; i <= n; ++i) {
+      lua_geti(L, 2, i);
+      const int top = lua_gettop(L);
+      if (lua_type(L, top) != LUA_TNUMBER) arg_error(2, cat_str("permutation entry ", i, " must be an integer"));
+      p.push_back(check_int(L, top));
+      lua_pop(L, 1);
+    }
+  } else {
+    for (int i = 2; i <= lua_gettop(L); ++i) p.push_back(check_int(L, i));
+  }
   std::vector<int> perm;
   for (int64_t d : p) perm.push_back(normalize_dim(d, rank_of(x)));
   push_tensor(L, build::permute(x, perm));
@@ -163,35 +176,35 @@ int l_select(lua_State* L) {
   return 1;
 }
 
-// x[{...}]: per dim, {} whole, {a} a..end, {a,b} inclusive, {a,b,step}, or a number
-// that selects and drops the dim. x[i] is x:select(1, i).
-int l_index(lua_State* L) {
-  const NodeRef x = check_tensor(L, 1);
+namespace {
+
+// A region x[{...}]: per dim, {} whole, {a} a..end, {a,b} inclusive, {a,b,step}, or a
+// number that selects one index (the dim is dropped from `kept`).
+struct Region {
+  std::vector<int64_t> start, step;
+  Shape count, kept;
+};
+
+Region parse_region(lua_State* L, int arg, const NodeRef& x) {
   const int r = rank_of(x);
-  if (lua_type(L, 2) == LUA_TNUMBER) {
-    user_check(r >= 1, "cannot index a scalar");
-    push_tensor(L, build::select(x, 0, resolve_index(check_int(L, 2), x->shape[0], 0, x->shape)));
-    return 1;
-  }
-  if (lua_type(L, 2) != LUA_TTABLE) type_error(L, 2, "index table");
-  const lua_Integer n = luaL_len(L, 2);
+  const lua_Integer n = luaL_len(L, arg);
   user_check(n <= r, "too many indices (", n, ") for a tensor of shape ", shape_str(x->shape));
-  std::vector<int64_t> start(r, 0), step(r, 1);
-  Shape count = x->shape, kept;
+  Region g{std::vector<int64_t>(r, 0), std::vector<int64_t>(r, 1), x->shape, {}};
   for (int d = 0; d < r; ++d) {
     const int64_t size = x->shape[d];
     if (d >= n) {
-      kept.push_back(size);
+      g.kept.push_back(size);
       continue;
     }
-    lua_geti(L, 2, d + 1);
+    lua_geti(L, arg, d + 1);
     const int e = lua_gettop(L);
     if (lua_type(L, e) == LUA_TNUMBER) {
-      start[d] = resolve_index(check_int(L, e), size, d, x->shape);
-      count[d] = 1;
+      g.start[d] = resolve_index(check_int(L, e), size, d, x->shape);
+      g.count[d] = 1;
     } else if (lua_type(L, e) == LUA_TTABLE) {
       const lua_Integer len = luaL_len(L, e);
-      user_check(len <= 3, "range for dimension ", d + 1, " has ", len, " entries (expected {}, {a}, {a,b} or {a,b,step})");
+      user_check(len <= 3, "range for dimension ", d + 1, " has ", len,
+                 " entries (expected {}, {a}, {a,b} or {a,b,step})");
       int64_t v[3] = {1, size, 1};
       for (lua_Integer k = 1; k <= len; ++k) {
         lua_geti(L, e, k);
@@ -201,21 +214,64 @@ int l_index(lua_State* L) {
       const int64_t a = len >= 1 ? resolve_index(v[0], size, d, x->shape) : 0;
       const int64_t b = len >= 2 ? resolve_index(v[1], size, d, x->shape) : size - 1;
       user_check(v[2] >= 1, "step must be positive in dimension ", d + 1, ", got ", v[2]);
-      user_check(a <= b, "empty range ", a + 1, "..", b + 1, " in dimension ", d + 1, " of ", shape_str(x->shape));
-      start[d] = a;
-      step[d] = v[2];
-      count[d] = (b - a) / v[2] + 1;
-      kept.push_back(count[d]);
+      user_check(a <= b, "empty range ", a + 1, "..", b + 1, " in dimension ", d + 1, " of ",
+                 shape_str(x->shape));
+      g.start[d] = a;
+      g.step[d] = v[2];
+      g.count[d] = (b - a) / v[2] + 1;
+      g.kept.push_back(g.count[d]);
     } else {
       const std::string got = luaL_typename(L, e);
       lua_pop(L, 1);
-      arg_error(2, cat_str("index for dimension ", d + 1, " must be a number or a range table, got ", got));
+      arg_error(arg, cat_str("index for dimension ", d + 1, " must be a number or a range table, got ", got));
     }
     lua_pop(L, 1);
   }
-  NodeRef y = build::slice(x, start, step, count);
-  push_tensor(L, build::reshape(y, kept));
+  return g;
+}
+
+}  // namespace
+
+// x[{...}] reads a region; x[i] is x:select(1, i).
+int l_index(lua_State* L) {
+  const NodeRef x = check_tensor(L, 1);
+  if (lua_type(L, 2) == LUA_TNUMBER) {
+    user_check(rank_of(x) >= 1, "cannot index a scalar");
+    push_tensor(L, build::select(x, 0, resolve_index(check_int(L, 2), x->shape[0], 0, x->shape)));
+    return 1;
+  }
+  if (lua_type(L, 2) != LUA_TTABLE) type_error(L, 2, "index table");
+  const Region g = parse_region(L, 2, x);
+  push_tensor(L, build::reshape(build::slice(x, g.start, g.step, g.count), g.kept));
   return 1;
+}
+
+// tp.env.w[{...}] = y: rebinds w to a copy with the region replaced (y broadcast to it).
+int l_newindex(lua_State* L) {
+  TensorHandle* h = to_tensor_handle(L, 1);
+  const NodeRef x = check_tensor(L, 1);
+  user_check(h && !h->name.empty(), "tensors are immutable: only a region of a named tensor can be ",
+             "written (tp.env.name[{...}] = y)");
+  if (lua_type(L, 2) == LUA_TNUMBER) {  // w[i] = y is w[{i}] = y
+    lua_createtable(L, 1, 0);
+    lua_pushvalue(L, 2);
+    lua_seti(L, -2, 1);
+    lua_replace(L, 2);
+  }
+  if (lua_type(L, 2) != LUA_TTABLE) type_error(L, 2, "index table");
+  const Region g = parse_region(L, 2, x);
+  for (int64_t s : g.step) user_check(s == 1, "region writes need step 1 ranges");
+  build::Operand y = check_operand(L, 3);
+  if (!y.weak) {  // y is broadcast to the region as read (selected dims dropped)
+    user_check(broadcastable_to(y.node->shape, g.kept), "value of shape ", shape_str(y.node->shape),
+               " cannot be broadcast to the region ", shape_str(g.kept), " of ", h->name, " ",
+               shape_str(x->shape));
+    y.node = build::reshape(build::broadcast_to(y.node, g.kept), g.count);
+  }
+  NodeRef w = build::write_region(x, g.start, g.count, y);
+  env().bind(h->name, w);
+  h->node = w;
+  return 0;
 }
 
 }  // namespace tapestry::lua

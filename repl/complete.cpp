@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "lang/api.hpp"
+#include "lang/tensor_lua.hpp"
 #include "repl/commands.hpp"
 
 namespace tapestry::repl {
@@ -78,8 +79,7 @@ void value_keys(lua_State* L, int v, bool methods_only, std::vector<std::string>
   lua_settop(L, mt);
   if (lua_getfield(L, mt, "__index") == LUA_TTABLE) table_keys(L, lua_gettop(L), keys);
   lua_settop(L, mt);
-  if (lua_getfield(L, mt, "__name") == LUA_TSTRING &&
-      std::strcmp(lua_tostring(L, -1), "tapestry.Tensor") == 0) {
+  if (luaL_testudata(L, v, kTensorMeta) != nullptr) {  // its __index is a function
     for (const ApiEntry& e : api_entries()) {
       if (e.kind == ApiKind::Method && e.name.starts_with("Tensor:"))
         keys.emplace_back(e.name.substr(7));

@@ -4,6 +4,7 @@
 #include "repl/line_reader.hpp"
 
 #include <editline/readline.h>
+#include <pthread.h>
 
 #include <csignal>
 #include <cstdio>
@@ -14,10 +15,19 @@ namespace tapestry::repl {
 namespace {
 
 volatile sig_atomic_t g_prompt_interrupted = 0;
+pthread_t g_reader_thread;
 
 // At the prompt Ctrl-C only drops the line: readline() returns NULL (the read is
 // interrupted, as no SA_RESTART is set), and the flag tells that apart from Ctrl-D.
-void on_prompt_sigint(int) { g_prompt_interrupted = 1; }
+// The kernel may hand the signal to an engine worker thread; it must interrupt the
+// read on the reading thread, so it is passed on there.
+void on_prompt_sigint(int sig) {
+  if (!pthread_equal(pthread_self(), g_reader_thread)) {
+    pthread_kill(g_reader_thread, sig);
+    return;
+  }
+  g_prompt_interrupted = 1;
+}
 
 }  // namespace
 
@@ -30,6 +40,13 @@ std::string LineReader::history_path() {
 
 LineReader::LineReader(bool terminal) : terminal_(terminal) {
   if (!terminal_) return;
+  // For the whole session, not just inside readline(): a Ctrl-C typed while results
+  // print or between prompts must not end the process (docall arms its own handler).
+  g_reader_thread = pthread_self();
+  struct sigaction action = {};
+  action.sa_handler = on_prompt_sigint;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, &previous_sigint_);
   rl_readline_name = "tapestry";  // for "tapestry:" conditionals in ~/.editrc
   using_history();
   stifle_history(1000);
@@ -41,7 +58,9 @@ LineReader::LineReader(bool terminal) : terminal_(terminal) {
   }
 }
 
-LineReader::~LineReader() = default;
+LineReader::~LineReader() {
+  if (terminal_) sigaction(SIGINT, &previous_sigint_, nullptr);
+}
 
 LineReader::Status LineReader::read(const char* prompt, std::string& line) {
   line.clear();
@@ -59,13 +78,8 @@ LineReader::Status LineReader::read(const char* prompt, std::string& line) {
     return Status::Line;
   }
 
-  struct sigaction action = {}, previous = {};
-  action.sa_handler = on_prompt_sigint;
-  sigemptyset(&action.sa_mask);
-  g_prompt_interrupted = 0;
-  sigaction(SIGINT, &action, &previous);
+  g_prompt_interrupted = 0;  // a press before the prompt showed is forgotten
   char* text = readline(prompt);
-  sigaction(SIGINT, &previous, nullptr);
   if (g_prompt_interrupted) {
     std::free(text);
     fputs("^C\n", stdout);

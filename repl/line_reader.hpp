@@ -5,6 +5,7 @@
 //   while (in.read("tapestry> ", line) != LineReader::Status::End) { ... in.remember(chunk); }
 #pragma once
 
+#include <csignal>
 #include <string>
 #include <string_view>
 
@@ -34,6 +35,7 @@ class LineReader {
   bool terminal_;
   std::string history_file_;
   std::string last_;  // the newest history entry, to skip repeats
+  struct sigaction previous_sigint_ = {};
 };
 
 }  // namespace tapestry::repl

@@ -6,9 +6,11 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include <pthread.h>
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
-#include <unistd.h>
 
 #include "engine/exec/evaluator.hpp"
 
@@ -17,6 +19,7 @@ namespace tapestry::repl {
 namespace {
 
 lua_State* g_running = nullptr;           // the state docall is running, for the handler
+pthread_t g_running_thread;               // the thread running it
 volatile sig_atomic_t g_interrupts = 0;   // Ctrl-C presses during this call
 
 // The hook the handler installs: the next Lua instruction stops the chunk.
@@ -27,7 +30,13 @@ void lstop(lua_State* L, lua_Debug*) {
 
 // Only a count hook: Lua code stops at its next instruction, while an error raised by
 // the engine's cancel still reaches the (C) message handler with its own message.
-void on_sigint(int) {
+// The kernel may deliver SIGINT to an engine worker thread: pass it on to the thread
+// that runs Lua, so the hook and the count apply there.
+void on_sigint(int sig) {
+  if (!pthread_equal(pthread_self(), g_running_thread)) {
+    pthread_kill(g_running_thread, sig);
+    return;
+  }
   g_interrupts = g_interrupts + 1;
   if (g_interrupts >= 3) {  // something ignores us: let the third press end the process
     static const char msg[] = "\ntapestry: interrupted three times; exiting\n";
@@ -66,6 +75,7 @@ int docall(lua_State* L, int narg, int nres) {
   tapestry::clear_cancel();
   g_interrupts = 0;
   g_running = L;
+  g_running_thread = pthread_self();
   sigaction(SIGINT, &action, &previous);
   int status = lua_pcall(L, narg, nres, base);
   sigaction(SIGINT, &previous, nullptr);

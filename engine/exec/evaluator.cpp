@@ -210,6 +210,14 @@ class Evaluation {
         }
         return out;
       }
+      case OpKind::Write: {
+        auto out = alloc(n.dtype, n.shape);
+        const View value = input_view(n.inputs[1].get());
+        cpu::copy_view(input_view(n.inputs[0].get()), out->v);
+        cpu::copy_view(value, out->v.sliced(n.attrs.ints, std::vector<int64_t>(n.shape.size(), 1),
+                                            value.shape));
+        return out;
+      }
     }
     internal_fail(__FILE__, __LINE__, "unknown op kind");
   }

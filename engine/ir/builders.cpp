@@ -45,6 +45,8 @@ NodeRef materialize(const Operand& o, DType dtype, const Shape& shape) {
     if (o.kind == ScalarKind::Float) {  // only reachable for an explicit cast target
       return full_int(shape, static_cast<int64_t>(o.real), dtype);
     }
+    user_check(dtype != DType::I32 || (o.integer >= INT32_MIN && o.integer <= INT32_MAX),
+               "the number ", o.integer, " does not fit in i32 (cast the tensor to i64 first)");
     return full_int(shape, o.integer, dtype);
   }
   return broadcast_to(cast(o.node, dtype), shape);
@@ -597,6 +599,23 @@ NodeRef stack(const std::vector<NodeRef>& xs, int dim) {
     ys.push_back(unsqueeze(xs[i], dim));
   }
   return cat(ys, dim);
+}
+
+NodeRef write_region(const NodeRef& base, std::vector<int64_t> start, const Shape& count,
+                     const Operand& value) {
+  const size_t r = base->shape.size();
+  internal_check(start.size() == r && count.size() == r);
+  for (size_t d = 0; d < r; ++d)
+    user_check(start[d] >= 0 && count[d] >= 1 && start[d] + count[d] <= base->shape[d],
+               "region out of bounds in dimension ", d + 1, " of ", shape_str(base->shape));
+  const Shape vs = operand_shape(value);
+  user_check(broadcastable_to(vs, count), "value of shape ", shape_str(vs),
+             " cannot be broadcast to the region ", shape_str(count), " of ", shape_str(base->shape));
+  if (count == base->shape) return materialize(value, base->dtype, base->shape);
+  Attrs a;
+  a.ints = std::move(start);
+  return make_node(Op::WriteRegion, {base, materialize(value, base->dtype, count)}, std::move(a),
+                   base->shape, base->dtype);
 }
 
 }  // namespace tapestry::build

@@ -74,5 +74,9 @@ NodeRef select(const NodeRef& x, int dim, int64_t index);             // index 0
 NodeRef cat(const std::vector<NodeRef>& xs, int dim);
 NodeRef stack(const std::vector<NodeRef>& xs, int dim);  // dim in 0..rank
 NodeRef broadcast_to(const NodeRef& x, const Shape& shape);
+// base with the box [start, start+count) replaced by value (cast to base's dtype and
+// broadcast to count), as `tp.env.w[{...}] = value`.
+NodeRef write_region(const NodeRef& base, std::vector<int64_t> start, const Shape& count,
+                     const Operand& value);
 
 }  // namespace tapestry::build

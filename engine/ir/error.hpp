@@ -35,6 +35,14 @@ std::string cat_str(const Args&... args) {
   return os.str();
 }
 
+// A number for a message: "nan" rather than the C library's "-nan".
+inline std::string num_str(double d) {
+  if (d != d) return "nan";
+  std::ostringstream os;
+  os << d;
+  return os.str();
+}
+
 template <class... Args>
 [[noreturn]] void user_error(const Args&... args) {
   throw Error(cat_str(args...));

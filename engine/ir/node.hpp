@@ -29,6 +29,7 @@ struct Value;  // engine/exec/value.hpp: the data of a materialized node
 //   Expand: none (output shape; input rank <= output rank, aligned at the right)
 //   Slice: ints = {start_0..start_{r-1}, step_0..step_{r-1}} (0-based; shape = counts)
 //   Cat: ints {dim}
+//   WriteRegion: ints = start per dim (0-based); inputs {base, value}, value's shape = the box
 struct Attrs {
   std::vector<int64_t> ints;
   std::vector<double> reals;

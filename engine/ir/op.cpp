@@ -33,6 +33,7 @@ std::string_view op_kind_name(OpKind k) {
     case OpKind::Matmul: return "matmul";
     case OpKind::View: return "view";
     case OpKind::Cat: return "cat";
+    case OpKind::Write: return "write";
   }
   return "?";
 }

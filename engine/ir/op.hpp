@@ -19,6 +19,7 @@ enum class OpKind : uint8_t {
   Matmul,    // batched matrix product
   View,      // reshape / permute / expand / slice: data movement only
   Cat,       // concatenation along one dim
+  Write,     // a copy of a tensor with one box replaced (region writes)
 };
 
 // X(enum, name, kind, arity(-1 = variadic), doc)
@@ -82,7 +83,8 @@ enum class OpKind : uint8_t {
   X(Permute, "permute", View, 1, "reorder dimensions")                                   \
   X(Expand, "expand", View, 1, "broadcast size-1 (or missing leading) dims")             \
   X(Slice, "slice", View, 1, "a strided box of the input")                               \
-  X(Cat, "cat", Cat, -1, "concatenate along one dim")
+  X(Cat, "cat", Cat, -1, "concatenate along one dim")                                    \
+  X(WriteRegion, "write_region", Write, 2, "base with the box at start replaced by value")
 
 enum class Op : uint16_t {
 #define TAPESTRY_OP_ENUM(e, name, kind, arity, doc) e,

@@ -53,9 +53,10 @@ bool broadcastable_to(const Shape& from, const Shape& to) {
 
 int normalize_dim(int64_t d, int rank) {
   const int64_t r = rank;
+  const int64_t given = d;
   if (d < 0) d += r + 1;
-  user_check(d >= 1 && d <= r, "dimension ", (d <= 0 ? d - r - 1 : d), " out of range for a ",
-             rank, "-D tensor (valid: 1..", r, " or -", r, "..-1)");
+  user_check(given != 0 && d >= 1 && d <= r, "dimension ", given, " out of range for a ", rank,
+             "-D tensor (valid: 1..", r, " or -", r, "..-1)");
   return static_cast<int>(d - 1);
 }
 

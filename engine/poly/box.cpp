@@ -105,7 +105,7 @@ std::vector<Box> subtract(const Box& a, const Box& b) {
   return out;
 }
 
-bool covered_by(const Box& target, const std::vector<Box>& pieces) {
+std::vector<Box> uncovered(const Box& target, const std::vector<Box>& pieces) {
   std::vector<Box> left;
   if (!target.empty()) left.push_back(target);
   for (const Box& p : pieces) {
@@ -117,7 +117,11 @@ bool covered_by(const Box& target, const std::vector<Box>& pieces) {
     }
     left = std::move(next);
   }
-  return left.empty();
+  return left;
+}
+
+bool covered_by(const Box& target, const std::vector<Box>& pieces) {
+  return uncovered(target, pieces).empty();
 }
 
 std::string to_string(const Box& b) {

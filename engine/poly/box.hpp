@@ -41,7 +41,9 @@ bool overlaps(const Box& a, const Box& b);
 // The points of a outside b, as at most 2*rank disjoint boxes (none when b covers a).
 std::vector<Box> subtract(const Box& a, const Box& b);
 
-// Whether every point of `target` lies in at least one of `pieces` (overlaps allowed).
+// The points of `target` in none of `pieces`, as disjoint boxes (overlaps among pieces allowed).
+std::vector<Box> uncovered(const Box& target, const std::vector<Box>& pieces);
+// Whether every point of `target` lies in at least one of `pieces`.
 bool covered_by(const Box& target, const std::vector<Box>& pieces);
 
 // "[0..3]x[2..5]"; "[]" for the rank-0 point, "[1..0]" style bounds when empty.

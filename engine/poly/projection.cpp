@@ -34,7 +34,7 @@ Box Projection::image(const Box& index_box) const {
   internal_check(index_box.rank() == space_rank);
   const int tr = tensor_rank();
   if (index_box.empty()) return Box::empty_box(tr);
-  Box out(std::vector<int64_t>(tr), std::vector<int64_t>(tr));
+  Box out{std::vector<int64_t>(tr), std::vector<int64_t>(tr)};
   for (int t = 0; t < tr; ++t) {
     internal_check(w[t] >= 1);
     // A linear function's extremes over a box are taken coordinate by coordinate:

@@ -169,6 +169,19 @@ Signature cat_sig(const Node& n) {
   return s;
 }
 
+// A region write: every output point reads the base; points inside the box also read
+// the value, shifted by -start and clipped (a block outside the box needs none of it).
+Signature write_region_sig(const Node& n) {
+  Signature s = over_output(n, 0);
+  const int r = static_cast<int>(n.shape.size());
+  s.inputs.push_back(access_of(*n.inputs[0], Projection::identity(r)));
+  Projection p = Projection::identity(r);
+  for (int d = 0; d < r; ++d) p.b[d] = -n.attrs.ints[d];
+  p.clip = true;
+  s.inputs.push_back(access_of(*n.inputs[1], std::move(p)));
+  return s;
+}
+
 // Row-major reshape, group by group (reshape.hpp). Size-1 dims read coordinate 0.
 Signature reshape_sig(const Node& n) {
   const Node& x = *n.inputs[0];
@@ -270,6 +283,8 @@ Signature signature_of(const Node& n) {
       return slice_sig(n);
     case Op::Cat:
       return cat_sig(n);
+    case Op::WriteRegion:
+      return write_region_sig(n);
     case Op::Count:
       break;
   }

@@ -93,6 +93,9 @@ def main():
     s.send("_ + 1\r")
     s.expect(r"\n31\r?\n", "_ holds the last result")
 
+    # Ctrl-C and Ctrl-D only mean something to libedit once the prompt is up (typed
+    # earlier, the terminal's cooked mode would take them), so wait for it first.
+    s.expect(r"tapestry> ", "prompt before Ctrl-C")
     s.send("junk that is dropped")
     s.send("\x03")
     s.expect(r"\^C", "Ctrl-C at the prompt")
@@ -125,6 +128,7 @@ def main():
 
     s.send(":nosuch\r")
     s.expect(r"unknown command ':nosuch'", "unknown command")
+    s.expect(r"tapestry> ", "prompt before Ctrl-D")
     s.send("\x04")
     code = s.wait_exit("Ctrl-D")
     if code != 0:

@@ -3,6 +3,7 @@
 #include "engine/exec/evaluator.hpp"
 #include "engine/ir/builders.hpp"
 #include "engine/ir/error.hpp"
+#include "engine/ir/value.hpp"
 #include "engine/store/environment.hpp"
 
 using namespace tapestry;

@@ -209,7 +209,7 @@ template <class T> void check_unary() {
       CAPTURE(dtype_name(t));
       CAPTURE(double(xs[i]));
       if (rt == DType::Bool) {
-        CHECK(out->data<bool>()[i] == bool(ref_unary<T>(op, xs[i])));
+        CHECK(out->template data<bool>()[i] == bool(ref_unary<T>(op, xs[i])));
       } else {
         const T got = out->template data<T>()[i], want = ref_unary<T>(op, xs[i]);
         CAPTURE(double(got));
@@ -237,7 +237,7 @@ template <class T> void check_binary() {
       bool skip = false;
       const double want = ref_binary<T>(op, av[i], bv[i], skip);
       if (skip) continue;
-      const double got = rt == DType::Bool ? double(out->data<bool>()[i]) : double(out->template data<T>()[i]);
+      const double got = rt == DType::Bool ? double(out->template data<bool>()[i]) : double(out->template data<T>()[i]);
       CAPTURE(op_def(op).name);
       CAPTURE(dtype_name(t));
       CAPTURE(double(av[i]));

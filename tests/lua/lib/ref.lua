@@ -211,7 +211,7 @@ function ref.unary(name, a)
   if name == "logical_not" then
     return build(out, a.shape, function(i) return not ref.convert(at(a, i), "bool") end)
   end
-  if a.dtype == "bool" then  -- abs, relu, square of a bool are the identity
+  if a.dtype == "bool" and out == "bool" then  -- abs, relu, square of a bool: the identity
     return build(out, a.shape, function(i) return at(a, i) end)
   end
   if INT[a.dtype] and (name == "floor" or name == "ceil" or name == "round") then
@@ -442,7 +442,8 @@ function ref.matmul(a, b)
   shape[#shape + 1] = m
   local r = build(t, shape, function(idx)
     local ia, ib = copy(idx), copy(idx)
-    local acc = t == "bool" and false or (FLOAT[t] and 0.0 or 0)
+    local acc = FLOAT[t] and 0.0 or 0
+    if t == "bool" then acc = false end
     for kk = 1, k do
       ia[#ia] = kk
       ib[#ib - 1] = kk

@@ -140,6 +140,17 @@ test("rand.prefix_independent", function()
   for i = 1, 10 do eq(a[i], b[i]) end
 end)
 
+test("rand.prefix_large", function()
+  local a = tp.rand({40000}, {seed = 6}):totable()
+  local b = tp.rand({70001}, {seed = 6}):totable()
+  for i = 1, 40000 do
+    if a[i] ~= b[i] then eq(b[i], a[i], "element " .. i) end
+  end
+  local n = tp.randn({2, 35000}, {seed = 6}):totable()
+  local m = tp.randn({70000}, {seed = 6}):totable()
+  eq(n[2][1], m[35001], "the index is the row-major element index")
+end)
+
 test("rand.unseeded_advances", function()
   tp.seed(123)
   local a = tp.rand({8}):totable()

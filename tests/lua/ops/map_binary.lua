@@ -50,7 +50,9 @@ for _, name in ipairs(NAMES) do
       test(name .. "." .. dt .. ".broadcast", function()
         local a, ra, b, rb = operands(name, dt, {4, 1, 3}, {5, 1}, s + 50)
         same(OPS[name](a, b), ref.binary(name, ra, rb), nil, "{4,1,3} op {5,1}")
-        same(OPS[name](b, a), ref.binary(name, rb, ra), nil, "{5,1} op {4,1,3}")
+        if not (name == "pow" and (dt == "i32" or dt == "i64")) then  -- no negative int exponents
+          same(OPS[name](b, a), ref.binary(name, rb, ra), nil, "{5,1} op {4,1,3}")
+        end
         local c, rc = gen.pair({}, dt, s + 51, 1, 3)
         same(OPS[name](a, c), ref.binary(name, ra, rc), nil, "op a 0-d tensor")
       end)
@@ -139,6 +141,19 @@ test("chain", function()
   local b, rb = gen.pair({4}, "f64", 82)
   local want = ref.binary("div", ref.binary("mul", ref.binary("add", ra, rb), ra), 2)
   same((a + b) * a / 2, want)
+end)
+
+test("medium.broadcast", function()
+  -- past one map tile (2048 elements) and the serial threshold, uneven sizes
+  local a, ra = gen.pair({5, 4099}, "f32", 95)
+  local b, rb = gen.pair({4099}, "f32", 96)
+  same(a * b + a, ref.binary("add", ref.binary("mul", ra, rb), ra), nil, "f32 {5,4099} {4099}")
+  local c, rc = gen.pair({300, 1}, "f64", 97)
+  local d, rd = gen.pair({301}, "f64", 98)
+  same(tp.maximum(c, d) - d, ref.binary("sub", ref.binary("maximum", rc, rd), rd), nil, "f64 {300,1} {301}")
+  local i, ri = gen.pair({3, 40000}, "i32", 99)
+  same(i // 4 + i % 7, ref.binary("add", ref.binary("floordiv", ri, 4), ref.binary("mod", ri, 7)),
+       nil, "i32 {3,40000}")
 end)
 
 check.summary()

@@ -72,4 +72,13 @@ test("matmul.chain_and_expression", function()
        ref.matmul(ref.unary("relu", ref.binary("add", ref.matmul(ra, rb), 1)), rc))
 end)
 
+test("matmul.medium", function()
+  local a, ra = gen.pair({100, 90}, "f64", 490, -1, 1)
+  local b, rb = gen.pair({90, 70}, "f64", 491, -1, 1)
+  same(a:matmul(b), ref.matmul(ra, rb))
+  local c, rc = gen.pair({3, 40, 33}, "i64", 492)
+  local d, rd = gen.pair({33, 50}, "i64", 493)
+  same(c:matmul(d), ref.matmul(rc, rd), nil, "batched i64")
+end)
+
 check.summary()

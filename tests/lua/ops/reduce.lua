@@ -114,4 +114,20 @@ test("reduce.nan", function()
   check.truthy(s ~= s, "sum propagates nan")
 end)
 
+test("reduce.medium", function()
+  -- large enough for the kernels' parallel paths (more than 2^15 inputs)
+  local x = tp.rand({130, 701}, {seed = 395}) - 0.5
+  local r = ref.of(x)
+  for _, d in ipairs{{nil}, {1}, {2}} do
+    for _, name in ipairs{"sum", "max", "mean", "argmax", "argmin"} do
+      same(x[name](x, d[1]), ref.reduce(name, r, d[1]), 1e-4, name .. " dims " .. tostring(d[1]))
+    end
+  end
+  local y = tp.rand({300001}, {seed = 396})
+  local vs, best, bi = y:totable(), -1, 0
+  for i, v in ipairs(vs) do if v > best then best, bi = v, i end end
+  eq(y:argmax():item(), bi, "flat argmax over several chunks")
+  eq(y:max():item(), best)
+end)
+
 check.summary()

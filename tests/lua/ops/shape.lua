@@ -29,10 +29,16 @@ end)
 
 each_dtype("permute", function(dt, s)
   local x, r = gen.pair({2, 3, 4}, dt, s)
-  for _, p in ipairs{{1, 2, 3}, {3, 1, 2}, {2, 3, 1}, {3, 2, 1}, {-1, 1, 2}} do
+  for _, p in ipairs{{1, 2, 3}, {3, 1, 2}, {2, 3, 1}, {3, 2, 1}} do
     same(x:permute(p), ref.permute(r, p), nil, check.show(p))
   end
   same(x:permute{3, 1, 2}:permute{2, 3, 1}, r, nil, "inverse permutations")
+end)
+
+test("permute.negative_dims", function()
+  local x, r = gen.pair({2, 3, 4}, "f32", 555)
+  same(x:permute{-1, 1, 2}, ref.permute(r, {-1, 1, 2}), nil, "{-1,1,2}")
+  same(x:permute{-1, -2, -3}, ref.permute(r, {3, 2, 1}), nil, "{-1,-2,-3}")
 end)
 
 each_dtype("transpose", function(dt, s)
@@ -124,6 +130,14 @@ test("shape.compose_with_maps", function()
   same(a:unsqueeze(1):expand{2, 3, 4} - a, ref.binary("sub", ref.expand(ra, {2, 3, 4}), ra), nil, "expand - a")
   same(tp.cat({a, b:t()}, 1):sum(1), ref.reduce("sum", ref.cat({ra, ref.transpose(rb, 1, 2)}, 1), 1),
        nil, "cat then sum")
+end)
+
+test("shape.medium", function()
+  -- a permute larger than the parallel copy threshold (1 MiB)
+  local x = tp.rand({3, 400, 300}, {seed = 610})
+  local r = ref.of(x)
+  same(x:permute{3, 1, 2}:reshape{300, -1}, ref.reshape(ref.permute(r, {3, 1, 2}), {300, -1}))
+  same(tp.cat({x, x * 2}, 2):sum(2), ref.reduce("sum", ref.cat({r, ref.binary("mul", r, 2)}, 2), 2), 1e-4)
 end)
 
 check.summary()

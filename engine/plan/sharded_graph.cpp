@@ -1,0 +1,111 @@
+#include "engine/plan/sharded_graph.hpp"
+
+#include <algorithm>
+
+#include "engine/ir/error.hpp"
+
+namespace tapestry::plan {
+
+ShardedGraph::ShardedGraph(int ranks) : num_ranks(ranks), steps(ranks > 0 ? ranks : 0) {
+  internal_check(ranks >= 1);
+}
+
+void ShardedGraph::hold(uint64_t tensor, Box box, Rank rank) {
+  initial.push_back(Shard{tensor, std::move(box), rank});
+}
+
+size_t ShardedGraph::add_block(uint64_t node, Box box, Rank rank) {
+  internal_check(rank >= 0 && rank < num_ranks);
+  blocks.push_back(Block{node, std::move(box), rank});
+  steps[rank].push_back(Step{Step::Kind::Run, blocks.size() - 1});
+  return blocks.size() - 1;
+}
+
+size_t ShardedGraph::add_transfer(uint64_t tensor, Box slice, Rank from, Rank to) {
+  internal_check(from >= 0 && from < num_ranks && to >= 0 && to < num_ranks);
+  transfers.push_back(Transfer{tensor, std::move(slice), from, to});
+  steps[from].push_back(Step{Step::Kind::Send, transfers.size() - 1});
+  steps[to].push_back(Step{Step::Kind::Recv, transfers.size() - 1});
+  return transfers.size() - 1;
+}
+
+size_t ShardedGraph::add_combine(uint64_t node, poly::Combine kind, std::vector<size_t> partials,
+                                 Box out, std::vector<Rank> dest) {
+  combines.push_back(Combine{node, kind, std::move(partials), std::move(out), std::move(dest)});
+  const size_t c = combines.size() - 1;
+  for (Rank r : participants(combines[c])) {
+    internal_check(r >= 0 && r < num_ranks);
+    steps[r].push_back(Step{Step::Kind::Combine, c});
+  }
+  return c;
+}
+
+void ShardedGraph::add_output(uint64_t root, Box box, Rank rank) {
+  if (std::find(roots.begin(), roots.end(), root) == roots.end()) roots.push_back(root);
+  outputs.push_back(Shard{root, std::move(box), rank});
+}
+
+std::vector<Rank> ShardedGraph::participants(const Combine& c) const {
+  std::vector<Rank> r = c.dest;
+  for (size_t b : c.partials)
+    if (b < blocks.size()) r.push_back(blocks[b].rank);
+  std::sort(r.begin(), r.end());
+  r.erase(std::unique(r.begin(), r.end()), r.end());
+  return r;
+}
+
+const Node* ShardedGraph::find(uint64_t id) const {
+  for (const NodeRef& n : nodes)
+    if (n->id == id) return n.get();
+  return nullptr;
+}
+
+namespace {
+std::string node_name(const ShardedGraph& g, uint64_t id) {
+  const Node* n = g.find(id);
+  return n ? cat_str("%", id, " ", op_def(n->op).name) : cat_str("%", id);
+}
+}  // namespace
+
+std::string to_string(const ShardedGraph& g) {
+  std::string s = cat_str("sharded graph over ", g.num_ranks, " ranks\n");
+  for (const Shard& h : g.initial)
+    s += cat_str("  rank ", h.rank, " holds ", node_name(g, h.tensor), " ", to_string(h.box), "\n");
+  for (Rank r = 0; r < static_cast<Rank>(g.steps.size()); ++r) {
+    s += cat_str("rank ", r, ":\n");
+    for (const Step& st : g.steps[r]) {
+      switch (st.kind) {
+        case Step::Kind::Run: {
+          const Block& b = g.blocks[st.index];
+          s += cat_str("  run   block ", st.index, ": ", node_name(g, b.node), " ", to_string(b.box), "\n");
+          break;
+        }
+        case Step::Kind::Send: {
+          const Transfer& t = g.transfers[st.index];
+          s += cat_str("  send  ", node_name(g, t.tensor), " ", to_string(t.slice), " to ", t.to, "\n");
+          break;
+        }
+        case Step::Kind::Recv: {
+          const Transfer& t = g.transfers[st.index];
+          s += cat_str("  recv  ", node_name(g, t.tensor), " ", to_string(t.slice), " from ", t.from, "\n");
+          break;
+        }
+        case Step::Kind::Combine: {
+          const Combine& c = g.combines[st.index];
+          s += cat_str("  ", poly::combine_name(c.kind), "   ", node_name(g, c.node), " ",
+                       to_string(c.out), " of");
+          for (size_t p : c.partials) s += cat_str(" block ", p);
+          s += " to";
+          for (Rank d : c.dest) s += cat_str(" ", d);
+          s += "\n";
+          break;
+        }
+      }
+    }
+  }
+  for (const Shard& o : g.outputs)
+    s += cat_str("  result ", node_name(g, o.tensor), " ", to_string(o.box), " on rank ", o.rank, "\n");
+  return s;
+}
+
+}  // namespace tapestry::plan
