@@ -7,6 +7,7 @@
 #include <editline/readline.h>
 #include <lauxlib.h>
 #include <lua.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
@@ -130,22 +131,52 @@ char* next_match(const char*, int state) {
   return i < g_matches.size() ? strdup(g_matches[i++].c_str()) : nullptr;
 }
 
-char** attempt(const char* text, int start, int) {
-  std::string_view line(rl_line_buffer ? rl_line_buffer : "");
-  std::string_view before = line.substr(0, static_cast<size_t>(start));
-  bool first_word = before.find_first_not_of(" \t") == std::string_view::npos;
-  if (!first_word && line.find_first_not_of(" \t") != std::string_view::npos &&
-      line[line.find_first_not_of(" \t")] == ':') {
-    rl_attempted_completion_over = 0;  // a command's argument: let file names complete
-    return nullptr;
+// A command's argument is a file name (":load ~/my-run/setup.lua"). The word libedit
+// hands us stops at Lua's break characters ('/', '-', '~'), so complete the whole
+// argument and give back each match from where that word starts.
+void complete_file_argument(std::string_view line, size_t start, size_t end) {
+  size_t command_end = line.find_first_of(" \t", line.find(':'));
+  size_t arg_begin = line.find_first_not_of(" \t", command_end);
+  if (arg_begin == std::string_view::npos || arg_begin > start) arg_begin = start;
+  std::string arg(line.substr(arg_begin, end - arg_begin));
+  size_t skip = start - arg_begin;
+  for (int state = 0;; ++state) {
+    char* m = rl_filename_completion_function(arg.c_str(), state);
+    if (m == nullptr) break;
+    std::string match(m);
+    std::free(m);
+    std::string path = match.starts_with("~/") && std::getenv("HOME")
+                           ? std::getenv("HOME") + match.substr(1)
+                           : match;
+    struct stat st;
+    if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) match += '/';
+    if (match.size() >= skip) g_matches.push_back(match.substr(skip));
   }
+  std::sort(g_matches.begin(), g_matches.end());
+  bool one_file = g_matches.size() == 1 && !g_matches[0].ends_with("/");
+  rl_completion_append_character = one_file ? ' ' : '\0';
+}
+
+char** attempt(const char* text, int start, int end) {
+  std::string_view line(rl_line_buffer ? rl_line_buffer : "");
+  size_t begin = std::min(static_cast<size_t>(start), line.size());
+  size_t finish = std::min(std::max(static_cast<size_t>(end), begin), line.size());
+  bool first_word = line.substr(0, begin).find_first_not_of(" \t") == std::string_view::npos;
+  size_t first = line.find_first_not_of(" \t");
   rl_attempted_completion_over = 1;
   g_matches.clear();
+  if (!first_word && first != std::string_view::npos && line[first] == ':') {
+    complete_file_argument(line, begin, finish);
+    if (g_matches.empty()) return nullptr;
+    return rl_completion_matches(text, next_match);
+  }
   std::string_view word(text);
   if (first_word && word.starts_with(":")) {
+    rl_completion_append_character = ' ';  // a command is followed by its argument
     for (const Command& c : commands())
       if (c.name.starts_with(word)) g_matches.emplace_back(c.name);
   } else if (g_state != nullptr) {
+    rl_completion_append_character = '\0';  // "tp.zeros" goes on with "(" or "."
     g_matches = completions(g_state, word);
   }
   if (g_matches.empty()) return nullptr;

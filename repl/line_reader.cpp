@@ -1,11 +1,13 @@
-// libedit's readline emulation when stdin is a terminal, getline(3) otherwise. Input
-// goes through C stdio in both cases, so a chunk that calls io.read() reads the lines
-// that follow it, as in lua.c.
+// libedit's readline emulation when stdin is a terminal, getline(3) on stdin otherwise:
+// from a pipe, a chunk that calls io.read() reads the lines that follow it, as in lua.c.
 #include "repl/line_reader.hpp"
 
 #include <editline/readline.h>
-#include <pthread.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -14,19 +16,66 @@ namespace tapestry::repl {
 
 namespace {
 
+// Ctrl-C at the prompt drops the line. The handler sets a flag and writes a byte to a
+// self-pipe; our getc function polls the terminal and the pipe, so readline() returns
+// at once whichever thread the kernel gave the signal to (OpenBLAS and the engine have
+// threads), and no EINTR retry inside libedit can swallow it.
 volatile sig_atomic_t g_prompt_interrupted = 0;
-pthread_t g_reader_thread;
+volatile sig_atomic_t g_resized = 0;
+int g_wake[2] = {-1, -1};
 
-// At the prompt Ctrl-C only drops the line: readline() returns NULL (the read is
-// interrupted, as no SA_RESTART is set), and the flag tells that apart from Ctrl-D.
-// The kernel may hand the signal to an engine worker thread; it must interrupt the
-// read on the reading thread, so it is passed on there.
-void on_prompt_sigint(int sig) {
-  if (!pthread_equal(pthread_self(), g_reader_thread)) {
-    pthread_kill(g_reader_thread, sig);
-    return;
-  }
+void wake_reader() {
+  int saved = errno;
+  ssize_t ignored = write(g_wake[1], "!", 1);  // non-blocking: a full pipe is awake anyway
+  (void)ignored;
+  errno = saved;
+}
+
+void on_prompt_sigint(int) {
   g_prompt_interrupted = 1;
+  wake_reader();
+}
+
+// libedit's own signal handling is off (see the constructor), so a resize is ours too.
+void on_sigwinch(int) {
+  g_resized = 1;
+  wake_reader();
+}
+
+int interruptible_getc(FILE* in) {
+  const int fd = fileno(in);
+  for (;;) {
+    if (g_prompt_interrupted) return EOF;
+    pollfd fds[2] = {{fd, POLLIN, 0}, {g_wake[0], POLLIN, 0}};
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return EOF;
+    }
+    if (fds[1].revents & POLLIN) {
+      char drain[64];
+      while (read(g_wake[0], drain, sizeof drain) > 0) {
+      }
+      if (g_resized) {
+        g_resized = 0;
+        rl_resize_terminal();
+      }
+      continue;
+    }
+    if (fds[0].revents != 0) {
+      unsigned char c = 0;
+      ssize_t n = read(fd, &c, 1);
+      if (n == 1) return c;
+      if (n < 0 && errno == EINTR) continue;
+      return EOF;
+    }
+  }
+}
+
+void install(int sig, void (*handler)(int), struct sigaction* previous) {
+  struct sigaction action = {};
+  action.sa_handler = handler;
+  sigemptyset(&action.sa_mask);
+  sigaction(sig, &action, previous);
 }
 
 }  // namespace
@@ -39,15 +88,20 @@ std::string LineReader::history_path() {
 }
 
 LineReader::LineReader(bool terminal) : terminal_(terminal) {
-  if (!terminal_) return;
+  if (!terminal_ || pipe2(g_wake, O_NONBLOCK | O_CLOEXEC) != 0) {
+    terminal_ = false;  // (no pipe: read plainly rather than hang on Ctrl-C)
+    return;
+  }
+  rl_readline_name = "tapestry";  // for "tapestry:" conditionals in ~/.editrc
+  // libedit's own handlers re-raise a signal with kill(0, sig) from whichever thread
+  // got it and rely on a second EINTR; with engine threads about, that lost Ctrl-C or
+  // ended the process. So it handles no signal, and reads through our getc.
+  rl_catch_signals = 0;
+  rl_getc_function = interruptible_getc;
   // For the whole session, not just inside readline(): a Ctrl-C typed while results
   // print or between prompts must not end the process (docall arms its own handler).
-  g_reader_thread = pthread_self();
-  struct sigaction action = {};
-  action.sa_handler = on_prompt_sigint;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, &previous_sigint_);
-  rl_readline_name = "tapestry";  // for "tapestry:" conditionals in ~/.editrc
+  install(SIGINT, on_prompt_sigint, &previous_sigint_);
+  install(SIGWINCH, on_sigwinch, &previous_sigwinch_);
   using_history();
   stifle_history(1000);
   history_file_ = history_path();
@@ -59,7 +113,12 @@ LineReader::LineReader(bool terminal) : terminal_(terminal) {
 }
 
 LineReader::~LineReader() {
-  if (terminal_) sigaction(SIGINT, &previous_sigint_, nullptr);
+  if (!terminal_) return;
+  sigaction(SIGINT, &previous_sigint_, nullptr);
+  sigaction(SIGWINCH, &previous_sigwinch_, nullptr);
+  close(g_wake[0]);
+  close(g_wake[1]);
+  g_wake[0] = g_wake[1] = -1;
 }
 
 LineReader::Status LineReader::read(const char* prompt, std::string& line) {

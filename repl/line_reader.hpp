@@ -36,6 +36,7 @@ class LineReader {
   std::string history_file_;
   std::string last_;  // the newest history entry, to skip repeats
   struct sigaction previous_sigint_ = {};
+  struct sigaction previous_sigwinch_ = {};
 };
 
 }  // namespace tapestry::repl

@@ -16,7 +16,7 @@
 
 namespace tapestry {
 
-struct Value;  // engine/exec/value.hpp: the data of a materialized node
+struct Value;  // engine/ir/value.hpp: the data of a materialized node
 
 // Per-op attributes. Meaning by op:
 //   Cast: dtype (target)            Full: reals[0] (value), ints[0] (exact integer value)

@@ -29,7 +29,7 @@ size_t ShardedGraph::add_transfer(uint64_t tensor, Box slice, Rank from, Rank to
   return transfers.size() - 1;
 }
 
-size_t ShardedGraph::add_combine(uint64_t node, poly::Combine kind, std::vector<size_t> partials,
+size_t ShardedGraph::add_combine(uint64_t node, poly::CombineKind kind, std::vector<size_t> partials,
                                  Box out, std::vector<Rank> dest) {
   combines.push_back(Combine{node, kind, std::move(partials), std::move(out), std::move(dest)});
   const size_t c = combines.size() - 1;

@@ -40,7 +40,7 @@ struct Transfer {
 // reduce-scatter.
 struct Combine {
   uint64_t node;
-  poly::Combine kind;
+  poly::CombineKind kind;
   std::vector<size_t> partials;  // indices into ShardedGraph::blocks
   Box out;
   std::vector<Rank> dest;
@@ -79,7 +79,7 @@ struct ShardedGraph {
   void hold(uint64_t tensor, Box box, Rank rank);
   size_t add_block(uint64_t node, Box box, Rank rank);                // Run on `rank`
   size_t add_transfer(uint64_t tensor, Box slice, Rank from, Rank to);  // Send, then Recv
-  size_t add_combine(uint64_t node, poly::Combine kind, std::vector<size_t> partials, Box out,
+  size_t add_combine(uint64_t node, poly::CombineKind kind, std::vector<size_t> partials, Box out,
                      std::vector<Rank> dest);  // a Combine step on every participant
   void add_output(uint64_t root, Box box, Rank rank);  // also lists the root once
 

@@ -83,14 +83,14 @@ std::string to_string(const Projection& p, const std::vector<std::string>& dim_n
       if (a == 0) continue;
       if (!term.empty()) term += a > 0 ? "+" : "-";
       else if (a < 0) term += "-";
-      if (std::llabs(a) != 1) term += std::to_string(std::llabs(a)) + "*";
+      if (std::llabs(a) != 1) term += cat_str(std::llabs(a), "*");
       term += dim_names[j];
     }
     if (p.b[t] != 0 || term.empty()) {
       if (!term.empty() && p.b[t] > 0) term += "+";
       term += std::to_string(p.b[t]);
     }
-    if (p.w[t] > 1) term += "+[0.." + std::to_string(p.w[t] - 1) + "]";
+    if (p.w[t] > 1) term += cat_str("+[0..", p.w[t] - 1, "]");
     s += term;
   }
   s += ")";

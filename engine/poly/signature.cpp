@@ -4,17 +4,17 @@
 
 namespace tapestry::poly {
 
-std::string_view combine_name(Combine c) {
+std::string_view combine_name(CombineKind c) {
   switch (c) {
-    case Combine::None: return "none";
-    case Combine::Sum: return "sum";
-    case Combine::Prod: return "prod";
-    case Combine::Max: return "max";
-    case Combine::Min: return "min";
-    case Combine::And: return "and";
-    case Combine::Or: return "or";
-    case Combine::ArgMax: return "argmax";
-    case Combine::ArgMin: return "argmin";
+    case CombineKind::None: return "none";
+    case CombineKind::Sum: return "sum";
+    case CombineKind::Prod: return "prod";
+    case CombineKind::Max: return "max";
+    case CombineKind::Min: return "min";
+    case CombineKind::And: return "and";
+    case CombineKind::Or: return "or";
+    case CombineKind::ArgMax: return "argmax";
+    case CombineKind::ArgMin: return "argmin";
   }
   return "?";
 }
@@ -46,10 +46,10 @@ Box Signature::output_slice(const Box& block) const {
   return output.proj.slice(block, output.shape);
 }
 
-Combine Signature::combine() const {
+CombineKind Signature::combine() const {
   for (const IndexDim& d : space)
     if (d.kind == IndexDim::Reduction) return d.combine;
-  return Combine::None;
+  return CombineKind::None;
 }
 
 bool Signature::splits_reduction(const Box& block) const {
@@ -90,7 +90,7 @@ std::string signature_problem(const Signature& s) {
   for (int j = 0; j < s.rank(); ++j) {
     const IndexDim& d = s.space[j];
     if (d.extent < 1) return cat_str("index dim ", d.name, " has extent ", d.extent);
-    if ((d.kind == IndexDim::Reduction) != (d.combine != Combine::None))
+    if ((d.kind == IndexDim::Reduction) != (d.combine != CombineKind::None))
       return cat_str("index dim ", d.name, " is ",
                      d.kind == IndexDim::Reduction ? "a reduction without a combine"
                                                    : "parallel but has a combine");
@@ -110,15 +110,15 @@ std::string to_string(const Signature& s) {
   for (int j = 0; j < s.rank(); ++j) {
     const IndexDim& d = s.space[j];
     if (j) out += ", ";
-    out += d.name + ":" + std::to_string(d.extent);
-    if (d.kind == IndexDim::Reduction) out += " " + std::string(combine_name(d.combine));
+    out += cat_str(d.name, ":", d.extent);
+    if (d.kind == IndexDim::Reduction) out += cat_str(" ", combine_name(d.combine));
     if (!d.splittable) out += " whole";
   }
   out += "}";
   const std::vector<std::string> names = s.dim_names();
   for (size_t i = 0; i < s.inputs.size(); ++i)
     out += cat_str("; in", i, " ", to_string(s.inputs[i].proj, names));
-  out += "; out " + to_string(s.output.proj, names);
+  out += cat_str("; out ", to_string(s.output.proj, names));
   out += cat_str("; ", s.flops_per_point, " flops/point");
   return out;
 }

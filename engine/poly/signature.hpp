@@ -21,15 +21,15 @@ namespace tapestry::poly {
 // The monoid that merges partial results of a split reduction dim.
 // ArgMax/ArgMin partials are (value, global flat index) pairs: the larger (smaller) value
 // wins, ties go to the smaller index, matching "the first maximum".
-enum class Combine : uint8_t { None, Sum, Prod, Max, Min, And, Or, ArgMax, ArgMin };
-std::string_view combine_name(Combine c);
+enum class CombineKind : uint8_t { None, Sum, Prod, Max, Min, And, Or, ArgMax, ArgMin };
+std::string_view combine_name(CombineKind c);
 
 struct IndexDim {
   enum Kind : uint8_t { Parallel, Reduction };
   std::string name;
   int64_t extent = 1;
   Kind kind = Parallel;
-  Combine combine = Combine::None;  // set exactly for reduction dims
+  CombineKind combine = CombineKind::None;  // set exactly for reduction dims
   bool splittable = true;           // false: every block spans the whole extent
 };
 
@@ -57,7 +57,7 @@ struct Signature {
   Box output_slice(const Box& block) const;
 
   // The combine of the reduction dims (one per op), None when the op has none.
-  Combine combine() const;
+  CombineKind combine() const;
   // Whether the block covers less than the whole extent of some reduction dim, so that its
   // output is a partial result.
   bool splits_reduction(const Box& block) const;

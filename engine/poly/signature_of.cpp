@@ -13,9 +13,9 @@ namespace tapestry::poly {
 namespace {
 
 IndexDim parallel(std::string name, int64_t extent) {
-  return IndexDim{std::move(name), extent, IndexDim::Parallel, Combine::None, true};
+  return IndexDim{std::move(name), extent, IndexDim::Parallel, CombineKind::None, true};
 }
-IndexDim reduction(std::string name, int64_t extent, Combine c) {
+IndexDim reduction(std::string name, int64_t extent, CombineKind c) {
   return IndexDim{std::move(name), extent, IndexDim::Reduction, c, true};
 }
 
@@ -56,7 +56,7 @@ Signature map_sig(const Node& n) {
 }
 
 // Space = the input's shape; `reduced` dims are reductions, the output keeps the others.
-Signature reduce_sig(const Node& n, const std::vector<int>& reduced, Combine c) {
+Signature reduce_sig(const Node& n, const std::vector<int>& reduced, CombineKind c) {
   const Node& x = *n.inputs[0];
   const int r = static_cast<int>(x.shape.size());
   Signature s;
@@ -73,7 +73,7 @@ Signature reduce_sig(const Node& n, const std::vector<int>& reduced, Combine c) 
   return s;
 }
 
-Signature argreduce_sig(const Node& n, Combine c) {
+Signature argreduce_sig(const Node& n, CombineKind c) {
   const int r = static_cast<int>(n.inputs[0]->shape.size());
   std::vector<int> dims;
   if (n.attrs.ints.empty()) {  // the flat index over all dims
@@ -99,7 +99,7 @@ Signature matmul_sig(const Node& n) {
   const int i = nb, j = nb + 1, k = nb + 2;
   s.space.push_back(parallel("i", n.shape[i]));
   s.space.push_back(parallel("j", n.shape[j]));
-  s.space.push_back(reduction("k", a.shape.back(), Combine::Sum));
+  s.space.push_back(reduction("k", a.shape.back(), CombineKind::Sum));
   auto with = [&](std::initializer_list<int> tail) {
     std::vector<int> dims = batch;
     dims.insert(dims.end(), tail);
@@ -185,54 +185,53 @@ Signature write_region_sig(const Node& n) {
 // Row-major reshape, group by group (reshape.hpp). Size-1 dims read coordinate 0.
 Signature reshape_sig(const Node& n) {
   const Node& x = *n.inputs[0];
-  const std::vector<ReshapeGroup> groups = reshape_groups(x.shape, n.shape);
   Signature s;
   s.flops_per_point = 0;
-  // First lay out the index dims, remembering which tensor dims of each side they feed.
-  struct Row { int side; int dim; std::vector<std::pair<int, int64_t>> terms; int64_t window; };
-  std::vector<Row> rows;  // only the tensor dims that a group owns
-  auto name = [&] { return cat_str("d", s.space.size()); };
-  for (const ReshapeGroup& g : groups) {
-    const Shape& fine_shape = g.in_dims.size() >= g.out_dims.size() ? x.shape : n.shape;
-    const std::vector<int>& fine = g.in_dims.size() >= g.out_dims.size() ? g.in_dims : g.out_dims;
-    const std::vector<int>& coarse = g.in_dims.size() >= g.out_dims.size() ? g.out_dims : g.in_dims;
-    const int fine_side = g.in_dims.size() >= g.out_dims.size() ? 0 : 1;
-    if (coarse.size() == 1) {
-      // Affine: the fine side is the identity, the coarse dim is the row-major flattening.
-      const int first = static_cast<int>(s.space.size());
-      Row c{1 - fine_side, coarse[0], {}, 1};
-      int64_t stride = 1;
-      for (size_t f = fine.size(); f-- > 0;) {
-        c.terms.insert(c.terms.begin(), {first + static_cast<int>(f), stride});
-        stride *= fine_shape[fine[f]];
-      }
-      for (size_t f = 0; f < fine.size(); ++f) {
-        IndexDim d = parallel(name(), fine_shape[fine[f]]);
-        // Only the outermost dim of a flattened run may be split: a block split along an
-        // inner dim would touch a strided, non-box set of the coarse dim.
-        d.splittable = f == 0;
-        s.space.push_back(std::move(d));
-        rows.push_back(Row{fine_side, fine[f], {{first + static_cast<int>(f), 1}}, 1});
-      }
-      rows.push_back(std::move(c));
-    } else {
+  Projection in(static_cast<int>(x.shape.size()), 0), out(static_cast<int>(n.shape.size()), 0);
+  // Rows are filled as index dims are added; widen every row when a dim is appended.
+  auto add_dim = [&](IndexDim d) {
+    s.space.push_back(std::move(d));
+    for (Projection* p : {&in, &out}) {
+      ++p->space_rank;
+      for (auto& row : p->A) row.push_back(0);
+    }
+    return s.rank() - 1;
+  };
+  // A tensor dim made of factors [first, last]: row-major strides over their index dims.
+  auto set_row = [&](Projection& p, int t, std::pair<int, int> run, int base,
+                     const std::vector<int64_t>& factors) {
+    int64_t stride = 1;
+    for (int f = run.second; f >= run.first; --f) {
+      p.A[t][base + f] = stride;
+      stride *= factors[f];
+    }
+  };
+  for (const ReshapeGroup& g : reshape_groups(x.shape, n.shape)) {
+    if (g.factors.empty()) {
       // {2,3} -> {3,2}: no affine map; one unsplittable index dim whose every block reads
       // and writes the whole group (coefficient 0, window = the dim's size).
       int64_t total = 1;
-      for (int d : g.in_dims) total *= x.shape[d];
-      IndexDim d = parallel(name(), total);
+      for (int t : g.in_dims) total *= x.shape[t];
+      IndexDim d = parallel(cat_str("d", s.rank()), total);
       d.splittable = false;
-      s.space.push_back(std::move(d));
-      for (int t : g.in_dims) rows.push_back(Row{0, t, {}, x.shape[t]});
-      for (int t : g.out_dims) rows.push_back(Row{1, t, {}, n.shape[t]});
+      add_dim(std::move(d));
+      for (int t : g.in_dims) in.w[t] = x.shape[t];
+      for (int t : g.out_dims) out.w[t] = n.shape[t];
+      continue;
     }
-  }
-  const int r = s.rank();
-  Projection in(static_cast<int>(x.shape.size()), r), out(static_cast<int>(n.shape.size()), r);
-  for (const Row& row : rows) {
-    Projection& p = row.side == 0 ? in : out;
-    for (auto [j, a] : row.terms) p.A[row.dim][j] = a;
-    p.w[row.dim] = row.window;
+    // Only a factor that leads its tensor dim on both sides may be split: a block split
+    // along an inner factor would touch a strided, non-box set of the flattened dim.
+    std::vector<bool> leads_in(g.factors.size(), false), leads_out(g.factors.size(), false);
+    for (auto r : g.in_runs) leads_in[r.first] = true;
+    for (auto r : g.out_runs) leads_out[r.first] = true;
+    const int base = s.rank();
+    for (size_t f = 0; f < g.factors.size(); ++f) {
+      IndexDim d = parallel(cat_str("d", s.rank()), g.factors[f]);
+      d.splittable = leads_in[f] && leads_out[f];
+      add_dim(std::move(d));
+    }
+    for (size_t k = 0; k < g.in_dims.size(); ++k) set_row(in, g.in_dims[k], g.in_runs[k], base, g.factors);
+    for (size_t k = 0; k < g.out_dims.size(); ++k) set_row(out, g.out_dims[k], g.out_runs[k], base, g.factors);
   }
   s.inputs.push_back(access_of(x, std::move(in)));
   s.output = access_of(n, std::move(out));
@@ -262,15 +261,15 @@ Signature signature_of(const Node& n) {
     case Op::Gt: case Op::Ge: case Op::LogicalAnd: case Op::LogicalOr: case Op::Where:
       return map_sig(n);
     case Op::Sum: case Op::Prod: case Op::Max: case Op::Min: case Op::All: case Op::Any: {
-      const Combine c = n.op == Op::Sum ? Combine::Sum : n.op == Op::Prod ? Combine::Prod
-                      : n.op == Op::Max ? Combine::Max : n.op == Op::Min ? Combine::Min
-                      : n.op == Op::All ? Combine::And : Combine::Or;
+      const CombineKind c = n.op == Op::Sum ? CombineKind::Sum : n.op == Op::Prod ? CombineKind::Prod
+                      : n.op == Op::Max ? CombineKind::Max : n.op == Op::Min ? CombineKind::Min
+                      : n.op == Op::All ? CombineKind::And : CombineKind::Or;
       return reduce_sig(n, std::vector<int>(n.attrs.ints.begin(), n.attrs.ints.end()), c);
     }
     case Op::ArgMax:
-      return argreduce_sig(n, Combine::ArgMax);
+      return argreduce_sig(n, CombineKind::ArgMax);
     case Op::ArgMin:
-      return argreduce_sig(n, Combine::ArgMin);
+      return argreduce_sig(n, CombineKind::ArgMin);
     case Op::Matmul:
       return matmul_sig(n);
     case Op::Reshape:

@@ -3,8 +3,9 @@
 
 usage: pty_test.py TAPESTRY_BINARY
 Checks the banner and prompt, multi-line input with the continuation prompt, an
-expression printed alone, Ctrl-C at the prompt and during a running chunk, tab
-completion, history kept across sessions, and that Ctrl-D leaves with status 0.
+expression printed alone, Ctrl-C at the prompt, in Lua code and in evaluations, tab
+completion (fields, tp, methods, commands, file names), history kept across
+sessions, and that Ctrl-D leaves with status 0.
 """
 import os
 import pty
@@ -13,10 +14,18 @@ import select
 import shutil
 import sys
 import tempfile
+import termios
 import time
 
 SKIP = 77  # ctest's SKIP_RETURN_CODE for this test
 TIMEOUT = 20.0  # seconds per expectation; generous for a loaded CI machine
+PROMPT = r"tapestry> "
+CONTINUATION = r"      \.\.\. "
+
+
+def fail(message):
+    print("FAIL:", message)
+    sys.exit(1)
 
 
 class Session:
@@ -55,6 +64,24 @@ class Session:
                     fail(f"{what}: the shell ended; output:\n{self.buf.decode(errors='replace')}")
                 self.buf += chunk
 
+    def prompt(self, what, pattern=PROMPT):
+        """Waits for a prompt and for libedit to take the terminal out of canonical mode.
+
+        The prompt can show a moment before that; typed then, Ctrl-C and Ctrl-D would be
+        the terminal driver's, not the shell's. tcgetattr on the master end reads the
+        mode the shell set, so the wait is exact rather than a sleep.
+        """
+        self.expect(pattern, what)
+        deadline = time.time() + TIMEOUT
+        while termios.tcgetattr(self.fd)[3] & termios.ICANON:
+            if time.time() > deadline:
+                fail(f"{what}: the terminal never left canonical mode")
+            time.sleep(0.01)
+
+    def line(self, text, what, pattern=PROMPT):
+        self.prompt(what, pattern)
+        self.send(text)
+
     def wait_exit(self, what):
         deadline = time.time() + TIMEOUT
         while time.time() < deadline:
@@ -69,11 +96,6 @@ class Session:
         fail(f"{what}: the shell did not exit")
 
 
-def fail(message):
-    print("FAIL:", message)
-    sys.exit(1)
-
-
 def main():
     binary = os.path.abspath(sys.argv[1])
     home = tempfile.mkdtemp(prefix="tapestry-pty-")
@@ -82,54 +104,66 @@ def main():
 
     s = Session(binary, env)
     s.expect(r"Type :help", "banner")
-    s.expect(r"tapestry> ", "first prompt")
 
-    s.send("x = 1 +\r")
-    s.expect(r"      \.\.\. ", "continuation prompt")
-    s.send("2\r")
-    s.expect(r"tapestry> ", "prompt after the chunk")
-    s.send("x * 10\r")
+    s.line("x = 1 +\r", "first prompt")
+    s.line("2\r", "continuation prompt", CONTINUATION)
+    s.line("x * 10\r", "prompt after the chunk")
     s.expect(r"\n30\r?\n", "expression printed alone")
-    s.send("_ + 1\r")
+    s.line("_ + 1\r", "prompt")
     s.expect(r"\n31\r?\n", "_ holds the last result")
 
-    # Ctrl-C and Ctrl-D only mean something to libedit once the prompt is up (typed
-    # earlier, the terminal's cooked mode would take them), so wait for it first.
-    s.expect(r"tapestry> ", "prompt before Ctrl-C")
-    s.send("junk that is dropped")
+    s.line("junk that is dropped", "prompt before Ctrl-C")
     s.send("\x03")
-    s.expect(r"\^C", "Ctrl-C at the prompt")
-    s.send("'line' .. 'cleared'\r")
+    s.expect(r"\^C\r?\n", "Ctrl-C at the prompt")
+    s.line("'line' .. 'cleared'\r", "prompt after Ctrl-C")
     s.expect(r"\nlinecleared\r?\n", "the line after Ctrl-C")
 
-    s.send("while true do end\r")
+    s.line("while true do end\r", "prompt")
     time.sleep(0.5)
     s.send("\x03")
     s.expect(r"interrupted!", "Ctrl-C during a running chunk")
-    s.expect(r"tapestry> ", "prompt after the interrupt")
-    s.send("2 + 3\r")
+    s.line("2 + 3\r", "prompt after the interrupt")
     s.expect(r"\n5\r?\n", "the session goes on after Ctrl-C")
+    # The same during tensor evaluations: the hook stops Lua between them, or the engine
+    # stops at a kernel boundary ("evaluation cancelled (interrupted)").
+    s.line("for i = 1, 100000 do (tp.rand({1000000}, {seed = i}):exp()):sum():item() end\r",
+           "prompt")
+    time.sleep(0.5)
+    s.send("\x03")
+    s.expect(r"interrupted", "Ctrl-C during evaluations")
+    s.line("tp.ones{2}:sum():item()\r", "prompt after cancelling")
+    s.expect(r"\n2\.0\r?\n", "the engine works after Ctrl-C")
 
-    s.send("string.up\t")  # completes to string.upper (redrawn with cursor moves)
+    s.line("string.up\t", "prompt")  # completes to string.upper (redrawn with cursor moves)
     time.sleep(0.3)
     s.send("('ab')\r")
     s.expect(r"\nAB\r?\n", "tab completion of a field")
-
-    s.send("tp.zer\t")  # a tp function
+    s.line("tp.zer\t", "prompt")  # a tp function
     time.sleep(0.3)
     s.send("({3}):numel()\r")
     s.expect(r"\n3\r?\n", "tab completion of tp.zeros")
-    s.send("t = tp.ones{2, 2}\r")
-    s.expect(r"tapestry> ", "prompt after t")
-    s.send("t:nume\t")  # a tensor method, from the registry
+    s.line("t = tp.ones{2, 2}\r", "prompt")
+    s.line("t:nume\t", "prompt after t")  # a tensor method, from the registry
     time.sleep(0.3)
     s.send("()\r")
     s.expect(r"\n4\r?\n", "tab completion of a method")
 
-    s.send(":nosuch\r")
+    script = os.path.join(home, "my-setup.lua")  # '-' and '/' are breaks for Lua words
+    with open(script, "w") as f:
+        f.write('loaded = "from " .. "my-setup"\n')
+    s.line(":lo\t", "prompt")  # the command, then a space, then the file name
+    time.sleep(0.3)
+    s.send(script[:-6] + "\t")
+    time.sleep(0.3)
+    s.send("\r")
+    s.line("loaded\r", "prompt after :load")
+    s.expect(r"\nfrom my-setup\r?\n", "tab completion of :load and its file")
+
+    s.line(":nosuch\r", "prompt")
     s.expect(r"unknown command ':nosuch'", "unknown command")
-    s.expect(r"tapestry> ", "prompt before Ctrl-D")
-    s.send("\x04")
+    s.line("'hist' .. 'ory'\r", "prompt")
+    s.expect(r"\nhistory\r?\n", "the last chunk")
+    s.line("\x04", "prompt before Ctrl-D")
     code = s.wait_exit("Ctrl-D")
     if code != 0:
         fail(f"Ctrl-D: exit status {code}, wanted 0")
@@ -140,10 +174,11 @@ def main():
     if b"x * 10" not in saved:
         fail(f"history file lacks 'x * 10': {saved!r}")
     s = Session(binary, env)
-    s.expect(r"tapestry> ", "second session")
-    s.send("\x1b[A\x1b[A\r")  # up twice: past ":nosuch" to "string.upper('ab')"
-    s.expect(r"\nAB\r?\n", "history recalled")
-    s.send(":quit\r")
+    s.line("\x1b[A", "second session")  # up: the previous session's last chunk
+    time.sleep(0.3)
+    s.send("\r")
+    s.expect(r"\nhistory\r?\n", "history recalled")
+    s.line(":quit\r", "prompt")
     code = s.wait_exit(":quit")
     if code != 0:
         fail(f":quit: exit status {code}, wanted 0")

@@ -38,7 +38,7 @@ TEST_CASE("engine.poly.cost.marginals_are_the_closed_form_derivative") {
 
 TEST_CASE("engine.poly.cost.stencil_halo_bytes") {
   Signature s;  // a 1-D 3-point stencil written by hand with the helper projection
-  s.space.push_back(IndexDim{"y", 8, IndexDim::Parallel, Combine::None, true});
+  s.space.push_back(IndexDim{"y", 8, IndexDim::Parallel, CombineKind::None, true});
   s.inputs.push_back(Access{conv_input(1, 1, 3), {10}, DType::F64});
   s.output = Access{Projection::identity(1), {8}, DType::F64};
   s.flops_per_point = 5;

@@ -47,9 +47,26 @@ TEST_CASE("engine.poly.reshape.groups") {
   CHECK(g[0].in_dims == std::vector<int>{0, 2});
   CHECK(g[0].out_dims == std::vector<int>{1});
   CHECK(reshape_groups({1}, {}).empty());
-  g = reshape_groups({6, 4}, {2, 12});  // 6*4 = 2*12 but 6 != 2: a single mixed group
+  CHECK(g[0].factors == std::vector<int64_t>{2, 3});
+  g = reshape_groups({6, 4}, {2, 12});  // 6*4 = 2*12 but 6 != 2: one group of both dims
   REQUIRE(g.size() == 1);
   CHECK(g[0].in_dims.size() == 2);
+  // ... yet both sides are products of 2, 3, 4: {2*3, 4} -> {2, 3*4}.
+  CHECK(g[0].factors == std::vector<int64_t>{2, 3, 4});
+  CHECK(g[0].in_runs == std::vector<std::pair<int, int>>{{0, 1}, {2, 2}});
+  CHECK(g[0].out_runs == std::vector<std::pair<int, int>>{{0, 0}, {1, 2}});
+  CHECK(reshape_groups({2, 3}, {3, 2})[0].factors.empty());  // 3 is no multiple of 2
+}
+
+TEST_CASE("engine.poly.reshape.common_factors_keep_it_splittable") {
+  // {4,6} -> {2,12} is {2*2, 6} -> {2, 2*6}: halving the input rows halves the output rows.
+  const Signature s = reshape_sig({4, 6}, {2, 12});
+  CHECK(s.extents() == Shape{2, 2, 6});
+  CHECK(s.inputs[0].proj.A == Rows{{2, 1, 0}, {0, 0, 1}});
+  CHECK(s.output.proj.A == Rows{{1, 0, 0}, {0, 6, 1}});
+  CHECK(splittable(s) == std::vector<bool>{true, false, false});
+  CHECK(s.input_slice(0, Box({1, 0, 0}, {1, 1, 5})) == Box({2, 0}, {3, 5}));
+  CHECK(s.output_slice(Box({1, 0, 0}, {1, 1, 5})) == Box({1, 0}, {1, 11}));
 }
 
 TEST_CASE("engine.poly.reshape.split_6_to_2x3") {
@@ -131,7 +148,9 @@ TEST_CASE("engine.poly.reshape.split_blocks_read_exactly_what_they_write") {
   // of their output slice: the model is exact, not a bounding box.
   const std::vector<std::pair<Shape, Shape>> cases = {
       {{6}, {2, 3}}, {{2, 3}, {6}}, {{2, 3}, {3, 2}}, {{4, 6}, {2, 2, 6}},
-      {{2, 3, 4}, {6, 4}}, {{4, 1, 6}, {24}}, {{8, 6}, {2, 4, 3, 2}}, {{6, 4}, {2, 12}}};
+      {{2, 3, 4}, {6, 4}}, {{4, 1, 6}, {24}}, {{8, 6}, {2, 4, 3, 2}}, {{6, 4}, {2, 12}},
+      {{4, 6}, {2, 12}}, {{8, 6}, {4, 12}}, {{12, 10}, {4, 30}}, {{2, 3, 4, 5}, {6, 20}},
+      {{6, 10}, {4, 15}}, {{2, 3, 1, 4}, {4, 3, 2}}};
   for (const auto& [in, out] : cases) {
     CAPTURE(shape_str(in));
     CAPTURE(shape_str(out));

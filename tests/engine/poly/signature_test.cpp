@@ -47,6 +47,9 @@ std::vector<NodeRef> samples(Op op) {
     case OpKind::Cat:
       return {node(op, {src({2, 4}), src({3, 4}), src({1, 4})}, {0}, {6, 4}),
               node(op, {src({3, 2}), src({3, 5})}, {1}, {3, 7})};
+    case OpKind::Write:
+      return {node(op, {src({4, 5}), src({2, 3})}, {1, 2}, {4, 5}),
+              node(op, {src({4}), src({4})}, {0}, {4})};
     case OpKind::View:
       break;
   }
@@ -103,7 +106,7 @@ TEST_CASE("engine.poly.signature.matmul") {
   CHECK(to_string(s) ==
         "space {b0:2, i:3, j:5, k:4 sum}; in0 (b0, i, k); in1 (b0, k, j); out (b0, i, j); "
         "2 flops/point");
-  CHECK(s.combine() == Combine::Sum);
+  CHECK(s.combine() == CombineKind::Sum);
   const Box half_k({0, 0, 0, 0}, {1, 2, 4, 1});
   CHECK(s.splits_reduction(half_k));
   CHECK_FALSE(s.splits_reduction(s.space_box()));
@@ -116,14 +119,14 @@ TEST_CASE("engine.poly.signature.reductions") {
   Signature s = signature_of(*node(Op::Max, {src({3, 4, 5})}, {0, 2}, {4}));
   CHECK(to_string(s) == "space {d0:3 max, d1:4, d2:5 max}; in0 (d0, d1, d2); out (d1); 1 flops/point");
   s = signature_of(*node(Op::All, {src({3, 4}, DType::Bool)}, {1}, {3}, DType::Bool));
-  CHECK(s.combine() == Combine::And);
+  CHECK(s.combine() == CombineKind::And);
   s = signature_of(*node(Op::Any, {src({3, 4}, DType::Bool)}, {0, 1}, {}, DType::Bool));
-  CHECK(s.combine() == Combine::Or);
+  CHECK(s.combine() == CombineKind::Or);
   CHECK(s.output.proj.tensor_rank() == 0);
   CHECK(s.output_slice(Box({1, 1}, {2, 2})) == Box::of_shape({}));
   s = signature_of(*node(Op::ArgMin, {src({3, 4})}, {}, {}, DType::I64));  // flat index
-  CHECK(s.space[0].combine == Combine::ArgMin);
-  CHECK(s.space[1].combine == Combine::ArgMin);
+  CHECK(s.space[0].combine == CombineKind::ArgMin);
+  CHECK(s.space[1].combine == CombineKind::ArgMin);
   s = signature_of(*node(Op::ArgMax, {src({3, 4})}, {0}, {4}, DType::I64));
   CHECK(s.space[0].kind == IndexDim::Reduction);
   CHECK(s.space[1].kind == IndexDim::Parallel);
@@ -157,6 +160,13 @@ TEST_CASE("engine.poly.signature.cat_blocks_need_none_part_or_all") {
   CHECK(s.input_slice(2, rows_0_2).empty());                 // none of input 2
 }
 
+TEST_CASE("engine.poly.signature.write_region_reads_the_value_only_inside_the_box") {
+  const Signature s = signature_of(*node(Op::WriteRegion, {src({4, 5}), src({2, 3})}, {1, 2}, {4, 5}));
+  CHECK(s.input_slice(1, Box({0, 0}, {0, 4})).empty());              // row 0: no value
+  CHECK(s.input_slice(1, Box({2, 0}, {3, 2})) == Box({1, 0}, {1, 0}));  // one corner of it
+  CHECK(s.input_slice(0, Box({2, 0}, {3, 2})) == Box({2, 0}, {3, 2}));
+}
+
 TEST_CASE("engine.poly.signature.maps_and_generators") {
   NodeRef a = src({3, 4});
   const Signature add = signature_of(*build::binary(Op::Add, a, a));
@@ -179,7 +189,7 @@ TEST_CASE("engine.poly.signature.maps_and_generators") {
 TEST_CASE("engine.poly.signature.problems_are_reported") {
   Signature s = signature_of(*node(Op::Matmul, {src({3, 4}), src({4, 5})}, {}, {3, 5}));
   Signature bad = s;
-  bad.space[2].combine = Combine::None;
+  bad.space[2].combine = CombineKind::None;
   CHECK(signature_problem(bad).find("reduction without a combine") != std::string::npos);
   bad = s;
   bad.output.proj.w[0] = 2;  // reaches row 3 of a 3-row output

@@ -36,6 +36,31 @@ TEST_CASE("kernels.cpu.copy.layouts_and_dtypes") {
   CHECK(same->data<float>()[(1 << 20) - 1] == float((1 << 20) - 1));
 }
 
+TEST_CASE("kernels.cpu.copy.tiled_transposes") {
+  // Batched transposes of odd sizes, in every element size (the tiled path).
+  for (DType t : {DType::Bool, DType::F32, DType::I64}) {
+    dispatch_dtype(t, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const int64_t b = 3, n = 130, m = 77;
+      auto src = Value::alloc(t, {b, n, m});
+      for (int64_t i = 0; i < b * n * m; ++i) src->template data<T>()[i] = T(i % 101);
+      auto dst = Value::alloc(t, {m, b, n});
+      cpu::copy_view(src->view().permuted({2, 0, 1}), dst->view());
+      for (int64_t x = 0; x < m; ++x)
+        for (int64_t y = 0; y < b; ++y)
+          for (int64_t z = 0; z < n; ++z)
+            REQUIRE(dst->template data<T>()[(x * b + y) * n + z] ==
+                    src->template data<T>()[(y * n + z) * m + x]);
+    });
+  }
+  auto big = Value::alloc(DType::F32, {1000, 1500});
+  for (int64_t i = 0; i < 1500000; ++i) big->data<float>()[i] = float(i);
+  auto bt = Value::alloc(DType::F32, {1500, 1000});
+  cpu::copy_view(big->view().permuted({1, 0}), bt->view());
+  CHECK(bt->data<float>()[1499 * 1000 + 999] == float(999 * 1500 + 1499));
+  CHECK(bt->data<float>()[3 * 1000 + 7] == float(7 * 1500 + 3));
+}
+
 TEST_CASE("kernels.cpu.copy.views") {
   auto v = Value::alloc(DType::F32, {2, 3, 4});
   CHECK(v->view().is_contiguous());

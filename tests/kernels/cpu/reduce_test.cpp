@@ -80,6 +80,8 @@ void check_reduce(Op op, const View& in, const std::vector<int>& dims, double rt
   const auto got = as_doubles(out->view());
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) {
+    // Integer products wrap in i64 (as numpy); the reference does not.
+    if (op == Op::Prod && !is_float(in.dtype) && std::abs(want[i]) > 0x1p62) continue;
     CAPTURE(op_def(op).name);
     CAPTURE(dtype_name(in.dtype));
     CAPTURE(shape_str(in.shape));
@@ -140,7 +142,7 @@ TEST_CASE("kernels.cpu.reduce.large_f32_accuracy") {
   const int64_t n = (int64_t(1) << 22) + 3;
   auto v = Value::alloc(DType::F32, {n});
   for (int64_t i = 0; i < n; ++i) v->data<float>()[i] = 0.1f + float(i % 1000) * 1e-3f;
-  check_reduce(Op::Sum, v->view(), {0}, 1e-9);
+  check_reduce(Op::Sum, v->view(), {0}, 1e-7);  // the f32 result's own rounding
   check_reduce(Op::Max, v->view(), {0}, 0);
   auto m = Value::alloc(DType::F32, {1000, 3001});
   for (int64_t i = 0; i < m->view().numel(); ++i) m->data<float>()[i] = float((i * 13) % 101) - 50.5f;

@@ -1,0 +1,139 @@
+#include "engine/plan/cost.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "engine/ir/error.hpp"
+#include "engine/poly/cost.hpp"
+
+namespace tapestry::plan {
+
+namespace {
+
+double slice_bytes(const Node& n, const Box& b) {
+  return static_cast<double>(b.volume()) * dtype_size(n.dtype);
+}
+
+// A combine as a tree reduction over its participants: ceil(log2 p) rounds of one message
+// (the slowest link involved), plus the arithmetic of merging p partials at memory speed.
+double combine_time(const Mesh& m, const std::vector<Rank>& who, double bytes) {
+  const size_t p = who.size();
+  if (p <= 1) return bytes / m.mem_bytes_per_s;
+  bool spans_nodes = false;
+  for (Rank r : who) spans_nodes = spans_nodes || m.node_of(r) != m.node_of(who[0]);
+  const Link& l = spans_nodes ? m.inter : m.intra;
+  const double rounds = std::ceil(std::log2(static_cast<double>(p)));
+  return rounds * l.time(bytes) + static_cast<double>(p - 1) * bytes / m.mem_bytes_per_s;
+}
+
+}  // namespace
+
+PlanCost cost_of(const ShardedGraph& g, const Mesh& m) {
+  internal_check(g.num_ranks <= m.ranks);
+  const int R = g.num_ranks;
+  PlanCost c;
+  c.rank_busy.assign(R, 0.0);
+  std::unordered_map<uint64_t, const Node*> node;
+  std::unordered_map<uint64_t, poly::Signature> sig;
+  for (const NodeRef& n : g.nodes) node[n->id] = n.get();
+  auto node_of = [&](uint64_t id) -> const Node& {
+    auto it = node.find(id);
+    internal_check(it != node.end());
+    return *it->second;
+  };
+  auto sig_of = [&](uint64_t id) -> const poly::Signature& {
+    auto it = sig.find(id);
+    if (it == sig.end()) it = sig.emplace(id, poly::signature_of(node_of(id))).first;
+    return it->second;
+  };
+
+  std::vector<double> mem(R, 0.0);
+  for (const Shard& h : g.initial) mem[h.rank] += slice_bytes(node_of(h.tensor), h.box);
+
+  // Block durations and memory, independent of the schedule.
+  std::vector<double> block_time(g.blocks.size());
+  for (size_t i = 0; i < g.blocks.size(); ++i) {
+    const Block& b = g.blocks[i];
+    const poly::BlockCost bc = poly::block_cost(sig_of(b.node), b.box);
+    block_time[i] = m.compute_time(bc.flops, bc.bytes());
+    c.flops += bc.flops;
+    c.rank_busy[b.rank] += block_time[i];
+    mem[b.rank] += bc.output_bytes;
+  }
+  for (const Transfer& t : g.transfers) {
+    const double bytes = slice_bytes(node_of(t.tensor), t.slice);
+    c.bytes_moved += static_cast<int64_t>(bytes);
+    mem[t.to] += bytes;
+  }
+  std::vector<std::vector<Rank>> who(g.combines.size());
+  std::vector<double> combine_bytes(g.combines.size());
+  for (size_t i = 0; i < g.combines.size(); ++i) {
+    const Combine& k = g.combines[i];
+    who[i] = g.participants(k);
+    combine_bytes[i] = slice_bytes(node_of(k.node), k.out);
+    // Every participant but one destination sends its merged partial once.
+    c.bytes_moved += static_cast<int64_t>(combine_bytes[i] * static_cast<double>(who[i].size() - 1));
+    for (Rank d : k.dest) mem[d] += combine_bytes[i];
+  }
+
+  // The schedule: advance every rank as far as its dependencies allow, until all are done.
+  std::vector<double> clock(R, 0.0);
+  std::vector<size_t> pc(R, 0);
+  std::vector<double> sent(g.transfers.size(), -1.0);
+  std::vector<int> arrived(g.combines.size(), 0);
+  std::vector<double> ready(g.combines.size(), 0.0), done(g.combines.size(), -1.0);
+  std::vector<bool> waiting(R, false);  // rank r has arrived at the combine it is blocked on
+  size_t remaining = 0;
+  for (const auto& s : g.steps) remaining += s.size();
+  while (remaining > 0) {
+    bool progress = false;
+    for (Rank r = 0; r < R; ++r) {
+      const std::vector<Step>& steps = g.steps[r];
+      while (pc[r] < steps.size()) {
+        const Step& st = steps[pc[r]];
+        if (st.kind == Step::Kind::Run) {
+          clock[r] += block_time[st.index];
+        } else if (st.kind == Step::Kind::Send) {
+          // Buffered: the sender pays only the message overhead.
+          const Transfer& t = g.transfers[st.index];
+          clock[r] += m.link(t.from, t.to).latency;
+          sent[st.index] = clock[r];
+        } else if (st.kind == Step::Kind::Recv) {
+          if (sent[st.index] < 0) break;
+          const Transfer& t = g.transfers[st.index];
+          const double bytes = slice_bytes(node_of(t.tensor), t.slice);
+          clock[r] = std::max(clock[r], sent[st.index]) + m.transfer_time(t.from, t.to, bytes);
+        } else {  // Combine: arrive once, then wait until every participant has arrived
+          const size_t k = st.index;
+          if (!waiting[r]) {
+            waiting[r] = true;
+            ready[k] = std::max(ready[k], clock[r]);
+            if (++arrived[k] == static_cast<int>(who[k].size()))
+              done[k] = ready[k] + combine_time(m, who[k], combine_bytes[k]);
+          }
+          if (done[k] < 0) break;
+          waiting[r] = false;
+          clock[r] = std::max(clock[r], done[k]);
+        }
+        ++pc[r];
+        --remaining;
+        progress = true;
+      }
+    }
+    internal_check(progress);  // a deadlock: verify() rejects such plans
+  }
+  c.time = g.steps.empty() ? 0.0 : *std::max_element(clock.begin(), clock.end());
+  const double peak = mem.empty() ? 0.0 : *std::max_element(mem.begin(), mem.end());
+  c.peak_bytes = static_cast<int64_t>(peak);
+  for (double b : mem)
+    if (b > m.mem_bytes_per_rank) c.memory_penalty += (b - m.mem_bytes_per_rank) / (0.1 * m.mem_bytes_per_s);
+  return c;
+}
+
+std::string to_string(const PlanCost& c) {
+  return cat_str("time ", c.time * 1e6, " us, ", c.bytes_moved, " bytes moved, ", c.flops, " flops, peak ",
+                 c.peak_bytes, " bytes/rank", c.memory_penalty > 0 ? cat_str(", memory penalty ", c.memory_penalty * 1e6, " us") : "");
+}
+
+}  // namespace tapestry::plan

@@ -1,0 +1,38 @@
+// The cost of a sharded graph on a mesh: a simulated makespan plus a penalty for memory.
+//   PlanCost c = cost_of(lower(topo, a, initial, roots, m.ranks), m);
+//   c.total()          // time + memory_penalty: what the search minimizes
+//   c.bytes_moved      // exact bytes of transfers and combines; zero when nothing moves
+// The simulation runs every rank's step list in program order: a block takes the roofline of
+// its flops and bytes, a receive waits for its send, a combine for all its participants, and
+// ranks run concurrently, so one rank's compute overlaps another's transfers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/plan/mesh.hpp"
+#include "engine/plan/sharded_graph.hpp"
+
+namespace tapestry::plan {
+
+struct PlanCost {
+  double time = 0;            // makespan estimate, s
+  int64_t bytes_moved = 0;    // over all links (transfers and combines)
+  double flops = 0;           // over all ranks
+  int64_t peak_bytes = 0;     // the largest per-rank estimate (see cost_of)
+  double memory_penalty = 0;  // s, added to time by total()
+  std::vector<double> rank_busy;  // per rank: compute seconds (for explain and balance)
+
+  double total() const { return time + memory_penalty; }
+};
+
+// Peak memory per rank is an upper bound: the initial shards, every slice received and every
+// block output or combined value, with nothing freed (liveness comes with the executor). Each
+// byte over Mesh::mem_bytes_per_rank costs as if spilled and re-read at a tenth of memory
+// bandwidth, so an over-full plan loses to any plan that fits.
+PlanCost cost_of(const ShardedGraph& g, const Mesh& m);
+
+std::string to_string(const PlanCost& c);
+
+}  // namespace tapestry::plan

@@ -1,0 +1,158 @@
+#include "engine/plan/lower.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "engine/ir/error.hpp"
+
+namespace tapestry::plan {
+
+std::vector<Placement> grid_blocks(const poly::Signature& s, const std::vector<int64_t>& parts,
+                                   int num_ranks) {
+  internal_check(static_cast<int>(parts.size()) == s.rank() && num_ranks >= 1);
+  // Piece p of n along an extent e: [p*e/n, (p+1)*e/n - 1], sizes differ by at most one.
+  std::vector<Placement> out;
+  std::vector<int64_t> idx(parts.size(), 0);
+  int next = 0;
+  while (true) {
+    Box b = s.space_box();
+    for (int j = 0; j < s.rank(); ++j) {
+      const int64_t e = s.space[j].extent, n = parts[j];
+      internal_check(n >= 1 && n <= e);
+      b.lo[j] = idx[j] * e / n;
+      b.hi[j] = (idx[j] + 1) * e / n - 1;
+    }
+    out.push_back(Placement{b, next});
+    next = (next + 1) % num_ranks;
+    int j = s.rank() - 1;
+    while (j >= 0 && idx[j] == parts[j] - 1) idx[j--] = 0;
+    if (j < 0) break;
+    ++idx[j];
+  }
+  return out;
+}
+
+namespace {
+
+class Lowering {
+ public:
+  Lowering(const std::vector<Shard>& initial, int num_ranks) : g_(num_ranks), have_(num_ranks) {
+    for (const Shard& h : initial) {
+      g_.hold(h.tensor, h.box, h.rank);
+      have_[h.rank][h.tensor].push_back(h.box);
+      produced_[h.tensor].push_back(h);
+    }
+  }
+
+  void node(const NodeRef& n, const std::vector<Placement>& blocks) {
+    for (const NodeRef& in : n->inputs) list(in);  // leaves outside topo: named, kept alive
+    list(n);
+    if (blocks.empty()) {
+      user_check(produced_.count(n->id), "node %", n->id, " (", op_def(n->op).name,
+                 ") has no blocks and is not held anywhere");
+      return;
+    }
+    const poly::Signature s = poly::signature_of(*n);
+    bool split = false;
+    for (const Placement& p : blocks) split = split || s.splits_reduction(p.box);
+    std::vector<size_t> ids;
+    for (const Placement& p : blocks) {
+      for (size_t i = 0; i < n->inputs.size(); ++i) fetch(n->inputs[i]->id, s.input_slice(i, p.box), p.rank);
+      ids.push_back(g_.add_block(n->id, p.box, p.rank));
+      if (!split) produce(n->id, s.output_slice(p.box), p.rank);
+    }
+    if (split) combine(n, s, ids);
+  }
+
+  ShardedGraph finish(const std::vector<NodeRef>& roots) {
+    for (const NodeRef& r : roots) {
+      // Leaves may be held several times over: keep one copy of each element.
+      std::vector<Box> taken;
+      for (const Shard& p : produced_[r->id]) {
+        for (const Box& piece : poly::uncovered(p.box, taken)) g_.add_output(r->id, piece, p.rank);
+        taken.push_back(p.box);
+      }
+      if (produced_[r->id].empty()) g_.roots.push_back(r->id);  // verify reports it
+    }
+    return std::move(g_);
+  }
+
+ private:
+  void list(const NodeRef& n) {
+    if (listed_.insert(n->id).second) g_.nodes.push_back(n);
+  }
+
+  void produce(uint64_t t, const Box& box, Rank r) {
+    have_[r][t].push_back(box);
+    produced_[t].push_back(Shard{t, box, r});
+  }
+
+  // Brings the parts of `need` that rank `to` lacks, piece by piece from the lowest rank
+  // holding each piece.
+  void fetch(uint64_t t, const Box& need, Rank to) {
+    if (need.empty()) return;
+    std::vector<Box> missing = poly::uncovered(need, have_[to][t]);
+    for (Rank from = 0; from < g_.num_ranks && !missing.empty(); ++from) {
+      if (from == to) continue;
+      for (const Box& h : have_[from][t]) {
+        std::vector<Box> still;
+        for (const Box& m : missing) {
+          const Box part = intersect(m, h);
+          if (part.empty()) {
+            still.push_back(m);
+            continue;
+          }
+          g_.add_transfer(t, part, from, to);
+          have_[to][t].push_back(part);
+          for (const Box& rest : poly::subtract(m, part)) still.push_back(rest);
+        }
+        missing = std::move(still);
+      }
+    }
+    user_check(missing.empty(), "slice ", to_string(missing.empty() ? need : missing[0]), " of node %", t,
+               " lies on no rank");
+  }
+
+  void combine(const NodeRef& n, const poly::Signature& s, const std::vector<size_t>& ids) {
+    // Group the partials by output slice; a regular grid gives equal-or-disjoint slices.
+    std::vector<std::pair<Box, std::vector<size_t>>> groups;
+    for (size_t b : ids) {
+      const Box out = s.output_slice(g_.blocks[b].box);
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& gr) { return gr.first == out; });
+      if (it == groups.end()) groups.push_back({out, {b}});
+      else it->second.push_back(b);
+    }
+    bool regular = true;
+    for (size_t i = 0; i < groups.size(); ++i)
+      for (size_t k = i + 1; k < groups.size(); ++k)
+        regular = regular && !overlaps(groups[i].first, groups[k].first);
+    if (!regular) groups = {{Box::of_shape(n->shape), ids}};
+    for (const auto& [out, partials] : groups) {
+      const Rank dest = g_.blocks[partials[0]].rank;
+      g_.add_combine(n->id, s.combine(), partials, out, {dest});
+      produce(n->id, out, dest);
+    }
+  }
+
+  ShardedGraph g_;
+  std::vector<std::unordered_map<uint64_t, std::vector<Box>>> have_;
+  std::unordered_map<uint64_t, std::vector<Shard>> produced_;  // final pieces, in order
+  std::unordered_set<uint64_t> listed_;
+};
+
+}  // namespace
+
+ShardedGraph lower(const std::vector<NodeRef>& topo, const Assignment& blocks,
+                   const std::vector<Shard>& initial, const std::vector<NodeRef>& roots,
+                   int num_ranks) {
+  Lowering l(initial, num_ranks);
+  static const std::vector<Placement> none;
+  for (const NodeRef& n : topo) {
+    auto it = blocks.find(n->id);
+    l.node(n, it == blocks.end() ? none : it->second);
+  }
+  return l.finish(roots);
+}
+
+}  // namespace tapestry::plan

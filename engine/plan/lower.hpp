@@ -1,0 +1,38 @@
+// Lowering a block assignment to a complete sharded graph: the data movement follows from it.
+//   Assignment a;  a[y->id] = grid_blocks(signature_of(*y), {2, 1}, 2);   // rows over 2 ranks
+//   ShardedGraph g = lower(topo, a, {{x->id, Box::of_shape(x->shape), 0}}, {y}, 2);
+//   verify(g, topo).ok()       // transfers, combines, steps and result shards are all derived
+// The search decides only where blocks run; every transfer is an exact slice intersection
+// between where data lies and where a block needs it, so nothing moves to where it already is.
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include "engine/plan/sharded_graph.hpp"
+
+namespace tapestry::plan {
+
+struct Placement {
+  Box box;  // in the node's index space
+  Rank rank;
+};
+using Assignment = std::map<uint64_t, std::vector<Placement>>;  // node id -> its blocks
+
+// The blocks of a regular grid: parts[j] near-equal pieces along index dim j (1 = whole),
+// assigned to ranks round-robin in row-major order.
+std::vector<Placement> grid_blocks(const poly::Signature& s, const std::vector<int64_t>& parts,
+                                   int num_ranks);
+
+// Emits, in topological order, for each block: the transfers that bring its missing input
+// slices (from the lowest rank holding each piece), then the block; after the blocks of a node
+// that split a reduction, one combine per distinct partial output slice, delivered to the
+// rank of its first partial (one combine of the whole output when those slices overlap
+// irregularly). Result shards are where the roots' producers put them. Nodes of `topo`
+// without blocks must be leaves held in `initial`. Throws Error when a needed slice lies
+// nowhere.
+ShardedGraph lower(const std::vector<NodeRef>& topo, const Assignment& blocks,
+                   const std::vector<Shard>& initial, const std::vector<NodeRef>& roots,
+                   int num_ranks);
+
+}  // namespace tapestry::plan

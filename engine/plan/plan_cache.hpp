@@ -1,0 +1,45 @@
+// Plans cached by the structure of the graph, where its inputs lie, and the mesh.
+//   PlanCache cache;
+//   Plan p = cache.plan(topo, initial, roots, mesh, opts);   // searches on a miss
+//   cache.hits(), cache.misses()            // a rebuilt identical graph hits, new node ids and all
+// The key is structural (ops, attrs, shapes, dtypes, inputs by position in topo, roots, input
+// layouts, mesh), never node ids, so re-running a script reuses its plans; a hit renames the
+// cached plan's node ids to the new graph's.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/plan/search.hpp"
+
+namespace tapestry::plan {
+
+class PlanCache {
+ public:
+  std::optional<Plan> find(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
+                           const std::vector<NodeRef>& roots, const Mesh& m);
+  void insert(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
+              const std::vector<NodeRef>& roots, const Mesh& m, const Plan& p);
+  // find, else search and insert.
+  Plan plan(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
+            const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt = {});
+
+  size_t hits() const { return hits_; }
+  size_t misses() const { return misses_; }
+  size_t size() const { return entries_.size(); }
+  void clear() { entries_.clear(); }
+
+ private:
+  struct Entry {
+    std::vector<int64_t> key;     // the full structural key (the hash only buckets it)
+    std::vector<uint64_t> ids;    // node ids in traversal order (topo, then each one's inputs)
+    std::vector<uint64_t> listed; // ids of plan.graph.nodes
+    Plan plan;                    // graph.nodes cleared: the cache keeps no graph alive
+  };
+  std::unordered_multimap<size_t, Entry> entries_;
+  size_t hits_ = 0, misses_ = 0;
+};
+
+}  // namespace tapestry::plan

@@ -1,0 +1,219 @@
+#include "engine/plan/search.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "engine/ir/error.hpp"
+#include "engine/poly/cost.hpp"
+
+namespace tapestry::plan {
+
+std::string Candidate::name(const poly::Signature& s) const {
+  std::string out;
+  for (int j = 0; j < s.rank(); ++j)
+    if (parts[j] > 1) out += cat_str(out.empty() ? "" : " x ", s.space[j].name, "/", parts[j]);
+  if (out.empty()) return cat_str("whole on rank ", rank);
+  return rank == 0 ? out : cat_str(out, " from rank ", rank);
+}
+
+std::vector<Candidate> candidates(const poly::Signature& s, int ranks) {
+  const int d = s.rank();
+  std::vector<Candidate> out;
+  for (int r = 0; r < std::min(ranks, 8); ++r) out.push_back({std::vector<int64_t>(d, 1), r});
+  if (ranks == 1) return out;
+  std::vector<int> dims;  // splittable dims with room for 2 pieces
+  for (int j = 0; j < d; ++j)
+    if (s.space[j].splittable && s.space[j].extent >= 2) dims.push_back(j);
+  for (int j : dims) {
+    // The largest divisor of `ranks` the dim can hold: a short dim leaves ranks idle.
+    int64_t f = ranks;
+    while (f > 1 && (ranks % f != 0 || f > s.space[j].extent)) --f;
+    if (f < 2) continue;
+    Candidate c{std::vector<int64_t>(d, 1), 0};
+    c.parts[j] = f;
+    out.push_back(c);
+  }
+  for (size_t a = 0; a < dims.size(); ++a)
+    for (size_t b = a + 1; b < dims.size(); ++b)
+      for (int64_t f = 2; f * 2 <= ranks; ++f) {
+        if (ranks % f != 0) continue;
+        const int64_t g = ranks / f;
+        if (f > s.space[dims[a]].extent || g > s.space[dims[b]].extent) continue;
+        Candidate c{std::vector<int64_t>(d, 1), 0};
+        c.parts[dims[a]] = f;
+        c.parts[dims[b]] = g;
+        out.push_back(c);
+      }
+  return out;
+}
+
+std::vector<Placement> place(const poly::Signature& s, const Candidate& c, int ranks) {
+  std::vector<Placement> p = grid_blocks(s, c.parts, ranks);
+  for (Placement& q : p) q.rank = (q.rank + c.rank) % ranks;
+  return p;
+}
+
+std::vector<NodeRef> ops_to_place(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial) {
+  std::unordered_set<uint64_t> held;
+  for (const Shard& h : initial) held.insert(h.tensor);
+  std::vector<NodeRef> ops;
+  for (const NodeRef& n : topo)
+    if (!held.count(n->id)) ops.push_back(n);
+  return ops;
+}
+
+Plan evaluate(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
+              const std::vector<NodeRef>& roots, const Mesh& m, const std::vector<Candidate>& choice) {
+  const std::vector<NodeRef> ops = ops_to_place(topo, initial);
+  internal_check(ops.size() == choice.size());
+  Assignment a;
+  Plan p{ShardedGraph(m.ranks), {}, {}, {}, 1};
+  for (size_t i = 0; i < ops.size(); ++i) {
+    a[ops[i]->id] = place(poly::signature_of(*ops[i]), choice[i], m.ranks);
+    p.choice[ops[i]->id] = choice[i];
+  }
+  p.graph = lower(topo, a, initial, roots, m.ranks);
+  p.cost = cost_of(p.graph, m);
+  return p;
+}
+
+namespace {
+
+// The search state: one candidate index per op, with everything precomputed per op.
+struct Space {
+  std::vector<NodeRef> ops;
+  std::vector<poly::Signature> sigs;
+  std::vector<std::vector<Candidate>> cands;
+  std::vector<std::vector<std::vector<Placement>>> placed;  // [op][candidate]
+};
+
+// Where a tensor lies after its producer runs (mirrors lower(): a split reduction's
+// partials combine onto the rank of the first partial of each output slice).
+std::vector<Shard> layout_of(uint64_t id, const poly::Signature& s, const std::vector<Placement>& p) {
+  std::vector<Shard> out;
+  for (const Placement& q : p) {
+    const Box o = s.output_slice(q.box);
+    if (std::none_of(out.begin(), out.end(), [&](const Shard& h) { return h.box == o; }))
+      out.push_back(Shard{id, o, q.rank});
+  }
+  return out;
+}
+
+// Owner-computes: each op, in order, takes the candidate with the least local time — the
+// busiest rank's compute plus the slices it must receive given where its inputs already lie —
+// so an op follows its largest input's layout whenever that moves nothing.
+std::vector<int> greedy(const Space& sp, const std::vector<Shard>& initial, const Mesh& m) {
+  std::unordered_map<uint64_t, std::vector<Shard>> where;
+  for (const Shard& h : initial) where[h.tensor].push_back(h);
+  std::vector<int> pick(sp.ops.size(), 0);
+  for (size_t i = 0; i < sp.ops.size(); ++i) {
+    const NodeRef& n = sp.ops[i];
+    const poly::Signature& s = sp.sigs[i];
+    double best = INFINITY;
+    for (size_t c = 0; c < sp.cands[i].size(); ++c) {
+      std::vector<double> busy(m.ranks, 0.0);
+      bool partial = false;
+      for (const Placement& q : sp.placed[i][c]) {
+        const poly::BlockCost bc = poly::block_cost(s, q.box);
+        busy[q.rank] += m.compute_time(bc.flops, bc.bytes());
+        partial = partial || s.splits_reduction(q.box);
+        for (size_t k = 0; k < n->inputs.size(); ++k) {
+          const Box need = s.input_slice(k, q.box);
+          if (need.empty()) continue;
+          std::vector<Box> mine;
+          const std::vector<Shard>& lies = where[n->inputs[k]->id];
+          for (const Shard& h : lies)
+            if (h.rank == q.rank) mine.push_back(h.box);
+          for (const Box& miss : poly::uncovered(need, mine)) {
+            const Rank from = lies.empty() ? 0 : lies.front().rank;
+            busy[q.rank] += m.transfer_time(from, q.rank, double(miss.volume()) * dtype_size(s.inputs[k].dtype));
+          }
+        }
+      }
+      double t = *std::max_element(busy.begin(), busy.end());
+      if (partial) {  // one reduction round of the output per doubling of partials
+        const double parts = double(sp.placed[i][c].size()) / double(layout_of(n->id, s, sp.placed[i][c]).size());
+        t += std::ceil(std::log2(parts)) * m.inter.time(s.output.bytes() / double(sp.placed[i][c].size()) * parts);
+      }
+      if (t < best * (1 - 1e-9)) best = t, pick[i] = static_cast<int>(c);
+    }
+    where[n->id] = layout_of(n->id, s, sp.placed[i][pick[i]]);
+  }
+  return pick;
+}
+
+}  // namespace
+
+Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
+            const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt) {
+  const auto start = std::chrono::steady_clock::now();
+  Space sp;
+  sp.ops = ops_to_place(topo, initial);
+  for (const NodeRef& n : sp.ops) {
+    sp.sigs.push_back(poly::signature_of(*n));
+    sp.cands.push_back(candidates(sp.sigs.back(), m.ranks));
+    std::vector<std::vector<Placement>> per;
+    for (const Candidate& c : sp.cands.back()) per.push_back(place(sp.sigs.back(), c, m.ranks));
+    sp.placed.push_back(std::move(per));
+  }
+  const size_t n_ops = sp.ops.size();
+  std::vector<std::vector<double>> seen(n_ops);  // [op][candidate]: best total with it
+  for (size_t i = 0; i < n_ops; ++i) seen[i].assign(sp.cands[i].size(), INFINITY);
+  std::map<std::vector<int>, double> memo;
+  int evaluations = 0;
+  auto cost = [&](const std::vector<int>& st) {
+    auto it = memo.find(st);
+    if (it != memo.end()) return it->second;
+    Assignment a;
+    for (size_t i = 0; i < n_ops; ++i) a[sp.ops[i]->id] = sp.placed[i][st[i]];
+    const double t = cost_of(lower(topo, a, initial, roots, m.ranks), m).total();
+    ++evaluations;
+    for (size_t i = 0; i < n_ops; ++i) seen[i][st[i]] = std::min(seen[i][st[i]], t);
+    memo.emplace(st, t);
+    return t;
+  };
+
+  std::vector<int> cur = greedy(sp, initial, m), best = cur;
+  double cur_cost = cost(cur), best_cost = cur_cost;
+  if (opt.method == SearchOptions::Anneal && n_ops > 0) {
+    std::mt19937_64 rng(opt.seed);
+    // Geometric cooling from 5% of the start's cost to 0.01% of it: early moves may lose a
+    // little to leave a local optimum, late moves only improve.
+    const double t0 = 0.05 * std::max(cur_cost, 1e-12), t1 = 1e-4 * std::max(cur_cost, 1e-12);
+    const int steps = std::max(opt.steps, 1);
+    for (int k = 0; k < steps; ++k) {
+      if ((k & 15) == 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
+                               opt.time_budget_s)
+        break;
+      const double temp = t0 * std::pow(t1 / t0, double(k) / steps);
+      if (std::uniform_real_distribution<double>(0, 1)(rng) < 0.02) cur = best, cur_cost = best_cost;
+      std::vector<int> next = cur;
+      const size_t i = std::uniform_int_distribution<size_t>(0, n_ops - 1)(rng);
+      if (sp.cands[i].size() < 2) continue;
+      int c = std::uniform_int_distribution<int>(0, int(sp.cands[i].size()) - 2)(rng);
+      next[i] = c >= cur[i] ? c + 1 : c;
+      const double nc = cost(next);
+      if (nc <= cur_cost || std::uniform_real_distribution<double>(0, 1)(rng) < std::exp((cur_cost - nc) / temp)) {
+        cur = std::move(next);
+        cur_cost = nc;
+        if (cur_cost < best_cost) best = cur, best_cost = cur_cost;
+      }
+    }
+  }
+
+  std::vector<Candidate> choice;
+  for (size_t i = 0; i < n_ops; ++i) choice.push_back(sp.cands[i][best[i]]);
+  Plan p = evaluate(topo, initial, roots, m, choice);
+  p.evaluations = evaluations;
+  for (size_t i = 0; i < n_ops; ++i)
+    for (size_t c = 0; c < sp.cands[i].size(); ++c)
+      if (std::isfinite(seen[i][c])) p.tried[sp.ops[i]->id].push_back(Tried{sp.cands[i][c], seen[i][c]});
+  return p;
+}
+
+}  // namespace tapestry::plan

@@ -1,0 +1,120 @@
+#include <doctest/doctest.h>
+
+#include <random>
+
+#include "engine/ir/builders.hpp"
+#include "engine/ir/error.hpp"
+#include "engine/plan/collapse.hpp"
+#include "engine/plan/lower.hpp"
+#include "engine/plan/verifier.hpp"
+#include "tests/engine/plan/plan_test_util.hpp"
+
+using namespace tapestry;
+using namespace tapestry::plan;
+using tapestry::plan::testing::erase_transfer;
+using tapestry::plan::testing::topo_of;
+
+namespace {
+
+NodeRef src(const Shape& s) { return make_source(nullptr, s, DType::F32); }
+
+// A small network touching every kind of op: matmul, broadcast, maps, reductions, keepdim
+// reshapes, transpose, slices, cat, generators.
+std::vector<NodeRef> network() {
+  using build::Operand;
+  NodeRef x = src({8, 6}), w1 = src({6, 10}), b1 = src({10}), w2 = src({10, 4});
+  NodeRef h = build::unary(Op::Relu, build::binary(Op::Add, build::matmul(x, w1), b1));
+  NodeRef z = build::matmul(h, w2);                                  // {8,4}
+  NodeRef m = build::reduce(Op::Max, z, {1}, true);                   // {8,1} via reshape
+  NodeRef e = build::unary(Op::Exp, build::binary(Op::Sub, z, m));
+  NodeRef p = build::binary(Op::Div, e, build::reduce(Op::Sum, e, {1}, true));
+  NodeRef t = build::transpose(p, 0, 1);                              // {4,8}
+  NodeRef c = build::cat({build::narrow(t, 1, 0, 3), build::narrow(t, 1, 5, 3)}, 1);  // {4,6}
+  NodeRef r = build::reshape(build::binary(Op::Mul, c, Operand::number(2)), {2, 12});
+  NodeRef a = build::argreduce(Op::ArgMax, p, 1, false);              // {8}
+  NodeRef n = build::binary(Op::Add, build::rand({2, 12}, 7, DType::F32), r);
+  NodeRef s = build::reduce(Op::Sum, h, {}, false);                   // a scalar
+  return {n, a, s};
+}
+
+// Random parts per index dim: splittable dims in 1..3 pieces (never more than the extent).
+std::vector<int64_t> random_parts(const poly::Signature& s, std::mt19937& rng) {
+  std::vector<int64_t> parts;
+  for (const poly::IndexDim& d : s.space) {
+    const int64_t most = d.splittable ? std::min<int64_t>(3, d.extent) : 1;
+    parts.push_back(std::uniform_int_distribution<int64_t>(1, most)(rng));
+  }
+  return parts;
+}
+
+}  // namespace
+
+TEST_CASE("engine.plan.lower.grid_blocks") {
+  NodeRef y = build::matmul(src({5, 4}), src({4, 3}));
+  const poly::Signature s = poly::signature_of(*y);
+  const std::vector<Placement> p = grid_blocks(s, {2, 1, 2}, 3);
+  REQUIRE(p.size() == 4);
+  CHECK(p[0].box == Box({0, 0, 0}, {1, 2, 1}));
+  CHECK(p[1].box == Box({0, 0, 2}, {1, 2, 3}));
+  CHECK(p[2].box == Box({2, 0, 0}, {4, 2, 1}));
+  CHECK(p[3].rank == 0);  // round-robin over 3 ranks
+}
+
+TEST_CASE("engine.plan.lower.a_row_split_needs_only_the_halo") {
+  NodeRef x = src({10});
+  NodeRef y = build::binary(Op::Add, build::narrow(x, 0, 0, 8), build::narrow(x, 0, 2, 8));
+  const std::vector<NodeRef> topo = topo_of({y});
+  Assignment a;
+  for (const NodeRef& n : topo)
+    if (n->op != Op::Source) a[n->id] = {{Box({0}, {3}), 0}, {Box({4}, {7}), 1}};
+  const ShardedGraph g = lower(topo, a, {{x->id, Box({0}, {4}), 0}, {x->id, Box({5}, {9}), 1}}, {y}, 2);
+  CHECK_MESSAGE(verify(g, topo).ok(), verify(g, topo).message());
+  // Rank 0's second slice reads x[2..5]: one row moves; rank 1's first reads x[4..7]: one row.
+  REQUIRE(g.transfers.size() == 2);
+  CHECK(g.transfers[0].slice.volume() + g.transfers[1].slice.volume() == 2);
+}
+
+TEST_CASE("engine.plan.lower.random_plans_verify_and_collapse") {
+  const std::vector<NodeRef> roots = network();
+  const std::vector<NodeRef> topo = topo_of(roots);
+  std::mt19937 rng(1234);
+  int rejected_mutants = 0, mutants = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const int ranks = std::uniform_int_distribution<int>(1, 4)(rng);
+    Assignment a;
+    std::vector<Shard> initial;
+    for (const NodeRef& n : topo) {
+      const poly::Signature s = poly::signature_of(*n);
+      std::vector<Placement> p = grid_blocks(s, random_parts(s, rng), ranks);
+      const int shift = std::uniform_int_distribution<int>(0, ranks - 1)(rng);
+      for (Placement& q : p) q.rank = (q.rank + shift) % ranks;
+      if (n->op == Op::Source) {
+        for (const Placement& q : p) initial.push_back(Shard{n->id, s.output_slice(q.box), q.rank});
+      } else {
+        a[n->id] = std::move(p);
+      }
+    }
+    ShardedGraph g = lower(topo, a, initial, roots, ranks);
+    const VerifyResult r = verify(g, topo);
+    REQUIRE_MESSAGE(r.ok(), r.message(), to_string(g));
+    CHECK(collapse(g) == topo);  // abstract -> sharded -> abstract
+    if (!g.transfers.empty()) {
+      ++mutants;
+      erase_transfer(g, std::uniform_int_distribution<size_t>(0, g.transfers.size() - 1)(rng));
+      const VerifyResult m = verify(g, topo);
+      rejected_mutants += !m.ok();
+      CHECK_MESSAGE(m.mentions("inputs: "), m.message());
+    }
+  }
+  CHECK(mutants > 20);
+  CHECK(rejected_mutants == mutants);
+}
+
+TEST_CASE("engine.plan.lower.reports_data_that_lies_nowhere") {
+  NodeRef x = src({4});
+  NodeRef y = build::unary(Op::Exp, x);
+  Assignment a;
+  a[y->id] = {{Box({0}, {3}), 0}};
+  CHECK_THROWS_AS(lower({x, y}, a, {{x->id, Box({0}, {1}), 0}}, {y}, 1), Error);
+  CHECK_THROWS_AS(lower({x, y}, {}, {{x->id, Box({0}, {3}), 0}}, {y}, 1), Error);
+}
