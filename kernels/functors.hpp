@@ -14,7 +14,8 @@
 // lets GCC vectorize the map loops that call them without -ffast-math (glibc only
 // does this itself under __FAST_MATH__). The map kernel keeps every element on the
 // vector path (tiles are padded), so results never depend on an element's position.
-#if !defined(__CUDACC__) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
+// A file whose loops must stay scalar defines TP_SCALAR_MATH_ONLY before including this.
+#if !defined(TP_SCALAR_MATH_ONLY) && !defined(__CUDACC__) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
     defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
 #define TP_SIMD_DECL __attribute__((simd("notinbranch")))
 extern "C" {

@@ -198,7 +198,7 @@ const ApiEntry kApi[] = {
      lua::l_eval},
     {"tp.stats", K::Function, "observe", "tp.stats()",
      "Counters: observations, nodes_evaluated, kernels, fused_ops, bytes_allocated, live_nodes, "
-     "time_schedule and time_run (seconds).",
+     "plans, plan_cache_hits, and time_schedule, time_run, time_plan (seconds).",
      lua::l_stats},
     {"tp.clock", K::Function, "observe", "tp.clock()", "Monotonic wall-clock seconds, as a float.",
      lua::l_clock},
@@ -208,6 +208,41 @@ const ApiEntry kApi[] = {
      "Named tensors that outlive Lua variables. A binding is computed at the next observation; "
      "if that fails the previous value is kept. pairs(tp.env) iterates names in order.",
      nullptr},
+
+    // --- plans and layouts ------------------------------------------------------------
+    {"tp.plan", K::Function, "plan", "tp.plan(a, b, ... [,opts])",
+     "Plan without running and return a Plan: print(plan) shows every rank's blocks, transfers "
+     "and combines and the cost estimate; plan:cost() returns {time, bytes_moved, flops, "
+     "peak_bytes}; plan:dot(path) writes Graphviz. opts.mesh = N (or {ranks=, ranks_per_node=, "
+     "flops=, memory=, bandwidth=, latency=, network_bandwidth=, network_latency=}) plans for "
+     "another machine; opts.search = 'greedy', 'anneal' or {method=, steps=, budget=, seed=}.",
+     lua::l_plan},
+    {"tp.explain", K::Function, "plan", "tp.explain(x [,opts])",
+     "Print (and return) why the plan was chosen: each op's signature, the candidate shardings "
+     "tried and the best plan cost with each. Options as tp.plan.",
+     lua::l_explain},
+    {"tp.dot", K::Function, "plan", "tp.dot(x, path)",
+     "Write the abstract expression graph of x as Graphviz.", lua::l_dot},
+    {"tp.mesh", K::Function, "plan", "tp.mesh()",
+     "The allocation: {ranks, devices_per_rank, device, transport, memory_per_rank, "
+     "flops_per_rank, description}. TAPESTRY_RANKS=N runs N virtual ranks in one process.",
+     lua::l_mesh},
+    {"tp.layout_map", K::Function, "plan", "tp.layout_map(x)",
+     "The shard map of x as text (what :layout prints): which rank holds which box.",
+     lua::l_layout_map},
+    {"tp.replicated", K::Function, "plan", "tp.replicated()",
+     "A layout that does not split the tensor (one whole copy).", lua::l_replicated},
+    {"tp.split", K::Function, "plan", "tp.split(d [,parts])",
+     "A layout that splits dim d into parts pieces (default: one per rank).", lua::l_split},
+    {"tp.grid", K::Function, "plan", "tp.grid{p1, p2, ...}",
+     "A layout with p_i pieces along dim i (1 = not split).", lua::l_grid},
+    {"Tensor:layout", K::Method, "plan", "x:layout()",
+     "The layout of x: of its data when materialized, else the planned one on the current mesh.",
+     lua::l_layout},
+    {"Tensor:constrain", K::Method, "plan", "x:constrain(layout)",
+     "x with its layout fixed: the planner must produce it split this way (a hint it honours). "
+     "Example: y:constrain(tp.split(1)).",
+     lua::l_constrain},
 
     // --- operators --------------------------------------------------------------------
     META("__add", (l_binary<Op::Add>), "a + b", "tp.add"),
@@ -227,6 +262,16 @@ const ApiEntry kApi[] = {
      "Help for a function, method or command; without a name, the list of topics.", nullptr},
     {":quit", K::Command, "shell", ":quit", "Leave the shell (Ctrl-D too).", nullptr},
     {":load", K::Command, "shell", ":load FILE", "Run a Lua script inside this session.", nullptr},
+    {":plan", K::Command, "shell", ":plan EXPR", "Print the sharded plan of EXPR (tp.plan).", nullptr},
+    {":explain", K::Command, "shell", ":explain EXPR",
+     "Why the plan of EXPR was chosen: candidates and costs per op (tp.explain).", nullptr},
+    {":layout", K::Command, "shell", ":layout NAME-or-EXPR",
+     "Draw the shard map of a named tensor or an expression: which rank holds which block, in "
+     "colour; n-D tensors as 2-D faces of their last two dims.",
+     nullptr},
+    {":mesh", K::Command, "shell", ":mesh", "Describe the allocation (tp.mesh).", nullptr},
+    {":tensors", K::Command, "shell", ":tensors",
+     "The environment: name, shape, dtype, bytes, layout of every named tensor.", nullptr},
 };
 
 #undef UNARY
@@ -267,6 +312,7 @@ std::string reference_markdown() {
       {"contract", "Contractions"},   {"shape", "Shape operations"},
       {"slice", "Reading slices"},    {"tensor", "Tensor metadata"},
       {"observe", "Observation"},     {"env", "The environment"},
+      {"plan", "Plans, layouts and the mesh"},
       {"shell", "Shell commands"},
   };
   std::string out =

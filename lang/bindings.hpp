@@ -67,4 +67,16 @@ int l_stats(lua_State* L);
 int l_clock(lua_State* L);
 int l_tensors(lua_State* L);
 
+// plans, layouts and the mesh (plan_lua.cpp)
+int l_plan(lua_State* L);
+int l_explain(lua_State* L);
+int l_dot(lua_State* L);
+int l_layout(lua_State* L);
+int l_constrain(lua_State* L);
+int l_replicated(lua_State* L);
+int l_split(lua_State* L);
+int l_grid(lua_State* L);
+int l_mesh(lua_State* L);
+int l_layout_map(lua_State* L);
+
 }  // namespace tapestry::lua

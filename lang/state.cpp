@@ -7,12 +7,14 @@
 #include "lang/api.hpp"
 #include "lang/env_lua.hpp"
 #include "lang/lua_args.hpp"
+#include "lang/plan_lua.hpp"
 #include "lang/tensor_lua.hpp"
 
 namespace tapestry {
 
 int open_tp(lua_State* L) {
   register_tensor_type(L);
+  register_plan_types(L);
   lua_newtable(L);
   for (const ApiEntry& e : api_entries()) {
     if (e.kind != ApiKind::Function || e.name.substr(0, 3) != "tp.") continue;

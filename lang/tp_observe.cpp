@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "engine/exec/stats.hpp"
+#include "engine/plan/planner.hpp"
 #include "engine/ir/value.hpp"
 #include "engine/store/environment.hpp"
 #include "lang/bindings.hpp"
@@ -106,6 +107,10 @@ int l_stats(lua_State* L) {
   seti("live_nodes", live_node_count());
   set("time_schedule", s.time_schedule);
   set("time_run", s.time_run);
+  const plan::PlannerStats& ps = plan::planner_stats();
+  seti("plans", ps.plans);
+  seti("plan_cache_hits", ps.cache_hits);
+  set("time_plan", ps.time_plan);
   return 1;
 }
 

@@ -4,6 +4,7 @@
 
 #include <lua.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -58,11 +59,62 @@ void cmd_load(Shell& sh, std::string_view args) {
 
 void cmd_quit(Shell& sh, std::string_view) { sh.quit = true; }
 
+// Commands that are Lua underneath: run `code` (with $EXPR replaced by the argument) like a
+// typed line.
+void run_lua(Shell& sh, std::string_view usage, std::string_view args, const std::string& code) {
+  if (args.empty() && code.find("$EXPR") != std::string::npos) {
+    print_error("", "usage: " + std::string(usage));
+    ++sh.errors;
+    return;
+  }
+  std::string chunk = code;
+  const size_t at = chunk.find("$EXPR");
+  if (at != std::string::npos) chunk.replace(at, 5, "(" + std::string(args) + ")");
+  if (run_string(sh.L, chunk, "=(command)", "") != LUA_OK) ++sh.errors;
+}
+
+// NAME-or-EXPR: a bare identifier bound in tp.env means that named tensor.
+std::string tensor_expr(std::string_view args) {
+  const std::string a(args);
+  bool ident = !a.empty() && !std::isdigit(static_cast<unsigned char>(a[0]));
+  for (char c : a) ident = ident && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+  if (!ident) return a;
+  return "rawequal(tp.env." + a + ", nil) and " + a + " or tp.env." + a;
+}
+
+void cmd_plan(Shell& sh, std::string_view args) {
+  run_lua(sh, ":plan EXPR", args, "print(tp.plan$EXPR)");
+}
+void cmd_explain(Shell& sh, std::string_view args) {
+  run_lua(sh, ":explain EXPR", args, "tp.explain$EXPR");
+}
+void cmd_layout(Shell& sh, std::string_view args) {
+  if (args.empty()) return run_lua(sh, ":layout NAME-or-EXPR", args, "$EXPR");
+  run_lua(sh, ":layout NAME-or-EXPR", tensor_expr(args), "io.write(tp.layout_map$EXPR)");
+}
+void cmd_mesh(Shell& sh, std::string_view) {
+  run_lua(sh, ":mesh", {},
+          "local m = tp.mesh(); print(m.description); print(string.format("
+          "'%d rank(s) on %s, transport: %s', m.ranks, m.device, m.transport))");
+}
+void cmd_tensors(Shell& sh, std::string_view) {
+  run_lua(sh, ":tensors", {},
+          "local rows = tp.tensors(); if #rows == 0 then print('(no named tensors)') end "
+          "for _, r in ipairs(rows) do print(string.format('%-12s %-16s %-5s %10d bytes  %s%s', "
+          "r.name, '{' .. table.concat(r.shape, ',') .. '}', r.dtype, r.bytes, r.layout, "
+          "r.computed and '' or '  (pending)')) end");
+}
+
 constexpr Command kCommands[] = {
+    {":explain", ":explain EXPR", "why the plan for EXPR was chosen (as tp.explain)", cmd_explain},
     {":help", ":help [name]", "help for a function, method or command; the list without a name",
      cmd_help},
+    {":layout", ":layout NAME-or-EXPR", "draw which rank holds which block", cmd_layout},
     {":load", ":load FILE", "run a Lua script inside the session", cmd_load},
+    {":mesh", ":mesh", "the allocation: ranks, devices, links", cmd_mesh},
+    {":plan", ":plan EXPR", "the sharded plan for EXPR (as tp.plan)", cmd_plan},
     {":quit", ":quit", "leave the shell (Ctrl-D does too)", cmd_quit},
+    {":tensors", ":tensors", "the named tensors: name, shape, dtype, bytes, layout", cmd_tensors},
 };
 
 }  // namespace

@@ -6,7 +6,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "engine/exec/block.hpp"
 #include "engine/exec/stats.hpp"
+#include "engine/poly/signature.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
 #include "kernels/cpu/kernels.hpp"
@@ -210,6 +212,12 @@ class Evaluation {
         }
         return out;
       }
+      case OpKind::Fused: {  // made by plan::fuse; one block over the whole index space
+        const poly::Signature sig = poly::signature_of(n);
+        std::vector<View> ins;
+        for (const NodeRef& in : n.inputs) ins.push_back(input_view(in.get()));
+        return run_block(n, sig, sig.space_box(), ins);
+      }
       case OpKind::Write: {
         auto out = alloc(n.dtype, n.shape);
         const View value = input_view(n.inputs[1].get());
@@ -229,6 +237,8 @@ class Evaluation {
         return wrap(in.permuted(std::vector<int>(n.attrs.ints.begin(), n.attrs.ints.end())));
       case Op::Expand:
         return wrap(in.expanded(n.shape));
+      case Op::Constrain:  // one rank: the layout is the whole tensor
+        return wrap(in);
       case Op::Slice: {
         const size_t r = n.shape.size();
         std::vector<int64_t> start(n.attrs.ints.begin(), n.attrs.ints.begin() + r);
@@ -317,5 +327,6 @@ void evaluate(const std::vector<NodeRef>& roots) {
 
 void request_cancel() { g_cancel.store(true); }
 void clear_cancel() { g_cancel.store(false); }
+bool cancel_requested() { return g_cancel.load(std::memory_order_relaxed); }
 
 }  // namespace tapestry

@@ -18,5 +18,7 @@ void evaluate(const std::vector<NodeRef>& roots);
 // Async-signal-safe: asks the running evaluation to stop at the next kernel boundary.
 void request_cancel();
 void clear_cancel();
+// Whether a cancel was requested and not cleared (the sharded executor checks it between steps).
+bool cancel_requested();
 
 }  // namespace tapestry

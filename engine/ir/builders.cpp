@@ -601,6 +601,18 @@ NodeRef stack(const std::vector<NodeRef>& xs, int dim) {
   return cat(ys, dim);
 }
 
+NodeRef constrain(const NodeRef& x, std::vector<int64_t> parts) {
+  user_check(parts.size() == x->shape.size(), "layout has ", parts.size(), " dims but the tensor ",
+             shape_str(x->shape), " has ", x->shape.size());
+  for (size_t d = 0; d < parts.size(); ++d)
+    user_check(parts[d] >= 1 && parts[d] <= x->shape[d], "cannot split dimension ", d + 1,
+               " of size ", x->shape[d], " into ", parts[d], " parts");
+  const NodeRef& src = x->op == Op::Constrain ? x->inputs[0] : x;  // the last constraint wins
+  Attrs a;
+  a.ints = std::move(parts);
+  return make_node(Op::Constrain, {src}, std::move(a), x->shape, x->dtype);
+}
+
 NodeRef write_region(const NodeRef& base, std::vector<int64_t> start, const Shape& count,
                      const Operand& value) {
   const size_t r = base->shape.size();

@@ -28,8 +28,16 @@ struct Value;  // engine/ir/value.hpp: the data of a materialized node
 //   Reshape: none (shape)           Permute: ints = perm (output dim i = input dim perm[i])
 //   Expand: none (output shape; input rank <= output rank, aligned at the right)
 //   Slice: ints = {start_0..start_{r-1}, step_0..step_{r-1}} (0-based; shape = counts)
+//   Constrain: ints = parts per dim (1 = not split): the layout the planner must give it
 //   Cat: ints {dim}
 //   WriteRegion: ints = start per dim (0-based); inputs {base, value}, value's shape = the box
+//   FusedMap (made by fusion only): inputs = the group's leaves, all of the output's shape;
+//     ints = {n_instr, then per instruction: op, out dtype, in dtype, a, b, c, integer},
+//     reals = {real per instruction}; registers: leaves 0..L-1, then instruction j is L + j;
+//     the last instruction is the result (cpu::MapProgram, field for field)
+//   FusedReduce: ints = {reduce op, rank, program shape..., n_dims, dims..., then FusedMap's
+//     ints}, reals as FusedMap; the program (over the leaves) is reduced over dims
+//   Encoding, decoding and describe_fused: engine/ir/fused.hpp
 struct Attrs {
   std::vector<int64_t> ints;
   std::vector<double> reals;

@@ -20,6 +20,8 @@ enum class OpKind : uint8_t {
   View,      // reshape / permute / expand / slice: data movement only
   Cat,       // concatenation along one dim
   Write,     // a copy of a tensor with one box replaced (region writes)
+  Fused,     // made by fusion (engine/plan/fuse.hpp), never by a builder: a map program,
+             // optionally reduced; attrs encode the program (engine/ir/fused.hpp)
 };
 
 // X(enum, name, kind, arity(-1 = variadic), doc)
@@ -83,8 +85,11 @@ enum class OpKind : uint8_t {
   X(Permute, "permute", View, 1, "reorder dimensions")                                   \
   X(Expand, "expand", View, 1, "broadcast size-1 (or missing leading) dims")             \
   X(Slice, "slice", View, 1, "a strided box of the input")                               \
+  X(Constrain, "constrain", View, 1, "the input, with its layout fixed (x:constrain)")     \
   X(Cat, "cat", Cat, -1, "concatenate along one dim")                                    \
-  X(WriteRegion, "write_region", Write, 2, "base with the box at start replaced by value")
+  X(WriteRegion, "write_region", Write, 2, "base with the box at start replaced by value") \
+  X(FusedMap, "fused_map", Fused, -1, "a group of maps computed in one pass (made by fusion)") \
+  X(FusedReduce, "fused_reduce", Fused, -1, "a group of maps reduced over dims in one op (made by fusion)")
 
 enum class Op : uint16_t {
 #define TAPESTRY_OP_ENUM(e, name, kind, arity, doc) e,

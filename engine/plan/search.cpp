@@ -149,6 +149,26 @@ std::vector<int> greedy(const Space& sp, const std::vector<Shard>& initial, cons
 
 }  // namespace
 
+namespace {
+std::string grid_str(const std::vector<int64_t>& g) {
+  std::string out = "grid{";
+  for (size_t i = 0; i < g.size(); ++i) out += (i ? "," : "") + std::to_string(g[i]);
+  return out + "}";
+}
+}  // namespace
+
+std::vector<int64_t> output_grid_of(const poly::Signature& s, const std::vector<Placement>& blocks) {
+  const size_t r = s.output.shape.size();
+  std::vector<std::set<int64_t>> starts(r);
+  for (const Placement& b : blocks) {
+    const Box o = s.output_slice(b.box);
+    for (size_t d = 0; d < r; ++d) starts[d].insert(o.lo[d]);
+  }
+  std::vector<int64_t> g(r);
+  for (size_t d = 0; d < r; ++d) g[d] = static_cast<int64_t>(starts[d].size());
+  return g;
+}
+
 Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
             const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt) {
   const auto start = std::chrono::steady_clock::now();
@@ -156,9 +176,25 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
   sp.ops = ops_to_place(topo, initial);
   for (const NodeRef& n : sp.ops) {
     sp.sigs.push_back(poly::signature_of(*n));
-    sp.cands.push_back(candidates(sp.sigs.back(), m.ranks));
+    std::vector<Candidate> all = candidates(sp.sigs.back(), m.ranks);
+    std::vector<Candidate> kept;
     std::vector<std::vector<Placement>> per;
-    for (const Candidate& c : sp.cands.back()) per.push_back(place(sp.sigs.back(), c, m.ranks));
+    const auto constraint = opt.output_grid.find(n->id);
+    for (const Candidate& c : all) {
+      std::vector<Placement> blocks = place(sp.sigs.back(), c, m.ranks);
+      if (constraint != opt.output_grid.end()) {
+        bool splits_reduction = false;
+        for (const Placement& b : blocks) splits_reduction |= sp.sigs.back().splits_reduction(b.box);
+        if (splits_reduction || output_grid_of(sp.sigs.back(), blocks) != constraint->second) continue;
+      }
+      kept.push_back(c);
+      per.push_back(std::move(blocks));
+    }
+    if (kept.empty())  // only possible under a constraint
+      user_error("no plan on ", m.ranks, " ranks gives the requested layout ",
+                 grid_str(constraint->second), " to a ", op_def(n->op).name, " of shape ",
+                 shape_str(n->shape));
+    sp.cands.push_back(std::move(kept));
     sp.placed.push_back(std::move(per));
   }
   const size_t n_ops = sp.ops.size();

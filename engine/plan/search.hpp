@@ -36,7 +36,13 @@ struct SearchOptions {
   int steps = 2000;             // annealing moves at most
   double time_budget_s = 1.0;   // and at most this long
   uint64_t seed = 1;
+  // Layout constraints (x:constrain): node id -> parts per output dim (1 = not split).
+  // Only candidates whose blocks cut the output into exactly that grid are considered.
+  std::map<uint64_t, std::vector<int64_t>> output_grid;
 };
+
+// The grid a candidate cuts the op's output into: distinct block ranges per output dim.
+std::vector<int64_t> output_grid_of(const poly::Signature& s, const std::vector<Placement>& blocks);
 
 struct Tried {
   Candidate candidate;

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "engine/ir/error.hpp"
+#include "engine/ir/fused.hpp"
 #include "engine/poly/reshape.hpp"
 #include "engine/poly/signature.hpp"
 
@@ -46,8 +47,8 @@ double map_flops(Op op) {
   }
 }
 
-Signature map_sig(const Node& n) {
-  Signature s = over_output(n, map_flops(n.op));
+Signature map_sig(const Node& n, double flops) {
+  Signature s = over_output(n, flops);
   for (const NodeRef& in : n.inputs) {
     internal_check(in->shape == n.shape);  // builders make broadcasting an explicit Expand
     s.inputs.push_back(access_of(*in, Projection::identity(static_cast<int>(n.shape.size()))));
@@ -55,21 +56,58 @@ Signature map_sig(const Node& n) {
   return s;
 }
 
-// Space = the input's shape; `reduced` dims are reductions, the output keeps the others.
-Signature reduce_sig(const Node& n, const std::vector<int>& reduced, CombineKind c) {
-  const Node& x = *n.inputs[0];
-  const int r = static_cast<int>(x.shape.size());
+// A fused program costs what its instructions cost unfused, so that fusing never changes
+// which sharding the planner prefers; constants cost nothing.
+double program_flops(const FusedProgram& p) {
+  double f = 0;
+  for (const FusedInstr& i : p.instrs) f += i.op == Op::Full ? 0 : map_flops(i.op);
+  return f;
+}
+
+CombineKind reduce_combine(Op op) {
+  switch (op) {
+    case Op::Sum: return CombineKind::Sum;
+    case Op::Prod: return CombineKind::Prod;
+    case Op::Max: return CombineKind::Max;
+    case Op::Min: return CombineKind::Min;
+    case Op::All: return CombineKind::And;
+    case Op::Any: return CombineKind::Or;
+    default: internal_check(false && "not a reduce op");
+  }
+  return CombineKind::None;
+}
+
+// Space = `shape` (the reduced tensor's); `reduced` dims are reductions, the output keeps the
+// others. Every input is read with the identity (a reduce has one; a fused reduce's leaves
+// all have the program's shape).
+Signature reduce_over(const Node& n, const Shape& shape, const std::vector<int>& reduced,
+                      CombineKind c) {
+  const int r = static_cast<int>(shape.size());
   Signature s;
   std::vector<int> kept;
   for (int d = 0; d < r; ++d) {
     const bool red = std::find(reduced.begin(), reduced.end(), d) != reduced.end();
-    s.space.push_back(red ? reduction(cat_str("d", d), x.shape[d], c)
-                          : parallel(cat_str("d", d), x.shape[d]));
+    s.space.push_back(red ? reduction(cat_str("d", d), shape[d], c)
+                          : parallel(cat_str("d", d), shape[d]));
     if (!red) kept.push_back(d);
   }
-  s.inputs.push_back(access_of(x, Projection::identity(r)));
+  for (const NodeRef& in : n.inputs) {
+    internal_check(in->shape == shape);
+    s.inputs.push_back(access_of(*in, Projection::identity(r)));
+  }
   s.output = access_of(n, Projection::select(r, kept));
   s.flops_per_point = 1;
+  return s;
+}
+
+Signature reduce_sig(const Node& n, const std::vector<int>& reduced, CombineKind c) {
+  return reduce_over(n, n.inputs[0]->shape, reduced, c);
+}
+
+Signature fused_reduce_sig(const Node& n) {
+  const FusedReduction r = decode_fused_reduce(n);
+  Signature s = reduce_over(n, r.shape, r.dims, reduce_combine(r.op));
+  s.flops_per_point = program_flops(r.program) + 1;
   return s;
 }
 
@@ -81,7 +119,11 @@ Signature argreduce_sig(const Node& n, CombineKind c) {
   } else {
     dims.push_back(static_cast<int>(n.attrs.ints[0]));
   }
-  return reduce_sig(n, dims, c);
+  // The reduced dims are never split: a block then sees whole rows, its local index is the
+  // global one, and no (value, index) combine is needed.
+  Signature s = reduce_sig(n, dims, c);
+  for (int d : dims) s.space[d].splittable = false;
+  return s;
 }
 
 // Y[b.., i, j] = sum_k A[b.., i, k] * B[b.., k, j]: space {b.., i, j, k}.
@@ -252,6 +294,7 @@ Signature signature_of(const Node& n) {
       return over_output(n, 8);
     case Op::Randn:
       return over_output(n, 16);
+    case Op::Constrain:  // an identity whose layout the search fixes (SearchOptions::output_grid)
     case Op::Cast: case Op::Neg: case Op::Abs: case Op::Exp: case Op::Log: case Op::Sqrt:
     case Op::Rsqrt: case Op::Sin: case Op::Cos: case Op::Tanh: case Op::Sigmoid: case Op::Relu:
     case Op::Gelu: case Op::Floor: case Op::Ceil: case Op::Round: case Op::Sign: case Op::Square:
@@ -259,13 +302,10 @@ Signature signature_of(const Node& n) {
     case Op::Div: case Op::FloorDiv: case Op::Mod: case Op::Pow: case Op::Maximum:
     case Op::Minimum: case Op::Atan2: case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le:
     case Op::Gt: case Op::Ge: case Op::LogicalAnd: case Op::LogicalOr: case Op::Where:
-      return map_sig(n);
-    case Op::Sum: case Op::Prod: case Op::Max: case Op::Min: case Op::All: case Op::Any: {
-      const CombineKind c = n.op == Op::Sum ? CombineKind::Sum : n.op == Op::Prod ? CombineKind::Prod
-                      : n.op == Op::Max ? CombineKind::Max : n.op == Op::Min ? CombineKind::Min
-                      : n.op == Op::All ? CombineKind::And : CombineKind::Or;
-      return reduce_sig(n, std::vector<int>(n.attrs.ints.begin(), n.attrs.ints.end()), c);
-    }
+      return map_sig(n, map_flops(n.op));
+    case Op::Sum: case Op::Prod: case Op::Max: case Op::Min: case Op::All: case Op::Any:
+      return reduce_sig(n, std::vector<int>(n.attrs.ints.begin(), n.attrs.ints.end()),
+                        reduce_combine(n.op));
     case Op::ArgMax:
       return argreduce_sig(n, CombineKind::ArgMax);
     case Op::ArgMin:
@@ -284,6 +324,10 @@ Signature signature_of(const Node& n) {
       return cat_sig(n);
     case Op::WriteRegion:
       return write_region_sig(n);
+    case Op::FusedMap:
+      return map_sig(n, program_flops(decode_fused_map(n)));
+    case Op::FusedReduce:
+      return fused_reduce_sig(n);
     case Op::Count:
       break;
   }

@@ -3,6 +3,7 @@
 // on the box being filled, so shards agree with the whole tensor. This file keeps to
 // scalar libm calls on purpose (no vector math), so an element's value cannot depend
 // on where a vector loop's tail fell.
+#define TP_SCALAR_MATH_ONLY
 #include <cmath>
 #include <type_traits>
 

@@ -4,6 +4,7 @@
 
 #include "engine/ir/builders.hpp"
 #include "engine/ir/error.hpp"
+#include "engine/ir/fused.hpp"
 #include "engine/poly/signature.hpp"
 
 using namespace tapestry;
@@ -50,12 +51,23 @@ std::vector<NodeRef> samples(Op op) {
     case OpKind::Write:
       return {node(op, {src({4, 5}), src({2, 3})}, {1, 2}, {4, 5}),
               node(op, {src({4}), src({4})}, {0}, {4})};
+    case OpKind::Fused: {
+      // x0 * x1 + 2, and sum over dims {0, 2} of exp(x0).
+      FusedProgram p{2, {{Op::Mul, DType::F32, DType::F32, 0, 1}, {Op::Full, DType::F32, DType::F32, -1, -1, -1, 2, 2},
+                         {Op::Add, DType::F32, DType::F32, 2, 3}}};
+      if (op == Op::FusedMap)
+        return {make_node(op, {src({3, 4}), src({3, 4})}, encode_fused_map(p), {3, 4}, DType::F32),
+                make_node(op, {src({}), src({})}, encode_fused_map(p), {}, DType::F32)};
+      FusedReduction r{Op::Sum, {0, 2}, {3, 4, 5}, {1, {{Op::Exp, DType::F32, DType::F32, 0}}}};
+      return {make_node(op, {src({3, 4, 5})}, encode_fused_reduce(r), {4}, DType::F32)};
+    }
     case OpKind::View:
       break;
   }
   if (op == Op::Reshape)
     return {node(op, {src({4, 6})}, {}, {2, 2, 6}), node(op, {src({2, 3})}, {}, {3, 2}),
             node(op, {src({6})}, {}, {1, 2, 3})};
+  if (op == Op::Constrain) return {node(op, {src({3, 4})}, {2, 1}, {3, 4})};
   if (op == Op::Permute) return {node(op, {src({2, 3, 4})}, {2, 0, 1}, {4, 2, 3})};
   if (op == Op::Expand)
     return {node(op, {src({3, 1})}, {}, {2, 3, 4}), node(op, {src({})}, {}, {2, 2})};

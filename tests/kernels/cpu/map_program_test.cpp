@@ -181,3 +181,19 @@ TEST_CASE("kernels.cpu.map.same_result_for_any_shard") {
     for (int64_t i = 0; i < len; ++i) REQUIRE(part->data<float>()[i] == whole->data<float>()[start + i]);
   }
 }
+
+TEST_CASE("kernels.cpu.map.large_transposed_leaf") {
+  // Big enough that run_map copies the transposed leaf first (tiled) instead of
+  // gathering it element by element; plus a broadcast leaf that must stay a view.
+  const int64_t n = 300, m = 401;
+  auto a = iota_f32({m, n});
+  auto r = iota_f32({m}, 0.25f);
+  MapProgram p;
+  p.leaves = {a->view().permuted({1, 0}), r->view().expanded({n, m})};
+  p.instrs = {instr(Op::Mul, 0, 1)};
+  auto out = Value::alloc(DType::F32, {n, m});
+  cpu::run_map(p, out->view());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < m; ++j)
+      REQUIRE(out->data<float>()[i * m + j] == a->data<float>()[j * n + i] * r->data<float>()[j]);
+}

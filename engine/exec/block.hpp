@@ -1,0 +1,28 @@
+// Running one block of one op: the unit of work every rank executes.
+//   poly::Signature sig = poly::signature_of(*n);
+//   std::vector<View> ins = {slice of input 0 = sig.input_slice(0, box), ...};
+//   View out = run_block(*n, sig, box, ins);   // out covers sig.output_slice(box)
+// A block that splits a reduction dim returns a partial result of the output slice's shape;
+// combine_partials merges partials with the op's monoid.
+#pragma once
+
+#include <vector>
+
+#include "engine/ir/node.hpp"
+#include "engine/ir/value.hpp"
+#include "engine/poly/box.hpp"
+#include "engine/poly/signature.hpp"
+
+namespace tapestry {
+
+// Computes `box` (a box of n's index space). inputs[i] holds exactly the tensor slice
+// sig.input_slice(i, box) of input i (contiguous or not), in the input's dtype; for a clipped
+// projection (cat, write_region) whose slice is empty, inputs[i] is an empty View (no buf).
+// Returns a new contiguous value of the output slice's shape and n's dtype.
+std::shared_ptr<Value> run_block(const Node& n, const poly::Signature& sig, const poly::Box& box,
+                                 const std::vector<View>& inputs);
+
+// acc = combine(acc, part), elementwise, same shape and dtype (Sum, Prod, Max, Min, And, Or).
+void combine_partials(poly::CombineKind kind, const View& acc, const View& part);
+
+}  // namespace tapestry

@@ -1,0 +1,311 @@
+#include "engine/exec/sharded_run.hpp"
+
+#include <algorithm>
+
+#include "engine/comm/loopback.hpp"
+#include "engine/exec/block.hpp"
+#include "engine/exec/evaluator.hpp"
+#include "engine/ir/error.hpp"
+#include "kernels/cpu/kernels.hpp"
+
+namespace tapestry {
+
+using plan::Step;
+using poly::Box;
+
+namespace {
+
+// The window of `v` (which covers `origin`) over `want` (inside origin). Dims beyond the
+// box's rank are kept whole, so a partial with extra trailing dims slices like its output.
+View window(const View& v, const Box& origin, const Box& want) {
+  std::vector<int64_t> start(v.rank(), 0), step(v.rank(), 1);
+  Shape count = v.shape;
+  for (int d = 0; d < origin.rank(); ++d) {
+    start[d] = want.lo[d] - origin.lo[d];
+    count[d] = want.extent(d);
+  }
+  return v.sliced(start, step, count);
+}
+
+// A box's extents followed by the trailing dims of `like` beyond the box's rank.
+Shape shape_with_tail(const Box& b, const View& like) {
+  Shape s = b.extents();
+  for (int d = b.rank(); d < like.rank(); ++d) s.push_back(like.shape[d]);
+  return s;
+}
+
+// Rethrows the exception in flight with "rank r: " in front, keeping its type.
+[[noreturn]] void rethrow_on(int rank) {
+  try {
+    throw;
+  } catch (const Cancelled&) {
+    throw;
+  } catch (const Error& e) {
+    throw Error(cat_str("rank ", rank, ": ", e.what()));
+  } catch (const InternalError& e) {
+    throw InternalError(cat_str("rank ", rank, ": ", e.what()));
+  }
+}
+
+}  // namespace
+
+RankProgram::RankProgram(const plan::ShardedGraph& g, comm::Transport& t) : g_(g), t_(t), me_(t.rank()) {
+  internal_check(t.size() == g.num_ranks && me_ >= 0 && me_ < g.num_ranks);
+  for (const NodeRef& n : g.nodes) nodes_[n->id] = n.get();
+  for (const plan::Combine& c : g.combines) split_.insert(c.node);
+  // The initial shards are windows on the nodes' values: nothing is copied to start.
+  for (const plan::Shard& h : g.initial) {
+    if (h.rank != me_) continue;
+    const Node& n = node(h.tensor);
+    if (!n.value)
+      throw InternalError(cat_str("rank ", me_, " is to hold ", poly::to_string(h.box), " of %", h.tensor, " (",
+                                  op_def(n.op).name, ") initially, but that node has no value"));
+    hold(h.tensor, h.box, window(n.value->view(), Box::of_shape(n.shape), h.box));
+  }
+}
+
+const Node& RankProgram::node(uint64_t id) const {
+  auto it = nodes_.find(id);
+  if (it == nodes_.end()) throw InternalError(cat_str("the plan names %", id, ", which it does not list"));
+  return *it->second;
+}
+
+const poly::Signature& RankProgram::sig(uint64_t id) {
+  auto it = sigs_.find(id);
+  if (it == sigs_.end()) it = sigs_.emplace(id, poly::signature_of(node(id))).first;
+  return it->second;
+}
+
+bool RankProgram::advance() {
+  bool ran = false;
+  try {
+    while (!done()) {
+      if (cancel_requested()) throw Cancelled();
+      if (!step(steps()[pc_])) break;
+      ++pc_;
+      ran = true;
+    }
+  } catch (...) {
+    rethrow_on(me_);
+  }
+  return ran;
+}
+
+bool RankProgram::step(const Step& s) {
+  switch (s.kind) {
+    case Step::Kind::Run:
+      run(s.index);
+      return true;
+    case Step::Kind::Send:
+      send(s.index);
+      return true;
+    case Step::Kind::Recv:
+      return recv(s.index);
+    case Step::Kind::Combine:
+      return combine(s.index);
+  }
+  internal_fail(__FILE__, __LINE__, "unknown step kind");
+}
+
+std::string RankProgram::waiting_on() const {
+  if (done()) return "nothing";
+  const Step& s = steps()[pc_];
+  if (s.kind == Step::Kind::Recv)
+    return cat_str("step ", pc_, ", the receive of transfer ", s.index, " from rank ", g_.transfers[s.index].from);
+  if (s.kind == Step::Kind::Combine) return cat_str("step ", pc_, ", combine ", s.index, " (a partial is missing)");
+  return cat_str("step ", pc_);
+}
+
+void RankProgram::run(size_t b) {
+  internal_check(b < g_.blocks.size() && g_.blocks[b].rank == me_);
+  const plan::Block& k = g_.blocks[b];
+  const Node& n = node(k.node);
+  const poly::Signature& s = sig(k.node);
+  std::vector<View> ins;
+  ins.reserve(n.inputs.size());
+  for (size_t i = 0; i < n.inputs.size(); ++i) ins.push_back(gather(n.inputs[i]->id, s.input_slice(i, k.box)));
+  std::shared_ptr<Value> out = run_block(n, s, k.box, ins);
+  ++blocks_run_;
+  // A partial is no value yet: consumers read the combined result.
+  if (split_.count(k.node)) partials_[b] = std::move(out);
+  else hold(k.node, s.output_slice(k.box), out->view());
+}
+
+void RankProgram::send(size_t t) {
+  internal_check(t < g_.transfers.size() && g_.transfers[t].from == me_);
+  const plan::Transfer& x = g_.transfers[t];
+  t_.send(x.to, comm::tag(comm::TagKind::Transfer, t), gather(x.tensor, x.slice));
+}
+
+bool RankProgram::recv(size_t t) {
+  internal_check(t < g_.transfers.size() && g_.transfers[t].to == me_);
+  const plan::Transfer& x = g_.transfers[t];
+  std::shared_ptr<Value> v = t_.try_recv(x.from, comm::tag(comm::TagKind::Transfer, t));
+  if (!v) return false;
+  internal_check(v->v.shape == x.slice.extents());
+  hold(x.tensor, x.slice, v->view());
+  return true;
+}
+
+// Every participant sends the part of its partials over `out` to each other destination;
+// a destination then merges all of them in the combine's partial order (the same order on
+// every destination, so an all-reduce gives bit-identical copies).
+bool RankProgram::combine(size_t c) {
+  internal_check(c < g_.combines.size());
+  const plan::Combine& m = g_.combines[c];
+  const poly::Signature& s = sig(m.node);
+  auto region = [&](size_t p) { return intersect(s.output_slice(g_.blocks[p].box), m.out); };
+  auto local = [&](size_t p) {
+    auto it = partials_.find(p);
+    if (it == partials_.end())
+      throw InternalError(cat_str("combine ", c, " merges the partial of block ", p, ", which has not run"));
+    return window(it->second->view(), s.output_slice(g_.blocks[p].box), region(p));
+  };
+  if (combine_started_.insert(c).second) {
+    for (size_t p : m.partials) {
+      internal_check(p < g_.blocks.size());
+      if (g_.blocks[p].rank != me_ || region(p).empty()) continue;
+      for (plan::Rank d : m.dest)
+        if (d != me_) t_.send(d, comm::tag(comm::TagKind::Partial, c, p), local(p));
+    }
+  }
+  if (std::find(m.dest.begin(), m.dest.end(), me_) == m.dest.end()) return true;
+  // Wait for every remote partial; keep the ones that came so far.
+  bool all = true;
+  for (size_t p : m.partials) {
+    const plan::Rank from = g_.blocks[p].rank;
+    if (from == me_ || region(p).empty() || arrived_.count({c, p})) continue;
+    if (auto v = t_.try_recv(from, comm::tag(comm::TagKind::Partial, c, p))) arrived_[{c, p}] = std::move(v);
+    else all = false;
+  }
+  if (!all) return false;
+  // The first partial to reach a point initializes it; later ones combine into it.
+  std::shared_ptr<Value> acc;
+  std::vector<Box> filled;  // disjoint
+  for (size_t p : m.partials) {
+    const Box r = region(p);
+    if (r.empty()) continue;
+    View part;
+    if (g_.blocks[p].rank == me_) {
+      part = local(p);
+    } else {
+      auto it = arrived_.find({c, p});
+      part = it->second->view();
+      arrived_.erase(it);
+    }
+    if (!acc) acc = Value::alloc(part.dtype, shape_with_tail(m.out, part));
+    for (const Box& f : filled) {
+      const Box both = intersect(r, f);
+      if (!both.empty()) combine_partials(m.kind, window(acc->v, m.out, both), window(part, r, both));
+    }
+    for (const Box& u : poly::uncovered(r, filled)) {
+      cpu::copy_view(window(part, r, u), window(acc->v, m.out, u));
+      filled.push_back(u);
+    }
+  }
+  if (!acc || !poly::covered_by(m.out, filled))
+    throw InternalError(cat_str("combine ", c, " of %", m.node, ": no partial reaches part of ", poly::to_string(m.out)));
+  hold(m.node, m.out, acc->view());
+  return true;
+}
+
+View RankProgram::gather(uint64_t tensor, const Box& need) const {
+  if (need.empty()) return View{};  // a clipped projection reads nothing
+  auto it = store_.find(tensor);
+  static const std::vector<Piece> none;
+  const std::vector<Piece>& pieces = it == store_.end() ? none : it->second;
+  for (const Piece& p : pieces)
+    if (p.box.contains(need)) return window(p.view, p.box, need);
+  std::vector<Box> boxes;
+  for (const Piece& p : pieces) boxes.push_back(p.box);
+  const std::vector<Box> missing = poly::uncovered(need, boxes);
+  if (!missing.empty()) {
+    const auto n = nodes_.find(tensor);
+    throw InternalError(cat_str("rank ", me_, " needs ", poly::to_string(need), " of %", tensor,
+                                n == nodes_.end() ? "" : cat_str(" (", op_def(n->second->op).name, ")"),
+                                " but lacks ", poly::to_string(missing[0]),
+                                " (neither held, computed there, nor received)"));
+  }
+  // Several pieces: copy each point once into a buffer of exactly the needed box.
+  auto out = Value::alloc(pieces[0].view.dtype, need.extents());
+  std::vector<Box> copied;
+  for (const Piece& p : pieces) {
+    const Box part = intersect(p.box, need);
+    if (part.empty()) continue;
+    for (const Box& u : poly::uncovered(part, copied)) cpu::copy_view(window(p.view, p.box, u), window(out->v, need, u));
+    copied.push_back(part);
+  }
+  return out->v;
+}
+
+void RankProgram::send_outputs() {
+  internal_check(done());
+  try {
+    for (size_t i = 0; i < g_.outputs.size(); ++i) {
+      const plan::Shard& o = g_.outputs[i];
+      if (o.rank == me_ && me_ != 0) t_.send(0, comm::tag(comm::TagKind::Output, i), gather(o.tensor, o.box));
+    }
+  } catch (...) {
+    rethrow_on(me_);
+  }
+}
+
+bool RankProgram::gather_outputs(std::map<uint64_t, std::shared_ptr<Value>>& roots) {
+  internal_check(me_ == 0 && done());
+  for (size_t i = 0; i < g_.outputs.size(); ++i) {
+    const plan::Shard& o = g_.outputs[i];
+    if (o.rank == 0 || outputs_in_.count(i)) continue;
+    auto v = t_.try_recv(o.rank, comm::tag(comm::TagKind::Output, i));
+    if (!v) return false;
+    outputs_in_[i] = std::move(v);
+  }
+  for (uint64_t r : g_.roots) {
+    const Node& n = node(r);
+    auto full = Value::alloc(n.dtype, n.shape);
+    const Box all = Box::of_shape(n.shape);
+    std::vector<Box> got;
+    for (size_t i = 0; i < g_.outputs.size(); ++i) {
+      const plan::Shard& o = g_.outputs[i];
+      if (o.tensor != r) continue;
+      const View piece = o.rank == 0 ? gather(r, o.box) : outputs_in_.at(i)->view();
+      internal_check(piece.dtype == n.dtype);
+      cpu::copy_view(piece, window(full->v, all, o.box));
+      got.push_back(o.box);
+    }
+    if (!poly::covered_by(all, got))
+      throw InternalError(cat_str("the result shards of %", r, " do not cover it: ",
+                                  poly::to_string(poly::uncovered(all, got)[0]), " lies nowhere"));
+    roots[r] = std::move(full);
+  }
+  return true;
+}
+
+RunReport run_plan(const plan::ShardedGraph& g) {
+  comm::LoopbackHub hub(g.num_ranks);
+  std::vector<std::unique_ptr<RankProgram>> ranks;
+  for (int r = 0; r < g.num_ranks; ++r) ranks.push_back(std::make_unique<RankProgram>(g, hub.endpoint(r)));
+  // Round-robin: each rank runs until it waits; stop when all are done or none can move.
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (auto& p : ranks) progress = p->advance() || progress;
+  }
+  std::string stuck;
+  for (int r = 0; r < g.num_ranks; ++r)
+    if (!ranks[r]->done()) stuck += cat_str(stuck.empty() ? "" : "; ", "rank ", r, " waits at ", ranks[r]->waiting_on());
+  if (!stuck.empty()) throw InternalError(cat_str("the plan deadlocks: ", stuck));
+  for (auto& p : ranks) p->send_outputs();
+  std::map<uint64_t, std::shared_ptr<Value>> values;
+  internal_check(ranks[0]->gather_outputs(values));
+  if (hub.undelivered() != 0)
+    throw InternalError(cat_str("the plan sent ", hub.undelivered(), " messages that no rank received"));
+  // Publish only now: a failure above leaves every root as it was.
+  RunReport report{0, hub.messages_sent(), hub.bytes_sent()};
+  for (auto& p : ranks) report.blocks += p->blocks_run();
+  for (auto& [id, v] : values) {
+    const Node* n = g.find(id);
+    if (n && !n->value) n->value = std::move(v);
+  }
+  return report;
+}
+
+}  // namespace tapestry

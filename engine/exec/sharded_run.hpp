@@ -1,0 +1,89 @@
+// Running a sharded graph: every rank executes its step list; slices move through a transport.
+//   plan::Plan p = plan::search(topo, initial, roots, plan::Mesh::modelled(4));
+//   RunReport r = run_plan(p.graph);      // 4 virtual ranks over loopback; roots get their values
+//   RankProgram me(g, mpi_endpoint);  while (!me.done()) me.advance();   // one rank (MPI, later)
+// The executor trusts the plan's structure (verify() checks it) but not blindly: a slice a
+// block needs and its rank lacks, or a plan that cannot finish, throws InternalError naming the
+// rank and the step, and a failed run leaves every root unchanged.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "engine/comm/transport.hpp"
+#include "engine/ir/value.hpp"
+#include "engine/plan/sharded_graph.hpp"
+
+namespace tapestry {
+
+struct RunReport {
+  int64_t blocks = 0;      // blocks run, over all ranks
+  int64_t messages = 0;    // transfers, partials and gathered outputs
+  int64_t bytes = 0;       // their payload
+};
+
+// One rank's part of a plan. Its store maps (tensor id, box) to the data: the initial shards
+// (views of the nodes' values), received slices, block outputs and combined values.
+class RankProgram {
+ public:
+  RankProgram(const plan::ShardedGraph& g, comm::Transport& t);
+
+  // Runs this rank's steps in program order until one must wait (a receive that has not
+  // arrived, a combine missing a partial) or all have run; whether any step ran. Checks the
+  // cancel flag before every step (throws Cancelled).
+  bool advance();
+  bool done() const { return pc_ == steps().size(); }
+  std::string waiting_on() const;  // the step it waits at, for deadlock reports
+
+  // After done(): every rank sends the result shards it holds to rank 0; rank 0 then
+  // assembles each root's full, contiguous value (false while a shard has not arrived).
+  void send_outputs();
+  bool gather_outputs(std::map<uint64_t, std::shared_ptr<Value>>& roots);
+
+  int64_t blocks_run() const { return blocks_run_; }
+
+ private:
+  struct Piece {
+    poly::Box box;  // tensor coordinates the view covers
+    View view;
+  };
+  const std::vector<plan::Step>& steps() const { return g_.steps[me_]; }
+  bool step(const plan::Step& s);  // false: must wait
+  void run(size_t b);
+  void send(size_t t);
+  bool recv(size_t t);
+  bool combine(size_t c);
+  const Node& node(uint64_t id) const;
+  const poly::Signature& sig(uint64_t id);
+  // The slice `need` of a tensor as one view: a window on a held piece when one covers it,
+  // else a new buffer assembled from the intersecting pieces.
+  View gather(uint64_t tensor, const poly::Box& need) const;
+  void hold(uint64_t tensor, poly::Box box, View v) { store_[tensor].push_back({std::move(box), std::move(v)}); }
+
+  const plan::ShardedGraph& g_;
+  comm::Transport& t_;
+  int me_;
+  size_t pc_ = 0;
+  int64_t blocks_run_ = 0;
+  std::unordered_map<uint64_t, const Node*> nodes_;
+  std::unordered_map<uint64_t, poly::Signature> sigs_;
+  std::unordered_set<uint64_t> split_;  // nodes whose blocks leave partials (they have combines)
+  std::unordered_map<uint64_t, std::vector<Piece>> store_;
+  std::unordered_map<size_t, std::shared_ptr<Value>> partials_;  // block index -> its partial
+  std::unordered_set<size_t> combine_started_;                   // partials sent out
+  std::map<std::pair<size_t, size_t>, std::shared_ptr<Value>> arrived_;  // (combine, block)
+  std::map<size_t, std::shared_ptr<Value>> outputs_in_;           // rank 0: output shards
+};
+
+// Runs every rank of `g` over a loopback transport in this process, round-robin: a rank runs
+// until it must wait, then the next. On success sets each root's value (gathered on rank 0);
+// on any throw no root is changed. Throws InternalError on a deadlock or a missing slice,
+// Error / Cancelled as the blocks do, each message prefixed with the failing rank.
+RunReport run_plan(const plan::ShardedGraph& g);
+
+}  // namespace tapestry

@@ -1,0 +1,118 @@
+#include "engine/plan/planner.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <set>
+#include <unordered_set>
+
+#include "engine/ir/error.hpp"
+#include "engine/plan/plan_cache.hpp"
+
+namespace tapestry::plan {
+
+std::vector<NodeRef> observed_subgraph(const std::vector<NodeRef>& roots) {
+  std::vector<NodeRef> topo;
+  std::unordered_set<const Node*> seen;
+  std::vector<std::pair<NodeRef, size_t>> stack;
+  for (const NodeRef& r : roots) {
+    if (!seen.insert(r.get()).second) continue;
+    stack.push_back({r, 0});
+    while (!stack.empty()) {
+      auto& [n, next] = stack.back();
+      if (n->value || next == n->inputs.size()) {
+        topo.push_back(n);
+        stack.pop_back();
+        continue;
+      }
+      NodeRef in = n->inputs[next++];
+      if (seen.insert(in.get()).second) stack.push_back({std::move(in), 0});
+    }
+  }
+  return topo;
+}
+
+PlannerStats& planner_stats() {
+  static PlannerStats s;
+  return s;
+}
+
+PlannedGraph plan_observation(const std::vector<NodeRef>& roots, const Mesh& mesh,
+                              SearchOptions opts) {
+  const auto t0 = std::chrono::steady_clock::now();
+  PlannedGraph pg;
+  pg.topo = observed_subgraph(roots);
+  pg.roots = roots;
+  pg.mesh = mesh;
+  for (const NodeRef& n : pg.topo) {
+    if (n->value) pg.initial.push_back(Shard{n->id, Box::of_shape(n->shape), 0});
+    if (n->op == Op::Constrain && !n->value) opts.output_grid[n->id] = n->attrs.ints;
+  }
+  static PlanCache cache;
+  const uint64_t hits = cache.hits();
+  pg.plan = cache.plan(pg.topo, pg.initial, pg.roots, mesh, opts);
+  pg.cache_hit = cache.hits() > hits;
+  PlannerStats& st = planner_stats();
+  ++st.plans;
+  if (pg.cache_hit) ++st.cache_hits;
+  st.time_plan += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return pg;
+}
+
+namespace {
+Mesh& mesh_storage() {
+  static Mesh m = [] {
+    int ranks = 1;
+    if (const char* e = std::getenv("TAPESTRY_RANKS")) ranks = std::max(1, std::atoi(e));
+    return Mesh::this_machine(ranks);
+  }();
+  return m;
+}
+}  // namespace
+
+const Mesh& current_mesh() { return mesh_storage(); }
+void set_current_ranks(int ranks) {
+  user_check(ranks >= 1 && ranks <= 4096, "ranks must be in 1..4096, got ", ranks);
+  mesh_storage() = Mesh::this_machine(ranks);
+}
+
+LayoutInfo layout_of(const PlannedGraph& pg, uint64_t node) {
+  LayoutInfo li;
+  const Node* n = pg.plan.graph.find(node);
+  internal_check(n != nullptr);
+  const size_t r = n->shape.size();
+  // Results (outputs) of roots; else the output slices of its blocks or combines; else held.
+  for (const Shard& s : pg.plan.graph.outputs)
+    if (s.tensor == node) li.shards.push_back(s);
+  if (li.shards.empty()) {
+    bool combined = false;
+    for (const Combine& c : pg.plan.graph.combines)
+      if (c.node == node)
+        for (Rank d : c.dest) li.shards.push_back(Shard{node, c.out, d}), combined = true;
+    if (!combined) {
+      const poly::Signature sig = poly::signature_of(*n);
+      for (const Block& b : pg.plan.graph.blocks)
+        if (b.node == node) li.shards.push_back(Shard{node, sig.output_slice(b.box), b.rank});
+    }
+  }
+  if (li.shards.empty())
+    for (const Shard& s : pg.plan.graph.initial)
+      if (s.tensor == node) li.shards.push_back(s);
+  std::vector<std::set<int64_t>> starts(r);
+  for (const Shard& s : li.shards)
+    for (size_t d = 0; d < r; ++d) starts[d].insert(s.box.lo[d]);
+  for (size_t d = 0; d < r; ++d) li.grid.push_back(std::max<int64_t>(1, starts[d].size()));
+  return li;
+}
+
+std::string grid_string(const std::vector<int64_t>& grid) {
+  int split_dims = 0, dim = -1;
+  for (size_t d = 0; d < grid.size(); ++d)
+    if (grid[d] > 1) ++split_dims, dim = static_cast<int>(d);
+  if (split_dims == 0) return "whole";
+  if (split_dims == 1) return cat_str("split(", dim + 1, ", ", grid[dim], ")");
+  std::string s = "grid{";
+  for (size_t d = 0; d < grid.size(); ++d) s += (d ? "," : "") + std::to_string(grid[d]);
+  return s + "}";
+}
+
+}  // namespace tapestry::plan

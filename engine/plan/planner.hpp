@@ -1,0 +1,48 @@
+// Planning one observation: the observed subgraph, where its inputs lie, and the plan.
+//   PlannedGraph pg = plan_observation({y}, current_mesh(), {});
+//   print(to_string(pg.plan.graph));  pg.plan.cost.time;  layout_of(pg, y->id)
+// Nodes that already hold a value are inputs held whole on rank 0; Constrain nodes fix the
+// layout of their value; plans are cached by structure, so a loop plans once.
+#pragma once
+
+#include <vector>
+
+#include "engine/ir/node.hpp"
+#include "engine/plan/search.hpp"
+
+namespace tapestry::plan {
+
+struct PlannedGraph {
+  std::vector<NodeRef> topo;    // the observed subgraph, inputs first
+  std::vector<Shard> initial;   // where its inputs lie
+  std::vector<NodeRef> roots;
+  Mesh mesh;
+  Plan plan;
+  bool cache_hit = false;
+};
+
+// Post-order from the roots, stopping at nodes that hold a value (they are inputs).
+std::vector<NodeRef> observed_subgraph(const std::vector<NodeRef>& roots);
+
+PlannedGraph plan_observation(const std::vector<NodeRef>& roots, const Mesh& mesh,
+                              SearchOptions opts);
+
+// The mesh observations run on: TAPESTRY_RANKS virtual ranks (loopback), default 1.
+const Mesh& current_mesh();
+void set_current_ranks(int ranks);
+
+// How a planned value is split: parts per dim and which rank holds which box.
+struct LayoutInfo {
+  std::vector<int64_t> grid;  // parts per dim
+  std::vector<Shard> shards;  // tensor boxes per rank
+};
+LayoutInfo layout_of(const PlannedGraph& pg, uint64_t node);
+std::string grid_string(const std::vector<int64_t>& grid);  // "replicated" / "split(1, 4)" / "grid{2,2}"
+
+struct PlannerStats {
+  uint64_t plans = 0, cache_hits = 0;
+  double time_plan = 0;
+};
+PlannerStats& planner_stats();
+
+}  // namespace tapestry::plan

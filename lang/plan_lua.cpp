@@ -1,0 +1,452 @@
+// Plans, layouts and the mesh in Lua: tp.plan, Plan userdata, tp.explain, tp.dot,
+// tp.mesh, tp.replicated/split/grid, x:layout(), x:constrain(layout).
+//   local p = tp.plan(y, {mesh = 1024})     print(p)     p:cost().bytes_moved
+//   tp.explain(y)                           y:constrain(tp.split(1)):layout()
+#include "lang/plan_lua.hpp"
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include <algorithm>
+#include <fstream>
+#include <new>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "engine/plan/planner.hpp"
+#include "engine/poly/signature.hpp"
+#include "engine/store/environment.hpp"
+#include "lang/bindings.hpp"
+#include "lang/lua_args.hpp"
+#include "lang/tensor_lua.hpp"
+
+namespace tapestry {
+
+namespace {
+
+constexpr const char* kPlanMeta = "tapestry.Plan";
+constexpr const char* kLayoutMeta = "tapestry.Layout";
+
+struct PlanHandle {
+  plan::PlannedGraph pg;
+};
+
+PlanHandle* check_plan(lua_State* L, int i) {
+  auto* h = static_cast<PlanHandle*>(luaL_testudata(L, i, kPlanMeta));
+  if (!h) type_error(L, i, "Plan");
+  return h;
+}
+
+// opts.mesh: a rank count, or {ranks=, ranks_per_node=, flops=, bandwidth=, latency=,
+// network_bandwidth=, network_latency=, memory=}.
+plan::Mesh read_mesh(lua_State* L, int opts_idx) {
+  plan::Mesh m = plan::current_mesh();
+  if (opts_idx == 0) return m;
+  lua_getfield(L, opts_idx, "mesh");
+  const int t = lua_gettop(L);
+  if (lua_type(L, t) == LUA_TNUMBER) {
+    const int64_t n = check_int(L, t);
+    user_check(n >= 1 && n <= 1 << 20, "mesh must have 1..2^20 ranks, got ", n);
+    m = n <= 8 ? plan::Mesh::this_machine(static_cast<int>(n)) : plan::Mesh::modelled(static_cast<int>(n));
+  } else if (lua_type(L, t) == LUA_TTABLE) {
+    Options o(L, t, {"ranks", "ranks_per_node", "flops", "memory", "bandwidth", "latency",
+                     "network_bandwidth", "network_latency"});
+    const int64_t n = o.integer("ranks").value_or(m.ranks);
+    user_check(n >= 1 && n <= 1 << 20, "mesh.ranks must be in 1..2^20, got ", n);
+    m = plan::Mesh::modelled(static_cast<int>(n));
+    if (auto v = o.integer("ranks_per_node")) m.ranks_per_node = static_cast<int>(std::max<int64_t>(1, *v));
+    if (auto v = o.number("flops")) m.flops_per_s = *v;
+    if (auto v = o.number("memory")) m.mem_bytes_per_rank = *v;
+    if (auto v = o.number("bandwidth")) m.intra.bandwidth = *v;
+    if (auto v = o.number("latency")) m.intra.latency = *v;
+    if (auto v = o.number("network_bandwidth")) m.inter.bandwidth = *v;
+    if (auto v = o.number("network_latency")) m.inter.latency = *v;
+    user_check(m.flops_per_s > 0 && m.intra.bandwidth > 0 && m.inter.bandwidth > 0 &&
+                   m.mem_bytes_per_rank > 0,
+               "mesh rates and sizes must be positive");
+  } else if (!lua_isnil(L, t)) {
+    arg_error(opts_idx, cat_str("option 'mesh' must be a number or a table, got ", luaL_typename(L, t)));
+  }
+  lua_pop(L, 1);
+  return m;
+}
+
+// opts.search: "greedy", "anneal", or {method=, steps=, budget=, seed=}.
+plan::SearchOptions read_search(lua_State* L, int opts_idx) {
+  plan::SearchOptions s;
+  s.time_budget_s = 0.5;
+  if (opts_idx == 0) return s;
+  lua_getfield(L, opts_idx, "search");
+  const int t = lua_gettop(L);
+  auto method = [&](const std::string& m) {
+    if (m == "greedy") s.method = plan::SearchOptions::Greedy;
+    else if (m == "anneal") s.method = plan::SearchOptions::Anneal;
+    else arg_error(opts_idx, cat_str("unknown search '", m, "' (expected greedy or anneal)"));
+  };
+  if (lua_type(L, t) == LUA_TSTRING) {
+    method(lua_tostring(L, t));
+  } else if (lua_type(L, t) == LUA_TTABLE) {
+    Options o(L, t, {"method", "steps", "budget", "seed"});
+    if (auto m = o.string("method")) method(*m);
+    if (auto v = o.integer("steps")) s.steps = static_cast<int>(std::max<int64_t>(1, *v));
+    if (auto v = o.number("budget")) s.time_budget_s = *v;
+    if (auto v = o.integer("seed")) s.seed = static_cast<uint64_t>(*v);
+  } else if (!lua_isnil(L, t)) {
+    arg_error(opts_idx, cat_str("option 'search' must be a string or a table, got ", luaL_typename(L, t)));
+  }
+  lua_pop(L, 1);
+  return s;
+}
+
+// Tensors from 1 to the first non-tensor; an options table may follow.
+struct PlanArgs {
+  std::vector<NodeRef> roots;
+  int opts = 0;
+};
+PlanArgs plan_args(lua_State* L) {
+  PlanArgs a;
+  const int n = lua_gettop(L);
+  int i = 1;
+  for (; i <= n && is_tensor(L, i); ++i) a.roots.push_back(check_tensor(L, i));
+  if (a.roots.empty()) type_error(L, 1, "Tensor");
+  if (i <= n) {
+    Options(L, i, {"mesh", "search"});  // validates the keys
+    a.opts = i;
+  }
+  return a;
+}
+
+plan::PlannedGraph plan_for(lua_State* L, const PlanArgs& a) {
+  return plan::plan_observation(a.roots, read_mesh(L, a.opts), read_search(L, a.opts));
+}
+
+std::string op_label(const Node& n) {
+  return cat_str(op_def(n.op).name, " #", n.id, " ", shape_str(n.shape), " ", dtype_name(n.dtype));
+}
+
+std::string plan_text(const plan::PlannedGraph& pg) {
+  std::ostringstream os;
+  const plan::PlanCost& c = pg.plan.cost;
+  os << "Plan on " << plan::to_string(pg.mesh) << (pg.cache_hit ? " (from the plan cache)" : "") << "\n";
+  for (const auto& [id, cand] : pg.plan.choice) {
+    const Node* n = pg.plan.graph.find(id);
+    os << "  " << op_label(*n) << ": " << cand.name(poly::signature_of(*n)) << "\n";
+  }
+  os << plan::to_string(pg.plan.graph);
+  os << "cost: " << plan::to_string(c) << "\n";
+  return os.str();
+}
+
+std::string explain_text(const plan::PlannedGraph& pg) {
+  std::ostringstream os;
+  os << "Planning " << pg.topo.size() << " nodes for " << plan::to_string(pg.mesh) << "; "
+     << pg.plan.evaluations << " joint plans costed; best total " << pg.plan.cost.total() << " s\n";
+  for (const NodeRef& n : pg.topo) {
+    auto ch = pg.plan.choice.find(n->id);
+    if (ch == pg.plan.choice.end()) {
+      os << "\n" << op_label(*n) << ": an input, held whole on rank 0\n";
+      continue;
+    }
+    const poly::Signature sig = poly::signature_of(*n);
+    os << "\n" << op_label(*n) << "\n  signature: " << poly::to_string(sig) << "\n";
+    auto tr = pg.plan.tried.find(n->id);
+    if (tr != pg.plan.tried.end()) {
+      std::vector<plan::Tried> tried = tr->second;
+      std::sort(tried.begin(), tried.end(), [](const plan::Tried& a, const plan::Tried& b) {
+        return a.best_total < b.best_total;
+      });
+      for (const plan::Tried& t : tried) {
+        const bool won = t.candidate == ch->second;
+        os << (won ? "  * " : "    ") << t.candidate.name(sig) << ": best plan with it "
+           << t.best_total << " s" << (won ? "   <- chosen" : "") << "\n";
+      }
+    }
+    if (n->op == Op::Constrain)
+      os << "  (layout fixed by x:constrain to " << plan::grid_string(n->attrs.ints) << ")\n";
+  }
+  os << "\nThe chosen candidate gives the lowest estimated makespan of the whole plan (compute "
+        "overlapped with transfers, plus a penalty past per-rank memory).\n";
+  return os.str();
+}
+
+int plan_tostring(lua_State* L) {
+  const std::string s = plan_text(check_plan(L, 1)->pg);
+  lua_pushlstring(L, s.data(), s.size());
+  return 1;
+}
+
+int plan_gc(lua_State* L) {
+  if (auto* h = static_cast<PlanHandle*>(luaL_testudata(L, 1, kPlanMeta))) h->~PlanHandle();
+  return 0;
+}
+
+int plan_cost(lua_State* L) {
+  const plan::PlanCost& c = check_plan(L, 1)->pg.plan.cost;
+  lua_createtable(L, 0, 5);
+  lua_pushnumber(L, c.time);
+  lua_setfield(L, -2, "time");
+  lua_pushinteger(L, c.bytes_moved);
+  lua_setfield(L, -2, "bytes_moved");
+  lua_pushnumber(L, c.flops);
+  lua_setfield(L, -2, "flops");
+  lua_pushinteger(L, c.peak_bytes);
+  lua_setfield(L, -2, "peak_bytes");
+  lua_pushnumber(L, c.memory_penalty);
+  lua_setfield(L, -2, "memory_penalty");
+  return 1;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  user_check(static_cast<bool>(f), "cannot open '", path, "' for writing");
+  f << text;
+  user_check(static_cast<bool>(f), "cannot write '", path, "'");
+}
+
+std::string check_path(lua_State* L, int i) {
+  if (lua_type(L, i) != LUA_TSTRING) type_error(L, i, "path (string)");
+  return lua_tostring(L, i);
+}
+
+// Graphviz: one cluster per rank with its blocks; edges for transfers.
+int plan_dot(lua_State* L) {
+  const plan::PlannedGraph& pg = check_plan(L, 1)->pg;
+  const std::string path = check_path(L, 2);
+  const plan::ShardedGraph& g = pg.plan.graph;
+  std::ostringstream os;
+  os << "digraph plan {\n  rankdir=LR; node [shape=box, fontname=monospace];\n";
+  for (int r = 0; r < g.num_ranks; ++r) {
+    os << "  subgraph cluster_" << r << " { label=\"rank " << r << "\";\n";
+    for (size_t b = 0; b < g.blocks.size(); ++b)
+      if (g.blocks[b].rank == r) {
+        const Node* n = g.find(g.blocks[b].node);
+        os << "    b" << b << " [label=\"" << op_def(n->op).name << " #" << n->id << "\\n"
+           << poly::to_string(g.blocks[b].box) << "\"];\n";
+      }
+    os << "  }\n";
+  }
+  for (size_t t = 0; t < g.transfers.size(); ++t) {
+    const plan::Transfer& tr = g.transfers[t];
+    os << "  t" << t << " [shape=note, label=\"#" << tr.tensor << " " << poly::to_string(tr.slice)
+       << "\\nrank " << tr.from << " -> " << tr.to << "\"];\n";
+  }
+  os << "}\n";
+  write_file(path, os.str());
+  return 0;
+}
+
+void push_layout(lua_State* L, const std::vector<int64_t>& grid) {
+  lua_createtable(L, 0, 2);
+  lua_createtable(L, static_cast<int>(grid.size()), 0);
+  for (size_t d = 0; d < grid.size(); ++d) {
+    lua_pushinteger(L, grid[d]);
+    lua_seti(L, -2, static_cast<lua_Integer>(d + 1));
+  }
+  lua_setfield(L, -2, "grid");
+  luaL_setmetatable(L, kLayoutMeta);
+}
+
+// A layout table: {kind="replicated"} / {kind="split", dim=d, parts=p} / {grid={...}}.
+std::vector<int64_t> layout_grid(lua_State* L, int i, const Shape& shape) {
+  if (!luaL_testudata(L, i, kLayoutMeta) && lua_type(L, i) != LUA_TTABLE) type_error(L, i, "layout");
+  const int ranks = plan::current_mesh().ranks;
+  std::vector<int64_t> grid(shape.size(), 1);
+  lua_getfield(L, i, "kind");
+  const std::string kind = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "grid";
+  lua_pop(L, 1);
+  if (kind == "replicated") return grid;
+  if (kind == "split") {
+    lua_getfield(L, i, "dim");
+    const int64_t d = lua_tointeger(L, -1);
+    lua_getfield(L, i, "parts");
+    const int64_t p = lua_isnil(L, -1) ? ranks : lua_tointeger(L, -1);
+    lua_pop(L, 2);
+    const int dd = normalize_dim(d, static_cast<int>(shape.size()));
+    grid[dd] = std::min<int64_t>(p, shape[dd]);
+    return grid;
+  }
+  lua_getfield(L, i, "grid");
+  if (lua_type(L, -1) != LUA_TTABLE) arg_error(i, "layout expected (tp.replicated(), tp.split(d), tp.grid{...})");
+  const lua_Integer n = luaL_len(L, -1);
+  user_check(n == static_cast<lua_Integer>(shape.size()), "layout grid has ", n,
+             " entries but the tensor ", shape_str(shape), " has ", shape.size(), " dims");
+  for (lua_Integer d = 1; d <= n; ++d) {
+    lua_geti(L, -1, d);
+    grid[d - 1] = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  return grid;
+}
+
+int layout_tostring(lua_State* L) {
+  lua_getfield(L, 1, "kind");
+  std::string s;
+  if (lua_type(L, -1) == LUA_TSTRING && std::string(lua_tostring(L, -1)) == "replicated") {
+    s = "tp.replicated()";
+  } else if (lua_type(L, -1) == LUA_TSTRING && std::string(lua_tostring(L, -1)) == "split") {
+    lua_getfield(L, 1, "dim");
+    lua_getfield(L, 1, "parts");
+    s = lua_isnil(L, -1) ? cat_str("tp.split(", lua_tointeger(L, -2), ")")
+                         : cat_str("tp.split(", lua_tointeger(L, -2), ", ", lua_tointeger(L, -1), ")");
+  } else {
+    lua_getfield(L, 1, "grid");
+    s = "tp.grid{";
+    const lua_Integer n = lua_type(L, -1) == LUA_TTABLE ? luaL_len(L, -1) : 0;
+    for (lua_Integer d = 1; d <= n; ++d) {
+      lua_geti(L, -1, d);
+      s += (d > 1 ? "," : "") + std::to_string(lua_tointeger(L, -1));
+      lua_pop(L, 1);
+    }
+    s += "}";
+  }
+  lua_pushstring(L, s.c_str());
+  return 1;
+}
+
+}  // namespace
+
+namespace lua {
+
+int l_plan(lua_State* L) {
+  const PlanArgs a = plan_args(L);
+  plan::PlannedGraph pg = plan_for(L, a);
+  void* mem = lua_newuserdatauv(L, sizeof(PlanHandle), 0);
+  new (mem) PlanHandle{std::move(pg)};
+  luaL_setmetatable(L, kPlanMeta);
+  return 1;
+}
+
+int l_explain(lua_State* L) {
+  const std::string s = explain_text(plan_for(L, plan_args(L)));
+  lua_getglobal(L, "print");
+  lua_pushlstring(L, s.data(), s.size() - 1);
+  lua_call(L, 1, 0);
+  lua_pushlstring(L, s.data(), s.size());
+  return 1;
+}
+
+int l_dot(lua_State* L) {
+  const NodeRef x = check_tensor(L, 1);
+  const std::string path = check_path(L, 2);
+  std::ostringstream os;
+  os << "digraph expr {\n  node [shape=box, fontname=monospace];\n";
+  for (const NodeRef& n : plan::observed_subgraph({x})) {
+    os << "  n" << n->id << " [label=\"" << op_label(*n) << (n->value ? "\\n(data)" : "") << "\"];\n";
+    if (!n->value)
+      for (const NodeRef& in : n->inputs) os << "  n" << in->id << " -> n" << n->id << ";\n";
+  }
+  os << "}\n";
+  write_file(path, os.str());
+  return 0;
+}
+
+int l_layout(lua_State* L) {
+  const NodeRef x = check_tensor(L, 1);
+  if (x->value) {  // materialized on this process
+    push_layout(L, std::vector<int64_t>(x->shape.size(), 1));
+    return 1;
+  }
+  const plan::PlannedGraph pg = plan::plan_observation({x}, plan::current_mesh(), read_search(L, 0));
+  push_layout(L, plan::layout_of(pg, x->id).grid);
+  return 1;
+}
+
+int l_constrain(lua_State* L) {
+  const NodeRef x = check_tensor(L, 1);
+  push_tensor(L, build::constrain(x, layout_grid(L, 2, x->shape)));
+  return 1;
+}
+
+int l_replicated(lua_State* L) {
+  lua_createtable(L, 0, 1);
+  lua_pushstring(L, "replicated");
+  lua_setfield(L, -2, "kind");
+  luaL_setmetatable(L, kLayoutMeta);
+  return 1;
+}
+
+int l_split(lua_State* L) {
+  const int64_t d = check_int(L, 1);
+  user_check(d != 0, "dimension 0 is not valid (dimensions are 1-based)");
+  const int64_t p = lua_isnoneornil(L, 2) ? 0 : check_int(L, 2);
+  user_check(lua_isnoneornil(L, 2) || p >= 1, "parts must be positive, got ", p);
+  lua_createtable(L, 0, 3);
+  lua_pushstring(L, "split");
+  lua_setfield(L, -2, "kind");
+  lua_pushinteger(L, d);
+  lua_setfield(L, -2, "dim");
+  if (p >= 1) {
+    lua_pushinteger(L, p);
+    lua_setfield(L, -2, "parts");
+  }
+  luaL_setmetatable(L, kLayoutMeta);
+  return 1;
+}
+
+int l_grid(lua_State* L) {
+  const Shape g = check_shape_arg(L, 1);
+  push_layout(L, std::vector<int64_t>(g.begin(), g.end()));
+  return 1;
+}
+
+int l_mesh(lua_State* L) {
+  const plan::Mesh& m = plan::current_mesh();
+  lua_createtable(L, 0, 8);
+  lua_pushinteger(L, m.ranks);
+  lua_setfield(L, -2, "ranks");
+  lua_pushinteger(L, 0);
+  lua_setfield(L, -2, "devices_per_rank");
+  lua_pushstring(L, "cpu");
+  lua_setfield(L, -2, "device");
+  lua_pushstring(L, m.ranks > 1 ? "loopback (virtual ranks in one process)" : "single process");
+  lua_setfield(L, -2, "transport");
+  lua_pushnumber(L, m.mem_bytes_per_rank);
+  lua_setfield(L, -2, "memory_per_rank");
+  lua_pushnumber(L, m.flops_per_s);
+  lua_setfield(L, -2, "flops_per_rank");
+  lua_pushstring(L, plan::to_string(m).c_str());
+  lua_setfield(L, -2, "description");
+  return 1;
+}
+
+int l_layout_map(lua_State* L) {
+  const std::string s = describe_layout_map(check_tensor(L, 1));
+  lua_pushlstring(L, s.data(), s.size());
+  return 1;
+}
+
+}  // namespace lua
+
+std::string describe_layout_map(const NodeRef& x) {
+  plan::LayoutInfo li;
+  if (x->value) {
+    li.grid.assign(x->shape.size(), 1);
+    li.shards.push_back(plan::Shard{x->id, poly::Box::of_shape(x->shape), 0});
+  } else {
+    li = plan::layout_of(plan::plan_observation({x}, plan::current_mesh(), {}), x->id);
+  }
+  return render_layout(x->shape, li.shards, plan::grid_string(li.grid), isatty(1) != 0);
+}
+
+void register_plan_types(lua_State* L) {
+  luaL_newmetatable(L, kPlanMeta);
+  lua_createtable(L, 0, 2);
+  push_guarded(L, plan_cost, "Plan:cost");
+  lua_setfield(L, -2, "cost");
+  push_guarded(L, plan_dot, "Plan:dot");
+  lua_setfield(L, -2, "dot");
+  lua_setfield(L, -2, "__index");
+  push_guarded(L, plan_tostring, "Plan.__tostring");
+  lua_setfield(L, -2, "__tostring");
+  lua_pushcfunction(L, plan_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
+  luaL_newmetatable(L, kLayoutMeta);
+  push_guarded(L, layout_tostring, "Layout.__tostring");
+  lua_setfield(L, -2, "__tostring");
+  lua_pop(L, 1);
+}
+
+}  // namespace tapestry
