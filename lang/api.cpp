@@ -198,7 +198,8 @@ const ApiEntry kApi[] = {
      lua::l_eval},
     {"tp.stats", K::Function, "observe", "tp.stats()",
      "Counters: observations, nodes_evaluated, kernels, fused_ops, bytes_allocated, live_nodes, "
-     "plans, plan_cache_hits, and time_schedule, time_run, time_plan (seconds).",
+     "plans, plan_cache_hits, blocks_run, messages, bytes_moved (between ranks), and "
+     "time_schedule, time_run, time_plan (seconds).",
      lua::l_stats},
     {"tp.clock", K::Function, "observe", "tp.clock()", "Monotonic wall-clock seconds, as a float.",
      lua::l_clock},

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "engine/exec/evaluator.hpp"
+#include "engine/exec/observe.hpp"
 #include "engine/store/environment.hpp"
 #include "lang/api.hpp"
 #include "lang/bindings.hpp"
@@ -73,7 +74,7 @@ TensorHandle* to_tensor_handle(lua_State* L, int idx) {
 void observe(const std::vector<NodeRef>& nodes) {
   clear_cancel();
   env().materialize();
-  evaluate(nodes);
+  observe_values(nodes);
 }
 
 void register_tensor_type(lua_State* L) {

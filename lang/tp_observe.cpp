@@ -104,6 +104,9 @@ int l_stats(lua_State* L) {
   seti("kernels", s.kernels);
   seti("fused_ops", s.fused_ops);
   seti("bytes_allocated", s.bytes_allocated);
+  seti("blocks_run", s.blocks_run);
+  seti("messages", s.messages);
+  seti("bytes_moved", s.bytes_moved);
   seti("live_nodes", live_node_count());
   set("time_schedule", s.time_schedule);
   set("time_run", s.time_run);

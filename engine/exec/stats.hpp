@@ -13,6 +13,9 @@ struct Stats {
   uint64_t kernels = 0;          // kernel launches (a fused map counts once)
   uint64_t fused_ops = 0;        // map ops folded into another kernel (no intermediate)
   uint64_t bytes_allocated = 0;  // intermediate and result buffers
+  uint64_t blocks_run = 0;       // sharded blocks run, over all ranks (TAPESTRY_RANKS > 1)
+  uint64_t messages = 0;         // transfers, partials and gathered outputs between ranks
+  uint64_t bytes_moved = 0;      // their payload
   double time_schedule = 0;      // seconds spent ordering and fusing
   double time_run = 0;           // seconds in kernels
 };

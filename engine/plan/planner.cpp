@@ -41,7 +41,9 @@ PlannedGraph plan_observation(const std::vector<NodeRef>& roots, const Mesh& mes
   const auto t0 = std::chrono::steady_clock::now();
   PlannedGraph pg;
   pg.topo = observed_subgraph(roots);
-  pg.roots = roots;
+  std::unordered_set<const Node*> listed;  // a plan produces each root once
+  for (const NodeRef& r : roots)
+    if (listed.insert(r.get()).second) pg.roots.push_back(r);
   pg.mesh = mesh;
   for (const NodeRef& n : pg.topo) {
     if (n->value) pg.initial.push_back(Shard{n->id, Box::of_shape(n->shape), 0});

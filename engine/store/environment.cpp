@@ -2,7 +2,7 @@
 
 #include <cctype>
 
-#include "engine/exec/evaluator.hpp"
+#include "engine/exec/observe.hpp"
 #include "engine/ir/error.hpp"
 
 namespace tapestry {
@@ -56,7 +56,7 @@ void Environment::materialize() {
     if (!e.pending) continue;
     NodeRef p = e.pending;
     try {
-      evaluate({p});
+      observe_values({p});
     } catch (const Error& err) {
       const std::string failed = name;  // `name` dies with the entry
       e.pending = nullptr;

@@ -1,0 +1,41 @@
+#include "engine/exec/observe.hpp"
+
+#include <unordered_set>
+
+#include "engine/exec/evaluator.hpp"
+#include "engine/exec/sharded_eval.hpp"
+#include "engine/exec/stats.hpp"
+#include "engine/plan/fuse.hpp"
+#include "engine/plan/planner.hpp"
+
+namespace tapestry {
+
+void observe_values(const std::vector<NodeRef>& roots) {
+  const plan::Mesh& mesh = plan::current_mesh();
+  if (mesh.ranks == 1) {
+    evaluate(roots);
+    return;
+  }
+  ++stats().observations;
+  std::vector<NodeRef> todo;  // each root once (a plan lists an output once)
+  std::unordered_set<const Node*> seen;
+  for (const NodeRef& r : roots)
+    if (!r->value && seen.insert(r.get()).second) todo.push_back(r);
+  if (todo.empty()) return;
+  const plan::FusedGraph fg = plan::fuse(todo);
+  stats().fused_ops += fg.fused_ops;
+  // A short anneal: an interactive observation cannot wait seconds for its plan, and the
+  // plan cache makes a loop pay for it once.
+  plan::SearchOptions opts;
+  opts.steps = 300;
+  opts.time_budget_s = 0.05;
+  const plan::PlannedGraph pg = plan::plan_observation(fg.roots, mesh, opts);
+  const RunReport report = run_planned(pg, verify_every_plan());
+  stats().blocks_run += static_cast<uint64_t>(report.blocks);
+  stats().messages += static_cast<uint64_t>(report.messages);
+  stats().bytes_moved += static_cast<uint64_t>(report.bytes);
+  for (size_t i = 0; i < todo.size(); ++i)
+    if (fg.roots[i] != todo[i]) todo[i]->value = fg.roots[i]->value;
+}
+
+}  // namespace tapestry

@@ -1,0 +1,15 @@
+// The one entry point of an observation: computes the roots on the current mesh.
+//   observe_values({y});   // one rank: the fusing evaluator; N ranks: fuse, plan, verify, run
+// Every observation point (print, item, totable, tp.eval, pending tp.env bindings) comes here,
+// so a script gives the same values whatever TAPESTRY_RANKS is.
+#pragma once
+
+#include <vector>
+
+#include "engine/ir/node.hpp"
+
+namespace tapestry {
+
+void observe_values(const std::vector<NodeRef>& roots);
+
+}  // namespace tapestry
