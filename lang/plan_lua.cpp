@@ -14,6 +14,7 @@
 
 #include <unistd.h>
 
+#include "engine/ir/fused.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/poly/signature.hpp"
 #include "engine/store/environment.hpp"
@@ -122,7 +123,9 @@ plan::PlannedGraph plan_for(lua_State* L, const PlanArgs& a) {
 }
 
 std::string op_label(const Node& n) {
-  return cat_str(op_def(n.op).name, " #", n.id, " ", shape_str(n.shape), " ", dtype_name(n.dtype));
+  std::string s = cat_str(op_def(n.op).name, " #", n.id, " ", shape_str(n.shape), " ", dtype_name(n.dtype));
+  if (op_kind(n.op) == OpKind::Fused) s += " = " + describe_fused(n);
+  return s;
 }
 
 std::string plan_text(const plan::PlannedGraph& pg) {

@@ -5,7 +5,6 @@
 #include "engine/exec/evaluator.hpp"
 #include "engine/exec/sharded_eval.hpp"
 #include "engine/exec/stats.hpp"
-#include "engine/plan/fuse.hpp"
 #include "engine/plan/planner.hpp"
 
 namespace tapestry {
@@ -22,20 +21,19 @@ void observe_values(const std::vector<NodeRef>& roots) {
   for (const NodeRef& r : roots)
     if (!r->value && seen.insert(r.get()).second) todo.push_back(r);
   if (todo.empty()) return;
-  const plan::FusedGraph fg = plan::fuse(todo);
-  stats().fused_ops += fg.fused_ops;
   // A short anneal: an interactive observation cannot wait seconds for its plan, and the
   // plan cache makes a loop pay for it once.
   plan::SearchOptions opts;
   opts.steps = 300;
   opts.time_budget_s = 0.05;
-  const plan::PlannedGraph pg = plan::plan_observation(fg.roots, mesh, opts);
+  const plan::PlannedGraph pg = plan::plan_observation(todo, mesh, opts);
+  for (const auto& [id, origin] : pg.fused_origin) stats().fused_ops += origin.size() - 1;
   const RunReport report = run_planned(pg, verify_every_plan());
   stats().blocks_run += static_cast<uint64_t>(report.blocks);
   stats().messages += static_cast<uint64_t>(report.messages);
   stats().bytes_moved += static_cast<uint64_t>(report.bytes);
-  for (size_t i = 0; i < todo.size(); ++i)
-    if (fg.roots[i] != todo[i]) todo[i]->value = fg.roots[i]->value;
+  for (size_t i = 0; i < pg.observed.size(); ++i)
+    if (pg.roots[i] != pg.observed[i]) pg.observed[i]->value = pg.roots[i]->value;
 }
 
 }  // namespace tapestry

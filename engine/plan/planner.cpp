@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "engine/ir/error.hpp"
+#include "engine/plan/fuse.hpp"
 #include "engine/plan/plan_cache.hpp"
 
 namespace tapestry::plan {
@@ -37,13 +38,20 @@ PlannerStats& planner_stats() {
 }
 
 PlannedGraph plan_observation(const std::vector<NodeRef>& roots, const Mesh& mesh,
-                              SearchOptions opts) {
+                              SearchOptions opts, bool fuse_maps) {
   const auto t0 = std::chrono::steady_clock::now();
   PlannedGraph pg;
-  pg.topo = observed_subgraph(roots);
   std::unordered_set<const Node*> listed;  // a plan produces each root once
   for (const NodeRef& r : roots)
-    if (listed.insert(r.get()).second) pg.roots.push_back(r);
+    if (listed.insert(r.get()).second) pg.observed.push_back(r);
+  if (fuse_maps) {
+    FusedGraph fg = fuse(pg.observed);
+    pg.roots = std::move(fg.roots);
+    pg.fused_origin = std::move(fg.origin);
+  } else {
+    pg.roots = pg.observed;
+  }
+  pg.topo = observed_subgraph(pg.roots);
   pg.mesh = mesh;
   for (const NodeRef& n : pg.topo) {
     if (n->value) pg.initial.push_back(Shard{n->id, Box::of_shape(n->shape), 0});
@@ -79,6 +87,8 @@ void set_current_ranks(int ranks) {
 
 LayoutInfo layout_of(const PlannedGraph& pg, uint64_t node) {
   LayoutInfo li;
+  for (size_t i = 0; i < pg.observed.size(); ++i)  // an observed root may be fused away
+    if (pg.observed[i]->id == node) node = pg.roots[i]->id;
   const Node* n = pg.plan.graph.find(node);
   internal_check(n != nullptr);
   const size_t r = n->shape.size();

@@ -5,6 +5,7 @@
 // layout of their value; plans are cached by structure, so a loop plans once.
 #pragma once
 
+#include <map>
 #include <vector>
 
 #include "engine/ir/node.hpp"
@@ -13,9 +14,11 @@
 namespace tapestry::plan {
 
 struct PlannedGraph {
-  std::vector<NodeRef> topo;    // the observed subgraph, inputs first
+  std::vector<NodeRef> topo;    // the observed subgraph (after fusion), inputs first
   std::vector<Shard> initial;   // where its inputs lie
-  std::vector<NodeRef> roots;
+  std::vector<NodeRef> roots;   // what the plan computes: observed[i]'s value is roots[i]'s
+  std::vector<NodeRef> observed;  // the roots as the user gave them (each once)
+  std::map<uint64_t, std::vector<NodeRef>> fused_origin;  // fused node id -> what it replaces
   Mesh mesh;
   Plan plan;
   bool cache_hit = false;
@@ -24,8 +27,9 @@ struct PlannedGraph {
 // Post-order from the roots, stopping at nodes that hold a value (they are inputs).
 std::vector<NodeRef> observed_subgraph(const std::vector<NodeRef>& roots);
 
+// Fuses maps (plan::fuse, unless fuse_maps is false), then plans on `mesh`.
 PlannedGraph plan_observation(const std::vector<NodeRef>& roots, const Mesh& mesh,
-                              SearchOptions opts);
+                              SearchOptions opts, bool fuse_maps = true);
 
 // The mesh observations run on: TAPESTRY_RANKS virtual ranks (loopback), default 1.
 const Mesh& current_mesh();
