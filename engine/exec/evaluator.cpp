@@ -97,6 +97,16 @@ class Evaluation {
       auto c = sole_consumer.find(n);
       if (c == sole_consumer.end()) continue;
       const Node* consumer = c->second;
+      if (is_map && op_kind(consumer->op) == OpKind::Reduce && !shared.count(n)) {
+        // A map feeding only a reduction: computed chunk by chunk and reduced while the
+        // chunk is in cache (run_map_reduce), never as a whole intermediate tensor.
+        inlined_.insert(n);
+        group_root_[n] = n;
+        depth_[n] = 0;
+        group_size_[n] = 1;
+        ++stats().fused_ops;
+        continue;
+      }
       if (op_kind(consumer->op) != OpKind::Map) continue;
       // A constant can be re-emitted in every map that reads it, but a non-map needs it in memory.
       if (feeds_non_map.count(n) || (!is_const && shared.count(n))) continue;
@@ -183,7 +193,9 @@ class Evaluation {
       case OpKind::Reduce: {
         auto out = alloc(n.dtype, n.shape);
         std::vector<int> dims(n.attrs.ints.begin(), n.attrs.ints.end());
-        cpu::run_reduce(n.op, input_view(n.inputs[0].get()), dims, out->v);
+        const Node* in = n.inputs[0].get();
+        if (inlined_.count(in)) run_map_reduce(n, *in, dims, out->v);
+        else cpu::run_reduce(n.op, input_view(in), dims, out->v);
         return out;
       }
       case OpKind::ArgReduce: {
@@ -228,6 +240,56 @@ class Evaluation {
       }
     }
     internal_fail(__FILE__, __LINE__, "unknown op kind");
+  }
+
+  // reduce(map(...)) in chunks along dim 0 of the map: each chunk is computed into a small
+  // buffer that stays in cache and reduced at once. When dim 0 is reduced, chunk results are
+  // partials merged in order (deterministic); otherwise they are rows of the output.
+  void run_map_reduce(const Node& reduce, const Node& map, const std::vector<int>& dims,
+                      const View& out) {
+    cpu::MapProgram p = build_program(map);
+    const Shape& shape = map.shape;
+    const int64_t rows = shape.empty() ? 1 : shape[0];
+    const int64_t row_elems = shape.empty() ? 1 : numel(shape) / rows;
+    constexpr int64_t kChunkElems = 1 << 18;  // 1 MiB of f32: fits in L2 with the leaves' tiles
+    const int64_t chunk_rows = std::max<int64_t>(1, kChunkElems / std::max<int64_t>(row_elems, 1));
+    if (shape.empty() || chunk_rows >= rows) {  // small: one chunk
+      auto tmp = alloc(map.dtype, shape);
+      cpu::run_map(p, tmp->v);
+      cpu::run_reduce(reduce.op, tmp->v, dims, out);
+      return;
+    }
+    const bool dim0_reduced = !dims.empty() && dims[0] == 0;
+    const poly::CombineKind combine = poly::signature_of(reduce).combine();
+    Shape chunk_shape = shape;
+    chunk_shape[0] = chunk_rows;
+    auto tmp = alloc(map.dtype, chunk_shape);
+    std::shared_ptr<Value> part = dim0_reduced ? alloc(reduce.dtype, reduce.shape) : nullptr;
+    const std::vector<View> leaves = p.leaves;
+    const int r = static_cast<int>(shape.size());
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
+      if (g_cancel.load(std::memory_order_relaxed)) throw Cancelled();
+      const int64_t n = std::min(chunk_rows, rows - r0);
+      std::vector<int64_t> start(r, 0), step(r, 1);
+      start[0] = r0;
+      Shape count = shape;
+      count[0] = n;
+      for (size_t i = 0; i < leaves.size(); ++i) p.leaves[i] = leaves[i].sliced(start, step, count);
+      const View chunk = tmp->v.sliced(std::vector<int64_t>(r, 0), step, count);
+      cpu::run_map(p, chunk);
+      if (!dim0_reduced) {  // output rows r0 .. r0+n-1
+        std::vector<int64_t> ostart(out.rank(), 0), ostep(out.rank(), 1);
+        Shape ocount = out.shape;
+        ostart[0] = r0;
+        ocount[0] = n;
+        cpu::run_reduce(reduce.op, chunk, dims, out.sliced(ostart, ostep, ocount));
+      } else if (r0 == 0) {
+        cpu::run_reduce(reduce.op, chunk, dims, out);
+      } else {
+        cpu::run_reduce(reduce.op, chunk, dims, part->v);
+        combine_partials(combine, out, part->v);
+      }
+    }
   }
 
   std::shared_ptr<Value> view_of(const Node& n) {
