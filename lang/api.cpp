@@ -210,6 +210,26 @@ const ApiEntry kApi[] = {
      "if that fails the previous value is kept. pairs(tp.env) iterates names in order.",
      nullptr},
 
+    // --- io -------------------------------------------------------------------------
+    {"tp.load", K::Function, "io", "tp.load(path [,opts])",
+     "Read a NumPy .npy file (f32 '<f4', f64 '<f8', i32 '<i4', i64 '<i8', bool '|b1'; "
+     "little-endian, C or Fortran order; a 0-d array gives a scalar). opts: name (bind it in "
+     "tp.env), dtype (cast after loading). Example: tp.load('w.npy', {name = 'w'})",
+     lua::l_load},
+    {"tp.save", K::Function, "io", "tp.save(x, path)",
+     "Observe x and write it as a NumPy .npy file (version 1.0, C order) that np.load reads. "
+     "The file is written beside path and renamed, so path never holds half an array.",
+     lua::l_save},
+    {"tp.save_env", K::Function, "io", "tp.save_env(dir)",
+     "Checkpoint every named tensor: computes pending bindings, then writes dir/NAME.npy for "
+     "each and dir/manifest.json last (creating dir). Returns the names written.",
+     lua::l_save_env},
+    {"tp.load_env", K::Function, "io", "tp.load_env(dir)",
+     "Restore a checkpoint written by tp.save_env: binds every tensor its manifest lists "
+     "(other names are kept) and returns their names. All or nothing: if a file is missing "
+     "or disagrees with the manifest, the environment is unchanged and the error names it.",
+     lua::l_load_env},
+
     // --- plans and layouts ------------------------------------------------------------
     {"tp.plan", K::Function, "plan", "tp.plan(a, b, ... [,opts])",
      "Plan without running and return a Plan: print(plan) shows every rank's blocks, transfers "
@@ -313,6 +333,7 @@ std::string reference_markdown() {
       {"contract", "Contractions"},   {"shape", "Shape operations"},
       {"slice", "Reading slices"},    {"tensor", "Tensor metadata"},
       {"observe", "Observation"},     {"env", "The environment"},
+      {"io", "Files"},
       {"plan", "Plans, layouts and the mesh"},
       {"shell", "Shell commands"},
   };

@@ -67,6 +67,12 @@ int l_stats(lua_State* L);
 int l_clock(lua_State* L);
 int l_tensors(lua_State* L);
 
+// files (io_lua.cpp)
+int l_load(lua_State* L);
+int l_save(lua_State* L);
+int l_save_env(lua_State* L);
+int l_load_env(lua_State* L);
+
 // plans, layouts and the mesh (plan_lua.cpp)
 int l_plan(lua_State* L);
 int l_explain(lua_State* L);

@@ -1,0 +1,28 @@
+// Checkpoints of the environment: a directory of .npy files plus manifest.json.
+//   save_env("ckpt");                          // ckpt/w.npy, ckpt/b.npy, ckpt/manifest.json
+//   std::vector<std::string> names = load_env("ckpt");   // binds w and b again
+//   load_env("ckpt", my_env);                  // any Environment (tests use their own)
+// Files hold global shapes, not shards, so a checkpoint loads onto any number of ranks: each
+// rank reads its own boxes of each file (read_npy_box) whatever layout wrote them.
+// Crash safety: each .npy is written to a temporary and renamed, and the manifest, written
+// last the same way, is what load_env trusts; a file that disagrees with it is an error.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/store/environment.hpp"
+
+namespace tapestry::io {
+
+// Computes pending bindings, then writes every named tensor; returns the names written.
+// Creates `dir` (and its parents) when missing. Files of names no longer bound are left
+// alone; the manifest no longer lists them.
+std::vector<std::string> save_env(const std::string& dir, Environment& e = env());
+
+// Reads every tensor the manifest lists, checking each file's header against it, then binds
+// them all (other names are kept). All or nothing: on any error, `e` is unchanged and the
+// message names the file. Returns the names bound, in manifest order.
+std::vector<std::string> load_env(const std::string& dir, Environment& e = env());
+
+}  // namespace tapestry::io

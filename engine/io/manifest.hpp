@@ -1,0 +1,46 @@
+// The manifest of a checkpoint directory: which .npy file holds which named tensor.
+//   Manifest m;  m.tensors.push_back({"w", "w.npy", DType::F32, {3, 4}, 48});
+//   write_manifest(dir + "/manifest.json", m);       // written to a temporary, then renamed
+//   Manifest back = read_manifest(dir + "/manifest.json");
+// The file is JSON of one fixed form, so a tiny writer and reader live here rather than a
+// dependency:
+//   {"format": "tapestry-env", "version": 1,
+//    "tensors": [{"name": "w", "file": "w.npy", "dtype": "f32", "shape": [3, 4], "bytes": 48}]}
+// Unknown keys are ignored (a later version may add some); a missing or mistyped one is an
+// Error naming the manifest.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/ir/dtype.hpp"
+#include "engine/ir/shape.hpp"
+
+namespace tapestry::io {
+
+inline constexpr const char* kManifestFormat = "tapestry-env";
+inline constexpr int kManifestVersion = 1;
+
+struct ManifestEntry {
+  std::string name;  // the tensor's name in the environment (an identifier)
+  std::string file;  // relative to the manifest's directory, a plain file name
+  DType dtype = DType::F32;
+  Shape shape;
+  int64_t bytes = 0;  // data bytes, numel(shape) * dtype size
+  bool operator==(const ManifestEntry&) const = default;
+};
+
+struct Manifest {
+  std::vector<ManifestEntry> tensors;
+};
+
+std::string manifest_json(const Manifest& m);
+// `path` only names the source in errors.
+Manifest parse_manifest(const std::string& path, const std::string& text);
+
+// Writes path.partial-PID and renames it over `path`, so a crash never leaves half a manifest.
+void write_manifest(const std::string& path, const Manifest& m);
+Manifest read_manifest(const std::string& path);
+
+}  // namespace tapestry::io

@@ -1,0 +1,81 @@
+// Files: tp.load, tp.save, tp.save_env, tp.load_env (engine/io does the work).
+//   local w = tp.load("w.npy", {name = "w", dtype = "f64"})
+//   tp.save(x * 2, "out.npy")              -- an observation point
+//   tp.save_env("ckpt");  local names = tp.load_env("ckpt")
+#include <lauxlib.h>
+#include <lua.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/exec/evaluator.hpp"
+#include "engine/io/checkpoint.hpp"
+#include "engine/io/npy.hpp"
+#include "engine/store/environment.hpp"
+#include "lang/bindings.hpp"
+#include "lang/lua_args.hpp"
+#include "lang/tensor_lua.hpp"
+
+namespace tapestry::lua {
+
+namespace {
+
+// A path argument: a string, nothing else (a number would silently become a file name).
+std::string check_path(lua_State* L, int arg) {
+  if (lua_type(L, arg) != LUA_TSTRING) type_error(L, arg, "string");
+  size_t n = 0;
+  const char* s = lua_tolstring(L, arg, &n);
+  const std::string path(s, n);
+  if (path.empty() || path.find('\0') != std::string::npos)
+    arg_error(arg, "a path must be a non-empty string without NUL bytes");
+  return path;
+}
+
+int push_names(lua_State* L, const std::vector<std::string>& names) {
+  lua_createtable(L, static_cast<int>(names.size()), 0);
+  for (size_t i = 0; i < names.size(); ++i) {
+    lua_pushlstring(L, names[i].data(), names[i].size());
+    lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
+  }
+  return 1;
+}
+
+}  // namespace
+
+int l_load(lua_State* L) {
+  const std::string path = check_path(L, 1);
+  const Options o(L, 2, {"dtype", "name"});
+  const std::optional<DType> dtype = o.dtype();
+  const std::optional<std::string> name = o.string("name");
+  // Check the name before reading: a bad name should not cost a large read.
+  if (name)
+    user_check(is_identifier(*name), "'", *name, "' is not a valid tensor name (use an identifier)");
+  auto value = io::load_npy(path);
+  const Shape shape = value->view().shape;
+  const DType stored = value->view().dtype;
+  NodeRef n = make_source(std::move(value), shape, stored);
+  if (dtype && *dtype != stored) n = build::cast(n, *dtype);
+  if (name) env().bind(*name, n);
+  push_tensor(L, std::move(n), name.value_or(""));
+  return 1;
+}
+
+int l_save(lua_State* L) {
+  const NodeRef x = check_tensor_like(L, 1);
+  const std::string path = check_path(L, 2);
+  observe({x});
+  io::save_npy(path, x->value->view());
+  return 0;
+}
+
+int l_save_env(lua_State* L) {
+  const std::string dir = check_path(L, 1);
+  clear_cancel();
+  return push_names(L, io::save_env(dir));
+}
+
+int l_load_env(lua_State* L) {
+  return push_names(L, io::load_env(check_path(L, 1)));
+}
+
+}  // namespace tapestry::lua
