@@ -139,6 +139,28 @@ const ApiEntry kApi[] = {
      "Matrix product with numpy's rules: 1-D operands are vectors, leading dims are batch dims "
      "and broadcast. f32/f64 run on OpenBLAS.",
      lua::l_matmul, M},
+    {"tp.einsum", K::Function, "contract", "tp.einsum(spec, a, b, ...)",
+     "Einstein summation over any number of operands, as numpy.einsum: spec names each "
+     "operand's dims with letters, 'ik,kj->ij'; without '->' the output is the letters seen "
+     "once, sorted. A letter repeated in one operand takes the diagonal ('ii->i'); sizes of 1 "
+     "broadcast. The pairwise order is chosen by cost as opt_einsum does (exhaustive for up to "
+     "6 operands, greedy beyond) and lowered to matmul, sum and permute; dtypes promote as "
+     "matmul. Example: tp.einsum('ij,jk,kl->il', a, b, c)",
+     lua::l_einsum},
+    {"tp.einsum_path", K::Function, "contract", "tp.einsum_path(spec, a, b, ...)",
+     "The contraction order tp.einsum would follow, without computing: returns order, "
+     "naive_flops, flops. order is a sequence of pairs {i, j} in opt_einsum's convention (the "
+     "tensors at positions i and j of the current list are contracted and the result appended "
+     "at the end), each with .spec such as 'jk,kl->jl'; flops count a multiply-add as 2.",
+     lua::l_einsum_path},
+    {"tp.tensordot", K::Function, "contract", "tp.tensordot(a, b [,dims])",
+     "Sums products over pairs of dims, as numpy.tensordot: dims = n (default 2) pairs the "
+     "last n dims of a with the first n of b; dims = {{a dims}, {b dims}} (1-based) pairs "
+     "them explicitly. The result has a's remaining dims, then b's.",
+     lua::l_tensordot},
+    {"tp.outer", K::Function, "contract", "tp.outer(a, b) / a:outer(b)",
+     "Outer product, as numpy.outer: a and b are flattened, result {numel(a), numel(b)}.",
+     lua::l_outer, M},
 
     // --- shape ----------------------------------------------------------------------
     {"tp.reshape", K::Function, "shape", "x:reshape(shape)",
@@ -163,6 +185,17 @@ const ApiEntry kApi[] = {
      "Concatenate along dim d (default 1); other dims must match; dtypes promote.", lua::l_cat},
     {"tp.stack", K::Function, "shape", "tp.stack({a, b, ...} [,d])",
      "Stack equal-shaped tensors along a new dim d (default 1).", lua::l_stack},
+    {"tp.pad", K::Function, "shape", "x:pad(pads [,opts])",
+     "Pad every dim: pads is {{before, after}, ...} with one pair per dim in order (not torch's "
+     "last-dim-first), or the flat {b1, a1, b2, a2, ...}. opts.mode: 'constant' (default; "
+     "opts.value, default 0, cast to x's dtype), 'reflect' (mirror without repeating the edge, "
+     "as numpy; pads < size) or 'periodic' (wrap around; pads <= size). Built from slices and "
+     "cat, so a sharded pad moves only the rows each block needs.",
+     lua::l_pad, M},
+    {"tp.roll", K::Function, "shape", "x:roll(shift, d)",
+     "numpy.roll: element i moves to (i + shift) mod n along dim d; without d, over the "
+     "flattened tensor (shape kept). Two slices and a cat.",
+     lua::l_roll, M},
     {"tp.narrow", K::Function, "slice", "x:narrow(d, first, len)",
      "len elements of dim d starting at index first (1-based).", lua::l_narrow, M},
     {"tp.select", K::Function, "slice", "x:select(d, i)",
@@ -178,6 +211,28 @@ const ApiEntry kApi[] = {
      "(a number or a tensor broadcast to the region, cast to w's dtype); the rest is kept. "
      "Ranges need step 1.",
      lua::l_newindex},
+
+    // --- windows --------------------------------------------------------------------
+    {"tp.stencil", K::Function, "window", "tp.stencil(x, k [,opts])",
+     "n-D correlation of x with kernel k (x's rank, odd sizes, centred; a tensor or nested "
+     "table): out[i] = sum_r x[i + r - c] * k[r] with c the centre. The output has x's shape. "
+     "opts.boundary: 'zero' (default), 'periodic' or 'reflect' (as x:pad). A split along a dim "
+     "moves size-1 halo elements of that dim per cut. Example: tp.stencil(u, {{0,1,0},{1,-4,1},{0,1,0}}).",
+     lua::l_stencil},
+    {"tp.conv2d", K::Function, "window", "tp.conv2d(x, w [,opts])",
+     "2-D convolution (cross-correlation, as torch) of x {N,C,H,W} with w {O,C/groups,KH,KW}: "
+     "{N,O,OH,OW}, OH = (H + 2*ph - dh*(KH-1) - 1) // sh + 1. opts: stride, padding (zeros, "
+     "less than the dilated kernel), dilation (each a number or {h, w}), groups. No bias: add "
+     "it. f32/f64 run im2col + OpenBLAS.",
+     lua::l_conv2d},
+    {"tp.maxpool2d", K::Function, "window", "tp.maxpool2d(x, k [,opts])",
+     "Maximum over k x k (or {kh, kw}) windows of x {N,C,H,W}. opts: stride (default k), "
+     "padding (at most k/2; padding never wins). NaN propagates.",
+     lua::l_pool2d<Op::MaxPool2d>},
+    {"tp.avgpool2d", K::Function, "window", "tp.avgpool2d(x, k [,opts])",
+     "Mean over k x k (or {kh, kw}) windows of x {N,C,H,W}, options as maxpool2d. Always "
+     "divides by kh*kw, padding included (torch's count_include_pad=true). Integers give f64.",
+     lua::l_pool2d<Op::AvgPool2d>},
 
     // --- observe --------------------------------------------------------------------
     {"Tensor:dim", K::Method, "tensor", "x:dim()", "Number of dimensions.", lua::l_dim},
@@ -248,8 +303,9 @@ const ApiEntry kApi[] = {
      "The allocation: {ranks, devices_per_rank, device, transport, memory_per_rank, "
      "flops_per_rank, description}. TAPESTRY_RANKS=N runs N virtual ranks in one process.",
      lua::l_mesh},
-    {"tp.layout_map", K::Function, "plan", "tp.layout_map(x)",
-     "The shard map of x as text (what :layout prints): which rank holds which box.",
+    {"tp.layout_map", K::Function, "plan", "tp.layout_map(x [,opts])",
+     "The shard map of x as text (what :layout prints): which rank holds which box. opts.mesh "
+     "and opts.search as tp.plan: tp.layout_map(x:constrain(tp.split(1, 4)), {mesh = 4}).",
      lua::l_layout_map},
     {"tp.replicated", K::Function, "plan", "tp.replicated()",
      "A layout that does not split the tensor (one whole copy).", lua::l_replicated},
@@ -277,6 +333,73 @@ const ApiEntry kApi[] = {
     META("__tostring", lua::l_tostring, "tostring(x) / print(x)",
          "Observe and format numpy-style, with a footer giving dtype and shape."),
     META("__len", lua::l_len, "#x", "Size of dim 1."),
+
+    // --- the Lua standard library (stdlib/*.lua, embedded; require "tapestry.nn") ------
+    {"tapestry.nn.linear", K::Module, "stdlib", "nn.linear(x, w [,b])",
+     "x·w + b, with x {..., in}, w {in, out} (in-by-out, so it reads as written) and b {out} "
+     "or a number. local nn = require 'tapestry.nn'",
+     nullptr},
+    {"tapestry.nn.mlp", K::Module, "stdlib", "nn.mlp(x, layers [,act])",
+     "A multi-layer perceptron: linear layers with act between them, not after the last (the "
+     "output is raw logits). layers is a sequence of {w = W, b = B} or {W, B} (b optional); act "
+     "is a function or a tp function's name, default tp.relu. Example: nn.mlp(x, {{w = w1, b = "
+     "b1}, {w = w2, b = b2}}, 'gelu')",
+     nullptr},
+    {"tapestry.nn.softmax", K::Module, "stdlib", "nn.softmax(x [,d])",
+     "exp(x) / sum(exp(x)) along d (default -1), stable: the max along d is subtracted first, "
+     "so softmax{1000, 1001} == softmax{0, 1}.",
+     nullptr},
+    {"tapestry.nn.log_softmax", K::Module, "stdlib", "nn.log_softmax(x [,d])",
+     "log(softmax(x, d)) as (x - m) - log(sum(exp(x - m))), m the max along d (default -1): "
+     "finite where log of an underflowed softmax would be -inf.",
+     nullptr},
+    {"tapestry.nn.layernorm", K::Module, "stdlib", "nn.layernorm(x [,opts])",
+     "Layer normalization over the last dim: (x - mean) / sqrt(var + eps) * weight + bias, "
+     "biased variance as Torch. opts.eps (default 1e-5), opts.weight and opts.bias ({last dim} "
+     "or numbers).",
+     nullptr},
+    {"tapestry.nn.cross_entropy", K::Module, "stdlib", "nn.cross_entropy(logits, labels)",
+     "Mean cross-entropy of logits {N, C} (computed through log_softmax, so it is stable). "
+     "labels: 1-based class indices (an i32/i64 tensor {N} or a Lua sequence), or targets of "
+     "logits' shape (one-hot or probabilities, float or bool). An index outside 1..C in a tensor "
+     "makes the loss nan.",
+     nullptr},
+    {"tapestry.nn.attention", K::Module, "stdlib", "nn.attention(q, k, v [,opts])",
+     "Scaled dot-product attention softmax(q·kᵀ/sqrt(d) + mask)·v, q {..., Lq, d}, k {..., Lk, "
+     "d}, v {..., Lk, dv}, leading dims broadcast. opts.mask: bool (true = may attend) or "
+     "additive; opts.causal: query i sees keys 1..i; opts.scale. Returns the output and the "
+     "weights.",
+     nullptr},
+    {"tapestry.fem.laplacian", K::Module, "stdlib", "fem.laplacian(u [,opts])",
+     "The discrete Laplacian of an n-D grid (5-point in 2-D, 2n+1-point in n-D), u's shape. "
+     "opts.boundary 'zero' (default), 'periodic' or 'reflect' as tp.stencil; opts.h the grid "
+     "spacing (default 1). local fem = require 'tapestry.fem'",
+     nullptr},
+    {"tapestry.fem.heat_step", K::Module, "stdlib", "fem.heat_step(u, alpha [,opts])",
+     "One explicit Euler step of the heat equation: u + alpha * laplacian(u), alpha = dt/h^2; "
+     "stable for alpha <= 1/(2n) on an n-D grid. Conserves sum(u) with periodic boundaries. "
+     "opts as fem.laplacian.",
+     nullptr},
+    {"tapestry.fem.jacobi", K::Module, "stdlib", "fem.jacobi(a, b [,opts])",
+     "Jacobi iteration x <- x + (b - A x) / diag(A) for a dense square a (converges when it is "
+     "diagonally dominant); b {n} or {n, k}. opts.tol (1e-6, relative residual), opts.maxiter "
+     "(1000), opts.x0. Returns x, iterations, relative residual.",
+     nullptr},
+    {"tapestry.linalg.cg", K::Module, "stdlib", "linalg.cg(a, b [,opts])",
+     "Conjugate gradients for A x = b, A symmetric positive definite: a matrix or a function v "
+     "-> A v. opts.tol (1e-6, relative residual), opts.maxiter (default n), opts.x0. Returns x, "
+     "iterations and the history of relative residuals. local linalg = require "
+     "'tapestry.linalg'",
+     nullptr},
+    {"tapestry.linalg.power_iteration", K::Module, "stdlib", "linalg.power_iteration(a [,opts])",
+     "The dominant eigenvalue (largest |lambda|, a Lua number) and unit eigenvector of a square "
+     "matrix, by power iteration with the Rayleigh quotient. opts.tol (1e-6, relative change), "
+     "opts.maxiter (1000), opts.seed (start vector). Returns lambda, v, iterations.",
+     nullptr},
+    {"tapestry.linalg.norm", K::Module, "stdlib", "linalg.norm(x [,p])",
+     "The entrywise p-norm of all of x (Frobenius for a matrix at p = 2): p a positive number "
+     "(default 2), math.huge or 'inf', 'fro'. p = 2 is scaled by max|x| so it does not overflow.",
+     nullptr},
 
     // --- shell commands (run by repl/) --------------------------------------------------
     {":help", K::Command, "shell", ":help [name]",
@@ -315,7 +438,9 @@ const ApiEntry* find_api(std::string_view name) {
     return nullptr;
   };
   const std::string s(name);
-  for (const std::string& n : {s, "tp." + s, "Tensor:" + s, ":" + s, "Tensor." + s})
+  // "nn.linear" finds the stdlib's "tapestry.nn.linear".
+  for (const std::string& n :
+       {s, "tp." + s, "Tensor:" + s, ":" + s, "Tensor." + s, "tapestry." + s})
     if (const ApiEntry* e = exact(n)) return e;
   return nullptr;
 }
@@ -331,10 +456,12 @@ std::string reference_markdown() {
       {"create", "Creating tensors"}, {"map", "Elementwise operations"},
       {"operators", "Operators"},     {"reduce", "Reductions"},
       {"contract", "Contractions"},   {"shape", "Shape operations"},
+      {"window", "Windows"},
       {"slice", "Reading slices"},    {"tensor", "Tensor metadata"},
       {"observe", "Observation"},     {"env", "The environment"},
       {"io", "Files"},
       {"plan", "Plans, layouts and the mesh"},
+      {"stdlib", "Standard library"},
       {"shell", "Shell commands"},
   };
   std::string out =

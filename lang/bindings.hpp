@@ -37,6 +37,12 @@ int l_norm(lua_State* L);
 template <Op op> int l_argreduce(lua_State* L);
 int l_matmul(lua_State* L);
 
+// contractions by index letters (tp_contract.cpp)
+int l_einsum(lua_State* L);
+int l_einsum_path(lua_State* L);
+int l_tensordot(lua_State* L);
+int l_outer(lua_State* L);
+
 // shape (tp_shape.cpp)
 int l_reshape(lua_State* L);
 int l_permute(lua_State* L);
@@ -52,6 +58,13 @@ int l_narrow(lua_State* L);
 int l_select(lua_State* L);
 int l_index(lua_State* L);     // x[{...}]
 int l_newindex(lua_State* L);  // tp.env.w[{...}] = y
+
+// windows and padding (tp_window.cpp)
+int l_pad(lua_State* L);
+int l_roll(lua_State* L);
+int l_stencil(lua_State* L);
+int l_conv2d(lua_State* L);
+template <Op op> int l_pool2d(lua_State* L);  // maxpool2d avgpool2d
 
 // tensor metadata and observation (tp_observe.cpp)
 int l_dim(lua_State* L);

@@ -308,6 +308,19 @@ int layout_tostring(lua_State* L) {
   return 1;
 }
 
+// The shard map of x: its data's when materialized, else as planned on `mesh`.
+std::string layout_map_on(const NodeRef& x, const plan::Mesh& mesh,
+                          const plan::SearchOptions& search) {
+  plan::LayoutInfo li;
+  if (x->value) {
+    li.grid.assign(x->shape.size(), 1);
+    li.shards.push_back(plan::Shard{x->id, poly::Box::of_shape(x->shape), 0});
+  } else {
+    li = plan::layout_of(plan::plan_observation({x}, mesh, search), x->id);
+  }
+  return render_layout(x->shape, li.shards, plan::grid_string(li.grid), isatty(1) != 0);
+}
+
 }  // namespace
 
 namespace lua {
@@ -414,8 +427,17 @@ int l_mesh(lua_State* L) {
   return 1;
 }
 
+// tp.layout_map(x [,opts]): opts.mesh/opts.search as tp.plan, so a laptop can draw the map
+// of a 4-rank plan.
 int l_layout_map(lua_State* L) {
-  const std::string s = describe_layout_map(check_tensor(L, 1));
+  const NodeRef x = check_tensor(L, 1);
+  int opts = 0;
+  if (!lua_isnoneornil(L, 2)) {
+    Options(L, 2, {"mesh", "search"});  // validates the keys
+    opts = 2;
+  }
+  const std::string s = opts == 0 ? describe_layout_map(x)
+                                  : layout_map_on(x, read_mesh(L, opts), read_search(L, opts));
   lua_pushlstring(L, s.data(), s.size());
   return 1;
 }
@@ -423,14 +445,7 @@ int l_layout_map(lua_State* L) {
 }  // namespace lua
 
 std::string describe_layout_map(const NodeRef& x) {
-  plan::LayoutInfo li;
-  if (x->value) {
-    li.grid.assign(x->shape.size(), 1);
-    li.shards.push_back(plan::Shard{x->id, poly::Box::of_shape(x->shape), 0});
-  } else {
-    li = plan::layout_of(plan::plan_observation({x}, plan::current_mesh(), {}), x->id);
-  }
-  return render_layout(x->shape, li.shards, plan::grid_string(li.grid), isatty(1) != 0);
+  return layout_map_on(x, plan::current_mesh(), {});
 }
 
 void register_plan_types(lua_State* L) {

@@ -4,11 +4,14 @@
 #include <lua.h>
 #include <lualib.h>
 
+#include <string>
+
 #include "lang/api.hpp"
 #include "lang/env_lua.hpp"
 #include "lang/lua_args.hpp"
 #include "lang/plan_lua.hpp"
 #include "lang/tensor_lua.hpp"
+#include "stdlib/stdlib.hpp"
 
 namespace tapestry {
 
@@ -28,12 +31,39 @@ int open_tp(lua_State* L) {
   return 1;
 }
 
+namespace {
+
+// package.preload["tapestry.nn"] and friends: compile the embedded source (text only, with
+// a chunk name that points tracebacks at stdlib/nn.lua) and run it with require's arguments.
+int load_stdlib_module(lua_State* L) {
+  const EmbeddedModule& m = stdlib_modules()[lua_tointeger(L, lua_upvalueindex(1))];
+  if (luaL_loadbufferx(L, m.source.data(), m.source.size(), m.chunkname.data(), "t") != LUA_OK)
+    return lua_error(L);
+  lua_insert(L, 1);  // the chunk below require's (name, extra) arguments
+  lua_call(L, lua_gettop(L) - 1, 1);
+  return 1;
+}
+
+void preload_stdlib(lua_State* L) {
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+  lua_Integer i = 0;
+  for (const EmbeddedModule& m : stdlib_modules()) {
+    lua_pushinteger(L, i++);
+    lua_pushcclosure(L, load_stdlib_module, 1);
+    lua_setfield(L, -2, std::string(m.name).c_str());
+  }
+  lua_pop(L, 1);
+}
+
+}  // namespace
+
 lua_State* new_tapestry_state() {
   lua_State* L = luaL_newstate();
   if (!L) return nullptr;
   luaL_openlibs(L);
   luaL_requiref(L, "tapestry", open_tp, 0);  // package.loaded.tapestry
   lua_setglobal(L, "tp");
+  preload_stdlib(L);
   return L;
 }
 

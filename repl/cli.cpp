@@ -105,7 +105,7 @@ std::string usage_text() {
          "Options:\n"
          "  -e CHUNK       run the Lua chunk CHUNK (may repeat; they run in order)\n"
          "  -i             enter the interactive shell after the script or chunks\n"
-         "  -n N           run on N ranks through the MPI launcher (only N = 1 for now)\n"
+         "  -n N           run on N ranks: restarts itself as `mpirun -n N tapestry ...`\n"
          "  -v, --version  print the version and exit\n"
          "  -h, --help     print this help and exit\n"
          "  --reference    print the language reference (docs/reference.md) and exit\n"

@@ -10,6 +10,10 @@
 #include <vector>
 #include <unistd.h>
 
+#include "engine/comm/mpi.hpp"
+#include "engine/exec/coordinator.hpp"
+#include "engine/exec/worker.hpp"
+#include "engine/plan/planner.hpp"
 #include "lang/api.hpp"
 #include "lang/state.hpp"
 #include "repl/cli.hpp"
@@ -74,10 +78,41 @@ int pmain(lua_State* L) {
   return 0;
 }
 
+// Under mpirun every rank runs this binary. Ranks 1..N-1 are workers: they serve rank 0's
+// plans and never look at the command line. Returns their exit status, or -1 on rank 0 and
+// in a plain run (no MPI at all, so a plain start stays fast).
+int start_mpi() {
+  namespace comm = tapestry::comm;
+  comm::Mpi* mpi = nullptr;
+  try {
+    mpi = comm::Mpi::start();
+  } catch (const std::exception& e) {
+    fprintf(stderr, "%s: %s\n", kProgname, e.what());
+    return 1;
+  }
+  if (!mpi) return -1;
+  if (mpi->rank() == 0) {
+    unsetenv("TAPESTRY_RELAUNCHED");  // a script's own `tapestry -n` may launch again
+    tapestry::start_coordinator(*mpi);
+    if (mpi->size() > 1) tapestry::plan::set_current_ranks(mpi->size());
+    return -1;
+  }
+  try {
+    const int status = tapestry::worker_main(*mpi);
+    comm::Mpi::finish(false);
+    return status;
+  } catch (const std::exception& e) {
+    fprintf(stderr, "%s: rank %d: %s\n", kProgname, mpi->rank(), e.what());
+    comm::Mpi::finish(true);
+    return 1;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace tapestry::repl;
+  if (const int worker_status = start_mpi(); worker_status >= 0) return worker_status;
   CliResult cli = parse_cli(argc, argv);
   const CliOptions& o = cli.options;
   if (!cli.error.empty()) {
@@ -101,8 +136,13 @@ int main(int argc, char** argv) {
             o.subcommand.c_str());
     return 2;
   }
-  if (o.ranks != 1) {
-    fprintf(stderr, "%s: -n needs the MPI engine (not yet available); run on one rank\n", kProgname);
+  if (const int job = tapestry::mpi_job_ranks(); o.ranks != 1 && job == 0) {
+    // Not under mpirun yet: become `mpirun -n N tapestry args...` (returns only on failure).
+    const std::string why = tapestry::comm::relaunch_under_mpirun(o.ranks, argc, argv);
+    fprintf(stderr, "%s: %s\n", kProgname, why.c_str());
+    return 2;
+  } else if (o.ranks != 1 && o.ranks != job) {
+    fprintf(stderr, "%s: -n %d, but the MPI job has %d ranks\n", kProgname, o.ranks, job);
     return 2;
   }
 

@@ -4,6 +4,7 @@
 #include "engine/exec/block.hpp"
 
 #include <cmath>
+#include <limits>
 #include <new>
 #include <type_traits>
 
@@ -107,6 +108,40 @@ void place_clipped(const poly::Signature& sig, const Box& box, size_t i, const V
   place(in, out, at);
 }
 
+// The window ops. A block's windows start at image(box).lo of input 0 (stride * first output -
+// padding), its slice at input_slice(0, box).lo (clipped to the tensor): the kernels' origin is
+// the difference, so padding and halos are the same arithmetic.
+std::shared_ptr<Value> run_window(const Node& n, const poly::Signature& sig, const Box& box,
+                                  const std::vector<View>& inputs, const Shape& out_shape) {
+  const Box img = sig.inputs[0].proj.image(box);
+  const Box got = sig.input_slice(0, box);
+  internal_check(!got.empty());  // builders keep padding below a window: every block reads x
+  auto out = alloc(n.dtype, out_shape);
+  auto axis = [&](int t, int64_t stride, int64_t dilation) {
+    return cpu::WindowAxis{stride, dilation, img.lo[t] - got.lo[t]};
+  };
+  const auto& a = n.attrs.ints;
+  switch (n.op) {
+    case Op::Correlate: {
+      std::vector<int64_t> origin(out_shape.size());
+      for (size_t t = 0; t < origin.size(); ++t) origin[t] = img.lo[t] - got.lo[t];
+      cpu::run_correlate(inputs[0], inputs[1], origin, out->v);
+      return out;
+    }
+    case Op::Conv2d: {  // {sh, sw, ph, pw, dh, dw, groups}
+      const int64_t per_group = a[6] > 1 ? n.shape[1] / a[6] : std::numeric_limits<int64_t>::max();
+      cpu::run_conv2d(inputs[0], inputs[1], axis(2, a[0], a[4]), axis(3, a[1], a[5]), per_group,
+                      box.lo[1], out->v);
+      return out;
+    }
+    case Op::MaxPool2d: case Op::AvgPool2d:  // {kh, kw, sh, sw, ph, pw}
+      cpu::run_pool2d(n.op, inputs[0], a[0], a[1], axis(2, a[2], 1), axis(3, a[3], 1), out->v);
+      return out;
+    default:
+      internal_fail(__FILE__, __LINE__, "not a window op");
+  }
+}
+
 std::vector<int> reduced_dims(const std::vector<int64_t>& ints) {
   return std::vector<int>(ints.begin(), ints.end());
 }
@@ -208,6 +243,8 @@ std::shared_ptr<Value> run_block(const Node& n, const poly::Signature& sig, cons
       place_clipped(sig, box, 1, inputs[1], out->v);
       return out;
     }
+    case OpKind::Window:
+      return run_window(n, sig, box, inputs, out_shape);
     case OpKind::Fused: {
       auto out = alloc(n.dtype, out_shape);
       if (n.op == Op::FusedMap) {

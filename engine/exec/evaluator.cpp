@@ -230,6 +230,17 @@ class Evaluation {
         for (const NodeRef& in : n.inputs) ins.push_back(input_view(in.get()));
         return run_block(n, sig, sig.space_box(), ins);
       }
+      case OpKind::Window: {  // one block over the whole space, from the slices it reads
+        const poly::Signature sig = poly::signature_of(n);
+        const poly::Box all = sig.space_box();
+        std::vector<View> ins;
+        for (size_t i = 0; i < n.inputs.size(); ++i) {
+          const poly::Box need = sig.input_slice(i, all);  // a strided conv may skip the last rows
+          ins.push_back(input_view(n.inputs[i].get())
+                            .sliced(need.lo, std::vector<int64_t>(need.rank(), 1), need.extents()));
+        }
+        return run_block(n, sig, all, ins);
+      }
       case OpKind::Write: {
         auto out = alloc(n.dtype, n.shape);
         const View value = input_view(n.inputs[1].get());

@@ -81,4 +81,36 @@ NodeRef constrain(const NodeRef& x, std::vector<int64_t> parts);
 NodeRef write_region(const NodeRef& base, std::vector<int64_t> start, const Shape& count,
                      const Operand& value);
 
+// --- windows and padding (builders_window.cpp) -------------------------------------------
+// Pad and roll are built from slices and cats (no op of their own): their signatures are then
+// the clipped, shifted projections of cat, so a sharded pad or roll moves only the rows a block
+// needs. Stencils, convolutions and pools are Window ops whose input projections carry the
+// stride as the coefficient and the kernel as the window (engine/poly/stencil.hpp).
+enum class PadMode { Constant, Reflect, Periodic };
+// before/after per dim (>= 0). Constant fills with `value` (cast to x's dtype); Reflect mirrors
+// without repeating the edge (numpy "reflect", pads < size); Periodic wraps (pads <= size).
+NodeRef pad(const NodeRef& x, const std::vector<int64_t>& before,
+            const std::vector<int64_t>& after, PadMode mode, double value);
+// numpy.roll: out[i] = x[(i - shift) mod n] along dim, or over the flattened tensor (nullopt).
+NodeRef roll(const NodeRef& x, int64_t shift, std::optional<int> dim);
+// n-D correlation with a centred kernel of odd sizes; the output has x's shape. Zero boundary
+// is the Correlate op's own clipped window; periodic and reflect pad first.
+enum class Boundary { Zero, Periodic, Reflect };
+NodeRef stencil(const NodeRef& x, const NodeRef& k, Boundary boundary);
+// out[y] = sum_r x[y - before + r] * k[r] over the zero-padded x (the Correlate op).
+NodeRef correlate(const NodeRef& x, const NodeRef& k, const std::vector<int64_t>& before,
+                  const std::vector<int64_t>& after);
+struct Conv2dOptions {
+  int64_t stride[2] = {1, 1};
+  int64_t padding[2] = {0, 0};  // zeros on both sides; less than the dilated kernel
+  int64_t dilation[2] = {1, 1};
+  int64_t groups = 1;
+};
+// x {N,C,H,W} (*) w {O,C/groups,KH,KW} -> {N,O,OH,OW}, OH = (H + 2p - d(KH-1) - 1) / s + 1.
+NodeRef conv2d(const NodeRef& x, const NodeRef& w, const Conv2dOptions& o);
+// MaxPool2d / AvgPool2d over NCHW; padding <= kernel/2. Avg divides by the whole window,
+// padding included (count_include_pad), and gives floats (ints become f64).
+NodeRef pool2d(Op op, const NodeRef& x, const int64_t kernel[2], const int64_t stride[2],
+               const int64_t padding[2]);
+
 }  // namespace tapestry::build

@@ -31,6 +31,11 @@ struct Value;  // engine/ir/value.hpp: the data of a materialized node
 //   Constrain: ints = parts per dim (1 = not split): the layout the planner must give it
 //   Cat: ints {dim}
 //   WriteRegion: ints = start per dim (0-based); inputs {base, value}, value's shape = the box
+//   Correlate: ints = {pad_before per dim, then pad_after per dim}; inputs {x, k} of one rank
+//     and dtype; out[y] = sum_r x[y - pad_before + r] * k[r], x read as 0 outside its bounds
+//   Conv2d: ints = {stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups};
+//     inputs {x {N,C,H,W}, w {O,C/groups,KH,KW}}, one dtype; output {N,O,OH,OW}
+//   MaxPool2d, AvgPool2d: ints = {kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w}
 //   FusedMap (made by fusion only): inputs = the group's leaves, all of the output's shape;
 //     ints = {n_instr, then per instruction: op, out dtype, in dtype, a, b, c, integer},
 //     reals = {real per instruction}; registers: leaves 0..L-1, then instruction j is L + j;

@@ -34,6 +34,7 @@ std::string_view op_kind_name(OpKind k) {
     case OpKind::View: return "view";
     case OpKind::Cat: return "cat";
     case OpKind::Write: return "write";
+    case OpKind::Window: return "window";
     case OpKind::Fused: return "fused";
   }
   return "?";

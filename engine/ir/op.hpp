@@ -20,6 +20,7 @@ enum class OpKind : uint8_t {
   View,      // reshape / permute / expand / slice: data movement only
   Cat,       // concatenation along one dim
   Write,     // a copy of a tensor with one box replaced (region writes)
+  Window,    // sliding windows: stencil correlation, conv2d, pooling (kernels/cpu/window.cpp)
   Fused,     // made by fusion (engine/plan/fuse.hpp), never by a builder: a map program,
              // optionally reduced; attrs encode the program (engine/ir/fused.hpp)
 };
@@ -81,6 +82,10 @@ enum class OpKind : uint8_t {
   X(ArgMax, "argmax", ArgReduce, 1, "1-based index of the first maximum along a dim")    \
   X(ArgMin, "argmin", ArgReduce, 1, "1-based index of the first minimum along a dim")    \
   X(Matmul, "matmul", Matmul, 2, "batched matrix product [...,n,k] @ [...,k,m]")         \
+  X(Correlate, "correlate", Window, 2, "n-D correlation with a kernel, zero padded (tp.stencil)") \
+  X(Conv2d, "conv2d", Window, 2, "2-D convolution, NCHW, with stride, padding, dilation, groups") \
+  X(MaxPool2d, "maxpool2d", Window, 1, "maximum over 2-D windows of NCHW (padding never wins)") \
+  X(AvgPool2d, "avgpool2d", Window, 1, "mean over 2-D windows of NCHW, padding counted as zeros") \
   X(Reshape, "reshape", View, 1, "same elements in row-major order, another shape")      \
   X(Permute, "permute", View, 1, "reorder dimensions")                                   \
   X(Expand, "expand", View, 1, "broadcast size-1 (or missing leading) dims")             \

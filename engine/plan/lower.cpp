@@ -1,6 +1,7 @@
 #include "engine/plan/lower.hpp"
 
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -40,7 +41,7 @@ class Lowering {
   Lowering(const std::vector<Shard>& initial, int num_ranks) : g_(num_ranks), have_(num_ranks) {
     for (const Shard& h : initial) {
       g_.hold(h.tensor, h.box, h.rank);
-      have_[h.rank][h.tensor].push_back(h.box);
+      add_held(h.tensor, h.box, h.rank);
       produced_[h.tensor].push_back(h);
     }
   }
@@ -84,32 +85,54 @@ class Lowering {
   }
 
   void produce(uint64_t t, const Box& box, Rank r) {
-    have_[r][t].push_back(box);
+    add_held(t, box, r);
     produced_[t].push_back(Shard{t, box, r});
   }
 
+  void add_held(uint64_t t, const Box& box, Rank r) {
+    have_[r][t].push_back(box);
+    by_rank_[t][r].push_back(box);
+  }
+
+  static bool meet(const Box& a, const Box& b) {
+    for (int d = 0; d < a.rank(); ++d)
+      if (std::max(a.lo[d], b.lo[d]) > std::min(a.hi[d], b.hi[d])) return false;
+    return true;
+  }
+
   // Brings the parts of `need` that rank `to` lacks, piece by piece from the lowest rank
-  // holding each piece.
+  // holding each piece. Only the ranks holding some of `t` are visited: on a big mesh most
+  // hold nothing of a given tensor.
   void fetch(uint64_t t, const Box& need, Rank to) {
     if (need.empty()) return;
-    std::vector<Box> missing = poly::uncovered(need, have_[to][t]);
-    for (Rank from = 0; from < g_.num_ranks && !missing.empty(); ++from) {
+    auto mine = have_[to].find(t);
+    std::vector<Box> missing = mine == have_[to].end() ? std::vector<Box>{need} : poly::uncovered(need, mine->second);
+    if (missing.empty()) return;
+    std::vector<Box> arrived;  // added once the scan is over: `to` is skipped by it anyway
+    for (const auto& [from, boxes] : by_rank_[t]) {
+      if (missing.empty()) break;
       if (from == to) continue;
-      for (const Box& h : have_[from][t]) {
+      for (const Box& h : boxes) {
+        if (!meet(need, h)) continue;
+        bool any = false;
+        for (const Box& m : missing) any = any || meet(m, h);
+        if (!any) continue;
         std::vector<Box> still;
         for (const Box& m : missing) {
-          const Box part = intersect(m, h);
-          if (part.empty()) {
+          if (!meet(m, h)) {
             still.push_back(m);
             continue;
           }
+          const Box part = intersect(m, h);
           g_.add_transfer(t, part, from, to);
-          have_[to][t].push_back(part);
+          arrived.push_back(part);
           for (const Box& rest : poly::subtract(m, part)) still.push_back(rest);
         }
         missing = std::move(still);
+        if (missing.empty()) break;
       }
     }
+    for (const Box& b : arrived) add_held(t, b, to);
     user_check(missing.empty(), "slice ", to_string(missing.empty() ? need : missing[0]), " of node %", t,
                " lies on no rank");
   }
@@ -137,6 +160,8 @@ class Lowering {
 
   ShardedGraph g_;
   std::vector<std::unordered_map<uint64_t, std::vector<Box>>> have_;
+  // have_ again, by tensor then rank in order: a fetch visits only the ranks holding some of it.
+  std::unordered_map<uint64_t, std::map<Rank, std::vector<Box>>> by_rank_;
   std::unordered_map<uint64_t, std::vector<Shard>> produced_;  // final pieces, in order
   std::unordered_set<uint64_t> listed_;
 };

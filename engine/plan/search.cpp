@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "engine/ir/error.hpp"
+#include "engine/plan/estimate.hpp"
 #include "engine/poly/cost.hpp"
 
 namespace tapestry::plan {
@@ -44,6 +45,7 @@ std::vector<Candidate> candidates(const poly::Signature& s, int ranks) {
         if (ranks % f != 0) continue;
         const int64_t g = ranks / f;
         if (f > s.space[dims[a]].extent || g > s.space[dims[b]].extent) continue;
+        if (f > 32 * g || g > 32 * f) continue;
         Candidate c{std::vector<int64_t>(d, 1), 0};
         c.parts[dims[a]] = f;
         c.parts[dims[b]] = g;
@@ -174,6 +176,8 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
   const auto start = std::chrono::steady_clock::now();
   Space sp;
   sp.ops = ops_to_place(topo, initial);
+  if (static_cast<int64_t>(sp.ops.size()) * m.ranks > opt.exact_limit)
+    return search_estimated(topo, initial, roots, m, opt, start);
   for (const NodeRef& n : sp.ops) {
     sp.sigs.push_back(poly::signature_of(*n));
     std::vector<Candidate> all = candidates(sp.sigs.back(), m.ranks);

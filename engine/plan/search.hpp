@@ -4,7 +4,9 @@
 //   for (const Tried& t : p.tried[y->id]) ...   // every candidate of y evaluated, for tp.explain
 // Candidates split one or two splittable index dims (parallel: data/model parallel; reduction:
 // partial sums + combine) over factors of the rank count, or keep the op whole on one rank.
-// Every evaluation is a full lower() + cost_of(), so the cost is exactly what would run.
+// Every evaluation is a full lower() + cost_of(), so the cost is exactly what would run — up to
+// exact_limit blocks per plan; past it (a big graph on a big mesh) the search runs on per-op
+// estimates and lowers only the winner (estimate.hpp).
 #pragma once
 
 #include <cstdint>
@@ -27,7 +29,9 @@ struct Candidate {
 };
 
 // The candidates of one op on `ranks` ranks: whole on ranks 0..min(ranks,8)-1, each splittable
-// dim over the largest divisor of `ranks` it can hold, and each pair of dims over a*b == ranks.
+// dim over the largest divisor of `ranks` it can hold, and each pair of dims over a*b == ranks
+// with a and b within a factor 32 of each other (on big meshes the lopsided grids are close to
+// the one-dim splits already listed, and would only slow the search).
 std::vector<Candidate> candidates(const poly::Signature& s, int ranks);
 std::vector<Placement> place(const poly::Signature& s, const Candidate& c, int ranks);
 
@@ -39,6 +43,8 @@ struct SearchOptions {
   // Layout constraints (x:constrain): node id -> parts per output dim (1 = not split).
   // Only candidates whose blocks cut the output into exactly that grid are considered.
   std::map<uint64_t, std::vector<int64_t>> output_grid;
+  // Ops x ranks beyond which candidates are compared by estimate (estimate.hpp), not lowered.
+  int64_t exact_limit = 4096;
 };
 
 // The grid a candidate cuts the op's output into: distinct block ranges per output dim.
@@ -55,6 +61,7 @@ struct Plan {
   std::map<uint64_t, Candidate> choice;         // per op with blocks
   std::map<uint64_t, std::vector<Tried>> tried;  // per op: candidates evaluated
   int evaluations = 0;
+  bool estimated = false;  // chosen by estimate: `tried` holds estimated totals, `cost` is exact
 };
 
 // The ops to place: topo nodes not held in `initial` (Sources must be held).

@@ -5,6 +5,7 @@
 #include "engine/ir/fused.hpp"
 #include "engine/poly/reshape.hpp"
 #include "engine/poly/signature.hpp"
+#include "engine/poly/stencil.hpp"
 
 // A new Op without a case below must not compile (the switch has no default).
 #pragma GCC diagnostic error "-Wswitch"
@@ -280,6 +281,75 @@ Signature reshape_sig(const Node& n) {
   return s;
 }
 
+// The window ops: space = the output's dims (plus conv's channel sum); each windowed input dim
+// has coefficient = stride, offset = -padding and window = the dilated kernel, so a split of the
+// output rows needs a halo of span - stride rows, and padded inputs are clipped.
+Projection whole_dims(int space_rank, const Shape& shape) {  // every block reads it all
+  Projection p(static_cast<int>(shape.size()), space_rank);
+  for (size_t t = 0; t < shape.size(); ++t) p.w[t] = shape[t];
+  return p;
+}
+
+Signature correlate_sig(const Node& n) {
+  const Node& x = *n.inputs[0];
+  const Node& k = *n.inputs[1];
+  const int r = static_cast<int>(n.shape.size());
+  Signature s = over_output(n, 2.0 * static_cast<double>(numel(k.shape)));
+  std::vector<WindowDim> dims;
+  for (int t = 0; t < r; ++t)
+    dims.push_back(WindowDim{1, 1, k.shape[t], n.attrs.ints[t], n.attrs.ints[r + t]});
+  s.inputs.push_back(access_of(x, window_input(dims)));
+  s.inputs.push_back(access_of(k, whole_dims(r, k.shape)));
+  return s;
+}
+
+// Space {n, o, oh, ow} and, without groups, the channel sum c: x <- (n, c, window, window),
+// w <- (o, c, whole, whole). With groups an output channel reads its group's input channels,
+// which is not affine in o: x's channels are read whole and c is not an index dim.
+Signature conv2d_sig(const Node& n) {
+  const Node& x = *n.inputs[0];
+  const Node& w = *n.inputs[1];
+  const auto& a = n.attrs.ints;  // {sh, sw, ph, pw, dh, dw, groups}
+  const bool grouped = a[6] > 1;
+  Signature s;
+  s.space = {parallel("n", n.shape[0]), parallel("o", n.shape[1]), parallel("oh", n.shape[2]),
+             parallel("ow", n.shape[3])};
+  if (!grouped) s.space.push_back(reduction("c", x.shape[1], CombineKind::Sum));
+  const int sr = s.rank();
+  Projection px = window_input({WindowDim{1, 1, 1, 0, 0}, WindowDim{1, 1, 1, 0, 0},
+                                WindowDim{a[0], a[4], w.shape[2], a[2], a[2]},
+                                WindowDim{a[1], a[5], w.shape[3], a[3], a[3]}});
+  // window_input maps tensor dim t to index dim t; re-aim the channel row at c (or at nothing).
+  for (auto& row : px.A) row.resize(sr, 0);
+  px.space_rank = sr;
+  px.A[1][1] = 0;
+  if (grouped) px.w[1] = x.shape[1];
+  else px.A[1][4] = 1;
+  Projection pw = whole_dims(sr, w.shape);
+  pw.A[0][1] = 1;
+  pw.w[0] = 1;
+  if (!grouped) {
+    pw.A[1][4] = 1;
+    pw.w[1] = 1;
+  }
+  s.inputs.push_back(access_of(x, std::move(px)));
+  s.inputs.push_back(access_of(w, std::move(pw)));
+  s.output = access_of(n, Projection::select(sr, {0, 1, 2, 3}));
+  const double taps = static_cast<double>(w.shape[2] * w.shape[3]);
+  s.flops_per_point = 2 * taps * (grouped ? static_cast<double>(w.shape[1]) : 1);
+  return s;
+}
+
+Signature pool2d_sig(const Node& n) {
+  const auto& a = n.attrs.ints;  // {kh, kw, sh, sw, ph, pw}
+  Signature s = over_output(n, static_cast<double>(a[0] * a[1]));
+  s.inputs.push_back(access_of(*n.inputs[0],
+                               window_input({WindowDim{1, 1, 1, 0, 0}, WindowDim{1, 1, 1, 0, 0},
+                                             WindowDim{a[2], 1, a[0], a[4], a[4]},
+                                             WindowDim{a[3], 1, a[1], a[5], a[5]}})));
+  return s;
+}
+
 }  // namespace
 
 Signature signature_of(const Node& n) {
@@ -312,6 +382,12 @@ Signature signature_of(const Node& n) {
       return argreduce_sig(n, CombineKind::ArgMin);
     case Op::Matmul:
       return matmul_sig(n);
+    case Op::Correlate:
+      return correlate_sig(n);
+    case Op::Conv2d:
+      return conv2d_sig(n);
+    case Op::MaxPool2d: case Op::AvgPool2d:
+      return pool2d_sig(n);
     case Op::Reshape:
       return reshape_sig(n);
     case Op::Permute:

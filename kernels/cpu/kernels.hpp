@@ -49,6 +49,30 @@ void run_generate(Op op, const Attrs& attrs, const Shape& global_shape,
 // Elementwise copy between two views of the same shape and dtype.
 void copy_view(const View& src, const View& dst);
 
+// --- windows (window.cpp) ----------------------------------------------------------------
+// A windowed dim: output position y with kernel tap r reads input coordinate
+// stride*y + dilation*r + origin of the view; coordinates outside the view read as padding.
+// origin is -padding for a whole tensor; a block passes where its slice starts instead.
+struct WindowAxis {
+  int64_t stride = 1;
+  int64_t dilation = 1;
+  int64_t origin = 0;
+};
+// out[y] = sum_r x[y + r + origin] * k[r] in every dim (stride and dilation 1), zeros outside x.
+// x, k and out share a non-bool dtype; each element sums its taps in the same order always.
+void run_correlate(const View& x, const View& k, const std::vector<int64_t>& origin,
+                   const View& out);
+// out {N,O,OH,OW} = x {N,C,H,W} (*) w {O,Cg,KH,KW}. Output channel o (o_origin + o globally)
+// reads input channels g*Cg .. g*Cg+Cg-1 of x with g = (o_origin + o) / out_per_group
+// (without groups: x holds exactly w's Cg channels and out_per_group is huge). f32/f64 run
+// im2col + BLAS gemm; integers a direct loop.
+void run_conv2d(const View& x, const View& w, const WindowAxis& h, const WindowAxis& wd,
+                int64_t out_per_group, int64_t o_origin, const View& out);
+// Max or average over kh x kw windows of NCHW; padding never wins a max and counts as 0 in an
+// average, which always divides by kh*kw. Avg's out is float (x is cast by the builder).
+void run_pool2d(Op op, const View& x, int64_t kh, int64_t kw, const WindowAxis& h,
+                const WindowAxis& wd, const View& out);
+
 // Threads used by the kernels (default: hardware concurrency; TAPESTRY_THREADS).
 int num_threads();
 void set_num_threads(int n);

@@ -17,6 +17,7 @@
 #include "engine/ir/builders.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
+#include "engine/plan/cost.hpp"
 #include "engine/plan/fuse.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/plan/search.hpp"
@@ -118,6 +119,37 @@ std::vector<Case> cases() {
   c.push_back(exact("cat", {build::cat({x, source({5, 7}, 16), y}, 0), build::cat({x, source({11, 2}, 17)}, 1)}));
   c.push_back(exact("write_region", {build::write_region(x, {2, 1}, {4, 3}, Operand(source({4, 3}, 18))),
                                      build::write_region(x, {0, 5}, {11, 2}, Operand::number(7))}));
+  // Windows: halos and padded borders fall out of the projections (stride = coefficient,
+  // kernel = window); pad and roll are slices and cats.
+  c.push_back(exact("pad roll", {build::pad(x, {1, 0}, {2, 3}, build::PadMode::Constant, 1.5),
+                                 build::pad(x, {2, 1}, {1, 2}, build::PadMode::Reflect, 0),
+                                 build::pad(xi, {3, 0}, {1, 7}, build::PadMode::Periodic, 0),
+                                 build::roll(x, 3, 0), build::roll(x, -9, std::nullopt)}));
+  c.push_back(exact("correlate", {build::stencil(x, source({3, 3}, 23), build::Boundary::Zero),
+                                  build::stencil(x, source({5, 3}, 24), build::Boundary::Periodic),
+                                  build::stencil(source({13}, 25), source({5}, 26), build::Boundary::Reflect),
+                                  build::stencil(xi, source({3, 1}, 27, DType::I32), build::Boundary::Zero)}));
+  {
+    build::Conv2dOptions strided, grouped;
+    strided.stride[0] = 2;
+    strided.padding[0] = strided.padding[1] = 1;
+    grouped.groups = 2;
+    grouped.dilation[0] = 2;
+    grouped.padding[1] = 1;
+    c.push_back(approx("conv2d", {build::conv2d(source({2, 3, 9, 7}, 28), source({4, 3, 3, 3}, 29), strided),
+                                  build::conv2d(source({1, 4, 8, 6}, 30), source({6, 2, 3, 2}, 31), grouped),
+                                  build::conv2d(source({2, 2, 5, 5}, 32, DType::I64),
+                                                source({3, 2, 2, 2}, 33, DType::I64), strided)}));
+  }
+  {
+    const NodeRef im = source({2, 3, 9, 8}, 34);
+    const int64_t k3[2] = {3, 3}, k2[2] = {2, 3}, s1[2] = {1, 1}, s2[2] = {2, 3}, p1[2] = {1, 1},
+                  p0[2] = {0, 1};
+    c.push_back(exact("pool2d", {build::pool2d(Op::MaxPool2d, im, k3, s2, p1),
+                                 build::pool2d(Op::MaxPool2d, source({1, 2, 7, 7}, 35, DType::I32), k2, s1, p0),
+                                 build::pool2d(Op::AvgPool2d, im, k3, s1, p1),
+                                 build::pool2d(Op::AvgPool2d, im, k2, s2, p0)}));
+  }
   // A small model: matmul, bias, relu, softmax-like normalisation.
   {
     const NodeRef h = un(Op::Relu, bin(Op::Add, build::matmul(x, source({7, 9}, 19)), source({9}, 20)));
@@ -296,6 +328,38 @@ TEST_CASE("engine.exec.consistency.sharded_equals_unsharded") {
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   MESSAGE(runs, " sharded runs (", blocks, " blocks, ", messages, " messages) in ", s, " s");
   CHECK(messages > runs);  // the plans do move data: the harness is not comparing 1-rank runs
+}
+
+TEST_CASE("engine.exec.consistency.stencil_halo") {
+  // Rows split over 2 ranks where x already lies split the same way: each block needs only the
+  // k-1 rows of halo across the cut (k/2 from each side), which the window projection yields.
+  for (int64_t k : {3, 5}) {
+    const NodeRef x = source({16, 10}, 40), w = source({k, 3}, 41);
+    const NodeRef y = build::stencil(x, w, build::Boundary::Zero);
+    const Case c = exact("halo", {y});
+    const Expected want = reference(c);
+    const std::vector<NodeRef> topo = plan::observed_subgraph({y});
+    plan::Assignment a;
+    a[y->id] = plan::grid_blocks(poly::signature_of(*y), {2, 1}, 2);
+    const plan::ShardedGraph g = plan::lower(topo, a,
+                                             {{x->id, poly::Box({0, 0}, {7, 9}), 0},
+                                              {x->id, poly::Box({8, 0}, {15, 9}), 1},
+                                              {w->id, poly::Box::of_shape(w->shape), 0},
+                                              {w->id, poly::Box::of_shape(w->shape), 1}},
+                                             {y}, 2);
+    REQUIRE_MESSAGE(plan::verify(g, topo).ok(), plan::verify(g, topo).message());
+    int64_t rows = 0;
+    for (const plan::Transfer& t : g.transfers) {
+      CHECK(t.tensor == x->id);
+      CHECK(t.slice.extent(1) == 10);
+      rows += t.slice.extent(0);
+    }
+    CHECK(rows == k - 1);
+    CHECK(plan::cost_of(g, plan::Mesh::modelled(2)).bytes_moved == (k - 1) * 10 * 4);
+    run_plan(g);
+    CHECK(compare(c, want) == "");
+    forget({y});
+  }
 }
 
 TEST_CASE("engine.exec.consistency.eleven_rows_over_three_ranks") {

@@ -61,6 +61,18 @@ std::vector<NodeRef> samples(Op op) {
       FusedReduction r{Op::Sum, {0, 2}, {3, 4, 5}, {1, {{Op::Exp, DType::F32, DType::F32, 0}}}};
       return {make_node(op, {src({3, 4, 5})}, encode_fused_reduce(r), {4}, DType::F32)};
     }
+    case OpKind::Window:
+      if (op == Op::Correlate)
+        return {node(op, {src({5, 6}), src({3, 3})}, {1, 1, 1, 1}, {5, 6}),
+                node(op, {src({7}), src({3})}, {0, 0}, {5}),
+                node(op, {src({4, 6}), src({3, 5})}, {1, 0, 1, 0}, {4, 2}, DType::F32)};
+      if (op == Op::Conv2d)  // {sh, sw, ph, pw, dh, dw, groups}
+        return {node(op, {src({2, 3, 8, 8}), src({4, 3, 3, 3})}, {1, 1, 1, 1, 1, 1, 1}, {2, 4, 8, 8}),
+                node(op, {src({1, 4, 6, 6}), src({6, 2, 3, 3})}, {1, 1, 0, 0, 1, 1, 2}, {1, 6, 4, 4}),
+                node(op, {src({1, 1, 8, 9}), src({2, 1, 3, 2})}, {3, 2, 0, 1, 1, 2, 1}, {1, 2, 2, 5})};
+      // {kh, kw, sh, sw, ph, pw}
+      return {node(op, {src({1, 2, 6, 6})}, {2, 2, 2, 2, 0, 0}, {1, 2, 3, 3}),
+              node(op, {src({2, 1, 8, 7})}, {3, 2, 3, 1, 1, 1}, {2, 1, 3, 8})};
     case OpKind::View:
       break;
   }
@@ -78,7 +90,9 @@ std::vector<NodeRef> samples(Op op) {
 }
 
 // Inputs whose slice of the whole space may be a strict part of the tensor.
-bool partial_input(Op op) { return op == Op::Slice; }
+bool partial_input(Op op) {
+  return op == Op::Slice || op == Op::Conv2d || op == Op::MaxPool2d || op == Op::AvgPool2d;
+}
 
 }  // namespace
 

@@ -1,0 +1,174 @@
+// W9 (bench/BENCH.md): planning a 1,000-op graph for a modelled 1,024-rank mesh, and a plan-cache hit.
+//   bench_planner                         # 200 layers (1,000 ops) on 1,024 ranks, 5 plans, 1,000 hits
+//   bench_planner --layers 10 --ranks 16 --reps 2 --hits 10   # the ctest smoke run
+// Prints the median plan time, the median cache-hit time, and the SUMMA ratio: bytes moved by
+// the chosen plan of a large square matmul on 64 ranks over the 2-D SUMMA volume.
+// Nothing here is asserted: speed is measured, never a test's pass/fail condition.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "engine/ir/builders.hpp"
+#include "engine/plan/plan_cache.hpp"
+#include "engine/plan/planner.hpp"
+#include "engine/plan/search.hpp"
+
+using namespace tapestry;
+using namespace tapestry::plan;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+NodeRef src(const Shape& s) { return make_source(nullptr, s, DType::F32); }
+
+struct Graph {
+  std::vector<NodeRef> topo;  // sources first, then the ops in creation order
+  std::vector<Shard> initial;
+  std::vector<NodeRef> roots;
+  int ops = 0;
+};
+
+// An MLP-like chain: per layer matmul, bias broadcast and add, relu and tanh (5 ops), so 200 layers are the
+// 1,000 ops of W9. The activations start split by rows over the ranks (data parallel), the
+// parameters whole on rank 0 (where a named value lies before it is first sharded).
+Graph mlp_chain(int layers, int64_t batch, int64_t width, int ranks) {
+  Graph g;
+  NodeRef x = src({batch, width});
+  g.topo.push_back(x);
+  for (int r = 0; r < ranks; ++r)
+    g.initial.push_back(Shard{x->id, Box({r * batch / ranks, 0}, {(r + 1) * batch / ranks - 1, width - 1}), r});
+  NodeRef h = x;
+  for (int l = 0; l < layers; ++l) {
+    NodeRef w = src({width, width}), b = src({width});
+    g.topo.push_back(w);
+    g.topo.push_back(b);
+    g.initial.push_back(Shard{w->id, Box::of_shape(w->shape), 0});
+    g.initial.push_back(Shard{b->id, Box::of_shape(b->shape), 0});
+    NodeRef y = build::matmul(h, w);
+    NodeRef z = build::binary(Op::Add, y, b);
+    NodeRef a = build::unary(Op::Relu, z);
+    h = build::unary(Op::Tanh, a);
+    for (const NodeRef& n : {y, z, a, h}) g.topo.push_back(n);
+    g.ops += 4;
+  }
+  g.roots = {h};
+  g.topo = observed_subgraph(g.roots);  // with the nodes the builders add (the bias broadcast)
+  g.ops = static_cast<int>(ops_to_place(g.topo, g.initial).size());
+  return g;
+}
+
+// 2-D SUMMA on a sqrt(P) x sqrt(P) grid, A and B held in the same 2-D blocks: rank (a, b) needs
+// A's row panel a (n/sqrt(P) x n) and B's column panel b (n x n/sqrt(P)) and already holds one
+// n/sqrt(P) x n/sqrt(P) block of each, so it receives 2 (n^2/sqrt(P) - n^2/P) elements and all
+// P ranks together 2 n^2 (sqrt(P) - 1).
+double summa_bytes(int64_t n, int P, double elem) {
+  const double q = std::sqrt(double(P));
+  return 2.0 * double(n) * double(n) * (q - 1.0) * elem;
+}
+
+// The ratio of the planner's bytes moved to SUMMA's, for C = A B with n x n matrices on P ranks.
+double summa_ratio(int64_t n, int P, Plan* out = nullptr) {
+  const int q = static_cast<int>(std::lround(std::sqrt(double(P))));
+  NodeRef a = src({n, n}), b = src({n, n});
+  NodeRef c = build::matmul(a, b);
+  std::vector<Shard> initial;
+  for (int r = 0; r < P; ++r) {
+    const int64_t i = r / q, j = r % q;
+    const Box blk({i * n / q, j * n / q}, {(i + 1) * n / q - 1, (j + 1) * n / q - 1});
+    initial.push_back(Shard{a->id, blk, r});
+    initial.push_back(Shard{b->id, blk, r});
+  }
+  SearchOptions o;
+  o.steps = 2000;
+  o.time_budget_s = 1.0;
+  o.seed = 1;
+  Plan p = search(observed_subgraph({c}), initial, {c}, Mesh::modelled(P), o);
+  const double ratio = double(p.cost.bytes_moved) / summa_bytes(n, P, 4.0);
+  if (out) *out = std::move(p);
+  return ratio;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int layers = 200, ranks = 1024, reps = 5, hits = 1000;
+  int64_t batch = 16384, width = 1024;
+  double budget = 0.5;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i];
+    const long long v = std::atoll(argv[i + 1]);
+    if (k == "--layers") layers = int(v);
+    else if (k == "--ranks") ranks = int(v);
+    else if (k == "--reps") reps = int(v);
+    else if (k == "--hits") hits = int(v);
+    else if (k == "--batch") batch = v;
+    else if (k == "--width") width = v;
+    else if (k == "--budget-ms") budget = double(v) / 1000.0;
+    else {
+      std::fprintf(stderr, "unknown option %s\n", argv[i]);
+      return 2;
+    }
+  }
+  const Mesh mesh = Mesh::modelled(ranks);
+  SearchOptions opt;
+  opt.time_budget_s = budget;
+  opt.seed = 1;
+
+  std::vector<double> plan_s;
+  Plan last;
+  int ops = 0;
+  for (int r = 0; r < reps; ++r) {
+    const Graph g = mlp_chain(layers, batch, width, ranks);  // fresh nodes: no cache involved
+    ops = g.ops;
+    const auto t0 = Clock::now();
+    last = search(g.topo, g.initial, g.roots, mesh, opt);
+    plan_s.push_back(seconds_since(t0));
+  }
+  if (std::getenv("BENCH_CHOICES"))
+    for (const NodeRef& n : last.graph.nodes)
+      if (last.choice.count(n->id))
+        std::printf("  %%%llu %s %s: %s\n", (unsigned long long)n->id, op_def(n->op).name.data(), shape_str(n->shape).c_str(),
+                    last.choice.at(n->id).name(poly::signature_of(*n)).c_str());
+  std::printf("plan: %d ops on %d modelled ranks: median %.3f s over %d runs (budget %.3f s)\n", ops, ranks,
+              median(plan_s), reps, budget);
+  std::printf("  plan: %zu blocks, %zu transfers, %zu combines, %d evaluations, cost %s\n", last.graph.blocks.size(),
+              last.graph.transfers.size(), last.graph.combines.size(), last.evaluations, to_string(last.cost).c_str());
+
+  PlanCache cache;
+  {
+    const Graph g = mlp_chain(layers, batch, width, ranks);
+    cache.plan(g.topo, g.initial, g.roots, mesh, opt);
+  }
+  const Graph again = mlp_chain(layers, batch, width, ranks);  // same structure, new node ids
+  std::vector<double> hit_s;
+  size_t checksum = 0;
+  for (int r = 0; r < hits; ++r) {
+    const auto t0 = Clock::now();
+    const Plan p = cache.plan(again.topo, again.initial, again.roots, mesh, opt);
+    hit_s.push_back(seconds_since(t0));
+    checksum += p.choice.size();
+  }
+  std::printf("cache hit: median %.3f ms over %d hits (%zu hits, %zu misses, %zu)\n", median(hit_s) * 1e3, hits,
+              cache.hits(), cache.misses(), checksum);
+
+  Plan mm;
+  const int64_t n = 4096;
+  const double ratio = summa_ratio(n, 64, &mm);
+  std::printf("SUMMA: %lld x %lld matmul on 64 ranks: %lld bytes moved by the plan (%s), %.0f by SUMMA: ratio %.3f\n",
+              (long long)n, (long long)n, (long long)mm.cost.bytes_moved,
+              mm.choice.empty() ? "?" : mm.choice.rbegin()->second.name(poly::signature_of(*mm.graph.nodes.back())).c_str(),
+              summa_bytes(n, 64, 4.0), ratio);
+  return 0;
+}

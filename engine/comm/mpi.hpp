@@ -1,0 +1,113 @@
+// MPI for the engine: the process's MPI session, its messages, and the transport over it.
+//   comm::Mpi* mpi = comm::Mpi::start();     // MPI_Init under mpirun; nullptr in a plain run
+//   comm::MpiTransport t(*mpi, epoch);        // one plan run: t.send(1, tag, view); t.try_recv(0, tag)
+//   comm::Mpi::finish(false);                 // MPI_Finalize once, at exit
+// MPI is started only when mpirun launched this process (OMPI_COMM_WORLD_SIZE, PMI_SIZE),
+// so a plain `tapestry` never pays for MPI_Init nor depends on a working launcher.
+//
+// Why our own mailbox instead of MPI tags: a transport tag is 64 bits (kind, plan indices)
+// and MPI tags are ints, so every slice travels under one MPI tag with a header naming its
+// tag and the run (epoch) it belongs to. Receivers drain what has arrived into a map keyed
+// by (from, epoch, tag); a message left over from an aborted run has an older epoch and is
+// dropped instead of being mistaken for the same-named slice of the next run.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/comm/transport.hpp"
+
+namespace tapestry::comm {
+
+// Whether an MPI launcher started this process (then Mpi::start initializes MPI).
+bool launched_by_mpirun();
+
+// MPI tags of the messages Tapestry sends on its communicator.
+enum MpiTag : int {
+  kTagCommand = 11,  // rank 0 -> worker: run a plan, abort a run, shut down
+  kTagStatus = 12,   // worker -> rank 0: how a run ended
+  kTagData = 13,     // a slice (transfer, partial, output), header + payload
+  kTagDataBig = 14,  // the same, over 2 GiB: counted in 1 MiB chunks (MPI counts are ints)
+};
+
+class Mpi {
+ public:
+  // Initializes MPI once when launched by mpirun (else returns nullptr); later calls return
+  // the same session. Throws Error when MPI_Init fails.
+  static Mpi* start();
+  static Mpi* get();  // the started session, or nullptr
+  // MPI_Finalize (or MPI_Abort when `abort`: a peer no longer answers, so finalizing could
+  // wait on it forever). Idempotent; the session is gone afterwards.
+  static void finish(bool abort);
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+  // Sends bytes without waiting: the buffer is kept until MPI has sent it.
+  void post(int to, int tag, std::shared_ptr<const std::vector<char>> bytes);
+  // The next message with `tag` from `from`, if one has arrived; never blocks.
+  std::optional<std::vector<char>> poll(int from, int tag);
+  // Completes the sends MPI has finished with; whether none is left.
+  bool progress();
+  // Waits up to `timeout_s` for every pending send; whether all completed.
+  bool flush(double timeout_s);
+
+  // Slices: sends one (copied into a message at once), and receives every data message that
+  // has arrived into the mailbox. Messages of runs before `epoch` are dropped.
+  void send_slice(int to, uint64_t epoch, Tag tag, const View& slice);
+  void drain(uint64_t epoch);
+  std::shared_ptr<Value> take(int from, uint64_t epoch, Tag tag);
+  size_t mailbox_size() const;
+
+  ~Mpi();
+  Mpi(const Mpi&) = delete;
+  Mpi& operator=(const Mpi&) = delete;
+
+ private:
+  Mpi();
+  struct Impl;  // MPI handles stay out of this header (mpi.h is slow and leaks macros)
+  std::unique_ptr<Impl> impl_;
+  int rank_ = 0, size_ = 1;
+};
+
+// One plan run's endpoint over MPI. Every message carries `epoch`, so runs never mix.
+class MpiTransport final : public Transport {
+ public:
+  MpiTransport(Mpi& mpi, uint64_t epoch);
+  int rank() const override { return mpi_.rank(); }
+  int size() const override { return mpi_.size(); }
+  void send(int to, Tag tag, const View& slice) override;
+  std::shared_ptr<Value> try_recv(int from, Tag tag) override;
+  int64_t messages_sent() const override { return messages_; }
+  int64_t bytes_sent() const override { return bytes_; }
+
+ private:
+  Mpi& mpi_;
+  uint64_t epoch_;
+  int64_t messages_ = 0, bytes_ = 0;
+};
+
+// Waiting without burning the core another rank needs: yields a few times, then sleeps
+// with a doubling pause up to `max`. reset() after any progress.
+class Backoff {
+ public:
+  explicit Backoff(std::chrono::microseconds max = std::chrono::microseconds(1000)) : max_(max) {}
+  void reset() { spins_ = 0, sleep_ = std::chrono::microseconds(0); }
+  void pause();
+
+ private:
+  std::chrono::microseconds max_;
+  int spins_ = 0;
+  std::chrono::microseconds sleep_{0};
+};
+
+// Replaces this process with `mpirun -n ranks <this executable> args...` (Open MPI gets
+// --oversubscribe, and --allow-run-as-root when run as root). Returns only on failure,
+// with the reason.
+std::string relaunch_under_mpirun(int ranks, int argc, char** argv);
+
+}  // namespace tapestry::comm

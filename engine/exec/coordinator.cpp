@@ -1,0 +1,206 @@
+#include "engine/exec/coordinator.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <optional>
+
+#include "engine/exec/evaluator.hpp"
+#include "engine/exec/plan_wire.hpp"
+#include "engine/exec/worker.hpp"
+#include "engine/ir/error.hpp"
+
+namespace tapestry {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct State {
+  comm::Mpi* mpi = nullptr;
+  uint64_t epoch = 0;
+  std::string broken;  // set when a worker stopped answering: the job cannot be trusted
+  bool shut = false;
+};
+
+State& state() {
+  static State s;
+  return s;
+}
+
+double timeout_s() {
+  const char* e = std::getenv("TAPESTRY_MPI_TIMEOUT");
+  const double t = e ? std::atof(e) : 0.0;
+  return t > 0 ? t : 300.0;
+}
+
+// The statuses of one run, one per worker, as they arrive.
+class Statuses {
+ public:
+  Statuses(comm::Mpi& mpi, uint64_t epoch) : mpi_(mpi), epoch_(epoch), got_(mpi.size()) {}
+
+  // Takes every status that has arrived; whether any did.
+  bool collect() {
+    bool any = false;
+    for (int w = 1; w < mpi_.size(); ++w) {
+      while (!got_[w]) {
+        auto bytes = mpi_.poll(w, comm::kTagStatus);
+        if (!bytes) break;
+        Status s;
+        std::string why;
+        if (!decode_status(*bytes, s, why))
+          s = Status{Status::Failed, Status::Internal, epoch_, 0, 0, 0, cat_str("rank ", w, ": bad status: ", why)};
+        if (s.epoch != 0 && s.epoch < epoch_) continue;  // an aborted run's late answer
+        if (s.kind == Status::Failed) failed_.push_back(w);
+        got_[w] = std::move(s);
+        any = true;
+      }
+    }
+    return any;
+  }
+
+  bool all() const {
+    for (size_t w = 1; w < got_.size(); ++w)
+      if (!got_[w]) return false;
+    return true;
+  }
+  std::string missing() const {
+    std::string s;
+    for (size_t w = 1; w < got_.size(); ++w)
+      if (!got_[w]) s += cat_str(s.empty() ? "" : ", ", w);
+    return s;
+  }
+  bool any_failed() const { return !failed_.empty(); }
+  const Status& first_failure() const { return *got_[failed_.front()]; }
+  const std::optional<Status>& of(int w) const { return got_[w]; }
+
+ private:
+  comm::Mpi& mpi_;
+  uint64_t epoch_;
+  std::vector<std::optional<Status>> got_;
+  std::vector<int> failed_;  // in order of arrival: the first is the likely cause
+};
+
+[[noreturn]] void rethrow(const Status& s) {
+  switch (s.error) {
+    case Status::Cancelled: throw Cancelled();
+    case Status::Internal: throw InternalError(s.message);
+    case Status::User: break;
+  }
+  throw Error(s.message);
+}
+
+// After a failure: every worker still running gets an abort and answers it, within a
+// grace period; one that does not is reported and marks the job broken.
+void abort_run(comm::Mpi& mpi, uint64_t epoch, Statuses& st) {
+  auto abort = std::make_shared<const std::vector<char>>(encode_command({Command::Abort, epoch, {}}));
+  for (int w = 1; w < mpi.size(); ++w)
+    if (!st.of(w)) mpi.post(w, comm::kTagCommand, abort);
+  const auto end = Clock::now() + std::chrono::duration<double>(std::min(timeout_s(), 10.0));
+  comm::Backoff wait;
+  while (!st.all() && Clock::now() < end) {
+    if (st.collect()) continue;
+    mpi.drain(epoch);
+    mpi.progress();
+    wait.pause();
+  }
+  if (!st.all())
+    state().broken = cat_str("the MPI job is broken: rank(s) ", st.missing(),
+                             " did not answer an abort; restart tapestry");
+}
+
+}  // namespace
+
+void start_coordinator(comm::Mpi& mpi) {
+  internal_check(mpi.rank() == 0);
+  State& s = state();
+  s.mpi = &mpi;
+  static const bool registered = (std::atexit(shutdown_workers), true);
+  (void)registered;
+}
+
+int mpi_job_ranks() {
+  const State& s = state();
+  return s.mpi && !s.shut ? s.mpi->size() : 0;
+}
+
+RunReport run_plan_mpi(const plan::ShardedGraph& g) {
+  State& s = state();
+  internal_check(s.mpi && g.num_ranks == s.mpi->size());
+  if (!s.broken.empty()) throw Error(s.broken);
+  // Between plans every value lives on rank 0; workers rebuild nodes without data.
+  for (const plan::Shard& h : g.initial)
+    if (h.rank != 0) throw InternalError(cat_str("the plan holds %", h.tensor, " on rank ", h.rank, " initially; only rank 0 holds values"));
+  comm::Mpi& mpi = *s.mpi;
+  const uint64_t epoch = ++s.epoch;
+  auto cmd = std::make_shared<const std::vector<char>>(encode_command({Command::Run, epoch, encode_plan(g)}));
+  for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, cmd);
+
+  Statuses st(mpi, epoch);
+  comm::MpiTransport t(mpi, epoch);
+  std::map<uint64_t, std::shared_ptr<Value>> values;
+  std::exception_ptr mine;
+  int64_t my_blocks = 0;
+  try {
+    RankProgram me(g, t);
+    bool sent = false, gathered = false;
+    comm::Backoff wait;
+    auto quiet_since = Clock::now();
+    const double limit = timeout_s();
+    for (;;) {
+      bool moved = !me.done() && me.advance();
+      if (me.done() && !sent) sent = moved = true, me.send_outputs();
+      if (sent && !gathered && me.gather_outputs(values)) gathered = moved = true;
+      moved = st.collect() || moved;
+      if (st.any_failed() || (gathered && st.all())) break;
+      if (moved) {
+        wait.reset();
+        quiet_since = Clock::now();
+        continue;
+      }
+      if (cancel_requested()) throw Cancelled();
+      if (std::chrono::duration<double>(Clock::now() - quiet_since).count() > limit)
+        throw Error(cat_str("rank 0: no progress for ", limit, " s (TAPESTRY_MPI_TIMEOUT) while ",
+                            me.done() ? "waiting for rank(s) " + st.missing() : "at " + me.waiting_on()));
+      mpi.progress();
+      wait.pause();
+    }
+    my_blocks = me.blocks_run();
+  } catch (...) {
+    mine = std::current_exception();
+  }
+  if (mine || st.any_failed()) {
+    abort_run(mpi, epoch, st);
+    if (mine) std::rethrow_exception(mine);
+    rethrow(st.first_failure());
+  }
+  mpi.progress();
+  // Publish only now: any failure above left every root as it was.
+  RunReport report{my_blocks, t.messages_sent(), t.bytes_sent()};
+  for (int w = 1; w < mpi.size(); ++w) {
+    const Status& w_st = *st.of(w);
+    report.blocks += w_st.blocks;
+    report.messages += w_st.messages;
+    report.bytes += w_st.bytes;
+  }
+  for (auto& [id, v] : values) {
+    const Node* n = g.find(id);
+    if (n && !n->value) n->value = std::move(v);
+  }
+  return report;
+}
+
+void shutdown_workers() {
+  State& s = state();
+  if (!s.mpi || s.shut) return;
+  s.shut = true;
+  comm::Mpi& mpi = *s.mpi;
+  s.mpi = nullptr;
+  if (s.broken.empty()) {
+    auto bye = std::make_shared<const std::vector<char>>(encode_command({Command::Shutdown, 0, {}}));
+    for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, bye);
+    if (!mpi.flush(5.0)) s.broken = "a worker did not take the shutdown";
+  }
+  comm::Mpi::finish(!s.broken.empty());
+}
+
+}  // namespace tapestry

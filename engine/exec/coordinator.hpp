@@ -1,0 +1,31 @@
+// Rank 0's side of the MPI engine: runs a plan on every rank of the job.
+//   start_coordinator(*comm::Mpi::start());            // rank 0, once: shuts workers down at exit
+//   if (mpi_job_ranks() == g.num_ranks) report = run_plan_mpi(g);   // roots get their values
+// run_plan_mpi sends the plan to every worker, runs rank 0's part over MpiTransport, gathers
+// the roots' shards to rank 0 and waits for every worker's status. Any failure (a block on
+// some rank, a bad message, Ctrl-C) aborts the run on every rank, leaves every root as it
+// was, and throws the first real error as "rank r: ...". A worker that stays silent for
+// TAPESTRY_MPI_TIMEOUT seconds (default 300) is reported; one that then ignores the abort
+// marks the job broken: later runs are refused and the job is aborted at exit, never awaited.
+#pragma once
+
+#include "engine/comm/mpi.hpp"
+#include "engine/exec/sharded_run.hpp"
+#include "engine/plan/sharded_graph.hpp"
+
+namespace tapestry {
+
+// Rank 0 of an MPI job: remembers the session and registers shutdown_workers with atexit.
+void start_coordinator(comm::Mpi& mpi);
+
+// The ranks of the MPI job this process coordinates; 0 when it coordinates none.
+int mpi_job_ranks();
+
+// Runs `g` (planned for mpi_job_ranks() ranks) on the job. Throws as described above.
+RunReport run_plan_mpi(const plan::ShardedGraph& g);
+
+// Tells every worker to exit, then finalizes MPI (aborts the job when it is broken).
+// Idempotent; runs at exit on its own.
+void shutdown_workers();
+
+}  // namespace tapestry

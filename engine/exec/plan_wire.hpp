@@ -1,0 +1,29 @@
+// The plan wire format: what a worker needs to run its part of a plan, as bytes.
+//   std::vector<char> bytes = encode_plan(pg.plan.graph);   // rank 0
+//   plan::ShardedGraph g = decode_plan(bytes);              // a worker: nodes rebuilt here
+//   RankProgram me(g, transport);                          // ids are this process's own
+// Node ids are per process (a counter), so the message names nodes by rank 0's ids and the
+// decoder maps each to the node it rebuilds with make_node, rewriting every id in the graph.
+// A node that holds a value on rank 0 (a Source, a materialized result) travels as a
+// placeholder of its shape and dtype: its data is held whole on rank 0 and the plan's
+// transfers carry the slices other ranks read. Checked on receipt: magic, version, length,
+// checksum, and every count, index, rank and op; a bad message throws Error, never crashes.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/plan/sharded_graph.hpp"
+
+namespace tapestry {
+
+inline constexpr uint32_t kPlanWireMagic = 0x4c505054;  // "TPPL"
+inline constexpr uint32_t kPlanWireVersion = 1;
+
+std::vector<char> encode_plan(const plan::ShardedGraph& g);
+
+// Throws Error ("plan message rejected: ...") when the bytes are not a plan this build reads.
+plan::ShardedGraph decode_plan(std::span<const char> bytes);
+
+}  // namespace tapestry

@@ -1,0 +1,229 @@
+#include "engine/exec/worker.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <optional>
+#include <utility>
+
+#include "engine/exec/plan_wire.hpp"
+#include "engine/exec/sharded_run.hpp"
+#include "engine/ir/error.hpp"
+
+namespace tapestry {
+
+namespace {
+
+constexpr uint32_t kCommandMagic = 0x4d435054;  // "TPCM"
+constexpr uint32_t kStatusMagic = 0x54535054;   // "TPST"
+constexpr uint32_t kProtocolVersion = 1;
+
+template <class T> void put(std::vector<char>& out, T v) {
+  const size_t at = out.size();
+  out.resize(at + sizeof(T));
+  std::memcpy(out.data() + at, &v, sizeof(T));
+}
+
+template <class T> bool get(std::span<const char>& in, T& v) {
+  if (in.size() < sizeof(T)) return false;
+  std::memcpy(&v, in.data(), sizeof(T));
+  in = in.subspan(sizeof(T));
+  return true;
+}
+
+bool header(std::span<const char>& in, uint32_t magic, const char* what, std::string& why) {
+  uint32_t m = 0, v = 0;
+  if (!get(in, m) || m != magic) return why = cat_str("not a ", what, " (bad magic)"), false;
+  if (!get(in, v) || v != kProtocolVersion)
+    return why = cat_str(what, " of protocol version ", v, ", this build speaks ", kProtocolVersion), false;
+  return true;
+}
+
+// "rank r: " in front of a message, unless the executor already put it there.
+std::string on_rank(int rank, const std::string& msg) {
+  const std::string prefix = cat_str("rank ", rank, ": ");
+  return msg.rfind(prefix, 0) == 0 ? msg : prefix + msg;
+}
+
+// TAPESTRY_FAULT=RANK:RUN[:oom]: whether this rank is to fail its run number `run`, and how.
+std::optional<std::string> injected_fault(int rank, int64_t run) {
+  const char* e = std::getenv("TAPESTRY_FAULT");
+  if (!e) return std::nullopt;
+  long r = -1, n = -1;
+  char kind[16] = "";
+  if (std::sscanf(e, "%ld:%ld:%15s", &r, &n, kind) < 2 || r != rank || n != run) return std::nullopt;
+  return std::string(kind);
+}
+
+class Worker {
+ public:
+  explicit Worker(comm::Mpi& mpi) : mpi_(mpi) {}
+
+  int serve() {
+    comm::Backoff idle(std::chrono::microseconds(2000));
+    for (;;) {
+      std::optional<Command> c = next_command();
+      if (!c) {
+        // Keep matching stray slices of aborted runs, so their senders' requests complete.
+        mpi_.drain(epoch_);
+        mpi_.progress();
+        idle.pause();
+        continue;
+      }
+      idle.reset();
+      if (c->kind == Command::Shutdown) break;
+      if (c->kind == Command::Abort) continue;  // the run it names has ended here already
+      run(*c);
+    }
+    mpi_.flush(2.0);  // our last statuses and slices; never wait on a peer that left
+    return 0;
+  }
+
+ private:
+  std::optional<Command> next_command() {
+    if (deferred_) return std::exchange(deferred_, std::nullopt);
+    auto bytes = mpi_.poll(0, comm::kTagCommand);
+    if (!bytes) return std::nullopt;
+    Command c;
+    std::string why;
+    if (!decode_command(*bytes, c, why)) {
+      // Answer anyway (epoch 0 means "whatever run you wait for"), so rank 0 does not wait.
+      report(Status{Status::Failed, Status::Internal, 0, 0, 0, 0, on_rank(mpi_.rank(), "bad command: " + why)});
+      return std::nullopt;
+    }
+    return c;
+  }
+
+  // Whether rank 0 aborted the current run; any other command waits for the loop.
+  bool aborted() {
+    if (deferred_) return false;
+    std::optional<Command> c = next_command();
+    if (!c) return false;
+    if (c->kind == Command::Abort && c->epoch == epoch_) return true;
+    if (c->kind == Command::Abort) return false;  // an older run's
+    deferred_ = std::move(c);
+    return false;
+  }
+
+  void report(const Status& s) { mpi_.post(0, comm::kTagStatus, std::make_shared<const std::vector<char>>(encode_status(s))); }
+
+  void run(const Command& c) {
+    epoch_ = c.epoch;
+    ++runs_;
+    Status st;
+    st.epoch = c.epoch;
+    const int me = mpi_.rank();
+    try {
+      const plan::ShardedGraph g = decode_plan(c.plan);
+      if (g.num_ranks != mpi_.size())
+        throw InternalError(cat_str("a plan for ", g.num_ranks, " ranks sent to a job of ", mpi_.size()));
+      if (auto fault = injected_fault(me, runs_)) {
+        if (*fault == "oom") {
+          try {
+            Value::alloc(DType::F64, {int64_t(1) << 47});  // 1 PiB: no machine has it
+          } catch (const std::bad_alloc&) {
+            throw Error("out of memory allocating a f64 block of shape {140737488355328} (TAPESTRY_FAULT)");
+          }
+        }
+        throw Error("injected failure (TAPESTRY_FAULT)");
+      }
+      comm::MpiTransport t(mpi_, c.epoch);
+      RankProgram p(g, t);
+      comm::Backoff wait;
+      while (!p.done()) {
+        if (p.advance()) {
+          wait.reset();
+          continue;
+        }
+        if (aborted()) {
+          st.kind = Status::Aborted;
+          report(st);
+          return;
+        }
+        wait.pause();
+      }
+      p.send_outputs();
+      st.blocks = p.blocks_run();
+      st.messages = t.messages_sent();
+      st.bytes = t.bytes_sent();
+    } catch (const Cancelled& e) {
+      st = Status{Status::Failed, Status::Cancelled, c.epoch, 0, 0, 0, on_rank(me, e.what())};
+    } catch (const Error& e) {
+      st = Status{Status::Failed, Status::User, c.epoch, 0, 0, 0, on_rank(me, e.what())};
+    } catch (const std::bad_alloc&) {
+      st = Status{Status::Failed, Status::User, c.epoch, 0, 0, 0, on_rank(me, "out of memory")};
+    } catch (const std::exception& e) {
+      st = Status{Status::Failed, Status::Internal, c.epoch, 0, 0, 0, on_rank(me, e.what())};
+    }
+    report(st);
+  }
+
+  comm::Mpi& mpi_;
+  uint64_t epoch_ = 0;
+  int64_t runs_ = 0;
+  std::optional<Command> deferred_;
+};
+
+}  // namespace
+
+std::vector<char> encode_command(const Command& c) {
+  std::vector<char> out;
+  out.reserve(24 + c.plan.size());
+  put(out, kCommandMagic);
+  put(out, kProtocolVersion);
+  put<uint8_t>(out, c.kind);
+  put(out, c.epoch);
+  put<uint64_t>(out, c.plan.size());
+  out.insert(out.end(), c.plan.begin(), c.plan.end());
+  return out;
+}
+
+bool decode_command(std::span<const char> in, Command& c, std::string& why) {
+  if (!header(in, kCommandMagic, "command", why)) return false;
+  uint8_t kind = 0;
+  uint64_t n = 0;
+  if (!get(in, kind) || !get(in, c.epoch) || !get(in, n)) return why = "truncated command", false;
+  if (kind < Command::Run || kind > Command::Shutdown) return why = cat_str("command kind ", int(kind)), false;
+  if (n != in.size()) return why = cat_str("the command says ", n, " bytes of plan, it carries ", in.size()), false;
+  c.kind = static_cast<Command::Kind>(kind);
+  c.plan.assign(in.begin(), in.end());
+  return true;
+}
+
+std::vector<char> encode_status(const Status& s) {
+  std::vector<char> out;
+  put(out, kStatusMagic);
+  put(out, kProtocolVersion);
+  put<uint8_t>(out, s.kind);
+  put<uint8_t>(out, s.error);
+  put(out, s.epoch);
+  put(out, s.blocks);
+  put(out, s.messages);
+  put(out, s.bytes);
+  put<uint64_t>(out, s.message.size());
+  out.insert(out.end(), s.message.begin(), s.message.end());
+  return out;
+}
+
+bool decode_status(std::span<const char> in, Status& s, std::string& why) {
+  if (!header(in, kStatusMagic, "status", why)) return false;
+  uint8_t kind = 0, error = 0;
+  uint64_t n = 0;
+  if (!get(in, kind) || !get(in, error) || !get(in, s.epoch) || !get(in, s.blocks) || !get(in, s.messages) ||
+      !get(in, s.bytes) || !get(in, n))
+    return why = "truncated status", false;
+  if (kind < Status::Done || kind > Status::Aborted || error > Status::Cancelled)
+    return why = cat_str("status kind ", int(kind), "/", int(error)), false;
+  if (n != in.size()) return why = "status message length mismatch", false;
+  s.kind = static_cast<Status::Kind>(kind);
+  s.error = static_cast<Status::Error>(error);
+  s.message.assign(in.begin(), in.end());
+  return true;
+}
+
+int worker_main(comm::Mpi& mpi) {
+  internal_check(mpi.rank() != 0);
+  return Worker(mpi).serve();
+}
+
+}  // namespace tapestry

@@ -1,0 +1,48 @@
+// The worker ranks of the MPI engine, and the messages rank 0 and the workers exchange.
+//   comm::Mpi* mpi = comm::Mpi::start();
+//   if (mpi && mpi->rank() != 0) return worker_main(*mpi);   // serve rank 0 until shutdown
+//   encode_command({Command::Run, epoch, encode_plan(g)})      // rank 0 (engine/exec/coordinator)
+// A worker waits for a command, runs its part of each plan over MpiTransport, and answers
+// every run with exactly one status: done (with its counts), failed (the error, naming this
+// rank), or aborted (rank 0 gave the run up because another rank failed). While it waits on
+// a slice it watches for rank 0's abort, so one failed rank never leaves the others stuck.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/comm/mpi.hpp"
+
+namespace tapestry {
+
+struct Command {
+  enum Kind : uint8_t { Run = 1, Abort = 2, Shutdown = 3 };
+  Kind kind = Run;
+  uint64_t epoch = 0;       // which run (Run and Abort)
+  std::vector<char> plan;   // Run: encode_plan's bytes
+};
+
+struct Status {
+  enum Kind : uint8_t { Done = 1, Failed = 2, Aborted = 3 };
+  enum Error : uint8_t { User = 0, Internal = 1, Cancelled = 2 };  // which exception to rethrow
+  Kind kind = Done;
+  Error error = User;
+  uint64_t epoch = 0;
+  int64_t blocks = 0, messages = 0, bytes = 0;
+  std::string message;  // Failed: "rank 2: ..."
+};
+
+std::vector<char> encode_command(const Command& c);
+std::vector<char> encode_status(const Status& s);
+// Checked decoding: false with the reason when the bytes are not a well-formed message.
+bool decode_command(std::span<const char> bytes, Command& c, std::string& why);
+bool decode_status(std::span<const char> bytes, Status& s, std::string& why);
+
+// Ranks 1..N-1: serves rank 0's commands until shutdown; the process's exit status.
+// TAPESTRY_FAULT=RANK:RUN[:oom] makes rank RANK fail its RUN-th plan (1-based) with an
+// injected error, or a real out-of-memory allocation — the tests' way to fail one worker.
+int worker_main(comm::Mpi& mpi);
+
+}  // namespace tapestry

@@ -1,0 +1,256 @@
+#include "engine/plan/estimate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <unordered_map>
+
+#include "engine/ir/error.hpp"
+#include "engine/poly/cost.hpp"
+
+namespace tapestry::plan {
+
+Box grid_block(const poly::Signature& s, const std::vector<int64_t>& parts, int64_t k) {
+  // grid_blocks numbers blocks row-major, the last index dim fastest.
+  Box b = s.space_box();
+  for (int j = s.rank() - 1; j >= 0; --j) {
+    const int64_t e = s.space[j].extent, n = parts[j], idx = k % n;
+    k /= n;
+    b.lo[j] = idx * e / n;
+    b.hi[j] = (idx + 1) * e / n - 1;
+  }
+  return b;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Blocks sampled per candidate: the first and last few carry the uneven pieces and the ranks
+// at the ends of the mesh; the rest are spread evenly between them.
+constexpr int64_t kSamples = 24;
+
+// Where an op's input comes from: an earlier op (its chosen candidate) or a tensor held in `initial`.
+struct Source {
+  int op = -1;
+  uint64_t tensor = 0;
+};
+
+struct Model {
+  const Mesh& m;
+  const Link& link;  // of a typical pair of ranks: the network once the mesh spans nodes
+  std::vector<NodeRef> ops;
+  std::vector<poly::Signature> sigs;
+  std::vector<std::vector<Candidate>> cands;
+  std::vector<std::vector<Source>> in;  // per op, per input
+  std::vector<std::vector<int>> users;  // per op: the later ops reading it, each once
+  std::unordered_map<uint64_t, std::vector<std::pair<Rank, Box>>> held;  // initial, by rank
+  std::unordered_map<uint64_t, int> holders;                             // distinct ranks
+  std::vector<int> pick;
+
+  explicit Model(const Mesh& mesh)
+      : m(mesh), link(mesh.ranks > mesh.ranks_per_node ? mesh.inter : mesh.intra) {}
+
+  static int64_t blocks(const Candidate& c) {
+    int64_t n = 1;
+    for (int64_t p : c.parts) n *= p;
+    return n;
+  }
+
+  // The pieces of `s` that rank r holds once its producer has run (a split reduction's
+  // combined slices lie on the rank of their first partial, as lower() puts them).
+  void held_by(const Source& s, Rank r, std::vector<Box>& out) const {
+    if (s.op < 0) {
+      auto it = held.find(s.tensor);
+      if (it == held.end()) return;
+      auto lo = std::lower_bound(it->second.begin(), it->second.end(), r,
+                                 [](const std::pair<Rank, Box>& h, Rank x) { return h.first < x; });
+      for (; lo != it->second.end() && lo->first == r; ++lo) out.push_back(lo->second);
+      return;
+    }
+    const Candidate& c = cands[s.op][pick[s.op]];
+    const poly::Signature& sig = sigs[s.op];
+    const int64_t k = ((r - c.rank) % m.ranks + m.ranks) % m.ranks;
+    if (k >= blocks(c)) return;
+    const Box box = grid_block(sig, c.parts, k);
+    for (int j = 0; j < sig.rank(); ++j)
+      if (sig.space[j].kind == poly::IndexDim::Reduction && box.lo[j] != 0) return;
+    out.push_back(sig.output_slice(box));
+  }
+
+  int holder_count(const Source& s) const {
+    if (s.op >= 0) return static_cast<int>(std::min<int64_t>(blocks(cands[s.op][pick[s.op]]), m.ranks));
+    auto it = holders.find(s.tensor);
+    return it == holders.end() ? 1 : std::max(1, it->second);
+  }
+
+  // The estimated time of op i run as its candidate c, given its producers' picks.
+  double estimate(size_t i, size_t c) const {
+    const Candidate& cand = cands[i][c];
+    const poly::Signature& s = sigs[i];
+    const int64_t nb = blocks(cand), ns = std::min(nb, kSamples);
+    std::vector<double> msgs(in[i].size(), 0.0);
+    std::vector<Box> mine;
+    double worst = 0;
+    bool partial = false;
+    for (int64_t q = 0; q < ns; ++q) {
+      const int64_t k = ns == nb ? q : q * (nb - 1) / (ns - 1);
+      const Box box = grid_block(s, cand.parts, k);
+      const Rank r = static_cast<Rank>((k + cand.rank) % m.ranks);
+      const poly::BlockCost bc = poly::block_cost(s, box);
+      double t = m.compute_time(bc.flops, bc.bytes());
+      partial = partial || s.splits_reduction(box);
+      for (size_t j = 0; j < in[i].size(); ++j) {
+        const Box need = s.input_slice(j, box);
+        if (need.empty()) continue;
+        mine.clear();
+        held_by(in[i][j], r, mine);
+        for (const Box& miss : poly::uncovered(need, mine)) {
+          t += link.time(double(miss.volume()) * dtype_size(s.inputs[j].dtype));
+          msgs[j] += 1;
+        }
+      }
+      worst = std::max(worst, t);
+    }
+    // A sender pays each message's overhead: a value on few ranks feeding many blocks queues them.
+    double senders = 0;
+    for (size_t j = 0; j < in[i].size(); ++j)
+      senders = std::max(senders, msgs[j] * double(nb) / double(ns) / holder_count(in[i][j]) * link.latency);
+    double combine = 0;
+    if (partial) {  // one reduction round of an output slice per doubling of its partials
+      double per_slice = 1;
+      for (int j = 0; j < s.rank(); ++j)
+        if (s.space[j].kind == poly::IndexDim::Reduction) per_slice *= double(cand.parts[j]);
+      combine = std::ceil(std::log2(per_slice)) * link.time(s.output.bytes() / double(nb) * per_slice);
+    }
+    return worst + senders + combine;
+  }
+};
+
+std::vector<Candidate> allowed(const poly::Signature& s, const NodeRef& n, const Mesh& m, const SearchOptions& opt) {
+  std::vector<Candidate> all = candidates(s, m.ranks);
+  const auto constraint = opt.output_grid.find(n->id);
+  if (constraint == opt.output_grid.end()) return all;
+  std::vector<Candidate> kept;
+  for (const Candidate& c : all) {
+    const std::vector<Placement> blocks = place(s, c, m.ranks);
+    bool splits_reduction = false;
+    for (const Placement& b : blocks) splits_reduction |= s.splits_reduction(b.box);
+    if (!splits_reduction && output_grid_of(s, blocks) == constraint->second) kept.push_back(c);
+  }
+  user_check(!kept.empty(), "no plan on ", m.ranks, " ranks gives the requested layout to a ",
+             op_def(n->op).name, " of shape ", shape_str(n->shape));
+  return kept;
+}
+
+}  // namespace
+
+Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
+                      const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt,
+                      Clock::time_point start) {
+  Model md(m);
+  md.ops = ops_to_place(topo, initial);
+  const size_t n_ops = md.ops.size();
+  std::unordered_map<uint64_t, int> index;
+  for (size_t i = 0; i < n_ops; ++i) index.emplace(md.ops[i]->id, static_cast<int>(i));
+  for (const Shard& h : initial) md.held[h.tensor].push_back({h.rank, h.box});
+  for (auto& [t, v] : md.held) {
+    std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    int distinct = 0;
+    for (size_t k = 0; k < v.size(); ++k) distinct += k == 0 || v[k].first != v[k - 1].first;
+    md.holders[t] = distinct;
+  }
+  md.users.resize(n_ops);
+  for (size_t i = 0; i < n_ops; ++i) {
+    const NodeRef& n = md.ops[i];
+    md.sigs.push_back(poly::signature_of(*n));
+    md.cands.push_back(allowed(md.sigs.back(), n, m, opt));
+    std::vector<Source> src;
+    for (const NodeRef& x : n->inputs) {
+      auto it = index.find(x->id);
+      src.push_back(it == index.end() ? Source{-1, x->id} : Source{it->second, x->id});
+      if (it != index.end() && (md.users[it->second].empty() || md.users[it->second].back() != int(i)))
+        md.users[it->second].push_back(static_cast<int>(i));
+    }
+    md.in.push_back(std::move(src));
+  }
+
+  // Greedy with one step of lookahead: in order, each op takes the candidate that minimizes its
+  // own estimate plus its users' best responses to it, so a cheap op (a broadcast bias) does
+  // not pick a layout that every op after it would have to move away from.
+  md.pick.assign(n_ops, 0);
+  std::vector<double> est(n_ops, 0.0);
+  std::vector<std::vector<double>> local(n_ops);  // greedy's estimate of every candidate
+  for (size_t i = 0; i < n_ops; ++i) {
+    local[i].assign(md.cands[i].size(), INFINITY);
+    double best = INFINITY;
+    for (size_t c = 0; c < md.cands[i].size(); ++c) {
+      md.pick[i] = static_cast<int>(c);
+      local[i][c] = md.estimate(i, c);
+      double ahead = local[i][c];
+      for (int u : md.users[i]) {
+        double r = INFINITY;
+        for (size_t cu = 0; cu < md.cands[u].size(); ++cu) r = std::min(r, md.estimate(u, cu));
+        ahead += r;
+      }
+      if (ahead < best * (1 - 1e-9)) best = ahead, est[i] = local[i][c];
+    }
+    for (size_t c = 0; c < md.cands[i].size(); ++c)
+      if (local[i][c] == est[i]) { md.pick[i] = static_cast<int>(c); break; }
+  }
+  double cur = 0;
+  for (double e : est) cur += e;
+  std::vector<std::vector<double>> seen(n_ops);
+  for (size_t i = 0; i < n_ops; ++i) {
+    seen[i].resize(md.cands[i].size());
+    for (size_t c = 0; c < md.cands[i].size(); ++c) seen[i][c] = cur - est[i] + local[i][c];
+  }
+
+  // Annealing on the estimate, over half the budget: the rest is for lowering the winner.
+  std::vector<int> best = md.pick;
+  double best_cost = cur;
+  if (opt.method == SearchOptions::Anneal && n_ops > 0) {
+    std::mt19937_64 rng(opt.seed);
+    const double t0 = 0.05 * std::max(cur, 1e-12), t1 = 1e-4 * std::max(cur, 1e-12);
+    const int steps = std::max(opt.steps, 1);
+    std::vector<double> user_est;
+    for (int k = 0; k < steps; ++k) {
+      if ((k & 7) == 0 &&
+          std::chrono::duration<double>(Clock::now() - start).count() > 0.5 * opt.time_budget_s)
+        break;
+      const size_t i = std::uniform_int_distribution<size_t>(0, n_ops - 1)(rng);
+      if (md.cands[i].size() < 2) continue;
+      const int old = md.pick[i];
+      int c = std::uniform_int_distribution<int>(0, int(md.cands[i].size()) - 2)(rng);
+      md.pick[i] = c >= old ? c + 1 : c;
+      const double mine = md.estimate(i, md.pick[i]);
+      double next = cur - est[i] + mine;
+      user_est.clear();
+      for (int u : md.users[i]) {
+        user_est.push_back(md.estimate(u, md.pick[u]));
+        next += user_est.back() - est[u];
+      }
+      seen[i][md.pick[i]] = std::min(seen[i][md.pick[i]], next);
+      const double temp = t0 * std::pow(t1 / t0, double(k) / steps);
+      if (next <= cur || std::uniform_real_distribution<double>(0, 1)(rng) < std::exp((cur - next) / temp)) {
+        est[i] = mine;
+        for (size_t u = 0; u < md.users[i].size(); ++u) est[md.users[i][u]] = user_est[u];
+        cur = next;
+        if (cur < best_cost) best = md.pick, best_cost = cur;
+      } else {
+        md.pick[i] = old;
+      }
+    }
+  }
+
+  std::vector<Candidate> choice;
+  for (size_t i = 0; i < n_ops; ++i) choice.push_back(md.cands[i][best[i]]);
+  Plan p = evaluate(topo, initial, roots, m, choice);
+  p.estimated = true;
+  for (size_t i = 0; i < n_ops; ++i)
+    for (size_t c = 0; c < md.cands[i].size(); ++c)
+      if (std::isfinite(seen[i][c])) p.tried[md.ops[i]->id].push_back(Tried{md.cands[i][c], seen[i][c]});
+  return p;
+}
+
+}  // namespace tapestry::plan

@@ -1,0 +1,86 @@
+// Planner quality at scale (issue 3, item 8): SUMMA-level communication for a big matmul, and
+// the search by estimate that big graphs on big meshes take. Speed is measured in
+// bench/planner, never asserted here.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "engine/ir/builders.hpp"
+#include "engine/plan/estimate.hpp"
+#include "engine/plan/search.hpp"
+#include "engine/plan/verifier.hpp"
+#include "tests/engine/plan/plan_test_util.hpp"
+
+using namespace tapestry;
+using namespace tapestry::plan;
+using tapestry::plan::testing::topo_of;
+
+namespace {
+NodeRef src(const Shape& s) { return make_source(nullptr, s, DType::F32); }
+}  // namespace
+
+TEST_CASE("engine.plan.scale.grid_block_matches_grid_blocks") {
+  NodeRef y = build::matmul(src({11, 7}), src({7, 5}));
+  const poly::Signature s = poly::signature_of(*y);
+  for (const std::vector<int64_t>& parts : {std::vector<int64_t>{3, 2, 1}, {1, 5, 7}, {11, 1, 2}}) {
+    const std::vector<Placement> all = grid_blocks(s, parts, 6);
+    for (size_t k = 0; k < all.size(); ++k) CHECK(grid_block(s, parts, static_cast<int64_t>(k)) == all[k].box);
+  }
+}
+
+TEST_CASE("engine.plan.scale.matmul_moves_within_1.5x_of_summa") {
+  // C = A B, n x n, on P = 64 modelled ranks with A and B in the same 8 x 8 blocks (rank 8a+b
+  // holds block (a, b) of each). 2-D SUMMA on the sqrt(P) x sqrt(P) grid: rank (a, b) needs A's
+  // row panel a (n/sqrt(P) x n) and B's column panel b (n x n/sqrt(P)), holds one block of each,
+  // so it receives 2 (n^2/sqrt(P) - n^2/P) elements; all ranks together 2 n^2 (sqrt(P) - 1).
+  const int P = 64, q = 8;
+  const int64_t n = 2048;
+  NodeRef a = src({n, n}), b = src({n, n});
+  NodeRef c = build::matmul(a, b);
+  std::vector<Shard> initial;
+  for (int r = 0; r < P; ++r) {
+    const int64_t i = r / q, j = r % q;
+    const Box blk({i * n / q, j * n / q}, {(i + 1) * n / q - 1, (j + 1) * n / q - 1});
+    initial.push_back(Shard{a->id, blk, r});
+    initial.push_back(Shard{b->id, blk, r});
+  }
+  const std::vector<NodeRef> topo = topo_of({c});
+  const Plan p = search(topo, initial, {c}, Mesh::modelled(P), {SearchOptions::Anneal, 500, 1.0, 1});
+  const VerifyResult v = verify(p.graph, topo);
+  CHECK_MESSAGE(v.ok(), v.message());
+  const double summa = 2.0 * double(n) * double(n) * (q - 1) * 4.0;
+  INFO("chose ", p.choice.at(c->id).name(poly::signature_of(*c)), ", ", p.cost.bytes_moved, " bytes vs SUMMA ", summa);
+  CHECK(double(p.cost.bytes_moved) <= 1.5 * summa);
+  CHECK(p.cost.bytes_moved > 0);
+}
+
+TEST_CASE("engine.plan.scale.search_by_estimate_gives_a_valid_cheap_plan") {
+  // A chain of layers on 64 ranks, searched by estimate (exact_limit 0) and lowered once.
+  const int P = 64;
+  NodeRef x = src({1024, 256});
+  std::vector<Shard> initial;
+  for (int r = 0; r < P; ++r) initial.push_back(Shard{x->id, Box({r * 16, 0}, {r * 16 + 15, 255}), r});
+  NodeRef h = x;
+  for (int l = 0; l < 6; ++l) {
+    NodeRef w = src({256, 256}), bias = src({256});
+    initial.push_back(Shard{w->id, Box::of_shape(w->shape), 0});
+    initial.push_back(Shard{bias->id, Box::of_shape(bias->shape), 0});
+    h = build::unary(Op::Tanh, build::binary(Op::Add, build::matmul(h, w), bias));
+  }
+  const std::vector<NodeRef> topo = topo_of({h});
+  const Mesh m = Mesh::modelled(P);
+  SearchOptions o{SearchOptions::Anneal, 500, 1.0, 3};
+  o.exact_limit = 0;
+  const Plan p = search(topo, initial, {h}, m, o);
+  CHECK(p.estimated);
+  const VerifyResult v = verify(p.graph, topo);
+  CHECK_MESSAGE(v.ok(), v.message());
+  CHECK(p.tried.at(h->id).size() > 1);
+  // Better than running everything whole on rank 0, and than the exact greedy start.
+  std::vector<Candidate> whole;
+  for (const NodeRef& n : ops_to_place(topo, initial))
+    whole.push_back(Candidate{std::vector<int64_t>(poly::signature_of(*n).rank(), 1), 0});
+  CHECK(p.cost.total() < evaluate(topo, initial, {h}, m, whole).cost.total());
+  const Plan g = search(topo, initial, {h}, m, {SearchOptions::Greedy, 0, 1.0, 1});
+  CHECK(p.cost.total() <= 1.5 * g.cost.total());
+}

@@ -1,0 +1,139 @@
+// The plan wire format and the worker protocol: a decoded plan runs to the same values as the
+// original, and no corruption (truncation, any flipped byte, a wrong version, a lying count)
+// gets past the decoder as anything but an Error.
+#include <doctest/doctest.h>
+
+#include <cstring>
+
+#include "engine/exec/evaluator.hpp"
+#include "engine/exec/plan_wire.hpp"
+#include "engine/exec/sharded_run.hpp"
+#include "engine/exec/worker.hpp"
+#include "engine/ir/builders.hpp"
+#include "engine/ir/error.hpp"
+#include "engine/ir/value.hpp"
+#include "engine/plan/planner.hpp"
+
+using namespace tapestry;
+
+namespace {
+
+// A plan with sources held on rank 0, a matmul, a split reduction and a map, on `ranks`.
+struct Example {
+  NodeRef a, b, y;
+  plan::PlannedGraph pg;
+  explicit Example(int ranks) {
+    a = build::rand({12, 8}, 1, DType::F32);
+    b = build::rand({8, 6}, 2, DType::F32);
+    evaluate({a, b});  // values on rank 0: the plan's initial shards
+    y = build::binary(Op::Add, build::reduce(Op::Sum, build::matmul(a, b), {1}, true), build::Operand::number(1));
+    pg = plan::plan_observation({y}, plan::Mesh::this_machine(ranks), {});
+  }
+};
+
+std::vector<float> values(const Value& v) { return {v.data<float>(), v.data<float>() + v.v.numel()}; }
+
+uint64_t fnv1a(const char* p, size_t n) {
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(p[i])) * 1099511628211ULL;
+  return h;
+}
+
+void reseal(std::vector<char>& bytes) {  // a valid checksum over a tampered body
+  const uint64_t sum = fnv1a(bytes.data() + 24, bytes.size() - 24);
+  std::memcpy(bytes.data() + 16, &sum, 8);
+}
+
+}  // namespace
+
+TEST_CASE("a decoded plan has the same structure and runs to the same values") {
+  Example ex(3);
+  const plan::ShardedGraph& g = ex.pg.plan.graph;
+  const std::vector<char> bytes = encode_plan(g);
+  plan::ShardedGraph d = decode_plan(bytes);
+  CHECK(d.num_ranks == 3);
+  CHECK(d.blocks.size() == g.blocks.size());
+  CHECK(d.transfers.size() == g.transfers.size());
+  CHECK(d.combines.size() == g.combines.size());
+  CHECK(d.steps == g.steps);
+  REQUIRE(d.initial.size() == g.initial.size());
+  REQUIRE(d.roots.size() == g.roots.size());
+  for (size_t i = 0; i < g.blocks.size(); ++i) {
+    CHECK(d.blocks[i].box == g.blocks[i].box);
+    CHECK(d.blocks[i].rank == g.blocks[i].rank);
+    CHECK(d.find(d.blocks[i].node)->op == g.find(g.blocks[i].node)->op);
+  }
+  // Leaves arrive without data; give them rank 0's, as the worker's rank 0 holds them.
+  for (size_t i = 0; i < g.initial.size(); ++i) {
+    const Node* mine = d.find(d.initial[i].tensor);
+    REQUIRE(mine != nullptr);
+    CHECK(mine->value == nullptr);
+    mine->value = g.find(g.initial[i].tensor)->value;
+  }
+  run_plan(d);
+  evaluate({ex.y});
+  const Node* got = d.find(d.roots[0]);
+  REQUIRE(got->value != nullptr);
+  const std::vector<float> want = values(*ex.y->value), have = values(*got->value);
+  REQUIRE(want.size() == have.size());
+  for (size_t i = 0; i < want.size(); ++i) CHECK(have[i] == doctest::Approx(want[i]).epsilon(1e-5));
+}
+
+TEST_CASE("every truncation and every flipped byte is rejected with an Error") {
+  Example ex(2);
+  const std::vector<char> bytes = encode_plan(ex.pg.plan.graph);
+  for (size_t n = 0; n < bytes.size(); ++n)
+    CHECK_THROWS_AS(decode_plan(std::span<const char>(bytes.data(), n)), Error);
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::vector<char> bad = bytes;
+    bad[i] ^= 0x5a;
+    CHECK_THROWS_AS(decode_plan(bad), Error);
+  }
+  std::vector<char> longer = bytes;
+  longer.push_back(0);
+  CHECK_THROWS_AS(decode_plan(longer), Error);
+}
+
+TEST_CASE("a wrong version or a lying body says why") {
+  Example ex(2);
+  std::vector<char> bytes = encode_plan(ex.pg.plan.graph);
+  std::vector<char> v2 = bytes;
+  const uint32_t version = kPlanWireVersion + 1;
+  std::memcpy(v2.data() + 4, &version, 4);
+  CHECK_THROWS_WITH_AS(decode_plan(v2), doctest::Contains("wire version"), Error);
+  // Resealed, so only the decoder's own checks stand between the body and make_node.
+  std::vector<char> ranks0 = bytes;
+  std::memset(ranks0.data() + 24, 0, 4);
+  reseal(ranks0);
+  CHECK_THROWS_WITH_AS(decode_plan(ranks0), doctest::Contains("rank count"), Error);
+  std::vector<char> huge = bytes;
+  const uint64_t count = uint64_t(1) << 60;  // the node count
+  std::memcpy(huge.data() + 28, &count, 8);
+  reseal(huge);
+  CHECK_THROWS_WITH_AS(decode_plan(huge), doctest::Contains("exceeds the message"), Error);
+}
+
+TEST_CASE("commands and statuses round-trip and are checked") {
+  Command c{Command::Run, 7, {'a', 'b', 'c'}};
+  Command back;
+  std::string why;
+  std::vector<char> bytes = encode_command(c);
+  REQUIRE(decode_command(bytes, back, why));
+  CHECK(back.kind == Command::Run);
+  CHECK(back.epoch == 7);
+  CHECK(back.plan == c.plan);
+  bytes.pop_back();
+  CHECK_FALSE(decode_command(bytes, back, why));
+  CHECK(why.find("bytes of plan") != std::string::npos);
+
+  Status s{Status::Failed, Status::User, 9, 1, 2, 3, "rank 2: broken"};
+  Status sb;
+  std::vector<char> sbytes = encode_status(s);
+  REQUIRE(decode_status(sbytes, sb, why));
+  CHECK(sb.kind == Status::Failed);
+  CHECK(sb.message == "rank 2: broken");
+  CHECK(sb.bytes == 3);
+  sbytes[0] ^= 1;
+  CHECK_FALSE(decode_status(sbytes, sb, why));
+  CHECK(why.find("magic") != std::string::npos);
+}
