@@ -14,6 +14,7 @@
 
 #include <unistd.h>
 
+#include "engine/exec/coordinator.hpp"
 #include "engine/ir/fused.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/poly/signature.hpp"
@@ -416,7 +417,9 @@ int l_mesh(lua_State* L) {
   lua_setfield(L, -2, "devices_per_rank");
   lua_pushstring(L, "cpu");
   lua_setfield(L, -2, "device");
-  lua_pushstring(L, m.ranks > 1 ? "loopback (virtual ranks in one process)" : "single process");
+  lua_pushstring(L, mpi_job_ranks() == m.ranks && m.ranks > 1 ? "mpi"
+                   : m.ranks > 1                              ? "loopback (virtual ranks in one process)"
+                                                              : "single process");
   lua_setfield(L, -2, "transport");
   lua_pushnumber(L, m.mem_bytes_per_rank);
   lua_setfield(L, -2, "memory_per_rank");
