@@ -1,6 +1,7 @@
 // W9 (bench/BENCH.md): planning a 1,000-op graph for a modelled 1,024-rank mesh, and a plan-cache hit.
 //   bench_planner                         # 200 layers (1,000 ops) on 1,024 ranks, 5 plans, 1,000 hits
 //   bench_planner --layers 10 --ranks 16 --reps 2 --hits 10   # the ctest smoke run
+//   BENCH_CHOICES=1 bench_planner ...       # also lists the candidate chosen for every op
 // Prints the median plan time, the median cache-hit time, and the SUMMA ratio: bytes moved by
 // the chosen plan of a large square matmul on 64 ranks over the 2-D SUMMA volume.
 // Nothing here is asserted: speed is measured, never a test's pass/fail condition.
