@@ -254,8 +254,15 @@ const ApiEntry kApi[] = {
     {"tp.stats", K::Function, "observe", "tp.stats()",
      "Counters: observations, nodes_evaluated, kernels, fused_ops, bytes_allocated, live_nodes, "
      "plans, plan_cache_hits, blocks_run, messages, bytes_moved (between ranks), and "
-     "time_schedule, time_run, time_plan (seconds).",
+     "time_schedule, time_run, time_plan, time_move (seconds; time_move is the part of time_run "
+     "spent sending, receiving and combining between ranks).",
      lua::l_stats},
+    {"tp.trace", K::Function, "observe", "tp.trace(path) / tp.trace(nil)",
+     "Start writing a Chrome/Perfetto trace (JSON trace events; open it in ui.perfetto.dev or "
+     "chrome://tracing) of every block, transfer and combine on every rank (pid = rank), of "
+     "single-rank kernels, and of the plan/run phases. tp.trace(nil) stops and finishes the file "
+     "and returns its path; the file is also finished at exit.",
+     lua::l_trace},
     {"tp.clock", K::Function, "observe", "tp.clock()", "Monotonic wall-clock seconds, as a float.",
      lua::l_clock},
     {"tp.tensors", K::Function, "env", "tp.tensors()",
@@ -334,6 +341,22 @@ const ApiEntry kApi[] = {
          "Observe and format numpy-style, with a footer giving dtype and shape."),
     META("__len", lua::l_len, "#x", "Size of dim 1."),
 
+    // --- gradients ------------------------------------------------------------------
+    {"tp.grad", K::Function, "grad", "tp.grad(loss, {p1, p2, ...})",
+     "Reverse-mode gradients of a one-element f32/f64 loss with respect to each tensor p_i "
+     "(named tensors or any tensors the loss was built from), as a sequence of lazy tensors of "
+     "the params' shapes and dtypes: more graph, planned, fused and sharded like the rest. A "
+     "param the loss does not depend on gets zeros; integer and bool params are errors. Ties in "
+     "max/min/maximum/minimum/maxpool split the gradient evenly (see docs/gradients.md). "
+     "Example: local g = tp.grad((x:matmul(tp.env.w) - y):square():mean(), {tp.env.w})",
+     lua::l_grad},
+    {"tp.detach", K::Function, "grad", "tp.detach(a, b, ...)",
+     "Observe the tensors together and return each value as a new leaf tensor with no graph "
+     "behind it: gradients stop there and the graph that computed it can be freed. Use it to "
+     "make a parameter of a constant (tp.env.b = tp.detach(tp.zeros{n})), and after each "
+     "optimizer step (nn.sgd and nn.adam do).",
+     lua::l_detach},
+
     // --- the Lua standard library (stdlib/*.lua, embedded; require "tapestry.nn") ------
     {"tapestry.nn.linear", K::Module, "stdlib", "nn.linear(x, w [,b])",
      "x·w + b, with x {..., in}, w {in, out} (in-by-out, so it reads as written) and b {out} "
@@ -369,6 +392,20 @@ const ApiEntry kApi[] = {
      "d}, v {..., Lk, dv}, leading dims broadcast. opts.mask: bool (true = may attend) or "
      "additive; opts.causal: query i sees keys 1..i; opts.scale. Returns the output and the "
      "weights.",
+     nullptr},
+    {"tapestry.nn.sgd", K::Module, "stdlib", "nn.sgd(params, grads, lr [,opts])",
+     "One step of gradient descent on named tensors: tp.env[name] = p - lr * g for each param "
+     "(a named Tensor such as tp.env.w, or its name) and its gradient from tp.grad, all "
+     "computed in one observation, then detached. opts.momentum (default 0) keeps a velocity "
+     "in tp.env.__sgd_v_NAME; opts.eval = {loss, ...} computes those tensors in the same "
+     "observation (sharing the forward pass).",
+     nullptr},
+    {"tapestry.nn.adam", K::Module, "stdlib", "nn.adam(params, grads [,opts])",
+     "One Adam step (Kingma & Ba, with bias correction) on named tensors, as nn.sgd. The "
+     "moments and step count live in the environment as tp.env.__adam_m_NAME, __adam_v_NAME and "
+     "__adam_t_NAME (so tp.save_env checkpoints them; drop them to reset). opts: lr (1e-3), "
+     "beta1 (0.9), beta2 (0.999), eps (1e-8), weight_decay (0, added to g as in Torch's Adam), "
+     "eval.",
      nullptr},
     {"tapestry.fem.laplacian", K::Module, "stdlib", "fem.laplacian(u [,opts])",
      "The discrete Laplacian of an n-D grid (5-point in 2-D, 2n+1-point in n-D), u's shape. "
@@ -416,6 +453,12 @@ const ApiEntry kApi[] = {
     {":mesh", K::Command, "shell", ":mesh", "Describe the allocation (tp.mesh).", nullptr},
     {":tensors", K::Command, "shell", ":tensors",
      "The environment: name, shape, dtype, bytes, layout of every named tensor.", nullptr},
+    {":time", K::Command, "shell", ":time EXPR-or-STATEMENT",
+     "Run it (an expression is also printed) and report the wall time per phase: plan, run, "
+     "move (bytes and messages between ranks) and print.",
+     nullptr},
+    {":trace", K::Command, "shell", ":trace FILE / :trace off",
+     "Start a Chrome/Perfetto trace into FILE, or finish it (as tp.trace).", nullptr},
 };
 
 #undef UNARY
@@ -460,6 +503,7 @@ std::string reference_markdown() {
       {"slice", "Reading slices"},    {"tensor", "Tensor metadata"},
       {"observe", "Observation"},     {"env", "The environment"},
       {"io", "Files"},
+      {"grad", "Gradients"},
       {"plan", "Plans, layouts and the mesh"},
       {"stdlib", "Standard library"},
       {"shell", "Shell commands"},

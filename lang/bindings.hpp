@@ -66,6 +66,10 @@ int l_stencil(lua_State* L);
 int l_conv2d(lua_State* L);
 template <Op op> int l_pool2d(lua_State* L);  // maxpool2d avgpool2d
 
+// gradients (tp_grad.cpp)
+int l_grad(lua_State* L);
+int l_detach(lua_State* L);
+
 // tensor metadata and observation (tp_observe.cpp)
 int l_dim(lua_State* L);
 int l_size(lua_State* L);
@@ -79,6 +83,9 @@ int l_len(lua_State* L);
 int l_stats(lua_State* L);
 int l_clock(lua_State* L);
 int l_tensors(lua_State* L);
+
+// tracing (tp_trace.cpp)
+int l_trace(lua_State* L);
 
 // files (io_lua.cpp)
 int l_load(lua_State* L);

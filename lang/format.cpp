@@ -295,7 +295,7 @@ std::string format_tensor(const View& v, const FormatOptions& opts) {
     });
   if (!opts.footer) return body;
   return body + "\n[" + std::string(dtype_name(v.dtype)) + " tensor of shape " +
-         shape_str(v.shape) + "]";
+         shape_str(v.shape) + (opts.note.empty() ? "" : ", " + opts.note) + "]";
 }
 
 // Lua's tostring of a number: "%.14g" for floats (with ".0" when it looks like an

@@ -17,6 +17,7 @@ struct FormatOptions {
   int64_t threshold = 1000;  // summarize when numel exceeds this
   int precision = 8;         // at most this many digits after the point (numpy default)
   bool footer = true;        // the "[f32 tensor of shape {2,2}]" line (not for scalars)
+  std::string note;          // added to the footer: "[f32 tensor of shape {8,8}, NOTE]"
 };
 
 std::string format_tensor(const View& v, const FormatOptions& opts = {});

@@ -112,7 +112,7 @@ PlanArgs plan_args(lua_State* L) {
   int i = 1;
   for (; i <= n && is_tensor(L, i); ++i) a.roots.push_back(check_tensor(L, i));
   if (a.roots.empty()) type_error(L, 1, "Tensor");
-  if (i <= n) {
+  if (i <= n && !lua_isnil(L, i)) {  // tp.plan(x, nil): no options
     Options(L, i, {"mesh", "search"});  // validates the keys
     a.opts = i;
   }

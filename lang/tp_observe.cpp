@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "engine/exec/observe.hpp"
 #include "engine/exec/stats.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/ir/value.hpp"
@@ -83,7 +84,10 @@ int l_release(lua_State* L) {
 int l_tostring(lua_State* L) {
   const NodeRef x = check_tensor(L, 1);
   observe({x});
-  const std::string s = format_tensor(x->value->view());
+  FormatOptions opts;
+  opts.note = computed_layout(x->id);  // sharded results say how they were split
+  if (!opts.note.empty()) opts.note = "computed as " + opts.note;
+  const std::string s = format_tensor(x->value->view(), opts);
   lua_pushlstring(L, s.data(), s.size());
   return 1;
 }
@@ -110,6 +114,7 @@ int l_stats(lua_State* L) {
   seti("live_nodes", live_node_count());
   set("time_schedule", s.time_schedule);
   set("time_run", s.time_run);
+  set("time_move", s.time_move);
   const plan::PlannerStats& ps = plan::planner_stats();
   seti("plans", ps.plans);
   seti("plan_cache_hits", ps.cache_hits);

@@ -12,6 +12,7 @@
 #include "repl/help.hpp"
 #include "repl/run.hpp"
 #include "repl/shell.hpp"
+#include "repl/timing.hpp"
 
 namespace tapestry::repl {
 
@@ -105,6 +106,10 @@ void cmd_tensors(Shell& sh, std::string_view) {
           "r.computed and '' or '  (pending)')) end");
 }
 
+void cmd_trace_file(Shell& sh, std::string_view args) {
+  cmd_trace(sh, args == "off" ? std::string(args) : path_argument(args));
+}
+
 constexpr Command kCommands[] = {
     {":explain", ":explain EXPR", "why the plan for EXPR was chosen (as tp.explain)", cmd_explain},
     {":help", ":help [name]", "help for a function, method or command; the list without a name",
@@ -115,6 +120,10 @@ constexpr Command kCommands[] = {
     {":plan", ":plan EXPR", "the sharded plan for EXPR (as tp.plan)", cmd_plan},
     {":quit", ":quit", "leave the shell (Ctrl-D does too)", cmd_quit},
     {":tensors", ":tensors", "the named tensors: name, shape, dtype, bytes, layout", cmd_tensors},
+    {":time", ":time EXPR-or-STATEMENT", "run it and report wall time per phase: plan, run, move, print",
+     cmd_time},
+    {":trace", ":trace FILE / :trace off", "write a Chrome/Perfetto trace of what runs (as tp.trace)",
+     cmd_trace_file},
 };
 
 }  // namespace

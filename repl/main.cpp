@@ -17,6 +17,7 @@
 #include "lang/api.hpp"
 #include "lang/state.hpp"
 #include "repl/cli.hpp"
+#include "repl/progress_bar.hpp"
 #include "repl/run.hpp"
 #include "repl/shell.hpp"
 
@@ -157,6 +158,9 @@ int main(int argc, char** argv) {
     fprintf(stderr, "%s: cannot create the Lua state: not enough memory\n", kProgname);
     return 1;
   }
+  // Under mpirun stdout is Open MPI's pty even in a pipe: there only TAPESTRY_PROGRESS=1 shows it.
+  const bool terminal = isatty(STDOUT_FILENO) != 0 && tapestry::mpi_job_ranks() == 0;
+  if (progress_wanted(terminal)) install_progress_bar();
   Main m{&o, argc, argv, 0};
   lua_pushcfunction(L, pmain);
   lua_pushlightuserdata(L, &m);

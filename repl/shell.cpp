@@ -9,6 +9,7 @@
 #include <exception>
 #include <string>
 
+#include "engine/plan/planner.hpp"
 #include "repl/cli.hpp"
 #include "repl/commands.hpp"
 #include "repl/complete.hpp"
@@ -32,7 +33,9 @@ bool incomplete(lua_State* L, int status) {
 
 // Prints the values from `base` to the top with the global print (tab-separated,
 // through tostring, so tensors are observed here) and keeps the first one in `_`.
-void print_results(Shell& sh, int base) {
+}  // namespace
+
+void print_values(Shell& sh, int base) {
   lua_State* L = sh.L;
   int n = lua_gettop(L) - base + 1;
   if (n <= 0) return;
@@ -53,12 +56,14 @@ void print_results(Shell& sh, int base) {
   }
 }
 
+namespace {
+
 // Runs the loaded function on top of the stack and prints what it returns.
 void run_loaded(Shell& sh) {
   int base = lua_gettop(sh.L);
   int status = docall(sh.L, 0, LUA_MULTRET);
   if (status == LUA_OK) {
-    print_results(sh, base);
+    print_values(sh, base);
   } else {
     report(sh.L, status, "");
     ++sh.errors;
@@ -73,6 +78,11 @@ bool is_command(std::string_view line) {
 }
 
 }  // namespace
+
+std::string prompt() {
+  const int ranks = plan::current_mesh().ranks;
+  return ranks > 1 ? "tapestry[" + std::to_string(ranks) + " ranks]> " : kPrompt;
+}
 
 void eval_line(Shell& sh, std::string_view line) {
   lua_State* L = sh.L;
@@ -124,7 +134,7 @@ int run_shell(lua_State* L, bool terminal) {
   }
   std::string line;
   while (!sh.quit) {
-    LineReader::Status got = input.read(kPrompt, line);
+    LineReader::Status got = input.read(prompt().c_str(), line);
     if (got == LineReader::Status::End) break;
     if (got == LineReader::Status::Interrupted) continue;
     if (!is_command(line)) {

@@ -6,6 +6,7 @@
 //   lua_close(L);
 #pragma once
 
+#include <string>
 #include <string_view>
 
 struct lua_State;
@@ -32,5 +33,12 @@ int run_shell(lua_State* L, bool terminal);
 
 // Runs one line typed at the prompt (reading continuation lines as needed).
 void eval_line(Shell& shell, std::string_view line);
+
+// Prints the values from stack index `base` to the top as the prompt does (through print,
+// tab-separated; a tensor is observed) and keeps the first non-nil one in `_`.
+void print_values(Shell& shell, int base);
+
+// "tapestry> ", or "tapestry[4 ranks]> " when the mesh has more than one rank.
+std::string prompt();
 
 }  // namespace tapestry::repl

@@ -205,4 +205,118 @@ function nn.attention(q, k, v, opts)
   return weights:matmul(v), weights
 end
 
+-- --- optimizers ------------------------------------------------------------------------
+-- Parameters are named tensors: an optimizer step rebinds tp.env[name] to its new value (a
+-- whole-tensor region write), computes every new value in one observation (tp.detach, which
+-- also cuts the graph that produced them, so step k's graph is neither kept nor walked by
+-- tp.grad at step k + 1), and binds nothing if that fails.
+
+-- The names of params (named Tensors such as tp.env.w, or names), checked against grads.
+local function param_names(fname, params, grads)
+  if type(params) ~= "table" or args.is_tensor(params) then
+    args.fail(fname, "params must be a sequence of named tensors (tp.env.w) or names, got %s", type(params))
+  end
+  if type(grads) ~= "table" or args.is_tensor(grads) or #grads ~= #params then
+    args.fail(fname, "grads must be a sequence of %d tensors (one per param, as tp.grad returns), got %s",
+              #params, type(grads) == "table" and #grads .. " entries" or type(grads))
+  end
+  local names = {}
+  for i, p in ipairs(params) do
+    local name = p
+    if args.is_tensor(p) then name = p.name end
+    if type(name) ~= "string" then
+      args.fail(fname, "params[%d] must be a named tensor (tp.env.NAME) or a name, got %s", i,
+                args.is_tensor(p) and "an unnamed Tensor" or type(p))
+    end
+    local cur = tp.env[name]
+    if cur == nil then args.fail(fname, "params[%d]: tp.env.%s is not bound", i, name) end
+    args.tensor(fname, "grads[" .. i .. "]", grads[i])
+    if shape_str(grads[i].shape) ~= shape_str(cur.shape) then
+      args.fail(fname, "grads[%d] has shape %s but tp.env.%s has %s", i, shape_str(grads[i].shape),
+                name, shape_str(cur.shape))
+    end
+    names[i] = name
+  end
+  return names
+end
+
+-- Computes values (and the extra tensors of opts.eval) in one observation, then binds each
+-- tp.env[keys[i]] to values[i] as a leaf.
+local function commit(fname, keys, values, extra)
+  if extra ~= nil and (type(extra) ~= "table" or args.is_tensor(extra)) then
+    args.fail(fname, "opts.eval must be a sequence of tensors, got %s", type(extra))
+  end
+  local all = table.move(values, 1, #values, 1, {})
+  for i, t in ipairs(extra or {}) do
+    args.tensor(fname, "opts.eval[" .. i .. "]", t)
+    all[#all + 1] = t
+  end
+  local leaves = {tp.detach(table.unpack(all))}
+  for i, k in ipairs(keys) do tp.env[k] = leaves[i] end
+end
+
+-- p <- p - lr * g (with opts.momentum m > 0: v <- m v + g, p <- p - lr v, v in
+-- tp.env.__sgd_v_NAME, as Torch's SGD without dampening).
+function nn.sgd(params, grads, lr, opts)
+  local fname = "tapestry.nn.sgd"
+  local names = param_names(fname, params, grads)
+  if type(lr) ~= "number" or not (lr > 0) then
+    args.fail(fname, "lr must be a positive number, got %s", tostring(lr))
+  end
+  opts = args.opts(fname, opts, {"momentum", "eval"})
+  local momentum = opts.momentum or 0
+  if type(momentum) ~= "number" or not (momentum >= 0) then
+    args.fail(fname, "opts.momentum must be a number >= 0, got %s", tostring(momentum))
+  end
+  local keys, values = {}, {}
+  for i, name in ipairs(names) do
+    local g = grads[i]
+    if momentum > 0 then
+      local vname = "__sgd_v_" .. name
+      local v = tp.env[vname]
+      g = v and v * momentum + g or g
+      keys[#keys + 1], values[#values + 1] = vname, g
+    end
+    keys[#keys + 1], values[#values + 1] = name, tp.env[name] - g * lr
+  end
+  commit(fname, keys, values, opts.eval)
+end
+
+-- Adam (Kingma & Ba 2015) with bias correction; opts.weight_decay adds wd * p to g (Torch's
+-- Adam, not AdamW). State per param NAME in the environment: __adam_m_NAME, __adam_v_NAME
+-- (moments, the param's shape) and __adam_t_NAME (the step, a scalar).
+function nn.adam(params, grads, opts)
+  local fname = "tapestry.nn.adam"
+  local names = param_names(fname, params, grads)
+  opts = args.opts(fname, opts, {"lr", "beta1", "beta2", "eps", "weight_decay", "eval"})
+  local lr = args.positive(fname, "opts.lr", opts.lr, 1e-3)
+  local b1, b2 = opts.beta1 or 0.9, opts.beta2 or 0.999
+  for _, kb in ipairs{{"beta1", b1}, {"beta2", b2}} do
+    if type(kb[2]) ~= "number" or not (kb[2] >= 0 and kb[2] < 1) then
+      args.fail(fname, "opts.%s must be a number in [0, 1), got %s", kb[1], tostring(kb[2]))
+    end
+  end
+  local eps = args.positive(fname, "opts.eps", opts.eps, 1e-8)
+  local wd = opts.weight_decay or 0
+  if type(wd) ~= "number" or not (wd >= 0) then
+    args.fail(fname, "opts.weight_decay must be a number >= 0, got %s", tostring(wd))
+  end
+  local keys, values = {}, {}
+  local function put(k, v) keys[#keys + 1], values[#values + 1] = k, v end
+  for i, name in ipairs(names) do
+    local p, g = tp.env[name], grads[i]
+    if wd > 0 then g = g + p * wd end
+    local m, v, t = tp.env["__adam_m_" .. name], tp.env["__adam_v_" .. name], tp.env["__adam_t_" .. name]
+    local step = t and math.tointeger(t:item()) + 1 or 1
+    m = m and m * b1 + g * (1 - b1) or g * (1 - b1)
+    v = v and v * b2 + g:square() * (1 - b2) or g:square() * (1 - b2)
+    local mhat, vhat = m / (1 - b1 ^ step), v / (1 - b2 ^ step)
+    put("__adam_m_" .. name, m)
+    put("__adam_v_" .. name, v)
+    put("__adam_t_" .. name, tp.tensor(step, {dtype = "i64"}))
+    put(name, p - mhat / (vhat:sqrt() + eps) * lr)
+  end
+  commit(fname, keys, values, opts.eval)
+end
+
 return nn

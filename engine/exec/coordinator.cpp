@@ -6,6 +6,7 @@
 
 #include "engine/exec/evaluator.hpp"
 #include "engine/exec/plan_wire.hpp"
+#include "engine/exec/trace.hpp"
 #include "engine/exec/worker.hpp"
 #include "engine/ir/error.hpp"
 
@@ -36,7 +37,9 @@ double timeout_s() {
 // The statuses of one run, one per worker, as they arrive.
 class Statuses {
  public:
-  Statuses(comm::Mpi& mpi, uint64_t epoch) : mpi_(mpi), epoch_(epoch), got_(mpi.size()) {}
+  // origin_us: when rank 0 sent the run; a worker's trace events are relative to its start.
+  Statuses(comm::Mpi& mpi, uint64_t epoch, double origin_us)
+      : mpi_(mpi), epoch_(epoch), origin_us_(origin_us), got_(mpi.size()) {}
 
   // Takes every status that has arrived; whether any did.
   bool collect() {
@@ -48,8 +51,9 @@ class Statuses {
         Status s;
         std::string why;
         if (!decode_status(*bytes, s, why))
-          s = Status{Status::Failed, Status::Internal, epoch_, 0, 0, 0, cat_str("rank ", w, ": bad status: ", why)};
+          s = Status{Status::Failed, Status::Internal, epoch_, 0, 0, 0, cat_str("rank ", w, ": bad status: ", why), {}};
         if (s.epoch != 0 && s.epoch < epoch_) continue;  // an aborted run's late answer
+        record_trace(w, s);
         if (s.kind == Status::Failed) failed_.push_back(w);
         got_[w] = std::move(s);
         any = true;
@@ -74,8 +78,20 @@ class Statuses {
   const std::optional<Status>& of(int w) const { return got_[w]; }
 
  private:
+  // A worker's events go into rank 0's trace under its own pid.
+  void record_trace(int w, const Status& s) const {
+    if (s.trace.empty() || !trace::enabled()) return;
+    std::vector<trace::Event> events;
+    if (!trace::decode_events(s.trace, origin_us_, events)) return;  // a trace is not worth a failed run
+    for (trace::Event& e : events) {
+      e.pid = w;
+      trace::record(std::move(e));
+    }
+  }
+
   comm::Mpi& mpi_;
   uint64_t epoch_;
+  double origin_us_;
   std::vector<std::optional<Status>> got_;
   std::vector<int> failed_;  // in order of arrival: the first is the likely cause
 };
@@ -132,16 +148,24 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g) {
     if (h.rank != 0) throw InternalError(cat_str("the plan holds %", h.tensor, " on rank ", h.rank, " initially; only rank 0 holds values"));
   comm::Mpi& mpi = *s.mpi;
   const uint64_t epoch = ++s.epoch;
-  auto cmd = std::make_shared<const std::vector<char>>(encode_command({Command::Run, epoch, encode_plan(g)}));
+  const uint8_t flags = trace::enabled() ? Command::Trace : 0;
+  auto cmd = std::make_shared<const std::vector<char>>(encode_command({Command::Run, epoch, encode_plan(g), flags}));
+  const double origin = trace::now_us();
   for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, cmd);
 
-  Statuses st(mpi, epoch);
+  Statuses st(mpi, epoch, origin);
   comm::MpiTransport t(mpi, epoch);
   std::map<uint64_t, std::shared_ptr<Value>> values;
   std::exception_ptr mine;
   int64_t my_blocks = 0;
+  double my_move_s = 0;
+  // Rank 0 sees only its own blocks until the statuses come: its share stands for the rest.
+  int64_t mine_total = 0;
+  for (const plan::Block& b : g.blocks) mine_total += b.rank == 0;
+  Progress bar(static_cast<int64_t>(g.blocks.size()));
   try {
     RankProgram me(g, t);
+    me.report_progress(&bar, mine_total ? double(g.blocks.size()) / double(mine_total) : 0.0);
     bool sent = false, gathered = false;
     comm::Backoff wait;
     auto quiet_since = Clock::now();
@@ -165,6 +189,7 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g) {
       wait.pause();
     }
     my_blocks = me.blocks_run();
+    my_move_s = me.move_seconds();
   } catch (...) {
     mine = std::current_exception();
   }
@@ -175,7 +200,7 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g) {
   }
   mpi.progress();
   // Publish only now: any failure above left every root as it was.
-  RunReport report{my_blocks, t.messages_sent(), t.bytes_sent()};
+  RunReport report{my_blocks, t.messages_sent(), t.bytes_sent(), my_move_s};
   for (int w = 1; w < mpi.size(); ++w) {
     const Status& w_st = *st.of(w);
     report.blocks += w_st.blocks;

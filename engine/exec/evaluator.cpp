@@ -7,7 +7,9 @@
 #include <unordered_set>
 
 #include "engine/exec/block.hpp"
+#include "engine/exec/progress.hpp"
 #include "engine/exec/stats.hpp"
+#include "engine/exec/trace.hpp"
 #include "engine/poly/signature.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
@@ -36,14 +38,24 @@ class Evaluation {
     decide_fusion();
     stats().time_schedule += now() - t0;
     const double t1 = now();
+    int64_t kernels = 0;
+    for (const Node* n : topo_) kernels += !(n->value || inlined_.count(n));
+    Progress progress(kernels);
+    const bool tracing = trace::enabled();
     for (const Node* n : topo_) {
       if (n->value || inlined_.count(n)) continue;  // leaves and fused nodes
       if (g_cancel.load(std::memory_order_relaxed)) throw Cancelled();
+      const double k0 = tracing ? trace::now_us() : 0;
       values_[n] = compute(*n);
+      if (tracing) trace_kernel(*n, k0);
       ++stats().nodes_evaluated;
       release_inputs(*n);
+      progress.advance(1);
     }
     stats().time_run += now() - t1;
+    if (tracing)
+      trace::record({"phase", "evaluate", 0, trace::kPhases, t0 * 1e6, (now() - t0) * 1e6,
+                     cat_str("\"kernels\":", kernels)});
     // Publish only after everything succeeded: a failure leaves no root changed.
     for (const NodeRef& r : roots_) {
       if (r->value) continue;
@@ -54,6 +66,17 @@ class Evaluation {
   }
 
  private:
+  // One "kernel" event on rank 0 (a fused map names its root op and how many it absorbed).
+  void trace_kernel(const Node& n, double t0_us) {
+    const double dur = trace::now_us() - t0_us;
+    int fused = 0;
+    for (const NodeRef& in : n.inputs) fused += inlined_.count(in.get()) ? 1 : 0;
+    trace::record({"kernel", std::string(op_def(n.op).name), 0, trace::kCompute, t0_us, dur,
+                   cat_str("\"shape\":", trace::json_string(shape_str(n.shape)), ",\"bytes\":",
+                           numel(n.shape) * static_cast<int64_t>(dtype_size(n.dtype)),
+                           fused ? ",\"fused_inputs\":" + std::to_string(fused) : std::string())});
+  }
+
   // Post-order DFS from the roots, stopping at nodes that hold a value.
   void order() {
     std::unordered_set<const Node*> seen;

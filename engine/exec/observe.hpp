@@ -4,6 +4,8 @@
 // so a script gives the same values whatever TAPESTRY_RANKS is.
 #pragma once
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/ir/node.hpp"
@@ -11,5 +13,9 @@
 namespace tapestry {
 
 void observe_values(const std::vector<NodeRef>& roots);
+
+// How the value of node `id` was split when a sharded observation computed it
+// ("split(1, 4)", "replicated", "grid{2,2}"); "" when it was computed on one rank.
+std::string computed_layout(uint64_t node_id);
 
 }  // namespace tapestry

@@ -5,6 +5,7 @@
 #include "engine/comm/loopback.hpp"
 #include "engine/exec/block.hpp"
 #include "engine/exec/evaluator.hpp"
+#include "engine/exec/trace.hpp"
 #include "engine/ir/error.hpp"
 #include "kernels/cpu/kernels.hpp"
 
@@ -32,6 +33,13 @@ Shape shape_with_tail(const Box& b, const View& like) {
   Shape s = b.extents();
   for (int d = b.rank(); d < like.rank(); ++d) s.push_back(like.shape[d]);
   return s;
+}
+
+// The payload of `box` of n's output (its dtype; trailing dims beyond the box count whole).
+int64_t bytes_of(const Node& n, const Box& box) {
+  int64_t e = box.empty() ? 0 : numel(box.extents());
+  for (size_t d = static_cast<size_t>(box.rank()); d < n.shape.size(); ++d) e *= n.shape[d];
+  return e * static_cast<int64_t>(dtype_size(n.dtype));
 }
 
 // Rethrows the exception in flight with "rank r: " in front, keeping its type.
@@ -80,7 +88,7 @@ bool RankProgram::advance() {
   bool ran = false;
   try {
     while (!done()) {
-      if (cancel_requested()) throw Cancelled();
+      if (cancel_requested() || (stop_ && stop_())) throw Cancelled();
       if (!step(steps()[pc_])) break;
       ++pc_;
       ran = true;
@@ -92,19 +100,78 @@ bool RankProgram::advance() {
 }
 
 bool RankProgram::step(const Step& s) {
+  const double t0 = trace::now_us();
+  bool ok = true;
   switch (s.kind) {
     case Step::Kind::Run:
       run(s.index);
-      return true;
+      break;
     case Step::Kind::Send:
       send(s.index);
-      return true;
+      break;
     case Step::Kind::Recv:
-      return recv(s.index);
+      ok = recv(s.index);
+      break;
     case Step::Kind::Combine:
-      return combine(s.index);
+      ok = combine(s.index);
+      break;
+    default:
+      internal_fail(__FILE__, __LINE__, "unknown step kind");
   }
-  internal_fail(__FILE__, __LINE__, "unknown step kind");
+  if (!ok) return false;  // waiting is not moving: the time goes to whoever we wait for
+  const double dur = trace::now_us() - t0;
+  if (s.kind != Step::Kind::Run) move_us_ += dur;
+  if (trace::enabled()) trace_step(s, t0, dur);
+  if (progress_) {
+    if (s.kind == Step::Kind::Run) progress_->advance(block_weight_);
+    else if (s.kind == Step::Kind::Send) progress_->advance(0, bytes_of(node(g_.transfers[s.index].tensor), g_.transfers[s.index].slice));
+  }
+  return true;
+}
+
+void RankProgram::trace_step(const Step& s, double t0_us, double dur_us) {
+  trace::Event e;
+  e.pid = me_;
+  e.ts_us = t0_us;
+  e.dur_us = dur_us;
+  e.tid = trace::kComm;
+  auto box_args = [](const Box& b, int64_t bytes) {
+    return cat_str("\"box\":", trace::json_string(poly::to_string(b)), ",\"bytes\":", bytes);
+  };
+  switch (s.kind) {
+    case Step::Kind::Run: {
+      const plan::Block& k = g_.blocks[s.index];
+      const Node& n = node(k.node);
+      const Box out = sig(k.node).output_slice(k.box);
+      e.cat = "block";
+      e.tid = trace::kCompute;
+      e.name = std::string(op_def(n.op).name);
+      e.args = cat_str("\"op\":", trace::json_string(e.name), ",\"block\":", s.index, ",", box_args(k.box, bytes_of(n, out)),
+                       split_.count(k.node) ? ",\"partial\":true" : "");
+      break;
+    }
+    case Step::Kind::Send:
+    case Step::Kind::Recv: {
+      const plan::Transfer& x = g_.transfers[s.index];
+      const Node& n = node(x.tensor);
+      const bool out = s.kind == Step::Kind::Send;
+      e.cat = out ? "send" : "recv";
+      e.name = cat_str(out ? "send to " : "recv from ", out ? x.to : x.from);
+      e.args = cat_str("\"op\":", trace::json_string(op_def(n.op).name), ",\"transfer\":", s.index, ",",
+                       box_args(x.slice, bytes_of(n, x.slice)));
+      break;
+    }
+    case Step::Kind::Combine: {
+      const plan::Combine& m = g_.combines[s.index];
+      const Node& n = node(m.node);
+      e.cat = "combine";
+      e.name = cat_str("combine ", op_def(n.op).name);
+      e.args = cat_str("\"op\":", trace::json_string(op_def(n.op).name), ",\"combine\":", s.index,
+                       ",\"partials\":", m.partials.size(), ",", box_args(m.out, bytes_of(n, m.out)));
+      break;
+    }
+  }
+  trace::record(std::move(e));
 }
 
 std::string RankProgram::waiting_on() const {
@@ -240,14 +307,22 @@ View RankProgram::gather(uint64_t tensor, const Box& need) const {
 
 void RankProgram::send_outputs() {
   internal_check(done());
+  const double t0 = trace::now_us();
+  int64_t bytes = 0;
   try {
     for (size_t i = 0; i < g_.outputs.size(); ++i) {
       const plan::Shard& o = g_.outputs[i];
-      if (o.rank == me_ && me_ != 0) t_.send(0, comm::tag(comm::TagKind::Output, i), gather(o.tensor, o.box));
+      if (o.rank != me_ || me_ == 0) continue;
+      t_.send(0, comm::tag(comm::TagKind::Output, i), gather(o.tensor, o.box));
+      bytes += bytes_of(node(o.tensor), o.box);
     }
   } catch (...) {
     rethrow_on(me_);
   }
+  const double dur = trace::now_us() - t0;
+  move_us_ += dur;
+  if (bytes > 0 && trace::enabled())
+    trace::record({"output", "send outputs to 0", me_, trace::kComm, t0, dur, cat_str("\"bytes\":", bytes)});
 }
 
 bool RankProgram::gather_outputs(std::map<uint64_t, std::shared_ptr<Value>>& roots) {
@@ -259,6 +334,7 @@ bool RankProgram::gather_outputs(std::map<uint64_t, std::shared_ptr<Value>>& roo
     if (!v) return false;
     outputs_in_[i] = std::move(v);
   }
+  const double t0 = trace::now_us();
   for (uint64_t r : g_.roots) {
     const Node& n = node(r);
     auto full = Value::alloc(n.dtype, n.shape);
@@ -277,13 +353,21 @@ bool RankProgram::gather_outputs(std::map<uint64_t, std::shared_ptr<Value>>& roo
                                   poly::to_string(poly::uncovered(all, got)[0]), " lies nowhere"));
     roots[r] = std::move(full);
   }
+  const double dur = trace::now_us() - t0;
+  move_us_ += dur;
+  if (trace::enabled())
+    trace::record({"output", "gather outputs", 0, trace::kComm, t0, dur, cat_str("\"roots\":", g_.roots.size())});
   return true;
 }
 
 RunReport run_plan(const plan::ShardedGraph& g) {
   comm::LoopbackHub hub(g.num_ranks);
   std::vector<std::unique_ptr<RankProgram>> ranks;
-  for (int r = 0; r < g.num_ranks; ++r) ranks.push_back(std::make_unique<RankProgram>(g, hub.endpoint(r)));
+  Progress bar(static_cast<int64_t>(g.blocks.size()));
+  for (int r = 0; r < g.num_ranks; ++r) {
+    ranks.push_back(std::make_unique<RankProgram>(g, hub.endpoint(r)));
+    ranks.back()->report_progress(&bar, 1);
+  }
   // Round-robin: each rank runs until it waits; stop when all are done or none can move.
   for (bool progress = true; progress;) {
     progress = false;
@@ -300,7 +384,7 @@ RunReport run_plan(const plan::ShardedGraph& g) {
     throw InternalError(cat_str("the plan sent ", hub.undelivered(), " messages that no rank received"));
   // Publish only now: a failure above leaves every root as it was.
   RunReport report{0, hub.messages_sent(), hub.bytes_sent()};
-  for (auto& p : ranks) report.blocks += p->blocks_run();
+  for (auto& p : ranks) report.blocks += p->blocks_run(), report.move_s += p->move_seconds();
   for (auto& [id, v] : values) {
     const Node* n = g.find(id);
     if (n && !n->value) n->value = std::move(v);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "engine/comm/transport.hpp"
+#include "engine/exec/progress.hpp"
 #include "engine/ir/value.hpp"
 #include "engine/plan/sharded_graph.hpp"
 
@@ -25,6 +27,7 @@ struct RunReport {
   int64_t blocks = 0;      // blocks run, over all ranks
   int64_t messages = 0;    // transfers, partials and gathered outputs
   int64_t bytes = 0;       // their payload
+  double move_s = 0;       // seconds rank 0 (loopback: all ranks) spent moving them
 };
 
 // One rank's part of a plan. Its store maps (tensor id, box) to the data: the initial shards
@@ -46,6 +49,14 @@ class RankProgram {
   bool gather_outputs(std::map<uint64_t, std::shared_ptr<Value>>& roots);
 
   int64_t blocks_run() const { return blocks_run_; }
+  // Seconds this rank spent in sends, receives, combines and output shards (tp.stats().time_move).
+  double move_seconds() const { return move_us_ * 1e-6; }
+
+  // Hooks. `stop` is asked before every step, with the cancel flag (a worker: has rank 0
+  // aborted?); true throws Cancelled. Each block run advances `p` by `weight`, each send by
+  // its bytes. Steps are traced (engine/exec/trace.hpp) while a trace runs.
+  void set_stop_check(std::function<bool()> stop) { stop_ = std::move(stop); }
+  void report_progress(Progress* p, double weight) { progress_ = p, block_weight_ = weight; }
 
  private:
   struct Piece {
@@ -70,6 +81,11 @@ class RankProgram {
   int me_;
   size_t pc_ = 0;
   int64_t blocks_run_ = 0;
+  double move_us_ = 0;
+  std::function<bool()> stop_;
+  Progress* progress_ = nullptr;
+  double block_weight_ = 1;
+  void trace_step(const plan::Step& s, double t0_us, double dur_us);
   std::unordered_map<uint64_t, const Node*> nodes_;
   std::unordered_map<uint64_t, poly::Signature> sigs_;
   std::unordered_set<uint64_t> split_;  // nodes whose blocks leave partials (they have combines)

@@ -17,7 +17,8 @@ struct Stats {
   uint64_t messages = 0;         // transfers, partials and gathered outputs between ranks
   uint64_t bytes_moved = 0;      // their payload
   double time_schedule = 0;      // seconds spent ordering and fusing
-  double time_run = 0;           // seconds in kernels
+  double time_run = 0;           // seconds in kernels (sharded: running the plan, moves included)
+  double time_move = 0;          // of which sends, receives, combines and gathering (sharded)
 };
 
 Stats& stats();

@@ -1,5 +1,7 @@
 #include "engine/exec/worker.hpp"
 
+#include <chrono>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -8,6 +10,7 @@
 
 #include "engine/exec/plan_wire.hpp"
 #include "engine/exec/sharded_run.hpp"
+#include "engine/exec/trace.hpp"
 #include "engine/ir/error.hpp"
 
 namespace tapestry {
@@ -16,7 +19,8 @@ namespace {
 
 constexpr uint32_t kCommandMagic = 0x4d435054;  // "TPCM"
 constexpr uint32_t kStatusMagic = 0x54535054;   // "TPST"
-constexpr uint32_t kProtocolVersion = 1;
+// 2: a Run command carries flags (Trace); a status carries the run's trace events.
+constexpr uint32_t kProtocolVersion = 2;
 
 template <class T> void put(std::vector<char>& out, T v) {
   const size_t at = out.size();
@@ -88,7 +92,7 @@ class Worker {
     std::string why;
     if (!decode_command(*bytes, c, why)) {
       // Answer anyway (epoch 0 means "whatever run you wait for"), so rank 0 does not wait.
-      report(Status{Status::Failed, Status::Internal, 0, 0, 0, 0, on_rank(mpi_.rank(), "bad command: " + why)});
+      report(Status{Status::Failed, Status::Internal, 0, 0, 0, 0, on_rank(mpi_.rank(), "bad command: " + why), {}});
       return std::nullopt;
     }
     return c;
@@ -107,12 +111,31 @@ class Worker {
 
   void report(const Status& s) { mpi_.post(0, comm::kTagStatus, std::make_shared<const std::vector<char>>(encode_status(s))); }
 
+  // Between blocks: has rank 0 aborted this run (Ctrl-C there, or another rank failed)?
+  // Asked at most every 2 ms, so tiny blocks do not spend their time probing.
+  bool abort_seen() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_probe_ < std::chrono::milliseconds(2)) return false;
+    last_probe_ = now;
+    return stopped_ = stopped_ || aborted();
+  }
+
   void run(const Command& c) {
     epoch_ = c.epoch;
     ++runs_;
+    stopped_ = false;
     Status st;
     st.epoch = c.epoch;
     const int me = mpi_.rank();
+    const bool tracing = (c.flags & Command::Trace) != 0;
+    const double origin = trace::now_us();
+    if (tracing) trace::begin_capture();
+    run_traced(c, st, me);
+    if (tracing) st.trace = trace::encode_events(trace::end_capture(), origin);
+    report(st);
+  }
+
+  void run_traced(const Command& c, Status& st, int me) {
     try {
       const plan::ShardedGraph g = decode_plan(c.plan);
       if (g.num_ranks != mpi_.size())
@@ -129,15 +152,15 @@ class Worker {
       }
       comm::MpiTransport t(mpi_, c.epoch);
       RankProgram p(g, t);
+      p.set_stop_check([this] { return abort_seen(); });
       comm::Backoff wait;
       while (!p.done()) {
         if (p.advance()) {
           wait.reset();
           continue;
         }
-        if (aborted()) {
+        if (stopped_ || aborted()) {
           st.kind = Status::Aborted;
-          report(st);
           return;
         }
         wait.pause();
@@ -147,21 +170,23 @@ class Worker {
       st.messages = t.messages_sent();
       st.bytes = t.bytes_sent();
     } catch (const Cancelled& e) {
-      st = Status{Status::Failed, Status::Cancelled, c.epoch, 0, 0, 0, on_rank(me, e.what())};
+      if (stopped_) st.kind = Status::Aborted;  // stopped between blocks by rank 0's abort
+      else st = Status{Status::Failed, Status::Cancelled, c.epoch, 0, 0, 0, on_rank(me, e.what()), {}};
     } catch (const Error& e) {
-      st = Status{Status::Failed, Status::User, c.epoch, 0, 0, 0, on_rank(me, e.what())};
+      st = Status{Status::Failed, Status::User, c.epoch, 0, 0, 0, on_rank(me, e.what()), {}};
     } catch (const std::bad_alloc&) {
-      st = Status{Status::Failed, Status::User, c.epoch, 0, 0, 0, on_rank(me, "out of memory")};
+      st = Status{Status::Failed, Status::User, c.epoch, 0, 0, 0, on_rank(me, "out of memory"), {}};
     } catch (const std::exception& e) {
-      st = Status{Status::Failed, Status::Internal, c.epoch, 0, 0, 0, on_rank(me, e.what())};
+      st = Status{Status::Failed, Status::Internal, c.epoch, 0, 0, 0, on_rank(me, e.what()), {}};
     }
-    report(st);
   }
 
   comm::Mpi& mpi_;
   uint64_t epoch_ = 0;
   int64_t runs_ = 0;
   std::optional<Command> deferred_;
+  bool stopped_ = false;  // the current run saw rank 0's abort
+  std::chrono::steady_clock::time_point last_probe_{};
 };
 
 }  // namespace
@@ -172,6 +197,7 @@ std::vector<char> encode_command(const Command& c) {
   put(out, kCommandMagic);
   put(out, kProtocolVersion);
   put<uint8_t>(out, c.kind);
+  put<uint8_t>(out, c.flags);
   put(out, c.epoch);
   put<uint64_t>(out, c.plan.size());
   out.insert(out.end(), c.plan.begin(), c.plan.end());
@@ -182,7 +208,8 @@ bool decode_command(std::span<const char> in, Command& c, std::string& why) {
   if (!header(in, kCommandMagic, "command", why)) return false;
   uint8_t kind = 0;
   uint64_t n = 0;
-  if (!get(in, kind) || !get(in, c.epoch) || !get(in, n)) return why = "truncated command", false;
+  if (!get(in, kind) || !get(in, c.flags) || !get(in, c.epoch) || !get(in, n)) return why = "truncated command", false;
+  if (c.flags & ~Command::Trace) return why = cat_str("command flags ", int(c.flags)), false;
   if (kind < Command::Run || kind > Command::Shutdown) return why = cat_str("command kind ", int(kind)), false;
   if (n != in.size()) return why = cat_str("the command says ", n, " bytes of plan, it carries ", in.size()), false;
   c.kind = static_cast<Command::Kind>(kind);
@@ -202,6 +229,8 @@ std::vector<char> encode_status(const Status& s) {
   put(out, s.bytes);
   put<uint64_t>(out, s.message.size());
   out.insert(out.end(), s.message.begin(), s.message.end());
+  put<uint64_t>(out, s.trace.size());
+  out.insert(out.end(), s.trace.begin(), s.trace.end());
   return out;
 }
 
@@ -214,10 +243,14 @@ bool decode_status(std::span<const char> in, Status& s, std::string& why) {
     return why = "truncated status", false;
   if (kind < Status::Done || kind > Status::Aborted || error > Status::Cancelled)
     return why = cat_str("status kind ", int(kind), "/", int(error)), false;
-  if (n != in.size()) return why = "status message length mismatch", false;
+  if (n > in.size()) return why = "status message length mismatch", false;
   s.kind = static_cast<Status::Kind>(kind);
   s.error = static_cast<Status::Error>(error);
-  s.message.assign(in.begin(), in.end());
+  s.message.assign(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n));
+  in = in.subspan(n);
+  uint64_t t = 0;
+  if (!get(in, t) || t != in.size()) return why = "status trace length mismatch", false;
+  s.trace.assign(in.begin(), in.end());
   return true;
 }
 

@@ -19,9 +19,11 @@ namespace tapestry {
 
 struct Command {
   enum Kind : uint8_t { Run = 1, Abort = 2, Shutdown = 3 };
+  enum Flags : uint8_t { Trace = 1 };  // Run: record trace events and send them back
   Kind kind = Run;
   uint64_t epoch = 0;       // which run (Run and Abort)
   std::vector<char> plan;   // Run: encode_plan's bytes
+  uint8_t flags = 0;        // (protocol version 2)
 };
 
 struct Status {
@@ -32,6 +34,7 @@ struct Status {
   uint64_t epoch = 0;
   int64_t blocks = 0, messages = 0, bytes = 0;
   std::string message;  // Failed: "rank 2: ..."
+  std::vector<char> trace;  // a traced run's events (trace::encode_events, from the run's start)
 };
 
 std::vector<char> encode_command(const Command& c);

@@ -8,6 +8,7 @@
 #include "engine/exec/evaluator.hpp"
 #include "engine/exec/plan_wire.hpp"
 #include "engine/exec/sharded_run.hpp"
+#include "engine/exec/trace.hpp"
 #include "engine/exec/worker.hpp"
 #include "engine/ir/builders.hpp"
 #include "engine/ir/error.hpp"
@@ -114,7 +115,7 @@ TEST_CASE("a wrong version or a lying body says why") {
 }
 
 TEST_CASE("commands and statuses round-trip and are checked") {
-  Command c{Command::Run, 7, {'a', 'b', 'c'}};
+  Command c{Command::Run, 7, {'a', 'b', 'c'}, Command::Trace};
   Command back;
   std::string why;
   std::vector<char> bytes = encode_command(c);
@@ -122,18 +123,37 @@ TEST_CASE("commands and statuses round-trip and are checked") {
   CHECK(back.kind == Command::Run);
   CHECK(back.epoch == 7);
   CHECK(back.plan == c.plan);
+  CHECK(back.flags == Command::Trace);
   bytes.pop_back();
   CHECK_FALSE(decode_command(bytes, back, why));
   CHECK(why.find("bytes of plan") != std::string::npos);
 
-  Status s{Status::Failed, Status::User, 9, 1, 2, 3, "rank 2: broken"};
+  Status s{Status::Failed, Status::User, 9, 1, 2, 3, "rank 2: broken", {'t', 'r'}};
   Status sb;
   std::vector<char> sbytes = encode_status(s);
   REQUIRE(decode_status(sbytes, sb, why));
   CHECK(sb.kind == Status::Failed);
   CHECK(sb.message == "rank 2: broken");
   CHECK(sb.bytes == 3);
+  CHECK(sb.trace == s.trace);
   sbytes[0] ^= 1;
   CHECK_FALSE(decode_status(sbytes, sb, why));
   CHECK(why.find("magic") != std::string::npos);
+}
+
+TEST_CASE("trace events round-trip relative to the run's start, and truncation is caught") {
+  std::vector<trace::Event> ev = {{"block", "matmul", 0, trace::kCompute, 1000.0, 5.0, "\"bytes\":64"},
+                                  {"send", "send to 0", 0, trace::kComm, 1010.0, 1.0, ""}};
+  std::vector<char> bytes = trace::encode_events(ev, 1000.0);
+  std::vector<trace::Event> back;
+  REQUIRE(trace::decode_events(bytes, 50.0, back));
+  REQUIRE(back.size() == 2);
+  CHECK(back[0].name == "matmul");
+  CHECK(back[0].ts_us == doctest::Approx(50.0));
+  CHECK(back[1].ts_us == doctest::Approx(60.0));
+  CHECK(back[1].tid == trace::kComm);
+  CHECK(back[0].args == "\"bytes\":64");
+  bytes.pop_back();
+  back.clear();
+  CHECK_FALSE(trace::decode_events(bytes, 0.0, back));
 }

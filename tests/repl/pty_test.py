@@ -4,8 +4,10 @@
 usage: pty_test.py TAPESTRY_BINARY
 Checks the banner and prompt, multi-line input with the continuation prompt, an
 expression printed alone, Ctrl-C at the prompt, in Lua code and in evaluations, tab
-completion (fields, tp, methods, commands, file names), history kept across
-sessions, and that Ctrl-D leaves with status 0.
+completion (fields, tp, methods, commands, file names, named tensors), history kept
+across sessions, and that Ctrl-D leaves with status 0; then on 2 virtual ranks: the
+prompt naming the mesh, the layout footer, the progress bar of a long evaluation, and
+Ctrl-C cancelling it with tp.env intact.
 """
 import os
 import pty
@@ -182,8 +184,45 @@ def main():
     code = s.wait_exit(":quit")
     if code != 0:
         fail(f":quit: exit status {code}, wanted 0")
+
+    sharded_session(binary, env)
     shutil.rmtree(home, ignore_errors=True)
     print("ok")
+
+
+# A chain of big matmuls: one evaluation of many blocks that runs for seconds on 2 ranks.
+LONG = ("(function() local y = big for i = 1, 40 do y = y:matmul(big) * 0.001 end "
+        "return y:sum() end)()\r")
+
+
+def sharded_session(binary, env):
+    """Two virtual ranks: the prompt names the mesh, a long evaluation shows the progress
+    bar (forced: the test's stdout is a pty, but be explicit), and Ctrl-C cancels it
+    between blocks while the session and tp.env keep their state."""
+    env = dict(env, TAPESTRY_RANKS="2", TAPESTRY_PROGRESS="1")
+    ranks_prompt = r"tapestry\[2 ranks\]> "
+    s = Session(binary, env)
+    s.expect(r"Type :help", "banner (2 ranks)")
+    s.line("tp.env.keep = tp.full({4}, 7)\r", "prompt naming the mesh", ranks_prompt)
+    s.line("tp.env.ke\t", "prompt", ranks_prompt)  # a named tensor completes
+    time.sleep(0.3)
+    s.send(":sum():item()\r")
+    s.expect(r"\n28\.0\r?\n", "completion of tp.env names")
+    s.line("tp.ones{8, 8} * 2\r", "prompt", ranks_prompt)
+    s.expect(r"computed as [a-z]+", "the footer notes the layout on 2 ranks")
+    s.line("big = tp.rand{2000, 2000}\r", "prompt", ranks_prompt)
+    s.line(LONG, "prompt before the long evaluation", ranks_prompt)
+    s.expect(r"\] \d+/\d+ blocks .* moved", "the progress bar")
+    s.send("\x03")
+    s.expect(r"cancelled", "Ctrl-C cancels the evaluation")
+    s.line("tp.env.keep:sum():item()\r", "prompt after cancelling", ranks_prompt)
+    s.expect(r"\n28\.0\r?\n", "tp.env kept its value after the cancel")
+    s.line("(tp.ones{300, 300}:matmul(tp.ones{300, 300})):sum():item()\r", "prompt", ranks_prompt)
+    s.expect(r"\n27000000\.0\r?\n", "the engine works on 2 ranks after the cancel")
+    s.line(":quit\r", "prompt", ranks_prompt)
+    code = s.wait_exit(":quit (2 ranks)")
+    if code != 0:
+        fail(f":quit on 2 ranks: exit status {code}, wanted 0")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Runs the tapestry binary once and checks its exit status, stdout and stderr.
 
-usage: run_cli.py [--input TEXT] [--rc N] [--stdout TEXT] [--stdout-has TEXT]...
+usage: run_cli.py [--input TEXT | --input-file FILE] [--rc N] [--stdout TEXT] [--stdout-has TEXT]...
                   [--stderr-has TEXT]... [--stderr-empty] -- TAPESTRY [ARGS...]
 TEXT may hold \\n and \\t escapes. --input is piped to stdin (default: nothing);
 --stdout is compared exactly. History is off (TAPESTRY_HISTORY=""), so the test
@@ -20,6 +20,7 @@ def unescape(s):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--input", default="")
+    p.add_argument("--input-file", help="pipe this file to stdin instead of --input")
     p.add_argument("--rc", type=int, default=0)
     p.add_argument("--stdout")
     p.add_argument("--stdout-has", action="append", default=[])
@@ -29,7 +30,8 @@ def main():
     a = p.parse_args()
     command = a.command[1:] if a.command[:1] == ["--"] else a.command
     env = dict(os.environ, TAPESTRY_HISTORY="")
-    r = subprocess.run(command, input=unescape(a.input).encode(), capture_output=True,
+    data = open(a.input_file, "rb").read() if a.input_file else unescape(a.input).encode()
+    r = subprocess.run(command, input=data, capture_output=True,
                        env=env, timeout=120)
     out, err = r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
     problems = []

@@ -1,0 +1,33 @@
+-- W6: 1000 conjugate-gradient iterations on a 256 x 256 SPD system (BENCH.md): per
+-- iteration one matvec, two dots, three axpys, and two scalars observed (p.Ap and r.r).
+-- The arithmetic is ~0.3 MFLOP an iteration, so this measures the cost of one observation:
+-- building a small graph, finding its plan, running a few tiny kernels, returning a number.
+--   tapestry bench/w6_cg.lua              (BENCH_SMALL=1: 20 iterations, one run)
+-- A fixed count of iterations, not a tolerance, so every engine does the same work (in f32
+-- the residual stalls long before 1000 iterations; the iterates stay finite).
+local B = dofile((arg[0]:match("(.*/)") or "./") .. "common.lua")
+local n = 256
+local iters = B.small and 20 or 1000
+
+-- A = M M^T / n + I: symmetric positive definite, eigenvalues >= 1.
+local m = tp.randn({n, n}, {seed = 1})
+local A = tp.eval(m:matmul(m:t()) / n + tp.eye(n))
+
+local median = B.time(function(i)
+  return tp.eval(tp.randn({n}, {seed = 100 + i}))   -- a fresh right-hand side per run
+end, function(b)
+  local x = tp.zeros({n})
+  local r, p = b, b
+  local rr = (r * r):sum():item()
+  for _ = 1, iters do
+    local Ap = A:matmul(p)
+    local alpha = rr / (p * Ap):sum():item()            -- observation 1
+    x = tp.eval(x + alpha * p)
+    r = tp.eval(r - alpha * Ap)
+    local rr_new = (r * r):sum():item()             -- observation 2
+    p = tp.eval(r + (rr_new / rr) * p)
+    rr = rr_new
+  end
+  return x
+end)
+B.report("W6", "tapestry", median, string.format("n=%d iters=%d", n, iters))

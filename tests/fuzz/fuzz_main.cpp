@@ -1,0 +1,397 @@
+// tapestry_fuzz: differential fuzzing of the sharded engine against the single-rank evaluator,
+// and of the single-rank evaluator against a naive per-op reference (naive.hpp).
+//   tapestry_fuzz --seconds 90 --seed 7          # until the budget runs out
+//   tapestry_fuzz --graphs 500 --seed 7          # a fixed number of graphs
+//   tapestry_fuzz --seed 7 --graph 42            # replay one graph (all its runs)
+//   tapestry_fuzz --graphs 20 --emit-lua DIR     # self-checking Lua scripts (the MPI variant)
+// Graph g of seed S is drawn from an rng seeded by (S, g) alone, so a failure replays with
+// --seed S --graph g. A failure prints the run and a minimized Lua reproducer, also written to
+// fuzz-failure-S-g.lua. Exit status 1 if anything failed.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <string>
+
+#include "engine/exec/evaluator.hpp"
+#include "engine/exec/sharded_eval.hpp"
+#include "engine/ir/error.hpp"
+#include "engine/plan/planner.hpp"
+#include "tests/fuzz/naive.hpp"
+#include "tests/fuzz/program.hpp"
+
+using namespace tapestry;
+using namespace tapestry::fuzz;
+
+namespace {
+
+struct RunConfig {
+  int ranks = 1;
+  bool modelled = false;
+  plan::SearchOptions::Method method = plan::SearchOptions::Greedy;
+  uint64_t search_seed = 1;
+  int steps = 60;
+  std::string str() const {
+    return cat_str(ranks, " ranks (", modelled ? "modelled" : "this_machine", "), ",
+                   method == plan::SearchOptions::Greedy ? "greedy" : "anneal", " seed ", search_seed,
+                   " steps ", steps);
+  }
+};
+
+struct Expected {
+  std::vector<std::vector<double>> values;
+  std::vector<double> tol;
+  std::vector<Shape> shapes;
+  std::vector<DType> dtypes;
+};
+
+struct Counters {
+  int64_t graphs = 0, runs = 0, steps = 0, naive_checked = 0, naive_unsupported = 0, rejected = 0;
+  int64_t failures = 0, blocks = 0, messages = 0;
+  std::map<int, int64_t> meshes;
+  std::map<std::string, int64_t> kinds;
+};
+
+// Steps whose float results a sharded run may round differently (split sums and their users).
+std::vector<bool> inexact_steps(const Program& p, const std::vector<NodeRef>& nodes) {
+  std::vector<bool> inexact(p.steps.size(), false);
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const Step& s = p.steps[i];
+    bool x = false;
+    switch (s.kind) {
+      case Kind::Reduce: x = s.op == Op::Sum || s.op == Op::Prod; break;
+      case Kind::Mean: case Kind::Matmul: case Kind::Einsum: case Kind::Stencil: case Kind::Conv2d: x = true; break;
+      case Kind::Pool: x = s.op == Op::AvgPool2d; break;
+      default: break;
+    }
+    for (int j : s.in) x = x || inexact[j];
+    inexact[i] = x && is_float(nodes[i]->dtype);
+  }
+  return inexact;
+}
+
+// The single-rank evaluator over every step (so every node can be checked by the naive
+// reference); returns the roots' values. Throws what the evaluator throws.
+Expected reference(const Program& p, Counters* c, std::string* naive_failure) {
+  std::vector<NodeRef> nodes = build(p);
+  evaluate(nodes);
+  if (naive_failure) {
+    for (const NodeRef& n : nodes) {
+      std::string why;
+      const NaiveResult r = naive_check(*n, why);
+      if (n->op == Op::Source) continue;
+      if (r == NaiveResult::Unsupported) ++c->naive_unsupported;
+      else ++c->naive_checked;
+      if (r == NaiveResult::Mismatch && naive_failure->empty()) *naive_failure = why;
+    }
+  }
+  const std::vector<bool> inexact = inexact_steps(p, nodes);
+  Expected e;
+  for (int r : p.roots) {
+    const NodeRef& n = nodes[r];
+    e.values.push_back(to_doubles(n->value->view()));
+    e.tol.push_back(inexact[r] ? (n->dtype == DType::F32 ? 1e-4 : 1e-9) : 0);
+    e.shapes.push_back(n->shape);
+    e.dtypes.push_back(n->dtype);
+  }
+  return e;
+}
+
+double scale_of(const std::vector<double>& v) {
+  double s = 1;
+  for (double d : v) if (std::isfinite(d)) s = std::max(s, std::abs(d));
+  return s;
+}
+
+// "" when the sharded run of p under cfg gives `want`, else what differs.
+std::string sharded_problem(const Program& p, const RunConfig& cfg, const Expected& want, Counters* c) {
+  try {
+    std::vector<NodeRef> nodes = build(p);
+    std::vector<NodeRef> roots;
+    for (int r : p.roots) roots.push_back(nodes[r]);
+    const plan::Mesh mesh = cfg.modelled ? plan::Mesh::modelled(cfg.ranks) : plan::Mesh::this_machine(cfg.ranks);
+    plan::SearchOptions o;
+    o.method = cfg.method;
+    o.steps = cfg.steps;
+    o.time_budget_s = 0.05;
+    o.seed = cfg.search_seed;
+    const RunReport rep = evaluate_sharded(roots, mesh, o, /*verify_plan=*/true);
+    if (c) c->blocks += rep.blocks, c->messages += rep.messages;
+    for (size_t r = 0; r < roots.size(); ++r) {
+      const NodeRef& n = roots[r];
+      if (!n->value) return cat_str("root ", r + 1, " has no value");
+      const View& v = n->value->view();
+      if (v.shape != want.shapes[r] || v.dtype != want.dtypes[r])
+        return cat_str("root ", r + 1, ": ", shape_str(v.shape), " ", dtype_name(v.dtype), ", want ",
+                       shape_str(want.shapes[r]), " ", dtype_name(want.dtypes[r]));
+      const std::vector<double> got = to_doubles(v);
+      const double tol = want.tol[r] * scale_of(want.values[r]);
+      for (size_t i = 0; i < got.size(); ++i) {
+        const double a = got[i], b = want.values[r][i];
+        if ((std::isnan(a) && std::isnan(b)) || a == b) continue;
+        if (want.tol[r] > 0 && std::abs(a - b) <= tol) continue;
+        return cat_str("root ", r + 1, " element ", i + 1, ": sharded gives ", num_str(a), ", single-rank ",
+                       num_str(b));
+      }
+    }
+    return "";
+  } catch (const Error& e) {
+    // A layout constraint no plan on this mesh can give is a user error, not a wrong result.
+    if (std::string(e.what()).find("requested layout") != std::string::npos) return "rejected";
+    return cat_str("sharded run threw: ", e.what());
+  } catch (const std::exception& e) {
+    return cat_str("sharded run threw: ", e.what());
+  }
+}
+
+// The program with its layout constraints redrawn for a mesh of `ranks`: the rank count's
+// prime factors spread over dims that can take them (most runs), else left as drawn.
+Program fit_constraints(const Program& p, int ranks, std::mt19937_64& rng, bool keep_some = true) {
+  Program q = p;
+  std::vector<NodeRef> nodes;
+  try {
+    nodes = build(p);
+  } catch (const Error&) {
+    return q;
+  }
+  for (size_t i = 0; i < q.steps.size(); ++i) {
+    Step& s = q.steps[i];
+    if (s.kind != Kind::Constrain || (keep_some && rng() % 5 == 0)) continue;
+    const Shape& shape = nodes[i]->shape;
+    std::vector<int64_t> parts(shape.size(), 1);
+    int r = ranks;
+    for (int f = 2; r > 1 && !shape.empty(); ++f) {
+      while (r % f == 0) {
+        r /= f;
+        for (size_t t = 0; t < shape.size(); ++t) {
+          const size_t d = (rng() + t) % shape.size();
+          if (parts[d] * f <= shape[d]) { parts[d] *= f; break; }
+        }
+      }
+    }
+    s.a = parts;
+  }
+  return q;
+}
+
+// Whether p still fails under cfg (a program that no longer builds does not).
+bool still_fails(const Program& p, const RunConfig& cfg) {
+  try {
+    build(p);
+  } catch (const Error&) {
+    return false;
+  }
+  Expected want;
+  try {
+    want = reference(p, nullptr, nullptr);
+  } catch (const std::exception&) {
+    return true;  // the reference itself throws: that is the failure
+  }
+  const std::string problem = sharded_problem(p, cfg, want, nullptr);
+  return !problem.empty() && problem != "rejected";
+}
+
+// Shrinks a failing program: one root, steps replaced by sources of their shape, sources made
+// smaller, dead steps dropped, while it still fails. At most `budget` re-runs.
+Program minimize(Program p, const RunConfig& cfg, int budget = 300) {
+  auto tries = [&](const Program& q) { return budget-- > 0 && still_fails(prune(q), cfg); };
+  if (p.roots.size() > 1)
+    for (int r : p.roots) {
+      Program q = p;
+      q.roots = {r};
+      if (tries(q)) { p = prune(q); break; }
+    }
+  p = prune(p);
+  for (bool changed = true; changed && budget > 0;) {
+    changed = false;
+    std::vector<NodeRef> nodes = build(p);
+    for (int i = static_cast<int>(p.steps.size()) - 1; i >= 0 && budget > 0; --i) {
+      if (p.steps[i].kind == Kind::Src) continue;
+      Program q = p;
+      Step s;
+      s.kind = Kind::Src;
+      s.a = nodes[i]->shape;
+      s.dt = nodes[i]->dtype;
+      s.n = i;
+      q.steps[i] = s;
+      if (tries(q)) { p = prune(q); changed = true; break; }
+    }
+    if (changed) continue;
+    for (size_t i = 0; i < p.steps.size() && !changed && budget > 0; ++i) {
+      if (p.steps[i].kind != Kind::Src) continue;
+      for (size_t d = 0; d < p.steps[i].a.size() && !changed; ++d) {
+        for (int64_t to : {int64_t{1}, p.steps[i].a[d] / 2, p.steps[i].a[d] - 1}) {
+          if (to < 1 || to >= p.steps[i].a[d]) continue;
+          Program q = p;
+          q.steps[i].a[d] = to;
+          if (tries(q)) { p = prune(q); changed = true; break; }
+        }
+      }
+    }
+  }
+  return p;
+}
+
+struct Args {
+  double seconds = 0;
+  int64_t graphs = -1;
+  uint64_t seed = 1;
+  int64_t only_graph = -1;
+  int runs_per_graph = 3;
+  int max_ranks = 8;
+  std::string emit_lua;
+  bool verbose = false;
+  GenOptions gen;
+};
+
+void usage() {
+  std::puts(
+      "usage: tapestry_fuzz [--seconds S | --graphs N] [--seed S] [--graph G] [--runs R]\n"
+      "                     [--max-ranks K] [--max-steps N] [--max-dim D] [--emit-lua DIR] [-v]\n"
+      "Random well-typed graphs over the op registry, each evaluated by the single-rank\n"
+      "evaluator (every node also checked by a naive reference) and sharded R times on random\n"
+      "meshes of 1..K loopback ranks with greedy or annealed plans. --emit-lua writes each\n"
+      "graph as a self-checking Lua script instead (for `mpirun -n 3 tapestry file.lua`).");
+}
+
+bool parse(int argc, char** argv, Args& a) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string s = argv[i];
+    auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
+    const char* v = nullptr;
+    if (s == "-v") { a.verbose = true; continue; }
+    if (s == "-h" || s == "--help") return false;
+    if (!(v = next())) return false;
+    if (s == "--seconds") a.seconds = std::atof(v);
+    else if (s == "--graphs") a.graphs = std::atoll(v);
+    else if (s == "--seed") a.seed = std::strtoull(v, nullptr, 10);
+    else if (s == "--graph") a.only_graph = std::atoll(v);
+    else if (s == "--runs") a.runs_per_graph = std::atoi(v);
+    else if (s == "--max-ranks") a.max_ranks = std::max(1, std::atoi(v));
+    else if (s == "--max-steps") a.gen.max_steps = std::max(2, std::atoi(v));
+    else if (s == "--max-dim") a.gen.max_dim = std::max<int64_t>(1, std::atoll(v));
+    else if (s == "--emit-lua") a.emit_lua = v;
+    else return false;
+  }
+  if (a.seconds <= 0 && a.graphs < 0 && a.only_graph < 0) a.graphs = 100;
+  return true;
+}
+
+std::string header(const Args& a, int64_t g, const std::string& what) {
+  return cat_str("-- tapestry_fuzz --seed ", a.seed, " --graph ", g, "\n-- ", what,
+                 "\n-- Run: TAPESTRY_RANKS=3 TAPESTRY_VERIFY=1 tapestry this.lua   (or mpirun -n 3 tapestry this.lua)\n"
+                 "-- Expected values come from the single-rank evaluator.\n");
+}
+
+void report_failure(const Args& a, int64_t g, const Program& p, const RunConfig* cfg, const std::string& problem) {
+  std::printf("FAIL seed %llu graph %lld%s: %s\n", static_cast<unsigned long long>(a.seed), static_cast<long long>(g),
+              cfg ? (" on " + cfg->str()).c_str() : "", problem.c_str());
+  Program m = cfg ? minimize(p, *cfg) : prune(p);
+  std::string lua;
+  try {
+    const Expected want = reference(m, nullptr, nullptr);
+    std::string what = cat_str("FAILED: ", problem);
+    if (cfg) {
+      what += cat_str("\n-- C++ run: ", cfg->str());
+      const std::string again = sharded_problem(m, *cfg, want, nullptr);
+      if (!again.empty()) what += cat_str("\n-- minimized: ", again);
+    }
+    for (char& ch : what) if (ch == '\n') ch = '\n';
+    lua = to_lua(m, want.values, want.tol, header(a, g, what));
+  } catch (const std::exception& e) {
+    lua = cat_str("-- could not write a reproducer: ", e.what(), "\n");
+  }
+  const std::string file = cat_str("fuzz-failure-", a.seed, "-", g, ".lua");
+  std::ofstream(file) << lua;
+  std::printf("--- minimized Lua reproducer (%s) ---\n%s--- end ---\n", file.c_str(), lua.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  if (!parse(argc, argv, a)) {
+    usage();
+    return 2;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  Counters c;
+  for (int64_t g = a.only_graph >= 0 ? a.only_graph : 0;; ++g) {
+    if (a.only_graph >= 0 && g != a.only_graph) break;
+    if (a.graphs >= 0 && g >= a.graphs) break;
+    if (a.seconds > 0 && elapsed() >= a.seconds) break;
+    std::mt19937_64 rng(a.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(g));
+    Program p;
+    try {
+      p = generate(rng, a.gen);
+    } catch (const std::exception& e) {  // a builder threw something other than Error
+      std::printf("FAIL seed %llu graph %lld: generating threw %s\n", static_cast<unsigned long long>(a.seed),
+                  static_cast<long long>(g), e.what());
+      ++c.failures;
+      continue;
+    }
+    ++c.graphs;
+    c.steps += static_cast<int64_t>(p.steps.size());
+    for (const Step& s : p.steps) ++c.kinds[kind_name(s.kind)];
+    std::string naive_failure;
+    Expected want;
+    try {
+      want = reference(p, &c, &naive_failure);
+    } catch (const std::exception& e) {
+      ++c.failures;
+      report_failure(a, g, p, nullptr, cat_str("single-rank evaluator threw: ", e.what()));
+      continue;
+    }
+    if (!naive_failure.empty()) {
+      ++c.failures;
+      report_failure(a, g, p, nullptr, cat_str("naive reference disagrees: ", naive_failure));
+    }
+    if (!a.emit_lua.empty()) {  // for 3 ranks: the layout constraints fit a mesh of 3
+      const std::string file = cat_str(a.emit_lua, "/graph_", a.seed, "_", g, ".lua");
+      std::ofstream(file) << to_lua(fit_constraints(p, 3, rng, false), want.values, want.tol,
+                                    header(a, g, "differential check"));
+      continue;
+    }
+    for (int k = 0; k < a.runs_per_graph; ++k) {
+      RunConfig cfg;
+      cfg.ranks = static_cast<int>(rng() % a.max_ranks) + 1;
+      cfg.modelled = rng() % 2;
+      cfg.method = rng() % 3 == 0 ? plan::SearchOptions::Greedy : plan::SearchOptions::Anneal;
+      cfg.search_seed = rng() % 1000;
+      cfg.steps = 20 + static_cast<int>(rng() % 100);
+      ++c.runs;
+      ++c.meshes[cfg.ranks];
+      const Program q = fit_constraints(p, cfg.ranks, rng);
+      std::string problem = sharded_problem(q, cfg, want, &c);
+      if (problem == "rejected") {
+        ++c.rejected;
+        problem.clear();
+      }
+      if (a.verbose) std::printf("graph %lld (%zu steps) on %s: %s\n", static_cast<long long>(g), p.steps.size(),
+                                 cfg.str().c_str(), problem.empty() ? "ok" : problem.c_str());
+      if (!problem.empty()) {
+        ++c.failures;
+        report_failure(a, g, q, &cfg, problem);
+        break;
+      }
+    }
+  }
+  std::printf("tapestry_fuzz seed %llu: %lld graphs (%lld steps), %lld sharded runs (%lld blocks, %lld messages), "
+              "%lld nodes checked against the naive reference (%lld of unsupported ops), %lld layouts no plan gives, "
+              "%lld failures, %.1f s\n",
+              static_cast<unsigned long long>(a.seed), static_cast<long long>(c.graphs), static_cast<long long>(c.steps),
+              static_cast<long long>(c.runs), static_cast<long long>(c.blocks), static_cast<long long>(c.messages),
+              static_cast<long long>(c.naive_checked), static_cast<long long>(c.naive_unsupported),
+              static_cast<long long>(c.rejected), static_cast<long long>(c.failures), elapsed());
+  std::printf("meshes:");
+  for (auto [r, n] : c.meshes) std::printf(" %d:%lld", r, static_cast<long long>(n));
+  std::printf("\nsteps by kind:");
+  for (auto& [k, n] : c.kinds) std::printf(" %s:%lld", k.c_str(), static_cast<long long>(n));
+  std::printf("\n");
+  return c.failures ? 1 : 0;
+}

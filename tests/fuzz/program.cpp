@@ -1,0 +1,696 @@
+#include "tests/fuzz/program.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <set>
+
+#include "engine/ir/builders.hpp"
+#include "engine/ir/einsum.hpp"
+#include "engine/ir/error.hpp"
+#include "engine/ir/value.hpp"
+
+namespace tapestry::fuzz {
+
+using build::Operand;
+
+namespace {
+
+using Rng = std::mt19937_64;
+
+int64_t uni(Rng& r, int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(r); }
+bool coin(Rng& r, double p = 0.5) { return std::uniform_real_distribution<double>(0, 1)(r) < p; }
+template <class T> const T& pick(Rng& r, const std::vector<T>& v) { return v[uni(r, 0, v.size() - 1)]; }
+
+// Sizes: 1 and primes often (uneven blocks on every mesh), small composites too.
+int64_t size(Rng& r, int64_t max_dim) {
+  static const std::vector<int64_t> sizes{1, 1, 2, 3, 5, 7, 11, 13, 4, 6, 8, 9, 10, 12};
+  for (;;) {
+    const int64_t s = pick(r, sizes);
+    if (s <= max_dim) return s;
+  }
+}
+
+Shape random_shape(Rng& r, const GenOptions& o, int rank) {
+  Shape s;
+  for (int d = 0; d < rank; ++d) s.push_back(size(r, o.max_dim));
+  while (numel(s) > 1500) s[uni(r, 0, s.size() - 1)] = 1;
+  return s;
+}
+
+DType random_dtype(Rng& r) {
+  const int k = static_cast<int>(uni(r, 0, 9));
+  return k < 5 ? DType::F32 : k < 7 ? DType::F64 : k < 8 ? DType::I32 : k < 9 ? DType::I64 : DType::Bool;
+}
+
+const std::vector<Op> kUnary{Op::Neg, Op::Abs, Op::Exp, Op::Log, Op::Sqrt, Op::Rsqrt, Op::Sin, Op::Cos,
+                             Op::Tanh, Op::Sigmoid, Op::Relu, Op::Gelu, Op::Floor, Op::Ceil, Op::Round,
+                             Op::Sign, Op::Square, Op::Reciprocal, Op::LogicalNot};
+const std::vector<Op> kBinary{Op::Add, Op::Sub, Op::Mul, Op::Div, Op::FloorDiv, Op::Mod, Op::Pow,
+                              Op::Maximum, Op::Minimum, Op::Atan2, Op::Eq, Op::Ne, Op::Lt, Op::Le,
+                              Op::Gt, Op::Ge, Op::LogicalAnd, Op::LogicalOr};
+const std::vector<Op> kReduce{Op::Sum, Op::Prod, Op::Max, Op::Min, Op::All, Op::Any};
+
+// Ops whose result jumps when their input moves by a rounding error: never fed a value that
+// a split float reduction computed (the sharded result may differ in the last bit).
+bool discontinuous(const Step& s) {
+  switch (s.kind) {
+    case Kind::Unary: return s.op == Op::Floor || s.op == Op::Ceil || s.op == Op::Round ||
+                             s.op == Op::Sign || s.op == Op::LogicalNot;
+    case Kind::Binary: case Kind::BinaryScalar:
+      return s.op == Op::FloorDiv || s.op == Op::Mod || (s.op >= Op::Eq && s.op <= Op::LogicalOr);
+    case Kind::Where: case Kind::ArgReduce: return true;
+    case Kind::Cast: return !is_float(s.dt);
+    case Kind::Reduce: return s.op == Op::All || s.op == Op::Any;
+    default: return false;
+  }
+}
+
+// Whether a step reorders float additions when sharded (its result is compared with a
+// tolerance, and discontinuous ops stay off it).
+bool reorders(const Step& s, DType out) {
+  if (!is_float(out)) return false;
+  switch (s.kind) {
+    case Kind::Reduce: return s.op == Op::Sum || s.op == Op::Prod;
+    case Kind::Mean: case Kind::Matmul: case Kind::Einsum: case Kind::Stencil: case Kind::Conv2d:
+      return true;
+    case Kind::Pool: return s.op == Op::AvgPool2d;
+    default: return false;
+  }
+}
+
+Shape factor_into(Rng& r, int64_t n) {
+  std::vector<int64_t> f;
+  for (int64_t p = 2; p * p <= n; ++p)
+    while (n % p == 0) f.push_back(p), n /= p;
+  if (n > 1) f.push_back(n);
+  std::shuffle(f.begin(), f.end(), r);
+  const int rank = static_cast<int>(uni(r, 1, 4));
+  Shape s(rank, 1);
+  for (int64_t p : f) s[uni(r, 0, rank - 1)] *= p;
+  return s;
+}
+
+class Gen {
+ public:
+  Gen(Rng& r, const GenOptions& o) : r_(r), o_(o) {}
+
+  Program run() {
+    const int n_src = static_cast<int>(uni(r_, 1, 3));
+    for (int i = 0; i < n_src || p_.steps.empty(); ++i) add_leaf();
+    const int target = static_cast<int>(uni(r_, 2, o_.max_steps));
+    for (int tries = 0; static_cast<int>(p_.steps.size()) < target && tries < 200; ++tries) try_step();
+    // Roots: the last step and one or two others, distinct.
+    std::set<int> roots{static_cast<int>(p_.steps.size()) - 1};
+    const int extra = static_cast<int>(uni(r_, 0, 2));
+    for (int i = 0; i < extra; ++i) {
+      const int r = static_cast<int>(uni(r_, 0, p_.steps.size() - 1));
+      if (p_.steps[r].kind != Kind::Src) roots.insert(r);  // a source root runs nothing
+    }
+    p_.roots.assign(roots.begin(), roots.end());
+    return p_;
+  }
+
+ private:
+  Rng& r_;
+  const GenOptions& o_;
+  Program p_;
+  std::vector<NodeRef> nodes_;
+  std::vector<bool> inexact_;
+
+  // Appends s if it builds; returns its index or -1.
+  int push(Step s) {
+    NodeRef n;
+    try {
+      n = build_one(s);
+    } catch (const Error&) {
+      return -1;
+    }
+    if (numel(n->shape) > 4000) return -1;
+    bool inexact = reorders(s, n->dtype);
+    for (int i : s.in) {
+      if (inexact_[i] && discontinuous(s)) return -1;
+      inexact = inexact || (inexact_[i] && is_float(n->dtype));
+    }
+    p_.steps.push_back(std::move(s));
+    nodes_.push_back(n);
+    inexact_.push_back(inexact);
+    return static_cast<int>(p_.steps.size()) - 1;
+  }
+
+  NodeRef build_one(const Step& s) {
+    // Rebuilding everything would be quadratic; build just this step over the built nodes.
+    std::vector<NodeRef> ins;
+    for (int i : s.in) ins.push_back(nodes_[i]);
+    return build_step(s, ins);
+  }
+
+  int src(const Shape& shape, DType dt) {
+    Step s;
+    s.kind = Kind::Src;
+    s.a = shape;
+    s.dt = dt;
+    s.n = uni(r_, 0, 999);
+    return push(s);
+  }
+
+  int add_leaf() {
+    const int rank = static_cast<int>(uni(r_, 0, 12) == 0 ? 0 : uni(r_, 1, 3));
+    Step s;
+    s.a = random_shape(r_, o_, rank);
+    s.dt = random_dtype(r_);
+    const int k = static_cast<int>(uni(r_, 0, 9));
+    if (k < 6 || rank == 0) return src(s.a, s.dt);
+    if (k == 6) {
+      s.kind = Kind::Full;
+      s.v = is_float(s.dt) ? uni(r_, -8, 8) / 4.0 : static_cast<double>(uni(r_, -5, 5));
+    } else if (k == 7) {
+      s.kind = Kind::Arange;
+      s.a = {uni(r_, -5, 5), 0, uni(r_, 1, 3)};
+      s.a[1] = s.a[0] + s.a[2] * (size(r_, o_.max_dim) - 1);
+    } else if (k == 8) {
+      s.kind = Kind::Rand;
+      s.n = uni(r_, 0, 99);
+      s.dt = coin(r_) ? DType::F32 : DType::F64;
+      s.flag = coin(r_);  // randn
+    } else {
+      s.kind = Kind::Eye;
+      s.a = {size(r_, o_.max_dim), size(r_, o_.max_dim)};
+    }
+    return push(s);
+  }
+
+  // An operand from the pool, recent ones more often.
+  int any() {
+    const int n = static_cast<int>(p_.steps.size());
+    return coin(r_, 0.6) ? static_cast<int>(uni(r_, std::max(0, n - 3), n - 1)) : static_cast<int>(uni(r_, 0, n - 1));
+  }
+  const Shape& shape(int i) const { return nodes_[i]->shape; }
+  DType dtype(int i) const { return nodes_[i]->dtype; }
+
+  // A step of the pool broadcastable with x, or a new source of such a shape.
+  int partner(int x) {
+    for (int t = 0; t < 4; ++t) {
+      const int y = any();
+      try {
+        broadcast_shapes(shape(x), shape(y));
+        return y;
+      } catch (const Error&) {
+      }
+    }
+    Shape s = shape(x);
+    for (auto& d : s) if (coin(r_, 0.3)) d = 1;
+    if (!s.empty() && coin(r_, 0.3)) s.erase(s.begin());
+    return src(s, coin(r_, 0.7) ? dtype(x) : random_dtype(r_));
+  }
+
+  void try_step() {
+    const int x = any();
+    const Shape xs = shape(x);
+    const int rank = static_cast<int>(xs.size());
+    Step s;
+    s.in = {x};
+    const int k = static_cast<int>(uni(r_, 0, 27));
+    switch (k) {
+      case 0: add_leaf(); return;
+      case 1: case 2: case 3:
+        s.kind = Kind::Unary;
+        s.op = pick(r_, kUnary);
+        break;
+      case 4: case 5: case 6:
+        s.kind = Kind::Binary;
+        s.op = pick(r_, kBinary);
+        s.in.push_back(partner(x));
+        if (s.in[1] < 0) return;
+        if (coin(r_, 0.2)) std::swap(s.in[0], s.in[1]);
+        break;
+      case 7:
+        s.kind = Kind::BinaryScalar;
+        s.op = pick(r_, kBinary);
+        s.v = uni(r_, -8, 8) / 4.0;
+        break;
+      case 8: {
+        s.kind = Kind::Where;
+        const int c = src(xs, DType::Bool);
+        const int b = partner(x);
+        if (c < 0 || b < 0) return;
+        s.in = {c, x, b};
+        break;
+      }
+      case 9:
+        s.kind = Kind::Cast;
+        s.dt = random_dtype(r_);
+        break;
+      case 10: case 11: {
+        s.kind = coin(r_, 0.8) ? Kind::Reduce : Kind::Mean;
+        s.op = pick(r_, kReduce);
+        for (int d = 0; d < rank; ++d) if (coin(r_, 0.4)) s.a.push_back(d);
+        s.flag = coin(r_);
+        break;
+      }
+      case 12:
+        s.kind = Kind::ArgReduce;
+        s.op = coin(r_) ? Op::ArgMax : Op::ArgMin;
+        s.flag = coin(r_);
+        s.n = rank > 0 && coin(r_, 0.8) ? uni(r_, 0, rank - 1) : -1;
+        break;
+      case 13: {
+        s.kind = Kind::Matmul;
+        if (rank == 0) return;
+        Shape b;
+        const int64_t k_ = xs.back();
+        const int form = static_cast<int>(uni(r_, 0, 2));
+        if (form == 0) b = {k_};
+        else if (form == 1) b = {k_, size(r_, o_.max_dim)};
+        else { b = xs; if (rank >= 2) b[rank - 2] = k_; b.back() = size(r_, o_.max_dim); if (rank == 1) b = {k_, b.back()}; }
+        const int y = src(b, dtype(x));
+        if (y < 0) return;
+        s.in.push_back(y);
+        break;
+      }
+      case 14: {
+        s.kind = Kind::Einsum;
+        struct T { int rank; const char* spec; int second; };  // second: 0 none, 1 {j,K}, 2 same, 3 {K}, 4 batch
+        static const std::vector<T> ts{{2, "ij,jk->ik", 1}, {2, "ij->ji", 0}, {2, "ii->i", 0},
+                                       {2, "ij->", 0},       {3, "ijk->ki", 0}, {2, "ij,ij->i", 2},
+                                       {1, "i,j->ij", 3},    {3, "bij,bjk->bik", 4}, {2, "ij,j->i", 5}};
+        const T& t = pick(r_, ts);
+        if (t.rank != rank) return;
+        s.spec = t.spec;
+        Shape b;
+        if (t.second == 1) b = {xs[1], size(r_, o_.max_dim)};
+        else if (t.second == 2) b = xs;
+        else if (t.second == 3) b = {size(r_, o_.max_dim)};
+        else if (t.second == 4) b = {xs[0], xs[2], size(r_, o_.max_dim)};
+        else if (t.second == 5) b = {xs[1]};
+        if (!b.empty()) {
+          const int y = src(b, dtype(x));
+          if (y < 0) return;
+          s.in.push_back(y);
+        }
+        break;
+      }
+      case 15:
+        s.kind = Kind::Reshape;
+        s.a = factor_into(r_, numel(xs));
+        break;
+      case 16: {
+        s.kind = Kind::Permute;
+        std::vector<int64_t> perm(rank);
+        std::iota(perm.begin(), perm.end(), 0);
+        std::shuffle(perm.begin(), perm.end(), r_);
+        s.a = perm;
+        break;
+      }
+      case 17: {
+        s.kind = Kind::Expand;
+        s.a = xs;
+        for (auto& d : s.a) if (d == 1) d = size(r_, o_.max_dim);
+        if (coin(r_, 0.4)) s.a.insert(s.a.begin(), size(r_, 5));
+        break;
+      }
+      case 18: case 19: {
+        s.kind = Kind::Slice;
+        for (int d = 0; d < rank; ++d) {
+          const int64_t start = uni(r_, 0, xs[d] - 1);
+          const int64_t step = uni(r_, 1, 3);
+          s.a.push_back(start);
+          s.b.push_back(step);
+          s.c.push_back(uni(r_, 1, (xs[d] - 1 - start) / step + 1));
+        }
+        break;
+      }
+      case 20: {
+        if (rank == 0) return;
+        s.kind = coin(r_) ? Kind::Narrow : Kind::Select;
+        s.n = uni(r_, 0, rank - 1);
+        s.a = {uni(r_, 0, xs[s.n] - 1)};
+        if (s.kind == Kind::Narrow) s.a.push_back(uni(r_, 1, xs[s.n] - s.a[0]));
+        break;
+      }
+      case 21: {
+        if (rank == 0) return;
+        s.kind = Kind::Cat;
+        s.n = uni(r_, 0, rank - 1);
+        const int parts = static_cast<int>(uni(r_, 1, 2));
+        for (int i = 0; i < parts; ++i) {
+          Shape o = xs;
+          o[s.n] = size(r_, o_.max_dim);
+          const int y = coin(r_, 0.3) ? x : src(o, coin(r_, 0.8) ? dtype(x) : random_dtype(r_));
+          if (y < 0) return;
+          s.in.push_back(y);
+        }
+        break;
+      }
+      case 22: {
+        s.kind = Kind::Pad;
+        for (int d = 0; d < rank; ++d) s.a.push_back(uni(r_, 0, 2)), s.b.push_back(uni(r_, 0, 2));
+        s.n = uni(r_, 0, 2);  // constant, reflect, periodic
+        s.v = uni(r_, -4, 4) / 2.0;
+        break;
+      }
+      case 23:
+        s.kind = Kind::Roll;
+        s.v = static_cast<double>(uni(r_, -15, 15));
+        s.n = rank > 0 && coin(r_, 0.7) ? uni(r_, 0, rank - 1) : -1;
+        break;
+      case 24: {
+        if (rank == 0) return;
+        s.kind = Kind::Stencil;
+        Shape ks;
+        for (int d = 0; d < rank; ++d) ks.push_back(pick(r_, std::vector<int64_t>{1, 3, 5}));
+        const int w = src(ks, dtype(x));
+        if (w < 0) return;
+        s.in.push_back(w);
+        s.n = uni(r_, 0, 2);  // zero, periodic, reflect
+        break;
+      }
+      case 25: {
+        s.kind = Kind::Conv2d;
+        const int64_t g = coin(r_, 0.3) ? 2 : 1;
+        const int64_t c = g * uni(r_, 1, 2), kh = uni(r_, 1, 3), kw = uni(r_, 1, 3);
+        const DType dt = coin(r_, 0.8) ? DType::F32 : DType::I64;
+        const int xi = src({uni(r_, 1, 2), c, uni(r_, kh, 9), uni(r_, kw, 9)}, dt);
+        const int wi = src({g * uni(r_, 1, 2), c / g, kh, kw}, dt);
+        if (xi < 0 || wi < 0) return;
+        s.in = {xi, wi};
+        s.c = {uni(r_, 1, 2), uni(r_, 1, 2), uni(r_, 0, kh / 2), uni(r_, 0, kw / 2), uni(r_, 1, 2), uni(r_, 1, 2), g};
+        break;
+      }
+      case 26: {
+        s.kind = Kind::Pool;
+        s.op = coin(r_) ? Op::MaxPool2d : Op::AvgPool2d;
+        int in = x;
+        if (rank != 4) in = src({uni(r_, 1, 2), uni(r_, 1, 3), uni(r_, 3, 9), uni(r_, 3, 9)}, coin(r_, 0.8) ? DType::F32 : DType::I32);
+        if (in < 0) return;
+        s.in = {in};
+        const int64_t kh = uni(r_, 1, 3), kw = uni(r_, 1, 3);
+        s.c = {kh, kw, uni(r_, 1, 3), uni(r_, 1, 3), uni(r_, 0, kh / 2), uni(r_, 0, kw / 2)};
+        break;
+      }
+      default: {
+        if (coin(r_)) {
+          s.kind = Kind::Constrain;
+          for (int d = 0; d < rank; ++d) s.a.push_back(uni(r_, 1, std::min<int64_t>(xs[d], 4)));
+        } else {
+          if (rank == 0) return;
+          s.kind = Kind::WriteRegion;
+          for (int d = 0; d < rank; ++d) {
+            s.a.push_back(uni(r_, 0, xs[d] - 1));
+            s.b.push_back(uni(r_, 1, xs[d] - s.a[d]));
+          }
+          if (coin(r_)) {
+            s.v = uni(r_, -8, 8) / 4.0;
+            s.flag = true;  // a number
+          } else {
+            const int y = src(s.b, coin(r_, 0.7) ? dtype(x) : random_dtype(r_));
+            if (y < 0) return;
+            s.in.push_back(y);
+          }
+        }
+      }
+    }
+    push(s);
+  }
+};
+
+std::vector<int> dims_of(const std::vector<int64_t>& v) { return {v.begin(), v.end()}; }
+
+std::string lnum(double v) {
+  if (std::isnan(v)) return "(0/0)";
+  if (std::isinf(v)) return v > 0 ? "math.huge" : "-math.huge";
+  char buf[40];
+  if (v == std::floor(v) && std::abs(v) < 1e15) std::snprintf(buf, sizeof buf, "%.1f", v);
+  else std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+std::string ilist(const std::vector<int64_t>& v, int64_t add = 0) {
+  std::string s = "{";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i] + add);
+  return s + "}";
+}
+
+std::string dq(DType t) { return cat_str("\"", dtype_name(t), "\""); }
+
+}  // namespace
+
+double source_value(int64_t i, int64_t seed, DType dt) {
+  const int64_t k = (i * 37 + seed * 11 + (i * i) % 7) % 17 - 8;
+  if (dt == DType::Bool) return k > 0;
+  if (is_int(dt)) return static_cast<double>(k);
+  return static_cast<double>(k) / 4;
+}
+
+NodeRef build_step(const Step& s, const std::vector<NodeRef>& in) {
+  switch (s.kind) {
+    case Kind::Src: {
+      auto v = Value::alloc(s.dt, s.a);
+      dispatch_dtype(s.dt, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        for (int64_t i = 0; i < numel(s.a); ++i) v->template data<T>()[i] = static_cast<T>(source_value(i, s.n, s.dt));
+      });
+      return make_source(v, s.a, s.dt);
+    }
+    case Kind::Full:
+      return is_float(s.dt) ? build::full(s.a, s.v, s.dt) : build::full_int(s.a, static_cast<int64_t>(s.v), s.dt);
+    case Kind::Arange: return build::arange(s.a[0], s.a[1], s.a[2], s.dt);
+    case Kind::Rand: return s.flag ? build::randn(s.a, s.n, s.dt) : build::rand(s.a, s.n, s.dt);
+    case Kind::Eye: return build::eye(s.a[0], s.a[1], s.dt);
+    case Kind::Unary: return build::unary(s.op, in[0]);
+    case Kind::Binary: return build::binary(s.op, in[0], in[1]);
+    case Kind::BinaryScalar: return build::binary(s.op, in[0], Operand::number(s.v));
+    case Kind::Where: return build::where(in[0], in[1], in[2]);
+    case Kind::Cast: return build::cast(in[0], s.dt);
+    case Kind::Reduce: return build::reduce(s.op, in[0], dims_of(s.a), s.flag);
+    case Kind::Mean: return build::mean(in[0], dims_of(s.a), s.flag);
+    case Kind::ArgReduce:
+      return build::argreduce(s.op, in[0], s.n < 0 ? std::nullopt : std::optional<int>(static_cast<int>(s.n)), s.flag);
+    case Kind::Matmul: return build::matmul(in[0], in[1]);
+    case Kind::Einsum: return build::einsum(s.spec, in);
+    case Kind::Reshape: return build::reshape(in[0], s.a);
+    case Kind::Permute: return build::permute(in[0], dims_of(s.a));
+    case Kind::Expand: return build::expand(in[0], s.a);
+    case Kind::Slice: return build::slice(in[0], s.a, s.b, s.c);
+    case Kind::Narrow: return build::narrow(in[0], static_cast<int>(s.n), s.a[0], s.a[1]);
+    case Kind::Select: return build::select(in[0], static_cast<int>(s.n), s.a[0]);
+    case Kind::Cat: return build::cat(in, static_cast<int>(s.n));
+    case Kind::Pad:
+      return build::pad(in[0], s.a, s.b, static_cast<build::PadMode>(s.n), s.v);
+    case Kind::Roll:
+      return build::roll(in[0], static_cast<int64_t>(s.v), s.n < 0 ? std::nullopt : std::optional<int>(static_cast<int>(s.n)));
+    case Kind::Stencil: return build::stencil(in[0], in[1], static_cast<build::Boundary>(s.n));
+    case Kind::Conv2d: {
+      build::Conv2dOptions o;
+      o.stride[0] = s.c[0], o.stride[1] = s.c[1], o.padding[0] = s.c[2], o.padding[1] = s.c[3];
+      o.dilation[0] = s.c[4], o.dilation[1] = s.c[5], o.groups = s.c[6];
+      return build::conv2d(in[0], in[1], o);
+    }
+    case Kind::Pool: {
+      const int64_t k[2] = {s.c[0], s.c[1]}, st[2] = {s.c[2], s.c[3]}, p[2] = {s.c[4], s.c[5]};
+      return build::pool2d(s.op, in[0], k, st, p);
+    }
+    case Kind::Constrain: return build::constrain(in[0], s.a);
+    case Kind::WriteRegion:
+      return build::write_region(in[0], s.a, s.b, s.flag ? Operand::number(s.v) : Operand(in[1]));
+  }
+  throw InternalError("fuzz: unknown step kind");
+}
+
+Program generate(std::mt19937_64& rng, const GenOptions& o) { return Gen(rng, o).run(); }
+
+std::vector<NodeRef> build(const Program& p) {
+  std::vector<NodeRef> nodes;
+  for (const Step& s : p.steps) {
+    std::vector<NodeRef> ins;
+    for (int i : s.in) {
+      if (i < 0 || i >= static_cast<int>(nodes.size())) throw Error("fuzz: step refers forward");
+      ins.push_back(nodes[i]);
+    }
+    nodes.push_back(build_step(s, ins));
+    if (numel(nodes.back()->shape) > 4000) throw Error("fuzz: step too large");
+  }
+  return nodes;
+}
+
+Program prune(const Program& p) {
+  std::vector<bool> live(p.steps.size(), false);
+  for (int r : p.roots) live[r] = true;
+  for (int i = static_cast<int>(p.steps.size()) - 1; i >= 0; --i)
+    if (live[i]) for (int j : p.steps[i].in) live[j] = true;
+  std::vector<int> renum(p.steps.size(), -1);
+  Program q;
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    if (!live[i]) continue;
+    Step s = p.steps[i];
+    for (int& j : s.in) j = renum[j];
+    renum[i] = static_cast<int>(q.steps.size());
+    q.steps.push_back(std::move(s));
+  }
+  for (int r : p.roots) q.roots.push_back(renum[r]);
+  return q;
+}
+
+std::string to_lua(const Program& p, const std::vector<std::vector<double>>& expected,
+                   const std::vector<double>& tol, const std::string& header) {
+  std::string o = header;
+  o += R"(local function src(shape, seed, dtype)
+  local n, i = 1, 0
+  for _, d in ipairs(shape) do n = n * d end
+  local function value()
+    local k = (i * 37 + seed * 11 + (i * i) % 7) % 17 - 8
+    i = i + 1
+    if dtype == "bool" then return k > 0 end
+    if dtype == "i32" or dtype == "i64" then return k end
+    return k / 4
+  end
+  local function fill(d)
+    if d > #shape then return value() end
+    local t = {}
+    for j = 1, shape[d] do t[j] = fill(d + 1) end
+    return t
+  end
+  if dtype == "bool" then return tp.tensor(fill(1)) end
+  return tp.tensor(fill(1), {dtype = dtype})
+end
+local function flat(x)
+  local out = {}
+  local function walk(v)
+    if type(v) == "table" then for _, e in ipairs(v) do walk(e) end
+    elseif type(v) == "boolean" then out[#out + 1] = v and 1 or 0
+    else out[#out + 1] = v end
+  end
+  walk(#x.shape == 0 and x:item() or x:totable())
+  return out
+end
+local function same(i, x, dtype, shape, want, tol)
+  assert(x.dtype == dtype, ("root %d: dtype %s, want %s"):format(i, x.dtype, dtype))
+  assert(#x.shape == #shape, ("root %d: rank %d, want %d"):format(i, #x.shape, #shape))
+  for d = 1, #shape do assert(x.shape[d] == shape[d], ("root %d: dim %d is %d, want %d"):format(i, d, x.shape[d], shape[d])) end
+  local got, scale = flat(x), 1
+  for _, w in ipairs(want) do if w == w and math.abs(w) ~= math.huge then scale = math.max(scale, math.abs(w)) end end
+  for k, w in ipairs(want) do
+    local g = got[k]
+    local ok = (g ~= g and w ~= w) or g == w or (tol > 0 and math.abs(g - w) <= tol * scale)
+    assert(ok, ("root %d element %d: got %.17g, want %.17g"):format(i, k, g, w))
+  end
+end
+)";
+  // Shapes and dtypes of the roots come from a C++ build of the same program.
+  const std::vector<NodeRef> nodes = build(p);
+  int env = 0;
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const Step& s = p.steps[i];
+    auto v = [&](int k) { return cat_str("v", s.in[k]); };
+    std::string e;
+    switch (s.kind) {
+      case Kind::Src:
+        e = s.a.empty() ? cat_str("tp.tensor(", s.dt == DType::Bool ? (source_value(0, s.n, s.dt) ? "true" : "false")
+                                                                     : lnum(source_value(0, s.n, s.dt)),
+                                  s.dt == DType::Bool ? ")" : cat_str(", {dtype = ", dq(s.dt), "})"))
+                        : cat_str("src(", ilist(s.a), ", ", s.n, ", ", dq(s.dt), ")");
+        break;
+      case Kind::Full:
+        e = cat_str("tp.full(", ilist(s.a), ", ", is_float(s.dt) ? lnum(s.v) : std::to_string(static_cast<int64_t>(s.v)),
+                    ", {dtype = ", dq(s.dt), "})");
+        break;
+      case Kind::Arange: e = cat_str("tp.arange(", s.a[0], ", ", s.a[1], ", ", s.a[2], ", {dtype = ", dq(s.dt), "})"); break;
+      case Kind::Rand:
+        e = cat_str(s.flag ? "tp.randn(" : "tp.rand(", ilist(s.a), ", {seed = ", s.n, ", dtype = ", dq(s.dt), "})");
+        break;
+      case Kind::Eye: e = cat_str("tp.eye(", s.a[0], ", ", s.a[1], ", {dtype = ", dq(s.dt), "})"); break;
+      case Kind::Unary: e = cat_str("tp.", op_def(s.op).name, "(", v(0), ")"); break;
+      case Kind::Binary: e = cat_str("tp.", op_def(s.op).name, "(", v(0), ", ", v(1), ")"); break;
+      case Kind::BinaryScalar: e = cat_str("tp.", op_def(s.op).name, "(", v(0), ", ", lnum(s.v), ")"); break;
+      case Kind::Where: e = cat_str("tp.where(", v(0), ", ", v(1), ", ", v(2), ")"); break;
+      case Kind::Cast: e = cat_str("tp.cast(", v(0), ", ", dq(s.dt), ")"); break;
+      case Kind::Reduce: case Kind::Mean:
+        e = cat_str(v(0), ":", s.kind == Kind::Mean ? std::string_view("mean") : op_def(s.op).name, "(",
+                    s.a.empty() ? "nil" : ilist(s.a, 1), ", {keepdim = ", s.flag ? "true" : "false", "})");
+        break;
+      case Kind::ArgReduce:
+        e = cat_str(v(0), ":", op_def(s.op).name, "(", s.n < 0 ? std::string("nil") : std::to_string(s.n + 1),
+                    ", {keepdim = ", s.flag ? "true" : "false", "})");
+        break;
+      case Kind::Matmul: e = cat_str("tp.matmul(", v(0), ", ", v(1), ")"); break;
+      case Kind::Einsum:
+        e = cat_str("tp.einsum(\"", s.spec, "\"");
+        for (size_t k = 0; k < s.in.size(); ++k) e += ", " + v(static_cast<int>(k));
+        e += ")";
+        break;
+      case Kind::Reshape: e = cat_str(v(0), ":reshape(", ilist(s.a), ")"); break;
+      case Kind::Permute: e = cat_str(v(0), ":permute", ilist(s.a, 1)); break;
+      case Kind::Expand: e = cat_str(v(0), ":expand(", ilist(s.a), ")"); break;
+      case Kind::Slice: {
+        e = v(0) + "[{";
+        for (size_t d = 0; d < s.a.size(); ++d)
+          e += cat_str(d ? ", " : "", "{", s.a[d] + 1, ", ", s.a[d] + 1 + (s.c[d] - 1) * s.b[d], ", ", s.b[d], "}");
+        e += "}]";
+        break;
+      }
+      case Kind::Narrow: e = cat_str(v(0), ":narrow(", s.n + 1, ", ", s.a[0] + 1, ", ", s.a[1], ")"); break;
+      case Kind::Select: e = cat_str(v(0), ":select(", s.n + 1, ", ", s.a[0] + 1, ")"); break;
+      case Kind::Cat: {
+        e = "tp.cat({";
+        for (size_t k = 0; k < s.in.size(); ++k) e += (k ? ", " : "") + v(static_cast<int>(k));
+        e += cat_str("}, ", s.n + 1, ")");
+        break;
+      }
+      case Kind::Pad: {
+        e = v(0) + ":pad({";
+        for (size_t d = 0; d < s.a.size(); ++d) e += cat_str(d ? ", " : "", "{", s.a[d], ", ", s.b[d], "}");
+        static const char* modes[] = {"constant", "reflect", "periodic"};
+        e += cat_str("}, {mode = \"", modes[s.n], "\"", s.n == 0 ? ", value = " + lnum(s.v) : std::string(), "})");
+        break;
+      }
+      case Kind::Roll:
+        e = cat_str(v(0), ":roll(", static_cast<int64_t>(s.v), s.n < 0 ? std::string() : cat_str(", ", s.n + 1), ")");
+        break;
+      case Kind::Stencil: {
+        static const char* b[] = {"zero", "periodic", "reflect"};
+        e = cat_str("tp.stencil(", v(0), ", ", v(1), ", {boundary = \"", b[s.n], "\"})");
+        break;
+      }
+      case Kind::Conv2d:
+        e = cat_str("tp.conv2d(", v(0), ", ", v(1), ", {stride = {", s.c[0], ", ", s.c[1], "}, padding = {", s.c[2], ", ",
+                    s.c[3], "}, dilation = {", s.c[4], ", ", s.c[5], "}, groups = ", s.c[6], "})");
+        break;
+      case Kind::Pool:
+        e = cat_str("tp.", op_def(s.op).name, "(", v(0), ", {", s.c[0], ", ", s.c[1], "}, {stride = {", s.c[2], ", ",
+                    s.c[3], "}, padding = {", s.c[4], ", ", s.c[5], "}})");
+        break;
+      case Kind::Constrain: e = cat_str(v(0), ":constrain(tp.grid", ilist(s.a), ")"); break;
+      case Kind::WriteRegion: {
+        const std::string name = cat_str("tp.env.fuzz_w", env++);
+        o += cat_str(name, " = ", v(0), "\n", name, "[{");
+        for (size_t d = 0; d < s.a.size(); ++d) o += cat_str(d ? ", " : "", "{", s.a[d] + 1, ", ", s.a[d] + s.b[d], "}");
+        o += cat_str("}] = ", s.flag ? lnum(s.v) : v(1), "\n");
+        e = name;
+        break;
+      }
+    }
+    o += cat_str("local v", i, " = ", e, "\n");
+  }
+  o += "tp.eval(";
+  for (size_t r = 0; r < p.roots.size(); ++r) o += cat_str(r ? ", " : "", "v", p.roots[r]);
+  o += ")\n";
+  for (size_t r = 0; r < p.roots.size() && r < expected.size(); ++r) {
+    const NodeRef& n = nodes[p.roots[r]];
+    o += cat_str("same(", r + 1, ", v", p.roots[r], ", ", dq(n->dtype), ", ", ilist(n->shape), ", {");
+    for (size_t k = 0; k < expected[r].size(); ++k) o += (k ? ", " : "") + lnum(expected[r][k]);
+    o += cat_str("}, ", lnum(tol[r]), ")\n");
+  }
+  o += "print(\"ok\")\n";
+  return o;
+}
+
+const char* kind_name(Kind k) {
+  static const char* names[] = {"src", "full", "arange", "rand", "eye", "unary", "binary", "binary_scalar",
+                                "where", "cast", "reduce", "mean", "argreduce", "matmul", "einsum", "reshape",
+                                "permute", "expand", "slice", "narrow", "select", "cat", "pad", "roll",
+                                "stencil", "conv2d", "pool", "constrain", "write_region"};
+  return names[static_cast<int>(k)];
+}
+
+}  // namespace tapestry::fuzz
