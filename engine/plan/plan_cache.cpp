@@ -33,13 +33,15 @@ std::vector<int64_t> structural_key(const std::vector<NodeRef>& topo, const std:
   };
   for (const NodeRef& n : topo) {
     k.push_back(static_cast<int64_t>(n->op));
-    // A Source's only attr is its own id: its identity for the plan is shape and layout.
-    if (n->op != Op::Source) {
+    // What cannot change a plan stays out of the key, so a training loop whose constants
+    // (a learning rate, Adam's bias correction) or seeds change every step plans once:
+    // a Source's attr is its own id, a generator's ints are its value or seed, and reals are
+    // only ever values (constants, arange/linspace ends, fused-program constants) — a
+    // signature depends on shapes and on the ops, never on them.
+    if (n->op != Op::Source && op_kind(n->op) != OpKind::Generate) {
       k.push_back(static_cast<int64_t>(n->attrs.ints.size()));
       k.insert(k.end(), n->attrs.ints.begin(), n->attrs.ints.end());
     }
-    k.push_back(static_cast<int64_t>(n->attrs.reals.size()));
-    for (double r : n->attrs.reals) k.push_back(std::bit_cast<int64_t>(r));
     k.push_back(static_cast<int64_t>(n->attrs.dtype));
     k.push_back(static_cast<int64_t>(n->dtype));
     k.push_back(static_cast<int64_t>(n->shape.size()));
