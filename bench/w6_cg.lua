@@ -4,7 +4,9 @@
 -- building a small graph, finding its plan, running a few tiny kernels, returning a number.
 --   tapestry bench/w6_cg.lua              (BENCH_SMALL=1: 20 iterations, one run)
 -- A fixed count of iterations, not a tolerance, so every engine does the same work (in f32
--- the residual stalls long before 1000 iterations; the iterates stay finite).
+-- the residual reaches 0 long before 1000 iterations; dividing by at least TINY keeps the
+-- iterates finite after that, in every engine alike).
+local TINY = 1e-30
 local B = dofile((arg[0]:match("(.*/)") or "./") .. "common.lua")
 local n = 256
 local iters = B.small and 20 or 1000
@@ -21,11 +23,11 @@ end, function(b)
   local rr = (r * r):sum():item()
   for _ = 1, iters do
     local Ap = A:matmul(p)
-    local alpha = rr / (p * Ap):sum():item()            -- observation 1
+    local alpha = rr / math.max((p * Ap):sum():item(), TINY)            -- observation 1
     x = tp.eval(x + alpha * p)
     r = tp.eval(r - alpha * Ap)
     local rr_new = (r * r):sum():item()             -- observation 2
-    p = tp.eval(r + (rr_new / rr) * p)
+    p = tp.eval(r + (rr_new / math.max(rr, TINY)) * p)
     rr = rr_new
   end
   return x

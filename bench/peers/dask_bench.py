@@ -11,6 +11,7 @@ import dask
 import dask.array as da
 import numpy as np
 
+from common import TINY
 from common import (SMALL, W1_N, W2_N, W3_N, W4_N, W4_STEPS, W6_ITERS, W6_N, report, selected,
                     timeit)
 
@@ -83,11 +84,11 @@ def w6():
         rr = float((r * r).sum().compute())
         for _ in range(iters):
             Ap = (A @ p).persist()
-            alpha = rr / float((p * Ap).sum().compute())
+            alpha = rr / max(float((p * Ap).sum().compute()), TINY)
             x = (x + f32(alpha) * p).persist()
             r = (r - f32(alpha) * Ap).persist()
             rr_new = float((r * r).sum().compute())
-            p = (r + f32(rr_new / rr) * p).persist()
+            p = (r + f32(rr_new / max(rr, TINY)) * p).persist()
             rr = rr_new
         return x.compute()
 

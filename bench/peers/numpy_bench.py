@@ -6,6 +6,7 @@ OPENBLAS_L2_SIZE for this command only, so numpy's OpenBLAS picks its own (Skyla
 """
 import numpy as np
 
+from common import TINY
 from common import (REPS, W1_N, W2_N, W3_N, W4_N, W4_STEPS, W5_K, W5_N, W6_ITERS, W6_N, report,
                     selected, timeit)
 
@@ -72,11 +73,11 @@ def cg(A, b, iters):
     rr = float(r @ r)
     for _ in range(iters):
         Ap = A @ p
-        alpha = rr / float(p @ Ap)
+        alpha = rr / max(float(p @ Ap), TINY)
         x = x + f32(alpha) * p
         r = r - f32(alpha) * Ap
         rr_new = float(r @ r)
-        p = r + f32(rr_new / rr) * p
+        p = r + f32(rr_new / max(rr, TINY)) * p
         rr = rr_new
     return x
 

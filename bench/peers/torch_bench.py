@@ -7,6 +7,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from common import TINY
 from common import (W1_N, W2_N, W3_N, W4_N, W4_STEPS, W5_K, W5_N, W6_ITERS, W6_N, W7_BATCH,
                     W7_WIDTH, report, selected, timeit)
 
@@ -65,11 +66,11 @@ def w6():
         rr = float(r @ r)
         for _ in range(W6_ITERS):
             Ap = A @ p
-            alpha = rr / float(p @ Ap)
+            alpha = rr / max(float(p @ Ap), TINY)
             x = x + alpha * p
             r = r - alpha * Ap
             rr_new = float(r @ r)
-            p = r + (rr_new / rr) * p
+            p = r + (rr_new / max(rr, TINY)) * p
             rr = rr_new
         return x
 
