@@ -1,9 +1,11 @@
 #include "lang/lua_args.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <new>
 
+#include "engine/ir/value.hpp"
 #include "lang/convert.hpp"
 #include "lang/tensor_lua.hpp"
 
@@ -18,6 +20,18 @@ void type_error(lua_State* L, int arg, const char* expected) {
 
 namespace {
 
+// Lua sees a Tensor as a few bytes of userdata, so without help its collector would let
+// gigabytes of dead tensors pile up in a loop (a heat-equation step allocates a whole grid).
+// Every MiB the kernels allocate is charged to the collector as if Lua had allocated it.
+void collect_in_proportion(lua_State* L) {
+  static uint64_t charged = 0;
+  const uint64_t allocated = Buffer::total_allocated();
+  if (allocated - charged < (uint64_t{1} << 20)) return;
+  const uint64_t kb = (allocated - charged) >> 10;
+  charged = allocated;
+  lua_gc(L, LUA_GCSTEP, static_cast<int>(std::min<uint64_t>(kb, 1u << 30)));
+}
+
 // The single C++ -> Lua error boundary. Messages are built inside the catch
 // blocks, and lua_error is raised only after leaving them (Lua's own error is a
 // C++ exception too, and must not be thrown from inside a handler of ours).
@@ -26,7 +40,9 @@ int guarded(lua_State* L) {
   const char* name = lua_tostring(L, lua_upvalueindex(2));
   std::string msg;
   try {
-    return fn(L);
+    const int results = fn(L);
+    collect_in_proportion(L);
+    return results;
   } catch (const ArgError& e) {
     msg = cat_str("bad argument #", e.arg(), " to '", name, "' (", e.what(), ")");
   } catch (const Error& e) {

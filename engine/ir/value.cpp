@@ -1,6 +1,8 @@
 // Buffers, strided views and values (value.hpp).
 #include "engine/ir/value.hpp"
 
+#include <atomic>
+
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -75,7 +77,14 @@ size_t padded_size(size_t bytes) {
 
 }  // namespace
 
+namespace {
+std::atomic<uint64_t> g_total_allocated{0};
+}  // namespace
+
+uint64_t Buffer::total_allocated() { return g_total_allocated.load(std::memory_order_relaxed); }
+
 Buffer::Buffer(size_t bytes) : data_(nullptr), bytes_(bytes) {
+  g_total_allocated.fetch_add(bytes, std::memory_order_relaxed);
   size_t size = padded_size(bytes);
   if (size >= kCacheMin) data_ = block_cache().take(size);
   if (!data_) data_ = std::aligned_alloc(kAlign, size);

@@ -24,6 +24,10 @@ class Buffer {
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
 
+  // Bytes of every buffer ever allocated (monotonic, all threads): the Lua binding charges
+  // its garbage collector with this, since a Tensor handle looks tiny to Lua.
+  static uint64_t total_allocated();
+
  private:
   void* data_;
   size_t bytes_;
