@@ -14,6 +14,7 @@
 
 #include <unistd.h>
 
+#include "engine/device/probe.hpp"
 #include "engine/exec/coordinator.hpp"
 #include "engine/ir/fused.hpp"
 #include "engine/plan/planner.hpp"
@@ -413,10 +414,26 @@ int l_mesh(lua_State* L) {
   lua_createtable(L, 0, 8);
   lua_pushinteger(L, m.ranks);
   lua_setfield(L, -2, "ranks");
-  lua_pushinteger(L, 0);
+  // The device the planner models: "cuda" when a GPU was selected (TAPESTRY_DEVICE or found),
+  // and `gpu` says which, or why there is none ("none: no CUDA driver (...)").
+  const device::Selection& dev = device::current();
+  const bool gpu = dev.kind == device::Kind::Cuda;
+  lua_pushinteger(L, gpu ? m.devices_per_rank : 0);
   lua_setfield(L, -2, "devices_per_rank");
-  lua_pushstring(L, "cpu");
+  lua_pushstring(L, gpu ? "cuda" : "cpu");
   lua_setfield(L, -2, "device");
+  lua_pushstring(L, dev.gpu.c_str());
+  lua_setfield(L, -2, "gpu");
+  if (gpu) {
+    lua_pushinteger(L, dev.index);
+    lua_setfield(L, -2, "gpu_index");
+    lua_pushnumber(L, device::peak_fp32_flops(dev.info));
+    lua_setfield(L, -2, "gpu_fp32_flops");
+    lua_pushnumber(L, device::peak_bf16_flops(dev.info));
+    lua_setfield(L, -2, "gpu_bf16_flops");
+    lua_pushnumber(L, device::peak_hbm_bytes(dev.info));
+    lua_setfield(L, -2, "gpu_hbm_bytes_per_s");
+  }
   lua_pushstring(L, mpi_job_ranks() == m.ranks && m.ranks > 1 ? "mpi"
                    : m.ranks > 1                              ? "loopback (virtual ranks in one process)"
                                                               : "single process");

@@ -5,11 +5,13 @@
 
 #include <chrono>
 
+#include "engine/exec/evaluator.hpp"
 #include "engine/exec/observe.hpp"
 #include "engine/exec/stats.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/ir/value.hpp"
 #include "engine/store/environment.hpp"
+#include "engine/store/stored_tensor.hpp"
 #include "lang/bindings.hpp"
 #include "lang/convert.hpp"
 #include "lang/format.hpp"
@@ -70,7 +72,10 @@ int l_eval(lua_State* L) {
   const int n = lua_gettop(L);
   std::vector<NodeRef> xs;
   for (int i = 1; i <= n; ++i) xs.push_back(check_tensor(L, i));
-  observe(xs);
+  // Computed is enough: a named tensor stays sharded where it lies (printing it gathers).
+  clear_cancel();
+  env().materialize();
+  observe_values(xs, /*gather_stored=*/false);
   return n;  // the same Tensors, now backed by data
 }
 
@@ -146,8 +151,22 @@ int l_tensors(lua_State* L) {
     lua_setfield(L, -2, "dtype");
     lua_pushinteger(L, numel(n->shape) * dtype_size(n->dtype));
     lua_setfield(L, -2, "bytes");
-    lua_pushstring(L, "whole on rank 0");  // one rank: no sharding yet
+    // Where it lies: a stored tensor's shards, else whole on rank 0 (or not computed yet).
+    const StoredLayout* st = e.pending ? nullptr : stored_layout(n->id);
+    const std::string layout = st ? describe_shards(st->shards, n->shape.size())
+                                  : e.pending ? "not computed" : "whole on rank 0";
+    lua_pushstring(L, layout.c_str());
     lua_setfield(L, -2, "layout");
+    const int ranks = st ? st->ranks : plan::current_mesh().ranks;
+    std::vector<int64_t> per_rank(static_cast<size_t>(ranks), 0);
+    if (st) per_rank = bytes_per_rank(*st, *n);
+    else if (!e.pending) per_rank[0] = numel(n->shape) * dtype_size(n->dtype);
+    lua_createtable(L, ranks, 0);
+    for (int r = 0; r < ranks; ++r) {
+      lua_pushinteger(L, per_rank[r]);
+      lua_seti(L, -2, r + 1);
+    }
+    lua_setfield(L, -2, "bytes_per_rank");
     lua_pushboolean(L, e.pending == nullptr);
     lua_setfield(L, -2, "computed");
     lua_seti(L, -2, i++);

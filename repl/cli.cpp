@@ -25,6 +25,21 @@ bool option_value(std::span<const std::string_view> argv, size_t& i, std::string
   return true;
 }
 
+// "1048576", "512K", "64M", "2G" (powers of 1024).
+bool parse_bytes(std::string_view s, long long& bytes) {
+  long long mult = 1;
+  if (!s.empty() && (s.back() == 'K' || s.back() == 'M' || s.back() == 'G')) {
+    mult = s.back() == 'K' ? 1LL << 10 : s.back() == 'M' ? 1LL << 20 : 1LL << 30;
+    s.remove_suffix(1);
+  }
+  long long n = 0;
+  const char* end = s.data() + s.size();
+  auto [ptr, ec] = std::from_chars(s.data(), end, n);
+  if (ec != std::errc() || ptr != end || n < 0 || s.empty()) return false;
+  bytes = n * mult;
+  return true;
+}
+
 bool parse_ranks(std::string_view s, int& ranks) {
   const char* end = s.data() + s.size();
   auto [ptr, ec] = std::from_chars(s.data(), end, ranks);
@@ -71,6 +86,14 @@ CliResult parse_cli(std::span<const std::string_view> argv) {
         return r;
       }
       o.chunks.push_back(std::move(chunk));
+    } else if (a == "--memory-per-rank" || a.starts_with("--memory-per-rank=")) {
+      std::string v;
+      if (a.size() > 17) v = std::string(a.substr(18));
+      else if (i + 1 < argv.size()) v = std::string(argv[++i]);
+      if (!parse_bytes(v, o.memory_per_rank)) {
+        r.error = "'--memory-per-rank' needs a number of bytes (K, M, G suffixes): --memory-per-rank 512M, got '" + v + "'";
+        return r;
+      }
     } else if (a.starts_with("-n")) {
       std::string n;
       if (!option_value(argv, i, n)) {
@@ -102,10 +125,14 @@ CliResult parse_cli(int argc, char** argv) {
 
 std::string usage_text() {
   return "usage: tapestry [options] [script [args]]\n"
+         "       tapestry serve [--listen 127.0.0.1:PORT] [--token-file PATH] (serve --help)\n"
+         "       tapestry connect HOST:PORT [--token-file PATH]             (connect --help)\n"
          "Options:\n"
          "  -e CHUNK       run the Lua chunk CHUNK (may repeat; they run in order)\n"
          "  -i             enter the interactive shell after the script or chunks\n"
          "  -n N           run on N ranks: restarts itself as `mpirun -n N tapestry ...`\n"
+         "  --memory-per-rank BYTES  refuse plans that need more on a rank (512M, 2G; also\n"
+         "                 TAPESTRY_MEMORY_PER_RANK)\n"
          "  -v, --version  print the version and exit\n"
          "  -h, --help     print this help and exit\n"
          "  --reference    print the language reference (docs/reference.md) and exit\n"

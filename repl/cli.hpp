@@ -22,6 +22,7 @@ struct CliOptions {
   bool version = false;             // -v, --version
   bool reference = false;           // --reference: print docs/reference.md and exit
   int ranks = 1;                    // -n N
+  long long memory_per_rank = -1;   // --memory-per-rank BYTES (K/M/G suffixes); -1: not given
   std::string subcommand;           // "serve" or "connect" (first argument only)
   std::vector<std::string> subcommand_args;
 };

@@ -22,7 +22,7 @@ namespace tapestry::repl {
 
 namespace {
 
-lua_State* g_state = nullptr;
+Completer g_completer;  // the words for a Lua name
 std::vector<std::string> g_matches;  // of the completion in progress
 
 constexpr const char* kKeywords[] = {
@@ -175,9 +175,9 @@ char** attempt(const char* text, int start, int end) {
     rl_completion_append_character = ' ';  // a command is followed by its argument
     for (const Command& c : commands())
       if (c.name.starts_with(word)) g_matches.emplace_back(c.name);
-  } else if (g_state != nullptr) {
+  } else if (g_completer) {
     rl_completion_append_character = '\0';  // "tp.zeros" goes on with "(" or "."
-    g_matches = completions(g_state, word);
+    g_matches = g_completer(word);
   }
   if (g_matches.empty()) return nullptr;
   return rl_completion_matches(text, next_match);
@@ -200,8 +200,13 @@ std::vector<std::string> completions(lua_State* L, std::string_view word) {
 }
 
 void install_completion(lua_State* L) {
-  g_state = L;
-  if (L == nullptr) {
+  if (L == nullptr) return install_completer({});
+  install_completer([L](std::string_view word) { return completions(L, word); });
+}
+
+void install_completer(Completer completer) {
+  g_completer = std::move(completer);
+  if (!g_completer) {
     rl_attempted_completion_function = nullptr;
     return;
   }

@@ -11,14 +11,17 @@
 #include <unistd.h>
 
 #include "engine/comm/mpi.hpp"
+#include "engine/device/probe.hpp"
 #include "engine/exec/coordinator.hpp"
 #include "engine/exec/worker.hpp"
 #include "engine/plan/planner.hpp"
 #include "lang/api.hpp"
 #include "lang/state.hpp"
 #include "repl/cli.hpp"
+#include "repl/connect.hpp"
 #include "repl/progress_bar.hpp"
 #include "repl/run.hpp"
+#include "repl/serve.hpp"
 #include "repl/shell.hpp"
 
 namespace {
@@ -32,6 +35,7 @@ struct Main {
   int argc;
   char** argv;
   int exit_status;
+  const tapestry::repl::ServeOptions* serve = nullptr;  // `tapestry serve`
 };
 
 // lua.c's createargtable: arg[0] is the script, arg[1..] its arguments, and the
@@ -49,6 +53,7 @@ void create_arg_table(lua_State* L, const CliOptions& o, int argc, char** argv) 
 int run(lua_State* L, Main& m) {
   using namespace tapestry::repl;
   const CliOptions& o = *m.options;
+  if (m.serve != nullptr) return serve(L, *m.serve);
   create_arg_table(L, o, m.argc, m.argv);
   for (const std::string& chunk : o.chunks)
     if (run_string(L, chunk, "=(command line)", kProgname) != LUA_OK) return 1;
@@ -113,6 +118,14 @@ int start_mpi() {
 
 int main(int argc, char** argv) {
   using namespace tapestry::repl;
+  // TAPESTRY_DEVICE=cuda with no GPU fails here, on every rank, before MPI starts. Unset, the
+  // GPU probe waits until a plan or tp.mesh() needs it (start-up stays free of the driver).
+  if (const char* want = getenv("TAPESTRY_DEVICE"); want && *want) {
+    if (const std::string& err = tapestry::device::current().error; !err.empty()) {
+      fprintf(stderr, "%s: %s\n", kProgname, err.c_str());
+      return 2;
+    }
+  }
   if (const int worker_status = start_mpi(); worker_status >= 0) return worker_status;
   CliResult cli = parse_cli(argc, argv);
   const CliOptions& o = cli.options;
@@ -132,13 +145,17 @@ int main(int argc, char** argv) {
     fputs(tapestry::reference_markdown().c_str(), stdout);
     return 0;
   }
-  if (!o.subcommand.empty()) {
-    fprintf(stderr, "%s: '%s' needs the networked engine (not yet available)\n", kProgname,
-            o.subcommand.c_str());
-    return 2;
+  if (o.subcommand == "connect") return connect_command(o.subcommand_args);
+  ServeOptions serve_options;
+  if (o.subcommand == "serve") {
+    if (const int status = prepare_serve(o.subcommand_args, serve_options); status >= 0) return status;
+    cli.options.ranks = serve_options.ranks;  // serve -n N restarts under mpirun as -n N does
   }
+  if (o.memory_per_rank >= 0) tapestry::plan::set_memory_per_rank(o.memory_per_rank);
   if (const int job = tapestry::mpi_job_ranks(); o.ranks != 1 && job == 0) {
     // Not under mpirun yet: become `mpirun -n N tapestry args...` (returns only on failure).
+    // A worker that dies must not take rank 0 down before it reports it (it aborts itself).
+    setenv("OMPI_MCA_orte_abort_on_non_zero_status", "0", 0);
     const std::string why = tapestry::comm::relaunch_under_mpirun(o.ranks, argc, argv);
     fprintf(stderr, "%s: %s\n", kProgname, why.c_str());
     return 2;
@@ -160,8 +177,8 @@ int main(int argc, char** argv) {
   }
   // Under mpirun stdout is Open MPI's pty even in a pipe: there only TAPESTRY_PROGRESS=1 shows it.
   const bool terminal = isatty(STDOUT_FILENO) != 0 && tapestry::mpi_job_ranks() == 0;
-  if (progress_wanted(terminal)) install_progress_bar();
-  Main m{&o, argc, argv, 0};
+  if (progress_wanted(terminal) && o.subcommand.empty()) install_progress_bar();
+  Main m{&o, argc, argv, 0, o.subcommand == "serve" ? &serve_options : nullptr};
   lua_pushcfunction(L, pmain);
   lua_pushlightuserdata(L, &m);
   int status = lua_pcall(L, 1, 0, 0);

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "engine/exec/evaluator.hpp"
+#include "engine/exec/peers.hpp"
 #include "engine/exec/plan_wire.hpp"
 #include "engine/exec/trace.hpp"
 #include "engine/exec/worker.hpp"
@@ -21,6 +22,7 @@ struct State {
   uint64_t epoch = 0;
   std::string broken;  // set when a worker stopped answering: the job cannot be trusted
   bool shut = false;
+  Peers peers;
 };
 
 State& state() {
@@ -52,6 +54,10 @@ class Statuses {
         std::string why;
         if (!decode_status(*bytes, s, why))
           s = Status{Status::Failed, Status::Internal, epoch_, 0, 0, 0, cat_str("rank ", w, ": bad status: ", why), {}};
+        if (s.kind == Status::Hello) {  // a late hello: not about this run
+          state().peers.hello(w, s.message);
+          continue;
+        }
         if (s.epoch != 0 && s.epoch < epoch_) continue;  // an aborted run's late answer
         record_trace(w, s);
         if (s.kind == Status::Failed) failed_.push_back(w);
@@ -115,6 +121,10 @@ void abort_run(comm::Mpi& mpi, uint64_t epoch, Statuses& st) {
   comm::Backoff wait;
   while (!st.all() && Clock::now() < end) {
     if (st.collect()) continue;
+    if (const int dead = state().peers.dead()) {
+      state().broken = cat_str("the MPI job is broken: ", state().peers.obituary(dead));
+      return;
+    }
     mpi.drain(epoch);
     mpi.progress();
     wait.pause();
@@ -130,6 +140,23 @@ void start_coordinator(comm::Mpi& mpi) {
   internal_check(mpi.rank() == 0);
   State& s = state();
   s.mpi = &mpi;
+  s.peers = Peers(mpi.size());
+  // Every worker says who it is first; wait for them briefly (they start together).
+  const auto end = Clock::now() + std::chrono::seconds(30);
+  comm::Backoff wait;
+  for (int w = 1; w < mpi.size(); ++w) {
+    while (Clock::now() < end) {
+      auto bytes = mpi.poll(w, comm::kTagStatus);
+      Status st;
+      std::string why;
+      if (bytes && decode_status(*bytes, st, why) && st.kind == Status::Hello) {
+        s.peers.hello(w, st.message);
+        break;
+      }
+      mpi.progress();
+      wait.pause();
+    }
+  }
   static const bool registered = (std::atexit(shutdown_workers), true);
   (void)registered;
 }
@@ -139,17 +166,34 @@ int mpi_job_ranks() {
   return s.mpi && !s.shut ? s.mpi->size() : 0;
 }
 
-RunReport run_plan_mpi(const plan::ShardedGraph& g) {
+void drop_on_workers(const std::vector<uint64_t>& keys) {
+  State& s = state();
+  if (!s.mpi || s.shut || !s.broken.empty() || keys.empty()) return;
+  Command c{Command::Drop, 0, {}};
+  c.drop = keys;
+  auto cmd = std::make_shared<const std::vector<char>>(encode_command(c));
+  for (int w = 1; w < s.mpi->size(); ++w) s.mpi->post(w, comm::kTagCommand, cmd);
+}
+
+RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys) {
   State& s = state();
   internal_check(s.mpi && g.num_ranks == s.mpi->size());
   if (!s.broken.empty()) throw Error(s.broken);
-  // Between plans every value lives on rank 0; workers rebuild nodes without data.
-  for (const plan::Shard& h : g.initial)
-    if (h.rank != 0) throw InternalError(cat_str("the plan holds %", h.tensor, " on rank ", h.rank, " initially; only rank 0 holds values"));
+  if (const int dead = s.peers.dead()) {
+    s.broken = cat_str("the MPI job is broken: ", s.peers.obituary(dead));
+    throw Error(s.broken);
+  }
+  // Between plans a value lives whole on rank 0 or, stored, in the ranks' shard stores.
+  for (size_t i = 0; i < g.initial.size(); ++i)
+    if (g.initial[i].rank != 0 && (keys.initial.empty() || keys.initial[i] == 0))
+      throw InternalError(cat_str("the plan holds %", g.initial[i].tensor, " on rank ", g.initial[i].rank,
+                                  " initially, but it is not stored there"));
   comm::Mpi& mpi = *s.mpi;
   const uint64_t epoch = ++s.epoch;
   const uint8_t flags = trace::enabled() ? Command::Trace : 0;
-  auto cmd = std::make_shared<const std::vector<char>>(encode_command({Command::Run, epoch, encode_plan(g), flags}));
+  Command run{Command::Run, epoch, encode_plan(g), flags};
+  run.store = keys;
+  auto cmd = std::make_shared<const std::vector<char>>(encode_command(run));
   const double origin = trace::now_us();
   for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, cmd);
 
@@ -164,7 +208,7 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g) {
   for (const plan::Block& b : g.blocks) mine_total += b.rank == 0;
   Progress bar(static_cast<int64_t>(g.blocks.size()));
   try {
-    RankProgram me(g, t);
+    RankProgram me(g, t, keys);
     me.report_progress(&bar, mine_total ? double(g.blocks.size()) / double(mine_total) : 0.0);
     bool sent = false, gathered = false;
     comm::Backoff wait;
@@ -182,6 +226,10 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g) {
         continue;
       }
       if (cancel_requested()) throw Cancelled();
+      if (const int dead = s.peers.dead()) {
+        s.broken = cat_str("the MPI job is broken: ", s.peers.obituary(dead));
+        throw Error(s.peers.obituary(dead));
+      }
       if (std::chrono::duration<double>(Clock::now() - quiet_since).count() > limit)
         throw Error(cat_str("rank 0: no progress for ", limit, " s (TAPESTRY_MPI_TIMEOUT) while ",
                             me.done() ? "waiting for rank(s) " + st.missing() : "at " + me.waiting_on()));
@@ -190,11 +238,17 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g) {
     }
     my_blocks = me.blocks_run();
     my_move_s = me.move_seconds();
+    if (!st.any_failed()) me.keep_outputs();
   } catch (...) {
     mine = std::current_exception();
   }
   if (mine || st.any_failed()) {
-    abort_run(mpi, epoch, st);
+    if (s.broken.empty()) abort_run(mpi, epoch, st);
+    // Workers that finished kept their shards of the new results: free them again.
+    std::vector<uint64_t> kept;
+    for (uint64_t k : keys.roots)
+      if (k) kept.push_back(k);
+    drop_on_workers(kept);
     if (mine) std::rethrow_exception(mine);
     rethrow(st.first_failure());
   }

@@ -7,6 +7,10 @@
 // was, and throws the first real error as "rank r: ...". A worker that stays silent for
 // TAPESTRY_MPI_TIMEOUT seconds (default 300) is reported; one that then ignores the abort
 // marks the job broken: later runs are refused and the job is aborted at exit, never awaited.
+// A worker process that dies is noticed within a fraction of a second (engine/exec/peers.hpp)
+// and reported the same way (the job is broken). Run the job with
+// `--mca orte_abort_on_non_zero_status 0` (tapestry -n sets it) so mpirun leaves rank 0
+// alive to say so; rank 0 then aborts the job itself.
 #pragma once
 
 #include "engine/comm/mpi.hpp"
@@ -22,7 +26,11 @@ void start_coordinator(comm::Mpi& mpi);
 int mpi_job_ranks();
 
 // Runs `g` (planned for mpi_job_ranks() ranks) on the job. Throws as described above.
-RunReport run_plan_mpi(const plan::ShardedGraph& g);
+// `keys`: initial shards read from each rank's shard store, results kept there.
+RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys = {});
+
+// Frees stored shards on every worker (rank 0 drops its own itself).
+void drop_on_workers(const std::vector<uint64_t>& keys);
 
 // Tells every worker to exit, then finalizes MPI (aborts the job when it is broken).
 // Idempotent; runs at exit on its own.

@@ -1,3 +1,4 @@
+// A stored leaf read by a later plan is an initial shard where it lies; observing one gathers it.
 #include "engine/exec/observe.hpp"
 
 #include <chrono>
@@ -8,12 +9,15 @@
 
 #include "engine/exec/coordinator.hpp"
 #include "engine/exec/evaluator.hpp"
+#include "engine/exec/memory_limit.hpp"
 #include "engine/exec/sharded_eval.hpp"
 #include "engine/exec/stats.hpp"
 #include "engine/exec/trace.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/plan/verifier.hpp"
+#include "engine/store/shard_store.hpp"
+#include "engine/store/stored_tensor.hpp"
 
 namespace tapestry {
 
@@ -55,25 +59,92 @@ std::string describe_layout(const plan::PlannedGraph& pg, size_t i) {
   }
 }
 
-}  // namespace
 
-std::string computed_layout(uint64_t node_id) {
-  auto it = layouts().by_id.find(node_id);
-  return it == layouts().by_id.end() ? std::string() : it->second;
+bool on_mpi(int ranks) { return ranks > 1 && mpi_job_ranks() == ranks; }
+
+void count(const RunReport& report) {
+  stats().blocks_run += static_cast<uint64_t>(report.blocks);
+  stats().messages += static_cast<uint64_t>(report.messages);
+  stats().bytes_moved += static_cast<uint64_t>(report.bytes);
+  stats().time_move += report.move_s;
 }
 
-void observe_values(const std::vector<NodeRef>& roots) {
-  const plan::Mesh& mesh = plan::current_mesh();
-  if (mesh.ranks == 1) {
-    evaluate(roots);
-    return;
+// Brings a stored leaf's shards to rank 0 as its value (kept there as a cache).
+void gather_stored(const NodeRef& leaf) {
+  const StoredLayout* s = stored_layout(leaf->id);
+  internal_check(s != nullptr);
+  plan::ShardedGraph g(s->ranks);
+  g.nodes = {leaf};
+  StoreKeys keys;
+  for (const plan::Shard& sh : s->shards) {
+    g.hold(leaf->id, sh.box, sh.rank);
+    keys.initial.push_back(leaf->id);
   }
+  for (const plan::Shard& sh : s->shards) g.add_output(leaf->id, sh.box, sh.rank);
+  keys.roots.assign(g.roots.size(), 0);
+  const std::string layout = describe_shards(s->shards, leaf->shape.size());
+  count(on_mpi(s->ranks) ? run_plan_mpi(g, keys) : run_plan(g, keys));
+  layouts().put(leaf->id, layout);
+}
+
+// The roots with every expression that was stored replaced by its leaf (rebuilt above it),
+// so a named value is read, not recomputed.
+std::vector<NodeRef> substitute_stored(const std::vector<NodeRef>& roots) {
+  if (!any_materialized()) return roots;
+  std::unordered_map<const Node*, NodeRef> done;
+  std::vector<std::pair<const Node*, size_t>> stack;
+  for (const NodeRef& r : roots) {
+    if (done.count(r.get())) continue;
+    stack.push_back({r.get(), 0});
+    while (!stack.empty()) {
+      auto& [n, next] = stack.back();
+      if (n->value) {
+        done[n] = n->shared_from_this();
+        stack.pop_back();
+        continue;
+      }
+      if (next == 0) {
+        if (NodeRef leaf = materialized_as(*n)) {
+          done[n] = leaf;
+          stack.pop_back();
+          continue;
+        }
+      }
+      if (next < n->inputs.size()) {
+        const Node* in = n->inputs[next++].get();
+        if (!done.count(in)) stack.push_back({in, 0});
+        continue;
+      }
+      std::vector<NodeRef> ins;
+      bool same = true;
+      for (const NodeRef& in : n->inputs) {
+        ins.push_back(done.at(in.get()));
+        same = same && ins.back() == in;
+      }
+      done[n] = same ? n->shared_from_this() : make_node(n->op, std::move(ins), n->attrs, n->shape, n->dtype);
+      stack.pop_back();
+    }
+  }
+  std::vector<NodeRef> out;
+  for (const NodeRef& r : roots) out.push_back(done.at(r.get()));
+  return out;
+}
+
+// Stored leaves this observation reads that cannot be read where they lie (one rank, or
+// stored on another mesh): gathered first. Stored roots are gathered: that is observing them.
+void gather_what_must_be_whole(const std::vector<NodeRef>& roots, int ranks) {
+  for (const NodeRef& n : plan::observed_subgraph(roots)) {
+    if (n->value || !stored_layout(n->id)) continue;
+    const bool root = std::find(roots.begin(), roots.end(), n) != roots.end();
+    if (root || !usable_stored(n->id, ranks)) gather_stored(n);
+  }
+}
+
+// Plans and runs the roots (none holds a value) on `mesh`; keep[i] != 0 keeps root i's
+// result in the shard store under that key. Returns the plan's result shards of each root.
+std::vector<std::vector<plan::Shard>> run_observation(const std::vector<NodeRef>& todo, const std::vector<uint64_t>& keep,
+                                                      const plan::Mesh& mesh) {
   ++stats().observations;
-  std::vector<NodeRef> todo;  // each root once (a plan lists an output once)
-  std::unordered_set<const Node*> seen;
-  for (const NodeRef& r : roots)
-    if (!r->value && seen.insert(r.get()).second) todo.push_back(r);
-  if (todo.empty()) return;
   // A short anneal: an interactive observation cannot wait seconds for its plan, and the
   // plan cache makes a loop pay for it once.
   plan::SearchOptions opts;
@@ -86,29 +157,123 @@ void observe_values(const std::vector<NodeRef>& roots) {
     trace::record({"phase", "plan", 0, trace::kPhases, t_plan * 1e6, (t_run - t_plan) * 1e6,
                    cat_str("\"blocks\":", pg.plan.graph.blocks.size(), ",\"cache_hit\":", pg.cache_hit ? "true" : "false")});
   for (const auto& [id, origin] : pg.fused_origin) stats().fused_ops += origin.size() - 1;
+  check_memory_limit(pg.plan);
+  const plan::ShardedGraph& g = pg.plan.graph;
+  StoreKeys keys;
+  keys.initial = stored_initial_keys(g);
+  if (!keep.empty()) {
+    keys.roots.assign(g.roots.size(), 0);
+    for (size_t j = 0; j < g.roots.size(); ++j)
+      for (size_t i = 0; i < pg.observed.size(); ++i)
+        if (pg.roots[i]->id == g.roots[j] && keep[i]) keys.roots[j] = keep[i];
+  }
   // Under mpirun the mesh is the job (rank 0 coordinates); otherwise its ranks are virtual.
   RunReport report;
-  if (mpi_job_ranks() == mesh.ranks) {
+  if (on_mpi(mesh.ranks)) {
     if (verify_every_plan()) {
-      const plan::VerifyResult v = plan::verify(pg.plan.graph, pg.topo);
+      const plan::VerifyResult v = plan::verify(g, pg.topo);
       if (!v.ok()) throw InternalError(cat_str("the plan fails verification:\n", v.message()));
     }
-    report = run_plan_mpi(pg.plan.graph);
+    report = run_plan_mpi(g, keys);
   } else {
-    report = run_planned(pg, verify_every_plan());
+    if (verify_every_plan()) {
+      const plan::VerifyResult v = plan::verify(g, pg.topo);
+      if (!v.ok()) throw InternalError(cat_str("the plan fails verification:\n", v.message()));
+    }
+    report = run_plan(g, keys);
   }
   const double t_end = seconds();
   stats().time_run += t_end - t_run;
-  stats().time_move += report.move_s;
   if (trace::enabled())
     trace::record({"phase", "run", 0, trace::kPhases, t_run * 1e6, (t_end - t_run) * 1e6,
                    cat_str("\"blocks\":", report.blocks, ",\"messages\":", report.messages, ",\"bytes\":", report.bytes)});
   for (size_t i = 0; i < pg.observed.size(); ++i) layouts().put(pg.observed[i]->id, describe_layout(pg, i));
-  stats().blocks_run += static_cast<uint64_t>(report.blocks);
-  stats().messages += static_cast<uint64_t>(report.messages);
-  stats().bytes_moved += static_cast<uint64_t>(report.bytes);
-  for (size_t i = 0; i < pg.observed.size(); ++i)
-    if (pg.roots[i] != pg.observed[i]) pg.observed[i]->value = pg.roots[i]->value;
+  count(report);
+  std::vector<std::vector<plan::Shard>> shards(pg.observed.size());
+  for (size_t i = 0; i < pg.observed.size(); ++i) {
+    for (const plan::Shard& o : g.outputs)
+      if (o.tensor == pg.roots[i]->id) shards[i].push_back(o);
+    if (pg.roots[i] != pg.observed[i] && pg.roots[i]->value) pg.observed[i]->value = pg.roots[i]->value;
+  }
+  return shards;
+}
+
+}  // namespace
+
+std::string computed_layout(uint64_t node_id) {
+  auto it = layouts().by_id.find(node_id);
+  return it == layouts().by_id.end() ? std::string() : it->second;
+}
+
+void release_unreferenced() {
+  const std::vector<uint64_t> gone = sweep_stored();
+  for (uint64_t k : gone) shard_store().drop(k);
+  drop_on_workers(gone);
+}
+
+void observe_values(const std::vector<NodeRef>& given, bool gather_stored) {
+  release_unreferenced();
+  const plan::Mesh& mesh = plan::current_mesh();
+  std::vector<NodeRef> roots = substitute_stored(given);
+  if (!gather_stored && mesh.ranks > 1) {
+    std::vector<NodeRef> rest;
+    for (const NodeRef& r : roots)
+      if (r->value || !usable_stored(r->id, mesh.ranks)) rest.push_back(r);
+    if (rest.size() < roots.size()) return observe_values(rest);
+  }
+  gather_what_must_be_whole(roots, mesh.ranks);
+  if (mesh.ranks == 1) {
+    evaluate(roots);
+  } else {
+    std::vector<NodeRef> todo;  // each root once (a plan lists an output once)
+    std::unordered_set<const Node*> seen;
+    for (const NodeRef& r : roots)
+      if (!r->value && seen.insert(r.get()).second) todo.push_back(r);
+    if (!todo.empty()) run_observation(todo, {}, mesh);
+  }
+  for (size_t i = 0; i < given.size(); ++i) {
+    if (given[i] == roots[i] || given[i]->value) continue;
+    given[i]->value = roots[i]->value;
+    const std::string l = computed_layout(roots[i]->id);
+    if (!l.empty()) layouts().put(given[i]->id, l);
+  }
+}
+
+std::vector<NodeRef> observe_stored(const std::vector<NodeRef>& given) {
+  release_unreferenced();
+  const plan::Mesh& mesh = plan::current_mesh();
+  std::vector<NodeRef> out = substitute_stored(given);
+  if (mesh.ranks == 1) {
+    observe_values(out);
+    return out;
+  }
+  std::vector<NodeRef> todo, leaves;
+  std::vector<uint64_t> keep;
+  std::unordered_map<const Node*, size_t> index;
+  for (const NodeRef& r : out) {
+    if (r->value || stored_layout(r->id) || index.count(r.get())) continue;
+    index[r.get()] = todo.size();
+    todo.push_back(r);
+    leaves.push_back(make_stored_leaf(r->shape, r->dtype));
+    keep.push_back(leaves.back()->id);
+  }
+  if (todo.empty()) return out;
+  // Inputs of this plan that cannot be read where they lie are gathered first.
+  for (const NodeRef& n : plan::observed_subgraph(todo))
+    if (!n->value && stored_layout(n->id) && !usable_stored(n->id, mesh.ranks)) gather_stored(n);
+  const auto shards = run_observation(todo, keep, mesh);
+  for (size_t i = 0; i < todo.size(); ++i) {
+    register_stored(leaves[i], shards[i], mesh.ranks);
+    layouts().put(leaves[i]->id, describe_shards(shards[i], leaves[i]->shape.size()));
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    auto it = index.find(out[i].get());
+    if (it == index.end()) continue;
+    record_materialized(given[i], leaves[it->second]);
+    record_materialized(out[i], leaves[it->second]);
+    out[i] = leaves[it->second];
+  }
+  return out;
 }
 
 }  // namespace tapestry

@@ -1,7 +1,8 @@
 // The one entry point of an observation: computes the roots on the current mesh.
 //   observe_values({y});   // one rank: the fusing evaluator; N ranks: fuse, plan, verify, run
 // Every observation point (print, item, totable, tp.eval, pending tp.env bindings) comes here,
-// so a script gives the same values whatever TAPESTRY_RANKS is.
+// so a script gives the same values whatever TAPESTRY_RANKS is. Named tensors stay sharded:
+//   std::vector<NodeRef> leaves = observe_stored({expr});   // tp.env.w = expr; no gather
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,18 @@
 
 namespace tapestry {
 
-void observe_values(const std::vector<NodeRef>& roots);
+// Stored tensors among the roots (or expressions stored as one) are gathered to rank 0,
+// unless `gather_stored` is false (tp.eval: computed is enough, they stay where they lie).
+void observe_values(const std::vector<NodeRef>& roots, bool gather_stored = true);
+
+// Computes `exprs` and keeps each value sharded where the plan computed it, in the ranks'
+// shard stores (engine/store): returns, per expr, a stored leaf standing for its value (or
+// the expr itself when it already holds a value or one rank computed it). On a throw no
+// shard of the new values is left anywhere.
+std::vector<NodeRef> observe_stored(const std::vector<NodeRef>& exprs);
+
+// Frees the shards of stored tensors no Tensor, binding or expression refers to any more.
+void release_unreferenced();
 
 // How the value of node `id` was split when a sharded observation computed it
 // ("split(1, 4)", "replicated", "grid{2,2}"); "" when it was computed on one rank.

@@ -8,6 +8,7 @@
 #include "engine/ir/error.hpp"
 #include "engine/plan/fuse.hpp"
 #include "engine/plan/verifier.hpp"
+#include "engine/store/stored_tensor.hpp"
 
 namespace tapestry {
 
@@ -21,7 +22,9 @@ RunReport run_planned(const plan::PlannedGraph& pg, bool verify_plan) {
     const plan::VerifyResult r = plan::verify(pg.plan.graph, pg.topo);
     if (!r.ok()) throw InternalError(cat_str("the plan fails verification:\n", r.message()));
   }
-  return run_plan(pg.plan.graph);
+  StoreKeys keys;
+  keys.initial = stored_initial_keys(pg.plan.graph);
+  return run_plan(pg.plan.graph, keys);
 }
 
 RunReport evaluate_sharded(const std::vector<NodeRef>& roots, const plan::Mesh& mesh,
@@ -41,7 +44,9 @@ RunReport evaluate_sharded(const std::vector<NodeRef>& roots, const plan::Mesh& 
   pg.mesh = mesh;
   plan::SearchOptions o = opts;
   for (const NodeRef& n : pg.topo) {
-    if (n->value) pg.initial.push_back(plan::Shard{n->id, poly::Box::of_shape(n->shape), 0});
+    if (const StoredLayout* s = usable_stored(n->id, mesh.ranks))
+      pg.initial.insert(pg.initial.end(), s->shards.begin(), s->shards.end());
+    else if (n->value) pg.initial.push_back(plan::Shard{n->id, poly::Box::of_shape(n->shape), 0});
     else if (n->op == Op::Constrain) o.output_grid[n->id] = n->attrs.ints;
   }
   pg.plan = plan::search(pg.topo, pg.initial, pg.roots, mesh, o);

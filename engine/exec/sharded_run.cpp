@@ -7,6 +7,7 @@
 #include "engine/exec/evaluator.hpp"
 #include "engine/exec/trace.hpp"
 #include "engine/ir/error.hpp"
+#include "engine/store/shard_store.hpp"
 #include "kernels/cpu/kernels.hpp"
 
 namespace tapestry {
@@ -57,13 +58,32 @@ int64_t bytes_of(const Node& n, const Box& box) {
 
 }  // namespace
 
-RankProgram::RankProgram(const plan::ShardedGraph& g, comm::Transport& t) : g_(g), t_(t), me_(t.rank()) {
+uint64_t StoreKeys::root_key(uint64_t root_id, const plan::ShardedGraph& g) const {
+  for (size_t i = 0; i < roots.size() && i < g.roots.size(); ++i)
+    if (g.roots[i] == root_id) return roots[i];
+  return 0;
+}
+
+RankProgram::RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreKeys keys)
+    : g_(g), t_(t), keys_(std::move(keys)), me_(t.rank()) {
   internal_check(t.size() == g.num_ranks && me_ >= 0 && me_ < g.num_ranks);
+  internal_check(keys_.initial.empty() || keys_.initial.size() == g.initial.size());
+  internal_check(keys_.roots.empty() || keys_.roots.size() == g.roots.size());
   for (const NodeRef& n : g.nodes) nodes_[n->id] = n.get();
   for (const plan::Combine& c : g.combines) split_.insert(c.node);
-  // The initial shards are windows on the nodes' values: nothing is copied to start.
-  for (const plan::Shard& h : g.initial) {
+  // The initial shards are windows on the nodes' values or on stored shards: nothing is
+  // copied to start.
+  for (size_t i = 0; i < g.initial.size(); ++i) {
+    const plan::Shard& h = g.initial[i];
     if (h.rank != me_) continue;
+    if (!keys_.initial.empty() && keys_.initial[i] != 0) {
+      std::optional<View> v = shard_store().find(me_, keys_.initial[i], h.box);
+      if (!v)
+        throw InternalError(cat_str("rank ", me_, " is to hold ", poly::to_string(h.box), " of stored tensor #",
+                                    keys_.initial[i], " initially, but its shard store lacks it"));
+      hold(h.tensor, h.box, *v);
+      continue;
+    }
     const Node& n = node(h.tensor);
     if (!n.value)
       throw InternalError(cat_str("rank ", me_, " is to hold ", poly::to_string(h.box), " of %", h.tensor, " (",
@@ -312,7 +332,7 @@ void RankProgram::send_outputs() {
   try {
     for (size_t i = 0; i < g_.outputs.size(); ++i) {
       const plan::Shard& o = g_.outputs[i];
-      if (o.rank != me_ || me_ == 0) continue;
+      if (o.rank != me_ || me_ == 0 || keys_.root_key(o.tensor, g_)) continue;
       t_.send(0, comm::tag(comm::TagKind::Output, i), gather(o.tensor, o.box));
       bytes += bytes_of(node(o.tensor), o.box);
     }
@@ -329,13 +349,14 @@ bool RankProgram::gather_outputs(std::map<uint64_t, std::shared_ptr<Value>>& roo
   internal_check(me_ == 0 && done());
   for (size_t i = 0; i < g_.outputs.size(); ++i) {
     const plan::Shard& o = g_.outputs[i];
-    if (o.rank == 0 || outputs_in_.count(i)) continue;
+    if (o.rank == 0 || outputs_in_.count(i) || keys_.root_key(o.tensor, g_)) continue;
     auto v = t_.try_recv(o.rank, comm::tag(comm::TagKind::Output, i));
     if (!v) return false;
     outputs_in_[i] = std::move(v);
   }
   const double t0 = trace::now_us();
   for (uint64_t r : g_.roots) {
+    if (keys_.root_key(r, g_)) continue;  // kept where computed
     const Node& n = node(r);
     auto full = Value::alloc(n.dtype, n.shape);
     const Box all = Box::of_shape(n.shape);
@@ -360,12 +381,20 @@ bool RankProgram::gather_outputs(std::map<uint64_t, std::shared_ptr<Value>>& roo
   return true;
 }
 
-RunReport run_plan(const plan::ShardedGraph& g) {
+void RankProgram::keep_outputs() {
+  internal_check(done());
+  for (const plan::Shard& o : g_.outputs) {
+    if (o.rank != me_) continue;
+    if (const uint64_t key = keys_.root_key(o.tensor, g_)) shard_store().put(me_, key, o.box, gather(o.tensor, o.box));
+  }
+}
+
+RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys) {
   comm::LoopbackHub hub(g.num_ranks);
   std::vector<std::unique_ptr<RankProgram>> ranks;
   Progress bar(static_cast<int64_t>(g.blocks.size()));
   for (int r = 0; r < g.num_ranks; ++r) {
-    ranks.push_back(std::make_unique<RankProgram>(g, hub.endpoint(r)));
+    ranks.push_back(std::make_unique<RankProgram>(g, hub.endpoint(r), keys));
     ranks.back()->report_progress(&bar, 1);
   }
   // Round-robin: each rank runs until it waits; stop when all are done or none can move.
@@ -385,6 +414,7 @@ RunReport run_plan(const plan::ShardedGraph& g) {
   // Publish only now: a failure above leaves every root as it was.
   RunReport report{0, hub.messages_sent(), hub.bytes_sent()};
   for (auto& p : ranks) report.blocks += p->blocks_run(), report.move_s += p->move_seconds();
+  for (auto& p : ranks) p->keep_outputs();
   for (auto& [id, v] : values) {
     const Node* n = g.find(id);
     if (n && !n->value) n->value = std::move(v);

@@ -23,6 +23,16 @@
 
 namespace tapestry {
 
+// Which of a plan's values live in the shard store (engine/store/shard_store.hpp), so named
+// tensors stay where they were computed: initial[i] != 0 reads g.initial[i] from the store
+// under that key instead of a node's value; roots[i] != 0 keeps root i's result shards in
+// the store under that key instead of gathering them to rank 0. Empty vectors: none.
+struct StoreKeys {
+  std::vector<uint64_t> initial;  // one per g.initial, or empty
+  std::vector<uint64_t> roots;    // one per g.roots, or empty
+  uint64_t root_key(uint64_t root_id, const plan::ShardedGraph& g) const;  // 0: gathered
+};
+
 struct RunReport {
   int64_t blocks = 0;      // blocks run, over all ranks
   int64_t messages = 0;    // transfers, partials and gathered outputs
@@ -34,7 +44,7 @@ struct RunReport {
 // (views of the nodes' values), received slices, block outputs and combined values.
 class RankProgram {
  public:
-  RankProgram(const plan::ShardedGraph& g, comm::Transport& t);
+  RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreKeys keys = {});
 
   // Runs this rank's steps in program order until one must wait (a receive that has not
   // arrived, a combine missing a partial) or all have run; whether any step ran. Checks the
@@ -47,6 +57,9 @@ class RankProgram {
   // assembles each root's full, contiguous value (false while a shard has not arrived).
   void send_outputs();
   bool gather_outputs(std::map<uint64_t, std::shared_ptr<Value>>& roots);
+  // After done(), once the run succeeded everywhere: puts this rank's result shards of kept
+  // roots into the shard store (roots kept are neither sent nor gathered).
+  void keep_outputs();
 
   int64_t blocks_run() const { return blocks_run_; }
   // Seconds this rank spent in sends, receives, combines and output shards (tp.stats().time_move).
@@ -78,6 +91,7 @@ class RankProgram {
 
   const plan::ShardedGraph& g_;
   comm::Transport& t_;
+  StoreKeys keys_;
   int me_;
   size_t pc_ = 0;
   int64_t blocks_run_ = 0;
@@ -100,6 +114,6 @@ class RankProgram {
 // until it must wait, then the next. On success sets each root's value (gathered on rank 0);
 // on any throw no root is changed. Throws InternalError on a deadlock or a missing slice,
 // Error / Cancelled as the blocks do, each message prefixed with the failing rank.
-RunReport run_plan(const plan::ShardedGraph& g);
+RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys = {});
 
 }  // namespace tapestry

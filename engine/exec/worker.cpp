@@ -8,10 +8,13 @@
 #include <optional>
 #include <utility>
 
+#include <unistd.h>
+
 #include "engine/exec/plan_wire.hpp"
 #include "engine/exec/sharded_run.hpp"
 #include "engine/exec/trace.hpp"
 #include "engine/ir/error.hpp"
+#include "engine/store/shard_store.hpp"
 
 namespace tapestry {
 
@@ -20,7 +23,8 @@ namespace {
 constexpr uint32_t kCommandMagic = 0x4d435054;  // "TPCM"
 constexpr uint32_t kStatusMagic = 0x54535054;   // "TPST"
 // 2: a Run command carries flags (Trace); a status carries the run's trace events.
-constexpr uint32_t kProtocolVersion = 2;
+// 3: a Run command carries store keys; Drop commands; Hello statuses.
+constexpr uint32_t kProtocolVersion = 3;
 
 template <class T> void put(std::vector<char>& out, T v) {
   const size_t at = out.size();
@@ -64,6 +68,9 @@ class Worker {
   explicit Worker(comm::Mpi& mpi) : mpi_(mpi) {}
 
   int serve() {
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    report(Status{Status::Hello, Status::User, 0, 0, 0, 0, cat_str(getpid(), " ", host), {}});
     comm::Backoff idle(std::chrono::microseconds(2000));
     for (;;) {
       std::optional<Command> c = next_command();
@@ -77,6 +84,10 @@ class Worker {
       idle.reset();
       if (c->kind == Command::Shutdown) break;
       if (c->kind == Command::Abort) continue;  // the run it names has ended here already
+      if (c->kind == Command::Drop) {
+        for (uint64_t k : c->drop) shard_store().drop(k);
+        continue;
+      }
       run(*c);
     }
     mpi_.flush(2.0);  // our last statuses and slices; never wait on a peer that left
@@ -151,7 +162,7 @@ class Worker {
         throw Error("injected failure (TAPESTRY_FAULT)");
       }
       comm::MpiTransport t(mpi_, c.epoch);
-      RankProgram p(g, t);
+      RankProgram p(g, t, c.store);
       p.set_stop_check([this] { return abort_seen(); });
       comm::Backoff wait;
       while (!p.done()) {
@@ -166,6 +177,8 @@ class Worker {
         wait.pause();
       }
       p.send_outputs();
+      // Kept now: if another rank failed, rank 0 drops this key again (Command::Drop).
+      p.keep_outputs();
       st.blocks = p.blocks_run();
       st.messages = t.messages_sent();
       st.bytes = t.bytes_sent();
@@ -201,6 +214,10 @@ std::vector<char> encode_command(const Command& c) {
   put(out, c.epoch);
   put<uint64_t>(out, c.plan.size());
   out.insert(out.end(), c.plan.begin(), c.plan.end());
+  for (const auto* v : {&c.store.initial, &c.store.roots, &c.drop}) {
+    put<uint64_t>(out, v->size());
+    for (uint64_t k : *v) put(out, k);
+  }
   return out;
 }
 
@@ -210,10 +227,18 @@ bool decode_command(std::span<const char> in, Command& c, std::string& why) {
   uint64_t n = 0;
   if (!get(in, kind) || !get(in, c.flags) || !get(in, c.epoch) || !get(in, n)) return why = "truncated command", false;
   if (c.flags & ~Command::Trace) return why = cat_str("command flags ", int(c.flags)), false;
-  if (kind < Command::Run || kind > Command::Shutdown) return why = cat_str("command kind ", int(kind)), false;
-  if (n != in.size()) return why = cat_str("the command says ", n, " bytes of plan, it carries ", in.size()), false;
+  if (kind < Command::Run || kind > Command::Drop) return why = cat_str("command kind ", int(kind)), false;
+  if (n > in.size()) return why = cat_str("the command says ", n, " bytes of plan, it carries ", in.size()), false;
   c.kind = static_cast<Command::Kind>(kind);
-  c.plan.assign(in.begin(), in.end());
+  c.plan.assign(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n));
+  in = in.subspan(n);
+  for (auto* v : {&c.store.initial, &c.store.roots, &c.drop}) {
+    uint64_t k = 0;
+    if (!get(in, k) || k > in.size() / 8) return why = "truncated store keys", false;
+    v->resize(k);
+    for (uint64_t& x : *v) get(in, x);
+  }
+  if (!in.empty()) return why = cat_str(in.size(), " bytes after the command"), false;
   return true;
 }
 
@@ -241,7 +266,7 @@ bool decode_status(std::span<const char> in, Status& s, std::string& why) {
   if (!get(in, kind) || !get(in, error) || !get(in, s.epoch) || !get(in, s.blocks) || !get(in, s.messages) ||
       !get(in, s.bytes) || !get(in, n))
     return why = "truncated status", false;
-  if (kind < Status::Done || kind > Status::Aborted || error > Status::Cancelled)
+  if (kind < Status::Done || kind > Status::Hello || error > Status::Cancelled)
     return why = cat_str("status kind ", int(kind), "/", int(error)), false;
   if (n > in.size()) return why = "status message length mismatch", false;
   s.kind = static_cast<Status::Kind>(kind);

@@ -6,6 +6,7 @@
 // every run with exactly one status: done (with its counts), failed (the error, naming this
 // rank), or aborted (rank 0 gave the run up because another rank failed). While it waits on
 // a slice it watches for rank 0's abort, so one failed rank never leaves the others stuck.
+// Between commands it keeps the shards of stored tensors (engine/store/shard_store.hpp).
 #pragma once
 
 #include <cstdint>
@@ -14,20 +15,25 @@
 #include <vector>
 
 #include "engine/comm/mpi.hpp"
+#include "engine/exec/sharded_run.hpp"
 
 namespace tapestry {
 
 struct Command {
-  enum Kind : uint8_t { Run = 1, Abort = 2, Shutdown = 3 };
+  // Drop: free the stored shards of `drop` (a rebind's old version, a failed run's new one).
+  enum Kind : uint8_t { Run = 1, Abort = 2, Shutdown = 3, Drop = 4 };
   enum Flags : uint8_t { Trace = 1 };  // Run: record trace events and send them back
   Kind kind = Run;
   uint64_t epoch = 0;       // which run (Run and Abort)
   std::vector<char> plan;   // Run: encode_plan's bytes
   uint8_t flags = 0;        // (protocol version 2)
+  StoreKeys store;          // Run: initial shards read from / results kept in the shard store (3)
+  std::vector<uint64_t> drop;  // Drop: the keys to free (3)
 };
 
 struct Status {
-  enum Kind : uint8_t { Done = 1, Failed = 2, Aborted = 3 };
+  // Hello: a worker's first message, "PID HOST", so rank 0 can tell when it dies.
+  enum Kind : uint8_t { Done = 1, Failed = 2, Aborted = 3, Hello = 4 };
   enum Error : uint8_t { User = 0, Internal = 1, Cancelled = 2 };  // which exception to rethrow
   Kind kind = Done;
   Error error = User;

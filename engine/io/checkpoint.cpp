@@ -1,6 +1,8 @@
 // Checkpoints of the environment (checkpoint.hpp).
 #include "engine/io/checkpoint.hpp"
 
+#include "engine/exec/observe.hpp"
+
 #include <filesystem>
 #include <memory>
 #include <set>
@@ -48,7 +50,8 @@ std::vector<std::string> save_env(const std::string& dir, Environment& e) {
   for (const auto& [name, entry] : e.entries()) {
     const NodeRef& n = entry.stored;
     internal_check(n != nullptr);
-    if (!n->value) evaluate({n});  // a stored value is kept; this is only a safety net
+    // A value kept sharded on the ranks (engine/store) is gathered to rank 0 to be written.
+    if (!n->value) observe_values({n});
     const View& v = n->value->view();
     const std::string file = name + ".npy";
     save_npy(join(dir, file), v);

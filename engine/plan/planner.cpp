@@ -5,9 +5,11 @@
 #include <set>
 #include <unordered_set>
 
+#include "engine/device/probe.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/fuse.hpp"
 #include "engine/plan/plan_cache.hpp"
+#include "engine/store/stored_tensor.hpp"
 
 namespace tapestry::plan {
 
@@ -54,7 +56,10 @@ PlannedGraph plan_observation(const std::vector<NodeRef>& roots, const Mesh& mes
   pg.topo = observed_subgraph(pg.roots);
   pg.mesh = mesh;
   for (const NodeRef& n : pg.topo) {
-    if (n->value) pg.initial.push_back(Shard{n->id, Box::of_shape(n->shape), 0});
+    // A stored tensor is read where it lies: no data moves to rank 0 and back.
+    if (const StoredLayout* s = usable_stored(n->id, mesh.ranks))
+      pg.initial.insert(pg.initial.end(), s->shards.begin(), s->shards.end());
+    else if (n->value) pg.initial.push_back(Shard{n->id, Box::of_shape(n->shape), 0});
     if (n->op == Op::Constrain && !n->value) opts.output_grid[n->id] = n->attrs.ints;
   }
   static PlanCache cache;
@@ -69,11 +74,25 @@ PlannedGraph plan_observation(const std::vector<NodeRef>& roots, const Mesh& mes
 }
 
 namespace {
+int64_t& memory_limit() {
+  static int64_t bytes = [] {
+    const char* e = std::getenv("TAPESTRY_MEMORY_PER_RANK");
+    return e ? std::max<int64_t>(0, std::atoll(e)) : int64_t(0);
+  }();
+  return bytes;
+}
+
+// The limit is the mesh's capacity, so the search prefers plans that fit it.
+Mesh with_limit(Mesh m) {
+  if (memory_limit() > 0) m.mem_bytes_per_rank = static_cast<double>(memory_limit());
+  return m;
+}
+
 Mesh& mesh_storage() {
   static Mesh m = [] {
     int ranks = 1;
     if (const char* e = std::getenv("TAPESTRY_RANKS")) ranks = std::max(1, std::atoi(e));
-    return Mesh::this_machine(ranks);
+    return with_limit(device::apply_device(Mesh::this_machine(ranks), device::current()));
   }();
   return m;
 }
@@ -82,8 +101,16 @@ Mesh& mesh_storage() {
 const Mesh& current_mesh() { return mesh_storage(); }
 void set_current_ranks(int ranks) {
   user_check(ranks >= 1 && ranks <= 4096, "ranks must be in 1..4096, got ", ranks);
-  mesh_storage() = Mesh::this_machine(ranks);
+  mesh_storage() = with_limit(device::apply_device(Mesh::this_machine(ranks), device::current()));
 }
+
+void set_memory_per_rank(int64_t bytes) {
+  user_check(bytes >= 0, "the memory per rank must be a number of bytes >= 0, got ", bytes);
+  memory_limit() = bytes;
+  mesh_storage() = with_limit(device::apply_device(Mesh::this_machine(mesh_storage().ranks), device::current()));
+}
+
+int64_t memory_per_rank() { return memory_limit(); }
 
 LayoutInfo layout_of(const PlannedGraph& pg, uint64_t node) {
   LayoutInfo li;

@@ -1,7 +1,8 @@
 // Planning one observation: the observed subgraph, where its inputs lie, and the plan.
 //   PlannedGraph pg = plan_observation({y}, current_mesh(), {});
 //   print(to_string(pg.plan.graph));  pg.plan.cost.time;  layout_of(pg, y->id)
-// Nodes that already hold a value are inputs held whole on rank 0; Constrain nodes fix the
+// Nodes that already hold a value are inputs held whole on rank 0, stored tensors
+// (engine/store/stored_tensor.hpp) inputs where their shards lie; Constrain nodes fix the
 // layout of their value; plans are cached by structure, so a loop plans once.
 #pragma once
 
@@ -34,6 +35,11 @@ PlannedGraph plan_observation(const std::vector<NodeRef>& roots, const Mesh& mes
 // The mesh observations run on: TAPESTRY_RANKS virtual ranks (loopback), default 1.
 const Mesh& current_mesh();
 void set_current_ranks(int ranks);
+// The per-rank memory limit (bytes; 0: none), from --memory-per-rank or
+// TAPESTRY_MEMORY_PER_RANK: the mesh's capacity, so the search prefers plans that fit, and
+// what engine/exec/memory_limit.hpp refuses plans beyond.
+void set_memory_per_rank(int64_t bytes);
+int64_t memory_per_rank();
 
 // How a planned value is split: parts per dim and which rank holds which box.
 struct LayoutInfo {

@@ -31,7 +31,10 @@ void Environment::bind(const std::string& name, NodeRef value) {
   }
 }
 
-void Environment::drop(const std::string& name) { entries_.erase(name); }
+void Environment::drop(const std::string& name) {
+  entries_.erase(name);
+  release_unreferenced();
+}
 
 NodeRef Environment::get(const std::string& name) const {
   auto it = entries_.find(name);
@@ -54,9 +57,10 @@ void Environment::materialize() {
   // One at a time, so a failing binding names itself and cannot block the others.
   for (auto& [name, e] : entries_) {
     if (!e.pending) continue;
-    NodeRef p = e.pending;
+    NodeRef p = e.pending, stored;
     try {
-      observe_values({p});
+      // Kept sharded where computed; the previous version's shards stay until no one reads them.
+      stored = observe_stored({p})[0];
     } catch (const Error& err) {
       const std::string failed = name;  // `name` dies with the entry
       e.pending = nullptr;
@@ -64,9 +68,10 @@ void Environment::materialize() {
       throw Error(cat_str("computing tp.env.", failed, ": ", err.what(),
                           " (the new binding was dropped; any previous value is kept)"));
     }
-    e.stored = std::move(p);
+    e.stored = std::move(stored);
     e.pending = nullptr;
   }
+  release_unreferenced();
 }
 
 }  // namespace tapestry

@@ -2,7 +2,9 @@
 //   env().bind("w", expr);            // lazy: computed at the next observation
 //   env().materialize();              // computes every pending binding, atomically each
 //   NodeRef w = env().get("w");       // the pending expression, or the stored value
-// A binding whose evaluation fails is dropped and the previous value stays.
+// A binding whose evaluation fails is dropped and the previous value stays. On several ranks
+// a computed value stays sharded where it was computed (a stored leaf, engine/store/
+// stored_tensor.hpp); the old version's shards are freed once nothing refers to them.
 #pragma once
 
 #include <map>
@@ -16,7 +18,7 @@ namespace tapestry {
 class Environment {
  public:
   struct Entry {
-    NodeRef stored;   // materialized (nullptr if never computed)
+    NodeRef stored;   // materialized (nullptr if never computed): a value or a stored leaf
     NodeRef pending;  // bound but not yet computed
     const NodeRef& current() const { return pending ? pending : stored; }
   };

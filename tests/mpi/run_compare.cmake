@@ -3,7 +3,7 @@
 #     stdout under `mpirun -n NP` must equal the single-rank run's, lines matching IGNORE
 #     (counters of single-rank kernels) left out
 #   cmake -DTAPESTRY=... -DNP=2 -DCHUNK="print(1)" -DEXPECT="1\n" -P run_compare.cmake
-#     stdout of `tapestry -n NP -e CHUNK` (which starts mpirun itself) must be EXPECT exactly
+#     stdout of `tapestry -n NP [EXTRA] -e CHUNK` (which starts mpirun itself) must be EXPECT exactly
 function(run out_var)
   execute_process(COMMAND ${ARGN} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
@@ -35,7 +35,7 @@ if(DEFINED SCRIPT)
   endif()
 else()
   string(REPLACE "\\n" "\n" expect "${EXPECT}")
-  run(got ${TAPESTRY} -n ${NP} -e ${CHUNK})
+  run(got ${TAPESTRY} -n ${NP} ${EXTRA} -e ${CHUNK})
   if(NOT got STREQUAL expect)
     message(FATAL_ERROR "tapestry -n ${NP} -e '${CHUNK}': expected [${expect}], got [${got}]")
   endif()

@@ -1,0 +1,236 @@
+// run_reduce (Sum Prod Max Min All Any over any dims) and run_argreduce on the device.
+//   cuda::run_reduce(Op::Sum, xv, {0, 2}, outv);     // floats accumulate in f64, ints in i64
+//   cuda::run_argreduce(Op::ArgMax, xv, 1, outv);    // 1-based i64 indices, as the CPU
+// Two shapes of launch: one thread per output when each output folds few elements or there are
+// many outputs (the kept dims are then usually the dense ones, so loads coalesce), else one
+// block per output whose threads fold strided slices and then combine in shared memory. The
+// monoids use the shared functors (fn::Maximum propagates NaN exactly as on the CPU); f32 sums
+// accumulate in f64, so the GPU's different summation order moves results by ~1 ulp of f32 only.
+#include <cuda_runtime.h>
+
+#include <limits>
+
+#include "engine/ir/error.hpp"
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/cuda_backend.hpp"
+#include "kernels/functors.hpp"
+
+namespace tapestry::cuda {
+namespace {
+
+template <class T> using SumAcc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+
+template <class T> struct SumR {
+  using A = SumAcc<T>;
+  static __device__ A init() { return A(0); }
+  static __device__ A join(A a, A b) {
+    if constexpr (std::is_floating_point_v<A>) return a + b;
+    else return fn::detail::wrap_add(a, b);
+  }
+  static __device__ A step(A a, T x, int64_t) { return join(a, static_cast<A>(x)); }
+};
+template <class T> struct ProdR {
+  using A = SumAcc<T>;
+  static __device__ A init() { return A(1); }
+  static __device__ A join(A a, A b) {
+    if constexpr (std::is_floating_point_v<A>) return a * b;
+    else return fn::detail::wrap_mul(a, b);
+  }
+  static __device__ A step(A a, T x, int64_t) { return join(a, static_cast<A>(x)); }
+};
+template <class T> struct MaxR {
+  using A = T;
+  static __device__ A init() {
+    if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
+    else return std::numeric_limits<T>::lowest();
+  }
+  static __device__ A join(A a, A b) { return fn::Maximum<T>{}(a, b); }
+  static __device__ A step(A a, T x, int64_t) { return join(a, x); }
+};
+template <class T> struct MinR {
+  using A = T;
+  static __device__ A init() {
+    if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
+    else return std::numeric_limits<T>::max();
+  }
+  static __device__ A join(A a, A b) { return fn::Minimum<T>{}(a, b); }
+  static __device__ A step(A a, T x, int64_t) { return join(a, x); }
+};
+template <class T> struct AllR {
+  using A = bool;
+  static __device__ A init() { return true; }
+  static __device__ A join(A a, A b) { return a && b; }
+  static __device__ A step(A a, T x, int64_t) { return a && (x != T(0)); }
+};
+template <class T> struct AnyR {
+  using A = bool;
+  static __device__ A init() { return false; }
+  static __device__ A join(A a, A b) { return a || b; }
+  static __device__ A step(A a, T x, int64_t) { return a || (x != T(0)); }
+};
+
+// The first extreme (NaN wins, as numpy): the index breaks ties, so any fold order agrees.
+template <class T> struct Cand {
+  T v;
+  int64_t i;  // 0-based; -1 = none yet
+};
+template <bool Max, class T> struct ArgR {
+  using A = Cand<T>;
+  static __device__ bool better(T x, T best) {
+    if (best != best) return false;
+    if (x != x) return true;
+    if constexpr (Max) return x > best;
+    else return x < best;
+  }
+  static __device__ A init() { return {T{}, -1}; }
+  static __device__ A join(A a, A b) {
+    if (a.i < 0) return b;
+    if (b.i < 0) return a;
+    if (better(b.v, a.v)) return b;
+    if (better(a.v, b.v)) return a;
+    return a.i < b.i ? a : b;
+  }
+  static __device__ A step(A a, T x, int64_t i) { return join(a, A{x, i}); }
+};
+
+// M outputs, each folding K inputs; `kept` maps an output to its input offset (operand 0) and
+// output offset (operand 1); `red` maps a fold position to its input offset.
+struct Geometry {
+  Strided<2> kept;
+  Strided<1> red;
+  int64_t M, K;
+};
+
+// The output dtype is a runtime switch, not a template parameter: 5x fewer kernels to compile.
+template <class A> __device__ void store_as(void* out, DType t, int64_t off, A a) {
+  switch (t) {
+    case DType::Bool: static_cast<bool*>(out)[off] = fn::Cast<A, bool>{}(a); break;
+    case DType::I32: static_cast<int32_t*>(out)[off] = fn::Cast<A, int32_t>{}(a); break;
+    case DType::I64: static_cast<int64_t*>(out)[off] = fn::Cast<A, int64_t>{}(a); break;
+    case DType::F32: static_cast<float*>(out)[off] = fn::Cast<A, float>{}(a); break;
+    default: static_cast<double*>(out)[off] = fn::Cast<A, double>{}(a); break;
+  }
+}
+template <class R, class T>
+__device__ void write(void* out, DType t, int64_t off, typename R::A acc) {
+  if constexpr (std::is_same_v<typename R::A, Cand<T>>) static_cast<int64_t*>(out)[off] = acc.i + 1;
+  else store_as(out, t, off, acc);
+}
+
+template <class R, class T>
+__global__ void thread_per_output(const T* in, void* out, DType ot, const Geometry g) {
+  TP_GRID_LOOP(m, g.M) {
+    const T* base = in + g.kept.offset(m, 0);
+    typename R::A acc = R::init();
+    for (int64_t k = 0; k < g.K; ++k) acc = R::step(acc, base[g.red.offset(k, 0)], k);
+    write<R, T>(out, ot, g.kept.offset(m, 1), acc);
+  }
+}
+
+template <class R, class T>
+__global__ void block_per_output(const T* in, void* out, DType ot, const Geometry g) {
+  using A = typename R::A;
+  __shared__ A part[kThreads];
+  for (int64_t m = blockIdx.x; m < g.M; m += gridDim.x) {
+    const T* base = in + g.kept.offset(m, 0);
+    A acc = R::init();
+    for (int64_t k = threadIdx.x; k < g.K; k += blockDim.x) acc = R::step(acc, base[g.red.offset(k, 0)], k);
+    part[threadIdx.x] = acc;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w /= 2) {  // a fixed tree: the result is reproducible
+      if (threadIdx.x < w) part[threadIdx.x] = R::join(part[threadIdx.x], part[threadIdx.x + w]);
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) write<R, T>(out, ot, g.kept.offset(m, 1), part[0]);
+    __syncthreads();
+  }
+}
+
+template <template <class> class RT, class T>
+void launch(const DView& in, const DView& out, const Geometry& g) {
+  using R = RT<T>;
+  const T* ip = static_cast<const T*>(in.data);
+  cudaStream_t s = context().s();
+  if (g.K <= 64 || g.M >= 65536)
+    thread_per_output<R, T><<<blocks_for(g.M), kThreads, 0, s>>>(ip, out.data, out.dtype, g);
+  else
+    block_per_output<R, T><<<static_cast<int>(g.M < 65535 ? g.M : 65535), kThreads, 0, s>>>(ip, out.data, out.dtype, g);
+  check_launch("reduce kernel");
+}
+
+// Splits in's dims into kept (matched in order with out's dims) and reduced.
+Geometry geometry(const DView& in, const std::vector<int>& dims, const DView& out) {
+  Shape ks, rs;
+  Strides kin, kout, rin;
+  size_t j = 0, o = 0;
+  for (int d = 0; d < in.rank(); ++d) {
+    if (j < dims.size() && dims[j] == d) {
+      rs.push_back(in.shape[d]);
+      rin.push_back(in.strides[d]);
+      ++j;
+    } else {
+      internal_check(o < out.shape.size() && out.shape[o] == in.shape[d]);
+      ks.push_back(in.shape[d]);
+      kin.push_back(in.strides[d]);
+      kout.push_back(out.strides[o++]);
+    }
+  }
+  internal_check(j == dims.size() && o == out.shape.size());
+  Geometry g;
+  g.M = numel(ks);
+  g.K = numel(rs);
+  g.kept = make_strided<2>(ks, {&kin, &kout});
+  g.red = make_strided<1>(rs, {&rin});
+  return g;
+}
+
+template <bool Max> struct ArgMaxT {
+  template <class T> using R = ArgR<Max, T>;
+};
+
+}  // namespace
+
+void run_reduce(Op op, const DView& in, const std::vector<int>& dims, const DView& out) {
+  if (out.numel() == 0) return;
+  const Geometry g = geometry(in, dims, out);
+  dispatch_dtype(in.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    switch (op) {
+      case Op::Sum: return launch<SumR, T>(in, out, g);
+      case Op::Prod: return launch<ProdR, T>(in, out, g);
+      case Op::Max: return launch<MaxR, T>(in, out, g);
+      case Op::Min: return launch<MinR, T>(in, out, g);
+      case Op::All: return launch<AllR, T>(in, out, g);
+      case Op::Any: return launch<AnyR, T>(in, out, g);
+      default: internal_check(!"run_reduce: not a Reduce op");
+    }
+  });
+}
+
+void run_argreduce(Op op, const DView& in, int dim, const DView& out) {
+  internal_check(op == Op::ArgMax || op == Op::ArgMin);
+  if (out.numel() == 0) return;
+  DView src = in;
+  std::vector<int> dims;
+  if (dim < 0) {  // over the flattened tensor: row-major order is the fold order
+    for (int d = 0; d < in.rank(); ++d) dims.push_back(d);
+  } else {
+    dims.push_back(dim);
+  }
+  // Fold positions must be row-major flat indices: a multi-dim fold is made contiguous first.
+  DeviceBuffer tmp;
+  if (dims.size() > 1 && !in.is_contiguous()) {
+    tmp = DeviceBuffer(in.numel() * dtype_size(in.dtype));
+    src = dview(tmp.get(), in.dtype, in.shape);
+    copy_view(in, src);
+  }
+  const Geometry g = geometry(src, dims, out);
+  dispatch_dtype(in.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (op == Op::ArgMax) launch<ArgMaxT<true>::R, T>(src, out, g);
+    else launch<ArgMaxT<false>::R, T>(src, out, g);
+  });
+  if (tmp.get()) synchronize();  // tmp is freed on return
+}
+
+}  // namespace tapestry::cuda

@@ -1,0 +1,264 @@
+// gpu.consistency: every kernel family on the device against the CPU kernels on the same inputs.
+//   gpu_consistency            # exit 0: all agree; 1: mismatches listed; 77: no GPU (skipped)
+// Tolerances: exact for integers, bools, copies, rand and stencils (same order, f64 accumulation);
+// a few ulp for libm functions (CUDA's and glibc's differ in the last bit); 1e-4 relative for
+// cuBLAS products (another summation order).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "kernels/cpu/kernels.hpp"
+#include "kernels/cuda/cuda_backend.hpp"
+#include "kernels/functors.hpp"
+
+using namespace tapestry;
+
+namespace {
+
+int checks = 0, failures = 0;
+
+struct Dev {  // a device copy of a host value
+  cuda::DeviceBuffer buf;
+  cuda::DView v;
+};
+Dev upload(const View& h) {
+  Dev d{cuda::DeviceBuffer(std::max<int64_t>(1, h.numel()) * dtype_size(h.dtype)), {}};
+  d.v = cuda::dview(d.buf.get(), h.dtype, h.shape);
+  cuda::to_device(h, d.v);
+  return d;
+}
+std::shared_ptr<Value> download(const cuda::DView& v) {
+  auto h = Value::alloc(v.dtype, v.shape);
+  cuda::to_host(v, h->view());
+  return h;
+}
+cuda::DView like(const cuda::DView& base, const View& h) {  // the same strides on the device copy
+  cuda::DView v = base;
+  v.shape = h.shape;
+  v.strides = h.strides;
+  return v;
+}
+
+std::shared_ptr<Value> sample(DType t, const Shape& s, int seed) {
+  auto v = Value::alloc(t, s);
+  dispatch_dtype(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = v->template data<T>();
+    for (int64_t i = 0; i < v->view().numel(); ++i) {
+      const int64_t k = (i * 7919 + seed * 104729) % 41 - 20;
+      if constexpr (std::is_same_v<T, bool>) p[i] = k % 3 == 0;
+      else if constexpr (std::is_floating_point_v<T>) p[i] = T(k) / T(8) + T(seed) / T(16);
+      else p[i] = T(k);
+    }
+  });
+  return v;
+}
+
+void compare(const std::string& what, const Value& cpu, const Value& gpu, double rtol) {
+  ++checks;
+  int bad = 0;
+  dispatch_dtype(cpu.view().dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* a = cpu.template data<T>();
+    const T* b = gpu.template data<T>();
+    for (int64_t i = 0; i < cpu.view().numel(); ++i) {
+      bool ok;
+      if constexpr (std::is_floating_point_v<T>)
+        ok = (std::isnan(a[i]) && std::isnan(b[i])) || a[i] == b[i] ||
+             std::fabs(double(a[i]) - double(b[i])) <= rtol * std::max(1.0, std::fabs(double(a[i])));
+      else ok = a[i] == b[i];
+      if (!ok && bad++ < 3)
+        std::fprintf(stderr, "MISMATCH %s [%lld]: cpu %.17g gpu %.17g\n", what.c_str(), (long long)i, double(a[i]),
+                     double(b[i]));
+    }
+  });
+  if (bad) ++failures;
+}
+
+const DType kAll[] = {DType::Bool, DType::I32, DType::I64, DType::F32, DType::F64};
+
+void check_map() {
+  const Shape s{5, 7, 9};
+  for (DType t : kAll) {
+    auto a = sample(t, s, 1), b = sample(t, {7, 5, 9}, 2);
+    const View bt = b->view().permuted({1, 0, 2});  // a strided leaf
+    Dev da = upload(a->view()), db = upload(b->view());
+    const cuda::DView dbt = like(db.v, bt);
+    auto run = [&](Op op, bool binary) {
+      const DType rt = (op_def(op).name == std::string("lt") || op == Op::Eq || op == Op::Ne || op == Op::Le ||
+                        op == Op::Gt || op == Op::Ge || op == Op::Lt || op == Op::LogicalAnd ||
+                        op == Op::LogicalOr || op == Op::LogicalNot)
+                           ? DType::Bool
+                           : t;
+      cpu::MapProgram cp;
+      cp.leaves = {a->view()};
+      if (binary) cp.leaves.push_back(bt);
+      cp.instrs = {{op, rt, t, 0, binary ? 1 : -1}};
+      auto want = Value::alloc(rt, s);
+      cpu::run_map(cp, want->view());
+      cuda::MapProgram gp{{da.v}, cp.instrs};
+      if (binary) gp.leaves.push_back(dbt);
+      Dev out = upload(want->view());
+      cuda::run_map(gp, out.v);
+      compare(std::string("map ") + std::string(op_def(op).name) + " " + std::string(dtype_name(t)), *want,
+              *download(out.v), 4e-6);
+    };
+#define TP_U(name) run(Op::name, false);
+    TAPESTRY_UNARY_FUNCTORS(TP_U)
+#undef TP_U
+#define TP_B(name) run(Op::name, true);
+    TAPESTRY_BINARY_FUNCTORS(TP_B)
+#undef TP_B
+    // a fused program: where(a < b, a * 2 (a Full), cast(b)) over the strided leaf
+    cpu::MapProgram cp;
+    cp.leaves = {a->view(), bt};
+    cp.instrs = {{Op::Lt, DType::Bool, t, 0, 1}, {Op::Full, t, t, -1, -1, -1, 2.0, 2},
+                 {Op::Mul, t, t, 0, 3},          {Op::Where, t, t, 2, 4, 1},
+                 {Op::Cast, DType::F64, t, 5}};
+    auto want = Value::alloc(DType::F64, s);
+    cpu::run_map(cp, want->view());
+    Dev out = upload(want->view());
+    cuda::run_map(cuda::MapProgram{{da.v, dbt}, cp.instrs}, out.v);
+    compare("fused program " + std::string(dtype_name(t)), *want, *download(out.v), 0);
+  }
+}
+
+void check_reduce() {
+  auto x0 = sample(DType::F64, {6, 5, 300}, 3);
+  for (DType t : kAll) {
+    auto x = Value::alloc(t, {6, 5, 300});
+    cpu::MapProgram cast{{x0->view()}, {{Op::Cast, t, DType::F64, 0}}};
+    cpu::run_map(cast, x->view());
+    const View xp = x->view().permuted({2, 0, 1});  // {300, 6, 5}, strided
+    Dev dx = upload(x->view());
+    const cuda::DView dxp = like(dx.v, xp);
+    for (Op op : {Op::Sum, Op::Prod, Op::Max, Op::Min, Op::All, Op::Any})
+      for (const std::vector<int>& dims : std::vector<std::vector<int>>{{0}, {1}, {2}, {0, 2}, {0, 1, 2}}) {
+        Shape os;
+        for (int d = 0; d < 3; ++d)
+          if (std::find(dims.begin(), dims.end(), d) == dims.end()) os.push_back(xp.shape[d]);
+        const DType ot = (op == Op::All || op == Op::Any) ? DType::Bool
+                         : (op == Op::Sum || op == Op::Prod) && !is_float(t) ? DType::I64
+                                                                             : t;
+        auto want = Value::alloc(ot, os);
+        cpu::run_reduce(op, xp, dims, want->view());
+        Dev out = upload(want->view());
+        cuda::run_reduce(op, dxp, dims, out.v);
+        compare(std::string("reduce ") + std::string(op_def(op).name) + " " + std::string(dtype_name(t)) +
+                    " dims " + std::to_string(dims.size()),
+                *want, *download(out.v), op == Op::Prod ? 1e-9 : 1e-12);
+      }
+    if (t == DType::Bool) continue;
+    for (Op op : {Op::ArgMax, Op::ArgMin})
+      for (int dim : {0, 2, -1}) {
+        Shape os;
+        if (dim >= 0)
+          for (int d = 0; d < 3; ++d)
+            if (d != dim) os.push_back(xp.shape[d]);
+        auto want = Value::alloc(DType::I64, os);
+        cpu::run_argreduce(op, xp, dim, want->view());
+        Dev out = upload(want->view());
+        cuda::run_argreduce(op, dxp, dim, out.v);
+        compare(std::string(op_def(op).name) + " " + std::string(dtype_name(t)), *want, *download(out.v), 0);
+      }
+  }
+}
+
+void check_matmul() {
+  for (DType t : kAll) {
+    auto a = sample(t, {3, 33, 47}, 4), b = sample(t, {1, 65, 47}, 5);
+    const View av = a->view(), bv = b->view().permuted({0, 2, 1}).expanded({3, 47, 65});  // b^T, broadcast
+    auto want = Value::alloc(t, {3, 33, 65});
+    cpu::run_matmul(av, bv, want->view());
+    Dev da = upload(av), db = upload(b->view()), out = upload(want->view());
+    cuda::DView dbv = like(db.v, bv);
+    cuda::run_matmul(da.v, dbv, out.v);
+    compare("matmul " + std::string(dtype_name(t)), *want, *download(out.v), 1e-4);
+  }
+}
+
+void check_generate() {
+  for (DType t : kAll)
+    for (Op op : {Op::Full, Op::Arange, Op::Linspace, Op::Eye, Op::Rand, Op::Randn}) {
+      if ((op == Op::Rand || op == Op::Randn) && !is_float(t)) continue;
+      Attrs at;
+      at.ints = {42, 3};
+      at.reals = {-1.5, 0.25};
+      const bool one_d = op == Op::Arange || op == Op::Linspace;
+      const Shape g = one_d ? Shape{1000} : Shape{40, 50};
+      const std::vector<int64_t> org = one_d ? std::vector<int64_t>{101} : std::vector<int64_t>{7, 3};
+      const Shape box = one_d ? Shape{777} : Shape{21, 33};
+      auto want = Value::alloc(t, box);
+      cpu::run_generate(op, at, g, org, want->view());
+      Dev out = upload(want->view());
+      cuda::run_generate(op, at, g, org, out.v);
+      compare(std::string("generate ") + std::string(op_def(op).name) + " " + std::string(dtype_name(t)), *want,
+              *download(out.v), op == Op::Randn ? 1e-12 : 0);
+    }
+}
+
+void check_window() {
+  for (DType t : {DType::I32, DType::I64, DType::F32, DType::F64}) {
+    auto x = sample(t, {2, 6, 17, 19}, 6), k = sample(t, {1, 1, 3, 5}, 7);
+    auto want = Value::alloc(t, {2, 6, 17, 19});
+    cpu::run_correlate(x->view(), k->view(), {0, 0, -1, -2}, want->view());
+    Dev dx = upload(x->view()), dk = upload(k->view()), out = upload(want->view());
+    cuda::run_correlate(dx.v, dk.v, {0, 0, -1, -2}, out.v);
+    compare("correlate " + std::string(dtype_name(t)), *want, *download(out.v), 0);
+    // conv2d with 2 groups of 3 input channels, stride 2, padding 1, dilation 1
+    auto w = sample(t, {4, 3, 3, 3}, 8);
+    const cpu::WindowAxis h{2, 1, -1}, wd{2, 1, -1};
+    auto cw = Value::alloc(t, {2, 4, 9, 10});
+    cpu::run_conv2d(x->view(), w->view(), h, wd, 2, 0, cw->view());
+    Dev dw = upload(w->view()), cout = upload(cw->view());
+    cuda::run_conv2d(dx.v, dw.v, h, wd, 2, 0, cout.v);
+    compare("conv2d " + std::string(dtype_name(t)), *cw, *download(cout.v), 1e-5);
+    for (Op op : {Op::MaxPool2d, Op::AvgPool2d}) {
+      if (op == Op::AvgPool2d && !is_float(t)) continue;
+      auto pw = Value::alloc(t, {2, 6, 9, 10});
+      cpu::run_pool2d(op, x->view(), 3, 3, h, wd, pw->view());
+      Dev pout = upload(pw->view());
+      cuda::run_pool2d(op, dx.v, 3, 3, h, wd, pout.v);
+      compare(std::string(op_def(op).name) + " " + std::string(dtype_name(t)), *pw, *download(pout.v), 1e-12);
+    }
+  }
+}
+
+void check_copy() {
+  for (DType t : kAll) {
+    auto x = sample(t, {8, 9, 10}, 9);
+    const View s = x->view().sliced({1, 0, 2}, {2, 3, 1}, {3, 3, 7});
+    auto want = Value::alloc(t, s.shape);
+    cpu::copy_view(s, want->view());
+    Dev dx = upload(x->view());
+    cuda::DView ds = like(dx.v, s);
+    ds.data = static_cast<char*>(dx.v.data) + s.offset * dtype_size(t);
+    auto got = download(ds);  // pack on the device, one transfer
+    compare("copy/pack " + std::string(dtype_name(t)), *want, *got, 0);
+  }
+}
+
+}  // namespace
+
+int main() {
+  if (cuda::cuda_device_count() == 0) {
+    std::printf("SKIP: gpu.consistency needs a CUDA device: %s\n", cuda::cuda_unavailable_reason().c_str());
+    return 77;
+  }
+  try {
+    check_map();
+    check_reduce();
+    check_matmul();
+    check_generate();
+    check_window();
+    check_copy();
+    cuda::synchronize();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpu.consistency: %s\n", e.what());
+    return 1;
+  }
+  std::printf("gpu.consistency: %d of %d comparisons agree\n", checks - failures, checks);
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,25 @@
+# Kills a worker of `mpirun -n NP tapestry kill_worker.lua` and checks that rank 0 reports it
+# and the job ends with a non-zero status within LIMIT seconds.
+#   cmake -DTAPESTRY=... -DMPIEXEC=... -DNP=3 -DSCRIPT=kill_worker.lua -DLIMIT=15 -P kill_worker.cmake
+string(TIMESTAMP t0 "%s")
+execute_process(COMMAND ${MPIEXEC} -n ${NP} ${TAPESTRY} ${SCRIPT}
+                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT 60)
+string(TIMESTAMP t1 "%s")
+math(EXPR took "${t1} - ${t0}")
+set(all "--- rc ${rc}, ${took} s\n--- stdout\n${out}\n--- stderr\n${err}")
+if(rc EQUAL 0 OR NOT rc MATCHES "^[0-9]+$")
+  message(FATAL_ERROR "expected a non-zero exit status\n${all}")
+endif()
+if(NOT out MATCHES "killed worker pid")
+  message(FATAL_ERROR "the worker was not killed\n${all}")
+endif()
+if(out MATCHES "NOT REACHED")
+  message(FATAL_ERROR "the dead worker was not noticed\n${all}")
+endif()
+if(NOT err MATCHES "rank [0-9]+ \\(pid [0-9]+ on [^)]*\\) died")
+  message(FATAL_ERROR "rank 0 did not report the dead worker\n${all}")
+endif()
+if(took GREATER ${LIMIT})
+  message(FATAL_ERROR "took ${took} s (limit ${LIMIT} s)\n${all}")
+endif()
+message(STATUS "reported and exited in ${took} s")
