@@ -5,7 +5,10 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include <unordered_set>
+
 #include "engine/ir/grad.hpp"
+#include "engine/exec/observe.hpp"
 #include "lang/bindings.hpp"
 #include "lang/lua_args.hpp"
 #include "lang/tensor_lua.hpp"
@@ -43,10 +46,19 @@ int l_detach(lua_State* L) {
   const int n = lua_gettop(L);
   std::vector<NodeRef> xs;
   for (int i = 1; i <= n; ++i) xs.push_back(check_tensor(L, i));
-  observe(xs);
-  for (const NodeRef& x : xs) {
-    internal_check(x->value != nullptr);
-    push_tensor(L, make_source(x->value, x->shape, x->dtype));
+  // Computed and kept where they were computed (no gather to rank 0). Every result must be
+  // its own leaf, even for equal expressions (two tp.zeros{3} are one node): tp.grad tells
+  // parameters apart by node, so a repeated stored leaf is gathered into a fresh source.
+  observe({});  // pending tp.env bindings first, as every observation point does
+  const std::vector<NodeRef> leaves = observe_stored(xs);
+  std::unordered_set<const Node*> pushed;
+  for (const NodeRef& leaf : leaves) {
+    if (!leaf->value && pushed.insert(leaf.get()).second) {
+      push_tensor(L, leaf);
+      continue;
+    }
+    if (!leaf->value) observe({leaf});
+    push_tensor(L, make_source(leaf->value, leaf->shape, leaf->dtype));
   }
   return n;
 }

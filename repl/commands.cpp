@@ -101,8 +101,11 @@ void cmd_mesh(Shell& sh, std::string_view) {
 void cmd_tensors(Shell& sh, std::string_view) {
   run_lua(sh, ":tensors", {},
           "local rows = tp.tensors(); if #rows == 0 then print('(no named tensors)') end "
-          "for _, r in ipairs(rows) do print(string.format('%-12s %-16s %-5s %10d bytes  %s%s', "
-          "r.name, '{' .. table.concat(r.shape, ',') .. '}', r.dtype, r.bytes, r.layout, "
+          "for _, r in ipairs(rows) do "
+          "local per = r.bytes_per_rank and #r.bytes_per_rank > 1 and "
+          "'  per rank: ' .. table.concat(r.bytes_per_rank, ' ') or '' "
+          "print(string.format('%-12s %-16s %-5s %10d bytes  %s%s%s', "
+          "r.name, '{' .. table.concat(r.shape, ',') .. '}', r.dtype, r.bytes, r.layout, per, "
           "r.computed and '' or '  (pending)')) end");
 }
 
