@@ -2,6 +2,8 @@
 //   local w = tp.load("w.npy", {name = "w", dtype = "f64"})
 //   tp.save(x * 2, "out.npy")              -- an observation point
 //   tp.save_env("ckpt");  local names = tp.load_env("ckpt")
+// On N ranks a named load and every save are parallel (engine/io/parallel_io.hpp): each rank
+// reads or writes only its own boxes; a failure on any rank is an error naming it.
 #include <lauxlib.h>
 #include <lua.h>
 
@@ -11,6 +13,10 @@
 #include "engine/exec/evaluator.hpp"
 #include "engine/io/checkpoint.hpp"
 #include "engine/io/npy.hpp"
+#include "engine/io/parallel_io.hpp"
+#include "engine/exec/observe.hpp"
+#include "engine/plan/planner.hpp"
+#include "engine/store/stored_tensor.hpp"
 #include "engine/store/environment.hpp"
 #include "lang/bindings.hpp"
 #include "lang/lua_args.hpp"
@@ -50,11 +56,18 @@ int l_load(lua_State* L) {
   // Check the name before reading: a bad name should not cost a large read.
   if (name)
     user_check(is_identifier(*name), "'", *name, "' is not a valid tensor name (use an identifier)");
-  auto value = io::load_npy(path);
-  const Shape shape = value->view().shape;
-  const DType stored = value->view().dtype;
-  NodeRef n = make_source(std::move(value), shape, stored);
-  if (dtype && *dtype != stored) n = build::cast(n, *dtype);
+  // A named tensor on N ranks: each rank reads its own rows into its shard store.
+  const int ranks = plan::current_mesh().ranks;
+  NodeRef n;
+  if (name && ranks > 1) {
+    n = io::load_npy_sharded(path, ranks);
+  } else {
+    auto value = io::load_npy(path);
+    const Shape shape = value->view().shape;
+    const DType stored = value->view().dtype;
+    n = make_source(std::move(value), shape, stored);
+  }
+  if (dtype && *dtype != n->dtype) n = build::cast(n, *dtype);
   if (name) env().bind(*name, n);
   push_tensor(L, std::move(n), name.value_or(""));
   return 1;
@@ -63,6 +76,21 @@ int l_load(lua_State* L) {
 int l_save(lua_State* L) {
   const NodeRef x = check_tensor_like(L, 1);
   const std::string path = check_path(L, 2);
+  // On N ranks the value is computed (or already stored) sharded and each rank writes its
+  // own boxes; rank 0 writes only the header.
+  if (plan::current_mesh().ranks > 1 && !x->value) {
+    clear_cancel();
+    env().materialize();
+    NodeRef leaf = io::stored_leaf_of(x);
+    if (!leaf) {
+      NodeRef s = observe_stored({x})[0];
+      if (!s->value && stored_layout(s->id)) leaf = s;
+    }
+    if (leaf) {
+      io::save_npy_sharded({{path, leaf}});
+      return 0;
+    }
+  }
   observe({x});
   io::save_npy(path, x->value->view());
   return 0;

@@ -268,6 +268,58 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys) {
   return report;
 }
 
+void run_io_mpi(std::vector<char> job, const std::function<void()>& mine) {
+  State& s = state();
+  internal_check(s.mpi != nullptr);
+  if (!s.broken.empty()) throw Error(s.broken);
+  comm::Mpi& mpi = *s.mpi;
+  const uint64_t epoch = ++s.epoch;
+  Command io{Command::Io, epoch, std::move(job)};
+  auto cmd = std::make_shared<const std::vector<char>>(encode_command(io));
+  for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, cmd);
+  // Rank 0's own part first: the workers do theirs meanwhile.
+  std::string my_error;
+  Status::Error my_kind = Status::User;
+  try {
+    mine();
+  } catch (const InternalError& e) {
+    my_error = e.what(), my_kind = Status::Internal;
+  } catch (const Error& e) {
+    my_error = e.what();
+  } catch (const std::bad_alloc&) {
+    my_error = "out of memory";
+  }
+  Statuses st(mpi, epoch, trace::now_us());
+  comm::Backoff wait;
+  auto quiet_since = Clock::now();
+  const double limit = timeout_s();
+  while (!st.all()) {
+    if (st.collect()) {
+      wait.reset();
+      quiet_since = Clock::now();
+      continue;
+    }
+    if (const int dead = s.peers.dead()) {
+      s.broken = cat_str("the MPI job is broken: ", s.peers.obituary(dead));
+      throw Error(s.peers.obituary(dead));
+    }
+    if (std::chrono::duration<double>(Clock::now() - quiet_since).count() > limit) {
+      s.broken = cat_str("the MPI job is broken: rank(s) ", st.missing(), " did not finish an I/O job in ", limit,
+                         " s (TAPESTRY_MPI_TIMEOUT); restart tapestry");
+      throw Error(s.broken);
+    }
+    mpi.progress();
+    wait.pause();
+  }
+  mpi.progress();
+  if (!my_error.empty()) {
+    const std::string msg = my_error.rfind("rank 0: ", 0) == 0 ? my_error : "rank 0: " + my_error;
+    if (my_kind == Status::Internal) throw InternalError(msg);
+    throw Error(msg);
+  }
+  if (st.any_failed()) rethrow(st.first_failure());
+}
+
 void shutdown_workers() {
   State& s = state();
   if (!s.mpi || s.shut) return;

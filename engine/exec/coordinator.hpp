@@ -13,6 +13,9 @@
 // alive to say so; rank 0 then aborts the job itself.
 #pragma once
 
+#include <functional>
+#include <vector>
+
 #include "engine/comm/mpi.hpp"
 #include "engine/exec/sharded_run.hpp"
 #include "engine/plan/sharded_graph.hpp"
@@ -28,6 +31,11 @@ int mpi_job_ranks();
 // Runs `g` (planned for mpi_job_ranks() ranks) on the job. Throws as described above.
 // `keys`: initial shards read from each rank's shard store, results kept there.
 RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys = {});
+
+// Runs an I/O job (engine/io/parallel_io.hpp: encode_io's bytes) on every rank: sends it as an
+// Io command, runs `mine` (rank 0's part), and waits for every worker's status. Throws the
+// first failure ("rank r: ...") once every rank answered; a dead or silent worker as run_plan_mpi.
+void run_io_mpi(std::vector<char> job, const std::function<void()>& mine);
 
 // Frees stored shards on every worker (rank 0 drops its own itself).
 void drop_on_workers(const std::vector<uint64_t>& keys);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "engine/exec/plan_wire.hpp"
+#include "engine/io/parallel_io.hpp"
 #include "engine/exec/sharded_run.hpp"
 #include "engine/exec/trace.hpp"
 #include "engine/ir/error.hpp"
@@ -24,7 +25,8 @@ constexpr uint32_t kCommandMagic = 0x4d435054;  // "TPCM"
 constexpr uint32_t kStatusMagic = 0x54535054;   // "TPST"
 // 2: a Run command carries flags (Trace); a status carries the run's trace events.
 // 3: a Run command carries store keys; Drop commands; Hello statuses.
-constexpr uint32_t kProtocolVersion = 3;
+// 4: Io commands (parallel .npy reads and writes).
+constexpr uint32_t kProtocolVersion = 4;
 
 template <class T> void put(std::vector<char>& out, T v) {
   const size_t at = out.size();
@@ -88,6 +90,10 @@ class Worker {
         for (uint64_t k : c->drop) shard_store().drop(k);
         continue;
       }
+      if (c->kind == Command::Io) {
+        io(*c);
+        continue;
+      }
       run(*c);
     }
     mpi_.flush(2.0);  // our last statuses and slices; never wait on a peer that left
@@ -129,6 +135,26 @@ class Worker {
     if (now - last_probe_ < std::chrono::milliseconds(2)) return false;
     last_probe_ = now;
     return stopped_ = stopped_ || aborted();
+  }
+
+  // This rank's boxes of a parallel .npy read or write; one status either way.
+  void io(const Command& c) {
+    epoch_ = c.epoch;
+    const int me = mpi_.rank();
+    Status st;
+    st.epoch = c.epoch;
+    try {
+      io::run_io_part(io::decode_io(c.plan), me);
+    } catch (const InternalError& e) {
+      st = Status{Status::Failed, Status::Internal, c.epoch, 0, 0, 0, on_rank(me, e.what()), {}};
+    } catch (const Error& e) {
+      st = Status{Status::Failed, Status::User, c.epoch, 0, 0, 0, on_rank(me, e.what()), {}};
+    } catch (const std::bad_alloc&) {
+      st = Status{Status::Failed, Status::User, c.epoch, 0, 0, 0, on_rank(me, "out of memory"), {}};
+    } catch (const std::exception& e) {
+      st = Status{Status::Failed, Status::Internal, c.epoch, 0, 0, 0, on_rank(me, e.what()), {}};
+    }
+    report(st);
   }
 
   void run(const Command& c) {
@@ -227,7 +253,7 @@ bool decode_command(std::span<const char> in, Command& c, std::string& why) {
   uint64_t n = 0;
   if (!get(in, kind) || !get(in, c.flags) || !get(in, c.epoch) || !get(in, n)) return why = "truncated command", false;
   if (c.flags & ~Command::Trace) return why = cat_str("command flags ", int(c.flags)), false;
-  if (kind < Command::Run || kind > Command::Drop) return why = cat_str("command kind ", int(kind)), false;
+  if (kind < Command::Run || kind > Command::Io) return why = cat_str("command kind ", int(kind)), false;
   if (n > in.size()) return why = cat_str("the command says ", n, " bytes of plan, it carries ", in.size()), false;
   c.kind = static_cast<Command::Kind>(kind);
   c.plan.assign(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n));

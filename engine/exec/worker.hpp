@@ -21,7 +21,9 @@ namespace tapestry {
 
 struct Command {
   // Drop: free the stored shards of `drop` (a rebind's old version, a failed run's new one).
-  enum Kind : uint8_t { Run = 1, Abort = 2, Shutdown = 3, Drop = 4 };
+  // Io: this rank's part of a parallel .npy read or write (engine/io/parallel_io.hpp), the job's
+  // bytes in `plan`; answered by one status like a run (protocol 4).
+  enum Kind : uint8_t { Run = 1, Abort = 2, Shutdown = 3, Drop = 4, Io = 5 };
   enum Flags : uint8_t { Trace = 1 };  // Run: record trace events and send them back
   Kind kind = Run;
   uint64_t epoch = 0;       // which run (Run and Abort)

@@ -12,6 +12,11 @@
 #include "engine/exec/evaluator.hpp"
 #include "engine/io/manifest.hpp"
 #include "engine/io/npy.hpp"
+#include "engine/io/parallel_io.hpp"
+#include "engine/exec/coordinator.hpp"
+#include "engine/plan/planner.hpp"
+#include "engine/store/shard_store.hpp"
+#include "engine/store/stored_tensor.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
 
@@ -47,17 +52,23 @@ std::vector<std::string> save_env(const std::string& dir, Environment& e) {
 
   Manifest m;
   std::vector<std::string> names;
+  // A value kept sharded on the ranks (engine/store) is written by them, each its own boxes,
+  // all in one I/O job; a value whole on rank 0 is written there.
+  std::vector<std::pair<std::string, NodeRef>> sharded;
   for (const auto& [name, entry] : e.entries()) {
     const NodeRef& n = entry.stored;
     internal_check(n != nullptr);
-    // A value kept sharded on the ranks (engine/store) is gathered to rank 0 to be written.
-    if (!n->value) observe_values({n});
-    const View& v = n->value->view();
     const std::string file = name + ".npy";
-    save_npy(join(dir, file), v);
-    m.tensors.push_back({name, file, v.dtype, v.shape, numel(v.shape) * dtype_size(v.dtype)});
+    if (!n->value && stored_layout(n->id)) {
+      sharded.emplace_back(join(dir, file), n);
+    } else {
+      if (!n->value) observe_values({n});
+      save_npy(join(dir, file), n->value->view());
+    }
+    m.tensors.push_back({name, file, n->dtype, n->shape, numel(n->shape) * dtype_size(n->dtype)});
     names.push_back(name);
   }
+  save_npy_sharded(sharded);  // every rank reported success before the manifest is written
   write_manifest(join(dir, kManifestName), m);
   return names;
 }
@@ -73,6 +84,9 @@ std::vector<std::string> load_env(const std::string& dir, Environment& e) {
 
   // Read everything before binding anything, so a bad file leaves the environment as it was.
   std::vector<std::pair<std::string, NodeRef>> loaded;
+  // On N ranks each rank reads its own rows of every file into its shard store (one I/O job).
+  const int ranks = plan::current_mesh().ranks;
+  std::vector<IoTask> tasks;
   for (const ManifestEntry& t : m.tensors) {
     const std::string path = join(dir, t.file);
     const NpyHeader h = read_npy_header(path);
@@ -81,10 +95,26 @@ std::vector<std::string> load_env(const std::string& dir, Environment& e) {
                dtype_name(t.dtype), " ", shape_str(t.shape), " for '", t.name, "'");
     user_check(h.data_bytes() == t.bytes, "'", path, "': the manifest says ", t.bytes,
                " bytes for '", t.name, "', the header ", h.data_bytes());
-    // One process holds everything today; with more ranks, each reads its own boxes here.
+    if (ranks > 1) {
+      NodeRef leaf = make_stored_leaf(h.shape, h.dtype);
+      tasks.push_back(read_task(path, h, leaf, ranks));
+      loaded.emplace_back(t.name, std::move(leaf));
+      continue;
+    }
     auto value = Value::alloc(h.dtype, h.shape);
     read_npy_box(path, h, poly::Box::of_shape(h.shape), value->view());
     loaded.emplace_back(t.name, make_source(std::move(value), h.shape, h.dtype));
+  }
+  if (!tasks.empty()) {
+    try {
+      run_io(tasks, ranks);
+    } catch (...) {
+      std::vector<uint64_t> keys;
+      for (const IoTask& t : tasks) shard_store().drop(t.key), keys.push_back(t.key);
+      if (mpi_job_ranks() == ranks) drop_on_workers(keys);
+      throw;
+    }
+    for (size_t i = 0; i < tasks.size(); ++i) register_stored(loaded[i].second, tasks[i].shards, ranks);
   }
   std::vector<std::string> names;
   for (auto& [name, node] : loaded) {

@@ -2,8 +2,11 @@
 //   save_env("ckpt");                          // ckpt/w.npy, ckpt/b.npy, ckpt/manifest.json
 //   std::vector<std::string> names = load_env("ckpt");   // binds w and b again
 //   load_env("ckpt", my_env);                  // any Environment (tests use their own)
-// Files hold global shapes, not shards, so a checkpoint loads onto any number of ranks: each
-// rank reads its own boxes of each file (read_npy_box) whatever layout wrote them.
+// Files hold global shapes, not shards, so a checkpoint loads onto any number of ranks. On N
+// ranks (engine/io/parallel_io.hpp) nothing passes through rank 0 but headers: a save has each
+// rank write its stored boxes (write_npy_box) and writes the manifest only once every rank
+// reported success; a load has each rank read its rows of each file (read_npy_box) into its
+// shard store, and binds the names as stored tensors split along dimension 1.
 // Crash safety: each .npy is written to a temporary and renamed, and the manifest, written
 // last the same way, is what load_env trusts; a file that disagrees with it is an error.
 #pragma once

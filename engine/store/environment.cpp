@@ -4,6 +4,7 @@
 
 #include "engine/exec/observe.hpp"
 #include "engine/ir/error.hpp"
+#include "engine/store/stored_tensor.hpp"
 
 namespace tapestry {
 
@@ -23,7 +24,7 @@ void Environment::bind(const std::string& name, NodeRef value) {
   user_check(is_identifier(name), "'", name, "' is not a valid tensor name (use an identifier)");
   internal_check(value != nullptr);
   Entry& e = entries_[name];
-  if (value->value) {  // already data: no evaluation needed
+  if (value->value || stored_layout(value->id)) {  // already data (or stored shards, a loaded file)
     e.stored = std::move(value);
     e.pending = nullptr;
   } else {

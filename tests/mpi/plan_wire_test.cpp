@@ -10,6 +10,7 @@
 #include "engine/exec/sharded_run.hpp"
 #include "engine/exec/trace.hpp"
 #include "engine/exec/worker.hpp"
+#include "engine/io/parallel_io.hpp"
 #include "engine/ir/builders.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
@@ -173,4 +174,32 @@ TEST_CASE("trace events round-trip relative to the run's start, and truncation i
   bytes.pop_back();
   back.clear();
   CHECK_FALSE(trace::decode_events(bytes, 0.0, back));
+}
+
+TEST_CASE("an Io command carries a parallel .npy job, checked on receipt") {
+  io::IoTask t;
+  t.kind = io::IoTask::Write;
+  t.path = "/tmp/x.npy.partial-1";
+  t.key = 77;
+  t.header = io::make_npy_header(DType::F64, {6, 4});
+  t.shards = {plan::Shard{77, poly::Box({0, 0}, {2, 3}), 0}, plan::Shard{77, poly::Box({3, 0}, {5, 3}), 1}};
+  Command c{Command::Io, 5, io::encode_io({t})};
+  Command back;
+  std::string why;
+  const std::vector<char> bytes = encode_command(c);
+  REQUIRE(decode_command(bytes, back, why));
+  CHECK(back.kind == Command::Io);
+  const std::vector<io::IoTask> got = io::decode_io(back.plan);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].kind == io::IoTask::Write);
+  CHECK(got[0].path == t.path);
+  CHECK(got[0].key == 77);
+  CHECK(got[0].header.shape == t.header.shape);
+  CHECK(got[0].header.data_offset == t.header.data_offset);
+  REQUIRE(got[0].shards.size() == 2);
+  CHECK(got[0].shards[1].box == t.shards[1].box);
+  CHECK(got[0].shards[1].rank == 1);
+  // Every truncation is an Error, never a crash.
+  for (size_t n = 0; n < back.plan.size(); ++n)
+    CHECK_THROWS_AS(io::decode_io(std::span<const char>(back.plan.data(), n)), Error);
 }

@@ -1,0 +1,274 @@
+// Parallel .npy I/O of sharded tensors (parallel_io.hpp).
+#include "engine/io/parallel_io.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <utility>
+
+#include "engine/exec/coordinator.hpp"
+#include "engine/ir/error.hpp"
+#include "engine/ir/value.hpp"
+#include "engine/store/shard_store.hpp"
+#include "engine/store/stored_tensor.hpp"
+
+namespace tapestry::io {
+
+namespace {
+
+constexpr uint32_t kIoMagic = 0x4f495054;  // "TPIO"
+
+template <class T> void put(std::vector<char>& out, T v) {
+  const size_t at = out.size();
+  out.resize(at + sizeof(T));
+  std::memcpy(out.data() + at, &v, sizeof(T));
+}
+
+template <class T> T get(std::span<const char>& in) {
+  if (in.size() < sizeof(T)) throw Error("io message rejected: truncated");
+  T v;
+  std::memcpy(&v, in.data(), sizeof(T));
+  in = in.subspan(sizeof(T));
+  return v;
+}
+
+uint64_t count(std::span<const char>& in, size_t min_each) {
+  const uint64_t n = get<uint64_t>(in);
+  if (n > in.size() / std::max<size_t>(1, min_each)) throw Error("io message rejected: bad count");
+  return n;
+}
+
+void put_ints(std::vector<char>& out, const std::vector<int64_t>& v) {
+  put<uint64_t>(out, v.size());
+  for (int64_t x : v) put(out, x);
+}
+
+std::vector<int64_t> get_ints(std::span<const char>& in) {
+  std::vector<int64_t> v(count(in, 8));
+  for (int64_t& x : v) x = get<int64_t>(in);
+  return v;
+}
+
+bool on_mpi(int ranks) { return ranks > 1 && mpi_job_ranks() == ranks; }
+
+// "rank r: " in front of a message.
+std::string on_rank(int rank, const std::string& msg) {
+  const std::string prefix = cat_str("rank ", rank, ": ");
+  return msg.rfind(prefix, 0) == 0 ? msg : prefix + msg;
+}
+
+// A message about the temporary names the file the user asked for.
+std::string rename_path(std::string msg, const std::string& tmp, const std::string& path) {
+  for (size_t at = msg.find(tmp); at != std::string::npos; at = msg.find(tmp, at + path.size()))
+    msg.replace(at, tmp.size(), path);
+  return msg;
+}
+
+}  // namespace
+
+std::vector<char> encode_io(const std::vector<IoTask>& tasks) {
+  std::vector<char> out;
+  put(out, kIoMagic);
+  put<uint64_t>(out, tasks.size());
+  for (const IoTask& t : tasks) {
+    put<uint8_t>(out, t.kind);
+    put<uint64_t>(out, t.path.size());
+    out.insert(out.end(), t.path.begin(), t.path.end());
+    put(out, t.key);
+    put<uint8_t>(out, static_cast<uint8_t>(t.header.dtype));
+    put<uint8_t>(out, t.header.fortran_order);
+    put(out, t.header.data_offset);
+    put_ints(out, t.header.shape);
+    put<uint64_t>(out, t.shards.size());
+    for (const plan::Shard& s : t.shards) {
+      put<int32_t>(out, s.rank);
+      put_ints(out, s.box.lo);
+      put_ints(out, s.box.hi);
+    }
+  }
+  return out;
+}
+
+std::vector<IoTask> decode_io(std::span<const char> in) {
+  if (get<uint32_t>(in) != kIoMagic) throw Error("io message rejected: bad magic");
+  std::vector<IoTask> tasks(count(in, 16));
+  for (IoTask& t : tasks) {
+    const uint8_t kind = get<uint8_t>(in);
+    if (kind != IoTask::Read && kind != IoTask::Write) throw Error("io message rejected: bad kind");
+    t.kind = static_cast<IoTask::Kind>(kind);
+    const uint64_t n = count(in, 1);
+    t.path.assign(in.data(), n);
+    in = in.subspan(n);
+    t.key = get<uint64_t>(in);
+    const uint8_t dt = get<uint8_t>(in);
+    if (dt >= kNumDTypes) throw Error("io message rejected: bad dtype");
+    t.header.dtype = static_cast<DType>(dt);
+    t.header.fortran_order = get<uint8_t>(in) != 0;
+    t.header.data_offset = get<int64_t>(in);
+    t.header.shape = get_ints(in);
+    t.shards.resize(count(in, 20));
+    for (plan::Shard& s : t.shards) {
+      s.tensor = t.key;
+      s.rank = get<int32_t>(in);
+      s.box.lo = get_ints(in);
+      s.box.hi = get_ints(in);
+      if (s.box.lo.size() != t.header.shape.size() || s.box.hi.size() != t.header.shape.size())
+        throw Error("io message rejected: a box of the wrong rank");
+    }
+  }
+  if (!in.empty()) throw Error("io message rejected: trailing bytes");
+  return tasks;
+}
+
+void run_io_part(const std::vector<IoTask>& tasks, int rank) {
+  // TAPESTRY_IO_FAULT=RANK: that rank fails every I/O job (the tests' way to fail one rank).
+  if (const char* f = std::getenv("TAPESTRY_IO_FAULT"); f && std::atoi(f) == rank && *f)
+    throw Error("injected I/O failure (TAPESTRY_IO_FAULT)");
+  for (const IoTask& t : tasks) {
+    for (const plan::Shard& s : t.shards) {
+      if (s.rank != rank) continue;
+      if (t.kind == IoTask::Read) {
+        auto v = Value::alloc(t.header.dtype, s.box.extents());
+        read_npy_box(t.path, t.header, s.box, v->view());
+        shard_store().put(rank, t.key, s.box, v->view());
+      } else {
+        const std::optional<View> v = shard_store().find(rank, t.key, s.box);
+        if (!v)
+          throw InternalError(cat_str("'", t.path, "': no stored shard ", poly::to_string(s.box), " of %", t.key,
+                                      " on rank ", rank));
+        write_npy_box(t.path, t.header, s.box, *v);
+      }
+    }
+  }
+}
+
+void run_io(const std::vector<IoTask>& tasks, int ranks) {
+  if (on_mpi(ranks)) {
+    run_io_mpi(encode_io(tasks), [&] { run_io_part(tasks, 0); });
+    return;
+  }
+  // Loopback: this process holds every rank. Every rank runs, then the first failure is thrown.
+  std::string first;
+  bool internal = false;
+  for (int r = 0; r < ranks; ++r) {
+    try {
+      run_io_part(tasks, r);
+    } catch (const InternalError& e) {
+      if (first.empty()) first = on_rank(r, e.what()), internal = true;
+    } catch (const Error& e) {
+      if (first.empty()) first = on_rank(r, e.what());
+    } catch (const std::bad_alloc&) {
+      if (first.empty()) first = on_rank(r, "out of memory");
+    }
+  }
+  if (first.empty()) return;
+  if (internal) throw InternalError(first);
+  throw Error(first);
+}
+
+std::vector<plan::Shard> row_split(uint64_t key, const Shape& shape, int ranks) {
+  if (shape.empty() || ranks <= 1) return {plan::Shard{key, poly::Box::of_shape(shape), 0}};
+  std::vector<plan::Shard> out;
+  const int64_t rows = shape[0];
+  const int parts = static_cast<int>(std::min<int64_t>(ranks, rows));
+  int64_t lo = 0;
+  for (int r = 0; r < parts; ++r) {
+    const int64_t n = rows / parts + (r < rows % parts ? 1 : 0);
+    poly::Box b = poly::Box::of_shape(shape);
+    b.lo[0] = lo;
+    b.hi[0] = lo + n - 1;
+    out.push_back(plan::Shard{key, b, r});
+    lo += n;
+  }
+  return out;
+}
+
+IoTask read_task(const std::string& path, const NpyHeader& h, const NodeRef& leaf, int ranks) {
+  IoTask t;
+  t.kind = IoTask::Read;
+  t.path = path;
+  t.key = leaf->id;
+  t.header = h;
+  t.shards = row_split(leaf->id, h.shape, ranks);
+  return t;
+}
+
+NodeRef load_npy_sharded(const std::string& path, int ranks) {
+  const NpyHeader h = read_npy_header(path);
+  NodeRef leaf = make_stored_leaf(h.shape, h.dtype);
+  const IoTask t = read_task(path, h, leaf, ranks);
+  try {
+    run_io({t}, ranks);
+  } catch (...) {
+    shard_store().drop(t.key);
+    if (on_mpi(ranks)) drop_on_workers({t.key});
+    throw;
+  }
+  register_stored(leaf, t.shards, ranks);
+  return leaf;
+}
+
+NodeRef stored_leaf_of(const NodeRef& x) {
+  if (x->value) return nullptr;
+  if (stored_layout(x->id)) return x;
+  NodeRef leaf = materialized_as(*x);
+  return leaf && !leaf->value && stored_layout(leaf->id) ? leaf : nullptr;
+}
+
+void save_npy_sharded(const std::vector<std::pair<std::string, NodeRef>>& files) {
+  // Grouped by the mesh each was stored on (normally one group: the current mesh).
+  std::map<int, std::vector<IoTask>> groups;
+  std::vector<std::pair<std::string, std::string>> renames;  // tmp -> path
+  auto unlink_all = [&] {
+    for (const auto& [tmp, path] : renames) ::unlink(tmp.c_str());
+  };
+  try {
+    for (const auto& [path, leaf] : files) {
+      const StoredLayout* s = stored_layout(leaf->id);
+      internal_check(s != nullptr);
+      const std::string tmp = cat_str(path, ".partial-", ::getpid());
+      renames.emplace_back(tmp, path);
+      IoTask t;
+      t.kind = IoTask::Write;
+      t.path = tmp;
+      t.key = leaf->id;
+      try {
+        t.header = write_npy_header(tmp, leaf->dtype, leaf->shape);
+      } catch (const Error& e) {
+        throw Error(rename_path(e.what(), tmp, path));
+      }
+      // A box held on several ranks (replicated) is written once.
+      for (const plan::Shard& sh : s->shards) {
+        bool dup = false;
+        for (const plan::Shard& o : t.shards) dup = dup || o.box == sh.box;
+        if (!dup && !(sh.box.rank() > 0 && sh.box.empty())) t.shards.push_back(sh);
+      }
+      groups[s->ranks].push_back(std::move(t));
+    }
+    for (const auto& [ranks, tasks] : groups) {
+      try {
+        run_io(tasks, ranks);
+      } catch (const InternalError&) {
+        throw;
+      } catch (const Error& e) {
+        std::string msg = e.what();
+        for (const auto& [tmp, path] : renames) msg = rename_path(msg, tmp, path);
+        throw Error(msg);
+      }
+    }
+  } catch (...) {
+    unlink_all();
+    throw;
+  }
+  for (const auto& [tmp, path] : renames)
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+      const std::string why = std::strerror(errno);
+      unlink_all();
+      throw Error(cat_str("'", path, "': cannot write: ", why));
+    }
+}
+
+}  // namespace tapestry::io
