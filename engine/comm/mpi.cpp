@@ -339,6 +339,9 @@ std::string relaunch_under_mpirun(int ranks, int argc, char** argv) {
   std::vector<std::string> args = {launcher, "-n", std::to_string(ranks)};
 #ifdef OPEN_MPI
   args.push_back("--oversubscribe");  // more ranks than cores is fine on one machine
+  // Pinned ranks cannot leave a core another process is busy on: measured 2x slower for a
+  // 2-rank stencil on a 2-core machine (docs/performance.md, Scaling). Let the OS place them.
+  args.insert(args.end(), {"--bind-to", "none"});
   if (geteuid() == 0) args.push_back("--allow-run-as-root");
 #endif
   args.push_back(self);
