@@ -164,6 +164,8 @@ NodeRef arange(double first, double last, double step, DType dtype) {
   const double span = (last - first) / step;
   user_check(span >= 0, "empty range: from ", first, " to ", last, " by step ", step,
              " (Tapestry tensors have positive sizes)");
+  user_check(span < 0x1p50, "range from ", first, " to ", last, " by step ", step,
+             " is too large (more than 2^50 elements)");
   // Inclusive like a Lua numeric for; tolerate rounding at the last point.
   const int64_t n = static_cast<int64_t>(std::floor(span + 1e-9)) + 1;
   user_check(dtype != DType::Bool, "dtype bool is not supported");

@@ -19,6 +19,8 @@ NodeRef reshape(const NodeRef& x, Shape shape) {
       infer = static_cast<int>(i);
     } else {
       user_check(shape[i] >= 1, "sizes must be positive (or one -1), got ", shape_str(shape));
+      user_check(known <= (int64_t{1} << 50) / shape[i], "shape ", shape_str(shape),
+                 " is too large (more than 2^50 elements)");
       known *= shape[i];
     }
   }
