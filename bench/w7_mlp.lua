@@ -1,12 +1,8 @@
 -- W7: one MLP training step (BENCH.md): 4 layers of 1024, batch 1024, cross-entropy, SGD.
 -- Forward 4 matmuls, backward 8: 12 x 2 x 1024^3 = 25.8 GFLOP per step.
 --   tapestry bench/w7_mlp.lua             (BENCH_SMALL=1: width 32, batch 32, one run)
--- Needs tp.grad (reverse mode; docs/gradients.md).  Without it the script says "notyet".
+-- Gradients come from tp.grad (reverse mode; docs/gradients.md).
 local B = dofile((arg[0]:match("(.*/)") or "./") .. "common.lua")
-if not tp.grad then
-  B.report("W7", "tapestry", 0, "notyet")
-  return
-end
 local nn = require "tapestry.nn"
 local width = B.small and 32 or 1024
 local batch = B.small and 32 or 1024

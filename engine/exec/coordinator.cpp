@@ -239,7 +239,7 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys) {
     my_blocks = me.blocks_run();
     my_move_s = me.move_seconds();
     if (!st.any_failed()) me.keep_outputs();
-  } catch (...) {
+  } catch (const std::exception&) {  // no Lua runs here; rethrown below after the abort
     mine = std::current_exception();
   }
   if (mine || st.any_failed()) {

@@ -13,6 +13,7 @@
 #include "engine/poly/signature.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
+#include "engine/plan/fusion_groups.hpp"
 #include "kernels/cpu/kernels.hpp"
 
 namespace tapestry {
@@ -34,7 +35,6 @@ class Evaluation {
 
   void run() {
     const double t0 = now();
-    order();
     decide_fusion();
     stats().time_schedule += now() - t0;
     const double t1 = now();
@@ -77,72 +77,16 @@ class Evaluation {
                            fused ? ",\"fused_inputs\":" + std::to_string(fused) : std::string())});
   }
 
-  // Post-order DFS from the roots, stopping at nodes that hold a value.
-  void order() {
-    std::unordered_set<const Node*> seen;
-    std::vector<std::pair<const Node*, size_t>> stack;
-    for (const NodeRef& r : roots_) {
-      root_set_.insert(r.get());
-      if (seen.insert(r.get()).second) stack.push_back({r.get(), 0});
-      while (!stack.empty()) {
-        auto& [n, next] = stack.back();
-        if (n->value || next == n->inputs.size()) {
-          topo_.push_back(n);
-          stack.pop_back();
-          continue;
-        }
-        const Node* in = n->inputs[next++].get();
-        ++uses_[in];
-        if (seen.insert(in).second) stack.push_back({in, 0});
-      }
-    }
-  }
-
-  // A map (or constant) folds into its consumer when that consumer is a map and
-  // nobody else needs the value: then no intermediate buffer exists.
+  // The fusion rules are plan::group_fusion's (shared with plan::fuse). A map absorbed by a
+  // reduction counts as inlined here: run_map_reduce computes it chunk by chunk.
   void decide_fusion() {
-    std::unordered_map<const Node*, const Node*> sole_consumer;
-    std::unordered_set<const Node*> shared, feeds_non_map;
-    for (const Node* n : topo_) {
-      if (n->value) continue;
-      for (const NodeRef& in : n->inputs) {
-        auto [it, fresh] = sole_consumer.emplace(in.get(), n);
-        if (!fresh && it->second != n) shared.insert(in.get());
-        if (op_kind(n->op) != OpKind::Map) feeds_non_map.insert(in.get());
-      }
-    }
-    for (auto it = topo_.rbegin(); it != topo_.rend(); ++it) {
-      const Node* n = *it;
-      if (n->value || root_set_.count(n)) continue;
-      const bool is_map = op_kind(n->op) == OpKind::Map;
-      const bool is_const = n->op == Op::Full;
-      if (!is_map && !is_const) continue;
-      auto c = sole_consumer.find(n);
-      if (c == sole_consumer.end()) continue;
-      const Node* consumer = c->second;
-      if (is_map && op_kind(consumer->op) == OpKind::Reduce && !shared.count(n)) {
-        // A map feeding only a reduction: computed chunk by chunk and reduced while the
-        // chunk is in cache (run_map_reduce), never as a whole intermediate tensor.
-        inlined_.insert(n);
-        group_root_[n] = n;
-        depth_[n] = 0;
-        group_size_[n] = 1;
-        ++stats().fused_ops;
-        continue;
-      }
-      if (op_kind(consumer->op) != OpKind::Map) continue;
-      // A constant can be re-emitted in every map that reads it, but a non-map needs it in memory.
-      if (feeds_non_map.count(n) || (!is_const && shared.count(n))) continue;
-      // Bound each fused program: its recursion depth and its per-instruction tiles.
-      const Node* group = group_root_.count(consumer) ? group_root_[consumer] : consumer;
-      const int depth = depth_[consumer] + 1;
-      if (depth > kMaxFusionDepth || group_size_[group] >= kMaxFusionSize) continue;
-      inlined_.insert(n);
-      group_root_[n] = group;
-      depth_[n] = depth;
-      ++group_size_[group];
-      if (is_map) ++stats().fused_ops;
-    }
+    plan::FusionGroups g = plan::group_fusion(roots_);
+    topo_ = std::move(g.topo);
+    root_set_ = std::move(g.roots);
+    uses_ = std::move(g.uses);
+    inlined_ = std::move(g.inlined);
+    for (const auto& [reduce, map] : g.reduce_input) inlined_.insert(map);
+    stats().fused_ops += static_cast<uint64_t>(g.fused_maps);
   }
 
   View input_view(const Node* n) {
@@ -403,11 +347,6 @@ class Evaluation {
   std::unordered_map<const Node*, int> uses_;
   std::unordered_set<const Node*> inlined_;
   std::unordered_set<const Node*> visited_;  // group members seen by collect_leaves
-  static constexpr int kMaxFusionDepth = 48;
-  static constexpr int kMaxFusionSize = 96;
-  std::unordered_map<const Node*, const Node*> group_root_;  // inlined node -> its group's root
-  std::unordered_map<const Node*, int> depth_;               // distance from the group root
-  std::unordered_map<const Node*, int> group_size_;          // instructions per group root
   std::unordered_map<const Node*, std::shared_ptr<Value>> values_;
 };
 

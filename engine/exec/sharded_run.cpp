@@ -113,7 +113,7 @@ bool RankProgram::advance() {
       ++pc_;
       ran = true;
     }
-  } catch (...) {
+  } catch (const std::exception&) {  // no Lua runs here; rethrown, tagged with the rank
     rethrow_on(me_);
   }
   return ran;
@@ -336,7 +336,7 @@ void RankProgram::send_outputs() {
       t_.send(0, comm::tag(comm::TagKind::Output, i), gather(o.tensor, o.box));
       bytes += bytes_of(node(o.tensor), o.box);
     }
-  } catch (...) {
+  } catch (const std::exception&) {  // no Lua runs here; rethrown, tagged with the rank
     rethrow_on(me_);
   }
   const double dur = trace::now_us() - t0;

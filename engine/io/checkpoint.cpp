@@ -108,7 +108,7 @@ std::vector<std::string> load_env(const std::string& dir, Environment& e) {
   if (!tasks.empty()) {
     try {
       run_io(tasks, ranks);
-    } catch (...) {
+    } catch (...) {  // cleanup, then the same exception goes on (no Lua runs here)
       std::vector<uint64_t> keys;
       for (const IoTask& t : tasks) shard_store().drop(t.key), keys.push_back(t.key);
       if (mpi_job_ranks() == ranks) drop_on_workers(keys);

@@ -202,7 +202,7 @@ NodeRef load_npy_sharded(const std::string& path, int ranks) {
   const IoTask t = read_task(path, h, leaf, ranks);
   try {
     run_io({t}, ranks);
-  } catch (...) {
+  } catch (...) {  // cleanup, then the same exception goes on (no Lua runs here)
     shard_store().drop(t.key);
     if (on_mpi(ranks)) drop_on_workers({t.key});
     throw;
@@ -259,7 +259,7 @@ void save_npy_sharded(const std::vector<std::pair<std::string, NodeRef>>& files)
         throw Error(msg);
       }
     }
-  } catch (...) {
+  } catch (...) {  // cleanup, then the same exception goes on (no Lua runs here)
     unlink_all();
     throw;
   }

@@ -4,14 +4,11 @@
 #include <unordered_set>
 
 #include "engine/ir/error.hpp"
+#include "engine/plan/fusion_groups.hpp"
 
 namespace tapestry::plan {
 
 namespace {
-
-// The evaluator's bounds: one program's recursion depth and its instruction count.
-constexpr int kMaxFusionDepth = 48;
-constexpr int kMaxFusionSize = 96;
 
 // One fused group laid out as a program: its leaves (values from outside), its members in
 // emission order (the group's root last), and the instructions.
@@ -26,7 +23,6 @@ class Fusion {
   explicit Fusion(const std::vector<NodeRef>& roots) : roots_(roots) {}
 
   FusedGraph run() {
-    order();
     decide();
     FusedGraph g;
     for (const Node* n : topo_) {
@@ -41,66 +37,13 @@ class Fusion {
   }
 
  private:
-  // Post-order DFS from the roots, stopping at nodes that hold a value.
-  void order() {
-    std::unordered_set<const Node*> seen;
-    std::vector<std::pair<const Node*, size_t>> stack;
-    for (const NodeRef& r : roots_) {
-      root_set_.insert(r.get());
-      if (seen.insert(r.get()).second) stack.push_back({r.get(), 0});
-      while (!stack.empty()) {
-        auto& [n, next] = stack.back();
-        if (n->value || next == n->inputs.size()) {
-          topo_.push_back(n);
-          stack.pop_back();
-          continue;
-        }
-        const Node* in = n->inputs[next++].get();
-        if (seen.insert(in).second) stack.push_back({in, 0});
-      }
-    }
-  }
-
-  // Consumers first (reverse topological order), so a producer knows its consumer's group.
+  // The rules are group_fusion's, shared with the single-rank evaluator.
   void decide() {
-    std::unordered_map<const Node*, const Node*> sole_consumer;
-    std::unordered_set<const Node*> shared, feeds_non_map;
-    for (const Node* n : topo_) {
-      if (n->value) continue;
-      for (const NodeRef& in : n->inputs) {
-        auto [it, fresh] = sole_consumer.emplace(in.get(), n);
-        if (!fresh && it->second != n) shared.insert(in.get());
-        if (op_kind(n->op) != OpKind::Map) feeds_non_map.insert(in.get());
-      }
-    }
-    for (auto it = topo_.rbegin(); it != topo_.rend(); ++it) {
-      const Node* n = *it;
-      if (n->value || root_set_.count(n)) continue;
-      const bool is_map = op_kind(n->op) == OpKind::Map;
-      const bool is_const = n->op == Op::Full;
-      if (!is_map && !is_const) continue;
-      auto c = sole_consumer.find(n);
-      if (c == sole_consumer.end()) continue;
-      const Node* consumer = c->second;
-      if (op_kind(consumer->op) == OpKind::Reduce) {
-        // The reduction reads the map's value once, where the program produces it.
-        if (is_map && !shared.count(n)) {
-          into_reduce_.insert(n);
-          reduce_of_[consumer] = n;
-        }
-        continue;
-      }
-      if (op_kind(consumer->op) != OpKind::Map) continue;
-      // A constant can be re-emitted in every map that reads it, but a non-map needs it in memory.
-      if (feeds_non_map.count(n) || (!is_const && shared.count(n))) continue;
-      const Node* group = group_root_.count(consumer) ? group_root_[consumer] : consumer;
-      const int depth = depth_[consumer] + 1;
-      if (depth > kMaxFusionDepth || group_size_[group] >= kMaxFusionSize) continue;
-      inlined_.insert(n);
-      group_root_[n] = group;
-      depth_[n] = depth;
-      ++group_size_[group];
-    }
+    FusionGroups fg = group_fusion(roots_);
+    topo_ = std::move(fg.topo);
+    inlined_ = std::move(fg.inlined);
+    reduce_of_ = std::move(fg.reduce_input);
+    for (const auto& [reduce, map] : reduce_of_) into_reduce_.insert(map);
   }
 
   NodeRef rebuilt(const Node* n) const {
@@ -204,14 +147,10 @@ class Fusion {
   }
 
   std::vector<NodeRef> roots_;
-  std::unordered_set<const Node*> root_set_;
   std::vector<const Node*> topo_;
   std::unordered_set<const Node*> inlined_;      // members of a map group other than its root
   std::unordered_set<const Node*> into_reduce_;  // group roots folded into their reduction
   std::unordered_map<const Node*, const Node*> reduce_of_;  // reduction -> the map it absorbs
-  std::unordered_map<const Node*, const Node*> group_root_;
-  std::unordered_map<const Node*, int> depth_;
-  std::unordered_map<const Node*, int> group_size_;
   std::unordered_map<const Node*, NodeRef> new_;  // original -> its node in the fused graph
 };
 

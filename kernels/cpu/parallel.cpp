@@ -109,7 +109,7 @@ class Pool {
       if (lo >= n_) break;
       try {
         (*fn_)(lo, std::min(n_, lo + grain_), worker);
-      } catch (...) {
+      } catch (...) {  // a thread boundary: carried to the caller, rethrown there
         std::lock_guard<std::mutex> lk(m_);
         if (!error_) error_ = std::current_exception();
         next_.store(n_, std::memory_order_relaxed);
@@ -164,7 +164,7 @@ void parallel_for(int64_t n, int64_t grain, const RangeFn& fn) {
     t_in_job = true;
     try {
       for (int64_t lo = 0; lo < n; lo += grain) fn(lo, std::min(n, lo + grain), 0);
-    } catch (...) {
+    } catch (...) {  // restore, then the same exception goes on
       t_in_job = outer;
       throw;
     }
