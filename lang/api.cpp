@@ -296,7 +296,9 @@ const ApiEntry kApi[] = {
     {"tp.plan", K::Function, "plan", "tp.plan(a, b, ... [,opts])",
      "Plan without running and return a Plan: print(plan) shows every rank's blocks, transfers "
      "and combines and the cost estimate; plan:cost() returns {time, bytes_moved, flops, "
-     "peak_bytes}; plan:dot(path) writes Graphviz. opts.mesh = N (or {ranks=, ranks_per_node=, "
+     "peak_bytes, memory_penalty, estimated}; plan:dot(path) writes Graphviz. A big graph on a "
+     "big mesh (ops x ranks > 4096) is chosen and costed by estimate from sampled blocks "
+     "(estimated=true) and its blocks are built only when it runs or is drawn. opts.mesh = N (or {ranks=, ranks_per_node=, "
      "flops=, memory=, bandwidth=, latency=, network_bandwidth=, network_latency=}) plans for "
      "another machine; opts.search = 'greedy', 'anneal' or {method=, steps=, budget=, seed=}.",
      lua::l_plan},

@@ -130,15 +130,28 @@ std::string op_label(const Node& n) {
   return s;
 }
 
+const Node* node_in(const plan::PlannedGraph& pg, uint64_t id) {
+  for (const NodeRef& n : pg.topo)
+    if (n->id == id) return n.get();
+  internal_check(false);  // a plan chooses only for nodes of its graph
+  return nullptr;
+}
+
 std::string plan_text(const plan::PlannedGraph& pg) {
   std::ostringstream os;
   const plan::PlanCost& c = pg.plan.cost;
   os << "Plan on " << plan::to_string(pg.mesh) << (pg.cache_hit ? " (from the plan cache)" : "") << "\n";
   for (const auto& [id, cand] : pg.plan.choice) {
-    const Node* n = pg.plan.graph.find(id);
+    const Node* n = node_in(pg, id);
     os << "  " << op_label(*n) << ": " << cand.name(poly::signature_of(*n)) << "\n";
   }
-  os << plan::to_string(pg.plan.graph);
+  // An estimated plan (a big graph on a big mesh) is not lowered to list it: that alone would
+  // take longer than planning. plan:dot() or running it lowers it.
+  if (pg.plan.estimated && !pg.plan.lowered())
+    os << pg.plan.blocks << " blocks, chosen by estimate from sampled blocks; the per-rank listing is "
+       << "built when the plan runs or plan:dot() draws it\n";
+  else
+    os << plan::to_string(pg.plan.graph());
   os << "cost: " << plan::to_string(c) << "\n";
   return os.str();
 }
@@ -188,7 +201,7 @@ int plan_gc(lua_State* L) {
 
 int plan_cost(lua_State* L) {
   const plan::PlanCost& c = check_plan(L, 1)->pg.plan.cost;
-  lua_createtable(L, 0, 5);
+  lua_createtable(L, 0, 6);
   lua_pushnumber(L, c.time);
   lua_setfield(L, -2, "time");
   lua_pushinteger(L, c.bytes_moved);
@@ -199,6 +212,8 @@ int plan_cost(lua_State* L) {
   lua_setfield(L, -2, "peak_bytes");
   lua_pushnumber(L, c.memory_penalty);
   lua_setfield(L, -2, "memory_penalty");
+  lua_pushboolean(L, c.estimated);
+  lua_setfield(L, -2, "estimated");
   return 1;
 }
 
@@ -218,7 +233,7 @@ std::string check_path(lua_State* L, int i) {
 int plan_dot(lua_State* L) {
   const plan::PlannedGraph& pg = check_plan(L, 1)->pg;
   const std::string path = check_path(L, 2);
-  const plan::ShardedGraph& g = pg.plan.graph;
+  const plan::ShardedGraph& g = pg.plan.graph();
   std::ostringstream os;
   os << "digraph plan {\n  rankdir=LR; node [shape=box, fontname=monospace];\n";
   for (int r = 0; r < g.num_ranks; ++r) {

@@ -32,7 +32,7 @@ std::string human(int64_t b) {
 void check_memory_limit(const plan::Plan& p) {
   const int64_t limit = plan::memory_per_rank();
   if (limit <= 0) return;
-  const plan::ShardedGraph& g = p.graph;
+  const plan::ShardedGraph& g = p.graph();
   // Per rank, as the cost model counts it: held, received, computed and combined bytes.
   std::vector<int64_t> need(static_cast<size_t>(g.num_ranks), 0);
   for (const plan::Shard& h : g.initial)

@@ -155,10 +155,10 @@ std::vector<std::vector<plan::Shard>> run_observation(const std::vector<NodeRef>
   const double t_run = seconds();
   if (trace::enabled())
     trace::record({"phase", "plan", 0, trace::kPhases, t_plan * 1e6, (t_run - t_plan) * 1e6,
-                   cat_str("\"blocks\":", pg.plan.graph.blocks.size(), ",\"cache_hit\":", pg.cache_hit ? "true" : "false")});
+                   cat_str("\"blocks\":", pg.plan.graph().blocks.size(), ",\"cache_hit\":", pg.cache_hit ? "true" : "false")});
   for (const auto& [id, origin] : pg.fused_origin) stats().fused_ops += origin.size() - 1;
   check_memory_limit(pg.plan);
-  const plan::ShardedGraph& g = pg.plan.graph;
+  const plan::ShardedGraph& g = pg.plan.graph();
   StoreKeys keys;
   keys.initial = stored_initial_keys(g);
   if (!keep.empty()) {

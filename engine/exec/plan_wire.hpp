@@ -1,5 +1,5 @@
 // The plan wire format: what a worker needs to run its part of a plan, as bytes.
-//   std::vector<char> bytes = encode_plan(pg.plan.graph);   // rank 0
+//   std::vector<char> bytes = encode_plan(pg.plan.graph());   // rank 0
 //   plan::ShardedGraph g = decode_plan(bytes);              // a worker: nodes rebuilt here
 //   RankProgram me(g, transport);                          // ids are this process's own
 // Node ids are per process (a counter), so the message names nodes by rank 0's ids and the

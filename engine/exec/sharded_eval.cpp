@@ -19,12 +19,12 @@ bool verify_every_plan() {
 
 RunReport run_planned(const plan::PlannedGraph& pg, bool verify_plan) {
   if (verify_plan || verify_every_plan()) {
-    const plan::VerifyResult r = plan::verify(pg.plan.graph, pg.topo);
+    const plan::VerifyResult r = plan::verify(pg.plan.graph(), pg.topo);
     if (!r.ok()) throw InternalError(cat_str("the plan fails verification:\n", r.message()));
   }
   StoreKeys keys;
-  keys.initial = stored_initial_keys(pg.plan.graph);
-  return run_plan(pg.plan.graph, keys);
+  keys.initial = stored_initial_keys(pg.plan.graph());
+  return run_plan(pg.plan.graph(), keys);
 }
 
 RunReport evaluate_sharded(const std::vector<NodeRef>& roots, const plan::Mesh& mesh,

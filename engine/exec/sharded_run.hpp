@@ -1,6 +1,6 @@
 // Running a sharded graph: every rank executes its step list; slices move through a transport.
 //   plan::Plan p = plan::search(topo, initial, roots, plan::Mesh::modelled(4));
-//   RunReport r = run_plan(p.graph);      // 4 virtual ranks over loopback; roots get their values
+//   RunReport r = run_plan(p.graph());      // 4 virtual ranks over loopback; roots get their values
 //   RankProgram me(g, mpi_endpoint);  while (!me.done()) me.advance();   // one rank (MPI, later)
 // The executor trusts the plan's structure (verify() checks it) but not blindly: a slice a
 // block needs and its rank lacks, or a plan that cannot finish, throws InternalError naming the

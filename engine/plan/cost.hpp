@@ -23,6 +23,9 @@ struct PlanCost {
   int64_t peak_bytes = 0;     // the largest per-rank estimate (see cost_of)
   double memory_penalty = 0;  // s, added to time by total()
   std::vector<double> rank_busy;  // per rank: compute seconds (for explain and balance)
+  // From sampled blocks (estimate.hpp), not a simulation of the whole sharded graph; time is
+  // then the sum of the ops' estimated times, and rank_busy is empty.
+  bool estimated = false;
 
   double total() const { return time + memory_penalty; }
 };

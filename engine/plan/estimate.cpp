@@ -10,7 +10,7 @@
 
 namespace tapestry::plan {
 
-Box grid_block(const poly::Signature& s, const std::vector<int64_t>& parts, int64_t k) {
+Box grid_block(const poly::Signature& s, const poly::Coords& parts, int64_t k) {
   // grid_blocks numbers blocks row-major, the last index dim fastest.
   Box b = s.space_box();
   for (int j = s.rank() - 1; j >= 0; --j) {
@@ -29,6 +29,10 @@ using Clock = std::chrono::steady_clock;
 // Blocks sampled per candidate: the first and last few carry the uneven pieces and the ranks
 // at the ends of the mesh; the rest are spread evenly between them.
 constexpr int64_t kSamples = 24;
+// The greedy start's lookahead prices every candidate of every user for every candidate of
+// each op (about 20 x 20 per edge on a big mesh): it takes fewer samples, the ends and two
+// between, enough to rank the users' responses.
+constexpr int64_t kLookaheadSamples = 4;
 
 // Where an op's input comes from: an earlier op (its chosen candidate) or a tensor held in `initial`.
 struct Source {
@@ -84,47 +88,117 @@ struct Model {
     return it == holders.end() ? 1 : std::max(1, it->second);
   }
 
-  // The estimated time of op i run as its candidate c, given its producers' picks.
-  double estimate(size_t i, size_t c) const {
+  // Op i run as its candidate c, given its producers' picks: the estimated time (what the
+  // search minimizes) and, scaled from the sampled blocks to all of them, its flops, the bytes
+  // it moves, and what its blocks leave on a rank.
+  struct OpEstimate {
+    double time = 0, flops = 0, moved = 0;
+    double block_bytes = 0;  // per block on average: its output plus the slices it received
+    int64_t blocks = 0;
+  };
+
+  // A sampled block of op i as candidate c: what does not depend on the other ops' picks,
+  // computed once, since the greedy lookahead prices the same candidates over and over.
+  struct Sample {
+    Rank rank;
+    double compute, flops, output_bytes;
+    bool partial;           // it splits a reduction dim
+    std::vector<Box> need;  // per input: the slice it reads
+  };
+  mutable std::vector<std::vector<std::vector<Sample>>> samples_full, samples_ahead;  // [op][candidate]
+
+  const std::vector<Sample>& sampled(size_t i, size_t c, int64_t samples) const {
+    auto& cache = samples == kLookaheadSamples ? samples_ahead : samples_full;
+    if (cache.size() <= i) cache.resize(ops.size());
+    if (cache[i].size() <= c) cache[i].resize(cands[i].size());
+    std::vector<Sample>& out = cache[i][c];
+    if (!out.empty()) return out;
     const Candidate& cand = cands[i][c];
     const poly::Signature& s = sigs[i];
-    const int64_t nb = blocks(cand), ns = std::min(nb, kSamples);
-    std::vector<double> msgs(in[i].size(), 0.0);
-    std::vector<Box> mine;
-    double worst = 0;
-    bool partial = false;
+    const int64_t nb = blocks(cand), ns = std::min(nb, samples);
     for (int64_t q = 0; q < ns; ++q) {
       const int64_t k = ns == nb ? q : q * (nb - 1) / (ns - 1);
       const Box box = grid_block(s, cand.parts, k);
-      const Rank r = static_cast<Rank>((k + cand.rank) % m.ranks);
       const poly::BlockCost bc = poly::block_cost(s, box);
-      double t = m.compute_time(bc.flops, bc.bytes());
-      partial = partial || s.splits_reduction(box);
+      Sample b{static_cast<Rank>((k + cand.rank) % m.ranks), m.compute_time(bc.flops, bc.bytes()), bc.flops,
+               double(bc.output_bytes), s.splits_reduction(box), {}};
+      for (size_t j = 0; j < in[i].size(); ++j) b.need.push_back(s.input_slice(j, box));
+      out.push_back(std::move(b));
+    }
+    return out;
+  }
+
+  double estimate(size_t i, size_t c, int64_t samples = kSamples) const { return detail(i, c, samples).time; }
+
+  OpEstimate detail(size_t i, size_t c, int64_t samples = kSamples) const {
+    const Candidate& cand = cands[i][c];
+    const poly::Signature& s = sigs[i];
+    const int64_t nb = blocks(cand), ns = std::min(nb, samples);
+    std::vector<double> msgs(in[i].size(), 0.0);
+    std::vector<Box> mine;
+    OpEstimate e;
+    e.blocks = nb;
+    double worst = 0, flops = 0, received = 0, out = 0;
+    bool partial = false;
+    for (const Sample& b : sampled(i, c, samples)) {
+      double t = b.compute;
+      flops += b.flops;
+      out += b.output_bytes;
+      partial = partial || b.partial;
       for (size_t j = 0; j < in[i].size(); ++j) {
-        const Box need = s.input_slice(j, box);
+        const Box& need = b.need[j];
         if (need.empty()) continue;
         mine.clear();
-        held_by(in[i][j], r, mine);
+        held_by(in[i][j], b.rank, mine);
         for (const Box& miss : poly::uncovered(need, mine)) {
-          t += link.time(double(miss.volume()) * dtype_size(s.inputs[j].dtype));
+          const double bytes = double(miss.volume()) * dtype_size(s.inputs[j].dtype);
+          t += link.time(bytes);
+          received += bytes;
           msgs[j] += 1;
         }
       }
       worst = std::max(worst, t);
     }
+    const double scale = double(nb) / double(ns);
+    e.flops = flops * scale;
+    e.moved = received * scale;
+    e.block_bytes = (out + received) / double(ns);
     // A sender pays each message's overhead: a value on few ranks feeding many blocks queues them.
     double senders = 0;
     for (size_t j = 0; j < in[i].size(); ++j)
-      senders = std::max(senders, msgs[j] * double(nb) / double(ns) / holder_count(in[i][j]) * link.latency);
+      senders = std::max(senders, msgs[j] * scale / holder_count(in[i][j]) * link.latency);
     double combine = 0;
     if (partial) {  // one reduction round of an output slice per doubling of its partials
       double per_slice = 1;
       for (int j = 0; j < s.rank(); ++j)
         if (s.space[j].kind == poly::IndexDim::Reduction) per_slice *= double(cand.parts[j]);
       combine = std::ceil(std::log2(per_slice)) * link.time(s.output.bytes() / double(nb) * per_slice);
+      e.moved += (per_slice - 1) * s.output.bytes();  // every partial but one per slice is sent once
     }
-    return worst + senders + combine;
+    e.time = worst + senders + combine;
+    return e;
   }
+
+  // The plan's cost as estimated for the current picks: the time is the search's objective
+  // (ops one after another), the peak the held inputs plus every op's blocks on the busiest
+  // rank, nothing freed -- the same upper bound cost_of() computes exactly.
+  PlanCost totals() const {
+    PlanCost c;
+    double peak = 0;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const OpEstimate e = detail(i, static_cast<size_t>(pick[i]));
+      c.time += e.time;
+      c.flops += e.flops;
+      c.bytes_moved += static_cast<int64_t>(e.moved);
+      const int64_t per_rank = (e.blocks + m.ranks - 1) / m.ranks;
+      peak += double(per_rank) * e.block_bytes;
+    }
+    c.peak_bytes = static_cast<int64_t>(peak + held_peak);
+    if (double(c.peak_bytes) > m.mem_bytes_per_rank)  // as if every rank were at the peak
+      c.memory_penalty = double(m.ranks) * (double(c.peak_bytes) - m.mem_bytes_per_rank) / (0.1 * m.mem_bytes_per_s);
+    return c;
+  }
+  double held_peak = 0;  // the largest bytes of `initial` on one rank
 };
 
 std::vector<Candidate> allowed(const poly::Signature& s, const NodeRef& n, const Mesh& m, const SearchOptions& opt) {
@@ -154,6 +228,13 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
   std::unordered_map<uint64_t, int> index;
   for (size_t i = 0; i < n_ops; ++i) index.emplace(md.ops[i]->id, static_cast<int>(i));
   for (const Shard& h : initial) md.held[h.tensor].push_back({h.rank, h.box});
+  {
+    std::unordered_map<uint64_t, double> elem;  // bytes per element of each held tensor
+    for (const NodeRef& n : topo) elem[n->id] = double(dtype_size(n->dtype));
+    std::unordered_map<Rank, double> on;
+    for (const Shard& h : initial) on[h.rank] += double(h.box.volume()) * elem[h.tensor];
+    for (const auto& [r, b] : on) md.held_peak = std::max(md.held_peak, b);
+  }
   for (auto& [t, v] : md.held) {
     std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     int distinct = 0;
@@ -190,7 +271,7 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
       double ahead = local[i][c];
       for (int u : md.users[i]) {
         double r = INFINITY;
-        for (size_t cu = 0; cu < md.cands[u].size(); ++cu) r = std::min(r, md.estimate(u, cu));
+        for (size_t cu = 0; cu < md.cands[u].size(); ++cu) r = std::min(r, md.estimate(u, cu, kLookaheadSamples));
         ahead += r;
       }
       if (ahead < best * (1 - 1e-9)) best = ahead, est[i] = local[i][c];
@@ -206,9 +287,10 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
     for (size_t c = 0; c < md.cands[i].size(); ++c) seen[i][c] = cur - est[i] + local[i][c];
   }
 
-  // Annealing on the estimate, over half the budget: the rest is for lowering the winner.
+  // Annealing on the estimate, within the time budget: nothing is lowered afterwards.
   std::vector<int> best = md.pick;
   double best_cost = cur;
+  int evaluations = 1;  // joint choices costed: the greedy start, then each annealing move
   if (opt.method == SearchOptions::Anneal && n_ops > 0) {
     std::mt19937_64 rng(opt.seed);
     const double t0 = 0.05 * std::max(cur, 1e-12), t1 = 1e-4 * std::max(cur, 1e-12);
@@ -216,7 +298,7 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
     std::vector<double> user_est;
     for (int k = 0; k < steps; ++k) {
       if ((k & 7) == 0 &&
-          std::chrono::duration<double>(Clock::now() - start).count() > 0.5 * opt.time_budget_s)
+          std::chrono::duration<double>(Clock::now() - start).count() > opt.time_budget_s)
         break;
       const size_t i = std::uniform_int_distribution<size_t>(0, n_ops - 1)(rng);
       if (md.cands[i].size() < 2) continue;
@@ -224,6 +306,7 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
       int c = std::uniform_int_distribution<int>(0, int(md.cands[i].size()) - 2)(rng);
       md.pick[i] = c >= old ? c + 1 : c;
       const double mine = md.estimate(i, md.pick[i]);
+      ++evaluations;
       double next = cur - est[i] + mine;
       user_est.clear();
       for (int u : md.users[i]) {
@@ -243,13 +326,20 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
     }
   }
 
-  std::vector<Candidate> choice;
-  for (size_t i = 0; i < n_ops; ++i) choice.push_back(md.cands[i][best[i]]);
-  Plan p = evaluate(topo, initial, roots, m, choice);
+  Plan p;
   p.estimated = true;
-  for (size_t i = 0; i < n_ops; ++i)
-    for (size_t c = 0; c < md.cands[i].size(); ++c)
-      if (std::isfinite(seen[i][c])) p.tried[md.ops[i]->id].push_back(Tried{md.cands[i][c], seen[i][c]});
+  p.evaluations = evaluations;
+  md.pick = best;
+  for (size_t i = 0; i < n_ops; ++i) {
+    const Candidate& c = md.cands[i][best[i]];
+    p.choice[md.ops[i]->id] = c;
+    p.blocks += Model::blocks(c);
+    for (size_t k = 0; k < md.cands[i].size(); ++k)
+      if (std::isfinite(seen[i][k])) p.tried[md.ops[i]->id].push_back(Tried{md.cands[i][k], seen[i][k]});
+  }
+  p.cost = md.totals();
+  p.cost.estimated = true;
+  p.defer_lowering(LoweringInput{topo, initial, roots, m});
   return p;
 }
 

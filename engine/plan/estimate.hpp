@@ -1,14 +1,15 @@
 // Search by estimate: for graphs and meshes too large to lower every candidate plan.
 //   Plan p = search_estimated(topo, initial, roots, Mesh::modelled(1024), opt, start);
-//   p.estimated == true;  p.cost   // the winner's exact cost: it alone is lowered and costed
+//   p.estimated == true;  p.cost   // estimated;  p.graph()  lowers the winner on first use
 // A full lower() + cost_of() is about ops x ranks work, so on 1,024 ranks one evaluation of a
 // 1,000-op graph takes longer than the whole planning budget. Here each op's cost is estimated
 // on its own, from a sample of its blocks: the busiest sampled block's compute, plus the input
 // slices its rank lacks given where the producers' chosen candidates put them, plus the
 // senders' message overheads and a split reduction's combine. The objective is the sum over
 // ops (a chain runs its ops one after another), so changing one op's candidate re-estimates only
-// that op and its consumers. The greedy start and annealing run on the estimate; the winner is
-// lowered once, exactly.
+// that op and its consumers. The greedy start and annealing run on the estimate, and the plan
+// keeps only the choice per op: its million blocks are lowered when the plan runs or is drawn
+// (Plan::graph), and Plan::exact_cost simulates them.
 #pragma once
 
 #include <chrono>
@@ -19,7 +20,7 @@
 namespace tapestry::plan {
 
 // Block k of the grid that grid_blocks(s, parts, ...) cuts, without building the others.
-Box grid_block(const poly::Signature& s, const std::vector<int64_t>& parts, int64_t k);
+Box grid_block(const poly::Signature& s, const poly::Coords& parts, int64_t k);
 
 Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
                       const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt,

@@ -1,6 +1,8 @@
 #include "engine/plan/plan_cache.hpp"
 
+#include <algorithm>
 #include <bit>
+#include <climits>
 #include <unordered_map>
 
 #include "engine/ir/error.hpp"
@@ -19,11 +21,14 @@ std::vector<NodeRef> traversal(const std::vector<NodeRef>& topo) {
 
 std::vector<int64_t> structural_key(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
                                     const std::vector<NodeRef>& roots, const Mesh& m) {
-  std::unordered_map<uint64_t, int64_t> pos;
-  for (size_t i = 0; i < topo.size(); ++i) pos.emplace(topo[i]->id, static_cast<int64_t>(i));
+  // Positions by id, sorted: one allocation instead of a hash node per op (a hit is < 1 ms).
+  std::vector<std::pair<uint64_t, int64_t>> pos;
+  pos.reserve(topo.size());
+  for (size_t i = 0; i < topo.size(); ++i) pos.emplace_back(topo[i]->id, static_cast<int64_t>(i));
+  std::sort(pos.begin(), pos.end());
   auto where = [&](uint64_t id) {
-    auto it = pos.find(id);
-    return it == pos.end() ? int64_t{-1} : it->second;
+    auto it = std::lower_bound(pos.begin(), pos.end(), std::pair<uint64_t, int64_t>{id, INT64_MIN});
+    return it == pos.end() || it->first != id ? int64_t{-1} : it->second;
   };
   std::vector<int64_t> k;
   auto push_box = [&](const Box& b) {
@@ -77,30 +82,38 @@ std::optional<Plan> PlanCache::find(const std::vector<NodeRef>& topo, const std:
   for (auto it = lo; it != hi; ++it) {
     const Entry& e = it->second;
     if (e.key != key) continue;
-    const std::vector<NodeRef> now = traversal(topo);
-    internal_check(now.size() == e.ids.size());
-    std::unordered_map<uint64_t, NodeRef> rename;
-    for (size_t i = 0; i < now.size(); ++i) rename.emplace(e.ids[i], now[i]);
-    auto id = [&](uint64_t old) {
-      auto r = rename.find(old);
-      internal_check(r != rename.end());
-      return r->second->id;
+    // Old id -> its traversal index -> the node now there. The traversal past `topo` (the
+    // inputs of each node) is built only when the plan names such a node.
+    std::vector<NodeRef> now;
+    auto node = [&](uint64_t old) -> const NodeRef& {
+      auto r = std::lower_bound(e.by_id.begin(), e.by_id.end(), std::pair<uint64_t, uint32_t>{old, 0});
+      internal_check(r != e.by_id.end() && r->first == old);
+      if (r->second < topo.size()) return topo[r->second];
+      if (now.empty()) now = traversal(topo);
+      internal_check(now.size() == e.ids.size());
+      return now[r->second];
     };
+    auto id = [&](uint64_t old) { return node(old)->id; };
     Plan p = e.plan;
-    ShardedGraph& g = p.graph;
-    for (uint64_t old : e.listed) g.nodes.push_back(rename.at(old));
-    for (Shard& s : g.initial) s.tensor = id(s.tensor);
-    for (Block& b : g.blocks) b.node = id(b.node);
-    for (Transfer& t : g.transfers) t.tensor = id(t.tensor);
-    for (Combine& c : g.combines) c.node = id(c.node);
-    for (uint64_t& r : g.roots) r = id(r);
-    for (Shard& s : g.outputs) s.tensor = id(s.tensor);
     std::map<uint64_t, Candidate> choice;
-    for (auto& [old, c] : p.choice) choice.emplace(id(old), c);
+    for (auto& [old, c] : p.choice) choice.emplace_hint(choice.end(), id(old), c);
     p.choice = std::move(choice);
     std::map<uint64_t, std::vector<Tried>> tried;
-    for (auto& [old, t] : p.tried) tried.emplace(id(old), t);
+    for (auto& [old, t] : p.tried) tried.emplace_hint(tried.end(), id(old), std::move(t));
     p.tried = std::move(tried);
+    if (!e.graph) {  // estimated: lowered from the choice if the plan is ever run or drawn
+      p.defer_lowering(LoweringInput{topo, initial, roots, m});
+    } else {
+      ShardedGraph g = *e.graph;
+      for (uint64_t old : e.listed) g.nodes.push_back(node(old));
+      for (Shard& s : g.initial) s.tensor = id(s.tensor);
+      for (Block& b : g.blocks) b.node = id(b.node);
+      for (Transfer& t : g.transfers) t.tensor = id(t.tensor);
+      for (Combine& c : g.combines) c.node = id(c.node);
+      for (uint64_t& r : g.roots) r = id(r);
+      for (Shard& s : g.outputs) s.tensor = id(s.tensor);
+      p.set_graph(std::move(g));
+    }
     ++hits_;
     return p;
   }
@@ -110,10 +123,22 @@ std::optional<Plan> PlanCache::find(const std::vector<NodeRef>& topo, const std:
 
 void PlanCache::insert(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
                        const std::vector<NodeRef>& roots, const Mesh& m, const Plan& p) {
-  Entry e{structural_key(topo, initial, roots, m), {}, {}, p};
+  Entry e{structural_key(topo, initial, roots, m), {}, {}, {}, Plan{}, nullptr};
   for (const NodeRef& n : traversal(topo)) e.ids.push_back(n->id);
-  for (const NodeRef& n : p.graph.nodes) e.listed.push_back(n->id);
-  e.plan.graph.nodes.clear();
+  for (size_t i = 0; i < e.ids.size(); ++i) e.by_id.emplace_back(e.ids[i], static_cast<uint32_t>(i));
+  std::sort(e.by_id.begin(), e.by_id.end());  // an id listed twice: its first index first
+  e.plan.cost = p.cost;
+  e.plan.choice = p.choice;
+  e.plan.tried = p.tried;
+  e.plan.evaluations = p.evaluations;
+  e.plan.estimated = p.estimated;
+  e.plan.blocks = p.blocks;
+  if (!p.estimated) {
+    ShardedGraph g = p.graph();
+    for (const NodeRef& n : g.nodes) e.listed.push_back(n->id);
+    g.nodes.clear();
+    e.graph = std::make_shared<const ShardedGraph>(std::move(g));
+  }
   const size_t h = hash_of(e.key);
   entries_.emplace(h, std::move(e));
 }

@@ -1,6 +1,6 @@
 // Planning one observation: the observed subgraph, where its inputs lie, and the plan.
 //   PlannedGraph pg = plan_observation({y}, current_mesh(), {});
-//   print(to_string(pg.plan.graph));  pg.plan.cost.time;  layout_of(pg, y->id)
+//   print(to_string(pg.plan.graph()));  pg.plan.cost.time;  layout_of(pg, y->id)
 // Nodes that already hold a value are inputs held whole on rank 0, stored tensors
 // (engine/store/stored_tensor.hpp) inputs where their shards lie; Constrain nodes fix the
 // layout of their value; plans are cached by structure, so a loop plans once.

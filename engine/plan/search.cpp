@@ -69,18 +69,46 @@ std::vector<NodeRef> ops_to_place(const std::vector<NodeRef>& topo, const std::v
   return ops;
 }
 
+namespace {
+Assignment assignment_of(const std::vector<NodeRef>& ops, const std::map<uint64_t, Candidate>& choice, int ranks) {
+  Assignment a;
+  for (const NodeRef& n : ops) a[n->id] = place(poly::signature_of(*n), choice.at(n->id), ranks);
+  return a;
+}
+}  // namespace
+
+const ShardedGraph& Plan::graph() const {
+  if (!graph_) {
+    internal_check(input_ != nullptr);  // a plan is either lowered or knows how to lower
+    const LoweringInput& in = *input_;
+    const Assignment a = assignment_of(ops_to_place(in.topo, in.initial), choice, in.mesh.ranks);
+    graph_ = std::make_shared<const ShardedGraph>(lower(in.topo, a, in.initial, in.roots, in.mesh.ranks));
+  }
+  return *graph_;
+}
+
+void Plan::set_graph(ShardedGraph g) {
+  blocks = static_cast<int64_t>(g.blocks.size());
+  graph_ = std::make_shared<const ShardedGraph>(std::move(g));
+  input_.reset();
+}
+
+void Plan::defer_lowering(LoweringInput in) {
+  graph_.reset();
+  input_ = std::make_shared<const LoweringInput>(std::move(in));
+}
+
+PlanCost Plan::exact_cost(const Mesh& m) const { return estimated ? cost_of(graph(), m) : cost; }
+
 Plan evaluate(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
               const std::vector<NodeRef>& roots, const Mesh& m, const std::vector<Candidate>& choice) {
   const std::vector<NodeRef> ops = ops_to_place(topo, initial);
   internal_check(ops.size() == choice.size());
-  Assignment a;
-  Plan p{ShardedGraph(m.ranks), {}, {}, {}, 1};
-  for (size_t i = 0; i < ops.size(); ++i) {
-    a[ops[i]->id] = place(poly::signature_of(*ops[i]), choice[i], m.ranks);
-    p.choice[ops[i]->id] = choice[i];
-  }
-  p.graph = lower(topo, a, initial, roots, m.ranks);
-  p.cost = cost_of(p.graph, m);
+  Plan p;
+  p.evaluations = 1;
+  for (size_t i = 0; i < ops.size(); ++i) p.choice[ops[i]->id] = choice[i];
+  p.set_graph(lower(topo, assignment_of(ops, p.choice, m.ranks), initial, roots, m.ranks));
+  p.cost = cost_of(p.graph(), m);
   return p;
 }
 

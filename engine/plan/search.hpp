@@ -1,6 +1,6 @@
 // The search: where each op's blocks run, chosen by cost over the joint choice of all ops.
 //   Plan p = search(topo, initial, roots, Mesh::modelled(4), {SearchOptions::Anneal, 2000, 0.5, 7});
-//   verify(p.graph, topo).ok();   p.cost.total();   p.choice[y->id].name() == "split i/4"
+//   verify(p.graph(), topo).ok();   p.cost.total();   p.choice[y->id].name() == "split i/4"
 //   for (const Tried& t : p.tried[y->id]) ...   // every candidate of y evaluated, for tp.explain
 // Candidates split one or two splittable index dims (parallel: data/model parallel; reduction:
 // partial sums + combine) over factors of the rank count, or keep the op whole on one rank.
@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,7 @@ namespace tapestry::plan {
 
 // parts[j] pieces along index dim j, blocks round-robin from `rank`; all 1 = whole on `rank`.
 struct Candidate {
-  std::vector<int64_t> parts;
+  poly::Coords parts;
   Rank rank = 0;
   std::string name(const poly::Signature& s) const;  // "i/2 x k/2", "whole on rank 3"
   bool operator==(const Candidate&) const = default;
@@ -55,13 +56,38 @@ struct Tried {
   double best_total;  // the best plan cost seen with this candidate for the op
 };
 
+// What an estimated plan's sharded graph is lowered from on first use.
+struct LoweringInput {
+  std::vector<NodeRef> topo;
+  std::vector<Shard> initial;
+  std::vector<NodeRef> roots;
+  Mesh mesh;
+};
+
 struct Plan {
-  ShardedGraph graph;
   PlanCost cost;
   std::map<uint64_t, Candidate> choice;         // per op with blocks
   std::map<uint64_t, std::vector<Tried>> tried;  // per op: candidates evaluated
   int evaluations = 0;
-  bool estimated = false;  // chosen by estimate: `tried` holds estimated totals, `cost` is exact
+  // Chosen by estimate (a big graph on a big mesh, past SearchOptions::exact_limit): `cost` and
+  // `tried` are estimates, and the sharded graph -- about a million blocks for 1,000 ops on
+  // 1,024 ranks -- is lowered from `choice` only when something reads graph(): the run, the
+  // verifier, plan:dot. Planning and a cache hit never pay for it.
+  bool estimated = false;
+  int64_t blocks = 0;  // blocks in the sharded graph, known without lowering it
+
+  // The sharded graph, lowered on first use for an estimated plan (not thread-safe: the first
+  // call must not race another). Copies of a plan share it.
+  const ShardedGraph& graph() const;
+  bool lowered() const { return graph_ != nullptr; }
+  void set_graph(ShardedGraph g);
+  void defer_lowering(LoweringInput in);  // graph() lowers `choice` from `in` when first asked
+  // cost_of(graph(), m): the simulated makespan, exact even where `cost` is an estimate.
+  PlanCost exact_cost(const Mesh& m) const;
+
+ private:
+  mutable std::shared_ptr<const ShardedGraph> graph_;
+  std::shared_ptr<const LoweringInput> input_;
 };
 
 // The ops to place: topo nodes not held in `initial` (Sources must be held).

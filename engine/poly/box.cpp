@@ -7,7 +7,7 @@
 
 namespace tapestry::poly {
 
-Box::Box(std::vector<int64_t> lo_, std::vector<int64_t> hi_) : lo(std::move(lo_)), hi(std::move(hi_)) {
+Box::Box(Coords lo_, Coords hi_) : lo(std::move(lo_)), hi(std::move(hi_)) {
   internal_check(lo.size() == hi.size());
 }
 

@@ -12,14 +12,15 @@
 #include <vector>
 
 #include "engine/ir/shape.hpp"
+#include "engine/poly/coords.hpp"
 
 namespace tapestry::poly {
 
 struct Box {
-  std::vector<int64_t> lo, hi;  // inclusive, one entry per dimension
+  Coords lo, hi;  // inclusive, one entry per dimension
 
   Box() = default;
-  Box(std::vector<int64_t> lo_, std::vector<int64_t> hi_);
+  Box(Coords lo_, Coords hi_);
 
   static Box of_shape(const Shape& shape);  // [0..s-1] per dimension
   static Box empty_box(int rank);           // [0..-1] per dimension (rank >= 1)

@@ -50,7 +50,7 @@ void reseal(std::vector<char>& bytes) {  // a valid checksum over a tampered bod
 
 TEST_CASE("a decoded plan has the same structure and runs to the same values") {
   Example ex(3);
-  const plan::ShardedGraph& g = ex.pg.plan.graph;
+  const plan::ShardedGraph& g = ex.pg.plan.graph();
   const std::vector<char> bytes = encode_plan(g);
   plan::ShardedGraph d = decode_plan(bytes);
   CHECK(d.num_ranks == 3);
@@ -83,7 +83,7 @@ TEST_CASE("a decoded plan has the same structure and runs to the same values") {
 
 TEST_CASE("every truncation and every flipped byte is rejected with an Error") {
   Example ex(2);
-  const std::vector<char> bytes = encode_plan(ex.pg.plan.graph);
+  const std::vector<char> bytes = encode_plan(ex.pg.plan.graph());
   for (size_t n = 0; n < bytes.size(); ++n)
     CHECK_THROWS_AS(decode_plan(std::span<const char>(bytes.data(), n)), Error);
   for (size_t i = 0; i < bytes.size(); ++i) {
@@ -98,7 +98,7 @@ TEST_CASE("every truncation and every flipped byte is rejected with an Error") {
 
 TEST_CASE("a wrong version or a lying body says why") {
   Example ex(2);
-  std::vector<char> bytes = encode_plan(ex.pg.plan.graph);
+  std::vector<char> bytes = encode_plan(ex.pg.plan.graph());
   std::vector<char> v2 = bytes;
   const uint32_t version = kPlanWireVersion + 1;
   std::memcpy(v2.data() + 4, &version, 4);

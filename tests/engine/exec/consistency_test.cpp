@@ -269,7 +269,7 @@ plan::Plan random_plan(const std::vector<NodeRef>& roots, const plan::Mesh& m, s
     choice.push_back(cands[std::uniform_int_distribution<size_t>(0, cands.size() - 1)(rng)]);
   }
   plan::Plan p = plan::evaluate(topo, initial, roots, m, choice);
-  const plan::VerifyResult v = plan::verify(p.graph, topo);
+  const plan::VerifyResult v = plan::verify(p.graph(), topo);
   if (!v.ok()) throw InternalError(cat_str("random plan fails verification:\n", v.message()));
   return p;
 }
@@ -307,7 +307,7 @@ TEST_CASE("engine.exec.consistency.sharded_equals_unsharded") {
                           return evaluate_sharded(c.sharded, mesh, options(plan::SearchOptions::Anneal, 60, seed), true);
                         }});
       for (int k = 0; k < 3; ++k)
-        ways.push_back({cat_str("random ", k), [&] { return run_plan(random_plan(c.sharded, mesh, rng).graph); }});
+        ways.push_back({cat_str("random ", k), [&] { return run_plan(random_plan(c.sharded, mesh, rng).graph()); }});
       for (auto& [how, run] : ways) {
         INFO("case '", c.name, "' on ", ranks, " ranks, ", how);
         std::string problem;

@@ -230,10 +230,11 @@ TEST_CASE("engine.exec.sharded_eval.a_plan_failing_verification_is_not_run") {
   plan::PlannedGraph pg;
   pg.topo = p.topo;
   pg.roots = {p.y};
-  pg.plan.graph = p.g;
-  pg.plan.graph.transfers.clear();
-  for (auto& steps : pg.plan.graph.steps)
+  plan::ShardedGraph broken = p.g;
+  broken.transfers.clear();
+  for (auto& steps : broken.steps)
     std::erase_if(steps, [](const plan::Step& s) { return s.kind != plan::Step::Kind::Run; });
+  pg.plan.set_graph(std::move(broken));
   CHECK_THROWS_WITH_AS(run_planned(pg, true), doctest::Contains("fails verification"), InternalError);
   CHECK(p.y->value == nullptr);
   setenv("TAPESTRY_VERIFY", "1", 1);

@@ -7,6 +7,7 @@
 
 #include "engine/ir/builders.hpp"
 #include "engine/plan/estimate.hpp"
+#include "engine/plan/plan_cache.hpp"
 #include "engine/plan/search.hpp"
 #include "engine/plan/verifier.hpp"
 #include "tests/engine/plan/plan_test_util.hpp"
@@ -46,7 +47,7 @@ TEST_CASE("engine.plan.scale.matmul_moves_within_1.5x_of_summa") {
   }
   const std::vector<NodeRef> topo = topo_of({c});
   const Plan p = search(topo, initial, {c}, Mesh::modelled(P), {SearchOptions::Anneal, 500, 1.0, 1});
-  const VerifyResult v = verify(p.graph, topo);
+  const VerifyResult v = verify(p.graph(), topo);
   CHECK_MESSAGE(v.ok(), v.message());
   const double summa = 2.0 * double(n) * double(n) * (q - 1) * 4.0;
   INFO("chose ", p.choice.at(c->id).name(poly::signature_of(*c)), ", ", p.cost.bytes_moved, " bytes vs SUMMA ", summa);
@@ -73,14 +74,63 @@ TEST_CASE("engine.plan.scale.search_by_estimate_gives_a_valid_cheap_plan") {
   o.exact_limit = 0;
   const Plan p = search(topo, initial, {h}, m, o);
   CHECK(p.estimated);
-  const VerifyResult v = verify(p.graph, topo);
+  CHECK(p.cost.estimated);
+  CHECK_FALSE(p.lowered());  // planning never builds the blocks
+  const VerifyResult v = verify(p.graph(), topo);
   CHECK_MESSAGE(v.ok(), v.message());
+  CHECK(p.lowered());
+  CHECK(static_cast<int64_t>(p.graph().blocks.size()) == p.blocks);
   CHECK(p.tried.at(h->id).size() > 1);
+  // The estimate is close to the exact simulation of the same plan.
+  const PlanCost exact = p.exact_cost(m);
+  CHECK_FALSE(exact.estimated);
+  INFO("estimated ", to_string(p.cost), "; exact ", to_string(exact));
+  CHECK(p.cost.time == doctest::Approx(exact.time).epsilon(0.5));
+  CHECK(double(p.cost.bytes_moved) == doctest::Approx(double(exact.bytes_moved)).epsilon(0.25));
+  CHECK(p.cost.flops == doctest::Approx(exact.flops).epsilon(0.01));
   // Better than running everything whole on rank 0, and than the exact greedy start.
   std::vector<Candidate> whole;
   for (const NodeRef& n : ops_to_place(topo, initial))
     whole.push_back(Candidate{std::vector<int64_t>(poly::signature_of(*n).rank(), 1), 0});
-  CHECK(p.cost.total() < evaluate(topo, initial, {h}, m, whole).cost.total());
+  CHECK(exact.total() < evaluate(topo, initial, {h}, m, whole).cost.total());
   const Plan g = search(topo, initial, {h}, m, {SearchOptions::Greedy, 0, 1.0, 1});
-  CHECK(p.cost.total() <= 1.5 * g.cost.total());
+  CHECK(exact.total() <= 1.5 * g.cost.total());
+}
+
+TEST_CASE("engine.plan.scale.an_estimated_plan_is_cached_without_its_blocks") {
+  // The same chain built twice (new node ids): the hit renames the choice and lowers only on use.
+  const int P = 64;
+  auto build_chain = [&](std::vector<Shard>& initial) {
+    NodeRef x = src({512, 128});
+    for (int r = 0; r < P; ++r) initial.push_back(Shard{x->id, Box({r * 8, 0}, {r * 8 + 7, 127}), r});
+    NodeRef h = x;
+    for (int l = 0; l < 3; ++l) {
+      NodeRef w = src({128, 128});
+      initial.push_back(Shard{w->id, Box::of_shape(w->shape), 0});
+      h = build::unary(Op::Relu, build::matmul(h, w));
+    }
+    return h;
+  };
+  SearchOptions o{SearchOptions::Anneal, 200, 1.0, 5};
+  o.exact_limit = 0;
+  const Mesh m = Mesh::modelled(P);
+  PlanCache cache;
+  std::vector<Shard> init1, init2;
+  NodeRef h1 = build_chain(init1);
+  const std::vector<NodeRef> topo1 = topo_of({h1});
+  const Plan first = cache.plan(topo1, init1, {h1}, m, o);
+  NodeRef h2 = build_chain(init2);
+  const std::vector<NodeRef> topo2 = topo_of({h2});
+  const Plan hit = cache.plan(topo2, init2, {h2}, m, o);
+  CHECK(cache.hits() == 1);
+  CHECK(hit.estimated);
+  CHECK_FALSE(hit.lowered());
+  CHECK(hit.blocks == first.blocks);
+  REQUIRE(hit.choice.size() == first.choice.size());
+  CHECK(hit.choice.at(h2->id) == first.choice.at(h1->id));
+  CHECK(hit.tried.count(h2->id) == 1);
+  const VerifyResult v = verify(hit.graph(), topo2);
+  CHECK_MESSAGE(v.ok(), v.message());
+  CHECK(hit.graph().blocks.size() == first.graph().blocks.size());
+  CHECK(hit.graph().transfers.size() == first.graph().transfers.size());
 }

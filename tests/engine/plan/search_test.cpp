@@ -31,8 +31,8 @@ std::vector<Shard> rows(const NodeRef& x, int ranks) {
 Shard whole(const NodeRef& x, Rank r) { return Shard{x->id, Box::of_shape(x->shape), r}; }
 
 void check_verifies(const Plan& p, const std::vector<NodeRef>& topo) {
-  const VerifyResult v = verify(p.graph, topo);
-  CHECK_MESSAGE(v.ok(), v.message(), to_string(p.graph));
+  const VerifyResult v = verify(p.graph(), topo);
+  CHECK_MESSAGE(v.ok(), v.message(), to_string(p.graph()));
 }
 
 // The cheapest joint choice by enumerating every one.
@@ -183,7 +183,7 @@ TEST_CASE("engine.plan.search.combines_are_costed") {
   const std::vector<Shard> initial = {whole(x, 0), whole(x, 1), whole(w, 0), whole(w, 1)};
   const Plan p = evaluate(topo, initial, {y}, m, {Candidate{{1, 1, 2}, 0}});
   check_verifies(p, topo);
-  REQUIRE(p.graph.combines.size() == 1);
+  REQUIRE(p.graph().combines.size() == 1);
   CHECK(p.cost.bytes_moved == 4 * 4 * 4);
   CHECK(p.cost.time > m.intra.latency);
   CHECK(p.cost.peak_bytes > 0);

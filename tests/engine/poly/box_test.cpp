@@ -73,3 +73,39 @@ TEST_CASE("engine.poly.box.covered_by") {
   CHECK(covered_by(Box::of_shape({}), {Box::of_shape({})}));
   CHECK_FALSE(covered_by(Box::of_shape({}), {}));
 }
+
+TEST_CASE("engine.poly.coords.inline_and_spilled_behave_like_a_vector") {
+  using tapestry::poly::Coords;
+  Coords a{1, 2, 3};
+  CHECK(a.size() == 3);
+  CHECK(a[1] == 2);
+  for (int64_t v = 4; v <= 9; ++v) a.push_back(v);  // past the 6 inline entries: spills to the heap
+  REQUIRE(a.size() == 9);
+  for (size_t i = 0; i < a.size(); ++i) CHECK(a[i] == static_cast<int64_t>(i) + 1);
+  Coords b = a;  // copy of a spilled one
+  CHECK(b == a);
+  b[8] = 0;
+  CHECK_FALSE(b == a);
+  Coords c = std::move(b);
+  CHECK(c.size() == 9);
+  CHECK(c[8] == 0);
+  Coords d{5};
+  d = a;  // inline grows to heap
+  CHECK(d == a);
+  d = Coords{7, 8};  // and back to two entries
+  CHECK(d.size() == 2);
+  CHECK(d == Coords{7, 8});
+  const std::vector<int64_t> v = d;
+  CHECK(v == std::vector<int64_t>{7, 8});
+  Coords e(v);
+  CHECK(e == d);
+  e.resize(4, -1);
+  CHECK(std::vector<int64_t>(e) == std::vector<int64_t>{7, 8, -1, -1});
+  e.assign(2, 3);
+  CHECK(std::vector<int64_t>(e) == std::vector<int64_t>{3, 3});
+  CHECK(Coords{} == Coords{});
+  CHECK_FALSE(Coords{1} == Coords{1, 1});
+  // A Box of many dims keeps working past the inline size.
+  tapestry::poly::Box big(Coords(8, 0), Coords(8, 1));
+  CHECK(big.volume() == 256);
+}
