@@ -118,7 +118,7 @@ struct Mpi::Impl {
   }
 };
 
-Mpi::Mpi() : impl_(std::make_unique<Impl>()) {
+Mpi::Mpi() : impl_(std::make_unique<Impl>()), groups_(std::make_unique<MpiGroups>()) {
   MPI_Comm_rank(impl_->comm.get(), &rank_);
   MPI_Comm_size(impl_->comm.get(), &size_);
 }
@@ -290,6 +290,25 @@ std::shared_ptr<Value> MpiTransport::try_recv(int from, Tag tag) {
   mpi_.progress();
   mpi_.drain(epoch_);
   return mpi_.take(from, epoch_, tag);
+}
+
+bool MpiTransport::can_reduce(ReduceOp op, DType dtype) const {
+  return use_collectives_ && MpiGroups::supports(op, dtype);
+}
+
+void MpiTransport::join_groups(const std::vector<Group>& groups) {
+  if (!groups.empty()) mpi_.groups().join(groups, epoch_, join_check_);
+}
+
+std::unique_ptr<Collective> MpiTransport::start_reduce(const ReduceSpec& spec, const View& in, const View& out) {
+  auto c = mpi_.groups().start_reduce(spec, in, out);
+  ++collectives_;
+  // What this rank puts into the merge; the root of a reduce only receives.
+  if (spec.root != rank()) {
+    ++messages_;
+    bytes_ += in.numel() * static_cast<int64_t>(dtype_size(in.dtype));
+  }
+  return c;
 }
 
 void Backoff::pause() {

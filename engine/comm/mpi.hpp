@@ -1,6 +1,7 @@
 // MPI for the engine: the process's MPI session, its messages, and the transport over it.
 //   comm::Mpi* mpi = comm::Mpi::start();     // MPI_Init under mpirun; nullptr in a plain run
 //   comm::MpiTransport t(*mpi, epoch);        // one plan run: t.send(1, tag, view); t.try_recv(0, tag)
+//                                             //   and collectives: t.start_reduce(spec, in, out)
 //   comm::Mpi::finish(false);                 // MPI_Finalize once, at exit
 // MPI is started only when mpirun launched this process (OMPI_COMM_WORLD_SIZE, PMI_SIZE),
 // so a plain `tapestry` never pays for MPI_Init nor depends on a working launcher.
@@ -14,11 +15,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/comm/mpi_collective.hpp"
 #include "engine/comm/transport.hpp"
 
 namespace tapestry::comm {
@@ -63,6 +66,9 @@ class Mpi {
   std::shared_ptr<Value> take(int from, uint64_t epoch, Tag tag);
   size_t mailbox_size() const;
 
+  // The communicators of groups of ranks and the collectives on them (mpi_collective.hpp).
+  MpiGroups& groups() { return *groups_; }
+
   ~Mpi();
   Mpi(const Mpi&) = delete;
   Mpi& operator=(const Mpi&) = delete;
@@ -71,6 +77,7 @@ class Mpi {
   Mpi();
   struct Impl;  // MPI handles stay out of this header (mpi.h is slow and leaks macros)
   std::unique_ptr<Impl> impl_;
+  std::unique_ptr<MpiGroups> groups_;  // after impl_: freed first, before MPI goes away
   int rank_ = 0, size_ = 1;
 };
 
@@ -85,10 +92,25 @@ class MpiTransport final : public Transport {
   int64_t messages_sent() const override { return messages_; }
   int64_t bytes_sent() const override { return bytes_; }
 
+  // Regular combines run as MPI collectives on communicators of their participants.
+  bool can_reduce(ReduceOp op, DType dtype) const override;
+  void join_groups(const std::vector<Group>& groups) override;
+  std::unique_ptr<Collective> start_reduce(const ReduceSpec& spec, const View& in, const View& out) override;
+  int64_t collectives_started() const override { return collectives_; }
+
+  // Called while join_groups waits for a group's members; rank 0 throws from it when a
+  // member died, so a lost worker is reported instead of waited on.
+  void set_join_check(std::function<void()> check) { join_check_ = std::move(check); }
+  // Off: every combine goes point to point, as over loopback (tests compare the two). Set
+  // alike on every rank before the plan starts.
+  void use_collectives(bool on) { use_collectives_ = on; }
+
  private:
   Mpi& mpi_;
   uint64_t epoch_;
-  int64_t messages_ = 0, bytes_ = 0;
+  int64_t messages_ = 0, bytes_ = 0, collectives_ = 0;
+  bool use_collectives_ = true;
+  std::function<void()> join_check_;
 };
 
 // Waiting without burning the core another rank needs: yields a few times, then sleeps

@@ -6,17 +6,26 @@
 // this interface only, so the same code runs N virtual ranks in one process (loopback) or one
 // rank per MPI process: swapping the transport is the whole port.
 //
-// Why only point-to-point: a Combine merges partials that cover different sub-boxes of its
-// output (a regular grid gives equal boxes, an irregular one does not), so MPI_Reduce over one
-// buffer does not fit in general; and merging the partials in plan order on the destination
-// keeps the result bit-identical whatever the transport. The executor therefore builds every
-// collective a plan needs (reduce / all-reduce / reduce-scatter of partials, the gather of the
-// observed values to rank 0) from send + try_recv. An MPI transport may later add a fast path.
+// Point-to-point and collectives. Every combine (a merge of partial results, see
+// plan::Combine) can be built from send + try_recv: every participant sends its partials over
+// `out` to each destination, which merges them in plan order. That works for any combine,
+// including irregular ones whose partials cover different sub-boxes of `out`, and it is what
+// the loopback transport uses. A transport may also offer collectives (engine/comm/collective.hpp):
+// the MPI transport runs a regular combine (every partial covers all of `out`) as one
+// non-blocking MPI_Ireduce / MPI_Iallreduce on a communicator of its participants, so the
+// network merges in a tree or ring instead of funnelling every partial into each destination.
+// Collectives merge in an order of the MPI library's choosing: sums agree with the
+// point-to-point result within rounding (1e-5 relative), not bit for bit, while max, min,
+// integer and logical merges and everything that is not a combine stay exact. Transfers and
+// the gather of observed values to rank 0 stay point-to-point.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
+#include "engine/comm/collective.hpp"
+#include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
 
 namespace tapestry::comm {
@@ -53,9 +62,29 @@ class Transport {
   // run other work or to wait. Each message is received once.
   virtual std::shared_ptr<Value> try_recv(int from, Tag tag) = 0;
 
-  // Messages sent by this endpoint and their payload bytes (for tests and tp.stats()).
+  // Messages sent by this endpoint and their payload bytes (for tests and tp.stats()). A
+  // collective counts as one message of the bytes this rank contributes to it (none for the
+  // root of a reduce, which only receives).
   virtual int64_t messages_sent() const = 0;
   virtual int64_t bytes_sent() const = 0;
+
+  // Collectives, where the transport has them; the defaults say "none", and the executor
+  // then merges partials point to point. The answers must be the same on every rank.
+  // Whether start_reduce can merge values of `dtype` with `op`.
+  virtual bool can_reduce(ReduceOp /*op*/, DType /*dtype*/) const { return false; }
+  // Called once at plan start by every rank with the same list (in the plan's order): makes
+  // each group this rank belongs to ready for collectives, waiting for its other members.
+  virtual void join_groups(const std::vector<Group>& /*groups*/) {}
+  // Starts merging `in` (contiguous, this rank's contribution) over spec.group, into `out`
+  // (contiguous, same shape) on the receiving members; `out` is ignored elsewhere. Never
+  // blocks. The members of a group start their collectives on it in the same order; `in` and
+  // `out` are not touched by the caller until the returned handle's test() says done.
+  virtual std::unique_ptr<Collective> start_reduce(const ReduceSpec& /*spec*/, const View& /*in*/,
+                                                   const View& /*out*/) {
+    internal_fail(__FILE__, __LINE__, "start_reduce on a transport without collectives");
+  }
+  // Collectives this endpoint started (tests, and the proof that a plan used them).
+  virtual int64_t collectives_started() const { return 0; }
 };
 
 }  // namespace tapestry::comm

@@ -112,11 +112,12 @@ class Statuses {
 }
 
 // After a failure: every worker still running gets an abort and answers it, within a
-// grace period; one that does not is reported and marks the job broken.
+// grace period; one that does not is reported and marks the job broken. Workers that have
+// answered get it too, unanswered: it tells every rank to retire its collectives'
+// communicators (a collective of the failed run may be half-matched on them).
 void abort_run(comm::Mpi& mpi, uint64_t epoch, Statuses& st) {
   auto abort = std::make_shared<const std::vector<char>>(encode_command({Command::Abort, epoch, {}}));
-  for (int w = 1; w < mpi.size(); ++w)
-    if (!st.of(w)) mpi.post(w, comm::kTagCommand, abort);
+  for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, abort);
   const auto end = Clock::now() + std::chrono::duration<double>(std::min(timeout_s(), 10.0));
   comm::Backoff wait;
   while (!st.all() && Clock::now() < end) {
@@ -199,6 +200,19 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys) {
 
   Statuses st(mpi, epoch, origin);
   comm::MpiTransport t(mpi, epoch);
+  // Joining the plan's collective groups waits for their members: a dead one is reported.
+  const double limit = timeout_s();
+  t.set_join_check([&s, limit, since = Clock::now()] {
+    if (const int dead = s.peers.dead()) {
+      s.broken = cat_str("the MPI job is broken: ", s.peers.obituary(dead));
+      throw Error(s.peers.obituary(dead));
+    }
+    if (std::chrono::duration<double>(Clock::now() - since).count() > limit) {
+      s.broken = cat_str("the MPI job is broken: a rank did not join a collective group in ", limit,
+                         " s (TAPESTRY_MPI_TIMEOUT); restart tapestry");
+      throw Error(s.broken);
+    }
+  });
   std::map<uint64_t, std::shared_ptr<Value>> values;
   std::exception_ptr mine;
   int64_t my_blocks = 0;
@@ -213,7 +227,6 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys) {
     bool sent = false, gathered = false;
     comm::Backoff wait;
     auto quiet_since = Clock::now();
-    const double limit = timeout_s();
     for (;;) {
       bool moved = !me.done() && me.advance();
       if (me.done() && !sent) sent = moved = true, me.send_outputs();
@@ -234,6 +247,7 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys) {
         throw Error(cat_str("rank 0: no progress for ", limit, " s (TAPESTRY_MPI_TIMEOUT) while ",
                             me.done() ? "waiting for rank(s) " + st.missing() : "at " + me.waiting_on()));
       mpi.progress();
+      if (me.collectives_in_flight()) wait.reset();  // yield, do not sleep: see sharded_run.hpp
       wait.pause();
     }
     my_blocks = me.blocks_run();
@@ -244,6 +258,7 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys) {
   }
   if (mine || st.any_failed()) {
     if (s.broken.empty()) abort_run(mpi, epoch, st);
+    mpi.groups().retire_all();  // as every worker does on the abort
     // Workers that finished kept their shards of the new results: free them again.
     std::vector<uint64_t> kept;
     for (uint64_t k : keys.roots)

@@ -1,6 +1,8 @@
 #include "engine/exec/sharded_run.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "engine/comm/loopback.hpp"
 #include "engine/exec/block.hpp"
@@ -43,6 +45,30 @@ int64_t bytes_of(const Node& n, const Box& box) {
   return e * static_cast<int64_t>(dtype_size(n.dtype));
 }
 
+// The value x with x op y == y for every y: what a member without a partial contributes.
+template <class T> T identity_of(comm::ReduceOp op) {
+  constexpr bool fp = std::is_floating_point_v<T>;
+  switch (op) {
+    case comm::ReduceOp::Sum: case comm::ReduceOp::Or: return T(0);
+    case comm::ReduceOp::Prod: case comm::ReduceOp::And: return T(1);
+    case comm::ReduceOp::Max:
+      if constexpr (fp) return -std::numeric_limits<T>::infinity();
+      else return std::numeric_limits<T>::lowest();
+    case comm::ReduceOp::Min:
+      if constexpr (fp) return std::numeric_limits<T>::infinity();
+      else return std::numeric_limits<T>::max();
+  }
+  return T(0);
+}
+
+void fill_identity(comm::ReduceOp op, const View& v) {
+  internal_check(v.is_contiguous());
+  dispatch_dtype(v.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    std::fill_n(v.ptr<T>(), v.numel(), identity_of<T>(op));
+  });
+}
+
 // Rethrows the exception in flight with "rank r: " in front, keeping its type.
 [[noreturn]] void rethrow_on(int rank) {
   try {
@@ -69,6 +95,9 @@ RankProgram::RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreK
   internal_check(t.size() == g.num_ranks && me_ >= 0 && me_ < g.num_ranks);
   internal_check(keys_.initial.empty() || keys_.initial.size() == g.initial.size());
   internal_check(keys_.roots.empty() || keys_.roots.size() == g.roots.size());
+  // Before anything that can throw: the other members of a group wait for this rank here.
+  coll_ = comm::plan_collectives(g, t);
+  t.join_groups(coll_.groups);
   for (const NodeRef& n : g.nodes) nodes_[n->id] = n.get();
   for (const plan::Combine& c : g.combines) split_.insert(c.node);
   // The initial shards are windows on the nodes' values or on stored shards: nothing is
@@ -107,12 +136,13 @@ const poly::Signature& RankProgram::sig(uint64_t id) {
 bool RankProgram::advance() {
   bool ran = false;
   try {
-    while (!done()) {
+    while (pc_ < steps().size()) {
       if (cancel_requested() || (stop_ && stop_())) throw Cancelled();
       if (!step(steps()[pc_])) break;
       ++pc_;
       ran = true;
     }
+    ran = reap_trailing() || ran;
   } catch (const std::exception&) {  // no Lua runs here; rethrown, tagged with the rank
     rethrow_on(me_);
   }
@@ -186,8 +216,12 @@ void RankProgram::trace_step(const Step& s, double t0_us, double dur_us) {
       const Node& n = node(m.node);
       e.cat = "combine";
       e.name = cat_str("combine ", op_def(n.op).name);
+      const comm::CombineRoute& route = coll_.combines[s.index];
       e.args = cat_str("\"op\":", trace::json_string(op_def(n.op).name), ",\"combine\":", s.index,
-                       ",\"partials\":", m.partials.size(), ",", box_args(m.out, bytes_of(n, m.out)));
+                       ",\"partials\":", m.partials.size(), ",", box_args(m.out, bytes_of(n, m.out)),
+                       route.collective ? (route.spec.root == comm::kAllMembers ? ",\"collective\":\"all-reduce\""
+                                                                                 : ",\"collective\":\"reduce\"")
+                                        : "");
       break;
     }
   }
@@ -196,6 +230,7 @@ void RankProgram::trace_step(const Step& s, double t0_us, double dur_us) {
 
 std::string RankProgram::waiting_on() const {
   if (done()) return "nothing";
+  if (pc_ == steps().size()) return cat_str("the end, for ", trailing_.size(), " collective(s) it contributed to");
   const Step& s = steps()[pc_];
   if (s.kind == Step::Kind::Recv)
     return cat_str("step ", pc_, ", the receive of transfer ", s.index, " from rank ", g_.transfers[s.index].from);
@@ -234,20 +269,25 @@ bool RankProgram::recv(size_t t) {
   return true;
 }
 
-// Every participant sends the part of its partials over `out` to each other destination;
-// a destination then merges all of them in the combine's partial order (the same order on
-// every destination, so an all-reduce gives bit-identical copies).
+View RankProgram::partial_over(size_t c, size_t p) {
+  const plan::Combine& m = g_.combines[c];
+  const Box slice = sig(m.node).output_slice(g_.blocks[p].box);
+  auto it = partials_.find(p);
+  if (it == partials_.end())
+    throw InternalError(cat_str("combine ", c, " merges the partial of block ", p, ", which has not run"));
+  return window(it->second->view(), slice, intersect(slice, m.out));
+}
+
+// Point to point: every participant sends the part of its partials over `out` to each other
+// destination; a destination then merges all of them in the combine's partial order (the
+// same order on every destination, so an all-reduce gives bit-identical copies).
 bool RankProgram::combine(size_t c) {
   internal_check(c < g_.combines.size());
+  if (coll_.combines[c].collective) return combine_collective(c);
   const plan::Combine& m = g_.combines[c];
   const poly::Signature& s = sig(m.node);
   auto region = [&](size_t p) { return intersect(s.output_slice(g_.blocks[p].box), m.out); };
-  auto local = [&](size_t p) {
-    auto it = partials_.find(p);
-    if (it == partials_.end())
-      throw InternalError(cat_str("combine ", c, " merges the partial of block ", p, ", which has not run"));
-    return window(it->second->view(), s.output_slice(g_.blocks[p].box), region(p));
-  };
+  auto local = [&](size_t p) { return partial_over(c, p); };
   if (combine_started_.insert(c).second) {
     for (size_t p : m.partials) {
       internal_check(p < g_.blocks.size());
@@ -294,6 +334,58 @@ bool RankProgram::combine(size_t c) {
     throw InternalError(cat_str("combine ", c, " of %", m.node, ": no partial reaches part of ", poly::to_string(m.out)));
   hold(m.node, m.out, acc->view());
   return true;
+}
+
+// As a collective: every participant contributes its partials over `out` (all of them cover
+// it), merged by MPI in its own order. The receiving members wait for the result like for a
+// receive; a member that only contributes goes on at once, as after a send.
+bool RankProgram::combine_collective(size_t c) {
+  const plan::Combine& m = g_.combines[c];
+  const comm::ReduceSpec& spec = coll_.combines[c].spec;
+  auto it = running_.find(c);
+  if (it == running_.end()) {
+    const View in = contribution(c);
+    const bool receives = spec.root == comm::kAllMembers || spec.root == me_;
+    std::shared_ptr<Value> out = receives ? Value::alloc(in.dtype, in.shape) : nullptr;
+    std::unique_ptr<comm::Collective> h = t_.start_reduce(spec, in, out ? out->v : View{});
+    if (!receives) {
+      trailing_.push_back(std::move(h));
+      return true;
+    }
+    it = running_.emplace(c, Running{std::move(h), std::move(out)}).first;
+  }
+  if (!it->second.handle->test()) return false;
+  hold(m.node, m.out, it->second.out->view());
+  running_.erase(it);
+  return true;
+}
+
+// This rank's partials of combine c over `out`, merged in plan order (the partial itself
+// when it is the only one and contiguous); the merge's identity where it holds none (a
+// destination that computed no partial).
+View RankProgram::contribution(size_t c) {
+  const plan::Combine& m = g_.combines[c];
+  const Node& n = node(m.node);
+  std::vector<View> mine;
+  for (size_t p : m.partials)
+    if (g_.blocks[p].rank == me_) mine.push_back(partial_over(c, p));
+  if (mine.size() == 1 && mine[0].is_contiguous()) return mine[0];
+  Shape shape = m.out.extents();
+  for (size_t d = static_cast<size_t>(m.out.rank()); d < n.shape.size(); ++d) shape.push_back(n.shape[d]);
+  auto acc = Value::alloc(n.dtype, shape);
+  if (mine.empty()) {
+    fill_identity(coll_.combines[c].spec.op, acc->v);
+    return acc->v;
+  }
+  cpu::copy_view(mine[0], acc->v);
+  for (size_t i = 1; i < mine.size(); ++i) combine_partials(m.kind, acc->v, mine[i]);
+  return acc->v;
+}
+
+bool RankProgram::reap_trailing() {
+  const size_t before = trailing_.size();
+  std::erase_if(trailing_, [](const std::unique_ptr<comm::Collective>& h) { return h->test(); });
+  return trailing_.size() != before;
 }
 
 View RankProgram::gather(uint64_t tensor, const Box& need) const {

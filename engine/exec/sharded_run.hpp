@@ -1,10 +1,13 @@
 // Running a sharded graph: every rank executes its step list; slices move through a transport.
 //   plan::Plan p = plan::search(topo, initial, roots, plan::Mesh::modelled(4));
 //   RunReport r = run_plan(p.graph());      // 4 virtual ranks over loopback; roots get their values
-//   RankProgram me(g, mpi_endpoint);  while (!me.done()) me.advance();   // one rank (MPI, later)
+//   RankProgram me(g, mpi_endpoint);  while (!me.done()) me.advance();   // one rank of an MPI job
 // The executor trusts the plan's structure (verify() checks it) but not blindly: a slice a
 // block needs and its rank lacks, or a plan that cannot finish, throws InternalError naming the
 // rank and the step, and a failed run leaves every root unchanged.
+// Combines run point to point (send + try_recv), or as collectives where the transport has
+// them and the combine is regular (engine/comm/collective_plan.hpp): a started collective is
+// polled like a receive, so the loop keeps its shape.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +19,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "engine/comm/collective_plan.hpp"
 #include "engine/comm/transport.hpp"
 #include "engine/exec/progress.hpp"
 #include "engine/ir/value.hpp"
@@ -44,13 +48,17 @@ struct RunReport {
 // (views of the nodes' values), received slices, block outputs and combined values.
 class RankProgram {
  public:
+  // Joins the transport's groups for the plan's collectives first (every rank of a job
+  // constructs its program at plan start, before anything that can fail).
   RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreKeys keys = {});
 
   // Runs this rank's steps in program order until one must wait (a receive that has not
   // arrived, a combine missing a partial) or all have run; whether any step ran. Checks the
   // cancel flag before every step (throws Cancelled).
   bool advance();
-  bool done() const { return pc_ == steps().size(); }
+  // All steps ran and every collective this rank started has completed (a rank that only
+  // contributes to a reduce goes on at once, like after a send, but may not leave before it).
+  bool done() const { return pc_ == steps().size() && trailing_.empty(); }
   std::string waiting_on() const;  // the step it waits at, for deadlock reports
 
   // After done(): every rank sends the result shards it holds to rank 0; rank 0 then
@@ -62,6 +70,12 @@ class RankProgram {
   void keep_outputs();
 
   int64_t blocks_run() const { return blocks_run_; }
+  // Combines of this plan that run as collectives (the same on every rank).
+  int collective_combines() const { return coll_.count(); }
+  // Whether a collective this rank started has not completed. MPI advances a non-blocking
+  // collective only inside MPI calls on each member (a long message takes many rounds), so a
+  // waiting loop should then yield and poll again rather than sleep.
+  bool collectives_in_flight() const { return !running_.empty() || !trailing_.empty(); }
   // Seconds this rank spent in sends, receives, combines and output shards (tp.stats().time_move).
   double move_seconds() const { return move_us_ * 1e-6; }
 
@@ -82,6 +96,10 @@ class RankProgram {
   void send(size_t t);
   bool recv(size_t t);
   bool combine(size_t c);
+  bool combine_collective(size_t c);
+  View partial_over(size_t c, size_t p);        // partial p of combine c over its region
+  View contribution(size_t c);                  // this rank's input to combine c's collective
+  bool reap_trailing();
   const Node& node(uint64_t id) const;
   const poly::Signature& sig(uint64_t id);
   // The slice `need` of a tensor as one view: a window on a held piece when one covers it,
@@ -108,6 +126,13 @@ class RankProgram {
   std::unordered_set<size_t> combine_started_;                   // partials sent out
   std::map<std::pair<size_t, size_t>, std::shared_ptr<Value>> arrived_;  // (combine, block)
   std::map<size_t, std::shared_ptr<Value>> outputs_in_;           // rank 0: output shards
+  comm::CollectivePlan coll_;
+  struct Running {
+    std::unique_ptr<comm::Collective> handle;
+    std::shared_ptr<Value> out;
+  };
+  std::map<size_t, Running> running_;                          // combine -> its collective here
+  std::vector<std::unique_ptr<comm::Collective>> trailing_;  // contributed, not yet complete
 };
 
 // Runs every rank of `g` over a loopback transport in this process, round-robin: a rank runs

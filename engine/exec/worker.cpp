@@ -85,7 +85,12 @@ class Worker {
       }
       idle.reset();
       if (c->kind == Command::Shutdown) break;
-      if (c->kind == Command::Abort) continue;  // the run it names has ended here already
+      if (c->kind == Command::Abort) {
+        // The run it names has ended here already, but failed elsewhere: a collective of it
+        // may be half-matched, so no communicator it used is trusted again (mpi_collective.hpp).
+        mpi_.groups().retire_all();
+        continue;
+      }
       if (c->kind == Command::Drop) {
         for (uint64_t k : c->drop) shard_store().drop(k);
         continue;
@@ -168,6 +173,7 @@ class Worker {
     const double origin = trace::now_us();
     if (tracing) trace::begin_capture();
     run_traced(c, st, me);
+    if (st.kind != Status::Done) mpi_.groups().retire_all();  // as for an Abort, above
     if (tracing) st.trace = trace::encode_events(trace::end_capture(), origin);
     report(st);
   }
@@ -177,6 +183,10 @@ class Worker {
       const plan::ShardedGraph g = decode_plan(c.plan);
       if (g.num_ranks != mpi_.size())
         throw InternalError(cat_str("a plan for ", g.num_ranks, " ranks sent to a job of ", mpi_.size()));
+      // The program first: it joins the groups of the plan's collectives, which the other
+      // members wait for whether or not this rank fails afterwards.
+      comm::MpiTransport t(mpi_, c.epoch);
+      RankProgram p(g, t, c.store);
       if (auto fault = injected_fault(me, runs_)) {
         if (*fault == "oom") {
           try {
@@ -187,8 +197,6 @@ class Worker {
         }
         throw Error("injected failure (TAPESTRY_FAULT)");
       }
-      comm::MpiTransport t(mpi_, c.epoch);
-      RankProgram p(g, t, c.store);
       p.set_stop_check([this] { return abort_seen(); });
       comm::Backoff wait;
       while (!p.done()) {
@@ -200,6 +208,7 @@ class Worker {
           st.kind = Status::Aborted;
           return;
         }
+        if (p.collectives_in_flight()) wait.reset();  // yield, do not sleep: see sharded_run.hpp
         wait.pause();
       }
       p.send_outputs();

@@ -58,6 +58,11 @@ class Server:
         self.token_file = os.path.join(self.dir.name, "token")
         self.env = dict(os.environ, HOME=self.dir.name, TAPESTRY_HISTORY="")
         self.env.pop("TAPESTRY_TOKEN", None)
+        if MPIRUN:
+            # On SIGTERM mpirun forwards it to every rank and SIGKILLs them 1 s later by default;
+            # on 2 loaded cores rank 0's orderly stop (cancel the evaluation, close the clients)
+            # can take longer than that, which is what made these tests flaky.
+            self.env.setdefault("OMPI_MCA_odls_base_sigkill_timeout", "10")
         self.env.update(extra_env or {})
         self.log = open(os.path.join(self.dir.name, "log"), "w+")
         self.proc = subprocess.Popen(

@@ -1,0 +1,43 @@
+// Collectives: merging one equal-shaped value per member of a group of ranks, started once
+// and then polled, so an executor keeps running other work while the network merges.
+//   comm::ReduceSpec s{{0, 1, 3}, 0, comm::ReduceOp::Sum};     // reduce onto rank 0
+//   auto c = t.start_reduce(s, mine, out);   while (!c->test()) { other work }   // out = Σ mine
+// A transport offers them through Transport::can_reduce / join_groups / start_reduce; which
+// combines of a plan use them is decided by plan_collectives (engine/comm/collective_plan.hpp).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace tapestry::comm {
+
+// The element-wise merges a collective can do (the monoids of poly::CombineKind that have one).
+enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, And, Or };
+
+// The ranks of a collective, sorted and distinct; this rank is one of them.
+using Group = std::vector<int>;
+
+// ReduceSpec::root for an all-reduce: every member receives the merged value.
+inline constexpr int kAllMembers = -1;
+
+// The most elements one collective merges (MPI counts are ints); larger combines go point to point.
+inline constexpr int64_t kMaxCollectiveElements = std::numeric_limits<int32_t>::max();
+
+struct ReduceSpec {
+  Group group;
+  int root = kAllMembers;  // the rank that receives the result, or kAllMembers
+  ReduceOp op = ReduceOp::Sum;
+};
+
+// A started collective. Destroying one that has not completed is allowed (a failed run):
+// the transport keeps its buffers alive for as long as the network may still touch them.
+class Collective {
+ public:
+  virtual ~Collective() = default;
+  // Whether it has completed: then `out` holds the result (on receiving members) and `in`
+  // may be reused. Never blocks; each call also lets the collective progress.
+  virtual bool test() = 0;
+};
+
+}  // namespace tapestry::comm

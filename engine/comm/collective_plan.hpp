@@ -1,0 +1,41 @@
+// Which combines of a plan run as collectives, and on which groups of ranks.
+//   comm::CollectivePlan cp = comm::plan_collectives(g, t);   // the same on every rank
+//   t.join_groups(cp.groups);                                  // at plan start, every rank
+//   if (cp.combines[c].collective) t.start_reduce(cp.combines[c].spec, mine, out);
+// A pure function of the plan and of the transport's (rank-independent) capabilities, so
+// every rank decides alike without a message: a combine must run either as a collective on
+// all its participants or point to point on all of them, never half and half.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "engine/comm/collective.hpp"
+#include "engine/comm/transport.hpp"
+#include "engine/plan/sharded_graph.hpp"
+
+namespace tapestry::comm {
+
+struct CombineRoute {
+  bool collective = false;  // false: point to point (send + try_recv)
+  ReduceSpec spec;          // when collective: group = the combine's participants
+};
+
+struct CollectivePlan {
+  std::vector<CombineRoute> combines;  // one per g.combines
+  std::vector<Group> groups;           // distinct, in order of first use
+  int count() const;                   // combines that run as collectives
+};
+
+// The collective merge of a combine kind; none for arg-reductions (their partials carry an
+// index next to the value, which no MPI reduction op merges the way the kernels do) and None.
+std::optional<ReduceOp> reduce_op(poly::CombineKind kind);
+
+// A combine runs as a collective when the transport can reduce its kind and dtype, it has
+// two or more participants, every partial covers all of `out` (a regular grid; an irregular
+// combine stays point to point), its destination is one rank (reduce) or every participant
+// (all-reduce), it fits one collective's count, and on every member of its group the
+// group's collectives come in the same order (collectives on a communicator match by order).
+CollectivePlan plan_collectives(const plan::ShardedGraph& g, const Transport& t);
+
+}  // namespace tapestry::comm

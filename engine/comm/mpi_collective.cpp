@@ -1,0 +1,291 @@
+#include "engine/comm/mpi_collective.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+
+#include "engine/comm/mpi.hpp"
+#include "engine/ir/error.hpp"
+
+namespace tapestry::comm {
+
+namespace {
+
+// Tags on the groups' parent communicator (its own, so they never meet the data messages).
+constexpr int kTagReady = 21;   // "I am about to create this group": epoch, then the ranks
+constexpr int kTagCreate = 22;  // MPI_Comm_create_group's own traffic
+
+void check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int n = 0;
+  MPI_Error_string(rc, text, &n);
+  throw InternalError(cat_str(what, " failed: ", std::string(text, n)));
+}
+
+// Max and min as the kernels do them (engine/exec/block.cpp, combine_partials): a NaN wins.
+// MPI_MAX / MPI_MIN compare with < and would drop it depending on the order of the operands.
+template <class T> void nan_merge(const void* in, void* inout, int n, bool max) {
+  const T* a = static_cast<const T*>(in);
+  T* b = static_cast<T*>(inout);
+  for (int i = 0; i < n; ++i) {
+    if (std::isnan(a[i]) || std::isnan(b[i])) b[i] = std::isnan(a[i]) ? a[i] : b[i];
+    else b[i] = max ? (a[i] < b[i] ? b[i] : a[i]) : (b[i] < a[i] ? b[i] : a[i]);
+  }
+}
+
+void nan_max(void* in, void* inout, int* len, MPI_Datatype* type) {
+  if (*type == MPI_FLOAT) nan_merge<float>(in, inout, *len, true);
+  else nan_merge<double>(in, inout, *len, true);
+}
+
+void nan_min(void* in, void* inout, int* len, MPI_Datatype* type) {
+  if (*type == MPI_FLOAT) nan_merge<float>(in, inout, *len, false);
+  else nan_merge<double>(in, inout, *len, false);
+}
+
+struct Mapped {
+  MPI_Datatype type;
+  MPI_Op op;
+};
+
+// How a merge maps onto MPI, or nullopt where it has no equivalent (the executor then merges
+// point to point). `fmax`, `fmin`: the NaN-propagating ops for floats above.
+std::optional<Mapped> mapping(ReduceOp op, DType t, MPI_Op fmax, MPI_Op fmin) {
+  switch (t) {
+    case DType::Bool:
+      // A bool is one byte holding 0 or 1, as C's _Bool (MPI_C_BOOL); the kernels' sum of
+      // bools is `or` and their product `and`, which are MPI's logical ops on it.
+      static_assert(sizeof(bool) == 1);
+      switch (op) {
+        case ReduceOp::And: case ReduceOp::Min: case ReduceOp::Prod: return Mapped{MPI_C_BOOL, MPI_LAND};
+        case ReduceOp::Or: case ReduceOp::Max: case ReduceOp::Sum: return Mapped{MPI_C_BOOL, MPI_LOR};
+      }
+      break;
+    case DType::I32:
+    case DType::I64: {
+      const bool wide = t == DType::I64;
+      // Sums and products over the unsigned type: they wrap on overflow exactly as the kernels'
+      // (which also add unsigned), with no signed-overflow undefined behaviour inside MPI.
+      const MPI_Datatype u = wide ? MPI_UINT64_T : MPI_UINT32_T, s = wide ? MPI_INT64_T : MPI_INT32_T;
+      switch (op) {
+        case ReduceOp::Sum: return Mapped{u, MPI_SUM};
+        case ReduceOp::Prod: return Mapped{u, MPI_PROD};
+        case ReduceOp::Max: return Mapped{s, MPI_MAX};
+        case ReduceOp::Min: return Mapped{s, MPI_MIN};
+        case ReduceOp::And: return Mapped{s, MPI_LAND};
+        case ReduceOp::Or: return Mapped{s, MPI_LOR};
+      }
+      break;
+    }
+    case DType::F32:
+    case DType::F64: {
+      const MPI_Datatype f = t == DType::F32 ? MPI_FLOAT : MPI_DOUBLE;
+      switch (op) {
+        case ReduceOp::Sum: return Mapped{f, MPI_SUM};
+        case ReduceOp::Prod: return Mapped{f, MPI_PROD};
+        case ReduceOp::Max: return Mapped{f, fmax};
+        case ReduceOp::Min: return Mapped{f, fmin};
+        // MPI defines its logical ops on integer types only.
+        case ReduceOp::And: case ReduceOp::Or: return std::nullopt;
+      }
+      break;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+struct MpiGroups::Impl {
+  MPI_Comm parent = MPI_COMM_NULL;
+  MPI_Op fmax = MPI_OP_NULL, fmin = MPI_OP_NULL;
+  int rank = 0;
+  std::map<Group, MPI_Comm> comms;
+  std::vector<MPI_Comm> retired;
+  int64_t created = 0;
+  // Collectives dropped before they completed: MPI may still read `in` and write `out`.
+  struct Buried {
+    MPI_Request req;
+    View in, out;
+  };
+  std::vector<Buried> graveyard;
+  struct Note {
+    MPI_Request req;
+    std::shared_ptr<const std::vector<uint64_t>> body;
+  };
+  std::vector<Note> notes;  // ready notes still being sent
+
+  // Forgets what MPI has finished with.
+  void reap() {
+    std::erase_if(graveyard, [](Buried& b) {
+      int done = 0;
+      MPI_Test(&b.req, &done, MPI_STATUS_IGNORE);
+      return done != 0;
+    });
+    std::erase_if(notes, [](Note& n) {
+      int done = 0;
+      MPI_Test(&n.req, &done, MPI_STATUS_IGNORE);
+      return done != 0;
+    });
+  }
+};
+
+// A started MPI_Ireduce / MPI_Iallreduce. Dropped unfinished (a failed run), its request and
+// buffers go to the graveyard: MPI forbids freeing or cancelling a collective's request.
+class MpiCollective final : public Collective {
+ public:
+  MpiCollective(MpiGroups::Impl& owner, MPI_Request req, View in, View out)
+      : owner_(owner), req_(req), in_(std::move(in)), out_(std::move(out)) {}
+  ~MpiCollective() override {
+    if (!done_) owner_.graveyard.push_back({req_, std::move(in_), std::move(out_)});
+  }
+  bool test() override {
+    if (done_) return true;
+    int flag = 0;
+    check(MPI_Test(&req_, &flag, MPI_STATUS_IGNORE), "MPI_Test (collective)");
+    done_ = flag != 0;
+    return done_;
+  }
+
+ private:
+  MpiGroups::Impl& owner_;
+  MPI_Request req_;
+  View in_, out_;
+  bool done_ = false;
+};
+
+MpiGroups::MpiGroups() : impl_(std::make_unique<Impl>()) {
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &impl_->parent), "MPI_Comm_dup");
+  MPI_Comm_set_errhandler(impl_->parent, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(impl_->parent, &impl_->rank);
+  check(MPI_Op_create(&nan_max, 1, &impl_->fmax), "MPI_Op_create");
+  check(MPI_Op_create(&nan_min, 1, &impl_->fmin), "MPI_Op_create");
+}
+
+MpiGroups::~MpiGroups() {
+  Impl& m = *impl_;
+  m.reap();
+  for (Impl::Note& n : m.notes) MPI_Request_free(&n.req);
+  if (!m.graveyard.empty()) {
+    // Collectives of a failed run that never completed. MPI_Finalize still progresses them
+    // (Open MPI's libnbc posts their next receives), so their communicators, ops and buffers
+    // must outlive it: freeing a communicator under one crashed MPI_Finalize. Kept on purpose
+    // (reachable from this static, so leak checkers do not flag it); the process is ending.
+    static auto* kept = new std::vector<Impl::Buried>();
+    for (Impl::Buried& b : m.graveyard) kept->push_back(std::move(b));
+    return;
+  }
+  for (auto& [group, comm] : m.comms) MPI_Comm_free(&comm);
+  for (MPI_Comm& comm : m.retired) MPI_Comm_free(&comm);
+  MPI_Op_free(&m.fmax);
+  MPI_Op_free(&m.fmin);
+  MPI_Comm_free(&m.parent);
+}
+
+bool MpiGroups::supports(ReduceOp op, DType dtype) {
+  return mapping(op, dtype, MPI_OP_NULL, MPI_OP_NULL).has_value();
+}
+
+void MpiGroups::join(const std::vector<Group>& groups, uint64_t epoch, const std::function<void()>& check_peers) {
+  Impl& m = *impl_;
+  m.reap();
+  for (const Group& group : groups) {
+    if (!std::binary_search(group.begin(), group.end(), m.rank) || m.comms.count(group)) continue;
+    internal_check(group.size() >= 2 && std::is_sorted(group.begin(), group.end()));
+    auto note = std::make_shared<std::vector<uint64_t>>();
+    note->push_back(epoch);
+    for (int r : group) note->push_back(static_cast<uint64_t>(r));
+    const int words = static_cast<int>(note->size());
+    for (int r : group) {
+      if (r == m.rank) continue;
+      MPI_Request req;
+      check(MPI_Isend(note->data(), words, MPI_UINT64_T, r, kTagReady, m.parent, &req), "MPI_Isend");
+      m.notes.push_back({req, note});
+    }
+    // Every other member's note: they all reach this group next (they follow the same list,
+    // and each earlier group completes by the same argument), so none waits on another.
+    std::vector<bool> heard(group.size(), false);
+    size_t left = group.size() - 1;
+    Backoff wait;
+    while (left > 0) {
+      bool got = false;
+      for (size_t i = 0; i < group.size(); ++i) {
+        if (group[i] == m.rank || heard[i]) continue;
+        int flag = 0;
+        MPI_Status st;
+        check(MPI_Iprobe(group[i], kTagReady, m.parent, &flag, &st), "MPI_Iprobe");
+        if (!flag) continue;
+        int count = 0;
+        MPI_Get_count(&st, MPI_UINT64_T, &count);
+        std::vector<uint64_t> in(static_cast<size_t>(std::max(count, 0)));
+        check(MPI_Recv(in.data(), count, MPI_UINT64_T, group[i], kTagReady, m.parent, MPI_STATUS_IGNORE), "MPI_Recv");
+        if (!in.empty() && in[0] < epoch) continue;  // from a run that gave up joining (the job broke)
+        if (in != *note)
+          throw InternalError(cat_str("rank ", m.rank, " joins a group of ", group.size(), " ranks in run ", epoch,
+                                      ", rank ", group[i], " another (", in.size() - 1, " ranks, run ", in.empty() ? 0 : in[0], ")"));
+        heard[i] = true;
+        --left;
+        got = true;
+      }
+      if (left == 0) break;
+      if (got) {
+        wait.reset();
+        continue;
+      }
+      if (check_peers) check_peers();
+      m.reap();
+      wait.pause();
+    }
+    MPI_Group all, sub;
+    MPI_Comm_group(m.parent, &all);
+    MPI_Group_incl(all, static_cast<int>(group.size()), group.data(), &sub);
+    MPI_Comm comm = MPI_COMM_NULL;
+    const int rc = MPI_Comm_create_group(m.parent, sub, kTagCreate, &comm);
+    MPI_Group_free(&sub);
+    MPI_Group_free(&all);
+    check(rc, "MPI_Comm_create_group");
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    m.comms.emplace(group, comm);
+    ++m.created;
+  }
+}
+
+std::unique_ptr<Collective> MpiGroups::start_reduce(const ReduceSpec& spec, const View& in, const View& out) {
+  Impl& m = *impl_;
+  const auto it = m.comms.find(spec.group);
+  internal_check(it != m.comms.end());  // join_groups first
+  const std::optional<Mapped> mp = mapping(spec.op, in.dtype, m.fmax, m.fmin);
+  internal_check(mp.has_value());
+  internal_check(in.buf && in.is_contiguous() && in.numel() > 0 && in.numel() <= kMaxCollectiveElements);
+  const int count = static_cast<int>(in.numel());
+  const bool receives = spec.root == kAllMembers || spec.root == m.rank;
+  if (receives) internal_check(out.buf && out.is_contiguous() && out.numel() == in.numel() && out.dtype == in.dtype);
+  MPI_Request req;
+  if (spec.root == kAllMembers) {
+    check(MPI_Iallreduce(in.byte_ptr(), out.byte_ptr(), count, mp->type, mp->op, it->second, &req), "MPI_Iallreduce");
+  } else {
+    const auto at = std::lower_bound(spec.group.begin(), spec.group.end(), spec.root);
+    internal_check(at != spec.group.end() && *at == spec.root);
+    const int root = static_cast<int>(at - spec.group.begin());  // ranks in the group are in its order
+    check(MPI_Ireduce(in.byte_ptr(), receives ? out.byte_ptr() : nullptr, count, mp->type, mp->op, root, it->second,
+                      &req),
+          "MPI_Ireduce");
+  }
+  return std::make_unique<MpiCollective>(m, req, in, receives ? out : View{});
+}
+
+void MpiGroups::retire_all() {
+  Impl& m = *impl_;
+  for (auto& [group, comm] : m.comms) m.retired.push_back(comm);
+  m.comms.clear();
+  m.reap();
+}
+
+int64_t MpiGroups::created() const { return impl_->created; }
+int64_t MpiGroups::retired() const { return static_cast<int64_t>(impl_->retired.size()); }
+
+}  // namespace tapestry::comm
