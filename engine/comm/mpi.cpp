@@ -362,6 +362,10 @@ std::string relaunch_under_mpirun(int ranks, int argc, char** argv) {
   // 2-rank stencil on a 2-core machine (docs/performance.md, Scaling). Let the OS place them.
   args.insert(args.end(), {"--bind-to", "none"});
   if (geteuid() == 0) args.push_back("--allow-run-as-root");
+  // On SIGINT/SIGTERM mpirun forwards the signal and SIGKILLs the ranks 1 s later; rank 0's
+  // orderly stop (cancel the evaluation, tell the clients, remove the token) can need longer.
+  if (!std::getenv("OMPI_MCA_odls_base_sigkill_timeout"))
+    args.insert(args.end(), {"--mca", "odls_base_sigkill_timeout", "10"});
 #endif
   args.push_back(self);
   for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
