@@ -58,8 +58,11 @@ class Lowering {
     bool split = false;
     for (const Placement& p : blocks) split = split || s.splits_reduction(p.box);
     std::vector<size_t> ids;
-    for (const Placement& p : blocks) {
+    // Every block's inputs are sent before any block runs: a rank that holds what another
+    // needs must not compute its own block first (W8: the other rank would wait for it).
+    for (const Placement& p : blocks)
       for (size_t i = 0; i < n->inputs.size(); ++i) fetch(n->inputs[i]->id, s.input_slice(i, p.box), p.rank);
+    for (const Placement& p : blocks) {
       ids.push_back(g_.add_block(n->id, p.box, p.rank));
       if (!split) produce(n->id, s.output_slice(p.box), p.rank);
     }
