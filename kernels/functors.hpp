@@ -9,6 +9,9 @@
 #include <type_traits>
 
 #include "kernels/hd.hpp"
+#if !defined(__CUDACC__)
+#include "kernels/tanh_f32.hpp"
+#endif
 
 // glibc's libmvec holds vector versions of these functions; declaring them `simd`
 // lets GCC vectorize the map loops that call them without -ffast-math (glibc only
@@ -95,7 +98,11 @@ TP_HD inline float m_sin(float x) { return ::sinf(x); }
 TP_HD inline double m_sin(double x) { return ::sin(x); }
 TP_HD inline float m_cos(float x) { return ::cosf(x); }
 TP_HD inline double m_cos(double x) { return ::cos(x); }
+#if defined(__CUDACC__)
 TP_HD inline float m_tanh(float x) { return ::tanhf(x); }
+#else
+inline float m_tanh(float x) { return tanh_f32(x); }  // inline and vectorized (tanh_f32.hpp)
+#endif
 TP_HD inline double m_tanh(double x) { return ::tanh(x); }
 TP_HD inline float m_erfc(float x) { return ::erfcf(x); }
 TP_HD inline double m_erfc(double x) { return ::erfc(x); }

@@ -54,8 +54,9 @@ int l_len(lua_State* L) {
 
 int l_item(lua_State* L) {
   const NodeRef x = check_tensor(L, 1);
-  user_check(numel(x->shape) == 1, "expects a tensor with exactly one element, got shape ",
-             shape_str(x->shape), " (", numel(x->shape), " elements)");
+  if (numel(x->shape) != 1)  // (user_check would format the shape on every call)
+    user_error("expects a tensor with exactly one element, got shape ", shape_str(x->shape), " (",
+               numel(x->shape), " elements)");
   observe({x});
   push_element(L, x->value->view(), 0);
   return 1;

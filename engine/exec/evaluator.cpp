@@ -1,8 +1,10 @@
 #include "engine/exec/evaluator.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <new>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -15,6 +17,7 @@
 #include "engine/ir/value.hpp"
 #include "engine/plan/fusion_groups.hpp"
 #include "kernels/cpu/kernels.hpp"
+#include "kernels/cpu/parallel.hpp"
 
 namespace tapestry {
 
@@ -25,6 +28,47 @@ std::atomic<bool> g_cancel{false};
 double now() {
   using namespace std::chrono;
   return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+bool float_x(const Node* n) { return n->dtype == DType::F32 || n->dtype == DType::F64; }
+
+// A variance as build::var makes it: s = sum(x) over trailing dims, m = s / c broadcast back
+// (reshape, expand), then sum(square(x - m)) over the same dims, the square's group absorbed
+// by that sum. Returns s -> the second sum: both come from one pass over x (cpu::run_moments).
+std::unordered_map<const Node*, const Node*> find_moments(const plan::FusionGroups& g) {
+  std::unordered_map<const Node*, const Node*> out;
+  for (const auto& [s2, sq] : g.reduce_input) {
+    if (s2->op != Op::Sum || sq->op != Op::Square || s2->value) continue;
+    const Node* sub = sq->inputs[0].get();
+    if (sub->op != Op::Sub || !g.inlined.count(sub)) continue;
+    const Node* x = sub->inputs[0].get();
+    const Node* e = sub->inputs[1].get();
+    if (!float_x(x) || s2->dtype != x->dtype || e->op != Op::Expand || e->value) continue;
+    // m = expand(sum(x) / c with the reduced dims put back as 1s); the reshape comes before
+    // the division (mean with keepdim) or after it.
+    const Node* a = e->inputs[0].get();
+    const Node* b = a->inputs.empty() ? nullptr : a->inputs[0].get();
+    if (!b || a->value || b->value) continue;
+    const Node* div = a->op == Op::Div ? a : b;
+    const Node* reshape = a->op == Op::Div ? b : a;
+    if (div->op != Op::Div || reshape->op != Op::Reshape || div->inputs[1]->op != Op::Full) continue;
+    const Node* s1 = reshape == b ? reshape->inputs[0].get() : div->inputs[0].get();
+    if (s1->op != Op::Sum || s1->value || s1->inputs[0].get() != x || s1->dtype != x->dtype ||
+        s1->attrs.ints != s2->attrs.ints || g.reduce_input.count(s1) || out.count(s1))
+      continue;
+    // The reduced dims are a trailing run, and m is one value per kept index: the reshape only
+    // puts back the reduced dims as 1s, the expand widens exactly those.
+    const int rank = static_cast<int>(x->shape.size());
+    const std::vector<int64_t>& dims = s1->attrs.ints;
+    bool trailing = !dims.empty();
+    for (size_t i = 0; i < dims.size(); ++i)
+      trailing = trailing && dims[i] == rank - static_cast<int>(dims.size()) + static_cast<int>(i);
+    Shape keep = s1->shape;
+    keep.resize(static_cast<size_t>(rank), 1);
+    if (!trailing || reshape->shape != keep || e->shape != x->shape) continue;
+    out[s1] = s2;
+  }
+  return out;
 }
 
 // One evaluation: the ordered subgraph, which maps fold into their consumer,
@@ -39,11 +83,11 @@ class Evaluation {
     stats().time_schedule += now() - t0;
     const double t1 = now();
     int64_t kernels = 0;
-    for (const Node* n : topo_) kernels += !(n->value || inlined_.count(n));
+    for (const Node* n : topo_) kernels += !(n->value || inlined_.count(n) || banded_.count(n));
     Progress progress(kernels);
     const bool tracing = trace::enabled();
     for (const Node* n : topo_) {
-      if (n->value || inlined_.count(n)) continue;  // leaves and fused nodes
+      if (n->value || inlined_.count(n) || banded_.count(n)) continue;  // leaves, fused nodes
       if (g_cancel.load(std::memory_order_relaxed)) throw Cancelled();
       const double k0 = tracing ? trace::now_us() : 0;
       values_[n] = compute(*n);
@@ -81,12 +125,36 @@ class Evaluation {
   // reduction counts as inlined here: run_map_reduce computes it chunk by chunk.
   void decide_fusion() {
     plan::FusionGroups g = plan::group_fusion(roots_);
+    moments_ = find_moments(g);
     topo_ = std::move(g.topo);
     root_set_ = std::move(g.roots);
     uses_ = std::move(g.uses);
     inlined_ = std::move(g.inlined);
     for (const auto& [reduce, map] : g.reduce_input) inlined_.insert(map);
     stats().fused_ops += static_cast<uint64_t>(g.fused_maps);
+    for (const Node* n : topo_) {
+      if (n->value || inlined_.count(n) || op_kind(n->op) != OpKind::Map) continue;
+      visited_.clear();
+      find_banded(*n, n);
+    }
+  }
+
+  // A stencil (Correlate) read only by the map group of `root`, of root's shape: computed band
+  // by band of rows inside that map (run_banded), so a step like u + c * stencil(u) reads u
+  // and writes its result once, with the stencil's output living in a cache-sized band.
+  void find_banded(const Node& root, const Node* m) {
+    for (const NodeRef& ref : m->inputs) {
+      const Node* in = ref.get();
+      if (inlined_.count(in)) {
+        if (visited_.insert(in).second) find_banded(root, in);
+        continue;
+      }
+      auto u = uses_.find(in);
+      if (in->op == Op::Correlate && !in->value && !root_set_.count(in) && u != uses_.end() &&
+          u->second == 1 && in->shape == root.shape && !in->shape.empty() &&
+          numel(in->shape) >= kBandMinElems && in->shape[0] > 1)
+        banded_.insert(in);
+    }
   }
 
   View input_view(const Node* n) {
@@ -105,7 +173,7 @@ class Evaluation {
       const Node* m = todo.back();
       todo.pop_back();
       for (const NodeRef& in : m->inputs) {
-        if (inlined_.count(in.get())) {
+        if (inlined_.count(in.get()) || banded_.count(in.get())) {
           if (members.insert(in.get()).second) todo.push_back(in.get());
         } else if (--uses_[in.get()] == 0 && !root_set_.count(in.get())) {
           values_.erase(in.get());
@@ -152,13 +220,15 @@ class Evaluation {
         return out;
       }
       case OpKind::Map: {
-        const cpu::MapProgram p = build_program(n);
+        cpu::MapProgram p = build_program(n);
         auto out = alloc(n.dtype, n.shape);
-        cpu::run_map(p, out->v);
+        if (banded_leaves_.empty()) cpu::run_map(p, out->v);
+        else run_banded(n, p, out->v);
         return out;
       }
       case OpKind::Reduce: {
         auto out = alloc(n.dtype, n.shape);
+        if (moments_pass(n, out->v)) return out;
         std::vector<int> dims(n.attrs.ints.begin(), n.attrs.ints.end());
         const Node* in = n.inputs[0].get();
         if (inlined_.count(in)) run_map_reduce(n, *in, dims, out->v);
@@ -270,6 +340,115 @@ class Evaluation {
     }
   }
 
+  // A variance (find_moments): the sum s = sum(x) computes, in the same pass
+  // over x, the moments that the later sum((x - m)^2) needs; that one then only applies
+  // sum (x - m)^2 = m2 + count * (mean - m)^2 with the m the graph computed from s. False: run
+  // the reduction as usual (x is not contiguous, or this is not such a pair).
+  bool moments_pass(const Node& n, const View& out) {
+    if (auto it = centred_.find(&n); it != centred_.end()) {
+      const Centred c = std::move(it->second);
+      centred_.erase(it);
+      const View m = input_view(c.mean);  // x - m's m: broadcast over the reduced dims
+      const int64_t rows = static_cast<int64_t>(c.rows.size());
+      const int kept = static_cast<int>(n.shape.size());
+      internal_check(out.is_contiguous() && out.numel() == rows && m.rank() >= kept);
+      dispatch_float(n.dtype, [&](auto* tag) {
+        using T = std::remove_pointer_t<decltype(tag)>;
+        const T* mp = m.ptr<T>();
+        T* o = out.ptr<T>();
+        for (int64_t r = 0; r < rows; ++r) {
+          int64_t off = 0;
+          for (int64_t q = r, d = kept - 1; d >= 0; --d) {
+            off += (q % n.shape[d]) * m.strides[d];
+            q /= n.shape[d];
+          }
+          const cpu::Moments& mo = c.rows[r];
+          const double dm = (mo.shift - static_cast<double>(mp[off])) + mo.dmean;
+          o[r] = static_cast<T>(mo.m2 + static_cast<double>(mo.count) * dm * dm);
+        }
+      });
+      return true;
+    }
+    auto it = moments_.find(&n);
+    if (it == moments_.end()) return false;
+    const Node* centred = it->second;
+    const View x = input_view(n.inputs[0].get());
+    if (!x.is_contiguous()) return false;
+    const int64_t rows = std::max<int64_t>(1, numel(n.shape));
+    internal_check(out.is_contiguous() && out.numel() == rows);
+    Centred c;
+    c.rows.resize(static_cast<size_t>(rows));
+    cpu::run_moments(x, rows, c.rows.data());
+    dispatch_float(n.dtype, [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      T* o = out.ptr<T>();
+      for (int64_t r = 0; r < rows; ++r) o[r] = static_cast<T>(c.rows[r].sum);
+    });
+    // The centred sum's map is square(x - m): its second leaf is m (an expand).
+    c.mean = centred->inputs[0]->inputs[0]->inputs[1].get();
+    centred_[centred] = std::move(c);
+    return true;
+  }
+
+  template <class F>
+  static void dispatch_float(DType t, F&& f) {
+    if (t == DType::F32) f(static_cast<float*>(nullptr));
+    else if (t == DType::F64) f(static_cast<double*>(nullptr));
+    else internal_fail(__FILE__, __LINE__, "moments of a non-float dtype");
+  }
+
+  // The map `root` whose program has banded stencils among its leaves (placeholders in p):
+  // rows in bands of ~kBandElems; per band each stencil computes its rows of output into a
+  // per-thread buffer (run_correlate with the band's origin, exactly the whole op's sums),
+  // then the program runs over the band. Bands are shared out over the threads.
+  void run_banded(const Node& root, cpu::MapProgram& p, const View& out) {
+    struct Win {
+      int leaf;
+      const Node* node;
+      View x, k;
+      std::vector<int64_t> origin;  // the whole op's: -pad_before
+    };
+    std::vector<Win> wins;
+    for (const auto& [leaf, w] : banded_leaves_) {
+      Win win{leaf, w, input_view(w->inputs[0].get()), input_view(w->inputs[1].get()), {}};
+      for (size_t d = 0; d < w->shape.size(); ++d) win.origin.push_back(-w->attrs.ints[d]);
+      wins.push_back(std::move(win));
+    }
+    const Shape& shape = root.shape;
+    const int r = static_cast<int>(shape.size());
+    const int64_t rows = shape[0], row_elems = numel(shape) / rows;
+    const int64_t band = std::clamp<int64_t>(kBandElems / std::max<int64_t>(row_elems, 1), 1, rows);
+    const int64_t nbands = (rows + band - 1) / band;
+    const bool stream = out.numel() * static_cast<int64_t>(dtype_size(out.dtype)) >= (int64_t(32) << 20);
+    Shape band_shape = shape;
+    band_shape[0] = band;
+    std::vector<std::vector<std::shared_ptr<Value>>> scratch(static_cast<size_t>(cpu::pool_width()));
+    cpu::parallel_for(nbands, 1, [&](int64_t lo, int64_t hi, int worker) {
+      auto& bufs = scratch[static_cast<size_t>(worker)];
+      if (bufs.empty())
+        for (const Win& w : wins) bufs.push_back(alloc(w.node->dtype, band_shape));
+      cpu::MapProgram pb = p;
+      pb.stream_out = stream;
+      std::vector<int64_t> start(r, 0), zero(r, 0), step(r, 1);
+      for (int64_t b = lo; b < hi; ++b) {
+        if (g_cancel.load(std::memory_order_relaxed)) throw Cancelled();
+        start[0] = b * band;
+        Shape count = shape;
+        count[0] = std::min(band, rows - start[0]);
+        for (size_t i = 0; i < p.leaves.size(); ++i)
+          if (p.leaves[i].buf) pb.leaves[i] = p.leaves[i].sliced(start, step, count);
+        for (size_t j = 0; j < wins.size(); ++j) {
+          std::vector<int64_t> origin = wins[j].origin;
+          origin[0] += start[0];
+          const View piece = bufs[j]->v.sliced(zero, step, count);
+          cpu::run_correlate(wins[j].x, wins[j].k, origin, piece);
+          pb.leaves[static_cast<size_t>(wins[j].leaf)] = piece;
+        }
+        cpu::run_map(pb, out.sliced(start, step, count));
+      }
+    });
+  }
+
   std::shared_ptr<Value> view_of(const Node& n) {
     const View in = input_view(n.inputs[0].get());
     switch (n.op) {
@@ -306,6 +485,7 @@ class Evaluation {
     cpu::MapProgram p;
     std::unordered_map<const Node*, int> reg;
     visited_.clear();
+    banded_leaves_.clear();
     collect_leaves(&root, true, p, reg);
     emit(&root, true, p, reg);
     return p;
@@ -319,7 +499,13 @@ class Evaluation {
       for (const NodeRef& in : n->inputs) collect_leaves(in.get(), false, p, reg);
       return;
     }
-    if (reg.emplace(n, static_cast<int>(p.leaves.size())).second) p.leaves.push_back(input_view(n));
+    if (!reg.emplace(n, static_cast<int>(p.leaves.size())).second) return;
+    if (banded_.count(n)) {  // computed per band by run_banded: a placeholder here
+      banded_leaves_.push_back({static_cast<int>(p.leaves.size()), n});
+      p.leaves.emplace_back();
+      return;
+    }
+    p.leaves.push_back(input_view(n));
   }
 
   // Instructions in dependency order; returns n's register.
@@ -347,7 +533,17 @@ class Evaluation {
   std::unordered_map<const Node*, int> uses_;
   std::unordered_set<const Node*> inlined_;
   std::unordered_set<const Node*> visited_;  // group members seen by collect_leaves
+  std::unordered_set<const Node*> banded_;   // stencils computed inside their map (run_banded)
+  std::vector<std::pair<int, const Node*>> banded_leaves_;  // of the last build_program
+  static constexpr int64_t kBandElems = int64_t(1) << 17;     // a band: 512 KiB of f32, in L2
+  static constexpr int64_t kBandMinElems = int64_t(1) << 18;  // smaller stencils run whole
   std::unordered_map<const Node*, std::shared_ptr<Value>> values_;
+  std::unordered_map<const Node*, const Node*> moments_;  // sum(x) -> sum((x - m)^2)
+  struct Centred {
+    std::vector<cpu::Moments> rows;  // per output element of the centred sum
+    const Node* mean = nullptr;      // the broadcast m
+  };
+  std::unordered_map<const Node*, Centred> centred_;  // filled by the sum(x) pass
 };
 
 }  // namespace

@@ -130,9 +130,34 @@ std::vector<NodeRef> substitute_stored(const std::vector<NodeRef>& roots) {
   return out;
 }
 
+// False only when the roots surely read no stored leaf (a Source without a value): a walk
+// over the nodes not computed yet, without bookkeeping, given up (true) past a few hundred
+// visits. Most observations read none, and this spares them observed_subgraph.
+bool may_read_stored(const std::vector<NodeRef>& roots) {
+  const Node* stack[64];
+  int top = 0, visits = 0;
+  for (const NodeRef& r : roots) {
+    if (r->value) continue;
+    if (top == 64) return true;
+    stack[top++] = r.get();
+    while (top > 0) {
+      const Node* n = stack[--top];
+      if (++visits > 512) return true;
+      if (n->op == Op::Source) return true;
+      for (const NodeRef& in : n->inputs) {
+        if (in->value) continue;
+        if (top == 64) return true;
+        stack[top++] = in.get();
+      }
+    }
+  }
+  return false;
+}
+
 // Stored leaves this observation reads that cannot be read where they lie (one rank, or
 // stored on another mesh): gathered first. Stored roots are gathered: that is observing them.
 void gather_what_must_be_whole(const std::vector<NodeRef>& roots, int ranks) {
+  if (!may_read_stored(roots)) return;
   for (const NodeRef& n : plan::observed_subgraph(roots)) {
     if (n->value || !stored_layout(n->id)) continue;
     const bool root = std::find(roots.begin(), roots.end(), n) != roots.end();

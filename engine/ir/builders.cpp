@@ -120,9 +120,10 @@ Operand Operand::boolean(bool v) {
 void check_shape(const Shape& shape, const char* what) {
   int64_t n = 1;
   for (int64_t d : shape) {
-    user_check(d >= 1, what, " must have positive sizes, got ", shape_str(shape));
-    user_check(n <= (int64_t{1} << 50) / d, what, " ", shape_str(shape),
-               " is too large (more than 2^50 elements)");
+    // Not user_check: its message (shape_str) would be built on every call.
+    if (d < 1) user_error(what, " must have positive sizes, got ", shape_str(shape));
+    if (n > (int64_t{1} << 50) / d)
+      user_error(what, " ", shape_str(shape), " is too large (more than 2^50 elements)");
     n *= d;
   }
 }
@@ -378,9 +379,9 @@ NodeRef argreduce(Op op, const NodeRef& x, std::optional<int> dim, bool keepdim)
 // --- contractions -----------------------------------------------------------------
 
 NodeRef matmul(const NodeRef& a0, const NodeRef& b0) {
-  user_check(!a0->shape.empty() && !b0->shape.empty(),
-             "operands must have at least 1 dimension, got ", shape_str(a0->shape), " @ ",
-             shape_str(b0->shape));
+  if (a0->shape.empty() || b0->shape.empty())  // (user_check would format the shapes every call)
+    user_error("operands must have at least 1 dimension, got ", shape_str(a0->shape), " @ ",
+               shape_str(b0->shape));
   const DType t = promote(a0->dtype, b0->dtype);
   NodeRef a = cast(a0, t), b = cast(b0, t);
   const bool a_vec = a->shape.size() == 1, b_vec = b->shape.size() == 1;
@@ -389,8 +390,9 @@ NodeRef matmul(const NodeRef& a0, const NodeRef& b0) {
   const Shape& as = a->shape;
   const Shape& bs = b->shape;
   const int64_t n = as[as.size() - 2], k = as.back(), k2 = bs[bs.size() - 2], m = bs.back();
-  user_check(k == k2, "inner dimensions differ: ", shape_str(a0->shape), " @ ",
-             shape_str(b0->shape), " (", k, " ~= ", k2, ")");
+  if (k != k2)
+    user_error("inner dimensions differ: ", shape_str(a0->shape), " @ ", shape_str(b0->shape), " (",
+               k, " ~= ", k2, ")");
   const Shape abatch(as.begin(), as.end() - 2), bbatch(bs.begin(), bs.end() - 2);
   Shape batch;
   try {

@@ -18,9 +18,10 @@ NodeRef reshape(const NodeRef& x, Shape shape) {
       user_check(infer < 0, "only one -1 is allowed in the shape, got ", shape_str(shape));
       infer = static_cast<int>(i);
     } else {
-      user_check(shape[i] >= 1, "sizes must be positive (or one -1), got ", shape_str(shape));
-      user_check(known <= (int64_t{1} << 50) / shape[i], "shape ", shape_str(shape),
-                 " is too large (more than 2^50 elements)");
+      // Not user_check: its message (shape_str) would be built on every call.
+      if (shape[i] < 1) user_error("sizes must be positive (or one -1), got ", shape_str(shape));
+      if (known > (int64_t{1} << 50) / shape[i])
+        user_error("shape ", shape_str(shape), " is too large (more than 2^50 elements)");
       known *= shape[i];
     }
   }
@@ -30,8 +31,9 @@ NodeRef reshape(const NodeRef& x, Shape shape) {
                " elements) to ", shape_str(shape));
     shape[infer] = n / known;
   }
-  user_check(numel(shape) == n, "cannot reshape ", shape_str(x->shape), " (", n, " elements) to ",
-             shape_str(shape), " (", numel(shape), " elements)");
+  if (numel(shape) != n)
+    user_error("cannot reshape ", shape_str(x->shape), " (", n, " elements) to ", shape_str(shape),
+               " (", numel(shape), " elements)");
   if (shape == x->shape) return x;
   // reshape(reshape(y)) == reshape(y): keeps loop bodies structurally equal.
   const NodeRef& src = x->op == Op::Reshape ? x->inputs[0] : x;

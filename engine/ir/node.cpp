@@ -3,7 +3,7 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
-#include <unordered_map>
+#include <vector>
 
 #include "engine/ir/error.hpp"
 
@@ -12,10 +12,52 @@ namespace tapestry {
 namespace {
 
 // The intern table: hash -> live nodes with that hash. Nodes remove themselves
-// on destruction, so the table never holds a dead node.
+// on destruction, so the table never holds a dead node. Chained through Node::intern_next
+// (no allocation per node: a loop that builds and drops small graphs creates thousands
+// of nodes a second), buckets a power of two, picked by the hash's high bits after a
+// multiply (structural_hash's low bits are weak for small ids).
 struct InternTable {
   std::mutex mu;
-  std::unordered_multimap<size_t, const Node*> nodes;
+  std::vector<const Node*> buckets = std::vector<const Node*>(size_t(1) << kInitialBits, nullptr);
+  int bits = kInitialBits;
+  size_t count = 0;
+
+  static constexpr int kInitialBits = 10;
+
+  size_t bucket(size_t h) const { return (h * 0x9e3779b97f4a7c15ULL) >> (64 - bits); }
+  const Node* first(size_t h) const { return buckets[bucket(h)]; }
+  // Grows the table if one more node would overfill it; called before the node is made, so
+  // that a failing allocation leaves no node behind (its destructor takes this table's lock).
+  void make_room() {
+    if (count >= buckets.size()) grow();
+  }
+  void insert(const Node* n) {
+    const Node*& b = buckets[bucket(n->hash)];
+    n->intern_next = b;
+    b = n;
+    ++count;
+  }
+  void erase(const Node* n) {
+    const Node** p = &buckets[bucket(n->hash)];
+    while (*p && *p != n) p = &(*p)->intern_next;
+    if (!*p) return;
+    *p = n->intern_next;
+    --count;
+  }
+  void grow() {
+    std::vector<const Node*> old(size_t(1) << (bits + 1), nullptr);
+    old.swap(buckets);
+    ++bits;
+    for (const Node* head : old) {
+      while (head) {
+        const Node* next = head->intern_next;
+        const Node*& b = buckets[bucket(head->hash)];
+        head->intern_next = b;
+        b = head;
+        head = next;
+      }
+    }
+  }
 };
 InternTable& table() {
   static InternTable* t = new InternTable;  // never destroyed: nodes may outlive statics
@@ -62,13 +104,7 @@ Node::~Node() {
   {
     InternTable& t = table();
     std::lock_guard<std::mutex> lock(t.mu);
-    auto [lo, hi] = t.nodes.equal_range(hash);
-    for (auto it = lo; it != hi; ++it) {
-      if (it->second == this) {
-        t.nodes.erase(it);
-        break;
-      }
-    }
+    t.erase(this);
   }
   // Dropping a long chain (a Lua loop of 10^5 updates) would recurse once per node and
   // overflow the stack: past a depth, inputs are parked and released iteratively.
@@ -101,11 +137,11 @@ NodeRef make_node(Op op, std::vector<NodeRef> inputs, Attrs attrs, Shape shape, 
   const size_t h = structural_hash(op, inputs, attrs, shape, dtype);
   InternTable& t = table();
   std::lock_guard<std::mutex> lock(t.mu);
-  auto [lo, hi] = t.nodes.equal_range(h);
-  for (auto it = lo; it != hi; ++it) {
-    if (!same_structure(*it->second, op, inputs, attrs, shape, dtype)) continue;
-    if (NodeRef live = it->second->weak_from_this().lock()) return live;
+  for (const Node* c = t.first(h); c; c = c->intern_next) {
+    if (c->hash != h || !same_structure(*c, op, inputs, attrs, shape, dtype)) continue;
+    if (NodeRef live = c->weak_from_this().lock()) return live;
   }
+  t.make_room();
   auto n = std::make_shared<Node>();
   n->op = op;
   n->attrs = std::move(attrs);
@@ -114,7 +150,7 @@ NodeRef make_node(Op op, std::vector<NodeRef> inputs, Attrs attrs, Shape shape, 
   n->dtype = dtype;
   n->id = g_next_id++;
   n->hash = h;
-  t.nodes.emplace(h, n.get());
+  t.insert(n.get());
   return n;
 }
 
@@ -129,14 +165,15 @@ NodeRef make_source(std::shared_ptr<const Value> value, Shape shape, DType dtype
   n->value = std::move(value);
   InternTable& t = table();
   std::lock_guard<std::mutex> lock(t.mu);
-  t.nodes.emplace(n->hash, n.get());
+  t.make_room();  // may throw: n is not in the table yet, and dies after the lock is released
+  t.insert(n.get());
   return n;
 }
 
 size_t live_node_count() {
   InternTable& t = table();
   std::lock_guard<std::mutex> lock(t.mu);
-  return t.nodes.size();
+  return t.count;
 }
 
 }  // namespace tapestry

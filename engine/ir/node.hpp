@@ -66,6 +66,9 @@ struct Node : std::enable_shared_from_this<Node> {
   mutable std::shared_ptr<const Value> value;
 
   ~Node();
+
+  // The next node in this node's bucket of the intern table (node.cpp; guarded by its mutex).
+  mutable const Node* intern_next = nullptr;
 };
 
 // Interns the node: returns the live node equal in (op, attrs, inputs, shape, dtype)

@@ -35,9 +35,9 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
   for (size_t i = 0; i < r; ++i) {
     const int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
     const int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
-    user_check(da == db || da == 1 || db == 1, "shapes ", shape_str(a), " and ",
-               shape_str(b), " cannot be broadcast (", da, " vs ", db, " at dimension ", i + 1,
-               " of the result)");
+    if (da != db && da != 1 && db != 1)  // not user_check: its message would be built every time
+      user_error("shapes ", shape_str(a), " and ", shape_str(b), " cannot be broadcast (", da, " vs ",
+                 db, " at dimension ", i + 1, " of the result)");
     out[i] = da == 1 ? db : da;
   }
   return out;

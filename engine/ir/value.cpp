@@ -2,11 +2,12 @@
 #include "engine/ir/value.hpp"
 
 #include <atomic>
-
+#include <bit>
 #include <cstdlib>
 #include <map>
 #include <mutex>
 #include <new>
+#include <vector>
 
 #include "engine/ir/error.hpp"
 
@@ -23,6 +24,7 @@ namespace {
 constexpr size_t kAlign = 64;
 constexpr size_t kCacheMin = size_t(1) << 20;
 constexpr size_t kCacheMaxBytes = size_t(1) << 30;
+constexpr size_t kSmallMax = size_t(1) << 16;  // 64 KiB
 
 class BlockCache {
  public:
@@ -65,14 +67,66 @@ BlockCache& block_cache() {
 }
 
 // Large sizes round up to 1/8 steps of their power of two, so near sizes share blocks.
+// Small sizes (up to kSmallMax) round up to a power of two: a size class of SmallCache.
 size_t padded_size(size_t bytes) {
   size_t b = (bytes + kAlign - 1) / kAlign * kAlign;
   if (b == 0) b = kAlign;
+  if (b <= kSmallMax) return std::bit_ceil(b);
   if (b < kCacheMin) return b;
   size_t p = kCacheMin;
   while (p * 2 <= b) p *= 2;
   size_t step = p / 8;
   return (b + step - 1) / step * step;
+}
+
+// Small blocks: a loop of observations on small tensors (a CG solver's vectors and
+// scalars) allocates and frees the same few sizes thousands of times a second. glibc's
+// aligned_alloc of >= 1 KiB takes its large-request path (malloc_consolidate over the
+// fastbins every time), so small blocks go back to a free list per size class instead.
+// Bounded: 2 MiB per class and 16 MiB in all; the rest go to the system. (Lua frees dead
+// tensors in batches when its collector runs, so a loop's blocks come back a thousand at once.)
+class SmallCache {
+ public:
+  static constexpr int kClasses = std::countr_zero(kSmallMax / kAlign) + 1;  // 64 B .. kSmallMax
+
+  ~SmallCache() {
+    for (auto& c : free_)
+      for (void* p : c) std::free(p);
+  }
+  static int class_of(size_t size) { return std::countr_zero(size / kAlign); }
+  void* take(size_t size) {
+    std::vector<void*>& c = free_[class_of(size)];
+    std::lock_guard<std::mutex> lk(m_);
+    if (c.empty()) return nullptr;
+    void* p = c.back();
+    c.pop_back();
+    held_ -= size;
+    return p;
+  }
+  bool give(void* p, size_t size) {
+    std::vector<void*>& c = free_[class_of(size)];
+    std::lock_guard<std::mutex> lk(m_);
+    if ((c.size() + 1) * size > kSmallClassMax || held_ + size > kSmallHeldMax) return false;
+    try {
+      c.push_back(p);
+    } catch (const std::bad_alloc&) {  // called from ~Buffer: the caller frees the block instead
+      return false;
+    }
+    held_ += size;
+    return true;
+  }
+
+ private:
+  static constexpr size_t kSmallClassMax = size_t(2) << 20;
+  static constexpr size_t kSmallHeldMax = size_t(16) << 20;
+  std::mutex m_;
+  size_t held_ = 0;
+  std::vector<void*> free_[kClasses];
+};
+
+SmallCache& small_cache() {
+  static SmallCache* c = new SmallCache();  // never destroyed: buffers may outlive statics
+  return *c;
 }
 
 }  // namespace
@@ -86,13 +140,15 @@ uint64_t Buffer::total_allocated() { return g_total_allocated.load(std::memory_o
 Buffer::Buffer(size_t bytes) : data_(nullptr), bytes_(bytes) {
   g_total_allocated.fetch_add(bytes, std::memory_order_relaxed);
   size_t size = padded_size(bytes);
-  if (size >= kCacheMin) data_ = block_cache().take(size);
+  if (size <= kSmallMax) data_ = small_cache().take(size);
+  else if (size >= kCacheMin) data_ = block_cache().take(size);
   if (!data_) data_ = std::aligned_alloc(kAlign, size);
   if (!data_) throw std::bad_alloc();
 }
 
 Buffer::~Buffer() {
   size_t size = padded_size(bytes_);
+  if (size <= kSmallMax && small_cache().give(data_, size)) return;
   if (size >= kCacheMin && block_cache().give(data_, size)) return;
   std::free(data_);
 }

@@ -26,12 +26,32 @@ struct MapInstr {
 struct MapProgram {
   std::vector<View> leaves;  // each has exactly the output's shape (strides may be 0)
   std::vector<MapInstr> instrs;
+  // The output is a piece of a tensor far larger than the caches (a band of it): write it with
+  // streaming stores as a whole output of that size would be (run_map decides alone otherwise).
+  bool stream_out = false;
 };
 void run_map(const MapProgram& p, const View& out);
 
 // Reduce `in` over `dims` (0-based ascending) into `out` (in's shape without dims).
 // Sum/Prod of ints and bools accumulate in i64; floats accumulate in f64.
 void run_reduce(Op op, const View& in, const std::vector<int>& dims, const View& out);
+
+// One-pass moments (moments.cpp): x (contiguous, f32 or f64) is `rows` rows of equal length;
+// out[r] gets row r's count, sum, mean and m2 = sum (x - mean)^2, in f64, from one read pass
+// (chunks shifted by their first element, merged by Chan's formula; independent of threads).
+// sum is accumulated as is (so an inf element gives inf, where the mean may be NaN). The mean is
+// kept as shift + dmean, shift an element of the row: merges and (mean - m) then lose no digits
+// to the mean's magnitude when the spread is tiny against it.
+struct Moments {
+  int64_t count = 0;
+  double sum = 0;
+  double shift = 0;
+  double dmean = 0;
+  double m2 = 0;
+  double mean() const { return shift + dmean; }
+};
+void run_moments(const View& x, int64_t rows, Moments* out);
+void merge_moments(Moments& a, const Moments& b);  // a = the moments of a's and b's elements
 
 // 1-based index (i64) of the first max/min along `dim`, or over the flattened
 // tensor when dim < 0. NaN counts as the extreme, as numpy.

@@ -13,6 +13,10 @@
 #include <cstring>
 #include <memory>
 
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
+
 #include "engine/ir/error.hpp"
 #include "kernels/cpu/kernels.hpp"
 #include "kernels/cpu/parallel.hpp"
@@ -241,8 +245,29 @@ struct Program {
   char* out = nullptr;
   int out_esize = 4;
   bool out_direct = true;
+  bool stream = false;  // full tiles reach `out` by non-temporal stores (see stream_copy)
   std::vector<Dim<1>> out_dims;
 };
+
+// An output much larger than the caches is written with streaming stores: the line is not
+// read first (a plain store costs a read and a write of memory), and the tiles the program
+// still reads are not evicted by it. Worth it only where nobody reads the output soon.
+constexpr int64_t kStreamMinBytes = int64_t(32) << 20;
+
+#if defined(__AVX__)
+constexpr bool kCanStream = true;
+// bytes: a multiple of 32; dst 32-byte aligned.
+void stream_copy(char* dst, const char* src, int64_t bytes) {
+  for (int64_t i = 0; i < bytes; i += 32)
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i),
+                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
+}
+void stream_fence() { _mm_sfence(); }
+#else
+constexpr bool kCanStream = false;
+void stream_copy(char* dst, const char* src, int64_t bytes) { std::memcpy(dst, src, bytes); }
+void stream_fence() {}
+#endif
 
 void splat_value(Reg& r, DType t, double real, int64_t integer) {
   dispatch_dtype(t, [&](auto tag) {
@@ -256,6 +281,7 @@ void splat_value(Reg& r, DType t, double real, int64_t integer) {
 }
 
 Program prepare(const MapProgram& p, const View& out) {
+  const bool stream_hint = p.stream_out;
   Program g;
   g.n = out.numel();
   const int nleaves = g.nleaves = static_cast<int>(p.leaves.size());
@@ -337,27 +363,44 @@ Program prepare(const MapProgram& p, const View& out) {
   g.out_esize = dtype_size(out.dtype);
   g.out_dims = coalesce<1>(out.shape, {&out.strides});
   g.out_direct = g.out_dims.size() == 1 && (g.out_dims[0].s[0] == 1 || g.out_dims[0].n <= 1);
+  g.stream = kCanStream && g.out_direct && (stream_hint || g.n * g.out_esize >= kStreamMinBytes) &&
+             reinterpret_cast<uintptr_t>(g.out) % 32 == 0 && (kTile * g.out_esize) % 32 == 0;
   return g;
 }
 
-// A worker's tiles: one 64-byte aligned block of slots.
+// A thread's tile registers (64-byte aligned slots): one block per thread, kept between
+// maps (a loop of small observations runs thousands of maps a second; a fresh 16 KiB-per-
+// register block each time cost an aligned_alloc and malloc_consolidate). A thread runs one
+// map's tiles at a time (run_tile never starts another map), so the block is never shared.
 struct Scratch {
+  char* mem = nullptr;
+  char* slot(int i) const { return mem + i * kSlotBytes; }
+};
+
+char* thread_scratch(size_t bytes) {
   struct Free {
     void operator()(char* p) const { std::free(p); }
   };
-  std::unique_ptr<char, Free> mem;
-  char* slot(int i) const { return mem.get() + i * kSlotBytes; }
-};
+  thread_local std::unique_ptr<char, Free> mem;
+  thread_local size_t size = 0;
+  if (size < bytes) {
+    mem.reset(static_cast<char*>(std::aligned_alloc(64, bytes)));
+    size = mem ? bytes : 0;
+    if (!mem) throw std::bad_alloc();
+  }
+  return mem.get();
+}
 
 Scratch make_scratch(const Program& g) {
   Scratch s;
-  s.mem.reset(static_cast<char*>(std::aligned_alloc(64, std::max(1, g.nslots) * kSlotBytes)));
-  if (!s.mem) throw std::bad_alloc();
+  s.mem = thread_scratch(static_cast<size_t>(std::max(1, g.nslots)) * kSlotBytes);
+  // A splat is read npad elements at a time: only the first tile's padded length is used.
+  const int64_t used = std::min(kTile, round_up(g.n, kPad));
   for (const Reg& r : g.regs) {
     if (r.kind != RegKind::Splat) continue;
     by_size(r.esize, [&](auto e) {
       using E = decltype(e);
-      fill_run(reinterpret_cast<E*>(s.slot(r.slot)), reinterpret_cast<const E*>(r.splat), kTile);
+      fill_run(reinterpret_cast<E*>(s.slot(r.slot)), reinterpret_cast<const E*>(r.splat), used);
     });
   }
   return s;
@@ -401,14 +444,17 @@ void run_tile(const Program& g, const Scratch& s, std::vector<const char*>& ptr,
       ptr[st.r] = s.slot(r.slot);
       continue;
     }
-    char* dst = (j == last && full && g.out_direct) ? g.out + start * r.esize : s.slot(r.slot);
+    char* dst = (j == last && full && g.out_direct && !g.stream) ? g.out + start * r.esize
+                                                                   : s.slot(r.slot);
     st.fn(dst, ptr[st.a], st.b >= 0 ? ptr[st.b] : nullptr, st.c >= 0 ? ptr[st.c] : nullptr, npad);
     ptr[st.r] = dst;
   }
   const char* result = ptr[g.steps.back().r];
   char* out_tile = g.out + start * g.out_esize;
   if (result == out_tile) return;
-  if (g.out_direct) {
+  if (g.stream && full) {
+    stream_copy(out_tile, result, n * g.out_esize);
+  } else if (g.out_direct) {
     std::memcpy(out_tile, result, n * g.out_esize);
   } else {
     by_size(g.out_esize, [&](auto e) { scatter_t<decltype(e)>(g.out, result, g.out_dims, start, n); });
@@ -459,6 +505,7 @@ void run_map(const MapProgram& p0, const View& out) {
     if (!s.mem) s = make_scratch(g);
     std::vector<const char*> ptr(g.regs.size(), nullptr);
     for (int64_t t = lo; t < hi; ++t) run_tile(g, s, ptr, t);
+    if (g.stream) stream_fence();  // visible to whoever reads out after the join
   });
 }
 

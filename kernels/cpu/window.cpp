@@ -7,6 +7,7 @@
 // slice starts relative to the block's first window): a sharded result equals the whole one.
 #include <cblas.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -15,6 +16,10 @@
 #include "engine/ir/error.hpp"
 #include "kernels/cpu/kernels.hpp"
 #include "kernels/cpu/parallel.hpp"
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#endif
 
 namespace tapestry::cpu {
 namespace {
@@ -84,6 +89,92 @@ void correlate_typed(const View& x, const View& k, const std::vector<int64_t>& o
         }
       }
       for (int64_t y = 0; y < ow; ++y) op[row * ow + y] = narrow_to<T>(acc[y]);
+    }
+  });
+}
+
+// The same sums for a 2-D f32 correlation with a small kernel, blocked for registers: sixteen
+// outputs of a row accumulate all their taps in f64 vector registers (from input rows widened
+// to f64 once each), taps in row-major order with the ones outside x skipped, exactly as
+// correlate_typed (a product of two floats is exact in f64, so a fused multiply-add rounds as
+// the separate add does): bit for bit its results. correlate_typed makes a pass over a row of
+// accumulators per tap (a load and a store per output and tap); this keeps them in registers.
+// Columns whose taps all lie inside x run vectorized; the few at the edges run scalar.
+constexpr int64_t kFastTaps = 64;  // kernels up to this many taps (7 x 7 = 49)
+
+bool correlate2d_f32_fits(const View& x, const View& k, const View& out) {
+  return out.rank() == 2 && x.strides[1] == 1 && k.numel() <= kFastTaps && out.shape[1] >= 16;
+}
+
+void correlate2d_f32(const View& x, const View& k, const std::vector<int64_t>& origin,
+                     const View& out) {
+  const int64_t oh = out.shape[0], ow = out.shape[1], xh = x.shape[0], xw = x.shape[1];
+  const int64_t kh = k.shape[0], kw = k.shape[1], sx = x.strides[0];
+  const int64_t o0 = origin[0], o1 = origin[1];
+  double kd[kFastTaps];
+  for (int64_t i = 0; i < kh; ++i)
+    for (int64_t j = 0; j < kw; ++j) kd[i * kw + j] = k.ptr<float>()[i * k.strides[0] + j * k.strides[1]];
+  const float* xp = x.ptr<float>();
+  float* op = out.ptr<float>();
+  // Columns [c0, c1) read only columns inside x for every tap.
+  const int64_t c0 = std::min(ow, std::max<int64_t>(0, -o1));
+  const int64_t c1 = std::max(c0, std::min(ow, xw - o1 - kw + 1));
+  parallel_for(oh, grain_for(oh, 4), [&](int64_t lo, int64_t hi, int) {
+    // Input rows widened to f64 once each: kh slots, slot c % kh holds row c (row_of).
+    std::unique_ptr<double[]> wide(new double[static_cast<size_t>(kh * xw)]);
+    std::vector<int64_t> row_of(static_cast<size_t>(kh), -1);
+    const float* rows[kFastTaps];
+    const double* wrows[kFastTaps];
+    const double* krow[kFastTaps];
+    for (int64_t y = lo; y < hi; ++y) {
+      int nr = 0;  // the kernel rows whose input row exists, in order
+      for (int64_t i = 0; i < kh; ++i) {
+        const int64_t c = y + i + o0;
+        if (c < 0 || c >= xh) continue;
+        double* w = wide.get() + (c % kh) * xw;
+        if (row_of[c % kh] != c) {
+          const float* src = xp + c * sx;
+          for (int64_t t = 0; t < xw; ++t) w[t] = static_cast<double>(src[t]);
+          row_of[c % kh] = c;
+        }
+        rows[nr] = xp + c * sx + o1;  // + column y' + j reads x[c, y' + j + o1]
+        wrows[nr] = w + o1;
+        krow[nr++] = kd + i * kw;
+      }
+      float* orow = op + y * ow;
+      auto scalar = [&](int64_t col) {
+        double acc = 0;
+        for (int r = 0; r < nr; ++r)
+          for (int64_t j = 0; j < kw; ++j) {
+            const int64_t xc = col + j + o1;
+            if (xc >= 0 && xc < xw) acc += static_cast<double>(rows[r][col + j]) * krow[r][j];
+          }
+        orow[col] = static_cast<float>(acc);
+      };
+      int64_t col = 0;
+      for (; col < c0; ++col) scalar(col);
+#if defined(__AVX2__) && defined(__FMA__)
+      for (; col + 16 <= c1; col += 16) {  // four independent sums of four
+        __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+        for (int r = 0; r < nr; ++r) {
+          const double* src = wrows[r] + col;
+          for (int64_t j = 0; j < kw; ++j) {
+            const __m256d kv = _mm256_set1_pd(krow[r][j]);
+            a0 = _mm256_fmadd_pd(_mm256_loadu_pd(src + j), kv, a0);
+            a1 = _mm256_fmadd_pd(_mm256_loadu_pd(src + j + 4), kv, a1);
+            a2 = _mm256_fmadd_pd(_mm256_loadu_pd(src + j + 8), kv, a2);
+            a3 = _mm256_fmadd_pd(_mm256_loadu_pd(src + j + 12), kv, a3);
+          }
+        }
+        _mm_storeu_ps(orow + col, _mm256_cvtpd_ps(a0));
+        _mm_storeu_ps(orow + col + 4, _mm256_cvtpd_ps(a1));
+        _mm_storeu_ps(orow + col + 8, _mm256_cvtpd_ps(a2));
+        _mm_storeu_ps(orow + col + 12, _mm256_cvtpd_ps(a3));
+      }
+#else
+      (void)wrows;
+#endif
+      for (; col < ow; ++col) scalar(col);
     }
   });
 }
@@ -261,7 +352,12 @@ void run_correlate(const View& x, const View& k, const std::vector<int64_t>& ori
   dispatch_dtype(out.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, bool>) internal_fail(__FILE__, __LINE__, "correlate of bool");
-    else correlate_typed<T>(x, k, origin, out);
+    else if constexpr (std::is_same_v<T, float>) {
+      if (correlate2d_f32_fits(x, k, out)) correlate2d_f32(x, k, origin, out);
+      else correlate_typed<T>(x, k, origin, out);
+    } else {
+      correlate_typed<T>(x, k, origin, out);
+    }
   });
 }
 
