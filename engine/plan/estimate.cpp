@@ -51,6 +51,7 @@ struct Model {
   std::unordered_map<uint64_t, std::vector<std::pair<Rank, Box>>> held;  // initial, by rank
   std::unordered_map<uint64_t, int> holders;                             // distinct ranks
   std::vector<int> pick;
+  double held_peak = 0;  // the largest bytes of `initial` on one rank
 
   explicit Model(const Mesh& mesh)
       : m(mesh), link(mesh.ranks > mesh.ranks_per_node ? mesh.inter : mesh.intra) {}
@@ -198,7 +199,6 @@ struct Model {
       c.memory_penalty = double(m.ranks) * (double(c.peak_bytes) - m.mem_bytes_per_rank) / (0.1 * m.mem_bytes_per_s);
     return c;
   }
-  double held_peak = 0;  // the largest bytes of `initial` on one rank
 };
 
 std::vector<Candidate> allowed(const poly::Signature& s, const NodeRef& n, const Mesh& m, const SearchOptions& opt) {
