@@ -79,10 +79,31 @@ class Lowering {
       }
       if (produced_[r->id].empty()) g_.roots.push_back(r->id);  // verify reports it
     }
+    send_held_data_first();
     return std::move(g_);
   }
 
  private:
+  // A send of data its rank held before the plan started depends on nothing, and sends are
+  // buffered, so it moves to the front of the sender's program: the receiver need not wait
+  // for the sender's earlier blocks (W8: a bias sent after rank 0's whole matmul). The order
+  // of everything else, receives included, is unchanged.
+  void send_held_data_first() {
+    std::unordered_map<uint64_t, std::vector<const Shard*>> initial;
+    for (const Shard& h : g_.initial) initial[h.tensor].push_back(&h);
+    auto held_from_start = [&](const Transfer& t) {
+      auto it = initial.find(t.tensor);
+      if (it == initial.end()) return false;
+      for (const Shard* h : it->second)
+        if (h->rank == t.from && h->box.contains(t.slice)) return true;
+      return false;
+    };
+    for (std::vector<Step>& steps : g_.steps)
+      std::stable_partition(steps.begin(), steps.end(), [&](const Step& st) {
+        return st.kind == Step::Kind::Send && held_from_start(g_.transfers[st.index]);
+      });
+  }
+
   void list(const NodeRef& n) {
     if (listed_.insert(n->id).second) g_.nodes.push_back(n);
   }
