@@ -249,10 +249,12 @@ const ApiEntry kApi[] = {
      "Drop this handle's reference now (also done by __gc and __close); later use is an error.",
      lua::l_release},
     {"tp.eval", K::Function, "observe", "tp.eval(a, b, ...)",
-     "Compute the given tensors (and pending tp.env bindings) now; returns them, backed by data.",
+     "Compute the given tensors (and pending tp.env bindings) now; returns them, backed by data. "
+     "A computed value is kept while a Tensor refers to it or a pending expression will read it, "
+     "so `u = tp.eval(step(u))` in a loop holds one state, not every step's.",
      lua::l_eval},
     {"tp.stats", K::Function, "observe", "tp.stats()",
-     "Counters: observations, nodes_evaluated, kernels, fused_ops, bytes_allocated, live_nodes, "
+     "Counters: observations, nodes_evaluated, kernels, fused_ops, bytes_allocated, bytes_live (tensor data alive now, on this process), live_nodes, "
      "plans, plan_cache_hits, blocks_run, messages, bytes_moved (between ranks), and "
      "time_schedule, time_run, time_plan, time_move (seconds; time_move is the part of time_run "
      "spent sending, receiving and combining between ranks).",

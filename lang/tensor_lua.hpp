@@ -15,7 +15,7 @@ namespace tapestry {
 inline constexpr const char* kTensorMeta = "tapestry.Tensor";
 
 struct TensorHandle {
-  NodeRef node;       // nullptr after release()
+  HeldNode node;      // nullptr after release(); holding keeps the value (node.hpp)
   std::string name;   // set when read from (or created into) tp.env
 };
 

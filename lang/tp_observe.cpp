@@ -114,6 +114,7 @@ int l_stats(lua_State* L) {
   seti("kernels", s.kernels);
   seti("fused_ops", s.fused_ops);
   seti("bytes_allocated", s.bytes_allocated);
+  seti("bytes_live", static_cast<uint64_t>(std::max<int64_t>(0, Buffer::live_bytes())));
   seti("blocks_run", s.blocks_run);
   seti("messages", s.messages);
   seti("bytes_moved", s.bytes_moved);

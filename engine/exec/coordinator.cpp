@@ -278,7 +278,7 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys) {
   }
   for (auto& [id, v] : values) {
     const Node* n = g.find(id);
-    if (n && !n->value) n->value = std::move(v);
+    if (n && !n->value) set_value(*n, std::move(v));
   }
   return report;
 }

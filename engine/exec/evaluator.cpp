@@ -105,7 +105,7 @@ class Evaluation {
       if (r->value) continue;
       auto it = values_.find(r.get());
       internal_check(it != values_.end());
-      r->value = contiguous(it->second);
+      set_value(*r, contiguous(it->second));
     }
   }
 

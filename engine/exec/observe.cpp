@@ -218,7 +218,7 @@ std::vector<std::vector<plan::Shard>> run_observation(const std::vector<NodeRef>
   for (size_t i = 0; i < pg.observed.size(); ++i) {
     for (const plan::Shard& o : g.outputs)
       if (o.tensor == pg.roots[i]->id) shards[i].push_back(o);
-    if (pg.roots[i] != pg.observed[i] && pg.roots[i]->value) pg.observed[i]->value = pg.roots[i]->value;
+    if (pg.roots[i] != pg.observed[i] && pg.roots[i]->value) set_value(*pg.observed[i], pg.roots[i]->value);
   }
   return shards;
 }
@@ -258,7 +258,7 @@ void observe_values(const std::vector<NodeRef>& given, bool gather_stored) {
   }
   for (size_t i = 0; i < given.size(); ++i) {
     if (given[i] == roots[i] || given[i]->value) continue;
-    given[i]->value = roots[i]->value;
+    set_value(*given[i], roots[i]->value);
     const std::string l = computed_layout(roots[i]->id);
     if (!l.empty()) layouts().put(given[i]->id, l);
   }

@@ -54,8 +54,8 @@ RunReport evaluate_sharded(const std::vector<NodeRef>& roots, const plan::Mesh& 
   // Publish on the original roots; a fused stand-in keeps no copy.
   for (size_t i = 0; i < roots.size(); ++i) {
     if (roots[i]->value) continue;
-    roots[i]->value = fused.roots[i]->value;
-    if (fused.roots[i] != roots[i]) fused.roots[i]->value = nullptr;
+    set_value(*roots[i], fused.roots[i]->value);
+    if (fused.roots[i] != roots[i]) set_value(*fused.roots[i], nullptr);
   }
   return report;
 }

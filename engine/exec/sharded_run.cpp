@@ -509,7 +509,7 @@ RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys) {
   for (auto& p : ranks) p->keep_outputs();
   for (auto& [id, v] : values) {
     const Node* n = g.find(id);
-    if (n && !n->value) n->value = std::move(v);
+    if (n && !n->value) set_value(*n, std::move(v));
   }
   return report;
 }

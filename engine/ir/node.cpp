@@ -98,7 +98,65 @@ bool same_structure(const Node& n, Op op, const std::vector<NodeRef>& inputs, co
          same_reals(n.attrs.reals, attrs.reals);
 }
 
+// The release rule. A node is "waiting" when it has no value and need > 0: its computation
+// will read its inputs, so each of its input edges counts in that input's need. A change of
+// need that flips a node between waiting and not waiting moves its inputs' need by the same
+// delta, and so on down: a work list, not recursion (chains are 10^5 deep). A node is
+// destroyed only when nothing refers to it, so never while waiting: ~Node has nothing to undo.
+std::mutex g_need_mu;
+
+bool waiting(const Node& n) { return !n.value && n.need.load() > 0; }
+
+// Past here need is 0: the value goes, unless it was never the user's (an engine temporary
+// read right after its observation) or cannot be recomputed (a leaf).
+void drop_if_unneeded(const Node& n) {
+  if (n.need.load() == 0 && n.value && n.held_once.load() && !n.inputs.empty()) n.value.reset();
+}
+
+void change_need(std::vector<const Node*> work, int delta) {
+  while (!work.empty()) {
+    const Node* n = work.back();
+    work.pop_back();
+    const bool was = waiting(*n);
+    n->need += delta;
+    internal_check(n->need.load() >= 0);
+    if (waiting(*n) != was)
+      for (const NodeRef& in : n->inputs) work.push_back(in.get());
+    drop_if_unneeded(*n);
+  }
+}
+
+std::vector<const Node*> inputs_of(const Node& n) {
+  std::vector<const Node*> v;
+  v.reserve(n.inputs.size());
+  for (const NodeRef& in : n.inputs) v.push_back(in.get());
+  return v;
+}
+
 }  // namespace
+
+void set_value(const Node& n, std::shared_ptr<const Value> v) {
+  std::lock_guard<std::mutex> lock(g_need_mu);
+  const bool was = waiting(n);
+  n.value = std::move(v);
+  if (waiting(n) != was) change_need(inputs_of(n), was ? -1 : +1);
+}
+
+HeldNode& HeldNode::reset(NodeRef n) {
+  if (n == node_) return *this;
+  std::lock_guard<std::mutex> lock(g_need_mu);
+  if (n) {
+    n->held_once = true;
+    ++n->holders;
+    change_need({n.get()}, +1);
+  }
+  if (node_) {
+    --node_->holders;
+    change_need({node_.get()}, -1);
+  }
+  node_ = std::move(n);
+  return *this;
+}
 
 Node::~Node() {
   {

@@ -62,8 +62,17 @@ struct Node : std::enable_shared_from_this<Node> {
   uint64_t id;    // unique, increasing: creation order
   size_t hash;    // structural hash (op, attrs, input ids, shape, dtype)
 
-  // The materialized data once an observation computed it; a cache, not identity.
+  // The materialized data once an observation computed it; a cache, not identity. Written
+  // only through set_value (below), which keeps `need` of the inputs right.
   mutable std::shared_ptr<const Value> value;
+
+  // The release rule (node.cpp). need = the HeldNodes on this node + the live consumers that
+  // still wait to be computed (no value) and are themselves needed. A node with inputs that
+  // was once held drops its value when need reaches 0: nothing can read it any more except
+  // by recomputing, so a loop `u = tp.eval(step(u))` keeps one grid, not every step's.
+  mutable std::atomic<int32_t> need{0};
+  mutable std::atomic<int32_t> holders{0};  // the HeldNodes alone (Lua Tensors on this node)
+  mutable std::atomic<bool> held_once{false};
 
   ~Node();
 
@@ -77,6 +86,31 @@ NodeRef make_node(Op op, std::vector<NodeRef> inputs, Attrs attrs, Shape shape, 
 
 // A fresh Source node holding `value` (never merged with another).
 NodeRef make_source(std::shared_ptr<const Value> value, Shape shape, DType dtype);
+
+// Sets (or, with nullptr, clears) n's value, and updates what its inputs are needed for.
+void set_value(const Node& n, std::shared_ptr<const Value> v);
+
+// A counted reference from outside the graph (a Lua Tensor): while one exists, the node keeps
+// its value and every value it waits for.
+class HeldNode {
+ public:
+  HeldNode() = default;
+  HeldNode(NodeRef n) { reset(std::move(n)); }  // NOLINT: implicit, like the NodeRef it wraps
+  HeldNode(const HeldNode& o) { reset(o.node_); }
+  HeldNode& operator=(const HeldNode& o) { return reset(o.node_); }
+  HeldNode& operator=(NodeRef n) { return reset(std::move(n)); }
+  ~HeldNode() { reset(nullptr); }
+
+  const NodeRef& get() const { return node_; }
+  operator const NodeRef&() const { return node_; }  // NOLINT
+  const Node* operator->() const { return node_.get(); }
+  explicit operator bool() const { return node_ != nullptr; }
+  bool operator==(std::nullptr_t) const { return node_ == nullptr; }
+
+ private:
+  HeldNode& reset(NodeRef n);
+  NodeRef node_;
+};
 
 // Number of live interned nodes (for tests and tp.stats()).
 size_t live_node_count();

@@ -133,12 +133,16 @@ SmallCache& small_cache() {
 
 namespace {
 std::atomic<uint64_t> g_total_allocated{0};
+std::atomic<int64_t> g_live{0};
 }  // namespace
+
+int64_t Buffer::live_bytes() { return g_live.load(std::memory_order_relaxed); }
 
 uint64_t Buffer::total_allocated() { return g_total_allocated.load(std::memory_order_relaxed); }
 
 Buffer::Buffer(size_t bytes) : data_(nullptr), bytes_(bytes) {
   g_total_allocated.fetch_add(bytes, std::memory_order_relaxed);
+  g_live.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
   size_t size = padded_size(bytes);
   if (size <= kSmallMax) data_ = small_cache().take(size);
   else if (size >= kCacheMin) data_ = block_cache().take(size);
@@ -147,6 +151,7 @@ Buffer::Buffer(size_t bytes) : data_(nullptr), bytes_(bytes) {
 }
 
 Buffer::~Buffer() {
+  g_live.fetch_sub(static_cast<int64_t>(bytes_), std::memory_order_relaxed);
   size_t size = padded_size(bytes_);
   if (size <= kSmallMax && small_cache().give(data_, size)) return;
   if (size >= kCacheMin && block_cache().give(data_, size)) return;

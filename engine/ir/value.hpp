@@ -27,6 +27,8 @@ class Buffer {
   // Bytes of every buffer ever allocated (monotonic, all threads): the Lua binding charges
   // its garbage collector with this, since a Tensor handle looks tiny to Lua.
   static uint64_t total_allocated();
+  // Bytes of the buffers alive now (all threads; tp.stats().bytes_live).
+  static int64_t live_bytes();
 
  private:
   void* data_;

@@ -52,7 +52,7 @@ NodeRef source(DType t, const Shape& s, int seed) {
 std::shared_ptr<const Value> reference(const NodeRef& y) {
   evaluate({y});
   auto v = y->value;
-  y->value = nullptr;
+  set_value(*y, nullptr);
   return v;
 }
 

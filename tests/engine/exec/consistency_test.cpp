@@ -212,7 +212,7 @@ std::string compare(const Case& c, const Expected& want) {
 }
 
 void forget(const std::vector<NodeRef>& roots) {
-  for (const NodeRef& r : roots) r->value = nullptr;
+  for (const NodeRef& r : roots) set_value(*r, nullptr);
 }
 
 Expected reference(const Case& c) {

@@ -33,7 +33,7 @@ NodeRef source(const Shape& s, int seed) {
 std::vector<float> reference(const NodeRef& y) {
   evaluate({y});
   std::vector<float> out(y->value->data<float>(), y->value->data<float>() + numel(y->shape));
-  y->value = nullptr;
+  set_value(*y, nullptr);
   return out;
 }
 
@@ -102,7 +102,7 @@ TEST_CASE("engine.exec.sharded_run.row_split_map") {
   CHECK(r.blocks == 2);
   CHECK(r.messages == 2);                  // the transfer of x, rank 1's result shard to rank 0
   CHECK(r.bytes == 2 * 5 * 7 * 4);
-  p.y->value = nullptr;
+  set_value(*p.y, nullptr);
 }
 
 TEST_CASE("engine.exec.sharded_run.k_split_matmul_with_sum_combines") {
@@ -149,7 +149,7 @@ TEST_CASE("engine.exec.sharded_run.k_split_matmul_with_sum_combines") {
     run_plan(g);
   }
   check_close(y, want, 1e-5);
-  y->value = nullptr;
+  set_value(*y, nullptr);
 }
 
 TEST_CASE("engine.exec.sharded_run.halo_exchange_of_a_row_split_difference") {
@@ -169,7 +169,7 @@ TEST_CASE("engine.exec.sharded_run.halo_exchange_of_a_row_split_difference") {
   const RunReport r = run_plan(g);
   CHECK(r.bytes == 7 * 4 + 5 * 7 * 4);  // the halo row, then rank 1's half of y to rank 0
   check_close(y, want, 0);
-  y->value = nullptr;
+  set_value(*y, nullptr);
 }
 
 TEST_CASE("engine.exec.sharded_run.a_missing_transfer_throws_and_changes_nothing") {
@@ -207,7 +207,7 @@ TEST_CASE("engine.exec.sharded_eval.plans_verifies_and_runs") {
   for (int ranks : {1, 3, 4}) {
     evaluate_sharded({y}, plan::Mesh::modelled(ranks), {}, /*verify_plan=*/true);
     check_close(y, want, 1e-5);
-    y->value = nullptr;
+    set_value(*y, nullptr);
   }
 }
 
@@ -221,8 +221,8 @@ TEST_CASE("engine.exec.sharded_eval.mixed_and_repeated_roots") {
   evaluate_sharded({b, s, s}, plan::Mesh::modelled(3), {}, true);
   CHECK(b->value == b_before);
   check_close(s, want_s, 1e-5);
-  b->value = nullptr;
-  s->value = nullptr;
+  set_value(*b, nullptr);
+  set_value(*s, nullptr);
 }
 
 TEST_CASE("engine.exec.sharded_eval.a_plan_failing_verification_is_not_run") {
