@@ -73,10 +73,10 @@ int l_eval(lua_State* L) {
   const int n = lua_gettop(L);
   std::vector<NodeRef> xs;
   for (int i = 1; i <= n; ++i) xs.push_back(check_tensor(L, i));
-  // Computed is enough: a named tensor stays sharded where it lies (printing it gathers).
+  // Computed is enough: results stay sharded where computed (printing one gathers it).
   clear_cancel();
   env().materialize();
-  observe_values(xs, /*gather_stored=*/false);
+  observe_kept(xs);
   return n;  // the same Tensors, now backed by data
 }
 

@@ -122,12 +122,9 @@ std::shared_ptr<Value> run_window(const Node& n, const poly::Signature& sig, con
   };
   const auto& a = n.attrs.ints;
   switch (n.op) {
-    case Op::Correlate: {
-      std::vector<int64_t> origin(out_shape.size());
-      for (size_t t = 0; t < origin.size(); ++t) origin[t] = img.lo[t] - got.lo[t];
-      cpu::run_correlate(inputs[0], inputs[1], origin, out->v);
+    case Op::Correlate:
+      run_block_into(n, sig, box, inputs, out->v);
       return out;
-    }
     case Op::Conv2d: {  // {sh, sw, ph, pw, dh, dw, groups}
       const int64_t per_group = a[6] > 1 ? n.shape[1] / a[6] : std::numeric_limits<int64_t>::max();
       cpu::run_conv2d(inputs[0], inputs[1], axis(2, a[0], a[4]), axis(3, a[1], a[5]), per_group,
@@ -207,7 +204,7 @@ std::shared_ptr<Value> run_block(const Node& n, const poly::Signature& sig, cons
     }
     case OpKind::Map: {
       auto out = alloc(n.dtype, out_shape);
-      cpu::run_map(map_program(single_map(n), inputs), out->v);
+      run_block_into(n, sig, box, inputs, out->v);
       return out;
     }
     case OpKind::Reduce: {
@@ -248,7 +245,7 @@ std::shared_ptr<Value> run_block(const Node& n, const poly::Signature& sig, cons
     case OpKind::Fused: {
       auto out = alloc(n.dtype, out_shape);
       if (n.op == Op::FusedMap) {
-        cpu::run_map(map_program(decode_fused_map(n), inputs), out->v);
+        run_block_into(n, sig, box, inputs, out->v);
         return out;
       }
       // The program over the block's slice, then the reduction: one temporary of the slice's
@@ -262,6 +259,28 @@ std::shared_ptr<Value> run_block(const Node& n, const poly::Signature& sig, cons
     }
   }
   internal_fail(__FILE__, __LINE__, "run_block: unknown op kind");
+}
+
+bool runs_into(const Node& n) {
+  return op_kind(n.op) == OpKind::Map || n.op == Op::FusedMap || n.op == Op::Correlate;
+}
+
+void run_block_into(const Node& n, const poly::Signature& sig, const Box& box,
+                    const std::vector<View>& inputs, const View& out, bool stream_out) {
+  internal_check(runs_into(n) && out.shape == sig.output_slice(box).extents() && out.dtype == n.dtype);
+  if (op_kind(n.op) == OpKind::Map || n.op == Op::FusedMap) {
+    cpu::MapProgram p = map_program(n.op == Op::FusedMap ? decode_fused_map(n) : single_map(n), inputs);
+    p.stream_out = stream_out;
+    return cpu::run_map(p, out);
+  }
+  // Correlate: the kernel's origin is where the block's windows start (image of the box)
+  // relative to the slice it was given (clipped to the tensor): padding and halos alike.
+  const Box img = sig.inputs[0].proj.image(box);
+  const Box got = sig.input_slice(0, box);
+  internal_check(!got.empty());
+  std::vector<int64_t> origin(out.shape.size());
+  for (size_t t = 0; t < origin.size(); ++t) origin[t] = img.lo[t] - got.lo[t];
+  cpu::run_correlate(inputs[0], inputs[1], origin, out);
 }
 
 void combine_partials(poly::CombineKind kind, const View& acc, const View& part) {

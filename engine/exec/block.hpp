@@ -22,6 +22,13 @@ namespace tapestry {
 std::shared_ptr<Value> run_block(const Node& n, const poly::Signature& sig, const poly::Box& box,
                                  const std::vector<View>& inputs);
 
+// Map, FusedMap and Correlate blocks can also be written into a given view (the output
+// slice's shape and n's dtype, contiguous or not), e.g. a window of a larger buffer.
+bool runs_into(const Node& n);
+// stream_out: `out` is a band of an output far larger than the caches (cpu::MapProgram).
+void run_block_into(const Node& n, const poly::Signature& sig, const poly::Box& box,
+                    const std::vector<View>& inputs, const View& out, bool stream_out = false);
+
 // acc = combine(acc, part), elementwise, same shape and dtype (Sum, Prod, Max, Min, And, Or).
 void combine_partials(poly::CombineKind kind, const View& acc, const View& part);
 

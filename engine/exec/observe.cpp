@@ -104,7 +104,7 @@ std::vector<NodeRef> substitute_stored(const std::vector<NodeRef>& roots) {
         continue;
       }
       if (next == 0) {
-        if (NodeRef leaf = materialized_as(*n)) {
+        if (NodeRef leaf = n->stored ? n->stored : materialized_as(*n)) {
           done[n] = leaf;
           stack.pop_back();
           continue;
@@ -143,7 +143,7 @@ bool may_read_stored(const std::vector<NodeRef>& roots) {
     while (top > 0) {
       const Node* n = stack[--top];
       if (++visits > 512) return true;
-      if (n->op == Op::Source) return true;
+      if (n->op == Op::Source || n->stored) return true;
       for (const NodeRef& in : n->inputs) {
         if (in->value) continue;
         if (top == 64) return true;
@@ -236,16 +236,10 @@ void release_unreferenced() {
   drop_on_workers(gone);
 }
 
-void observe_values(const std::vector<NodeRef>& given, bool gather_stored) {
+void observe_values(const std::vector<NodeRef>& given) {
   release_unreferenced();
   const plan::Mesh& mesh = plan::current_mesh();
   std::vector<NodeRef> roots = substitute_stored(given);
-  if (!gather_stored && mesh.ranks > 1) {
-    std::vector<NodeRef> rest;
-    for (const NodeRef& r : roots)
-      if (r->value || !usable_stored(r->id, mesh.ranks)) rest.push_back(r);
-    if (rest.size() < roots.size()) return observe_values(rest);
-  }
   gather_what_must_be_whole(roots, mesh.ranks);
   if (mesh.ranks == 1) {
     evaluate(roots);
@@ -262,6 +256,16 @@ void observe_values(const std::vector<NodeRef>& given, bool gather_stored) {
     const std::string l = computed_layout(roots[i]->id);
     if (!l.empty()) layouts().put(given[i]->id, l);
   }
+}
+
+void observe_kept(const std::vector<NodeRef>& given) {
+  if (plan::current_mesh().ranks == 1) return observe_values(given);
+  std::vector<NodeRef> todo;
+  for (const NodeRef& r : given)
+    if (!r->value && !r->stored && !stored_layout(r->id)) todo.push_back(r);
+  const std::vector<NodeRef> out = observe_stored(todo);
+  for (size_t i = 0; i < todo.size(); ++i)
+    if (out[i] != todo[i] && !todo[i]->value && stored_layout(out[i]->id)) set_stored(*todo[i], out[i]);
 }
 
 std::vector<NodeRef> observe_stored(const std::vector<NodeRef>& given) {

@@ -13,9 +13,14 @@
 
 namespace tapestry {
 
-// Stored tensors among the roots (or expressions stored as one) are gathered to rank 0,
-// unless `gather_stored` is false (tp.eval: computed is enough, they stay where they lie).
-void observe_values(const std::vector<NodeRef>& roots, bool gather_stored = true);
+// Stored tensors among the roots (or expressions stored as one) are gathered to rank 0.
+void observe_values(const std::vector<NodeRef>& roots);
+
+// tp.eval: computes the roots and leaves each result where it was computed. On one rank that
+// is the node's value; on several, the node's stored leaf (its shards stay on the ranks that
+// computed them, so a loop `u = tp.eval(step(u))` moves only what a step needs, not the
+// whole state through rank 0). Stored tensors stay where they lie.
+void observe_kept(const std::vector<NodeRef>& roots);
 
 // Computes `exprs` and keeps each value sharded where the plan computed it, in the ranks'
 // shard stores (engine/store): returns, per expr, a stored leaf standing for its value (or

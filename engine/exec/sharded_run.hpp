@@ -106,6 +106,14 @@ class RankProgram {
   // else a new buffer assembled from the intersecting pieces.
   View gather(uint64_t tensor, const poly::Box& need) const;
   void hold(uint64_t tensor, poly::Box box, View v) { store_[tensor].push_back({std::move(box), std::move(v)}); }
+  // Banded pairs: a stencil (Correlate) block whose output only one map block of this rank
+  // reads, exactly, is not run alone. The map block computes it band by band of rows
+  // (run_banded): the stencil's output never exists whole, its input is read in place (only
+  // the band at a seam between held pieces is assembled), and the map writes its output once.
+  void find_banded_pairs();
+  void run_banded(size_t b);
+  std::unordered_map<size_t, size_t> banded_into_;  // stencil block -> the map block computing it
+  std::unordered_map<uint64_t, size_t> deferred_;   // stencil tensor -> its block
 
   const plan::ShardedGraph& g_;
   comm::Transport& t_;

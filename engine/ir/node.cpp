@@ -105,12 +105,14 @@ bool same_structure(const Node& n, Op op, const std::vector<NodeRef>& inputs, co
 // destroyed only when nothing refers to it, so never while waiting: ~Node has nothing to undo.
 std::mutex g_need_mu;
 
-bool waiting(const Node& n) { return !n.value && n.need.load() > 0; }
+bool waiting(const Node& n) { return !n.value && !n.stored && n.need.load() > 0; }
 
 // Past here need is 0: the value goes, unless it was never the user's (an engine temporary
 // read right after its observation) or cannot be recomputed (a leaf).
 void drop_if_unneeded(const Node& n) {
-  if (n.need.load() == 0 && n.value && n.held_once.load() && !n.inputs.empty()) n.value.reset();
+  if (n.need.load() > 0 || !n.held_once.load() || n.inputs.empty()) return;
+  n.value.reset();
+  n.stored.reset();  // its shards are freed at the next observation (release_unreferenced)
 }
 
 void change_need(std::vector<const Node*> work, int delta) {
@@ -139,6 +141,13 @@ void set_value(const Node& n, std::shared_ptr<const Value> v) {
   std::lock_guard<std::mutex> lock(g_need_mu);
   const bool was = waiting(n);
   n.value = std::move(v);
+  if (waiting(n) != was) change_need(inputs_of(n), was ? -1 : +1);
+}
+
+void set_stored(const Node& n, NodeRef leaf) {
+  std::lock_guard<std::mutex> lock(g_need_mu);
+  const bool was = waiting(n);
+  n.stored = std::move(leaf);
   if (waiting(n) != was) change_need(inputs_of(n), was ? -1 : +1);
 }
 

@@ -71,6 +71,10 @@ struct Node : std::enable_shared_from_this<Node> {
   // was once held drops its value when need reaches 0: nothing can read it any more except
   // by recomputing, so a loop `u = tp.eval(step(u))` keeps one grid, not every step's.
   mutable std::atomic<int32_t> need{0};
+  // On several ranks tp.eval leaves a result sharded where it was computed: `stored` is the
+  // stored leaf (engine/store) standing for that value. It counts as computed, like value,
+  // and goes under the same rule.
+  mutable NodeRef stored;
   mutable std::atomic<int32_t> holders{0};  // the HeldNodes alone (Lua Tensors on this node)
   mutable std::atomic<bool> held_once{false};
 
@@ -89,6 +93,8 @@ NodeRef make_source(std::shared_ptr<const Value> value, Shape shape, DType dtype
 
 // Sets (or, with nullptr, clears) n's value, and updates what its inputs are needed for.
 void set_value(const Node& n, std::shared_ptr<const Value> v);
+// The same for n's stored leaf.
+void set_stored(const Node& n, NodeRef leaf);
 
 // A counted reference from outside the graph (a Lua Tensor): while one exists, the node keeps
 // its value and every value it waits for.
