@@ -217,7 +217,9 @@ const ApiEntry kApi[] = {
      "n-D correlation of x with kernel k (x's rank, odd sizes, centred; a tensor or nested "
      "table): out[i] = sum_r x[i + r - c] * k[r] with c the centre. The output has x's shape. "
      "opts.boundary: 'zero' (default), 'periodic' or 'reflect' (as x:pad). A split along a dim "
-     "moves size-1 halo elements of that dim per cut. Example: tp.stencil(u, {{0,1,0},{1,-4,1},{0,1,0}}).",
+     "moves size-1 halo elements of that dim per cut. Weights that are exactly 0 are skipped, as in "
+     "scipy.ndimage (an inf under a zero weight does not make NaN). Sums run in f64 for f32 x. "
+     "Example: tp.stencil(u, {{0,1,0},{1,-4,1},{0,1,0}}).",
      lua::l_stencil},
     {"tp.conv2d", K::Function, "window", "tp.conv2d(x, w [,opts])",
      "2-D convolution (cross-correlation, as torch) of x {N,C,H,W} with w {O,C/groups,KH,KW}: "

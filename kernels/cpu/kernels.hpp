@@ -80,6 +80,8 @@ struct WindowAxis {
 };
 // out[y] = sum_r x[y + r + origin] * k[r] in every dim (stride and dilation 1), zeros outside x.
 // x, k and out share a non-bool dtype; each element sums its taps in the same order always.
+// Taps whose weight is exactly 0 are skipped (as scipy.ndimage does): the same sums for finite
+// x, and an inf or NaN under a zero weight does not spread.
 void run_correlate(const View& x, const View& k, const std::vector<int64_t>& origin,
                    const View& out);
 // out {N,O,OH,OW} = x {N,C,H,W} (*) w {O,Cg,KH,KW}. Output channel o (o_origin + o globally)

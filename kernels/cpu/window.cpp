@@ -82,6 +82,7 @@ void correlate_typed(const View& x, const View& k, const std::vector<int64_t>& o
         if (!inside) continue;
         for (int64_t j = 0; j < kw; ++j) {
           const Acc<T> kv = widen<T>(kp[koff + j * k.strides[r - 1]]);
+          if (kv == Acc<T>(0)) continue;  // a zero weight reads nothing (see run_correlate)
           int64_t y0, y1;
           valid_range(ow, 1, j + origin[r - 1], xw, y0, y1);
           const int64_t sx = x.strides[r - 1], c0 = j + origin[r - 1];
@@ -111,9 +112,21 @@ void correlate2d_f32(const View& x, const View& k, const std::vector<int64_t>& o
   const int64_t oh = out.shape[0], ow = out.shape[1], xh = x.shape[0], xw = x.shape[1];
   const int64_t kh = k.shape[0], kw = k.shape[1], sx = x.strides[0];
   const int64_t o0 = origin[0], o1 = origin[1];
+  // Per kernel row, its nonzero taps (column, weight): a 5-point Laplacian in a 3x3 kernel
+  // costs 5 multiply-adds an output, not 9.
   double kd[kFastTaps];
-  for (int64_t i = 0; i < kh; ++i)
-    for (int64_t j = 0; j < kw; ++j) kd[i * kw + j] = k.ptr<float>()[i * k.strides[0] + j * k.strides[1]];
+  int64_t kcol[kFastTaps], kstart[kFastTaps + 1];
+  int64_t nz = 0;
+  for (int64_t i = 0; i < kh; ++i) {
+    kstart[i] = nz;
+    for (int64_t j = 0; j < kw; ++j) {
+      const float w = k.ptr<float>()[i * k.strides[0] + j * k.strides[1]];
+      if (w == 0.0f) continue;
+      kd[nz] = w;
+      kcol[nz++] = j;
+    }
+  }
+  kstart[kh] = nz;
   const float* xp = x.ptr<float>();
   float* op = out.ptr<float>();
   // Columns [c0, c1) read only columns inside x for every tap.
@@ -125,7 +138,7 @@ void correlate2d_f32(const View& x, const View& k, const std::vector<int64_t>& o
     std::vector<int64_t> row_of(static_cast<size_t>(kh), -1);
     const float* rows[kFastTaps];
     const double* wrows[kFastTaps];
-    const double* krow[kFastTaps];
+    int64_t krow[kFastTaps];  // the kernel row of each input row
     for (int64_t y = lo; y < hi; ++y) {
       int nr = 0;  // the kernel rows whose input row exists, in order
       for (int64_t i = 0; i < kh; ++i) {
@@ -139,15 +152,15 @@ void correlate2d_f32(const View& x, const View& k, const std::vector<int64_t>& o
         }
         rows[nr] = xp + c * sx + o1;  // + column y' + j reads x[c, y' + j + o1]
         wrows[nr] = w + o1;
-        krow[nr++] = kd + i * kw;
+        krow[nr++] = i;
       }
       float* orow = op + y * ow;
       auto scalar = [&](int64_t col) {
         double acc = 0;
         for (int r = 0; r < nr; ++r)
-          for (int64_t j = 0; j < kw; ++j) {
-            const int64_t xc = col + j + o1;
-            if (xc >= 0 && xc < xw) acc += static_cast<double>(rows[r][col + j]) * krow[r][j];
+          for (int64_t t = kstart[krow[r]]; t < kstart[krow[r] + 1]; ++t) {
+            const int64_t j = kcol[t], xc = col + j + o1;
+            if (xc >= 0 && xc < xw) acc += static_cast<double>(rows[r][col + j]) * kd[t];
           }
         orow[col] = static_cast<float>(acc);
       };
@@ -158,8 +171,9 @@ void correlate2d_f32(const View& x, const View& k, const std::vector<int64_t>& o
         __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
         for (int r = 0; r < nr; ++r) {
           const double* src = wrows[r] + col;
-          for (int64_t j = 0; j < kw; ++j) {
-            const __m256d kv = _mm256_set1_pd(krow[r][j]);
+          for (int64_t t = kstart[krow[r]]; t < kstart[krow[r] + 1]; ++t) {
+            const int64_t j = kcol[t];
+            const __m256d kv = _mm256_set1_pd(kd[t]);
             a0 = _mm256_fmadd_pd(_mm256_loadu_pd(src + j), kv, a0);
             a1 = _mm256_fmadd_pd(_mm256_loadu_pd(src + j + 4), kv, a1);
             a2 = _mm256_fmadd_pd(_mm256_loadu_pd(src + j + 8), kv, a2);

@@ -17,7 +17,7 @@ using namespace tapestry::test;
 namespace {
 
 // out[y, z] = sum over taps (i, j) in row-major order of x[y + i + o0, z + j + o1] * k[i, j],
-// taps outside x skipped, in f64; then rounded to f32.
+// taps outside x and taps of weight 0 skipped, in f64; then rounded to f32.
 std::vector<float> naive(const View& x, const View& k, int64_t o0, int64_t o1, int64_t oh, int64_t ow) {
   std::vector<float> out(static_cast<size_t>(oh * ow));
   auto xv = values<float>(x);
@@ -29,7 +29,7 @@ std::vector<float> naive(const View& x, const View& k, int64_t o0, int64_t o1, i
       for (int64_t i = 0; i < kh; ++i)
         for (int64_t j = 0; j < kw; ++j) {
           const int64_t r = y + i + o0, c = z + j + o1;
-          if (r < 0 || r >= xh || c < 0 || c >= xw) continue;
+          if (r < 0 || r >= xh || c < 0 || c >= xw || kv[i * kw + j] == 0.0f) continue;
           acc += static_cast<double>(xv[r * xw + c]) * static_cast<double>(kv[i * kw + j]);
         }
       out[static_cast<size_t>(y * ow + z)] = static_cast<float>(acc);
@@ -82,10 +82,17 @@ TEST_CASE("kernels.cpu.correlate2d.strided_rows_and_non_finite_values") {
   auto k = random_matrix(3, 3, 4);
   check(x, k->view(), -1, -1, 30, 250);
   // Non-finite values: taps outside x are skipped, so an inf in the kernel must not reach
-  // outputs whose tap falls in the padding (0 * inf would be NaN), and NaN/inf in x spread.
+  // outputs whose tap falls in the padding (0 * inf would be NaN); NaN/inf in x spread through
+  // nonzero weights only.
   auto k2 = tensor<float>({3, 3}, {std::numeric_limits<float>::infinity(), 1, 0, 1, -4, 1, 0, 1, 2});
   auto y = random_matrix(20, 64, 5);
   y->data<float>()[5 * 64 + 17] = std::numeric_limits<float>::quiet_NaN();
   y->data<float>()[19 * 64 + 63] = std::numeric_limits<float>::infinity();
   check(y->view(), k2->view(), -1, -1, 20, 64);
+  // The NaN at (5, 17) lies under k2's zero corners for outputs (4, 18) and (6, 16).
+  auto out = Value::alloc(DType::F32, {20, 64});
+  cpu::run_correlate(y->view(), k2->view(), {-1, -1}, out->view());
+  CHECK_FALSE(std::isnan(out->data<float>()[4 * 64 + 18]));  // inf: k2 holds one
+  CHECK_FALSE(std::isnan(out->data<float>()[6 * 64 + 16]));
+  CHECK(std::isnan(out->data<float>()[5 * 64 + 17]));
 }
