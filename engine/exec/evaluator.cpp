@@ -6,7 +6,6 @@
 #include <new>
 #include <type_traits>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "engine/exec/block.hpp"
 #include "engine/exec/progress.hpp"
@@ -71,8 +70,10 @@ std::unordered_map<const Node*, const Node*> find_moments(const plan::FusionGrou
   return out;
 }
 
-// One evaluation: the ordered subgraph, which maps fold into their consumer,
-// and the values computed so far (freed after their last use).
+// One evaluation: the ordered subgraph, which maps fold into their consumer, and the values
+// computed so far (freed after their last use). A CG iteration observes five graphs of a few
+// nodes each, so the bookkeeping is one slot per node, by its position in the topological
+// order, and input edges as slot numbers: flat arrays, no hash container per fact.
 class Evaluation {
  public:
   explicit Evaluation(const std::vector<NodeRef>& roots) : roots_(roots) {}
@@ -83,17 +84,19 @@ class Evaluation {
     stats().time_schedule += now() - t0;
     const double t1 = now();
     int64_t kernels = 0;
-    for (const Node* n : topo_) kernels += !(n->value || inlined_.count(n) || banded_.count(n));
+    for (const Slot& s : slots_) kernels += runs(s);
     Progress progress(kernels);
     const bool tracing = trace::enabled();
-    for (const Node* n : topo_) {
-      if (n->value || inlined_.count(n) || banded_.count(n)) continue;  // leaves, fused nodes
+    for (int i = 0; i < static_cast<int>(slots_.size()); ++i) {
+      Slot& s = slot(i);
+      if (!runs(s)) continue;  // leaves, fused nodes
       if (g_cancel.load(std::memory_order_relaxed)) throw Cancelled();
       const double k0 = tracing ? trace::now_us() : 0;
-      values_[n] = compute(*n);
-      if (tracing) trace_kernel(*n, k0);
+      s.value = compute(i);
+      keep_if_held(i);
+      if (tracing) trace_kernel(i, k0);
       ++stats().nodes_evaluated;
-      release_inputs(*n);
+      release_inputs(i);
       progress.advance(1);
     }
     stats().time_run += now() - t1;
@@ -103,18 +106,66 @@ class Evaluation {
     // Publish only after everything succeeded: a failure leaves no root changed.
     for (const NodeRef& r : roots_) {
       if (r->value) continue;
-      auto it = values_.find(r.get());
-      internal_check(it != values_.end());
-      set_value(*r, contiguous(it->second));
+      const Slot& s = slot(slot_of(r.get()));
+      internal_check(s.value != nullptr);
+      set_value(*r, contiguous(s.value));
     }
+    for (int i : kept_) set_value(*slot(i).node, slot(i).value);
   }
 
  private:
+  // One node of this observation.
+  struct Slot {
+    const Node* node = nullptr;
+    std::shared_ptr<Value> value;  // computed here; freed when `uses` reaches 0
+    int first_input = 0;           // its input edges: inputs_[first_input ..] (none for leaves)
+    int uses = 0;                  // input edges still to read it
+    int moments_of = -1;           // sum(x): the slot of the sum((x - m)^2) it computes too
+    int seen = 0;                  // the walk (walk_) that last visited it
+    int reg = -1, reg_walk = 0;    // its register in the program built in walk reg_walk
+    bool root = false;
+    bool inlined = false;          // lives only inside its consumer's map program
+    bool banded = false;           // a stencil computed band by band inside its map (run_banded)
+    bool kept = false;             // published with the roots (keep_if_held)
+  };
+
+  static bool runs(const Slot& s) { return !(s.node->value || s.inlined || s.banded); }
+  const Slot& slot(int i) const { return slots_[static_cast<size_t>(i)]; }
+  Slot& slot(int i) { return slots_[static_cast<size_t>(i)]; }
+  // The slot of input k of slot i.
+  int input(int i, size_t k) const { return inputs_[static_cast<size_t>(slot(i).first_input) + k]; }
+  const Node& node(int i) const { return *slot(i).node; }
+
+  int slot_of(const Node* n) const {
+    const std::pair<const Node*, int> key{n, 0};
+    auto it = std::lower_bound(by_address_.begin(), by_address_.end(), key);
+    internal_check(it != by_address_.end() && it->first == n);
+    return it->second;
+  }
+
+  // A node the user's Lua code still holds that this evaluation materializes anyway (a
+  // matmul output read by a fused map, say) keeps its value: the next observation that reads
+  // it (CG's r - alpha * Ap after p . Ap) reads it instead of computing it again. Only a
+  // value that owns its whole buffer, so no fused-away or larger buffer is kept through it,
+  // and only a small one: a Lua temporary (x:matmul(w) inside a longer expression) is held
+  // too until the collector runs, and a chain of large ones must still be freed as it goes.
+  // Not a node without inputs (tp.randn): the release rule never drops its value, so a
+  // consumer's node (every evaluated tensor keeps its inputs) would pin it for good.
+  void keep_if_held(int i) {
+    Slot& s = slot(i);
+    if (s.root || s.node->inputs.empty() || s.node->holders.load(std::memory_order_relaxed) <= 0 ||
+        !whole(*s.value) || s.value->v.buf->bytes() > kKeepMaxBytes)
+      return;
+    s.kept = true;
+    kept_.push_back(i);
+  }
+
   // One "kernel" event on rank 0 (a fused map names its root op and how many it absorbed).
-  void trace_kernel(const Node& n, double t0_us) {
+  void trace_kernel(int i, double t0_us) {
+    const Node& n = node(i);
     const double dur = trace::now_us() - t0_us;
     int fused = 0;
-    for (const NodeRef& in : n.inputs) fused += inlined_.count(in.get()) ? 1 : 0;
+    for (size_t k = 0; k < n.inputs.size(); ++k) fused += slot(input(i, k)).inlined ? 1 : 0;
     trace::record({"kernel", std::string(op_def(n.op).name), 0, trace::kCompute, t0_us, dur,
                    cat_str("\"shape\":", trace::json_string(shape_str(n.shape)), ",\"bytes\":",
                            numel(n.shape) * static_cast<int64_t>(dtype_size(n.dtype)),
@@ -124,59 +175,85 @@ class Evaluation {
   // The fusion rules are plan::group_fusion's (shared with plan::fuse). A map absorbed by a
   // reduction counts as inlined here: run_map_reduce computes it chunk by chunk.
   void decide_fusion() {
-    plan::FusionGroups g = plan::group_fusion(roots_);
-    moments_ = find_moments(g);
-    topo_ = std::move(g.topo);
-    root_set_ = std::move(g.roots);
-    uses_ = std::move(g.uses);
-    inlined_ = std::move(g.inlined);
-    for (const auto& [reduce, map] : g.reduce_input) inlined_.insert(map);
+    const plan::FusionGroups g = plan::group_fusion(roots_);
+    const size_t n = g.topo.size();
+    slots_.resize(n);
+    by_address_.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      slots_[i].node = g.topo[i];
+      by_address_.push_back({g.topo[i], static_cast<int>(i)});
+    }
+    std::sort(by_address_.begin(), by_address_.end());
+    for (Slot& s : slots_) {
+      s.first_input = static_cast<int>(inputs_.size());
+      if (s.node->value) continue;  // a leaf: its inputs are not read
+      for (const NodeRef& in : s.node->inputs) {
+        const int j = slot_of(in.get());
+        inputs_.push_back(j);
+        ++slot(j).uses;
+      }
+    }
+    for (const NodeRef& r : roots_) slot(slot_of(r.get())).root = true;
+    for (const Node* m : g.inlined) slot(slot_of(m)).inlined = true;
+    for (const auto& [reduce, map] : g.reduce_input) slot(slot_of(map)).inlined = true;
+    for (const auto& [s1, s2] : find_moments(g)) slot(slot_of(s1)).moments_of = slot_of(s2);
     stats().fused_ops += static_cast<uint64_t>(g.fused_maps);
-    for (const Node* n : topo_) {
-      if (n->value || inlined_.count(n) || op_kind(n->op) != OpKind::Map) continue;
-      visited_.clear();
-      find_banded(*n, n);
+    for (int i = 0; i < static_cast<int>(n); ++i) {
+      if (!runs(slot(i)) || op_kind(node(i).op) != OpKind::Map) continue;
+      ++walk_;
+      find_banded(i, i);
     }
   }
 
   // A stencil (Correlate) read only by the map group of `root`, of root's shape: computed band
   // by band of rows inside that map (run_banded), so a step like u + c * stencil(u) reads u
   // and writes its result once, with the stencil's output living in a cache-sized band.
-  void find_banded(const Node& root, const Node* m) {
-    for (const NodeRef& ref : m->inputs) {
-      const Node* in = ref.get();
-      if (inlined_.count(in)) {
-        if (visited_.insert(in).second) find_banded(root, in);
+  void find_banded(int root, int m) {
+    const Shape& shape = node(root).shape;
+    for (size_t k = 0; k < node(m).inputs.size(); ++k) {
+      const int j = input(m, k);
+      Slot& s = slot(j);
+      const Node& in = *s.node;
+      if (s.inlined) {
+        if (s.seen != walk_) {
+          s.seen = walk_;
+          find_banded(root, j);
+        }
         continue;
       }
-      auto u = uses_.find(in);
-      if (in->op == Op::Correlate && !in->value && !root_set_.count(in) && u != uses_.end() &&
-          u->second == 1 && in->shape == root.shape && !in->shape.empty() &&
-          numel(in->shape) >= kBandMinElems && in->shape[0] > 1)
-        banded_.insert(in);
+      if (in.op == Op::Correlate && !in.value && !s.root && s.uses == 1 && in.shape == shape &&
+          !in.shape.empty() && numel(in.shape) >= kBandMinElems && in.shape[0] > 1)
+        s.banded = true;
     }
   }
 
-  View input_view(const Node* n) {
-    if (n->value) return n->value->view();
-    auto it = values_.find(n);
-    internal_check(it != values_.end());
-    return it->second->view();
+  const View& slot_view(int i) const {
+    const Slot& s = slot(i);
+    if (s.node->value) return s.node->value->view();
+    internal_check(s.value != nullptr);
+    return s.value->view();
   }
+  const View& input_view(int i, size_t k) const { return slot_view(input(i, k)); }
 
-  // After `n` (and the group fused into it) ran: one use less for every input edge
-  // of every group member; a value nobody needs any more is freed.
-  void release_inputs(const Node& n) {
-    std::vector<const Node*> todo{&n};
-    std::unordered_set<const Node*> members{&n};
-    while (!todo.empty()) {
-      const Node* m = todo.back();
-      todo.pop_back();
-      for (const NodeRef& in : m->inputs) {
-        if (inlined_.count(in.get()) || banded_.count(in.get())) {
-          if (members.insert(in.get()).second) todo.push_back(in.get());
-        } else if (--uses_[in.get()] == 0 && !root_set_.count(in.get())) {
-          values_.erase(in.get());
+  // After slot i (and the group fused into it) ran: one use less for every input edge of
+  // every group member; a value nobody needs any more is freed.
+  void release_inputs(int i) {
+    ++walk_;
+    slot(i).seen = walk_;
+    todo_.assign(1, i);
+    while (!todo_.empty()) {
+      const int m = todo_.back();
+      todo_.pop_back();
+      for (size_t k = 0; k < node(m).inputs.size(); ++k) {
+        const int j = input(m, k);
+        Slot& s = slot(j);
+        if (s.inlined || s.banded) {
+          if (s.seen != walk_) {
+            s.seen = walk_;
+            todo_.push_back(j);
+          }
+        } else if (--s.uses == 0 && !s.root && !s.kept) {
+          s.value.reset();
         }
       }
     }
@@ -200,16 +277,21 @@ class Evaluation {
     return val;
   }
 
+  // Contiguous from the start of its buffer, and the whole buffer.
+  static bool whole(const Value& v) {
+    return v.v.is_contiguous() && v.v.offset == 0 &&
+           v.v.buf->bytes() == static_cast<size_t>(v.v.numel() * dtype_size(v.v.dtype));
+  }
+
   std::shared_ptr<Value> contiguous(const std::shared_ptr<Value>& v) {
-    if (v->v.is_contiguous() && v->v.offset == 0 &&
-        v->v.buf->bytes() == static_cast<size_t>(v->v.numel() * dtype_size(v->v.dtype)))
-      return v;
+    if (whole(*v)) return v;
     auto out = alloc(v->v.dtype, v->v.shape);
     cpu::copy_view(v->v, out->v);
     return out;
   }
 
-  std::shared_ptr<Value> compute(const Node& n) {
+  std::shared_ptr<Value> compute(int i) {
+    const Node& n = node(i);
     ++stats().kernels;
     switch (op_kind(n.op)) {
       case OpKind::Source:
@@ -220,68 +302,69 @@ class Evaluation {
         return out;
       }
       case OpKind::Map: {
-        cpu::MapProgram p = build_program(n);
+        cpu::MapProgram p = build_program(i);
         auto out = alloc(n.dtype, n.shape);
         if (banded_leaves_.empty()) cpu::run_map(p, out->v);
-        else run_banded(n, p, out->v);
+        else run_banded(i, p, out->v);
         return out;
       }
       case OpKind::Reduce: {
         auto out = alloc(n.dtype, n.shape);
-        if (moments_pass(n, out->v)) return out;
+        if (moments_pass(i, out->v)) return out;
         std::vector<int> dims(n.attrs.ints.begin(), n.attrs.ints.end());
-        const Node* in = n.inputs[0].get();
-        if (inlined_.count(in)) run_map_reduce(n, *in, dims, out->v);
-        else cpu::run_reduce(n.op, input_view(in), dims, out->v);
+        const int in = input(i, 0);
+        if (slot(in).inlined) run_map_reduce(n, in, dims, out->v);
+        else cpu::run_reduce(n.op, slot_view(in), dims, out->v);
         return out;
       }
       case OpKind::ArgReduce: {
         auto out = alloc(n.dtype, n.shape);
         const int dim = n.attrs.ints.empty() ? -1 : static_cast<int>(n.attrs.ints[0]);
-        cpu::run_argreduce(n.op, input_view(n.inputs[0].get()), dim, out->v);
+        cpu::run_argreduce(n.op, input_view(i, 0), dim, out->v);
         return out;
       }
       case OpKind::Matmul: {
         auto out = alloc(n.dtype, n.shape);
-        cpu::run_matmul(input_view(n.inputs[0].get()), input_view(n.inputs[1].get()), out->v);
+        cpu::run_matmul(input_view(i, 0), input_view(i, 1), out->v);
         return out;
       }
       case OpKind::View:
         --stats().kernels;  // views move no data unless a reshape needs a copy
-        return view_of(n);
+        return view_of(i);
       case OpKind::Cat: {
         auto out = alloc(n.dtype, n.shape);
         const int dim = static_cast<int>(n.attrs.ints[0]);
         std::vector<int64_t> start(n.shape.size(), 0), step(n.shape.size(), 1);
-        for (const NodeRef& in : n.inputs) {
+        for (size_t k = 0; k < n.inputs.size(); ++k) {
+          const Node& in = *n.inputs[k];
           Shape count = n.shape;
-          count[dim] = in->shape[dim];
-          cpu::copy_view(input_view(in.get()), out->v.sliced(start, step, count));
-          start[dim] += in->shape[dim];
+          count[dim] = in.shape[dim];
+          cpu::copy_view(input_view(i, k), out->v.sliced(start, step, count));
+          start[dim] += in.shape[dim];
         }
         return out;
       }
       case OpKind::Fused: {  // made by plan::fuse; one block over the whole index space
         const poly::Signature sig = poly::signature_of(n);
         std::vector<View> ins;
-        for (const NodeRef& in : n.inputs) ins.push_back(input_view(in.get()));
+        for (size_t k = 0; k < n.inputs.size(); ++k) ins.push_back(input_view(i, k));
         return run_block(n, sig, sig.space_box(), ins);
       }
       case OpKind::Window: {  // one block over the whole space, from the slices it reads
         const poly::Signature sig = poly::signature_of(n);
         const poly::Box all = sig.space_box();
         std::vector<View> ins;
-        for (size_t i = 0; i < n.inputs.size(); ++i) {
-          const poly::Box need = sig.input_slice(i, all);  // a strided conv may skip the last rows
-          ins.push_back(input_view(n.inputs[i].get())
-                            .sliced(need.lo, std::vector<int64_t>(need.rank(), 1), need.extents()));
+        for (size_t k = 0; k < n.inputs.size(); ++k) {
+          const poly::Box need = sig.input_slice(k, all);  // a strided conv may skip the last rows
+          ins.push_back(input_view(i, k).sliced(need.lo, std::vector<int64_t>(need.rank(), 1),
+                                                need.extents()));
         }
         return run_block(n, sig, all, ins);
       }
       case OpKind::Write: {
         auto out = alloc(n.dtype, n.shape);
-        const View value = input_view(n.inputs[1].get());
-        cpu::copy_view(input_view(n.inputs[0].get()), out->v);
+        const View& value = input_view(i, 1);
+        cpu::copy_view(input_view(i, 0), out->v);
         cpu::copy_view(value, out->v.sliced(n.attrs.ints, std::vector<int64_t>(n.shape.size(), 1),
                                             value.shape));
         return out;
@@ -293,9 +376,10 @@ class Evaluation {
   // reduce(map(...)) in chunks along dim 0 of the map: each chunk is computed into a small
   // buffer that stays in cache and reduced at once. When dim 0 is reduced, chunk results are
   // partials merged in order (deterministic); otherwise they are rows of the output.
-  void run_map_reduce(const Node& reduce, const Node& map, const std::vector<int>& dims,
+  void run_map_reduce(const Node& reduce, int map_slot, const std::vector<int>& dims,
                       const View& out) {
-    cpu::MapProgram p = build_program(map);
+    const Node& map = node(map_slot);
+    cpu::MapProgram p = build_program(map_slot);
     const Shape& shape = map.shape;
     const int64_t rows = shape.empty() ? 1 : shape[0];
     const int64_t row_elems = shape.empty() ? 1 : numel(shape) / rows;
@@ -344,11 +428,12 @@ class Evaluation {
   // over x, the moments that the later sum((x - m)^2) needs; that one then only applies
   // sum (x - m)^2 = m2 + count * (mean - m)^2 with the m the graph computed from s. False: run
   // the reduction as usual (x is not contiguous, or this is not such a pair).
-  bool moments_pass(const Node& n, const View& out) {
-    if (auto it = centred_.find(&n); it != centred_.end()) {
+  bool moments_pass(int i, const View& out) {
+    const Node& n = node(i);
+    if (auto it = centred_.find(i); it != centred_.end()) {
       const Centred c = std::move(it->second);
       centred_.erase(it);
-      const View m = input_view(c.mean);  // x - m's m: broadcast over the reduced dims
+      const View& m = slot_view(c.mean);  // x - m's m: broadcast over the reduced dims
       const int64_t rows = static_cast<int64_t>(c.rows.size());
       const int kept = static_cast<int>(n.shape.size());
       internal_check(out.is_contiguous() && out.numel() == rows && m.rank() >= kept);
@@ -369,10 +454,9 @@ class Evaluation {
       });
       return true;
     }
-    auto it = moments_.find(&n);
-    if (it == moments_.end()) return false;
-    const Node* centred = it->second;
-    const View x = input_view(n.inputs[0].get());
+    const int centred = slot(i).moments_of;
+    if (centred < 0) return false;
+    const View& x = input_view(i, 0);
     if (!x.is_contiguous()) return false;
     const int64_t rows = std::max<int64_t>(1, numel(n.shape));
     internal_check(out.is_contiguous() && out.numel() == rows);
@@ -385,7 +469,7 @@ class Evaluation {
       for (int64_t r = 0; r < rows; ++r) o[r] = static_cast<T>(c.rows[r].sum);
     });
     // The centred sum's map is square(x - m): its second leaf is m (an expand).
-    c.mean = centred->inputs[0]->inputs[0]->inputs[1].get();
+    c.mean = input(input(input(centred, 0), 0), 1);
     centred_[centred] = std::move(c);
     return true;
   }
@@ -401,7 +485,7 @@ class Evaluation {
   // rows in bands of ~kBandElems; per band each stencil computes its rows of output into a
   // per-thread buffer (run_correlate with the band's origin, exactly the whole op's sums),
   // then the program runs over the band. Bands are shared out over the threads.
-  void run_banded(const Node& root, cpu::MapProgram& p, const View& out) {
+  void run_banded(int root, cpu::MapProgram& p, const View& out) {
     struct Win {
       int leaf;
       const Node* node;
@@ -409,12 +493,13 @@ class Evaluation {
       std::vector<int64_t> origin;  // the whole op's: -pad_before
     };
     std::vector<Win> wins;
-    for (const auto& [leaf, w] : banded_leaves_) {
-      Win win{leaf, w, input_view(w->inputs[0].get()), input_view(w->inputs[1].get()), {}};
+    for (const auto& [leaf, j] : banded_leaves_) {
+      const Node* w = slot(j).node;
+      Win win{leaf, w, input_view(j, 0), input_view(j, 1), {}};
       for (size_t d = 0; d < w->shape.size(); ++d) win.origin.push_back(-w->attrs.ints[d]);
       wins.push_back(std::move(win));
     }
-    const Shape& shape = root.shape;
+    const Shape& shape = node(root).shape;
     const int r = static_cast<int>(shape.size());
     const int64_t rows = shape[0], row_elems = numel(shape) / rows;
     const int64_t band = std::clamp<int64_t>(kBandElems / std::max<int64_t>(row_elems, 1), 1, rows);
@@ -449,8 +534,9 @@ class Evaluation {
     });
   }
 
-  std::shared_ptr<Value> view_of(const Node& n) {
-    const View in = input_view(n.inputs[0].get());
+  std::shared_ptr<Value> view_of(int i) {
+    const Node& n = node(i);
+    const View& in = input_view(i, 0);
     switch (n.op) {
       case Op::Permute:
         return wrap(in.permuted(std::vector<int>(n.attrs.ints.begin(), n.attrs.ints.end())));
@@ -479,71 +565,79 @@ class Evaluation {
   }
 
   // The fused group of a map: the root plus the maps and constants inlined into it.
-  bool in_group(const Node* n, bool is_root) const { return is_root || inlined_.count(n); }
+  bool in_group(int i, bool is_root) const { return is_root || slot(i).inlined; }
 
-  cpu::MapProgram build_program(const Node& root) {
+  // Registers are per build (reg_walk): a constant inlined into several maps has one in each.
+  cpu::MapProgram build_program(int root) {
     cpu::MapProgram p;
-    std::unordered_map<const Node*, int> reg;
-    visited_.clear();
+    ++walk_;
     banded_leaves_.clear();
-    collect_leaves(&root, true, p, reg);
-    emit(&root, true, p, reg);
+    members_ = 0;
+    collect_leaves(root, true, p);
+    p.instrs.reserve(static_cast<size_t>(members_));
+    emit(root, true, p);
     return p;
   }
 
   // Leaves (values computed outside the group) take the first registers.
-  void collect_leaves(const Node* n, bool is_root, cpu::MapProgram& p,
-                      std::unordered_map<const Node*, int>& reg) {
-    if (in_group(n, is_root)) {
-      if (!visited_.insert(n).second) return;  // a DAG: x*x must not double the walk
-      for (const NodeRef& in : n->inputs) collect_leaves(in.get(), false, p, reg);
+  void collect_leaves(int i, bool is_root, cpu::MapProgram& p) {
+    Slot& s = slot(i);
+    if (in_group(i, is_root)) {
+      if (s.seen == walk_) return;  // a DAG: x*x must not double the walk
+      s.seen = walk_;
+      ++members_;
+      for (size_t k = 0; k < s.node->inputs.size(); ++k) collect_leaves(input(i, k), false, p);
       return;
     }
-    if (!reg.emplace(n, static_cast<int>(p.leaves.size())).second) return;
-    if (banded_.count(n)) {  // computed per band by run_banded: a placeholder here
-      banded_leaves_.push_back({static_cast<int>(p.leaves.size()), n});
+    if (s.reg_walk == walk_) return;
+    s.reg_walk = walk_;
+    s.reg = static_cast<int>(p.leaves.size());
+    if (s.banded) {  // computed per band by run_banded: a placeholder here
+      banded_leaves_.push_back({s.reg, i});
       p.leaves.emplace_back();
       return;
     }
-    p.leaves.push_back(input_view(n));
+    p.leaves.push_back(slot_view(i));
   }
 
-  // Instructions in dependency order; returns n's register.
-  int emit(const Node* n, bool is_root, cpu::MapProgram& p, std::unordered_map<const Node*, int>& reg) {
-    if (auto it = reg.find(n); it != reg.end()) return it->second;
-    internal_check(in_group(n, is_root));
+  // Instructions in dependency order; returns slot i's register.
+  int emit(int i, bool is_root, cpu::MapProgram& p) {
+    Slot& s = slot(i);
+    if (s.reg_walk == walk_) return s.reg;
+    internal_check(in_group(i, is_root));
+    const Node* n = s.node;
     cpu::MapInstr ins{n->op, n->dtype, n->dtype};
     if (n->op == Op::Full) {
       ins.real = n->attrs.reals.at(0);
       ins.integer = n->attrs.ints.at(0);
     } else {
       int* args[3] = {&ins.a, &ins.b, &ins.c};
-      for (size_t i = 0; i < n->inputs.size(); ++i) *args[i] = emit(n->inputs[i].get(), false, p, reg);
+      for (size_t k = 0; k < n->inputs.size(); ++k) *args[k] = emit(input(i, k), false, p);
       ins.in = n->inputs.back()->dtype;  // Where: the dtype of a and b; Cast: the source
     }
     p.instrs.push_back(ins);
-    const int r = static_cast<int>(p.leaves.size() + p.instrs.size()) - 1;
-    reg[n] = r;
-    return r;
+    s.reg_walk = walk_;
+    s.reg = static_cast<int>(p.leaves.size() + p.instrs.size()) - 1;
+    return s.reg;
   }
 
-  std::vector<NodeRef> roots_;
-  std::unordered_set<const Node*> root_set_;
-  std::vector<const Node*> topo_;
-  std::unordered_map<const Node*, int> uses_;
-  std::unordered_set<const Node*> inlined_;
-  std::unordered_set<const Node*> visited_;  // group members seen by collect_leaves
-  std::unordered_set<const Node*> banded_;   // stencils computed inside their map (run_banded)
-  std::vector<std::pair<int, const Node*>> banded_leaves_;  // of the last build_program
+  const std::vector<NodeRef>& roots_;
+  std::vector<Slot> slots_;                            // in topological order
+  std::vector<int> inputs_;                            // input edges as slots (Slot::first_input)
+  std::vector<std::pair<const Node*, int>> by_address_;  // sorted: node -> its slot
+  std::vector<int> kept_;                              // non-roots published with the roots
+  std::vector<int> todo_;                              // release_inputs' work list
+  int walk_ = 0;                                       // numbers the graph walks (Slot::seen)
+  std::vector<std::pair<int, int>> banded_leaves_;     // {register, slot} of the last build_program
+  int members_ = 0;                                    // group members of the last build_program
   static constexpr int64_t kBandElems = int64_t(1) << 17;     // a band: 512 KiB of f32, in L2
   static constexpr int64_t kBandMinElems = int64_t(1) << 18;  // smaller stencils run whole
-  std::unordered_map<const Node*, std::shared_ptr<Value>> values_;
-  std::unordered_map<const Node*, const Node*> moments_;  // sum(x) -> sum((x - m)^2)
+  static constexpr size_t kKeepMaxBytes = size_t(1) << 20;     // keep_if_held's bound
   struct Centred {
     std::vector<cpu::Moments> rows;  // per output element of the centred sum
-    const Node* mean = nullptr;      // the broadcast m
+    int mean = -1;                   // the slot of the broadcast m
   };
-  std::unordered_map<const Node*, Centred> centred_;  // filled by the sum(x) pass
+  std::unordered_map<int, Centred> centred_;  // by the centred sum's slot; the sum(x) pass fills it
 };
 
 }  // namespace

@@ -108,14 +108,21 @@ std::mutex g_need_mu;
 bool waiting(const Node& n) { return !n.value && !n.stored && n.need.load() > 0; }
 
 // Past here need is 0: the value goes, unless it was never the user's (an engine temporary
-// read right after its observation) or cannot be recomputed (a leaf).
+// read right after its observation) or cannot be recomputed (data: a Source leaf).
 void drop_if_unneeded(const Node& n) {
-  if (n.need.load() > 0 || !n.held_once.load() || n.inputs.empty()) return;
+  const bool recomputable = !n.inputs.empty() || op_kind(n.op) == OpKind::Generate;
+  if (n.need.load() > 0 || !n.held_once.load() || !recomputable) return;
   n.value.reset();
   n.stored.reset();  // its shards are freed at the next observation (release_unreferenced)
 }
 
-void change_need(std::vector<const Node*> work, int delta) {
+// Called with g_need_mu held (so one work list serves every call): applies delta to the
+// need of each node in `work` and of every node a flip reaches.
+void change_need(std::vector<const Node*>& work, int delta) {
+  struct Clear {  // a failed check must not leave stale entries for the next call
+    std::vector<const Node*>& w;
+    ~Clear() { w.clear(); }
+  } clear{work};
   while (!work.empty()) {
     const Node* n = work.back();
     work.pop_back();
@@ -128,11 +135,19 @@ void change_need(std::vector<const Node*> work, int delta) {
   }
 }
 
-std::vector<const Node*> inputs_of(const Node& n) {
-  std::vector<const Node*> v;
-  v.reserve(n.inputs.size());
-  for (const NodeRef& in : n.inputs) v.push_back(in.get());
-  return v;
+std::vector<const Node*>& work_list() {
+  static std::vector<const Node*> w;
+  return w;
+}
+
+void change_need_of(const Node& n, int delta) {
+  work_list().push_back(&n);
+  change_need(work_list(), delta);
+}
+
+void change_need_of_inputs(const Node& n, int delta) {
+  for (const NodeRef& in : n.inputs) work_list().push_back(in.get());
+  change_need(work_list(), delta);
 }
 
 }  // namespace
@@ -141,14 +156,14 @@ void set_value(const Node& n, std::shared_ptr<const Value> v) {
   std::lock_guard<std::mutex> lock(g_need_mu);
   const bool was = waiting(n);
   n.value = std::move(v);
-  if (waiting(n) != was) change_need(inputs_of(n), was ? -1 : +1);
+  if (waiting(n) != was) change_need_of_inputs(n, was ? -1 : +1);
 }
 
 void set_stored(const Node& n, NodeRef leaf) {
   std::lock_guard<std::mutex> lock(g_need_mu);
   const bool was = waiting(n);
   n.stored = std::move(leaf);
-  if (waiting(n) != was) change_need(inputs_of(n), was ? -1 : +1);
+  if (waiting(n) != was) change_need_of_inputs(n, was ? -1 : +1);
 }
 
 HeldNode& HeldNode::reset(NodeRef n) {
@@ -157,11 +172,11 @@ HeldNode& HeldNode::reset(NodeRef n) {
   if (n) {
     n->held_once = true;
     ++n->holders;
-    change_need({n.get()}, +1);
+    change_need_of(*n, +1);
   }
   if (node_) {
     --node_->holders;
-    change_need({node_.get()}, -1);
+    change_need_of(*node_, -1);
   }
   node_ = std::move(n);
   return *this;

@@ -67,9 +67,10 @@ struct Node : std::enable_shared_from_this<Node> {
   mutable std::shared_ptr<const Value> value;
 
   // The release rule (node.cpp). need = the HeldNodes on this node + the live consumers that
-  // still wait to be computed (no value) and are themselves needed. A node with inputs that
-  // was once held drops its value when need reaches 0: nothing can read it any more except
-  // by recomputing, so a loop `u = tp.eval(step(u))` keeps one grid, not every step's.
+  // still wait to be computed (no value) and are themselves needed. A node that can be
+  // recomputed (it has inputs, or generates: rand, full, ...) and was once held drops its
+  // value when need reaches 0: nothing can read it any more except by recomputing, so a loop
+  // `u = tp.eval(step(u))` keeps one grid, not every step's. Source data is never dropped.
   mutable std::atomic<int32_t> need{0};
   // On several ranks tp.eval leaves a result sharded where it was computed: `stored` is the
   // stored leaf (engine/store) standing for that value. It counts as computed, like value,

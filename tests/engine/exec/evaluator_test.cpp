@@ -71,3 +71,43 @@ TEST_CASE("engine.exec.evaluator.matmul") {
   CHECK(p[2] == 32);
   CHECK(p[3] == 77);
 }
+
+// CG's p . Ap, then r - alpha * Ap: the matvec a Lua variable holds is computed once.
+TEST_CASE("engine.exec.evaluator.held_materialized_node_keeps_its_value") {
+  NodeRef a = vec({1, 2, 3});
+  HeldNode e = build::unary(Op::Exp, a);  // two consumers: a buffer of its own
+  NodeRef y = build::reduce(Op::Sum, build::binary(Op::Add, e.get(), build::unary(Op::Neg, e.get())),
+                            {}, false);
+  evaluate({y});
+  REQUIRE(e->value != nullptr);
+  CHECK(e->value->data<float>()[2] == doctest::Approx(std::exp(3.0)));
+  const Stats before = stats();
+  NodeRef z = build::binary(Op::Mul, e.get(), e.get());
+  evaluate({z});
+  CHECK(stats().kernels == before.kernels + 1);  // the product only, not exp again
+  const NodeRef node = e.get();
+  e = NodeRef();  // the Lua variable goes: so does the value (the release rule)
+  CHECK(node->value == nullptr);
+}
+
+// Kept: held, computed into a buffer of its own, recomputable, small (keep_if_held).
+TEST_CASE("engine.exec.evaluator.other_nodes_are_not_kept") {
+  NodeRef a = vec({1, 2, 3});
+  HeldNode fused = build::unary(Op::Exp, a);  // folded into the one map that reads it
+  NodeRef y = build::binary(Op::Mul, fused.get(), Operand::number(2));
+  NodeRef shared = build::unary(Op::Neg, a);  // materialized, but nobody holds it
+  NodeRef w = build::binary(Op::Add, build::reduce(Op::Sum, shared, {}, false),
+                            build::reduce(Op::Max, shared, {}, false));
+  HeldNode big = build::unary(Op::Exp, build::full({1 << 19}, 0.0, DType::F32));  // 2 MiB
+  NodeRef v = build::binary(Op::Add, build::reduce(Op::Sum, big.get(), {}, false),
+                            build::reduce(Op::Max, big.get(), {}, false));
+  HeldNode leaf = build::arange(1, 3, 1, DType::F32);  // no inputs: never released once set
+  NodeRef u = build::binary(Op::Add, build::reduce(Op::Sum, leaf.get(), {}, false),
+                            build::reduce(Op::Max, leaf.get(), {}, false));
+  evaluate({y, w, v, u});
+  CHECK(fused->value == nullptr);
+  CHECK(shared->value == nullptr);
+  CHECK(big->value == nullptr);  // too large to keep past its last use
+  CHECK(leaf->value == nullptr);
+  CHECK(v->value->data<float>()[0] == doctest::Approx((1 << 19) + 1));
+}

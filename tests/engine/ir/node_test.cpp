@@ -49,12 +49,16 @@ TEST_CASE("engine.ir.node.release_rule") {
     CHECK(u->value);
     h = nullptr;
     CHECK_FALSE(u->value);
-    CHECK(leaf->value);  // a leaf cannot be recomputed: kept
+    CHECK(leaf->value);  // never held: an engine temporary's value is kept
   }
-  SUBCASE("a leaf keeps its value when released") {
-    HeldNode h = leaf;
+  SUBCASE("data keeps its value when released; a generated leaf does not") {
+    NodeRef data = make_source(Value::alloc(DType::F32, {8}), {8}, DType::F32);
+    HeldNode h = data;
     h = nullptr;
-    CHECK(leaf->value);
+    CHECK(data->value);
+    HeldNode g = leaf;
+    g = nullptr;
+    CHECK_FALSE(leaf->value);  // rand is recomputed from its seed if asked again
   }
   SUBCASE("a waiting consumer keeps its input's value; computing it releases the input") {
     HeldNode h1 = build::unary(Op::Exp, leaf);
