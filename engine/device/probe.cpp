@@ -3,7 +3,9 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <string_view>
 
+#include "engine/device/plugin.hpp"
 #include "engine/ir/error.hpp"
 
 namespace tapestry::device {
@@ -86,7 +88,13 @@ GpuInfo probe_gpus() {
 }
 
 const Selection& current() {
-  static const Selection s = select_device(std::getenv("TAPESTRY_DEVICE"), probe_gpus(), local_rank_from_env());
+  static const Selection s = [] {
+    const char* env = std::getenv("TAPESTRY_DEVICE");
+    Selection sel = select_device(env, probe_gpus(), local_rank_from_env());
+    const std::string_view want = env ? env : "";
+    attach_backend(sel, want == "cuda" || want == "gpu");
+    return sel;
+  }();
   return s;
 }
 

@@ -12,7 +12,8 @@ namespace tapestry::device {
 // Queries the driver; never throws (a missing driver is count 0 with the reason).
 GpuInfo probe_gpus();
 
-// This process's selection, decided once (probe + TAPESTRY_DEVICE + local rank).
+// This process's selection, decided once (probe + TAPESTRY_DEVICE + local rank); a cuda
+// selection loads its backend (plugin.hpp) and falls back to the CPU when that fails.
 const Selection& current();
 
 }  // namespace tapestry::device

@@ -7,7 +7,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "engine/device/plugin.hpp"
 #include "engine/exec/coordinator.hpp"
+#include "engine/exec/device_eval.hpp"
 #include "engine/exec/evaluator.hpp"
 #include "engine/exec/memory_limit.hpp"
 #include "engine/exec/sharded_eval.hpp"
@@ -242,7 +244,8 @@ void observe_values(const std::vector<NodeRef>& given) {
   std::vector<NodeRef> roots = substitute_stored(given);
   gather_what_must_be_whole(roots, mesh.ranks);
   if (mesh.ranks == 1) {
-    evaluate(roots);
+    if (DeviceBackend* dev = device::backend()) evaluate_on_device(roots, *dev);
+    else evaluate(roots);
   } else {
     std::vector<NodeRef> todo;  // each root once (a plan lists an output once)
     std::unordered_set<const Node*> seen;
