@@ -47,7 +47,9 @@ NodeRef unary_vjp(const NodeRef& n, const NodeRef& x, const NodeRef& g) {
     case Op::Cos: return un(Op::Neg, mul(g, un(Op::Sin, x)));
     case Op::Tanh: return mul(g, sub(num(1), un(Op::Square, n)));
     case Op::Sigmoid: return mul(g, mul(n, sub(num(1), n)));
-    case Op::Relu: return where(build::binary(Op::Gt, x, num(0)), g, num(0));
+    // relu(x) > 0 exactly where x > 0 (NaN in both is not); reading the output leaves x
+    // needed by relu alone, so the op that made x fuses into relu instead of being stored.
+    case Op::Relu: return where(build::binary(Op::Gt, n, num(0)), g, num(0));
     case Op::Gelu: {
       // d/dx x·Phi(x) = Phi(x) + x·phi(x). There is no erf op, but Phi(x) = gelu(x)/x
       // away from 0 (and 1/2 at 0), and phi is a plain Gaussian.

@@ -45,9 +45,8 @@ template <class T> void check(const View& a, const View& b, const Shape& out_sha
       }
 }
 
-template <class T> void layouts() {
+template <class T> void layouts(int64_t n = 13, int64_t k = 17, int64_t m = 11) {
   // Plain, a transposed, b transposed, both, and a column-sliced (copied) operand.
-  const int64_t n = 13, k = 17, m = 11;
   auto a = filled<T>({n, k}, 1), b = filled<T>({k, m}, 2);
   auto at = filled<T>({k, n}, 3), bt = filled<T>({m, k}, 4);
   auto wide = filled<T>({n, 2 * k}, 5);
@@ -85,6 +84,19 @@ TEST_CASE("kernels.cpu.matmul.batch_broadcast") {
   // Many small products (shared out over threads) and a transposed batched operand.
   auto sa = filled<double>({64, 3, 8}, 3), sb = filled<double>({64, 3, 8}, 4);
   check<double>(sa->view(), sb->view().permuted({0, 2, 1}), {64, 3, 3});
+}
+
+TEST_CASE("kernels.cpu.matmul.onednn_pieces") {
+  // f32 products of 128^3 and up run on oneDNN, cut into row pieces (n >= m) or 16-column
+  // pieces over the threads (at most OPENBLAS_NUM_THREADS); every layout, on 1 and 3 threads.
+  const int before = cpu::num_threads();
+  for (int threads : {1, 3}) {
+    cpu::set_num_threads(threads);
+    CAPTURE(threads);
+    layouts<float>(150, 120, 130);  // by rows
+    layouts<float>(70, 160, 210);   // by columns: 14 units of 16 (the last one 2 short)
+  }
+  cpu::set_num_threads(before);
 }
 
 TEST_CASE("kernels.cpu.matmul.large_and_empty") {
