@@ -284,6 +284,12 @@ void MpiTransport::send(int to, Tag tag, const View& slice) {
   ++messages_;
 }
 
+void MpiTransport::push_sends(double max_s) {
+  // Spin, not sleep: the receiver is usually at its matching receive already.
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(max_s);
+  while (!mpi_.progress() && std::chrono::steady_clock::now() < end) mpi_.drain(epoch_);
+}
+
 std::shared_ptr<Value> MpiTransport::try_recv(int from, Tag tag) {
   internal_check(from >= 0 && from < size() && from != rank());
   if (auto v = mpi_.take(from, epoch_, tag)) return v;

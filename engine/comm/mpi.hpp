@@ -91,6 +91,7 @@ class MpiTransport final : public Transport {
   std::shared_ptr<Value> try_recv(int from, Tag tag) override;
   int64_t messages_sent() const override { return messages_; }
   int64_t bytes_sent() const override { return bytes_; }
+  void push_sends(double max_s) override;
 
   // Regular combines run as MPI collectives on communicators of their participants.
   bool can_reduce(ReduceOp op, DType dtype) const override;

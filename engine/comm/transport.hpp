@@ -68,6 +68,11 @@ class Transport {
   virtual int64_t messages_sent() const = 0;
   virtual int64_t bytes_sent() const = 0;
 
+  // Called before a long computation: gives this endpoint's sends up to `max_s` seconds to
+  // leave. Over MPI a message past the eager size moves only while its sender is inside MPI,
+  // so a halo sent just before a 15 ms block would otherwise reach its receiver after it.
+  virtual void push_sends(double /*max_s*/) {}
+
   // Collectives, where the transport has them; the defaults say "none", and the executor
   // then merges partials point to point. The answers must be the same on every rank.
   // Whether start_reduce can merge values of `dtype` with `op`.

@@ -343,6 +343,7 @@ void RankProgram::run(size_t b) {
     ++blocks_run_;
     return;
   }
+  t_.push_sends(0.002);  // what this rank just sent should leave before the block runs
   const plan::Block& k = g_.blocks[b];
   const Node& n = node(k.node);
   const poly::Signature& s = sig(k.node);
