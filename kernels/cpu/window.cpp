@@ -95,8 +95,8 @@ void correlate_typed(const View& x, const View& k, const std::vector<int64_t>& o
 }
 
 // The same sums for a 2-D f32 correlation with a small kernel, blocked for registers: sixteen
-// outputs of a row accumulate all their taps in f64 vector registers (from input rows widened
-// to f64 once each), taps in row-major order with the ones outside x skipped, exactly as
+// outputs of a row accumulate all their taps in f64 vector registers (each float widened as it
+// is loaded), taps in row-major order with the ones outside x skipped, exactly as
 // correlate_typed (a product of two floats is exact in f64, so a fused multiply-add rounds as
 // the separate add does): bit for bit its results. correlate_typed makes a pass over a row of
 // accumulators per tap (a load and a store per output and tap); this keeps them in registers.
@@ -133,25 +133,16 @@ void correlate2d_f32(const View& x, const View& k, const std::vector<int64_t>& o
   const int64_t c0 = std::min(ow, std::max<int64_t>(0, -o1));
   const int64_t c1 = std::max(c0, std::min(ow, xw - o1 - kw + 1));
   parallel_for(oh, grain_for(oh, 4), [&](int64_t lo, int64_t hi, int) {
-    // Input rows widened to f64 once each: kh slots, slot c % kh holds row c (row_of).
-    std::unique_ptr<double[]> wide(new double[static_cast<size_t>(kh * xw)]);
-    std::vector<int64_t> row_of(static_cast<size_t>(kh), -1);
+    // Floats are widened to f64 as the sums load them: an earlier widening pass into a row
+    // buffer stalled on reading x with nothing to overlap, and doubled the bytes moved.
     const float* rows[kFastTaps];
-    const double* wrows[kFastTaps];
     int64_t krow[kFastTaps];  // the kernel row of each input row
     for (int64_t y = lo; y < hi; ++y) {
       int nr = 0;  // the kernel rows whose input row exists, in order
       for (int64_t i = 0; i < kh; ++i) {
         const int64_t c = y + i + o0;
         if (c < 0 || c >= xh) continue;
-        double* w = wide.get() + (c % kh) * xw;
-        if (row_of[c % kh] != c) {
-          const float* src = xp + c * sx;
-          for (int64_t t = 0; t < xw; ++t) w[t] = static_cast<double>(src[t]);
-          row_of[c % kh] = c;
-        }
         rows[nr] = xp + c * sx + o1;  // + column y' + j reads x[c, y' + j + o1]
-        wrows[nr] = w + o1;
         krow[nr++] = i;
       }
       float* orow = op + y * ow;
@@ -170,14 +161,14 @@ void correlate2d_f32(const View& x, const View& k, const std::vector<int64_t>& o
       for (; col + 16 <= c1; col += 16) {  // four independent sums of four
         __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
         for (int r = 0; r < nr; ++r) {
-          const double* src = wrows[r] + col;
+          const float* src = rows[r] + col;
           for (int64_t t = kstart[krow[r]]; t < kstart[krow[r] + 1]; ++t) {
             const int64_t j = kcol[t];
             const __m256d kv = _mm256_set1_pd(kd[t]);
-            a0 = _mm256_fmadd_pd(_mm256_loadu_pd(src + j), kv, a0);
-            a1 = _mm256_fmadd_pd(_mm256_loadu_pd(src + j + 4), kv, a1);
-            a2 = _mm256_fmadd_pd(_mm256_loadu_pd(src + j + 8), kv, a2);
-            a3 = _mm256_fmadd_pd(_mm256_loadu_pd(src + j + 12), kv, a3);
+            a0 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(src + j)), kv, a0);
+            a1 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(src + j + 4)), kv, a1);
+            a2 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(src + j + 8)), kv, a2);
+            a3 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(src + j + 12)), kv, a3);
           }
         }
         _mm_storeu_ps(orow + col, _mm256_cvtpd_ps(a0));
@@ -185,8 +176,6 @@ void correlate2d_f32(const View& x, const View& k, const std::vector<int64_t>& o
         _mm_storeu_ps(orow + col + 8, _mm256_cvtpd_ps(a2));
         _mm_storeu_ps(orow + col + 12, _mm256_cvtpd_ps(a3));
       }
-#else
-      (void)wrows;
 #endif
       for (; col < ow; ++col) scalar(col);
     }
