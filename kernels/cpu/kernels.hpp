@@ -84,6 +84,11 @@ struct WindowAxis {
 // x, and an inf or NaN under a zero weight does not spread.
 void run_correlate(const View& x, const View& k, const std::vector<int64_t>& origin,
                    const View& out);
+// out = u + c * correlate(x, k) in one pass, bit for bit the map program Add(u, Mul(c, s)) in
+// f32 over run_correlate's s: a stencil step (heat, diffusion) without its output ever stored.
+// 2-D f32 with a small kernel and u rows contiguous only; false (nothing written) otherwise.
+bool run_correlate_axpy(const View& x, const View& k, const std::vector<int64_t>& origin,
+                        const View& u, float c, const View& out, bool stream);
 // out {N,O,OH,OW} = x {N,C,H,W} (*) w {O,Cg,KH,KW}. Output channel o (o_origin + o globally)
 // reads input channels g*Cg .. g*Cg+Cg-1 of x with g = (o_origin + o) / out_per_group
 // (without groups: x holds exactly w's Cg channels and out_per_group is huge). f32/f64 run

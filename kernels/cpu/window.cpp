@@ -107,8 +107,29 @@ bool correlate2d_f32_fits(const View& x, const View& k, const View& out) {
   return out.rank() == 2 && x.strides[1] == 1 && k.numel() <= kFastTaps && out.shape[1] >= 16;
 }
 
+// out = u + c * stencil, rounded as the map program computes it (the stencil to f32, then
+// c * s, then u + that, each in f32), applied as each register block of sums is stored.
+struct AxpyEpilogue {
+  const float* u;  // row-major rows of out's shape
+  int64_t u_row;   // u's row stride
+  float c;
+  bool stream;     // out is far larger than the caches: streaming stores
+};
+
+// u + c * s with the product rounded on its own, as the map's separate Mul and Add passes do
+// (GCC would otherwise contract the expression into one fused multiply-add).
+// The empty asm makes the product opaque, so no contraction can fuse it into the add.
+inline __m128 rounded_product(__m128 a, __m128 b) {
+  __m128 p = _mm_mul_ps(a, b);
+  asm("" : "+x"(p));
+  return p;
+}
+inline float axpy_one(float u, float c, float s) {
+  return _mm_cvtss_f32(_mm_add_ss(_mm_set_ss(u), rounded_product(_mm_set_ss(c), _mm_set_ss(s))));
+}
+
 void correlate2d_f32(const View& x, const View& k, const std::vector<int64_t>& origin,
-                     const View& out) {
+                     const View& out, const AxpyEpilogue* ep = nullptr) {
   const int64_t oh = out.shape[0], ow = out.shape[1], xh = x.shape[0], xw = x.shape[1];
   const int64_t kh = k.shape[0], kw = k.shape[1], sx = x.strides[0];
   const int64_t o0 = origin[0], o1 = origin[1];
@@ -146,6 +167,7 @@ void correlate2d_f32(const View& x, const View& k, const std::vector<int64_t>& o
         krow[nr++] = i;
       }
       float* orow = op + y * ow;
+      const float* urow = ep ? ep->u + y * ep->u_row : nullptr;
       auto scalar = [&](int64_t col) {
         double acc = 0;
         for (int r = 0; r < nr; ++r)
@@ -153,10 +175,14 @@ void correlate2d_f32(const View& x, const View& k, const std::vector<int64_t>& o
             const int64_t j = kcol[t], xc = col + j + o1;
             if (xc >= 0 && xc < xw) acc += static_cast<double>(rows[r][col + j]) * kd[t];
           }
-        orow[col] = static_cast<float>(acc);
+        const float sv = static_cast<float>(acc);
+        orow[col] = ep ? axpy_one(urow[col], ep->c, sv) : sv;
       };
       int64_t col = 0;
       for (; col < c0; ++col) scalar(col);
+      // Streaming stores need 16-byte aligned addresses: a few scalar columns first.
+      if (ep && ep->stream)
+        for (; col < c1 && (reinterpret_cast<uintptr_t>(orow + col) & 15) != 0; ++col) scalar(col);
 #if defined(__AVX2__) && defined(__FMA__)
       for (; col + 16 <= c1; col += 16) {  // four independent sums of four
         __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
@@ -171,14 +197,33 @@ void correlate2d_f32(const View& x, const View& k, const std::vector<int64_t>& o
             a3 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(src + j + 12)), kv, a3);
           }
         }
-        _mm_storeu_ps(orow + col, _mm256_cvtpd_ps(a0));
-        _mm_storeu_ps(orow + col + 4, _mm256_cvtpd_ps(a1));
-        _mm_storeu_ps(orow + col + 8, _mm256_cvtpd_ps(a2));
-        _mm_storeu_ps(orow + col + 12, _mm256_cvtpd_ps(a3));
+        __m128 s0 = _mm256_cvtpd_ps(a0), s1 = _mm256_cvtpd_ps(a1), s2 = _mm256_cvtpd_ps(a2),
+               s3 = _mm256_cvtpd_ps(a3);
+        if (ep) {
+          const __m128 cv = _mm_set1_ps(ep->c);
+          s0 = _mm_add_ps(_mm_loadu_ps(urow + col), rounded_product(cv, s0));
+          s1 = _mm_add_ps(_mm_loadu_ps(urow + col + 4), rounded_product(cv, s1));
+          s2 = _mm_add_ps(_mm_loadu_ps(urow + col + 8), rounded_product(cv, s2));
+          s3 = _mm_add_ps(_mm_loadu_ps(urow + col + 12), rounded_product(cv, s3));
+          if (ep->stream) {
+            _mm_stream_ps(orow + col, s0);
+            _mm_stream_ps(orow + col + 4, s1);
+            _mm_stream_ps(orow + col + 8, s2);
+            _mm_stream_ps(orow + col + 12, s3);
+            continue;
+          }
+        }
+        _mm_storeu_ps(orow + col, s0);
+        _mm_storeu_ps(orow + col + 4, s1);
+        _mm_storeu_ps(orow + col + 8, s2);
+        _mm_storeu_ps(orow + col + 12, s3);
       }
 #endif
       for (; col < ow; ++col) scalar(col);
     }
+#if defined(__SSE__)
+    if (ep && ep->stream) _mm_sfence();  // streamed rows visible before the block returns
+#endif
   });
 }
 
@@ -345,6 +390,18 @@ void pool_typed(Op op, const View& x, int64_t kh, int64_t kw, const WindowAxis& 
 }
 
 }  // namespace
+
+bool run_correlate_axpy(const View& x, const View& k, const std::vector<int64_t>& origin,
+                        const View& u, float c, const View& out, bool stream) {
+  if (x.dtype != DType::F32 || k.dtype != DType::F32 || u.dtype != DType::F32 ||
+      out.dtype != DType::F32 || out.rank() != 2 || !out.is_contiguous() ||
+      static_cast<int>(origin.size()) != 2 || !correlate2d_f32_fits(x, k, out) ||
+      u.shape != out.shape || u.strides[1] != 1 || out.numel() == 0)
+    return false;
+  const AxpyEpilogue ep{u.ptr<float>(), u.strides[0], c, stream};
+  correlate2d_f32(x, k, origin, out, &ep);
+  return true;
+}
 
 void run_correlate(const View& x, const View& k, const std::vector<int64_t>& origin,
                    const View& out) {

@@ -96,3 +96,29 @@ TEST_CASE("kernels.cpu.correlate2d.strided_rows_and_non_finite_values") {
   CHECK_FALSE(std::isnan(out->data<float>()[6 * 64 + 16]));
   CHECK(std::isnan(out->data<float>()[5 * 64 + 17]));
 }
+
+TEST_CASE("kernels.cpu.correlate2d.axpy_epilogue_matches_the_separate_passes") {
+  // u + c * s, with s the stencil rounded to f32, the product rounded, then the sum: what the
+  // map program Add(u, Mul(c, s)) computes after run_correlate. Bit for bit, streamed or not.
+  auto x = random_matrix(37, 203, 7);
+  auto u = random_matrix(37, 203, 8);
+  auto k = tensor<float>({3, 3}, {0, 1, 0, 1, -4, 1, 0, 1, 0});
+  const float c = 0.1f;
+  auto s = Value::alloc(DType::F32, {37, 203});
+  cpu::run_correlate(x->view(), k->view(), {-1, -1}, s->view());
+  for (bool stream : {false, true}) {
+    auto out = Value::alloc(DType::F32, {37, 203});
+    REQUIRE(cpu::run_correlate_axpy(x->view(), k->view(), {-1, -1}, u->view(), c, out->view(), stream));
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < 37 * 203; ++i) {
+      volatile float t = c * s->data<float>()[i];  // rounded on its own
+      const float want = u->data<float>()[i] + t;
+      wrong += std::bit_cast<uint32_t>(out->data<float>()[i]) != std::bit_cast<uint32_t>(want);
+    }
+    CAPTURE(stream);
+    CHECK(wrong == 0);
+  }
+  // Not a 2-D f32 block it handles: nothing written, the caller runs the two passes.
+  auto d = Value::alloc(DType::F64, {37, 203});
+  CHECK_FALSE(cpu::run_correlate_axpy(x->view(), k->view(), {-1, -1}, u->view(), c, d->view(), false));
+}
