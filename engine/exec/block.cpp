@@ -261,6 +261,23 @@ std::shared_ptr<Value> run_block(const Node& n, const poly::Signature& sig, cons
   internal_fail(__FILE__, __LINE__, "run_block: unknown op kind");
 }
 
+cpu::MapProgram block_map_program(const Node& n) {
+  internal_check(op_kind(n.op) == OpKind::Map || n.op == Op::FusedMap);
+  return map_program(n.op == Op::FusedMap ? decode_fused_map(n) : single_map(n),
+                     std::vector<View>(n.inputs.size()));
+}
+
+bool run_stencil_axpy_into(const Node& w, const poly::Signature& sig, const Box& box,
+                           const std::vector<View>& inputs, const View& u, float c, const View& out,
+                           bool stream) {
+  if (w.op != Op::Correlate) return false;
+  const Box img = sig.inputs[0].proj.image(box);
+  const Box got = sig.input_slice(0, box);
+  std::vector<int64_t> origin(out.shape.size());
+  for (size_t t = 0; t < origin.size(); ++t) origin[t] = img.lo[t] - got.lo[t];
+  return cpu::run_correlate_axpy(inputs[0], inputs[1], origin, u, c, out, stream);
+}
+
 bool runs_into(const Node& n) {
   return op_kind(n.op) == OpKind::Map || n.op == Op::FusedMap || n.op == Op::Correlate;
 }

@@ -12,6 +12,7 @@
 #include "engine/ir/value.hpp"
 #include "engine/poly/box.hpp"
 #include "engine/poly/signature.hpp"
+#include "kernels/cpu/kernels.hpp"
 
 namespace tapestry {
 
@@ -28,6 +29,14 @@ bool runs_into(const Node& n);
 // stream_out: `out` is a band of an output far larger than the caches (cpu::MapProgram).
 void run_block_into(const Node& n, const poly::Signature& sig, const poly::Box& box,
                     const std::vector<View>& inputs, const View& out, bool stream_out = false);
+
+// The map program of a Map or FusedMap node (leaves left empty), e.g. for cpu::axpy_form.
+cpu::MapProgram block_map_program(const Node& n);
+// out = u + c * (correlate block `box` of w): cpu::run_correlate_axpy with the block's origin;
+// false (nothing written) when the kernel does not take this block.
+bool run_stencil_axpy_into(const Node& w, const poly::Signature& sig, const poly::Box& box,
+                           const std::vector<View>& inputs, const View& u, float c, const View& out,
+                           bool stream);
 
 // acc = combine(acc, part), elementwise, same shape and dtype (Sum, Prod, Max, Min, And, Or).
 void combine_partials(poly::CombineKind kind, const View& acc, const View& part);

@@ -485,25 +485,6 @@ class Evaluation {
   // rows in bands of ~kBandElems; per band each stencil computes its rows of output into a
   // per-thread buffer (run_correlate with the band's origin, exactly the whole op's sums),
   // then the program runs over the band. Bands are shared out over the threads.
-  // Whether p is u + c * s over the stencil leaf s (f32, either operand order): then the
-  // stencil kernel applies it as it stores (cpu::run_correlate_axpy), no second pass.
-  static bool axpy_form(const cpu::MapProgram& p, int s_leaf, int& u_leaf, float& c) {
-    const int L = static_cast<int>(p.leaves.size());
-    if (L != 2 || p.instrs.size() != 3) return false;
-    for (const cpu::MapInstr& in : p.instrs)
-      if (in.out != DType::F32 || in.in != DType::F32) return false;
-    const cpu::MapInstr &k = p.instrs[0], &mul = p.instrs[1], &add = p.instrs[2];
-    const int kreg = L, mreg = L + 1;
-    u_leaf = 1 - s_leaf;
-    auto is = [](const cpu::MapInstr& in, int x, int y) {
-      return (in.a == x && in.b == y) || (in.a == y && in.b == x);
-    };
-    if (k.op != Op::Full || mul.op != Op::Mul || add.op != Op::Add) return false;
-    if (!is(mul, kreg, s_leaf) || !is(add, u_leaf, mreg)) return false;
-    c = static_cast<float>(k.real);
-    return true;
-  }
-
   void run_banded(int root, cpu::MapProgram& p, const View& out) {
     struct Win {
       int leaf;
@@ -528,7 +509,7 @@ class Evaluation {
     band_shape[0] = band;
     int u_leaf = -1;
     float c = 0;
-    const bool axpy = wins.size() == 1 && axpy_form(p, wins[0].leaf, u_leaf, c);
+    const bool axpy = wins.size() == 1 && cpu::axpy_form(p, wins[0].leaf, u_leaf, c);
     std::vector<std::vector<std::shared_ptr<Value>>> scratch(static_cast<size_t>(cpu::pool_width()));
     cpu::parallel_for(nbands, 1, [&](int64_t lo, int64_t hi, int worker) {
       auto& bufs = scratch[static_cast<size_t>(worker)];

@@ -309,6 +309,9 @@ void RankProgram::run_banded(size_t b) {
   const int64_t row_elems = std::max<int64_t>(1, out_box.volume() / rows);
   const int64_t band = std::clamp<int64_t>(kBandElems / row_elems, 1, rows);
   const bool stream = out_box.volume() * static_cast<int64_t>(dtype_size(n.dtype)) >= (int64_t(32) << 20);
+  int u_leaf = -1;
+  float c = 0;
+  const bool axpy = stencils.size() == 1 && cpu::axpy_form(block_map_program(n), static_cast<int>(stencils[0].input), u_leaf, c);
   std::vector<View> ins(n.inputs.size());
   for (int64_t r0 = 0; r0 < rows; r0 += band) {
     Box cb = k.box;
@@ -316,6 +319,16 @@ void RankProgram::run_banded(size_t b) {
     cb.hi[0] = std::min(k.box.hi[0], cb.lo[0] + band - 1);
     for (size_t i = 0; i < n.inputs.size(); ++i)
       if (whole[i].buf) ins[i] = window(whole[i], whole_box[i], s.input_slice(i, cb));
+    const View out_band = window(out->v, out_box, s.output_slice(cb));
+    if (axpy) {  // u + c * stencil: applied by the stencil kernel as it stores
+      const Stencil& st = stencils[0];
+      const Box wb = s.input_slice(st.input, cb);
+      const Node& w = *st.node;
+      const View x = gather(w.inputs[0]->id, st.sig->input_slice(0, wb));
+      const View taps = gather(w.inputs[1]->id, st.sig->input_slice(1, wb));
+      if (run_stencil_axpy_into(w, *st.sig, wb, {x, taps}, ins[static_cast<size_t>(u_leaf)], c, out_band, stream))
+        continue;
+    }
     for (Stencil& st : stencils) {
       const Box wb = s.input_slice(st.input, cb);  // the band of the stencil's output
       const Node& w = *st.node;
@@ -332,7 +345,7 @@ void RankProgram::run_banded(size_t b) {
       run_block_into(w, *st.sig, wb, {x, taps}, bv);
       ins[st.input] = bv;
     }
-    run_block_into(n, s, cb, ins, window(out->v, out_box, s.output_slice(cb)), stream);
+    run_block_into(n, s, cb, ins, out_band, stream);
   }
   hold(k.node, out_box, out->view());
 }

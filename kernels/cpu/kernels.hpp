@@ -89,6 +89,9 @@ void run_correlate(const View& x, const View& k, const std::vector<int64_t>& ori
 // 2-D f32 with a small kernel and u rows contiguous only; false (nothing written) otherwise.
 bool run_correlate_axpy(const View& x, const View& k, const std::vector<int64_t>& origin,
                         const View& u, float c, const View& out, bool stream);
+// Whether p (over leaves 0 and 1) is u + c * s with s = leaf s_leaf, in f32, either operand
+// order: then u_leaf and c say what run_correlate_axpy needs.
+bool axpy_form(const MapProgram& p, int s_leaf, int& u_leaf, float& c);
 // out {N,O,OH,OW} = x {N,C,H,W} (*) w {O,Cg,KH,KW}. Output channel o (o_origin + o globally)
 // reads input channels g*Cg .. g*Cg+Cg-1 of x with g = (o_origin + o) / out_per_group
 // (without groups: x holds exactly w's Cg channels and out_per_group is huge). f32/f64 run

@@ -391,6 +391,21 @@ void pool_typed(Op op, const View& x, int64_t kh, int64_t kw, const WindowAxis& 
 
 }  // namespace
 
+bool axpy_form(const MapProgram& p, int s_leaf, int& u_leaf, float& c) {
+  const int L = static_cast<int>(p.leaves.size());
+  if (L != 2 || p.instrs.size() != 3 || (s_leaf != 0 && s_leaf != 1)) return false;
+  for (const MapInstr& in : p.instrs)
+    if (in.out != DType::F32 || in.in != DType::F32) return false;
+  const MapInstr &k = p.instrs[0], &mul = p.instrs[1], &add = p.instrs[2];
+  const int kreg = L, mreg = L + 1;
+  u_leaf = 1 - s_leaf;
+  auto is = [](const MapInstr& in, int x, int y) { return (in.a == x && in.b == y) || (in.a == y && in.b == x); };
+  if (k.op != Op::Full || mul.op != Op::Mul || add.op != Op::Add) return false;
+  if (!is(mul, kreg, s_leaf) || !is(add, u_leaf, mreg)) return false;
+  c = static_cast<float>(k.real);
+  return true;
+}
+
 bool run_correlate_axpy(const View& x, const View& k, const std::vector<int64_t>& origin,
                         const View& u, float c, const View& out, bool stream) {
   if (x.dtype != DType::F32 || k.dtype != DType::F32 || u.dtype != DType::F32 ||
