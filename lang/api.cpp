@@ -257,7 +257,9 @@ const ApiEntry kApi[] = {
      lua::l_eval},
     {"tp.stats", K::Function, "observe", "tp.stats()",
      "Counters: observations, nodes_evaluated, kernels, fused_ops, bytes_allocated, bytes_live (tensor data alive now, on this process), live_nodes, "
-     "plans, plan_cache_hits, blocks_run, messages, bytes_moved (between ranks), and "
+     "plans, plan_cache_hits, blocks_run, messages, bytes_moved (between ranks), device_blocks, "
+     "bytes_to_device, bytes_from_device (sharded blocks run on a GPU and the host-device copies they needed; "
+     "rank 0's own under MPI), and "
      "time_schedule, time_run, time_plan, time_move (seconds; time_move is the part of time_run "
      "spent sending, receiving and combining between ranks).",
      lua::l_stats},

@@ -435,7 +435,7 @@ int l_mesh(lua_State* L) {
   const bool gpu = dev.kind == device::Kind::Cuda;
   lua_pushinteger(L, gpu ? m.devices_per_rank : 0);
   lua_setfield(L, -2, "devices_per_rank");
-  lua_pushstring(L, gpu ? "cuda" : "cpu");
+  lua_pushstring(L, gpu ? "cuda" : dev.kind == device::Kind::Sim ? "sim" : "cpu");
   lua_setfield(L, -2, "device");
   lua_pushstring(L, dev.gpu.c_str());
   lua_setfield(L, -2, "gpu");

@@ -116,6 +116,9 @@ int l_stats(lua_State* L) {
   seti("bytes_allocated", s.bytes_allocated);
   seti("bytes_live", static_cast<uint64_t>(std::max<int64_t>(0, Buffer::live_bytes())));
   seti("blocks_run", s.blocks_run);
+  seti("device_blocks", s.device_blocks);
+  seti("bytes_to_device", s.bytes_to_device);
+  seti("bytes_from_device", s.bytes_from_device);
   seti("messages", s.messages);
   seti("bytes_moved", s.bytes_moved);
   seti("live_nodes", live_node_count());

@@ -20,6 +20,9 @@ Selection select_device(const char* env, const GpuInfo& probe, int local_rank) {
     s.kind = probe.count > 0 ? Kind::Cuda : Kind::Cpu;
   } else if (want == "cpu") {
     s.kind = Kind::Cpu;
+  } else if (want == "sim") {
+    s.kind = Kind::Sim;
+    s.gpu = "none: the simulated device (TAPESTRY_DEVICE=sim; host memory, CPU kernels)";
   } else if (want == "cuda" || want == "gpu") {
     s.kind = Kind::Cuda;
     if (probe.count == 0) {
@@ -27,7 +30,7 @@ Selection select_device(const char* env, const GpuInfo& probe, int local_rank) {
       s.error = "TAPESTRY_DEVICE=cuda but no GPU is available: " + s.gpu.substr(6);
     }
   } else {
-    s.error = cat_str("TAPESTRY_DEVICE must be cpu, cuda or auto, got '", want, "'");
+    s.error = cat_str("TAPESTRY_DEVICE must be cpu, cuda, sim or auto, got '", want, "'");
   }
   if (s.kind == Kind::Cuda) s.index = (local_rank < 0 ? 0 : local_rank) % probe.count;
   return s;

@@ -23,7 +23,10 @@ struct GpuInfo {
   double mem_bytes = 0;
 };
 
-enum class Kind { Cpu, Cuda };
+// Sim: the simulated device of the tests (engine/exec/device_sim.hpp), TAPESTRY_DEVICE=sim:
+// device memory is separate host memory and kernels are the CPU's, so every path a GPU takes
+// (device blocks, uploads and downloads, staging for MPI) runs on machines without one.
+enum class Kind { Cpu, Cuda, Sim };
 
 struct Selection {
   Kind kind = Kind::Cpu;
@@ -33,7 +36,7 @@ struct Selection {
   GpuInfo info;
 };
 
-// env: TAPESTRY_DEVICE's value (null or "" = auto: cuda when a GPU is present).
+// env: TAPESTRY_DEVICE's value: cpu, cuda (or gpu), sim, or auto (null or "": cuda when a GPU is present).
 Selection select_device(const char* env, const GpuInfo& probe, int local_rank);
 
 // The node-local rank: OMPI_COMM_WORLD_LOCAL_RANK, else MPI_LOCALRANKID / SLURM_LOCALID, else 0.

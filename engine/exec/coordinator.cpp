@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <optional>
 
+#include "engine/device/plugin.hpp"
 #include "engine/exec/evaluator.hpp"
 #include "engine/exec/peers.hpp"
 #include "engine/exec/plan_wire.hpp"
@@ -216,13 +217,14 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys) {
   std::map<uint64_t, std::shared_ptr<Value>> values;
   std::exception_ptr mine;
   int64_t my_blocks = 0;
+  RunReport mine_on_device;  // rank 0's device blocks and host/device copies
   double my_move_s = 0;
   // Rank 0 sees only its own blocks until the statuses come: its share stands for the rest.
   int64_t mine_total = 0;
   for (const plan::Block& b : g.blocks) mine_total += b.rank == 0;
   Progress bar(static_cast<int64_t>(g.blocks.size()));
   try {
-    RankProgram me(g, t, keys);
+    RankProgram me(g, t, keys, device::backend());
     me.report_progress(&bar, mine_total ? double(g.blocks.size()) / double(mine_total) : 0.0);
     bool sent = false, gathered = false;
     comm::Backoff wait;
@@ -251,6 +253,9 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys) {
       wait.pause();
     }
     my_blocks = me.blocks_run();
+    mine_on_device.device_blocks = me.device_blocks_run();
+    mine_on_device.bytes_to_device = me.bytes_to_device();
+    mine_on_device.bytes_from_device = me.bytes_from_device();
     my_move_s = me.move_seconds();
     if (!st.any_failed()) me.keep_outputs();
   } catch (const std::exception&) {  // no Lua runs here; rethrown below after the abort
@@ -269,7 +274,8 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys) {
   }
   mpi.progress();
   // Publish only now: any failure above left every root as it was.
-  RunReport report{my_blocks, t.messages_sent(), t.bytes_sent(), my_move_s};
+  RunReport report{my_blocks, t.messages_sent(), t.bytes_sent(), my_move_s, mine_on_device.device_blocks,
+                   mine_on_device.bytes_to_device, mine_on_device.bytes_from_device};
   for (int w = 1; w < mpi.size(); ++w) {
     const Status& w_st = *st.of(w);
     report.blocks += w_st.blocks;

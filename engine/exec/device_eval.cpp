@@ -108,6 +108,7 @@ class DeviceEvaluation {
       internal_check(s.host.buf != nullptr);
       s.dev = device_alloc(dev_, s.host.dtype, s.host.shape);
       dev_.upload(s.host, s.dev);
+      stats().bytes_to_device += bytes_of(s.host);
     }
     return s.dev;
   }
@@ -119,10 +120,7 @@ class DeviceEvaluation {
       const View in = host(slot(s.node->inputs[0].get()));
       s.host = cpu_.view(apply_view(cpu_, *s.node, HostBackend::wrap(in)));
     } else {
-      const DeviceView& d = device(s);
-      auto v = host_alloc(d.dtype(), d.shape());
-      dev_.download(d, v->v);
-      s.host = v->v;
+      s.host = download(device(s));
     }
     return s.host;
   }
@@ -136,9 +134,8 @@ class DeviceEvaluation {
   // A root's value for publishing: contiguous, owning its buffer, in host memory.
   std::shared_ptr<const Value> result(Slot& s) {
     if (!on_host(s)) {
-      const DeviceView& d = device(s);
-      auto v = host_alloc(d.dtype(), d.shape());
-      dev_.download(d, v->v);
+      auto v = std::make_shared<Value>();
+      v->v = download(device(s));
       return v;
     }
     const View& h = host(s);
@@ -151,6 +148,15 @@ class DeviceEvaluation {
     auto v = host_alloc(h.dtype, h.shape);
     cpu::copy_view(h, v->v);
     return v;
+  }
+
+  static uint64_t bytes_of(const View& v) { return static_cast<uint64_t>(v.numel()) * dtype_size(v.dtype); }
+
+  View download(const DeviceView& d) {
+    auto v = host_alloc(d.dtype(), d.shape());
+    dev_.download(d, v->v);
+    stats().bytes_from_device += bytes_of(v->v);
+    return v->v;
   }
 
   std::shared_ptr<Value> host_alloc(DType t, const Shape& s) {
@@ -198,6 +204,7 @@ class DeviceEvaluation {
     const bool on_dev = device_runs(n);
     DeviceBackend& be = on_dev ? static_cast<DeviceBackend&>(dev_) : cpu_;
     ++stats().kernels;
+    if (on_dev) ++stats().device_blocks;
     DeviceView out = run_node(be, n, on_dev);
     if (on_dev) s.dev = std::move(out);
     else s.host = cpu_.view(out);

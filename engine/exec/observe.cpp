@@ -64,8 +64,17 @@ std::string describe_layout(const plan::PlannedGraph& pg, size_t i) {
 
 bool on_mpi(int ranks) { return ranks > 1 && mpi_job_ranks() == ranks; }
 
+// Virtual ranks share this process's device, if it has one.
+std::vector<DeviceBackend*> rank_devices() {
+  if (DeviceBackend* dev = device::backend()) return {dev};
+  return {};
+}
+
 void count(const RunReport& report) {
   stats().blocks_run += static_cast<uint64_t>(report.blocks);
+  stats().device_blocks += static_cast<uint64_t>(report.device_blocks);
+  stats().bytes_to_device += static_cast<uint64_t>(report.bytes_to_device);
+  stats().bytes_from_device += static_cast<uint64_t>(report.bytes_from_device);
   stats().messages += static_cast<uint64_t>(report.messages);
   stats().bytes_moved += static_cast<uint64_t>(report.bytes);
   stats().time_move += report.move_s;
@@ -85,7 +94,7 @@ void gather_stored(const NodeRef& leaf) {
   for (const plan::Shard& sh : s->shards) g.add_output(leaf->id, sh.box, sh.rank);
   keys.roots.assign(g.roots.size(), 0);
   const std::string layout = describe_shards(s->shards, leaf->shape.size());
-  count(on_mpi(s->ranks) ? run_plan_mpi(g, keys) : run_plan(g, keys));
+  count(on_mpi(s->ranks) ? run_plan_mpi(g, keys) : run_plan(g, keys, rank_devices()));
   layouts().put(leaf->id, layout);
 }
 
@@ -207,7 +216,7 @@ std::vector<std::vector<plan::Shard>> run_observation(const std::vector<NodeRef>
       const plan::VerifyResult v = plan::verify(g, pg.topo);
       if (!v.ok()) throw InternalError(cat_str("the plan fails verification:\n", v.message()));
     }
-    report = run_plan(g, keys);
+    report = run_plan(g, keys, rank_devices());
   }
   const double t_end = seconds();
   stats().time_run += t_end - t_run;

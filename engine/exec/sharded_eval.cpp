@@ -17,18 +17,19 @@ bool verify_every_plan() {
   return e && std::strcmp(e, "1") == 0;
 }
 
-RunReport run_planned(const plan::PlannedGraph& pg, bool verify_plan) {
+RunReport run_planned(const plan::PlannedGraph& pg, bool verify_plan, const std::vector<DeviceBackend*>& devices) {
   if (verify_plan || verify_every_plan()) {
     const plan::VerifyResult r = plan::verify(pg.plan.graph(), pg.topo);
     if (!r.ok()) throw InternalError(cat_str("the plan fails verification:\n", r.message()));
   }
   StoreKeys keys;
   keys.initial = stored_initial_keys(pg.plan.graph());
-  return run_plan(pg.plan.graph(), keys);
+  return run_plan(pg.plan.graph(), keys, devices);
 }
 
 RunReport evaluate_sharded(const std::vector<NodeRef>& roots, const plan::Mesh& mesh,
-                      const plan::SearchOptions& opts, bool verify_plan) {
+                           const plan::SearchOptions& opts, bool verify_plan,
+                           const std::vector<DeviceBackend*>& devices) {
   bool all_done = true;
   for (const NodeRef& r : roots) all_done = all_done && r->value;
   if (all_done) return {};
@@ -50,7 +51,7 @@ RunReport evaluate_sharded(const std::vector<NodeRef>& roots, const plan::Mesh& 
     else if (n->op == Op::Constrain) o.output_grid[n->id] = n->attrs.ints;
   }
   pg.plan = plan::search(pg.topo, pg.initial, pg.roots, mesh, o);
-  const RunReport report = run_planned(pg, verify_plan);
+  const RunReport report = run_planned(pg, verify_plan, devices);
   // Publish on the original roots; a fused stand-in keeps no copy.
   for (size_t i = 0; i < roots.size(); ++i) {
     if (roots[i]->value) continue;

@@ -21,12 +21,13 @@ namespace tapestry {
 // inputs, held whole on rank 0; Constrain nodes fix their layout) with plan::search — no plan cache, so `opts` (method,
 // seed) always takes effect — then verifies and runs it over `mesh.ranks` virtual ranks.
 // Throws InternalError with the verifier's message when verification fails. Returns what
-// ran and moved (zero when every root already had a value).
+// ran and moved (zero when every root already had a value). devices: as run_plan's.
 RunReport evaluate_sharded(const std::vector<NodeRef>& roots, const plan::Mesh& mesh,
-                      const plan::SearchOptions& opts, bool verify_plan);
+                           const plan::SearchOptions& opts, bool verify_plan,
+                           const std::vector<DeviceBackend*>& devices = {});
 
 // Verifies (when asked, or TAPESTRY_VERIFY=1) and runs an already planned observation.
-RunReport run_planned(const plan::PlannedGraph& pg, bool verify_plan);
+RunReport run_planned(const plan::PlannedGraph& pg, bool verify_plan, const std::vector<DeviceBackend*>& devices = {});
 
 // Whether TAPESTRY_VERIFY=1 asks for every plan to be verified.
 bool verify_every_plan();

@@ -6,6 +6,7 @@
 
 #include "engine/comm/loopback.hpp"
 #include "engine/exec/block.hpp"
+#include "engine/exec/device_block.hpp"
 #include "engine/exec/evaluator.hpp"
 #include "engine/exec/trace.hpp"
 #include "engine/ir/error.hpp"
@@ -18,18 +19,6 @@ using plan::Step;
 using poly::Box;
 
 namespace {
-
-// The window of `v` (which covers `origin`) over `want` (inside origin). Dims beyond the
-// box's rank are kept whole, so a partial with extra trailing dims slices like its output.
-View window(const View& v, const Box& origin, const Box& want) {
-  std::vector<int64_t> start(v.rank(), 0), step(v.rank(), 1);
-  Shape count = v.shape;
-  for (int d = 0; d < origin.rank(); ++d) {
-    start[d] = want.lo[d] - origin.lo[d];
-    count[d] = want.extent(d);
-  }
-  return v.sliced(start, step, count);
-}
 
 // A box's extents followed by the trailing dims of `like` beyond the box's rank.
 Shape shape_with_tail(const Box& b, const View& like) {
@@ -90,8 +79,9 @@ uint64_t StoreKeys::root_key(uint64_t root_id, const plan::ShardedGraph& g) cons
   return 0;
 }
 
-RankProgram::RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreKeys keys)
-    : g_(g), t_(t), keys_(std::move(keys)), me_(t.rank()) {
+RankProgram::RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreKeys keys, DeviceBackend* dev)
+    : g_(g), t_(t), keys_(std::move(keys)), me_(t.rank()), dev_(dev),
+      store_(me_, dev, [this](uint64_t tensor) { return describe(tensor); }) {
   internal_check(t.size() == g.num_ranks && me_ >= 0 && me_ < g.num_ranks);
   internal_check(keys_.initial.empty() || keys_.initial.size() == g.initial.size());
   internal_check(keys_.roots.empty() || keys_.roots.size() == g.roots.size());
@@ -106,11 +96,12 @@ RankProgram::RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreK
     const plan::Shard& h = g.initial[i];
     if (h.rank != me_) continue;
     if (!keys_.initial.empty() && keys_.initial[i] != 0) {
-      std::optional<View> v = shard_store().find(me_, keys_.initial[i], h.box);
+      std::optional<ShardStore::Found> v = shard_store().find_piece(me_, keys_.initial[i], h.box);
       if (!v)
         throw InternalError(cat_str("rank ", me_, " is to hold ", poly::to_string(h.box), " of stored tensor #",
                                     keys_.initial[i], " initially, but its shard store lacks it"));
-      hold(h.tensor, h.box, *v);
+      if (v->dev.mem && dev_) store_.hold(h.tensor, h.box, v->dev);  // where a device block reads it
+      else hold(h.tensor, h.box, v->dev.mem ? *shard_store().find(me_, keys_.initial[i], h.box) : v->host);
       continue;
     }
     const Node& n = node(h.tensor);
@@ -120,6 +111,11 @@ RankProgram::RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreK
     hold(h.tensor, h.box, window(n.value->view(), Box::of_shape(n.shape), h.box));
   }
   find_banded_pairs();
+}
+
+std::string RankProgram::describe(uint64_t tensor) const {
+  const auto n = nodes_.find(tensor);
+  return cat_str("%", tensor, n == nodes_.end() ? "" : cat_str(" (", op_def(n->second->op).name, ")"));
 }
 
 const Node& RankProgram::node(uint64_t id) const {
@@ -240,6 +236,7 @@ std::string RankProgram::waiting_on() const {
 }
 
 void RankProgram::find_banded_pairs() {
+  if (dev_) return;
   std::unordered_map<uint64_t, std::vector<size_t>> readers;  // tensor -> my blocks reading it
   std::unordered_map<uint64_t, int> blocks_of;                // node -> my blocks of it
   for (const Step& st : steps()) {
@@ -366,6 +363,10 @@ void RankProgram::run(size_t b) {
       ++blocks_run_;
       return;
     }
+  if (dev_ && device_takes(*dev_, n)) {
+    run_on_device(b);
+    return;
+  }
   std::vector<View> ins;
   ins.reserve(n.inputs.size());
   for (size_t i = 0; i < n.inputs.size(); ++i) ins.push_back(gather(n.inputs[i]->id, s.input_slice(i, k.box)));
@@ -374,6 +375,29 @@ void RankProgram::run(size_t b) {
   // A partial is no value yet: consumers read the combined result.
   if (split_.count(k.node)) partials_[b] = std::move(out);
   else hold(k.node, s.output_slice(k.box), out->view());
+}
+
+// The block's inputs come to the device (uploaded at most once per held piece) and its output
+// stays there; a partial goes to the host at once, where combines merge partials.
+void RankProgram::run_on_device(size_t b) {
+  const plan::Block& k = g_.blocks[b];
+  const Node& n = node(k.node);
+  const poly::Signature& s = sig(k.node);
+  std::vector<DeviceView> ins;
+  ins.reserve(n.inputs.size());
+  for (size_t i = 0; i < n.inputs.size(); ++i) ins.push_back(store_.device(n.inputs[i]->id, s.input_slice(i, k.box)));
+  DeviceView out = run_block_on(*dev_, n, s, k.box, ins);
+  ++blocks_run_;
+  ++device_blocks_;
+  const Box out_box = s.output_slice(k.box);
+  if (!split_.count(k.node)) {
+    store_.hold(k.node, out_box, std::move(out));
+    return;
+  }
+  auto partial = Value::alloc(out.dtype(), out.shape());
+  dev_->download(out, partial->v);
+  bytes_from_device_ += partial->v.numel() * static_cast<int64_t>(dtype_size(partial->v.dtype));
+  partials_[b] = std::move(partial);
 }
 
 void RankProgram::send(size_t t) {
@@ -511,35 +535,6 @@ bool RankProgram::reap_trailing() {
   return trailing_.size() != before;
 }
 
-View RankProgram::gather(uint64_t tensor, const Box& need) const {
-  if (need.empty()) return View{};  // a clipped projection reads nothing
-  auto it = store_.find(tensor);
-  static const std::vector<Piece> none;
-  const std::vector<Piece>& pieces = it == store_.end() ? none : it->second;
-  for (const Piece& p : pieces)
-    if (p.box.contains(need)) return window(p.view, p.box, need);
-  std::vector<Box> boxes;
-  for (const Piece& p : pieces) boxes.push_back(p.box);
-  const std::vector<Box> missing = poly::uncovered(need, boxes);
-  if (!missing.empty()) {
-    const auto n = nodes_.find(tensor);
-    throw InternalError(cat_str("rank ", me_, " needs ", poly::to_string(need), " of %", tensor,
-                                n == nodes_.end() ? "" : cat_str(" (", op_def(n->second->op).name, ")"),
-                                " but lacks ", poly::to_string(missing[0]),
-                                " (neither held, computed there, nor received)"));
-  }
-  // Several pieces: copy each point once into a buffer of exactly the needed box.
-  auto out = Value::alloc(pieces[0].view.dtype, need.extents());
-  std::vector<Box> copied;
-  for (const Piece& p : pieces) {
-    const Box part = intersect(p.box, need);
-    if (part.empty()) continue;
-    for (const Box& u : poly::uncovered(part, copied)) cpu::copy_view(window(p.view, p.box, u), window(out->v, need, u));
-    copied.push_back(part);
-  }
-  return out->v;
-}
-
 void RankProgram::send_outputs() {
   internal_check(done());
   const double t0 = trace::now_us();
@@ -600,16 +595,22 @@ void RankProgram::keep_outputs() {
   internal_check(done());
   for (const plan::Shard& o : g_.outputs) {
     if (o.rank != me_) continue;
-    if (const uint64_t key = keys_.root_key(o.tensor, g_)) shard_store().put(me_, key, o.box, gather(o.tensor, o.box));
+    const uint64_t key = keys_.root_key(o.tensor, g_);
+    if (!key) continue;
+    // Computed on the device: kept there, for the next plan's device blocks.
+    if (dev_ && store_.on_device(o.tensor, o.box)) shard_store().put(me_, key, o.box, store_.device(o.tensor, o.box), *dev_);
+    else shard_store().put(me_, key, o.box, gather(o.tensor, o.box));
   }
 }
 
-RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys) {
+RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys, const std::vector<DeviceBackend*>& devices) {
+  internal_check(devices.size() <= 1 || static_cast<int>(devices.size()) == g.num_ranks);
   comm::LoopbackHub hub(g.num_ranks);
   std::vector<std::unique_ptr<RankProgram>> ranks;
   Progress bar(static_cast<int64_t>(g.blocks.size()));
   for (int r = 0; r < g.num_ranks; ++r) {
-    ranks.push_back(std::make_unique<RankProgram>(g, hub.endpoint(r), keys));
+    DeviceBackend* dev = devices.empty() ? nullptr : devices.size() == 1 ? devices[0] : devices[static_cast<size_t>(r)];
+    ranks.push_back(std::make_unique<RankProgram>(g, hub.endpoint(r), keys, dev));
     ranks.back()->report_progress(&bar, 1);
   }
   // Round-robin: each rank runs until it waits; stop when all are done or none can move.
@@ -628,7 +629,12 @@ RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys) {
     throw InternalError(cat_str("the plan sent ", hub.undelivered(), " messages that no rank received"));
   // Publish only now: a failure above leaves every root as it was.
   RunReport report{0, hub.messages_sent(), hub.bytes_sent()};
-  for (auto& p : ranks) report.blocks += p->blocks_run(), report.move_s += p->move_seconds();
+  for (auto& p : ranks) {
+    report.blocks += p->blocks_run(), report.move_s += p->move_seconds();
+    report.device_blocks += p->device_blocks_run();
+    report.bytes_to_device += p->bytes_to_device();
+    report.bytes_from_device += p->bytes_from_device();
+  }
   for (auto& p : ranks) p->keep_outputs();
   for (auto& [id, v] : values) {
     const Node* n = g.find(id);

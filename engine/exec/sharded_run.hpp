@@ -8,6 +8,10 @@
 // Combines run point to point (send + try_recv), or as collectives where the transport has
 // them and the combine is regular (engine/comm/collective_plan.hpp): a started collective is
 // polled like a receive, so the loop keeps its shape.
+// With a device (a GPU, or the simulated one of the tests) a rank runs every block the device
+// takes there (device_block.hpp) and keeps its output in device memory; data crosses between
+// host and device only where a reader on the other side needs it (rank_store.hpp): slices sent
+// over MPI, partials merged on the host, CPU-only blocks and the gather to rank 0.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +25,9 @@
 
 #include "engine/comm/collective_plan.hpp"
 #include "engine/comm/transport.hpp"
+#include "engine/exec/device_backend.hpp"
 #include "engine/exec/progress.hpp"
+#include "engine/exec/rank_store.hpp"
 #include "engine/ir/value.hpp"
 #include "engine/plan/sharded_graph.hpp"
 
@@ -42,6 +48,8 @@ struct RunReport {
   int64_t messages = 0;    // transfers, partials and gathered outputs
   int64_t bytes = 0;       // their payload
   double move_s = 0;       // seconds rank 0 (loopback: all ranks) spent moving them
+  int64_t device_blocks = 0;   // of the blocks, those run on a device
+  int64_t bytes_to_device = 0, bytes_from_device = 0;  // host <-> device copies
 };
 
 // One rank's part of a plan. Its store maps (tensor id, box) to the data: the initial shards
@@ -49,8 +57,9 @@ struct RunReport {
 class RankProgram {
  public:
   // Joins the transport's groups for the plan's collectives first (every rank of a job
-  // constructs its program at plan start, before anything that can fail).
-  RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreKeys keys = {});
+  // constructs its program at plan start, before anything that can fail). dev: the rank's
+  // device, or nullptr to run every block on the CPU.
+  RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreKeys keys = {}, DeviceBackend* dev = nullptr);
 
   // Runs this rank's steps in program order until one must wait (a receive that has not
   // arrived, a combine missing a partial) or all have run; whether any step ran. Checks the
@@ -70,6 +79,11 @@ class RankProgram {
   void keep_outputs();
 
   int64_t blocks_run() const { return blocks_run_; }
+  int64_t device_blocks_run() const { return device_blocks_; }
+  // Bytes this rank copied host -> device and device -> host.
+  int64_t bytes_to_device() const { return store_.uploaded(); }
+  int64_t bytes_from_device() const { return store_.downloaded() + bytes_from_device_; }
+  const RankStore& data() const { return store_; }
   // Combines of this plan that run as collectives (the same on every rank).
   int collective_combines() const { return coll_.count(); }
   // Whether a collective this rank started has not completed. MPI advances a non-blocking
@@ -86,13 +100,10 @@ class RankProgram {
   void report_progress(Progress* p, double weight) { progress_ = p, block_weight_ = weight; }
 
  private:
-  struct Piece {
-    poly::Box box;  // tensor coordinates the view covers
-    View view;
-  };
   const std::vector<plan::Step>& steps() const { return g_.steps[me_]; }
   bool step(const plan::Step& s);  // false: must wait
   void run(size_t b);
+  void run_on_device(size_t b);
   void send(size_t t);
   bool recv(size_t t);
   bool combine(size_t c);
@@ -102,12 +113,12 @@ class RankProgram {
   bool reap_trailing();
   const Node& node(uint64_t id) const;
   const poly::Signature& sig(uint64_t id);
-  // The slice `need` of a tensor as one view: a window on a held piece when one covers it,
-  // else a new buffer assembled from the intersecting pieces.
-  View gather(uint64_t tensor, const poly::Box& need) const;
-  void hold(uint64_t tensor, poly::Box box, View v) { store_[tensor].push_back({std::move(box), std::move(v)}); }
+  // The slice `need` of a tensor on the host (rank_store.hpp).
+  View gather(uint64_t tensor, const poly::Box& need) { return store_.host(tensor, need); }
+  void hold(uint64_t tensor, poly::Box box, View v) { store_.hold(tensor, std::move(box), std::move(v)); }
+  std::string describe(uint64_t tensor) const;
   // Banded pairs: a stencil (Correlate) block whose output only one map block of this rank
-  // reads, exactly, is not run alone. The map block computes it band by band of rows
+  // reads, exactly, is not run alone (CPU ranks only: a device runs both as kernels). The map block computes it band by band of rows
   // (run_banded): the stencil's output never exists whole, its input is read in place (only
   // the band at a seam between held pieces is assembled), and the map writes its output once.
   void find_banded_pairs();
@@ -119,8 +130,11 @@ class RankProgram {
   comm::Transport& t_;
   StoreKeys keys_;
   int me_;
+  DeviceBackend* dev_;
   size_t pc_ = 0;
   int64_t blocks_run_ = 0;
+  int64_t device_blocks_ = 0;
+  int64_t bytes_from_device_ = 0;  // partials
   double move_us_ = 0;
   std::function<bool()> stop_;
   Progress* progress_ = nullptr;
@@ -129,7 +143,7 @@ class RankProgram {
   std::unordered_map<uint64_t, const Node*> nodes_;
   std::unordered_map<uint64_t, poly::Signature> sigs_;
   std::unordered_set<uint64_t> split_;  // nodes whose blocks leave partials (they have combines)
-  std::unordered_map<uint64_t, std::vector<Piece>> store_;
+  RankStore store_;
   std::unordered_map<size_t, std::shared_ptr<Value>> partials_;  // block index -> its partial
   std::unordered_set<size_t> combine_started_;                   // partials sent out
   std::map<std::pair<size_t, size_t>, std::shared_ptr<Value>> arrived_;  // (combine, block)
@@ -147,6 +161,8 @@ class RankProgram {
 // until it must wait, then the next. On success sets each root's value (gathered on rank 0);
 // on any throw no root is changed. Throws InternalError on a deadlock or a missing slice,
 // Error / Cancelled as the blocks do, each message prefixed with the failing rank.
-RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys = {});
+// devices: none (the CPU), one device for every rank, or one per rank (tests).
+RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys = {},
+                   const std::vector<DeviceBackend*>& devices = {});
 
 }  // namespace tapestry

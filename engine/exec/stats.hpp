@@ -14,6 +14,9 @@ struct Stats {
   uint64_t fused_ops = 0;        // map ops folded into another kernel (no intermediate)
   uint64_t bytes_allocated = 0;  // intermediate and result buffers
   uint64_t blocks_run = 0;       // sharded blocks run, over all ranks (TAPESTRY_RANKS > 1)
+  uint64_t device_blocks = 0;    // of them, run on a device (GPU); rank 0's only under MPI
+  uint64_t bytes_to_device = 0;  // host -> device copies of sharded runs (rank 0's under MPI)
+  uint64_t bytes_from_device = 0;
   uint64_t messages = 0;         // transfers, partials and gathered outputs between ranks
   uint64_t bytes_moved = 0;      // their payload
   double time_schedule = 0;      // seconds spent ordering and fusing

@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include "engine/device/plugin.hpp"
 #include "engine/exec/plan_wire.hpp"
 #include "engine/io/parallel_io.hpp"
 #include "engine/exec/sharded_run.hpp"
@@ -186,7 +187,7 @@ class Worker {
       // The program first: it joins the groups of the plan's collectives, which the other
       // members wait for whether or not this rank fails afterwards.
       comm::MpiTransport t(mpi_, c.epoch);
-      RankProgram p(g, t, c.store);
+      RankProgram p(g, t, c.store, device::backend());
       if (auto fault = injected_fault(me, runs_)) {
         if (*fault == "oom") {
           try {

@@ -9,6 +9,17 @@ namespace {
 
 int64_t payload(const View& v) { return v.numel() * static_cast<int64_t>(dtype_size(v.dtype)); }
 
+// The window of a piece's view over `box` (inside the piece's box).
+View window(const View& v, const poly::Box& piece, const poly::Box& box) {
+  std::vector<int64_t> start(v.rank(), 0), step(v.rank(), 1);
+  Shape count = v.shape;
+  for (int d = 0; d < box.rank(); ++d) {
+    start[d] = box.lo[d] - piece.lo[d];
+    count[d] = box.extent(d);
+  }
+  return v.sliced(start, step, count);
+}
+
 }  // namespace
 
 ShardStore& shard_store() {
@@ -24,24 +35,65 @@ void ShardStore::put(int rank, uint64_t key, const poly::Box& box, const View& v
     kept = copy->v;
   }
   std::lock_guard<std::mutex> lock(mu_);
-  pieces_[{key, rank}].push_back({box, std::move(kept)});
+  pieces_[{key, rank}].push_back({box, std::move(kept), {}, nullptr});
+}
+
+void ShardStore::put(int rank, uint64_t key, const poly::Box& box, const DeviceView& v, DeviceBackend& dev) {
+  DeviceView kept = v;
+  if (!v.is_contiguous() || v.layout.offset != 0 || static_cast<int64_t>(v.mem->bytes()) > payload(v.layout)) {
+    kept = device_alloc(dev, v.dtype(), v.shape());
+    dev.copy(v, kept);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  pieces_[{key, rank}].push_back({box, kept.layout, kept, &dev});
+}
+
+const ShardStore::Piece* ShardStore::covering(int rank, uint64_t key, const poly::Box& box) const {
+  auto it = pieces_.find({key, rank});
+  if (it == pieces_.end()) return nullptr;
+  for (const Piece& p : it->second)
+    if (p.box.contains(box)) return &p;
+  return nullptr;
+}
+
+std::optional<ShardStore::Found> ShardStore::find_piece(int rank, uint64_t key, const poly::Box& box) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Piece* p = covering(rank, key, box);
+  if (!p) return std::nullopt;
+  const View w = window(p->view, p->box, box);
+  if (p->dev.mem) return Found{View{}, p->dev.with(w)};
+  return Found{w, DeviceView{}};
 }
 
 std::optional<View> ShardStore::find(int rank, uint64_t key, const poly::Box& box) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = pieces_.find({key, rank});
-  if (it == pieces_.end()) return std::nullopt;
-  for (const Piece& p : it->second) {
-    if (!p.box.contains(box)) continue;
-    std::vector<int64_t> start(p.view.rank(), 0), step(p.view.rank(), 1);
-    Shape count = p.view.shape;
-    for (int d = 0; d < box.rank(); ++d) {
-      start[d] = box.lo[d] - p.box.lo[d];
-      count[d] = box.extent(d);
-    }
-    return p.view.sliced(start, step, count);
+  DeviceView on_dev;
+  DeviceBackend* dev = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Piece* p = covering(rank, key, box);
+    if (!p) return std::nullopt;
+    const View w = window(p->view, p->box, box);
+    if (!p->dev.mem) return w;
+    on_dev = p->dev.with(w);  // keeps the memory alive past a concurrent drop
+    dev = p->backend;
   }
-  return std::nullopt;
+  auto copy = Value::alloc(on_dev.dtype(), on_dev.shape());
+  dev->download(on_dev, copy->v);
+  return copy->v;
+}
+
+int64_t ShardStore::device_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t b = 0;
+  for (const auto& [k, ps] : pieces_)
+    for (const Piece& p : ps)
+      if (p.dev.mem) b += payload(p.view);
+  return b;
+}
+
+void ShardStore::clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  pieces_.clear();
 }
 
 void ShardStore::drop(uint64_t key) {

@@ -2,9 +2,12 @@
 //   shard_store().put(rank, key, box, view);              // a result shard kept where computed
 //   std::optional<View> v = shard_store().find(rank, key, box);   // a later plan's initial shard
 //   shard_store().drop(key);                              // a rebind or drop frees the old version
+//   shard_store().put(rank, key, box, device_view, dev);  // a shard computed on a GPU stays there
 // A key is rank 0's node id of the stored tensor's leaf (engine/store/stored_tensor.hpp), so
 // every version has its own key and a rebind never overwrites the pieces readers still use.
 // Under MPI each process holds its own rank; over loopback this process holds every rank.
+// A shard computed on a device is kept in device memory: the next plan's blocks read it there,
+// and a host reader (tp.save, a CPU block) gets a downloaded copy.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/exec/device_backend.hpp"
 #include "engine/ir/value.hpp"
 #include "engine/poly/box.hpp"
 
@@ -24,18 +28,35 @@ class ShardStore {
   // Keeps `v` (the data of `box` of the tensor) on `rank`. A window on a larger buffer is
   // copied out, so a kept shard never pins the block output it came from.
   void put(int rank, uint64_t key, const poly::Box& box, const View& v);
-  // A view of `box` when one piece on `rank` covers it; nullopt otherwise.
+  // Keeps `v` in the memory of `dev` (copied into an allocation of its own when it is a
+  // window); `dev` must outlive the piece (a process's device does).
+  void put(int rank, uint64_t key, const poly::Box& box, const DeviceView& v, DeviceBackend& dev);
+
+  // One kept piece's view of `box`: in host memory (host.buf set) or on a device (dev.mem set).
+  struct Found {
+    View host;
+    DeviceView dev;
+  };
+  // The piece on `rank` that covers `box`, as a window; nullopt when none does.
+  std::optional<Found> find_piece(int rank, uint64_t key, const poly::Box& box) const;
+  // `box` on the host: a window, or a downloaded copy of a device piece; nullopt otherwise.
   std::optional<View> find(int rank, uint64_t key, const poly::Box& box) const;
   void drop(uint64_t key);                        // every rank's pieces of it
   int64_t bytes(int rank, uint64_t key) const;    // payload of its pieces on `rank`
   int64_t total_bytes() const;                    // everything this process keeps
   bool has(uint64_t key) const;
+  int64_t device_bytes() const;                   // of it, in device memory
+  // Drops every piece: at exit, before the device runtime goes (its buffers must be freed first).
+  void clear();
 
  private:
   struct Piece {
     poly::Box box;
-    View view;
+    View view;                       // host, or the device data's layout (buf null)
+    DeviceView dev;                  // mem set: in device memory
+    DeviceBackend* backend = nullptr;
   };
+  const Piece* covering(int rank, uint64_t key, const poly::Box& box) const;  // under mu_
   mutable std::mutex mu_;
   std::map<std::pair<uint64_t, int>, std::vector<Piece>> pieces_;  // (key, rank)
 };

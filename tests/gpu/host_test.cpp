@@ -95,7 +95,16 @@ TEST_CASE("gpu.select.no_gpu") {
   CHECK(s.kind == device::Kind::Cpu);
   CHECK(s.error == "TAPESTRY_DEVICE=cuda but no GPU is available: no CUDA driver (libcuda.so.1 not found)");
   s = device::select_device("tpu", none, 0);
-  CHECK(s.error.find("must be cpu, cuda or auto") != std::string::npos);
+  CHECK(s.error.find("must be cpu, cuda, sim or auto, got 'tpu'") != std::string::npos);
+  // The simulated device needs no GPU and is never chosen unless asked for.
+  s = device::select_device("sim", none, 0);
+  CHECK(s.kind == device::Kind::Sim);
+  CHECK(s.error.empty());
+  CHECK(s.gpu.rfind("none: the simulated device", 0) == 0);
+  device::GpuInfo four;
+  four.count = 4;
+  CHECK(device::select_device("sim", four, 1).kind == device::Kind::Sim);
+  CHECK(device::select_device(nullptr, four, 1).kind == device::Kind::Cuda);
 }
 
 TEST_CASE("gpu.select.with_gpus") {
