@@ -13,6 +13,7 @@
 // (a failed run) keeps its buffers alive until the device is done with them.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "engine/comm/collective.hpp"
@@ -27,8 +28,10 @@ class DevicePeers {
   virtual int size() const = 0;
   // `src` / `dst`: contiguous views of this rank's device memory, the same shape and dtype on
   // both sides. `src` must not change, nor `dst` be read, until test() says the transfer is done.
-  virtual std::unique_ptr<Collective> send(int to, const DeviceView& src) = 0;
-  virtual std::unique_ptr<Collective> recv(int from, const DeviceView& dst) = 0;
+  // `label` names the transfer (the plan's index): NCCL ignores it, the simulations check that
+  // both ends agree, so a wrong order of posting fails there instead of mixing up data.
+  virtual std::unique_ptr<Collective> send(int to, const DeviceView& src, uint64_t label) = 0;
+  virtual std::unique_ptr<Collective> recv(int from, const DeviceView& dst, uint64_t label) = 0;
   // Operations posted (tests, tp.stats()) and bytes sent.
   virtual int64_t sends() const = 0;
   virtual int64_t bytes_sent() const = 0;

@@ -113,8 +113,16 @@ DeviceView RankStore::device(uint64_t tensor, const Box& need) {
   std::vector<Piece>& ps = pieces(tensor);
   for (const Piece& p : ps)
     if (p.dev.mem && p.box.contains(need)) return window(p.dev, p.box, need);
-  for (Piece& p : ps)
-    if (p.box.contains(need)) return window(on_device(p), p.box, need);
+  for (Piece& p : ps) {
+    if (!p.box.contains(need)) continue;
+    if (p.box == need) return on_device(p);
+    // Part of a host piece: only that part goes up, kept as a piece of its own for later readers.
+    Piece part{need, window(p.host, p.box, need), {}};
+    const DeviceView d = on_device(part);
+    part.host = View{};
+    ps.push_back(std::move(part));
+    return d;
+  }
   check_covered(tensor, need, ps);
   const DType t = ps[0].host.buf ? ps[0].host.dtype : ps[0].dev.dtype();
   DeviceView out = device_alloc(*dev_, t, need.extents());

@@ -6,7 +6,7 @@
 //   DeviceView d = s.device(id, need);  // a window, or assembled; host pieces uploaded once
 // Copies between host and device happen only here, and only when a reader on the other side
 // needs the data: a slice sent over MPI or read by a CPU block is downloaded (just that
-// slice); a host piece read by a device block is uploaded whole, once, and kept there.
+// slice); the part of a host piece a device block reads is uploaded once and kept there.
 #pragma once
 
 #include <cstdint>

@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
+#include "engine/comm/device_peers_local.hpp"
 #include "engine/comm/loopback.hpp"
 #include "engine/exec/block.hpp"
 #include "engine/exec/device_block.hpp"
+#include "engine/exec/device_host.hpp"
 #include "engine/exec/evaluator.hpp"
 #include "engine/exec/trace.hpp"
 #include "engine/ir/error.hpp"
@@ -227,7 +230,9 @@ void RankProgram::trace_step(const Step& s, double t0_us, double dur_us) {
 
 std::string RankProgram::waiting_on() const {
   if (done()) return "nothing";
-  if (pc_ == steps().size()) return cat_str("the end, for ", trailing_.size(), " collective(s) it contributed to");
+  if (pc_ == steps().size())
+    return cat_str("the end, for ", trailing_.size(), " collective(s) it contributed to and ", peer_sends_.size(),
+                   " device send(s)");
   const Step& s = steps()[pc_];
   if (s.kind == Step::Kind::Recv)
     return cat_str("step ", pc_, ", the receive of transfer ", s.index, " from rank ", g_.transfers[s.index].from);
@@ -403,11 +408,57 @@ void RankProgram::run_on_device(size_t b) {
 void RankProgram::send(size_t t) {
   internal_check(t < g_.transfers.size() && g_.transfers[t].from == me_);
   const plan::Transfer& x = g_.transfers[t];
+  if (peers_) {
+    send_reached_.insert(t);
+    return post_peer_ops();
+  }
   t_.send(x.to, comm::tag(comm::TagKind::Transfer, t), gather(x.tensor, x.slice));
+}
+
+void RankProgram::use_device_peers(comm::DevicePeers* peers) {
+  internal_check(dev_ != nullptr && pc_ == 0 && peers->rank() == me_ && peers->size() == g_.num_ranks);
+  peers_ = peers;
+  for (size_t t = 0; t < g_.transfers.size(); ++t)
+    if (g_.transfers[t].from == me_ || g_.transfers[t].to == me_) peer_order_.push_back(t);
+}
+
+// In transfer order: every rank posts its part of transfer t after its part of every earlier
+// one, so each pair of ranks posts its operations in the same order. A receive needs nothing
+// but a buffer; a send waits for its step (its data is computed by then).
+void RankProgram::post_peer_ops() {
+  for (; peer_next_ < peer_order_.size(); ++peer_next_) {
+    const size_t t = peer_order_[peer_next_];
+    const plan::Transfer& x = g_.transfers[t];
+    if (x.from == me_) {
+      if (!send_reached_.erase(t)) return;
+      DeviceView src = store_.device(x.tensor, x.slice);
+      if (!src.is_contiguous()) {  // NCCL sends one run of memory
+        DeviceView packed = device_alloc(*dev_, src.dtype(), src.shape());
+        dev_->copy(src, packed);
+        src = std::move(packed);
+      }
+      std::unique_ptr<comm::Collective> h = peers_->send(x.to, src, t);
+      peer_sends_.push_back({std::move(h), std::move(src)});
+    } else {
+      DeviceView buf = device_alloc(*dev_, node(x.tensor).dtype, x.slice.extents());
+      std::unique_ptr<comm::Collective> h = peers_->recv(x.from, buf, t);
+      peer_recvs_.emplace(t, PeerOp{std::move(h), std::move(buf)});
+    }
+  }
+}
+
+bool RankProgram::recv_from_peer(size_t t) {
+  post_peer_ops();
+  auto it = peer_recvs_.find(t);
+  if (it == peer_recvs_.end() || !it->second.handle->test()) return false;
+  store_.hold(g_.transfers[t].tensor, g_.transfers[t].slice, std::move(it->second.buf));
+  peer_recvs_.erase(it);
+  return true;
 }
 
 bool RankProgram::recv(size_t t) {
   internal_check(t < g_.transfers.size() && g_.transfers[t].to == me_);
+  if (peers_) return recv_from_peer(t);
   const plan::Transfer& x = g_.transfers[t];
   std::shared_ptr<Value> v = t_.try_recv(x.from, comm::tag(comm::TagKind::Transfer, t));
   if (!v) return false;
@@ -530,9 +581,10 @@ View RankProgram::contribution(size_t c) {
 }
 
 bool RankProgram::reap_trailing() {
-  const size_t before = trailing_.size();
+  const size_t before = trailing_.size() + peer_sends_.size();
   std::erase_if(trailing_, [](const std::unique_ptr<comm::Collective>& h) { return h->test(); });
-  return trailing_.size() != before;
+  std::erase_if(peer_sends_, [](const PeerOp& p) { return p.handle->test(); });
+  return trailing_.size() + peer_sends_.size() != before;
 }
 
 void RankProgram::send_outputs() {
@@ -606,11 +658,17 @@ void RankProgram::keep_outputs() {
 RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys, const std::vector<DeviceBackend*>& devices) {
   internal_check(devices.size() <= 1 || static_cast<int>(devices.size()) == g.num_ranks);
   comm::LoopbackHub hub(g.num_ranks);
+  // With devices, slices go from device to device: copies on the device the virtual ranks share,
+  // or between the simulated devices of a test (host memory each, so the CPU copies).
+  HostBackend between_simulated;
+  std::optional<comm::LocalPeersHub> peers;
+  if (!devices.empty()) peers.emplace(g.num_ranks, devices.size() == 1 ? *devices[0] : between_simulated);
   std::vector<std::unique_ptr<RankProgram>> ranks;
   Progress bar(static_cast<int64_t>(g.blocks.size()));
   for (int r = 0; r < g.num_ranks; ++r) {
     DeviceBackend* dev = devices.empty() ? nullptr : devices.size() == 1 ? devices[0] : devices[static_cast<size_t>(r)];
     ranks.push_back(std::make_unique<RankProgram>(g, hub.endpoint(r), keys, dev));
+    if (peers) ranks.back()->use_device_peers(&peers->endpoint(r));
     ranks.back()->report_progress(&bar, 1);
   }
   // Round-robin: each rank runs until it waits; stop when all are done or none can move.
@@ -627,8 +685,11 @@ RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys, const std
   internal_check(ranks[0]->gather_outputs(values));
   if (hub.undelivered() != 0)
     throw InternalError(cat_str("the plan sent ", hub.undelivered(), " messages that no rank received"));
+  if (peers && peers->pending() != 0)
+    throw InternalError(cat_str("the plan left ", peers->pending(), " device transfers unmatched"));
   // Publish only now: a failure above leaves every root as it was.
   RunReport report{0, hub.messages_sent(), hub.bytes_sent()};
+  if (peers) report.messages += peers->sends(), report.bytes += peers->bytes_sent();
   for (auto& p : ranks) {
     report.blocks += p->blocks_run(), report.move_s += p->move_seconds();
     report.device_blocks += p->device_blocks_run();

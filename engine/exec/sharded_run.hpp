@@ -12,6 +12,9 @@
 // takes there (device_block.hpp) and keeps its output in device memory; data crosses between
 // host and device only where a reader on the other side needs it (rank_store.hpp): slices sent
 // over MPI, partials merged on the host, CPU-only blocks and the gather to rank 0.
+// With device peers as well (NCCL between GPUs, comm/device_peers.hpp) every transfer goes from
+// device to device; each rank posts its sends and receives in the plan's transfer order, which
+// NCCL's order-matching needs and which cannot deadlock (docs/gpu.md).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +27,7 @@
 #include <vector>
 
 #include "engine/comm/collective_plan.hpp"
+#include "engine/comm/device_peers.hpp"
 #include "engine/comm/transport.hpp"
 #include "engine/exec/device_backend.hpp"
 #include "engine/exec/progress.hpp"
@@ -65,9 +69,14 @@ class RankProgram {
   // arrived, a combine missing a partial) or all have run; whether any step ran. Checks the
   // cancel flag before every step (throws Cancelled).
   bool advance();
+  // Every transfer goes from device to device through `peers` (requires a device); call
+  // before the first advance(), on every rank of the run alike.
+  void use_device_peers(comm::DevicePeers* peers);
+
   // All steps ran and every collective this rank started has completed (a rank that only
-  // contributes to a reduce goes on at once, like after a send, but may not leave before it).
-  bool done() const { return pc_ == steps().size() && trailing_.empty(); }
+  // contributes to a reduce goes on at once, like after a send, but may not leave before it),
+  // and so has every device send.
+  bool done() const { return pc_ == steps().size() && trailing_.empty() && peer_sends_.empty(); }
   std::string waiting_on() const;  // the step it waits at, for deadlock reports
 
   // After done(): every rank sends the result shards it holds to rank 0; rank 0 then
@@ -89,7 +98,9 @@ class RankProgram {
   // Whether a collective this rank started has not completed. MPI advances a non-blocking
   // collective only inside MPI calls on each member (a long message takes many rounds), so a
   // waiting loop should then yield and poll again rather than sleep.
-  bool collectives_in_flight() const { return !running_.empty() || !trailing_.empty(); }
+  bool collectives_in_flight() const {
+    return !running_.empty() || !trailing_.empty() || !peer_sends_.empty() || !peer_recvs_.empty();
+  }
   // Seconds this rank spent in sends, receives, combines and output shards (tp.stats().time_move).
   double move_seconds() const { return move_us_ * 1e-6; }
 
@@ -111,6 +122,10 @@ class RankProgram {
   View partial_over(size_t c, size_t p);        // partial p of combine c over its region
   View contribution(size_t c);                  // this rank's input to combine c's collective
   bool reap_trailing();
+  // Device peers: posts this rank's transfers in transfer order while the next one can be
+  // posted (a send once its step was reached, a receive at once).
+  void post_peer_ops();
+  bool recv_from_peer(size_t t);
   const Node& node(uint64_t id) const;
   const poly::Signature& sig(uint64_t id);
   // The slice `need` of a tensor on the host (rank_store.hpp).
@@ -155,6 +170,16 @@ class RankProgram {
   };
   std::map<size_t, Running> running_;                          // combine -> its collective here
   std::vector<std::unique_ptr<comm::Collective>> trailing_;  // contributed, not yet complete
+  struct PeerOp {
+    std::unique_ptr<comm::Collective> handle;
+    DeviceView buf;  // the data sent, or the buffer received into
+  };
+  comm::DevicePeers* peers_ = nullptr;
+  std::vector<size_t> peer_order_;                 // this rank's transfers, by index
+  size_t peer_next_ = 0;                           // the first of them not posted yet
+  std::unordered_set<size_t> send_reached_;        // sends whose step ran, not posted yet
+  std::vector<PeerOp> peer_sends_;                 // posted, not complete
+  std::unordered_map<size_t, PeerOp> peer_recvs_;  // transfer -> its posted receive
 };
 
 // Runs every rank of `g` over a loopback transport in this process, round-robin: a rank runs

@@ -65,9 +65,9 @@ plan::Assignment by_rows(const std::vector<NodeRef>& topo, int64_t parts) {
 }  // namespace
 
 TEST_CASE("engine.exec.sharded_device.row_split_map_copies_each_piece_once") {
-  // y = x + z over 2 ranks by rows; x lies whole on rank 0, z is split. Rank 0 sends x's lower
-  // rows from the host (where x lies: nothing is downloaded for it); each rank uploads what its
-  // block reads, once, and downloads only its result shard for the gather to rank 0.
+  // y = x + z over 2 ranks by rows; x lies whole on rank 0, z is split. Rank 0 uploads x's lower
+  // rows to send them device to device, and its upper rows for its block; each rank uploads
+  // what it reads once, and downloads only its result shard for the gather to rank 0.
   const NodeRef x = source({11, 7}, 1), z = source({11, 7}, 2);
   const NodeRef y = build::binary(Op::Add, x, z);
   const std::vector<float> want = reference(y);
@@ -87,13 +87,13 @@ TEST_CASE("engine.exec.sharded_device.row_split_map_copies_each_piece_once") {
   check_close(y, want, 0);
   CHECK(r.blocks == 2);
   CHECK(r.device_blocks == 2);
-  CHECK(d0.counts().uploads == 2);  // x (the whole piece rank 0 holds) and z's upper rows
+  CHECK(d0.counts().uploads == 3);  // x's lower rows (sent), its upper rows, z's upper rows
   CHECK(d0.counts().upload_bytes == (11 * 7 + 6 * 7) * kF32);
-  CHECK(d1.counts().uploads == 2);  // the rows of x it received, its rows of z
-  CHECK(d1.counts().upload_bytes == 2 * 5 * 7 * kF32);
+  CHECK(d1.counts().uploads == 1);  // its rows of z: x's rows arrive in device memory
+  CHECK(d1.counts().upload_bytes == 5 * 7 * kF32);
   CHECK(d0.counts().download_bytes == 6 * 7 * kF32);  // result shards only
   CHECK(d1.counts().download_bytes == 5 * 7 * kF32);
-  CHECK(r.bytes_to_device == (11 * 7 + 6 * 7 + 2 * 5 * 7) * kF32);
+  CHECK(r.bytes_to_device == (11 * 7 + 6 * 7 + 5 * 7) * kF32);
   CHECK(r.bytes_from_device == 11 * 7 * kF32);
   CHECK(d0.counts().live_bytes == 0);
   CHECK(d1.counts().live_bytes == 0);
