@@ -315,8 +315,10 @@ const ApiEntry kApi[] = {
     {"tp.dot", K::Function, "plan", "tp.dot(x, path)",
      "Write the abstract expression graph of x as Graphviz.", lua::l_dot},
     {"tp.mesh", K::Function, "plan", "tp.mesh()",
-     "The allocation: {ranks, devices_per_rank, device, transport, memory_per_rank, "
-     "flops_per_rank, description}. TAPESTRY_RANKS=N runs N virtual ranks in one process.",
+     "The allocation: {ranks, devices_per_rank, device, gpu, transport, device_transport, memory_per_rank, "
+     "flops_per_rank, description}. device is \"cuda\", \"cpu\" or \"sim\" (TAPESTRY_DEVICE=sim, the simulated "
+     "device); gpu says which GPU, or why none is used; device_transport how slices move between the ranks' "
+     "devices (\"nccl\", or \"none: ...\" through the host). TAPESTRY_RANKS=N runs N virtual ranks in one process.",
      lua::l_mesh},
     {"tp.layout_map", K::Function, "plan", "tp.layout_map(x [,opts])",
      "The shard map of x as text (what :layout prints): which rank holds which box. opts.mesh "

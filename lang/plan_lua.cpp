@@ -453,6 +453,14 @@ int l_mesh(lua_State* L) {
                    : m.ranks > 1                              ? "loopback (virtual ranks in one process)"
                                                               : "single process");
   lua_setfield(L, -2, "transport");
+  // How slices cross between the ranks' devices: device peers (NCCL), or through the host.
+  const bool on_mpi = mpi_job_ranks() == m.ranks && m.ranks > 1;
+  const std::string between = dev.kind == device::Kind::Cpu ? "none"
+                              : on_mpi                        ? device_transport()
+                              : m.ranks > 1                   ? "in-process device copies"
+                                                              : "none";
+  lua_pushstring(L, between.c_str());
+  lua_setfield(L, -2, "device_transport");
   lua_pushnumber(L, m.mem_bytes_per_rank);
   lua_setfield(L, -2, "memory_per_rank");
   lua_pushnumber(L, m.flops_per_s);

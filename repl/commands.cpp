@@ -96,7 +96,8 @@ void cmd_layout(Shell& sh, std::string_view args) {
 void cmd_mesh(Shell& sh, std::string_view) {
   run_lua(sh, ":mesh", {},
           "local m = tp.mesh(); print(m.description); print(string.format("
-          "'%d rank(s) on %s, transport: %s', m.ranks, m.device, m.transport)); print('gpu: ' .. m.gpu)");
+          "'%d rank(s) on %s, transport: %s', m.ranks, m.device, m.transport)); print('gpu: ' .. m.gpu);"
+          " if m.device ~= 'cpu' then print('between devices: ' .. m.device_transport) end");
 }
 void cmd_tensors(Shell& sh, std::string_view) {
   run_lua(sh, ":tensors", {},

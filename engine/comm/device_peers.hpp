@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "engine/comm/collective.hpp"
 #include "engine/exec/device_backend.hpp"
@@ -26,6 +27,7 @@ class DevicePeers {
   virtual ~DevicePeers() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  virtual std::string name() const = 0;  // "nccl", "simulated over MPI", ...
   // `src` / `dst`: contiguous views of this rank's device memory, the same shape and dtype on
   // both sides. `src` must not change, nor `dst` be read, until test() says the transfer is done.
   // `label` names the transfer (the plan's index): NCCL ignores it, the simulations check that

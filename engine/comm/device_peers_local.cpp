@@ -31,6 +31,7 @@ class LocalPeersHub::Endpoint final : public DevicePeers {
   Endpoint(LocalPeersHub& hub, int rank, int size) : hub_(hub), rank_(rank), size_(size) {}
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  std::string name() const override { return "in-process device copies"; }
   std::unique_ptr<Collective> send(int to, const DeviceView& src, uint64_t label) override {
     return std::make_unique<Handle>(hub_, hub_.post(rank_, true, to, src, label));
   }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <string_view>
 #include <cstdlib>
 
 #include "engine/device/probe.hpp"
@@ -97,6 +98,13 @@ void attach_backend(Selection& s, bool cuda_forced) {
 }
 
 void set_backend_for_testing(DeviceBackend* b) { testing_backend() = b; }
+
+bool peers_wanted() {
+  const char* off = std::getenv("TAPESTRY_DEVICE_PEERS");
+  if (off && std::string_view(off) == "0") return false;
+  const DeviceBackend* b = backend();
+  return b && b->can_join_peers();
+}
 
 DeviceBackend* backend() {
   if (DeviceBackend* b = testing_backend()) return b;

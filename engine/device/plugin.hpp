@@ -21,6 +21,10 @@ DeviceBackend* backend();
 // again), so the observation path runs on the simulated device (device_sim.hpp).
 void set_backend_for_testing(DeviceBackend* b);
 
+// Whether this process's device can join device peers (DeviceBackend::can_join_peers) and
+// TAPESTRY_DEVICE_PEERS=0 does not turn them off (slices then cross through the host).
+bool peers_wanted();
+
 // Where the CUDA plugin is looked for: the directory of the running executable.
 std::string cuda_plugin_path();
 

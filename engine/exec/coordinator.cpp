@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <optional>
 
+#include "engine/comm/device_peers.hpp"
 #include "engine/device/plugin.hpp"
 #include "engine/exec/evaluator.hpp"
 #include "engine/exec/peers.hpp"
@@ -24,6 +25,11 @@ struct State {
   std::string broken;  // set when a worker stopped answering: the job cannot be trusted
   bool shut = false;
   Peers peers;
+  // Device peers every rank joined at start (comm/device_peers.hpp); retired after a failed
+  // run, whose device transfers may be half-matched.
+  std::unique_ptr<comm::DevicePeers> device_peers;
+  bool device_peers_retired = false;
+  std::string device_transport = "none: slices cross through the host over MPI";
 };
 
 State& state() {
@@ -138,6 +144,53 @@ void abort_run(comm::Mpi& mpi, uint64_t epoch, Statuses& st) {
 
 }  // namespace
 
+// Every rank joins the device peers at once (NCCL's set-up is collective): rank 0 makes the id,
+// sends it in a Peers command and joins; each worker joins and answers with one status.
+static void connect_device_peers(State& s) {
+  comm::Mpi& mpi = *s.mpi;
+  DeviceBackend& dev = *device::backend();
+  std::string failed;
+  try {
+    const std::string id = dev.make_peer_id();
+    Command c{Command::Peers, 0, std::vector<char>(id.begin(), id.end())};
+    auto cmd = std::make_shared<const std::vector<char>>(encode_command(c));
+    for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, cmd);
+    s.device_peers = dev.join_peers(id, 0, mpi.size());
+    if (!s.device_peers) failed = "rank 0: the device cannot join peers";
+  } catch (const std::exception& e) {
+    failed = cat_str("rank 0: ", e.what());
+  }
+  const auto end = Clock::now() + std::chrono::duration<double>(timeout_s());
+  comm::Backoff wait;
+  for (int w = 1; w < mpi.size(); ++w) {
+    std::optional<Status> st;
+    while (!st && Clock::now() < end) {
+      if (auto bytes = mpi.poll(w, comm::kTagStatus)) {
+        Status got;
+        std::string why;
+        if (!decode_status(*bytes, got, why)) got = Status{Status::Failed, Status::Internal, 0, 0, 0, 0, why, {}};
+        st = got;
+      } else {
+        mpi.progress();
+        wait.pause();
+      }
+    }
+    if (!st) failed = cat_str("rank ", w, " did not join the device peers in ", timeout_s(), " s");
+    else if (st->kind != Status::Done && failed.empty()) failed = st->message;
+  }
+  if (failed.empty()) {
+    s.device_transport = s.device_peers->name();
+  } else {
+    s.device_peers_retired = true;
+    s.device_transport = "none: slices cross through the host over MPI (device peers failed: " + failed + ")";
+  }
+}
+
+std::string device_transport() {
+  const State& s = state();
+  return s.mpi ? s.device_transport : std::string("none");
+}
+
 void start_coordinator(comm::Mpi& mpi) {
   internal_check(mpi.rank() == 0);
   State& s = state();
@@ -146,13 +199,17 @@ void start_coordinator(comm::Mpi& mpi) {
   // Every worker says who it is first; wait for them briefly (they start together).
   const auto end = Clock::now() + std::chrono::seconds(30);
   comm::Backoff wait;
+  bool all_can_join = device::peers_wanted();  // and every worker's device, from its Hello
   for (int w = 1; w < mpi.size(); ++w) {
-    while (Clock::now() < end) {
+    bool heard = false;
+    while (!heard && Clock::now() < end) {
       auto bytes = mpi.poll(w, comm::kTagStatus);
       Status st;
       std::string why;
       if (bytes && decode_status(*bytes, st, why) && st.kind == Status::Hello) {
         s.peers.hello(w, st.message);
+        heard = true;
+        all_can_join = all_can_join && (st.caps & Status::CanJoinPeers);
         break;
       }
       mpi.progress();
@@ -161,6 +218,7 @@ void start_coordinator(comm::Mpi& mpi) {
   }
   static const bool registered = (std::atexit(shutdown_workers), true);
   (void)registered;
+  if (mpi.size() > 1 && all_can_join) connect_device_peers(s);
 }
 
 int mpi_job_ranks() {
@@ -192,7 +250,8 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys) {
                                   " initially, but it is not stored there"));
   comm::Mpi& mpi = *s.mpi;
   const uint64_t epoch = ++s.epoch;
-  const uint8_t flags = trace::enabled() ? Command::Trace : 0;
+  const bool over_peers = s.device_peers && !s.device_peers_retired;
+  const uint8_t flags = (trace::enabled() ? Command::Trace : 0) | (over_peers ? Command::DevicePeers : 0);
   Command run{Command::Run, epoch, encode_plan(g), flags};
   run.store = keys;
   auto cmd = std::make_shared<const std::vector<char>>(encode_command(run));
@@ -216,7 +275,7 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys) {
   });
   std::map<uint64_t, std::shared_ptr<Value>> values;
   std::exception_ptr mine;
-  int64_t my_blocks = 0;
+  int64_t my_blocks = 0, my_peer_messages = 0, my_peer_bytes = 0;
   RunReport mine_on_device;  // rank 0's device blocks and host/device copies
   double my_move_s = 0;
   // Rank 0 sees only its own blocks until the statuses come: its share stands for the rest.
@@ -225,6 +284,7 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys) {
   Progress bar(static_cast<int64_t>(g.blocks.size()));
   try {
     RankProgram me(g, t, keys, device::backend());
+    if (over_peers) me.use_device_peers(s.device_peers.get());
     me.report_progress(&bar, mine_total ? double(g.blocks.size()) / double(mine_total) : 0.0);
     bool sent = false, gathered = false;
     comm::Backoff wait;
@@ -253,6 +313,8 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys) {
       wait.pause();
     }
     my_blocks = me.blocks_run();
+    my_peer_messages = me.peer_messages();
+    my_peer_bytes = me.peer_bytes();
     mine_on_device.device_blocks = me.device_blocks_run();
     mine_on_device.bytes_to_device = me.bytes_to_device();
     mine_on_device.bytes_from_device = me.bytes_from_device();
@@ -264,6 +326,10 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys) {
   if (mine || st.any_failed()) {
     if (s.broken.empty()) abort_run(mpi, epoch, st);
     mpi.groups().retire_all();  // as every worker does on the abort
+    if (over_peers) {  // its device transfers may be half-matched: later runs go through the host
+      s.device_peers_retired = true;
+      s.device_transport = "none: slices cross through the host over MPI (device peers retired after a failed run)";
+    }
     // Workers that finished kept their shards of the new results: free them again.
     std::vector<uint64_t> kept;
     for (uint64_t k : keys.roots)
@@ -274,8 +340,8 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys) {
   }
   mpi.progress();
   // Publish only now: any failure above left every root as it was.
-  RunReport report{my_blocks, t.messages_sent(), t.bytes_sent(), my_move_s, mine_on_device.device_blocks,
-                   mine_on_device.bytes_to_device, mine_on_device.bytes_from_device};
+  RunReport report{my_blocks, t.messages_sent() + my_peer_messages, t.bytes_sent() + my_peer_bytes, my_move_s,
+                   mine_on_device.device_blocks, mine_on_device.bytes_to_device, mine_on_device.bytes_from_device};
   for (int w = 1; w < mpi.size(); ++w) {
     const Status& w_st = *st.of(w);
     report.blocks += w_st.blocks;
@@ -347,6 +413,7 @@ void shutdown_workers() {
   s.shut = true;
   comm::Mpi& mpi = *s.mpi;
   s.mpi = nullptr;
+  s.device_peers.reset();  // before MPI and the device runtime go
   if (s.broken.empty()) {
     auto bye = std::make_shared<const std::vector<char>>(encode_command({Command::Shutdown, 0, {}}));
     for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, bye);

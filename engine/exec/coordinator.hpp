@@ -14,6 +14,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "engine/comm/mpi.hpp"
@@ -27,6 +28,10 @@ void start_coordinator(comm::Mpi& mpi);
 
 // The ranks of the MPI job this process coordinates; 0 when it coordinates none.
 int mpi_job_ranks();
+
+// How slices cross between the ranks' devices in this MPI job: the device peers' name ("nccl",
+// ...), or "none: <why>" (through the host over MPI); "none" outside an MPI job.
+std::string device_transport();
 
 // Runs `g` (planned for mpi_job_ranks() ranks) on the job. Throws as described above.
 // `keys`: initial shards read from each rank's shard store, results kept there.

@@ -20,8 +20,13 @@
 
 namespace tapestry {
 
+namespace comm {
+class DevicePeers;  // engine/comm/device_peers.hpp
+}
+
 // Bump when DeviceBackend or DeviceView changes: a plugin built against another layout is refused.
-inline constexpr int kDeviceBackendAbi = 1;
+// 2: device peers (can_join_peers, make_peer_id, join_peers).
+inline constexpr int kDeviceBackendAbi = 2;
 
 // One device allocation; the destructor frees it (after any queued work that reads it).
 class DeviceMemory {
@@ -97,6 +102,14 @@ class DeviceBackend {
                       const DeviceView& out) = 0;
   virtual void pool2d(Op op, const DeviceView& x, int64_t kh, int64_t kw, const cpu::WindowAxis& h,
                       const cpu::WindowAxis& wd, const DeviceView& out) = 0;
+
+  // Transfers between the devices of an MPI job's ranks (NCCL on GPUs). Whether this device
+  // can join them; on rank 0, the id the others join with (NCCL's unique id); then every rank
+  // calls join_peers with it at once (a collective: it returns once all ranks joined). The
+  // defaults say "none": slices then cross through the host over MPI.
+  virtual bool can_join_peers() const { return false; }
+  virtual std::string make_peer_id() { return {}; }
+  virtual std::unique_ptr<comm::DevicePeers> join_peers(const std::string& id, int rank, int size);
 };
 
 // A contiguous, uninitialised device tensor.

@@ -3,6 +3,7 @@
 #include <climits>
 #include <new>
 
+#include "engine/comm/device_peers.hpp"
 #include "engine/ir/error.hpp"
 
 namespace tapestry {
@@ -41,6 +42,9 @@ void HostBackend::download(const DeviceView& src, const View& host) {
   internal_check(host.is_contiguous());
   cpu::copy_view(view(src), host);
 }
+
+// The interface's default (device_backend.hpp), here beside the first backend: no peers.
+std::unique_ptr<comm::DevicePeers> DeviceBackend::join_peers(const std::string&, int, int) { return nullptr; }
 
 // The CPU interprets a program of any size.
 MapLimits HostBackend::map_limits() const { return {INT_MAX, INT_MAX}; }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/comm/mpi_device_peers.hpp"
 #include "engine/ir/error.hpp"
 
 namespace tapestry {
@@ -39,6 +40,11 @@ void SimDevice::upload(const View& host, const DeviceView& dst) {
   HostBackend::upload(host, dst);
   ++counts_->uploads;
   counts_->upload_bytes += host.numel() * static_cast<int64_t>(dtype_size(host.dtype));
+}
+
+std::unique_ptr<comm::DevicePeers> SimDevice::join_peers(const std::string& id, int rank, int size) {
+  internal_check(id == "simulated");
+  return comm::mpi_simulated_peers(rank, size);
 }
 
 void SimDevice::download(const DeviceView& src, const View& host) {

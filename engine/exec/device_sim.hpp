@@ -40,6 +40,10 @@ class SimDevice final : public HostBackend {
   void download(const DeviceView& src, const View& host) override;
   bool supports(const Node& n) const override { return !refused_.count(n.op); }
   MapLimits map_limits() const override { return limits_; }
+  // Under mpirun: NCCL's rules kept over MPI (comm/mpi_device_peers.hpp).
+  bool can_join_peers() const override { return true; }
+  std::string make_peer_id() override { return "simulated"; }
+  std::unique_ptr<comm::DevicePeers> join_peers(const std::string& id, int rank, int size) override;
 
  private:
   class Memory;

@@ -438,6 +438,8 @@ void RankProgram::post_peer_ops() {
         src = std::move(packed);
       }
       std::unique_ptr<comm::Collective> h = peers_->send(x.to, src, t);
+      ++peer_messages_;
+      peer_bytes_ += src.numel() * static_cast<int64_t>(dtype_size(src.dtype()));
       peer_sends_.push_back({std::move(h), std::move(src)});
     } else {
       DeviceView buf = device_alloc(*dev_, node(x.tensor).dtype, x.slice.extents());
@@ -689,7 +691,7 @@ RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys, const std
     throw InternalError(cat_str("the plan left ", peers->pending(), " device transfers unmatched"));
   // Publish only now: a failure above leaves every root as it was.
   RunReport report{0, hub.messages_sent(), hub.bytes_sent()};
-  if (peers) report.messages += peers->sends(), report.bytes += peers->bytes_sent();
+  for (auto& p : ranks) report.messages += p->peer_messages(), report.bytes += p->peer_bytes();
   for (auto& p : ranks) {
     report.blocks += p->blocks_run(), report.move_s += p->move_seconds();
     report.device_blocks += p->device_blocks_run();

@@ -89,6 +89,9 @@ class RankProgram {
 
   int64_t blocks_run() const { return blocks_run_; }
   int64_t device_blocks_run() const { return device_blocks_; }
+  // Device peers: the sends this rank posted and their bytes.
+  int64_t peer_messages() const { return peer_messages_; }
+  int64_t peer_bytes() const { return peer_bytes_; }
   // Bytes this rank copied host -> device and device -> host.
   int64_t bytes_to_device() const { return store_.uploaded(); }
   int64_t bytes_from_device() const { return store_.downloaded() + bytes_from_device_; }
@@ -180,6 +183,7 @@ class RankProgram {
   std::unordered_set<size_t> send_reached_;        // sends whose step ran, not posted yet
   std::vector<PeerOp> peer_sends_;                 // posted, not complete
   std::unordered_map<size_t, PeerOp> peer_recvs_;  // transfer -> its posted receive
+  int64_t peer_messages_ = 0, peer_bytes_ = 0;
 };
 
 // Runs every rank of `g` over a loopback transport in this process, round-robin: a rank runs

@@ -27,7 +27,8 @@ constexpr uint32_t kStatusMagic = 0x54535054;   // "TPST"
 // 2: a Run command carries flags (Trace); a status carries the run's trace events.
 // 3: a Run command carries store keys; Drop commands; Hello statuses.
 // 4: Io commands (parallel .npy reads and writes).
-constexpr uint32_t kProtocolVersion = 4;
+// 5: Peers commands, the DevicePeers run flag, a Hello's caps.
+constexpr uint32_t kProtocolVersion = 5;
 
 template <class T> void put(std::vector<char>& out, T v) {
   const size_t at = out.size();
@@ -73,7 +74,9 @@ class Worker {
   int serve() {
     char host[256] = "";
     gethostname(host, sizeof host - 1);
-    report(Status{Status::Hello, Status::User, 0, 0, 0, 0, cat_str(getpid(), " ", host), {}});
+    Status hello{Status::Hello, Status::User, 0, 0, 0, 0, cat_str(getpid(), " ", host), {}};
+    if (device::peers_wanted()) hello.caps |= Status::CanJoinPeers;
+    report(hello);
     comm::Backoff idle(std::chrono::microseconds(2000));
     for (;;) {
       std::optional<Command> c = next_command();
@@ -98,6 +101,10 @@ class Worker {
       }
       if (c->kind == Command::Io) {
         io(*c);
+        continue;
+      }
+      if (c->kind == Command::Peers) {
+        join_peers(*c);
         continue;
       }
       run(*c);
@@ -163,6 +170,18 @@ class Worker {
     report(st);
   }
 
+  // Collective with every rank (rank 0 joins as it sends this); answered with one status.
+  void join_peers(const Command& c) {
+    Status st{Status::Done, Status::User, c.epoch, 0, 0, 0, {}, {}};
+    try {
+      peers_ = device::backend()->join_peers(std::string(c.plan.begin(), c.plan.end()), mpi_.rank(), mpi_.size());
+      if (!peers_) throw Error("the device cannot join peers");
+    } catch (const std::exception& e) {
+      st = Status{Status::Failed, Status::User, c.epoch, 0, 0, 0, on_rank(mpi_.rank(), e.what()), {}};
+    }
+    report(st);
+  }
+
   void run(const Command& c) {
     epoch_ = c.epoch;
     ++runs_;
@@ -188,6 +207,10 @@ class Worker {
       // members wait for whether or not this rank fails afterwards.
       comm::MpiTransport t(mpi_, c.epoch);
       RankProgram p(g, t, c.store, device::backend());
+      if (c.flags & Command::DevicePeers) {
+        if (!peers_) throw InternalError("rank 0 sent a run over device peers this rank has not joined");
+        p.use_device_peers(peers_.get());
+      }
       if (auto fault = injected_fault(me, runs_)) {
         if (*fault == "oom") {
           try {
@@ -216,8 +239,8 @@ class Worker {
       // Kept now: if another rank failed, rank 0 drops this key again (Command::Drop).
       p.keep_outputs();
       st.blocks = p.blocks_run();
-      st.messages = t.messages_sent();
-      st.bytes = t.bytes_sent();
+      st.messages = t.messages_sent() + p.peer_messages();
+      st.bytes = t.bytes_sent() + p.peer_bytes();
     } catch (const Cancelled& e) {
       if (stopped_) st.kind = Status::Aborted;  // stopped between blocks by rank 0's abort
       else st = Status{Status::Failed, Status::Cancelled, c.epoch, 0, 0, 0, on_rank(me, e.what()), {}};
@@ -234,6 +257,7 @@ class Worker {
   uint64_t epoch_ = 0;
   int64_t runs_ = 0;
   std::optional<Command> deferred_;
+  std::unique_ptr<comm::DevicePeers> peers_;  // after a Peers command
   bool stopped_ = false;  // the current run saw rank 0's abort
   std::chrono::steady_clock::time_point last_probe_{};
 };
@@ -262,8 +286,8 @@ bool decode_command(std::span<const char> in, Command& c, std::string& why) {
   uint8_t kind = 0;
   uint64_t n = 0;
   if (!get(in, kind) || !get(in, c.flags) || !get(in, c.epoch) || !get(in, n)) return why = "truncated command", false;
-  if (c.flags & ~Command::Trace) return why = cat_str("command flags ", int(c.flags)), false;
-  if (kind < Command::Run || kind > Command::Io) return why = cat_str("command kind ", int(kind)), false;
+  if (c.flags & ~(Command::Trace | Command::DevicePeers)) return why = cat_str("command flags ", int(c.flags)), false;
+  if (kind < Command::Run || kind > Command::Peers) return why = cat_str("command kind ", int(kind)), false;
   if (n > in.size()) return why = cat_str("the command says ", n, " bytes of plan, it carries ", in.size()), false;
   c.kind = static_cast<Command::Kind>(kind);
   c.plan.assign(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n));
@@ -284,6 +308,7 @@ std::vector<char> encode_status(const Status& s) {
   put(out, kProtocolVersion);
   put<uint8_t>(out, s.kind);
   put<uint8_t>(out, s.error);
+  put<uint8_t>(out, s.caps);
   put(out, s.epoch);
   put(out, s.blocks);
   put(out, s.messages);
@@ -299,7 +324,8 @@ bool decode_status(std::span<const char> in, Status& s, std::string& why) {
   if (!header(in, kStatusMagic, "status", why)) return false;
   uint8_t kind = 0, error = 0;
   uint64_t n = 0;
-  if (!get(in, kind) || !get(in, error) || !get(in, s.epoch) || !get(in, s.blocks) || !get(in, s.messages) ||
+  if (!get(in, kind) || !get(in, error) || !get(in, s.caps) || !get(in, s.epoch) || !get(in, s.blocks) ||
+      !get(in, s.messages) ||
       !get(in, s.bytes) || !get(in, n))
     return why = "truncated status", false;
   if (kind < Status::Done || kind > Status::Hello || error > Status::Cancelled)

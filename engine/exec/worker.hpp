@@ -23,8 +23,12 @@ struct Command {
   // Drop: free the stored shards of `drop` (a rebind's old version, a failed run's new one).
   // Io: this rank's part of a parallel .npy read or write (engine/io/parallel_io.hpp), the job's
   // bytes in `plan`; answered by one status like a run (protocol 4).
-  enum Kind : uint8_t { Run = 1, Abort = 2, Shutdown = 3, Drop = 4, Io = 5 };
-  enum Flags : uint8_t { Trace = 1 };  // Run: record trace events and send them back
+  // Peers: join the job's device peers (comm/device_peers.hpp) with the id in `plan`; answered
+  // by one status (protocol 5).
+  enum Kind : uint8_t { Run = 1, Abort = 2, Shutdown = 3, Drop = 4, Io = 5, Peers = 6 };
+  // Trace: record trace events and send them back. DevicePeers: the run's transfers go from
+  // device to device, through the peers every rank joined (protocol 5).
+  enum Flags : uint8_t { Trace = 1, DevicePeers = 2 };
   Kind kind = Run;
   uint64_t epoch = 0;       // which run (Run and Abort)
   std::vector<char> plan;   // Run: encode_plan's bytes
@@ -37,12 +41,14 @@ struct Status {
   // Hello: a worker's first message, "PID HOST", so rank 0 can tell when it dies.
   enum Kind : uint8_t { Done = 1, Failed = 2, Aborted = 3, Hello = 4 };
   enum Error : uint8_t { User = 0, Internal = 1, Cancelled = 2 };  // which exception to rethrow
+  enum Caps : uint8_t { CanJoinPeers = 1 };  // Hello: what this rank's device can do (protocol 5)
   Kind kind = Done;
   Error error = User;
   uint64_t epoch = 0;
   int64_t blocks = 0, messages = 0, bytes = 0;
   std::string message;  // Failed: "rank 2: ..."
   std::vector<char> trace;  // a traced run's events (trace::encode_events, from the run's start)
+  uint8_t caps = 0;         // Hello
 };
 
 std::vector<char> encode_command(const Command& c);

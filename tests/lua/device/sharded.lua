@@ -4,6 +4,12 @@
 -- counters must show the work ran on the device and that data crossed only where needed.
 local m = tp.mesh()
 assert(m.device == "sim" or m.device == "cuda", "run with TAPESTRY_DEVICE=sim or cuda, not " .. m.device)
+-- Between ranks, slices move device to device (NCCL on GPUs) unless TAPESTRY_DEVICE_PEERS=0.
+if m.ranks > 1 and os.getenv("TAPESTRY_DEVICE_PEERS") ~= "0" then
+  assert(not m.device_transport:find("^none"), "no device peers: " .. m.device_transport)
+elseif m.ranks > 1 then
+  assert(m.device_transport:find("^none"), "device peers despite TAPESTRY_DEVICE_PEERS=0")
+end
 local function close(a, b, tol)
   return math.abs(a - b) <= (tol or 1e-4) * math.max(1, math.abs(a), math.abs(b))
 end
