@@ -8,6 +8,7 @@
 #include "engine/exec/device_backend.hpp"
 #include "engine/ir/error.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
+#include "kernels/cuda/nccl_peers.hpp"
 
 namespace tapestry::cuda {
 namespace {
@@ -83,6 +84,13 @@ class CudaDevice final : public DeviceBackend {
   void pool2d(Op op, const DeviceView& x, int64_t kh, int64_t kw, const cpu::WindowAxis& h,
               const cpu::WindowAxis& wd, const DeviceView& out) override {
     run_pool2d(op, dv(x), kh, kw, h, wd, dv(out));
+  }
+
+  // NCCL between the GPUs of an MPI job (nccl_peers.hpp).
+  bool can_join_peers() const override { return true; }
+  std::string make_peer_id() override { return nccl_peer_id(); }
+  std::unique_ptr<comm::DevicePeers> join_peers(const std::string& id, int rank, int size) override {
+    return join_nccl_peers(id, rank, size);
   }
 
  private:
