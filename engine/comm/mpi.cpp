@@ -318,7 +318,8 @@ std::unique_ptr<Collective> MpiTransport::start_reduce(const ReduceSpec& spec, c
 }
 
 void Backoff::pause() {
-  if (++spins_ <= 32) {
+  if (spins_ == 0) since_ = std::chrono::steady_clock::now();
+  if (++spins_ <= 32 || std::chrono::steady_clock::now() - since_ < spin_) {
     sched_yield();
     return;
   }

@@ -114,17 +114,23 @@ class MpiTransport final : public Transport {
   std::function<void()> join_check_;
 };
 
-// Waiting without burning the core another rank needs: yields a few times, then sleeps
-// with a doubling pause up to `max`. reset() after any progress.
+// Waiting without burning the core another rank needs: yields for `spin` (at least 32
+// times), then sleeps with a doubling pause up to `max`. reset() after any progress.
+// The yielding window is for waits that usually end soon: a worker between the runs of a loop
+// (rank 0 sends the next one a few ms later) and a rank waiting on a halo. Asleep there, a rank
+// would start late by up to `max` every step, and the others then wait for its slices (W8).
 class Backoff {
  public:
-  explicit Backoff(std::chrono::microseconds max = std::chrono::microseconds(1000)) : max_(max) {}
+  explicit Backoff(std::chrono::microseconds max = std::chrono::microseconds(1000),
+                   std::chrono::microseconds spin = std::chrono::microseconds(0))
+      : max_(max), spin_(spin) {}
   void reset() { spins_ = 0, sleep_ = std::chrono::microseconds(0); }
   void pause();
 
  private:
-  std::chrono::microseconds max_;
+  std::chrono::microseconds max_, spin_;
   int spins_ = 0;
+  std::chrono::steady_clock::time_point since_;  // the first pause since reset()
   std::chrono::microseconds sleep_{0};
 };
 

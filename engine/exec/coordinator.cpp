@@ -287,7 +287,7 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys) {
     if (over_peers) me.use_device_peers(s.device_peers.get());
     me.report_progress(&bar, mine_total ? double(g.blocks.size()) / double(mine_total) : 0.0);
     bool sent = false, gathered = false;
-    comm::Backoff wait;
+    comm::Backoff wait(std::chrono::microseconds(1000), std::chrono::milliseconds(5));  // a halo is usually near
     auto quiet_since = Clock::now();
     for (;;) {
       bool moved = !me.done() && me.advance();

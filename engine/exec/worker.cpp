@@ -77,7 +77,8 @@ class Worker {
     Status hello{Status::Hello, Status::User, 0, 0, 0, 0, cat_str(getpid(), " ", host), {}};
     if (device::peers_wanted()) hello.caps |= Status::CanJoinPeers;
     report(hello);
-    comm::Backoff idle(std::chrono::microseconds(2000));
+    // A script's loop sends the next run within milliseconds: stay awake for it.
+    comm::Backoff idle(std::chrono::microseconds(2000), std::chrono::milliseconds(20));
     for (;;) {
       std::optional<Command> c = next_command();
       if (!c) {
@@ -222,7 +223,7 @@ class Worker {
         throw Error("injected failure (TAPESTRY_FAULT)");
       }
       p.set_stop_check([this] { return abort_seen(); });
-      comm::Backoff wait;
+      comm::Backoff wait(std::chrono::microseconds(1000), std::chrono::milliseconds(5));  // a halo is usually near
       while (!p.done()) {
         if (p.advance()) {
           wait.reset();
