@@ -33,12 +33,7 @@ cpu::MapProgram map_program(const FusedProgram& fp, const std::vector<View>& lea
   internal_check(static_cast<int>(leaves.size()) == fp.num_leaves);
   cpu::MapProgram p;
   p.leaves = leaves;
-  for (const FusedInstr& i : fp.instrs) {
-    cpu::MapInstr m{i.op, i.out, i.in, i.a, i.b, i.c};
-    m.real = i.real;
-    m.integer = i.integer;
-    p.instrs.push_back(m);
-  }
+  for (const FusedInstr& i : fp.instrs) p.instrs.push_back(map_instr(i));
   return p;
 }
 
@@ -181,6 +176,13 @@ template <class T> T combine_one(poly::CombineKind k, T a, T b) {
 }
 
 }  // namespace
+
+cpu::MapInstr map_instr(const FusedInstr& i) {
+  cpu::MapInstr m{i.op, i.out, i.in, i.a, i.b, i.c};
+  m.real = i.real;
+  m.integer = i.integer;
+  return m;
+}
 
 std::shared_ptr<Value> run_block(const Node& n, const poly::Signature& sig, const Box& box,
                                  const std::vector<View>& inputs) {

@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "engine/ir/fused.hpp"
 #include "engine/ir/node.hpp"
 #include "engine/ir/value.hpp"
 #include "engine/poly/box.hpp"
@@ -29,6 +30,9 @@ bool runs_into(const Node& n);
 // stream_out: `out` is a band of an output far larger than the caches (cpu::MapProgram).
 void run_block_into(const Node& n, const poly::Signature& sig, const poly::Box& box,
                     const std::vector<View>& inputs, const View& out, bool stream_out = false);
+
+// One instruction of a fused program as the map kernels take it (CPU and device alike).
+cpu::MapInstr map_instr(const FusedInstr& i);
 
 // The map program of a Map or FusedMap node (leaves left empty), e.g. for cpu::axpy_form.
 cpu::MapProgram block_map_program(const Node& n);

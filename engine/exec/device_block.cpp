@@ -3,6 +3,7 @@
 
 #include <limits>
 
+#include "engine/exec/block.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/fused.hpp"
 
@@ -13,13 +14,6 @@ namespace {
 using poly::Box;
 
 std::vector<int64_t> ones(size_t rank) { return std::vector<int64_t>(rank, 1); }
-
-cpu::MapInstr instr_of(const FusedInstr& i) {
-  cpu::MapInstr m{i.op, i.out, i.in, i.a, i.b, i.c};
-  m.real = i.real;
-  m.integer = i.integer;
-  return m;
-}
 
 // A single map op as the one-instruction program over its inputs.
 cpu::MapInstr single_instr(const Node& n) {
@@ -154,7 +148,7 @@ DeviceView run_block_on(DeviceBackend& dev, const Node& n, const poly::Signature
       const FusedReduction r = reduce ? decode_fused_reduce(n) : FusedReduction{};
       const FusedProgram& fp = reduce ? r.program : decode_fused_map(n);
       DeviceMapProgram p{inputs, {}};
-      for (const FusedInstr& i : fp.instrs) p.instrs.push_back(instr_of(i));
+      for (const FusedInstr& i : fp.instrs) p.instrs.push_back(map_instr(i));
       if (!reduce) {
         dev.map(p, out);
         return out;

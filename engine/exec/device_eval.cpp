@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "engine/exec/block.hpp"
 #include "engine/exec/device_host.hpp"
 #include "engine/exec/evaluator.hpp"
 #include "engine/exec/progress.hpp"
@@ -25,13 +26,6 @@ double now() {
 }
 
 std::vector<int64_t> ones(size_t rank) { return std::vector<int64_t>(rank, 1); }
-
-cpu::MapInstr instr_of(const FusedInstr& i) {
-  cpu::MapInstr m{i.op, i.out, i.in, i.a, i.b, i.c};
-  m.real = i.real;
-  m.integer = i.integer;
-  return m;
-}
 
 // One node of the observation and where its value is: on the device, on the host, or both.
 struct Slot {
@@ -416,7 +410,7 @@ class DeviceEvaluation {
     }
     DeviceMapProgram p;
     for (const NodeRef& in : n.inputs) p.leaves.push_back(read(in.get(), on_dev));
-    for (const FusedInstr& i : r.program.instrs) p.instrs.push_back(instr_of(i));
+    for (const FusedInstr& i : r.program.instrs) p.instrs.push_back(map_instr(i));
     DeviceView out = device_alloc(be, n.dtype, n.shape);
     if (!reduce) {
       be.map(p, out);

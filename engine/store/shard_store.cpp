@@ -1,5 +1,6 @@
 #include "engine/store/shard_store.hpp"
 
+#include "engine/exec/rank_store.hpp"  // window()
 #include "engine/ir/error.hpp"
 #include "kernels/cpu/kernels.hpp"
 
@@ -9,16 +10,6 @@ namespace {
 
 int64_t payload(const View& v) { return v.numel() * static_cast<int64_t>(dtype_size(v.dtype)); }
 
-// The window of a piece's view over `box` (inside the piece's box).
-View window(const View& v, const poly::Box& piece, const poly::Box& box) {
-  std::vector<int64_t> start(v.rank(), 0), step(v.rank(), 1);
-  Shape count = v.shape;
-  for (int d = 0; d < box.rank(); ++d) {
-    start[d] = box.lo[d] - piece.lo[d];
-    count[d] = box.extent(d);
-  }
-  return v.sliced(start, step, count);
-}
 
 }  // namespace
 

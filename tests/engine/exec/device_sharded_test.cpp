@@ -14,6 +14,7 @@
 #include "engine/plan/lower.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/plan/verifier.hpp"
+#include "tests/engine/exec/test_values.hpp"
 
 using namespace tapestry;
 using plan::ShardedGraph;
@@ -21,31 +22,10 @@ using poly::Box;
 
 namespace {
 
-NodeRef source(const Shape& s, int seed) {
-  auto v = Value::alloc(DType::F32, s);
-  for (int64_t i = 0; i < numel(s); ++i) v->data<float>()[i] = static_cast<float>((i * 37 + seed * 11) % 17 - 8) / 4;
-  return make_source(v, s, DType::F32);
-}
-
-std::vector<float> reference(const NodeRef& y) {
-  evaluate({y});
-  std::vector<float> out(y->value->data<float>(), y->value->data<float>() + numel(y->shape));
-  set_value(*y, nullptr);
-  return out;
-}
-
-void check_close(const NodeRef& y, const std::vector<float>& want, double rel) {
-  REQUIRE(y->value);
-  const float* got = y->value->data<float>();
-  for (size_t i = 0; i < want.size(); ++i) CHECK(std::abs(got[i] - want[i]) <= rel * (1 + std::abs(want[i])));
-}
-
-Box rows(const Shape& s, int64_t lo, int64_t hi) {
-  Box b = Box::of_shape(s);
-  b.lo[0] = lo;
-  b.hi[0] = hi;
-  return b;
-}
+using test::check_close;
+using test::reference;
+using test::rows;
+using test::source;
 
 constexpr int64_t kF32 = 4;
 
