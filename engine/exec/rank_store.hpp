@@ -3,7 +3,7 @@
 //   RankStore s(rank, dev, describe);                 // dev == nullptr: a CPU-only rank
 //   s.hold(id, box, host_view);  s.hold(id, box, device_view);
 //   View h = s.host(id, need);          // a window, or assembled; device parts are downloaded
-//   DeviceView d = s.device(id, need);  // a window, or assembled; host pieces uploaded once
+//   DeviceView d = s.device(id, need);  // a window, or assembled; host data uploaded once
 // Copies between host and device happen only here, and only when a reader on the other side
 // needs the data: a slice sent over MPI or read by a CPU block is downloaded (just that
 // slice); the part of a host piece a device block reads is uploaded once and kept there.

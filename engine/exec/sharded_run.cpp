@@ -103,8 +103,9 @@ RankProgram::RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreK
       if (!v)
         throw InternalError(cat_str("rank ", me_, " is to hold ", poly::to_string(h.box), " of stored tensor #",
                                     keys_.initial[i], " initially, but its shard store lacks it"));
-      if (v->dev.mem && dev_) store_.hold(h.tensor, h.box, v->dev);  // where a device block reads it
-      else hold(h.tensor, h.box, v->dev.mem ? *shard_store().find(me_, keys_.initial[i], h.box) : v->host);
+      if (!v->dev.mem) hold(h.tensor, h.box, v->host);
+      else if (dev_) store_.hold(h.tensor, h.box, v->dev);  // in device memory, where device blocks read it
+      else hold(h.tensor, h.box, *shard_store().find(me_, keys_.initial[i], h.box));  // a downloaded copy
       continue;
     }
     const Node& n = node(h.tensor);
@@ -382,8 +383,8 @@ void RankProgram::run(size_t b) {
   else hold(k.node, s.output_slice(k.box), out->view());
 }
 
-// The block's inputs come to the device (uploaded at most once per held piece) and its output
-// stays there; a partial goes to the host at once, where combines merge partials.
+// The block's inputs come to the device (each part of a host piece is uploaded once) and its
+// output stays there; a partial goes to the host at once, where combines merge partials.
 void RankProgram::run_on_device(size_t b) {
   const plan::Block& k = g_.blocks[b];
   const Node& n = node(k.node);

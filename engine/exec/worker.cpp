@@ -175,8 +175,9 @@ class Worker {
   void join_peers(const Command& c) {
     Status st{Status::Done, Status::User, c.epoch, 0, 0, 0, {}, {}};
     try {
-      peers_ = device::backend()->join_peers(std::string(c.plan.begin(), c.plan.end()), mpi_.rank(), mpi_.size());
-      if (!peers_) throw Error("the device cannot join peers");
+      DeviceBackend* dev = device::backend();
+      if (dev) peers_ = dev->join_peers(std::string(c.plan.begin(), c.plan.end()), mpi_.rank(), mpi_.size());
+      if (!peers_) throw Error(dev ? "the device cannot join peers" : "no device to join peers with");
     } catch (const std::exception& e) {
       st = Status{Status::Failed, Status::User, c.epoch, 0, 0, 0, on_rank(mpi_.rank(), e.what()), {}};
     }

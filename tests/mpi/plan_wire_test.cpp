@@ -203,3 +203,29 @@ TEST_CASE("an Io command carries a parallel .npy job, checked on receipt") {
   for (size_t n = 0; n < back.plan.size(); ++n)
     CHECK_THROWS_AS(io::decode_io(std::span<const char>(back.plan.data(), n)), Error);
 }
+
+TEST_CASE("device peers on the wire: a Peers command, the DevicePeers flag and a Hello's caps (protocol 5)") {
+  const std::string id = "simulated";
+  Command c{Command::Peers, 0, std::vector<char>(id.begin(), id.end())};
+  Command back;
+  std::string why;
+  std::vector<char> bytes = encode_command(c);
+  REQUIRE(decode_command(bytes, back, why));
+  CHECK(back.kind == Command::Peers);
+  CHECK(std::string(back.plan.begin(), back.plan.end()) == id);
+  Command run{Command::Run, 3, {'p'}, Command::Trace | Command::DevicePeers};
+  bytes = encode_command(run);
+  REQUIRE(decode_command(bytes, back, why));
+  CHECK(back.flags == (Command::Trace | Command::DevicePeers));
+  bytes[9] = 4;  // the flags byte after magic, version and kind: an unknown flag
+  CHECK_FALSE(decode_command(bytes, back, why));
+  CHECK(why.find("command flags") != std::string::npos);
+
+  Status hello{Status::Hello, Status::User, 0, 0, 0, 0, "4242 node7", {}};
+  hello.caps = Status::CanJoinPeers;
+  Status sb;
+  REQUIRE(decode_status(encode_status(hello), sb, why));
+  CHECK(sb.kind == Status::Hello);
+  CHECK(sb.caps == Status::CanJoinPeers);
+  CHECK(sb.message == "4242 node7");
+}
