@@ -15,8 +15,10 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <string>
 
+#include "engine/exec/device_sim.hpp"
 #include "engine/exec/evaluator.hpp"
 #include "engine/exec/sharded_eval.hpp"
 #include "engine/ir/error.hpp"
@@ -35,10 +37,13 @@ struct RunConfig {
   plan::SearchOptions::Method method = plan::SearchOptions::Greedy;
   uint64_t search_seed = 1;
   int steps = 60;
+  // Each rank on a simulated device of its own; odd ranks have no matmul kernel, so device
+  // blocks, CPU blocks and the copies between them meet in one plan.
+  bool devices = false;
   std::string str() const {
     return cat_str(ranks, " ranks (", modelled ? "modelled" : "this_machine", "), ",
                    method == plan::SearchOptions::Greedy ? "greedy" : "anneal", " seed ", search_seed,
-                   " steps ", steps);
+                   " steps ", steps, devices ? ", simulated devices" : "");
   }
 };
 
@@ -119,7 +124,16 @@ std::string sharded_problem(const Program& p, const RunConfig& cfg, const Expect
     o.steps = cfg.steps;
     o.time_budget_s = 0.05;
     o.seed = cfg.search_seed;
-    const RunReport rep = evaluate_sharded(roots, mesh, o, /*verify_plan=*/true);
+    std::vector<std::unique_ptr<SimDevice>> sims;
+    std::vector<DeviceBackend*> devices;
+    for (int r = 0; cfg.devices && r < cfg.ranks; ++r) {
+      sims.push_back(std::make_unique<SimDevice>());
+      if (r % 2) sims.back()->refuse(Op::Matmul);
+      devices.push_back(sims.back().get());
+    }
+    const RunReport rep = evaluate_sharded(roots, mesh, o, /*verify_plan=*/true, devices);
+    for (const auto& sim : sims)
+      if (sim->counts().live_bytes != 0) return cat_str("device memory left after the run: ", sim->counts().live_bytes);
     if (c) c->blocks += rep.blocks, c->messages += rep.messages;
     for (size_t r = 0; r < roots.size(); ++r) {
       const NodeRef& n = roots[r];
@@ -243,6 +257,7 @@ struct Args {
   int64_t only_graph = -1;
   int runs_per_graph = 3;
   int max_ranks = 8;
+  bool devices = false;  // half the sharded runs on simulated devices
   std::string emit_lua;
   bool verbose = false;
   GenOptions gen;
@@ -251,10 +266,11 @@ struct Args {
 void usage() {
   std::puts(
       "usage: tapestry_fuzz [--seconds S | --graphs N] [--seed S] [--graph G] [--runs R]\n"
-      "                     [--max-ranks K] [--max-steps N] [--max-dim D] [--emit-lua DIR] [-v]\n"
+      "                     [--max-ranks K] [--max-steps N] [--max-dim D] [--devices] [--emit-lua DIR] [-v]\n"
       "Random well-typed graphs over the op registry, each evaluated by the single-rank\n"
       "evaluator (every node also checked by a naive reference) and sharded R times on random\n"
-      "meshes of 1..K loopback ranks with greedy or annealed plans. --emit-lua writes each\n"
+      "meshes of 1..K loopback ranks with greedy or annealed plans; --devices runs half of them\n"
+      "with a simulated device per rank. --emit-lua writes each\n"
       "graph as a self-checking Lua script instead (for `mpirun -n 3 tapestry file.lua`).");
 }
 
@@ -264,6 +280,7 @@ bool parse(int argc, char** argv, Args& a) {
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     const char* v = nullptr;
     if (s == "-v") { a.verbose = true; continue; }
+    if (s == "--devices") { a.devices = true; continue; }
     if (s == "-h" || s == "--help") return false;
     if (!(v = next())) return false;
     if (s == "--seconds") a.seconds = std::atof(v);
@@ -364,6 +381,7 @@ int main(int argc, char** argv) {
       cfg.method = rng() % 3 == 0 ? plan::SearchOptions::Greedy : plan::SearchOptions::Anneal;
       cfg.search_seed = rng() % 1000;
       cfg.steps = 20 + static_cast<int>(rng() % 100);
+      cfg.devices = a.devices && rng() % 2;
       ++c.runs;
       ++c.meshes[cfg.ranks];
       const Program q = fit_constraints(p, cfg.ranks, rng);
