@@ -106,11 +106,33 @@ void sgemm_dnnl(const BlasMat& la, const BlasMat& lb, int64_t n, int64_t m, int6
   else parallel_for(pieces, 1, piece);
 }
 
+// A product with one output column (a matrix-vector product, m == 1) or one output row
+// (n == 1) as BLAS's gemv: sgemm with one column copies the whole matrix first (CG's 256^2
+// matvec paid that every iteration). Whether it applies; c is contiguous.
+template <class T, class Gemv>
+bool as_gemv(Gemv gemv, const BlasMat& la, const BlasMat& lb, int64_t n, int64_t m, int64_t k, const T* a,
+             const T* b, T* c) {
+  if (m == 1) {  // c = op(a) x, with x the k x 1 column of b
+    const int incx = lb.trans == CblasNoTrans ? int(lb.ld) : 1;
+    if (la.trans == CblasNoTrans) gemv(CblasRowMajor, CblasNoTrans, int(n), int(k), T(1), a, int(la.ld), b, incx, T(0), c, 1);
+    else gemv(CblasRowMajor, CblasTrans, int(k), int(n), T(1), a, int(la.ld), b, incx, T(0), c, 1);
+    return true;
+  }
+  if (n == 1) {  // c = op(b)^T x, with x the 1 x k row of a
+    const int incx = la.trans == CblasNoTrans ? 1 : int(la.ld);
+    if (lb.trans == CblasNoTrans) gemv(CblasRowMajor, CblasTrans, int(k), int(m), T(1), b, int(lb.ld), a, incx, T(0), c, 1);
+    else gemv(CblasRowMajor, CblasNoTrans, int(m), int(k), T(1), b, int(lb.ld), a, incx, T(0), c, 1);
+    return true;
+  }
+  return false;
+}
+
 void gemm(float, const BlasMat& la, const BlasMat& lb, int64_t n, int64_t m, int64_t k,
           const char* a, const char* b, char* c, int threads) {
   const auto* fa = reinterpret_cast<const float*>(a);
   const auto* fb = reinterpret_cast<const float*>(b);
   auto* fc = reinterpret_cast<float*>(c);
+  if (as_gemv<float>(cblas_sgemv, la, lb, n, m, k, fa, fb, fc)) return;
   // Below 128^3 OpenBLAS's lighter set-up wins (oneDNN takes 2.4x as long at 32^3).
   if (n * m * k >= (int64_t(1) << 21)) return sgemm_dnnl(la, lb, n, m, k, fa, fb, fc, threads);
   cblas_sgemm(CblasRowMajor, la.trans, lb.trans, int(n), int(m), int(k), 1.0f, fa, int(la.ld),
@@ -118,6 +140,9 @@ void gemm(float, const BlasMat& la, const BlasMat& lb, int64_t n, int64_t m, int
 }
 void gemm(double, const BlasMat& la, const BlasMat& lb, int64_t n, int64_t m, int64_t k,
           const char* a, const char* b, char* c, int) {
+  if (as_gemv<double>(cblas_dgemv, la, lb, n, m, k, reinterpret_cast<const double*>(a),
+                      reinterpret_cast<const double*>(b), reinterpret_cast<double*>(c)))
+    return;
   cblas_dgemm(CblasRowMajor, la.trans, lb.trans, int(n), int(m), int(k), 1.0,
               reinterpret_cast<const double*>(a), int(la.ld), reinterpret_cast<const double*>(b),
               int(lb.ld), 0.0, reinterpret_cast<double*>(c), int(m));

@@ -60,6 +60,14 @@ template <class T> void layouts(int64_t n = 13, int64_t k = 17, int64_t m = 11) 
   check<T>(row->view(), b->view(), {1, m});
   check<T>(a->view(), col->view(), {n, 1});
   check<T>(row->view(), col->view(), {1, 1});
+  // Every layout of a vector product (floats run them as gemv): a transposed against a
+  // column, a row against b transposed, a strided column (every m-th element) and a strided
+  // row (a row of a transposed matrix).
+  check<T>(at->view().permuted({1, 0}), col->view(), {n, 1});
+  check<T>(row->view(), bt->view().permuted({1, 0}), {1, m});
+  check<T>(a->view(), b->view().sliced({0, 3}, {1, 1}, {k, 1}), {n, 1});
+  check<T>(at->view().permuted({1, 0}).sliced({2, 0}, {1, 1}, {1, k}), b->view(), {1, m});
+  check<T>(at->view().permuted({1, 0}).sliced({2, 0}, {1, 1}, {1, k}), bt->view().permuted({1, 0}), {1, m});
 }
 
 }  // namespace
