@@ -44,15 +44,16 @@ class DeviceEvaluation {
 
   void run() {
     const double t0 = now();
-    plan::FusionGroups g = plan::group_fusion(roots_);
-    topo_ = std::move(g.topo);
-    for (const Node* n : topo_) {
+    const plan::FusionGroups g = plan::group_fusion(roots_);
+    for (int i : g.order) {
+      const Node* n = g.nodes[static_cast<size_t>(i)];
+      topo_.push_back(n);
       Slot& s = slots_[n];
       s.node = n;
       if (n->value) s.host = n->value->view();
       else s.is_view = op_kind(n->op) == OpKind::View;
-      if (auto u = g.uses.find(n); u != g.uses.end()) s.uses = u->second;
-      s.inlined = g.inlined.count(n) > 0;
+      s.uses = g.uses[static_cast<size_t>(i)];
+      s.inlined = g.inlined[static_cast<size_t>(i)] != 0;
       if (s.inlined && op_kind(n->op) == OpKind::Map) ++stats().fused_ops;
     }
     for (const NodeRef& r : roots_) slot(r.get()).root = true;

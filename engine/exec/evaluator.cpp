@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <new>
 #include <type_traits>
 #include <unordered_map>
@@ -33,13 +34,17 @@ bool float_x(const Node* n) { return n->dtype == DType::F32 || n->dtype == DType
 
 // A variance as build::var makes it: s = sum(x) over trailing dims, m = s / c broadcast back
 // (reshape, expand), then sum(square(x - m)) over the same dims, the square's group absorbed
-// by that sum. Returns s -> the second sum: both come from one pass over x (cpu::run_moments).
-std::unordered_map<const Node*, const Node*> find_moments(const plan::FusionGroups& g) {
-  std::unordered_map<const Node*, const Node*> out;
-  for (const auto& [s2, sq] : g.reduce_input) {
+// by that sum. Returns {s, the second sum} (as indices in g): both come from one pass over x
+// (cpu::run_moments).
+void find_moments(const plan::FusionGroups& g, std::vector<std::pair<int, int>>& out) {
+  out.clear();
+  for (int i2 = 0; i2 < g.size(); ++i2) {
+    if (g.absorbs[static_cast<size_t>(i2)] < 0) continue;
+    const Node* s2 = g.nodes[static_cast<size_t>(i2)];
+    const Node* sq = g.nodes[static_cast<size_t>(g.absorbs[static_cast<size_t>(i2)])];
     if (s2->op != Op::Sum || sq->op != Op::Square || s2->value) continue;
     const Node* sub = sq->inputs[0].get();
-    if (sub->op != Op::Sub || !g.inlined.count(sub)) continue;
+    if (sub->op != Op::Sub || !g.is_inlined(sub)) continue;
     const Node* x = sub->inputs[0].get();
     const Node* e = sub->inputs[1].get();
     if (!float_x(x) || s2->dtype != x->dtype || e->op != Op::Expand || e->value) continue;
@@ -53,8 +58,10 @@ std::unordered_map<const Node*, const Node*> find_moments(const plan::FusionGrou
     if (div->op != Op::Div || reshape->op != Op::Reshape || div->inputs[1]->op != Op::Full) continue;
     const Node* s1 = reshape == b ? reshape->inputs[0].get() : div->inputs[0].get();
     if (s1->op != Op::Sum || s1->value || s1->inputs[0].get() != x || s1->dtype != x->dtype ||
-        s1->attrs.ints != s2->attrs.ints || g.reduce_input.count(s1) || out.count(s1))
+        s1->attrs.ints != s2->attrs.ints || g.absorbed_by(s1))
       continue;
+    const int i1 = g.index_of(s1);
+    if (std::any_of(out.begin(), out.end(), [&](const auto& p) { return p.first == i1; })) continue;
     // The reduced dims are a trailing run, and m is one value per kept index: the reshape only
     // puts back the reduced dims as 1s, the expand widens exactly those.
     const int rank = static_cast<int>(x->shape.size());
@@ -65,18 +72,72 @@ std::unordered_map<const Node*, const Node*> find_moments(const plan::FusionGrou
     Shape keep = s1->shape;
     keep.resize(static_cast<size_t>(rank), 1);
     if (!trailing || reshape->shape != keep || e->shape != x->shape) continue;
-    out[s1] = s2;
+    out.push_back({i1, i2});
   }
-  return out;
 }
+
+// One node of this observation.
+struct Slot {
+  const Node* node = nullptr;
+  std::shared_ptr<Value> value;  // computed here; freed when `uses` reaches 0
+  int uses = 0;                  // input edges still to read it
+  int moments_of = -1;           // sum(x): the slot of the sum((x - m)^2) it computes too
+  int seen = 0;                  // the walk (walk_) that last visited it
+  int reg = -1, reg_walk = 0;    // its register in the program built in walk reg_walk
+  bool root = false;
+  bool inlined = false;          // lives only inside its consumer's map program
+  bool banded = false;           // a stencil computed band by band inside its map (run_banded)
+  bool kept = false;             // published with the roots (keep_if_held)
+};
+
+// What an evaluation works in, kept between evaluations (WorkspaceLease): a loop of small
+// observations then allocates nothing for its bookkeeping once warm.
+struct Workspace {
+  plan::FusionGroups groups;                     // slot i is node i of groups
+  std::vector<Slot> slots;
+  std::vector<int> kept;                         // non-roots published with the roots
+  std::vector<int> todo;                         // release_inputs' work list
+  std::vector<std::pair<int, int>> banded_leaves;  // {register, slot} of the last build_program
+  std::vector<std::pair<int, int>> moments;      // find_moments' pairs
+};
+
+// One workspace per evaluation in progress on this thread (an evaluation does not start
+// another, but nothing here relies on that).
+class WorkspaceLease {
+ public:
+  WorkspaceLease() {
+    if (free_list().empty()) {
+      ws_ = std::make_unique<Workspace>();
+    } else {
+      ws_ = std::move(free_list().back());
+      free_list().pop_back();
+    }
+  }
+  ~WorkspaceLease() {
+    ws_->slots.clear();  // values are freed now, not at the next evaluation
+    if (free_list().size() < 4) free_list().push_back(std::move(ws_));
+  }
+  WorkspaceLease(const WorkspaceLease&) = delete;
+  WorkspaceLease& operator=(const WorkspaceLease&) = delete;
+  Workspace& get() { return *ws_; }
+
+ private:
+  static std::vector<std::unique_ptr<Workspace>>& free_list() {
+    thread_local std::vector<std::unique_ptr<Workspace>> list;
+    return list;
+  }
+  std::unique_ptr<Workspace> ws_;
+};
 
 // One evaluation: the ordered subgraph, which maps fold into their consumer, and the values
 // computed so far (freed after their last use). A CG iteration observes five graphs of a few
-// nodes each, so the bookkeeping is one slot per node, by its position in the topological
-// order, and input edges as slot numbers: flat arrays, no hash container per fact.
+// nodes each, so the bookkeeping is one slot per node, by its index in plan::FusionGroups,
+// and input edges as slot numbers: flat arrays in a reused Workspace, no hash container.
 class Evaluation {
  public:
-  explicit Evaluation(const std::vector<NodeRef>& roots) : roots_(roots) {}
+  Evaluation(const std::vector<NodeRef>& roots, Workspace& w)
+      : roots_(roots), g_(w.groups), slots_(w.slots), kept_(w.kept), todo_(w.todo),
+        banded_leaves_(w.banded_leaves), moments_(w.moments) {}
 
   void run() {
     const double t0 = now();
@@ -87,7 +148,7 @@ class Evaluation {
     for (const Slot& s : slots_) kernels += runs(s);
     Progress progress(kernels);
     const bool tracing = trace::enabled();
-    for (int i = 0; i < static_cast<int>(slots_.size()); ++i) {
+    for (int i : g_.order) {
       Slot& s = slot(i);
       if (!runs(s)) continue;  // leaves, fused nodes
       if (g_cancel.load(std::memory_order_relaxed)) throw Cancelled();
@@ -114,34 +175,14 @@ class Evaluation {
   }
 
  private:
-  // One node of this observation.
-  struct Slot {
-    const Node* node = nullptr;
-    std::shared_ptr<Value> value;  // computed here; freed when `uses` reaches 0
-    int first_input = 0;           // its input edges: inputs_[first_input ..] (none for leaves)
-    int uses = 0;                  // input edges still to read it
-    int moments_of = -1;           // sum(x): the slot of the sum((x - m)^2) it computes too
-    int seen = 0;                  // the walk (walk_) that last visited it
-    int reg = -1, reg_walk = 0;    // its register in the program built in walk reg_walk
-    bool root = false;
-    bool inlined = false;          // lives only inside its consumer's map program
-    bool banded = false;           // a stencil computed band by band inside its map (run_banded)
-    bool kept = false;             // published with the roots (keep_if_held)
-  };
-
   static bool runs(const Slot& s) { return !(s.node->value || s.inlined || s.banded); }
   const Slot& slot(int i) const { return slots_[static_cast<size_t>(i)]; }
   Slot& slot(int i) { return slots_[static_cast<size_t>(i)]; }
   // The slot of input k of slot i.
-  int input(int i, size_t k) const { return inputs_[static_cast<size_t>(slot(i).first_input) + k]; }
+  int input(int i, size_t k) const { return g_.input(i, k); }
   const Node& node(int i) const { return *slot(i).node; }
 
-  int slot_of(const Node* n) const {
-    const std::pair<const Node*, int> key{n, 0};
-    auto it = std::lower_bound(by_address_.begin(), by_address_.end(), key);
-    internal_check(it != by_address_.end() && it->first == n);
-    return it->second;
-  }
+  int slot_of(const Node* n) const { return g_.index_of(n); }
 
   // A node the user's Lua code still holds that this evaluation materializes anyway (a
   // matmul output read by a fused map, say) keeps its value: the next observation that reads
@@ -175,29 +216,22 @@ class Evaluation {
   // The fusion rules are plan::group_fusion's (shared with plan::fuse). A map absorbed by a
   // reduction counts as inlined here: run_map_reduce computes it chunk by chunk.
   void decide_fusion() {
-    const plan::FusionGroups g = plan::group_fusion(roots_);
-    const size_t n = g.topo.size();
-    slots_.resize(n);
-    by_address_.reserve(n);
+    plan::group_fusion(roots_, g_);
+    const size_t n = static_cast<size_t>(g_.size());
+    kept_.clear();
+    slots_.assign(n, Slot{});
     for (size_t i = 0; i < n; ++i) {
-      slots_[i].node = g.topo[i];
-      by_address_.push_back({g.topo[i], static_cast<int>(i)});
+      Slot& s = slots_[i];
+      s.node = g_.nodes[i];
+      s.uses = g_.uses[i];
+      s.root = g_.root[i] != 0;
+      s.inlined = g_.inlined[i] != 0;
     }
-    std::sort(by_address_.begin(), by_address_.end());
-    for (Slot& s : slots_) {
-      s.first_input = static_cast<int>(inputs_.size());
-      if (s.node->value) continue;  // a leaf: its inputs are not read
-      for (const NodeRef& in : s.node->inputs) {
-        const int j = slot_of(in.get());
-        inputs_.push_back(j);
-        ++slot(j).uses;
-      }
-    }
-    for (const NodeRef& r : roots_) slot(slot_of(r.get())).root = true;
-    for (const Node* m : g.inlined) slot(slot_of(m)).inlined = true;
-    for (const auto& [reduce, map] : g.reduce_input) slot(slot_of(map)).inlined = true;
-    for (const auto& [s1, s2] : find_moments(g)) slot(slot_of(s1)).moments_of = slot_of(s2);
-    stats().fused_ops += static_cast<uint64_t>(g.fused_maps);
+    for (size_t i = 0; i < n; ++i)
+      if (const int m = g_.absorbs[i]; m >= 0) slot(m).inlined = true;
+    find_moments(g_, moments_);
+    for (const auto& [s1, s2] : moments_) slot(s1).moments_of = s2;
+    stats().fused_ops += static_cast<uint64_t>(g_.fused_maps);
     for (int i = 0; i < static_cast<int>(n); ++i) {
       if (!runs(slot(i)) || op_kind(node(i).op) != OpKind::Map) continue;
       ++walk_;
@@ -632,13 +666,13 @@ class Evaluation {
   }
 
   const std::vector<NodeRef>& roots_;
-  std::vector<Slot> slots_;                            // in topological order
-  std::vector<int> inputs_;                            // input edges as slots (Slot::first_input)
-  std::vector<std::pair<const Node*, int>> by_address_;  // sorted: node -> its slot
-  std::vector<int> kept_;                              // non-roots published with the roots
-  std::vector<int> todo_;                              // release_inputs' work list
+  plan::FusionGroups& g_;                              // the workspace's (see Workspace)
+  std::vector<Slot>& slots_;
+  std::vector<int>& kept_;
+  std::vector<int>& todo_;
+  std::vector<std::pair<int, int>>& banded_leaves_;
+  std::vector<std::pair<int, int>>& moments_;
   int walk_ = 0;                                       // numbers the graph walks (Slot::seen)
-  std::vector<std::pair<int, int>> banded_leaves_;     // {register, slot} of the last build_program
   int members_ = 0;                                    // group members of the last build_program
   static constexpr int64_t kBandElems = int64_t(1) << 17;     // a band: 512 KiB of f32, in L2
   static constexpr int64_t kBandMinElems = int64_t(1) << 18;  // smaller stencils run whole
@@ -657,7 +691,8 @@ void evaluate(const std::vector<NodeRef>& roots) {
   bool all_done = true;
   for (const NodeRef& r : roots) all_done = all_done && r->value;
   if (all_done) return;
-  Evaluation(roots).run();
+  WorkspaceLease ws;
+  Evaluation(roots, ws.get()).run();
 }
 
 void request_cancel() { g_cancel.store(true); }

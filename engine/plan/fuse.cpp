@@ -39,11 +39,16 @@ class Fusion {
  private:
   // The rules are group_fusion's, shared with the single-rank evaluator.
   void decide() {
-    FusionGroups fg = group_fusion(roots_);
-    topo_ = std::move(fg.topo);
-    inlined_ = std::move(fg.inlined);
-    reduce_of_ = std::move(fg.reduce_input);
-    for (const auto& [reduce, map] : reduce_of_) into_reduce_.insert(map);
+    const FusionGroups fg = group_fusion(roots_);
+    for (int i : fg.order) {
+      const Node* n = fg.nodes[static_cast<size_t>(i)];
+      topo_.push_back(n);
+      if (fg.inlined[static_cast<size_t>(i)]) inlined_.insert(n);
+      if (const int m = fg.absorbs[static_cast<size_t>(i)]; m >= 0) {
+        reduce_of_[n] = fg.nodes[static_cast<size_t>(m)];
+        into_reduce_.insert(fg.nodes[static_cast<size_t>(m)]);
+      }
+    }
   }
 
   NodeRef rebuilt(const Node* n) const {
