@@ -286,13 +286,40 @@ void splat_value(Reg& r, DType t, double real, int64_t integer) {
   });
 }
 
-Program prepare(const MapProgram& p, const View& out) {
-  const bool stream_hint = p.stream_out;
+// A thread's tile registers (64-byte aligned slots): one block per thread, kept between
+// maps (a loop of small observations runs thousands of maps a second; a fresh 16 KiB-per-
+// register block each time cost an aligned_alloc and malloc_consolidate). A thread runs one
+// map's tiles at a time (run_tile never starts another map), so the block is never shared.
+struct Scratch {
+  char* mem = nullptr;
+  char* slot(int i) const { return mem + i * kSlotBytes; }
+};
+
+// A prepared program and the arrays of one run_map call, kept per thread (MapWorkLease): a
+// loop of small observations runs thousands of maps a second, and each fresh vector here
+// was a malloc and a free.
+struct MapWork {
   Program g;
+  std::vector<int> last_use, free_slots;
+  std::vector<const char*> ptr;
+  std::vector<Scratch> scratch;
+};
+
+// Fills g (its arrays reused) from p for `out`.
+void prepare(const MapProgram& p, const View& out, MapWork& w) {
+  const bool stream_hint = p.stream_out;
+  Program& g = w.g;
+  g.steps.clear();
+  g.nslots = 0;
   g.n = out.numel();
   const int nleaves = g.nleaves = static_cast<int>(p.leaves.size());
   const int nregs = nleaves + static_cast<int>(p.instrs.size());
   g.regs.resize(nregs);
+  for (Reg& r : g.regs) {  // a reused register keeps only its dims' memory
+    r.kind = RegKind::Temp;
+    r.base = nullptr;
+    r.slot = -1;
+  }
   for (int i = 0; i < nleaves; ++i) {
     const View& v = p.leaves[i];
     internal_check(v.shape == out.shape);
@@ -300,7 +327,7 @@ Program prepare(const MapProgram& p, const View& out) {
     r.dtype = v.dtype;
     r.esize = dtype_size(v.dtype);
     r.base = v.byte_ptr();
-    r.dims = coalesce<1>(v.shape, {&v.strides});
+    coalesce<1>(v.shape, {&v.strides}, r.dims);
     bool scalar = std::all_of(r.dims.begin(), r.dims.end(), [](auto& d) { return d.s[0] == 0; });
     if (scalar) {
       r.kind = RegKind::Splat;
@@ -313,12 +340,14 @@ Program prepare(const MapProgram& p, const View& out) {
     r.slot = g.nslots++;  // Direct leaves use theirs for the padded last tile
   }
   // Temps share slots: a slot is free once its last reader ran (liveness by index).
-  std::vector<int> last_use(nregs, -1);
+  std::vector<int>& last_use = w.last_use;
+  last_use.assign(nregs, -1);
   for (size_t j = 0; j < p.instrs.size(); ++j) {
     for (int x : {p.instrs[j].a, p.instrs[j].b, p.instrs[j].c})
       if (x >= 0) last_use[x] = static_cast<int>(j);
   }
-  std::vector<int> free_slots;
+  std::vector<int>& free_slots = w.free_slots;
+  free_slots.clear();
   for (size_t j = 0; j < p.instrs.size(); ++j) {
     const MapInstr& ins = p.instrs[j];
     const int ri = nleaves + static_cast<int>(j);
@@ -367,21 +396,11 @@ Program prepare(const MapProgram& p, const View& out) {
   internal_check(g.regs.back().dtype == out.dtype);
   g.out = out.byte_ptr();
   g.out_esize = dtype_size(out.dtype);
-  g.out_dims = coalesce<1>(out.shape, {&out.strides});
+  coalesce<1>(out.shape, {&out.strides}, g.out_dims);
   g.out_direct = g.out_dims.size() == 1 && (g.out_dims[0].s[0] == 1 || g.out_dims[0].n <= 1);
   g.stream = kCanStream && g.out_direct && (stream_hint || g.n * g.out_esize >= kStreamMinBytes) &&
              reinterpret_cast<uintptr_t>(g.out) % 32 == 0 && (kTile * g.out_esize) % 32 == 0;
-  return g;
 }
-
-// A thread's tile registers (64-byte aligned slots): one block per thread, kept between
-// maps (a loop of small observations runs thousands of maps a second; a fresh 16 KiB-per-
-// register block each time cost an aligned_alloc and malloc_consolidate). A thread runs one
-// map's tiles at a time (run_tile never starts another map), so the block is never shared.
-struct Scratch {
-  char* mem = nullptr;
-  char* slot(int i) const { return mem + i * kSlotBytes; }
-};
 
 char* thread_scratch(size_t bytes) {
   struct Free {
@@ -396,6 +415,26 @@ char* thread_scratch(size_t bytes) {
   }
   return mem.get();
 }
+
+// This thread's MapWork, or a fresh one if a map is already being prepared on this thread.
+class MapWorkLease {
+ public:
+  MapWorkLease() : own_(t_busy ? std::make_unique<MapWork>() : nullptr) { t_busy = t_busy || !own_; }
+  ~MapWorkLease() {
+    if (!own_) t_busy = false;
+  }
+  MapWorkLease(const MapWorkLease&) = delete;
+  MapWorkLease& operator=(const MapWorkLease&) = delete;
+  MapWork& get() {
+    thread_local MapWork work;
+    return own_ ? *own_ : work;
+  }
+
+ private:
+  static thread_local bool t_busy;
+  std::unique_ptr<MapWork> own_;
+};
+thread_local bool MapWorkLease::t_busy = false;
 
 Scratch make_scratch(const Program& g) {
   Scratch s;
@@ -501,13 +540,21 @@ void run_map(const MapProgram& p0, const View& out) {
     }
   }
   const MapProgram& p = any ? p1 : p0;
-  const Program g = prepare(p, out);
+  MapWorkLease lease;
+  MapWork& w = lease.get();
+  prepare(p, out, w);
+  const Program& g = w.g;
   const int64_t ntiles = (g.n + kTile - 1) / kTile;
-  // Small maps stay on the calling thread: waking a worker costs more than a few tiles.
-  const int64_t grain = ntiles < 16 ? ntiles : grain_for(ntiles, 4);
-  std::vector<Scratch> scratch(pool_width());
-  parallel_for(ntiles, grain, [&](int64_t lo, int64_t hi, int worker) {
-    Scratch& s = scratch[worker];
+  if (ntiles < 16) {  // small maps stay on the calling thread: waking a worker costs more
+    const Scratch s = make_scratch(g);
+    w.ptr.assign(g.regs.size(), nullptr);
+    for (int64_t t = 0; t < ntiles; ++t) run_tile(g, s, w.ptr, t);
+    if (g.stream) stream_fence();
+    return;
+  }
+  w.scratch.assign(static_cast<size_t>(pool_width()), Scratch{});
+  parallel_for(ntiles, grain_for(ntiles, 4), [&](int64_t lo, int64_t hi, int worker) {
+    Scratch& s = w.scratch[worker];
     if (!s.mem) s = make_scratch(g);
     std::vector<const char*> ptr(g.regs.size(), nullptr);
     for (int64_t t = lo; t < hi; ++t) run_tile(g, s, ptr, t);

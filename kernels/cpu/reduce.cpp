@@ -298,6 +298,33 @@ void reduce_typed(const View& in, const std::vector<RDim>& dims, const View& out
   }
 }
 
+// Every element of a contiguous input into one output, below the size Reducer::run would
+// split: the one fold it would do (join(init, fold_run)), without building its dims. A dot
+// product observed in a loop of small observations takes this path.
+template <template <class> class RT, class T>
+void fold_all(const View& in, const View& out) {
+  using R = RT<T>;
+  using A = typename R::A;
+  const A acc = R::join(R::init(), fold_run<R>(in.ptr<T>(), in.numel(), 1));
+  if (out.dtype == dtype_of<A>()) {
+    *out.ptr<A>() = acc;
+  } else if (out.dtype == dtype_of<T>()) {
+    *out.ptr<T>() = static_cast<T>(acc);
+  } else {
+    dispatch_dtype(out.dtype, [&](auto tag) {
+      using O = typename decltype(tag)::type;
+      *out.ptr<O>() = fn::Cast<A, O>{}(acc);
+    });
+  }
+}
+
+template <template <class> class RT>
+bool try_fold_all(const View& in, const View& out) {
+  if (out.numel() != 1 || in.numel() == 0 || in.numel() >= kSerialWork || !in.is_contiguous()) return false;
+  dispatch_dtype(in.dtype, [&](auto tag) { fold_all<RT, typename decltype(tag)::type>(in, out); });
+  return true;
+}
+
 template <template <class> class RT>
 void reduce_op(const View& in, const std::vector<RDim>& dims, const View& out) {
   dispatch_dtype(in.dtype, [&](auto tag) {
@@ -308,6 +335,16 @@ void reduce_op(const View& in, const std::vector<RDim>& dims, const View& out) {
 }  // namespace
 
 void run_reduce(Op op, const View& in, const std::vector<int>& dims, const View& out) {
+  internal_check(out.rank() == in.rank() - static_cast<int>(dims.size()));
+  switch (op) {  // small and whole: no dims to build (try_fold_all)
+    case Op::Sum: if (try_fold_all<SumR>(in, out)) return; break;
+    case Op::Prod: if (try_fold_all<ProdR>(in, out)) return; break;
+    case Op::Max: if (try_fold_all<MaxR>(in, out)) return; break;
+    case Op::Min: if (try_fold_all<MinR>(in, out)) return; break;
+    case Op::All: if (try_fold_all<AllR>(in, out)) return; break;
+    case Op::Any: if (try_fold_all<AnyR>(in, out)) return; break;
+    default: break;
+  }
   std::vector<bool> red(in.rank(), false);
   for (int d : dims) {
     internal_check(d >= 0 && d < in.rank() && !red[d]);

@@ -30,12 +30,16 @@ template <int K> struct Dim {
 };
 
 // Drops extent-1 dims and merges neighbours that every operand walks as one run, so
-// a contiguous operand becomes one dim. Keeps row-major order; never empty.
+// a contiguous operand becomes one dim. Keeps row-major order; never empty. Writes into
+// `out` (its memory is reused: a loop of small maps coalesces thousands of times a second).
 template <int K>
-std::vector<Dim<K>> coalesce(const Shape& shape, const std::array<const Strides*, K>& strides) {
-  std::vector<Dim<K>> out;
+void coalesce(const Shape& shape, const std::array<const Strides*, K>& strides, std::vector<Dim<K>>& out) {
+  out.clear();
   for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 0) return {Dim<K>{0, {}}};
+    if (shape[d] == 0) {
+      out.assign(1, Dim<K>{0, {}});
+      return;
+    }
     if (shape[d] == 1) continue;
     Dim<K> x{shape[d], {}};
     for (int k = 0; k < K; ++k) x.s[k] = (*strides[k])[d];
@@ -52,6 +56,12 @@ std::vector<Dim<K>> coalesce(const Shape& shape, const std::array<const Strides*
     out.push_back(x);
   }
   if (out.empty()) out.push_back(Dim<K>{1, {}});
+}
+
+template <int K>
+std::vector<Dim<K>> coalesce(const Shape& shape, const std::array<const Strides*, K>& strides) {
+  std::vector<Dim<K>> out;
+  coalesce<K>(shape, strides, out);
   return out;
 }
 
