@@ -4,6 +4,7 @@
 #include <lua.h>
 
 #include <new>
+#include <string_view>
 
 #include "engine/exec/evaluator.hpp"
 #include "engine/exec/observe.hpp"
@@ -16,11 +17,17 @@ namespace tapestry {
 
 namespace {
 
-constexpr const char* kMethodsKey = "tapestry.Tensor.methods";
+const char kMethodsKey = 0;  // the methods table's registry key (by address)
+// The metatable is also kept under this address in the registry: pushing it by light
+// userdata is a pointer lookup, where luaL_setmetatable hashes and compares the name.
+const char kMetaKey = 0;
+
+// Every argument check asks "is this a Tensor?" (tens of times a CG iteration), so the
+// metatable's address lives in the state's extra space and the test is one comparison.
+const void*& tensor_meta_address(lua_State* L) { return *static_cast<const void**>(lua_getextraspace(L)); }
 
 int tensor_gc(lua_State* L) {
-  auto* h = static_cast<TensorHandle*>(luaL_testudata(L, 1, kTensorMeta));
-  if (h) h->~TensorHandle();
+  if (auto* h = to_tensor_handle(L, 1)) h->~TensorHandle();
   return 0;
 }
 
@@ -32,8 +39,13 @@ int tensor_close(lua_State* L) {
 // x.shape, x.dtype, x.name, methods, then x[i] and x[{...}].
 int tensor_index(lua_State* L) {
   if (lua_type(L, 2) == LUA_TSTRING) {
+    // Methods first: a method call (x:sum()) looks its name up here every time.
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &kMethodsKey);
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, -2) != LUA_TNIL) return 1;
+    lua_pop(L, 2);
     TensorHandle* h = to_tensor_handle(L, 1);
-    const std::string key = lua_tostring(L, 2);
+    const std::string_view key = lua_tostring(L, 2);
     if (key == "name") {
       if (h->name.empty()) lua_pushnil(L);
       else lua_pushstring(L, h->name.c_str());
@@ -52,8 +64,7 @@ int tensor_index(lua_State* L) {
       }
       return 1;
     }
-    lua_getfield(L, LUA_REGISTRYINDEX, kMethodsKey);
-    lua_getfield(L, -1, key.c_str());
+    lua_pushnil(L);
     return 1;  // nil for an unknown key, as Lua tables do
   }
   return lua::l_index(L);
@@ -64,11 +75,16 @@ int tensor_index(lua_State* L) {
 void push_tensor(lua_State* L, NodeRef node, std::string name) {
   void* mem = lua_newuserdatauv(L, sizeof(TensorHandle), 0);
   new (mem) TensorHandle{std::move(node), std::move(name)};
-  luaL_setmetatable(L, kTensorMeta);
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &kMetaKey);
+  lua_setmetatable(L, -2);
 }
 
 TensorHandle* to_tensor_handle(lua_State* L, int idx) {
-  return static_cast<TensorHandle*>(luaL_testudata(L, idx, kTensorMeta));
+  void* p = lua_touserdata(L, idx);
+  if (!p || lua_islightuserdata(L, idx) || !lua_getmetatable(L, idx)) return nullptr;
+  const bool tensor = lua_topointer(L, -1) == tensor_meta_address(L);
+  lua_pop(L, 1);
+  return tensor ? static_cast<TensorHandle*>(p) : nullptr;
 }
 
 void observe(const std::vector<NodeRef>& nodes) {
@@ -88,7 +104,7 @@ void register_tensor_type(lua_State* L) {
     push_guarded(L, e.fn, e.name);
     lua_setfield(L, -2, std::string(method).c_str());
   }
-  lua_setfield(L, LUA_REGISTRYINDEX, kMethodsKey);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &kMethodsKey);
 
   luaL_newmetatable(L, kTensorMeta);
   for (const ApiEntry& e : api_entries()) {
@@ -106,7 +122,8 @@ void register_tensor_type(lua_State* L) {
   lua_setfield(L, -2, "__close");
   lua_pushstring(L, "Tensor");
   lua_setfield(L, -2, "__name");
-  lua_pop(L, 1);
+  tensor_meta_address(L) = lua_topointer(L, -1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &kMetaKey);
 }
 
 }  // namespace tapestry
