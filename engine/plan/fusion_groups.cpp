@@ -19,27 +19,26 @@ std::pair<int, bool> NodeIndex::insert(const Node* n) {
   for (; slots_[i].first; i = (i + 1) & (slots_.size() - 1))
     if (slots_[i].first == n) return {slots_[i].second, false};
   slots_[i] = {n, count_};
+  used_.push_back(i);
   return {count_++, true};
 }
 
 void NodeIndex::clear() {
-  if (count_ == 0) return;
-  // A table grown for one large graph is not swept whole for every small one after it.
-  if (slots_.size() > 4096 && static_cast<size_t>(count_) * 16 < slots_.size())
-    slots_.assign(64, {nullptr, 0});
-  else
-    std::fill(slots_.begin(), slots_.end(), std::pair<const Node*, int>{nullptr, 0});
+  for (size_t i : used_) slots_[i] = {nullptr, 0};  // only the slots in use: a few per graph
+  used_.clear();
   count_ = 0;
 }
 
 void NodeIndex::grow() {
   std::vector<std::pair<const Node*, int>> old(slots_.size() * 2, {nullptr, 0});
   old.swap(slots_);
+  used_.clear();
   for (const auto& [n, i] : old) {
     if (!n) continue;
     size_t s = slot(n);
     while (slots_[s].first) s = (s + 1) & (slots_.size() - 1);
     slots_[s] = {n, i};
+    used_.push_back(s);
   }
 }
 

@@ -17,7 +17,8 @@
 
 namespace tapestry::plan {
 
-// Node -> a small index: open addressing over a power-of-two table, cleared without freeing.
+// Node -> a small index: open addressing over a power-of-two table, cleared without freeing
+// (a table grown once for a large graph stays, and clearing it costs only its filled slots).
 class NodeIndex {
  public:
   NodeIndex() : slots_(64, {nullptr, 0}) {}
@@ -34,6 +35,7 @@ class NodeIndex {
   }
   void grow();
   std::vector<std::pair<const Node*, int>> slots_;
+  std::vector<size_t> used_;  // positions of the filled slots, which clear() empties
   int count_ = 0;
 };
 
