@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/ir/error.hpp"
+#include "engine/ir/spin_lock.hpp"
 
 namespace tapestry {
 
@@ -17,7 +18,7 @@ namespace {
 // of nodes a second), buckets a power of two, picked by the hash's high bits after a
 // multiply (structural_hash's low bits are weak for small ids).
 struct InternTable {
-  std::mutex mu;
+  SpinLock mu;
   std::vector<const Node*> buckets = std::vector<const Node*>(size_t(1) << kInitialBits, nullptr);
   int bits = kInitialBits;
   size_t count = 0;
@@ -103,7 +104,7 @@ bool same_structure(const Node& n, Op op, const std::vector<NodeRef>& inputs, co
 // need that flips a node between waiting and not waiting moves its inputs' need by the same
 // delta, and so on down: a work list, not recursion (chains are 10^5 deep). A node is
 // destroyed only when nothing refers to it, so never while waiting: ~Node has nothing to undo.
-std::mutex g_need_mu;
+SpinLock g_need_mu;
 
 bool waiting(const Node& n) { return !n.value && !n.stored && n.need.load() > 0; }
 
@@ -153,14 +154,14 @@ void change_need_of_inputs(const Node& n, int delta) {
 }  // namespace
 
 void set_value(const Node& n, std::shared_ptr<const Value> v) {
-  std::lock_guard<std::mutex> lock(g_need_mu);
+  std::lock_guard<SpinLock> lock(g_need_mu);
   const bool was = waiting(n);
   n.value = std::move(v);
   if (waiting(n) != was) change_need_of_inputs(n, was ? -1 : +1);
 }
 
 void set_stored(const Node& n, NodeRef leaf) {
-  std::lock_guard<std::mutex> lock(g_need_mu);
+  std::lock_guard<SpinLock> lock(g_need_mu);
   const bool was = waiting(n);
   n.stored = std::move(leaf);
   if (waiting(n) != was) change_need_of_inputs(n, was ? -1 : +1);
@@ -168,7 +169,7 @@ void set_stored(const Node& n, NodeRef leaf) {
 
 HeldNode& HeldNode::reset(NodeRef n) {
   if (n == node_) return *this;
-  std::lock_guard<std::mutex> lock(g_need_mu);
+  std::lock_guard<SpinLock> lock(g_need_mu);
   if (n) {
     n->held_once = true;
     ++n->holders;
@@ -185,7 +186,7 @@ HeldNode& HeldNode::reset(NodeRef n) {
 Node::~Node() {
   {
     InternTable& t = table();
-    std::lock_guard<std::mutex> lock(t.mu);
+    std::lock_guard<SpinLock> lock(t.mu);
     t.erase(this);
   }
   // Dropping a long chain (a Lua loop of 10^5 updates) would recurse once per node and
@@ -218,7 +219,7 @@ NodeRef make_node(Op op, std::vector<NodeRef> inputs, Attrs attrs, Shape shape, 
 
   const size_t h = structural_hash(op, inputs, attrs, shape, dtype);
   InternTable& t = table();
-  std::lock_guard<std::mutex> lock(t.mu);
+  std::lock_guard<SpinLock> lock(t.mu);
   for (const Node* c = t.first(h); c; c = c->intern_next) {
     if (c->hash != h || !same_structure(*c, op, inputs, attrs, shape, dtype)) continue;
     if (NodeRef live = c->weak_from_this().lock()) return live;
@@ -246,7 +247,7 @@ NodeRef make_source(std::shared_ptr<const Value> value, Shape shape, DType dtype
   n->hash = structural_hash(Op::Source, {}, n->attrs, n->shape, dtype);
   n->value = std::move(value);
   InternTable& t = table();
-  std::lock_guard<std::mutex> lock(t.mu);
+  std::lock_guard<SpinLock> lock(t.mu);
   t.make_room();  // may throw: n is not in the table yet, and dies after the lock is released
   t.insert(n.get());
   return n;
@@ -254,7 +255,7 @@ NodeRef make_source(std::shared_ptr<const Value> value, Shape shape, DType dtype
 
 size_t live_node_count() {
   InternTable& t = table();
-  std::lock_guard<std::mutex> lock(t.mu);
+  std::lock_guard<SpinLock> lock(t.mu);
   return t.count;
 }
 

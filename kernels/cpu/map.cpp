@@ -456,6 +456,9 @@ void run_tile(const Program& g, const Scratch& s, std::vector<const char*>& ptr,
   const int64_t n = std::min(kTile, g.n - start);
   const int64_t npad = round_up(n, kPad);
   const bool full = n == kTile;
+  // No padding needed (a whole tile, or a small map of a multiple of kPad elements): the
+  // kernels may read leaves and write the output in place.
+  const bool exact = npad == n;
   for (int i = 0; i < g.nleaves; ++i) {
     const Reg& r = g.regs[i];
     if (r.kind == RegKind::Splat) {
@@ -464,7 +467,7 @@ void run_tile(const Program& g, const Scratch& s, std::vector<const char*>& ptr,
     }
     char* dst = s.slot(r.slot);
     if (r.kind == RegKind::Direct) {
-      if (full) {
+      if (exact) {
         ptr[i] = r.base + start * r.esize;
         continue;
       }
@@ -472,7 +475,7 @@ void run_tile(const Program& g, const Scratch& s, std::vector<const char*>& ptr,
     } else {
       // A tile inside one contiguous run of the leaf is read in place.
       Odometer<1> it(r.dims, start);
-      if (full && it.inner_stride(0) == 1 && it.run_left() >= n) {
+      if (exact && it.inner_stride(0) == 1 && it.run_left() >= n) {
         ptr[i] = r.base + it.off[0] * r.esize;
         continue;
       }
@@ -489,7 +492,7 @@ void run_tile(const Program& g, const Scratch& s, std::vector<const char*>& ptr,
       ptr[st.r] = s.slot(r.slot);
       continue;
     }
-    char* dst = (j == last && full && g.out_direct && !g.stream) ? g.out + start * r.esize
+    char* dst = (j == last && exact && g.out_direct && !g.stream) ? g.out + start * r.esize
                                                                    : s.slot(r.slot);
     st.fn(dst, ptr[st.a], st.b >= 0 ? ptr[st.b] : nullptr, st.c >= 0 ? ptr[st.c] : nullptr, npad);
     ptr[st.r] = dst;
