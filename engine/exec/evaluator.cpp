@@ -51,7 +51,7 @@ struct Workspace {
   plan::FusionGroups groups;                     // slot i is node i of groups
   std::vector<Slot> slots;
   std::vector<int> kept;                         // non-roots published with the roots
-  std::vector<int> todo;                         // release_inputs' work list
+  std::vector<int> pending;                      // release_inputs' work list
   std::vector<std::pair<int, int>> banded_leaves;  // {register, slot} of the last build_program
   std::vector<std::pair<int, int>> moments;      // find_moments' pairs
 };
@@ -91,7 +91,7 @@ class WorkspaceLease {
 class Evaluation {
  public:
   Evaluation(const std::vector<NodeRef>& roots, Workspace& w)
-      : roots_(roots), g_(w.groups), slots_(w.slots), kept_(w.kept), todo_(w.todo),
+      : roots_(roots), g_(w.groups), slots_(w.slots), kept_(w.kept), pending_(w.pending),
         banded_leaves_(w.banded_leaves), moments_(w.moments) {}
 
   void run() {
@@ -229,17 +229,17 @@ class Evaluation {
   void release_inputs(int i) {
     ++walk_;
     slot(i).seen = walk_;
-    todo_.assign(1, i);
-    while (!todo_.empty()) {
-      const int m = todo_.back();
-      todo_.pop_back();
+    pending_.assign(1, i);
+    while (!pending_.empty()) {
+      const int m = pending_.back();
+      pending_.pop_back();
       for (size_t k = 0; k < node(m).inputs.size(); ++k) {
         const int j = input(m, k);
         Slot& s = slot(j);
         if (s.inlined || s.banded) {
           if (s.seen != walk_) {
             s.seen = walk_;
-            todo_.push_back(j);
+            pending_.push_back(j);
           }
         } else if (--s.uses == 0 && !s.root && !s.kept) {
           s.value.reset();
@@ -624,7 +624,7 @@ class Evaluation {
   plan::FusionGroups& g_;                              // the workspace's (see Workspace)
   std::vector<Slot>& slots_;
   std::vector<int>& kept_;
-  std::vector<int>& todo_;
+  std::vector<int>& pending_;
   std::vector<std::pair<int, int>>& banded_leaves_;
   std::vector<std::pair<int, int>>& moments_;
   int walk_ = 0;                                       // numbers the graph walks (Slot::seen)
