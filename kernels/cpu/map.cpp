@@ -28,8 +28,8 @@ namespace {
 
 // 4 KiB per f64 register: a program's tiles stay in L1. Short tiles also keep every leaf's
 // stream moving: a step reads one or two leaves for a whole tile while the others wait, and
-// with 2,048 elements a*b+c streamed at 23 GB/s on one thread against 34 GB/s at 512 (its
-// tanh at 11 against 16 GB/s; see docs/performance.md, W2).
+// with 2,048 elements a*b+c streamed at 23 GB/s on one thread against 34 GB/s at 512
+// (tanh(a*b+c) at 11 against 16 GB/s; see docs/performance.md, W2).
 constexpr int64_t kTile = 512;
 constexpr int64_t kPad = 64;     // the widest vector step (64 bools in a 512-bit register)
 constexpr int64_t kSlotBytes = kTile * 8;
