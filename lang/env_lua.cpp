@@ -6,6 +6,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "engine/session/observe.hpp"
 #include "engine/store/environment.hpp"
 #include "lang/lua_args.hpp"
 #include "lang/tensor_lua.hpp"
@@ -31,6 +32,7 @@ int env_newindex(lua_State* L) {
   const std::string name = check_name(L);
   if (lua_isnil(L, 3)) {
     env().drop(name);
+    release_unreferenced();  // its shards, on every rank, unless something still reads them
     return 0;
   }
   env().bind(name, check_tensor_like(L, 3));

@@ -10,14 +10,17 @@
 #include <string>
 #include <vector>
 
-#include "engine/exec/evaluator.hpp"
-#include "engine/io/checkpoint.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/session/checkpoint.hpp"
 #include "engine/io/npy.hpp"
 #include "engine/io/parallel_io.hpp"
-#include "engine/exec/observe.hpp"
+#include "engine/session/observe.hpp"
 #include "engine/plan/planner.hpp"
+#include "engine/session/session.hpp"
+#include "engine/session/sharded_io.hpp"
 #include "engine/store/stored_tensor.hpp"
 #include "engine/store/environment.hpp"
+#include "engine/telemetry/cancel.hpp"
 #include "lang/bindings.hpp"
 #include "lang/lua_args.hpp"
 #include "lang/tensor_lua.hpp"
@@ -57,7 +60,7 @@ int l_load(lua_State* L) {
   if (name)
     user_check(is_identifier(*name), "'", *name, "' is not a valid tensor name (use an identifier)");
   // A named tensor on N ranks: each rank reads its own rows into its shard store.
-  const int ranks = plan::current_mesh().ranks;
+  const int ranks = current_mesh().ranks;
   NodeRef n;
   if (name && ranks > 1) {
     n = io::load_npy_sharded(path, ranks);
@@ -78,9 +81,9 @@ int l_save(lua_State* L) {
   const std::string path = check_path(L, 2);
   // On N ranks the value is computed (or already stored) sharded and each rank writes its
   // own boxes; rank 0 writes only the header.
-  if (plan::current_mesh().ranks > 1 && !x->value) {
+  if (current_mesh().ranks > 1 && !x->value) {
     clear_cancel();
-    env().materialize();
+    materialize(env());
     NodeRef leaf = io::stored_leaf_of(x);
     if (!leaf) {
       NodeRef s = observe_stored({x})[0];

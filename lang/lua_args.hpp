@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/ir/builders.hpp"
+#include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
 #include "lang/api.hpp"
 

@@ -15,10 +15,11 @@
 #include <unistd.h>
 
 #include "engine/device/probe.hpp"
-#include "engine/exec/coordinator.hpp"
+#include "engine/dist/coordinator.hpp"
 #include "engine/ir/fused.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/poly/signature.hpp"
+#include "engine/session/session.hpp"
 #include "engine/store/environment.hpp"
 #include "lang/bindings.hpp"
 #include "lang/lua_args.hpp"
@@ -44,7 +45,7 @@ PlanHandle* check_plan(lua_State* L, int i) {
 // opts.mesh: a rank count, or {ranks=, ranks_per_node=, flops=, bandwidth=, latency=,
 // network_bandwidth=, network_latency=, memory=}.
 plan::Mesh read_mesh(lua_State* L, int opts_idx) {
-  plan::Mesh m = plan::current_mesh();
+  plan::Mesh m = current_mesh();
   if (opts_idx == 0) return m;
   lua_getfield(L, opts_idx, "mesh");
   const int t = lua_gettop(L);
@@ -121,7 +122,7 @@ PlanArgs plan_args(lua_State* L) {
 }
 
 plan::PlannedGraph plan_for(lua_State* L, const PlanArgs& a) {
-  return plan::plan_observation(a.roots, read_mesh(L, a.opts), read_search(L, a.opts));
+  return plan_observed(a.roots, read_mesh(L, a.opts), read_search(L, a.opts));
 }
 
 std::string op_label(const Node& n) {
@@ -270,7 +271,7 @@ void push_layout(lua_State* L, const std::vector<int64_t>& grid) {
 // A layout table: {kind="replicated"} / {kind="split", dim=d, parts=p} / {grid={...}}.
 std::vector<int64_t> layout_grid(lua_State* L, int i, const Shape& shape) {
   if (!luaL_testudata(L, i, kLayoutMeta) && lua_type(L, i) != LUA_TTABLE) type_error(L, i, "layout");
-  const int ranks = plan::current_mesh().ranks;
+  const int ranks = current_mesh().ranks;
   std::vector<int64_t> grid(shape.size(), 1);
   lua_getfield(L, i, "kind");
   const std::string kind = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "grid";
@@ -333,7 +334,7 @@ std::string layout_map_on(const NodeRef& x, const plan::Mesh& mesh,
     li.grid.assign(x->shape.size(), 1);
     li.shards.push_back(plan::Shard{x->id, poly::Box::of_shape(x->shape), 0});
   } else {
-    li = plan::layout_of(plan::plan_observation({x}, mesh, search), x->id);
+    li = plan::layout_of(plan_observed({x}, mesh, search), x->id);
   }
   return render_layout(x->shape, li.shards, plan::grid_string(li.grid), isatty(1) != 0);
 }
@@ -381,7 +382,7 @@ int l_layout(lua_State* L) {
     push_layout(L, std::vector<int64_t>(x->shape.size(), 1));
     return 1;
   }
-  const plan::PlannedGraph pg = plan::plan_observation({x}, plan::current_mesh(), read_search(L, 0));
+  const plan::PlannedGraph pg = plan_observed({x}, current_mesh(), read_search(L, 0));
   push_layout(L, plan::layout_of(pg, x->id).grid);
   return 1;
 }
@@ -425,7 +426,7 @@ int l_grid(lua_State* L) {
 }
 
 int l_mesh(lua_State* L) {
-  const plan::Mesh& m = plan::current_mesh();
+  const plan::Mesh& m = current_mesh();
   lua_createtable(L, 0, 8);
   lua_pushinteger(L, m.ranks);
   lua_setfield(L, -2, "ranks");
@@ -488,7 +489,7 @@ int l_layout_map(lua_State* L) {
 }  // namespace lua
 
 std::string describe_layout_map(const NodeRef& x) {
-  return layout_map_on(x, plan::current_mesh(), {});
+  return layout_map_on(x, current_mesh(), {});
 }
 
 void register_plan_types(lua_State* L) {

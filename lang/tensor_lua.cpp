@@ -6,9 +6,10 @@
 #include <new>
 #include <string_view>
 
-#include "engine/exec/evaluator.hpp"
-#include "engine/exec/observe.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/session/observe.hpp"
 #include "engine/store/environment.hpp"
+#include "engine/telemetry/cancel.hpp"
 #include "lang/api.hpp"
 #include "lang/bindings.hpp"
 #include "lang/lua_args.hpp"
@@ -89,7 +90,7 @@ TensorHandle* to_tensor_handle(lua_State* L, int idx) {
 
 void observe(const std::vector<NodeRef>& nodes) {
   clear_cancel();
-  env().materialize();
+  materialize(env());
   observe_values(nodes);
 }
 

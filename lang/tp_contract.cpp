@@ -8,7 +8,7 @@
 #include <cmath>
 #include <string>
 
-#include "engine/ir/einsum.hpp"
+#include "engine/ir/build/einsum.hpp"
 #include "lang/bindings.hpp"
 #include "lang/lua_args.hpp"
 #include "lang/tensor_lua.hpp"

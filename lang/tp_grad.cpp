@@ -7,8 +7,8 @@
 
 #include <unordered_set>
 
-#include "engine/ir/grad.hpp"
-#include "engine/exec/observe.hpp"
+#include "engine/ir/grad/grad.hpp"
+#include "engine/session/observe.hpp"
 #include "lang/bindings.hpp"
 #include "lang/lua_args.hpp"
 #include "lang/tensor_lua.hpp"

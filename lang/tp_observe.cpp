@@ -5,9 +5,11 @@
 
 #include <chrono>
 
-#include "engine/exec/evaluator.hpp"
-#include "engine/exec/observe.hpp"
-#include "engine/exec/stats.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/session/observe.hpp"
+#include "engine/session/session.hpp"
+#include "engine/telemetry/cancel.hpp"
+#include "engine/telemetry/stats.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/ir/value.hpp"
 #include "engine/store/environment.hpp"
@@ -75,7 +77,7 @@ int l_eval(lua_State* L) {
   for (int i = 1; i <= n; ++i) xs.push_back(check_tensor(L, i));
   // Computed is enough: results stay sharded where computed (printing one gathers it).
   clear_cancel();
-  env().materialize();
+  materialize(env());
   observe_kept(xs);
   return n;  // the same Tensors, now backed by data
 }
@@ -162,7 +164,7 @@ int l_tensors(lua_State* L) {
                                   : e.pending ? "not computed" : "whole on rank 0";
     lua_pushstring(L, layout.c_str());
     lua_setfield(L, -2, "layout");
-    const int ranks = st ? st->ranks : plan::current_mesh().ranks;
+    const int ranks = st ? st->ranks : current_mesh().ranks;
     std::vector<int64_t> per_rank(static_cast<size_t>(ranks), 0);
     if (st) per_rank = bytes_per_rank(*st, *n);
     else if (!e.pending) per_rank[0] = numel(n->shape) * dtype_size(n->dtype);

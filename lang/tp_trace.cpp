@@ -1,10 +1,10 @@
-// tp.trace(path) / tp.trace(nil): the Lua face of engine/exec/trace.hpp.
+// tp.trace(path) / tp.trace(nil): the Lua face of engine/telemetry/trace.hpp.
 #include <lauxlib.h>
 #include <lua.h>
 
 #include <string>
 
-#include "engine/exec/trace.hpp"
+#include "engine/telemetry/trace.hpp"
 #include "lang/bindings.hpp"
 
 namespace tapestry::lua {

@@ -12,9 +12,10 @@
 
 #include "engine/comm/mpi.hpp"
 #include "engine/device/probe.hpp"
-#include "engine/exec/coordinator.hpp"
-#include "engine/exec/worker.hpp"
+#include "engine/dist/coordinator.hpp"
+#include "engine/dist/worker.hpp"
 #include "engine/plan/planner.hpp"
+#include "engine/session/session.hpp"
 #include "lang/api.hpp"
 #include "lang/state.hpp"
 #include "repl/cli.hpp"
@@ -100,7 +101,7 @@ int start_mpi() {
   if (mpi->rank() == 0) {
     unsetenv("TAPESTRY_RELAUNCHED");  // a script's own `tapestry -n` may launch again
     tapestry::start_coordinator(*mpi);
-    if (mpi->size() > 1) tapestry::plan::set_current_ranks(mpi->size());
+    if (mpi->size() > 1) tapestry::set_current_ranks(mpi->size());
     return -1;
   }
   try {
@@ -151,7 +152,7 @@ int main(int argc, char** argv) {
     if (const int status = prepare_serve(o.subcommand_args, serve_options); status >= 0) return status;
     cli.options.ranks = serve_options.ranks;  // serve -n N restarts under mpirun as -n N does
   }
-  if (o.memory_per_rank >= 0) tapestry::plan::set_memory_per_rank(o.memory_per_rank);
+  if (o.memory_per_rank >= 0) tapestry::set_memory_per_rank(o.memory_per_rank);
   if (const int job = tapestry::mpi_job_ranks(); o.ranks != 1 && job == 0) {
     // Not under mpirun yet: become `mpirun -n N tapestry args...` (returns only on failure).
     // A worker that dies must not take rank 0 down before it reports it (it aborts itself).

@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "engine/exec/progress.hpp"
+#include "engine/telemetry/progress.hpp"
 
 namespace tapestry::repl {
 

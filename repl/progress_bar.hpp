@@ -1,4 +1,4 @@
-// The shell's progress bar: listens to the executor (engine/exec/progress.hpp) and, once an
+// The shell's progress bar: listens to the executor (engine/telemetry/progress.hpp) and, once an
 // evaluation has run for a second, redraws one line on stderr about 10 times a second:
 //   [##########..........] 412/800 blocks  12.0 MiB moved  ETA 3s
 // erased when the evaluation ends. Only when stdout is a terminal, or TAPESTRY_PROGRESS=1.

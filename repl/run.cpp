@@ -12,7 +12,8 @@
 #include <csignal>
 #include <cstdio>
 
-#include "engine/exec/evaluator.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/telemetry/cancel.hpp"
 
 namespace tapestry::repl {
 

@@ -20,7 +20,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/exec/evaluator.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/telemetry/cancel.hpp"
 #include "repl/cli.hpp"
 #include "repl/commands.hpp"
 #include "repl/complete.hpp"

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "engine/plan/planner.hpp"
+#include "engine/session/session.hpp"
 #include "repl/cli.hpp"
 #include "repl/commands.hpp"
 #include "repl/complete.hpp"
@@ -80,7 +81,7 @@ bool is_command(std::string_view line) {
 }  // namespace
 
 std::string prompt() {
-  const int ranks = plan::current_mesh().ranks;
+  const int ranks = current_mesh().ranks;
   return ranks > 1 ? "tapestry[" + std::to_string(ranks) + " ranks]> " : kPrompt;
 }
 

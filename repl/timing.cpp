@@ -1,4 +1,4 @@
-// :time reads the engine's counters (tp.stats: engine/exec/stats.hpp and the planner's)
+// :time reads the engine's counters (tp.stats: engine/telemetry/stats.hpp and the planner's)
 // before and after, so the phases are the engine's own measurements, not guesses: plan is
 // planning plus scheduling, move the time spent sending, receiving and combining between
 // ranks, run the rest of the evaluation. Tensor results are computed before printing, so
@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <string>
 
-#include "engine/exec/stats.hpp"
+#include "engine/telemetry/stats.hpp"
 #include "engine/plan/planner.hpp"
 #include "lang/tensor_lua.hpp"
 #include "repl/run.hpp"

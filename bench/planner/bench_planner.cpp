@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/ir/builders.hpp"
+#include "engine/ir/build/builders.hpp"
 #include "engine/plan/plan_cache.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/plan/search.hpp"

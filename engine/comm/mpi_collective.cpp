@@ -26,7 +26,7 @@ void check(int rc, const char* what) {
   throw InternalError(cat_str(what, " failed: ", std::string(text, n)));
 }
 
-// Max and min as the kernels do them (engine/exec/block.cpp, combine_partials): a NaN wins.
+// Max and min as the kernels do them (engine/run/run_block.cpp, combine_partials): a NaN wins.
 // MPI_MAX / MPI_MIN compare with < and would drop it depending on the order of the operands.
 template <class T> void nan_merge(const void* in, void* inout, int n, bool max) {
   const T* a = static_cast<const T*>(in);

@@ -8,15 +8,14 @@
 #include <cstdlib>
 
 #include "engine/device/probe.hpp"
-#include "engine/exec/device_sim.hpp"
-#include "engine/store/shard_store.hpp"
+#include "engine/device/sim_backend.hpp"
 #include "engine/ir/error.hpp"
 
 namespace tapestry::device {
 
 namespace {
 
-// The plugin's entry points (kernels/cuda/cuda_device_backend.cpp).
+// The plugin's entry points (engine/device/cuda/cuda_device.cpp).
 using AbiFn = int (*)();
 using MakeFn = DeviceBackend* (*)(int index, char* why, size_t why_size);
 
@@ -68,29 +67,15 @@ std::unique_ptr<DeviceBackend> load_backend_plugin(const std::string& path, int 
   return b;
 }
 
-// Named tensors' shards may sit in device memory (engine/store/shard_store.hpp); they are freed
-// at exit before the device runtime's own teardown, which was registered with atexit before
-// this handler (handlers and static destructors run in reverse order of registration).
-static void free_device_shards() { shard_store().clear(); }
-
-static void free_device_shards_at_exit() {
-  shard_store();  // constructed first, so the store is destroyed only after the handler ran
-  std::atexit(free_device_shards);
-}
-
 void attach_backend(Selection& s, bool cuda_forced) {
   if (s.kind == Kind::Sim) {
     loaded() = std::make_unique<SimDevice>();
-    free_device_shards_at_exit();
     return;
   }
   if (s.kind != Kind::Cuda) return;
   std::string why;
   loaded() = load_backend_plugin(cuda_plugin_path(), s.index, why);
-  if (loaded()) {
-    free_device_shards_at_exit();
-    return;
-  }
+  if (loaded()) return;
   s.kind = Kind::Cpu;
   s.index = -1;
   if (cuda_forced) s.error = "TAPESTRY_DEVICE=cuda but the CUDA backend cannot be used: " + why;

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "engine/device/select.hpp"
-#include "engine/exec/device_backend.hpp"
+#include "engine/device/backend.hpp"
 
 namespace tapestry::device {
 

@@ -23,7 +23,7 @@ struct GpuInfo {
   double mem_bytes = 0;
 };
 
-// Sim: the simulated device of the tests (engine/exec/device_sim.hpp), TAPESTRY_DEVICE=sim:
+// Sim: the simulated device of the tests (engine/device/sim_backend.hpp), TAPESTRY_DEVICE=sim:
 // device memory is separate host memory and kernels are the CPU's, so every path a GPU takes
 // (device blocks, uploads and downloads, staging for MPI) runs on machines without one.
 enum class Kind { Cpu, Cuda, Sim };

@@ -1,5 +1,5 @@
 // Which elementwise ops fold into which consumer: the one set of fusion rules, shared by the
-// single-rank evaluator (engine/exec/evaluator.cpp) and the planner's rewrite (plan::fuse).
+// single-rank evaluator (engine/run/evaluator.cpp) and the planner's rewrite (plan::fuse).
 //   FusionGroups g;
 //   group_fusion({y}, g);            // g's arrays are reused by the next call
 //   for (int i : g.order) ...        // every node, inputs first; i indexes the per-node arrays

@@ -1,15 +1,12 @@
 #include "engine/plan/planner.hpp"
 
 #include <chrono>
-#include <cstdlib>
 #include <set>
 #include <unordered_set>
 
-#include "engine/device/probe.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/fuse.hpp"
 #include "engine/plan/plan_cache.hpp"
-#include "engine/store/stored_tensor.hpp"
 
 namespace tapestry::plan {
 
@@ -40,7 +37,7 @@ PlannerStats& planner_stats() {
 }
 
 PlannedGraph plan_observation(const std::vector<NodeRef>& roots, const Mesh& mesh,
-                              SearchOptions opts, bool fuse_maps) {
+                              SearchOptions opts, bool fuse_maps, const StoredShards& stored) {
   const auto t0 = std::chrono::steady_clock::now();
   PlannedGraph pg;
   std::unordered_set<const Node*> listed;  // a plan produces each root once
@@ -57,8 +54,8 @@ PlannedGraph plan_observation(const std::vector<NodeRef>& roots, const Mesh& mes
   pg.mesh = mesh;
   for (const NodeRef& n : pg.topo) {
     // A stored tensor is read where it lies: no data moves to rank 0 and back.
-    if (const StoredLayout* s = usable_stored(n->id, mesh.ranks))
-      pg.initial.insert(pg.initial.end(), s->shards.begin(), s->shards.end());
+    if (const std::vector<Shard>* s = stored ? stored(n->id) : nullptr)
+      pg.initial.insert(pg.initial.end(), s->begin(), s->end());
     else if (n->value) pg.initial.push_back(Shard{n->id, Box::of_shape(n->shape), 0});
     if (n->op == Op::Constrain && !n->value) opts.output_grid[n->id] = n->attrs.ints;
   }
@@ -72,45 +69,6 @@ PlannedGraph plan_observation(const std::vector<NodeRef>& roots, const Mesh& mes
   st.time_plan += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return pg;
 }
-
-namespace {
-int64_t& memory_limit() {
-  static int64_t bytes = [] {
-    const char* e = std::getenv("TAPESTRY_MEMORY_PER_RANK");
-    return e ? std::max<int64_t>(0, std::atoll(e)) : int64_t(0);
-  }();
-  return bytes;
-}
-
-// The limit is the mesh's capacity, so the search prefers plans that fit it.
-Mesh with_limit(Mesh m) {
-  if (memory_limit() > 0) m.mem_bytes_per_rank = static_cast<double>(memory_limit());
-  return m;
-}
-
-Mesh& mesh_storage() {
-  static Mesh m = [] {
-    int ranks = 1;
-    if (const char* e = std::getenv("TAPESTRY_RANKS")) ranks = std::max(1, std::atoi(e));
-    return with_limit(device::apply_device(Mesh::this_machine(ranks), device::current()));
-  }();
-  return m;
-}
-}  // namespace
-
-const Mesh& current_mesh() { return mesh_storage(); }
-void set_current_ranks(int ranks) {
-  user_check(ranks >= 1 && ranks <= 4096, "ranks must be in 1..4096, got ", ranks);
-  mesh_storage() = with_limit(device::apply_device(Mesh::this_machine(ranks), device::current()));
-}
-
-void set_memory_per_rank(int64_t bytes) {
-  user_check(bytes >= 0, "the memory per rank must be a number of bytes >= 0, got ", bytes);
-  memory_limit() = bytes;
-  mesh_storage() = with_limit(device::apply_device(Mesh::this_machine(mesh_storage().ranks), device::current()));
-}
-
-int64_t memory_per_rank() { return memory_limit(); }
 
 LayoutInfo layout_of(const PlannedGraph& pg, uint64_t node) {
   LayoutInfo li;

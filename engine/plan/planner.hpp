@@ -1,11 +1,12 @@
 // Planning one observation: the observed subgraph, where its inputs lie, and the plan.
-//   PlannedGraph pg = plan_observation({y}, current_mesh(), {});
+//   PlannedGraph pg = plan_observation({y}, mesh, {});
 //   print(to_string(pg.plan.graph()));  pg.plan.cost.time;  layout_of(pg, y->id)
 // Nodes that already hold a value are inputs held whole on rank 0, stored tensors
 // (engine/store/stored_tensor.hpp) inputs where their shards lie; Constrain nodes fix the
 // layout of their value; plans are cached by structure, so a loop plans once.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -28,18 +29,14 @@ struct PlannedGraph {
 // Post-order from the roots, stopping at nodes that hold a value (they are inputs).
 std::vector<NodeRef> observed_subgraph(const std::vector<NodeRef>& roots);
 
+// Where stored tensors lie (engine/store/stored_tensor.hpp): the shards of node `id` when a
+// plan on this mesh can read them in place, else nullptr (the node is then computed, or held
+// whole on rank 0 when it has a value).
+using StoredShards = std::function<const std::vector<Shard>*(uint64_t id)>;
+
 // Fuses maps (plan::fuse, unless fuse_maps is false), then plans on `mesh`.
 PlannedGraph plan_observation(const std::vector<NodeRef>& roots, const Mesh& mesh,
-                              SearchOptions opts, bool fuse_maps = true);
-
-// The mesh observations run on: TAPESTRY_RANKS virtual ranks (loopback), default 1.
-const Mesh& current_mesh();
-void set_current_ranks(int ranks);
-// The per-rank memory limit (bytes; 0: none), from --memory-per-rank or
-// TAPESTRY_MEMORY_PER_RANK: the mesh's capacity, so the search prefers plans that fit, and
-// what engine/exec/memory_limit.hpp refuses plans beyond.
-void set_memory_per_rank(int64_t bytes);
-int64_t memory_per_rank();
+                              SearchOptions opts, bool fuse_maps = true, const StoredShards& stored = {});
 
 // How a planned value is split: parts per dim and which rank holds which box.
 struct LayoutInfo {

@@ -2,7 +2,6 @@
 
 #include <cctype>
 
-#include "engine/exec/observe.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/store/stored_tensor.hpp"
 
@@ -32,10 +31,7 @@ void Environment::bind(const std::string& name, NodeRef value) {
   }
 }
 
-void Environment::drop(const std::string& name) {
-  entries_.erase(name);
-  release_unreferenced();
-}
+void Environment::drop(const std::string& name) { entries_.erase(name); }
 
 NodeRef Environment::get(const std::string& name) const {
   auto it = entries_.find(name);
@@ -54,25 +50,13 @@ bool Environment::has_pending() const {
   return false;
 }
 
-void Environment::materialize() {
-  // One at a time, so a failing binding names itself and cannot block the others.
-  for (auto& [name, e] : entries_) {
-    if (!e.pending) continue;
-    NodeRef p = e.pending, stored;
-    try {
-      // Kept sharded where computed; the previous version's shards stay until no one reads them.
-      stored = observe_stored({p})[0];
-    } catch (const Error& err) {
-      const std::string failed = name;  // `name` dies with the entry
-      e.pending = nullptr;
-      if (!e.stored) entries_.erase(failed);
-      throw Error(cat_str("computing tp.env.", failed, ": ", err.what(),
-                          " (the new binding was dropped; any previous value is kept)"));
-    }
-    e.stored = std::move(stored);
-    e.pending = nullptr;
-  }
-  release_unreferenced();
+void Environment::settle(const std::string& name, NodeRef stored) {
+  auto it = entries_.find(name);
+  internal_check(it != entries_.end() && it->second.pending != nullptr);
+  Entry& e = it->second;
+  e.pending = nullptr;
+  if (stored) e.stored = std::move(stored);
+  else if (!e.stored) entries_.erase(it);
 }
 
 }  // namespace tapestry

@@ -1,6 +1,6 @@
 // The environment: named tensors that outlive the Lua variables referring to them.
 //   env().bind("w", expr);            // lazy: computed at the next observation
-//   env().materialize();              // computes every pending binding, atomically each
+//   materialize(env());               // engine/session: computes every pending binding
 //   NodeRef w = env().get("w");       // the pending expression, or the stored value
 // A binding whose evaluation fails is dropped and the previous value stays. On several ranks
 // a computed value stays sharded where it was computed (a stored leaf, engine/store/
@@ -29,10 +29,10 @@ class Environment {
   std::vector<std::string> names() const;      // sorted
   const std::map<std::string, Entry>& entries() const { return entries_; }
 
-  // Computes pending bindings. On failure, the failing bindings are dropped (their
-  // previous value stays), and the error is rethrown prefixed with the name.
-  void materialize();
   bool has_pending() const;
+  // A pending binding computed (`stored`: its value or stored leaf), or failed (nullptr: the
+  // binding is dropped and any previous value stays).
+  void settle(const std::string& name, NodeRef stored);
 
  private:
   std::map<std::string, Entry> entries_;

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/exec/device_backend.hpp"
+#include "engine/device/backend.hpp"
 #include "engine/ir/value.hpp"
 #include "engine/poly/box.hpp"
 

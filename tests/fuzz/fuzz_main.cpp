@@ -18,9 +18,9 @@
 #include <memory>
 #include <string>
 
-#include "engine/exec/device_sim.hpp"
-#include "engine/exec/evaluator.hpp"
-#include "engine/exec/sharded_eval.hpp"
+#include "engine/device/sim_backend.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/session/sharded_eval.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/planner.hpp"
 #include "tests/fuzz/naive.hpp"

@@ -6,8 +6,8 @@
 #include <numeric>
 #include <set>
 
-#include "engine/ir/builders.hpp"
-#include "engine/ir/einsum.hpp"
+#include "engine/ir/build/builders.hpp"
+#include "engine/ir/build/einsum.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
 

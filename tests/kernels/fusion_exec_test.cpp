@@ -10,9 +10,9 @@
 #include <cstring>
 #include <random>
 
-#include "engine/exec/evaluator.hpp"
-#include "engine/exec/stats.hpp"
-#include "engine/ir/builders.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/telemetry/stats.hpp"
+#include "engine/ir/build/builders.hpp"
 #include "engine/ir/value.hpp"
 
 using namespace tapestry;

@@ -5,7 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "engine/comm/collective_plan.hpp"
-#include "engine/ir/builders.hpp"
+#include "engine/ir/build/builders.hpp"
 #include "engine/ir/value.hpp"
 
 using namespace tapestry;

@@ -13,9 +13,9 @@
 
 #include "engine/comm/collective_plan.hpp"
 #include "engine/comm/mpi.hpp"
-#include "engine/exec/evaluator.hpp"
-#include "engine/exec/sharded_run.hpp"
-#include "engine/ir/builders.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/shard/rank_program.hpp"
+#include "engine/ir/build/builders.hpp"
 #include "engine/ir/value.hpp"
 #include "engine/plan/lower.hpp"
 #include "engine/plan/verifier.hpp"

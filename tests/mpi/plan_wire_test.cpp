@@ -5,13 +5,13 @@
 
 #include <cstring>
 
-#include "engine/exec/evaluator.hpp"
-#include "engine/exec/plan_wire.hpp"
-#include "engine/exec/sharded_run.hpp"
-#include "engine/exec/trace.hpp"
-#include "engine/exec/worker.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/dist/plan_wire.hpp"
+#include "engine/shard/rank_program.hpp"
+#include "engine/telemetry/trace.hpp"
+#include "engine/dist/worker.hpp"
 #include "engine/io/parallel_io.hpp"
-#include "engine/ir/builders.hpp"
+#include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
 #include "engine/plan/planner.hpp"

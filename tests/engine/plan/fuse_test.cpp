@@ -4,9 +4,9 @@
 #include <functional>
 #include <map>
 
-#include "engine/exec/block.hpp"
-#include "engine/exec/evaluator.hpp"
-#include "engine/ir/builders.hpp"
+#include "engine/run/run_block.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/ir/build/builders.hpp"
 #include "engine/plan/fuse.hpp"
 #include "engine/poly/signature.hpp"
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "engine/ir/builders.hpp"
+#include "engine/ir/build/builders.hpp"
 #include "engine/ir/value.hpp"
 #include "engine/plan/fusion_groups.hpp"
 

@@ -2,7 +2,7 @@
 
 #include <random>
 
-#include "engine/ir/builders.hpp"
+#include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/collapse.hpp"
 #include "engine/plan/lower.hpp"

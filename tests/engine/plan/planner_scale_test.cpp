@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "engine/ir/builders.hpp"
+#include "engine/ir/build/builders.hpp"
 #include "engine/plan/estimate.hpp"
 #include "engine/plan/plan_cache.hpp"
 #include "engine/plan/search.hpp"

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <functional>
 
-#include "engine/ir/builders.hpp"
+#include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/cost.hpp"
 #include "engine/plan/plan_cache.hpp"

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "engine/ir/builders.hpp"
+#include "engine/ir/build/builders.hpp"
 #include "engine/plan/sharded_graph.hpp"
 
 using namespace tapestry;

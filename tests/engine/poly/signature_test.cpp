@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "engine/ir/builders.hpp"
+#include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/fused.hpp"
 #include "engine/poly/signature.hpp"

@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
-#include "engine/exec/evaluator.hpp"
-#include "engine/ir/builders.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
 #include "engine/store/environment.hpp"
@@ -14,10 +14,25 @@ TEST_CASE("engine.store.environment.bind_is_lazy_then_stored") {
   e.bind("x", x);
   CHECK(e.has_pending());
   CHECK(x->value == nullptr);
-  e.materialize();
+  evaluate({x});  // what engine/session's materialize does, then settles the binding
+  e.settle("x", x);
   CHECK_FALSE(e.has_pending());
   CHECK(e.get("x")->value != nullptr);
   CHECK(e.get("x")->value->data<float>()[1] == 3);
+}
+
+TEST_CASE("engine.store.environment.a_failed_binding_keeps_the_previous_value") {
+  Environment e;
+  NodeRef one = build::full({1}, 1, DType::F32), two = build::full({1}, 2, DType::F32);
+  e.bind("x", one);
+  e.settle("x", one);
+  e.bind("x", two);
+  e.settle("x", nullptr);
+  CHECK(e.get("x") == one);
+  e.bind("y", two);
+  e.settle("y", nullptr);  // no previous value: the name goes
+  CHECK(e.get("y") == nullptr);
+  CHECK(e.names() == std::vector<std::string>{"x"});
 }
 
 TEST_CASE("engine.store.environment.rejects_bad_names") {

@@ -1,4 +1,4 @@
-// libFuzzer target: the MPI plan wire decoder (engine/exec/plan_wire.hpp) on arbitrary bytes.
+// libFuzzer target: the MPI plan wire decoder (engine/dist/plan_wire.hpp) on arbitrary bytes.
 // Garbage must be rejected with an Error, never crash. With TAPESTRY_FUZZ_SEED_DIR set, a valid
 // encoded plan (a matmul and a sum on 3 ranks) is written there first as the seed corpus.
 #include <cstdint>
@@ -6,8 +6,8 @@
 #include <fstream>
 #include <span>
 
-#include "engine/exec/plan_wire.hpp"
-#include "engine/ir/builders.hpp"
+#include "engine/dist/plan_wire.hpp"
+#include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/planner.hpp"
 

@@ -1,0 +1,58 @@
+// The CPU as a DeviceBackend: "device" views are host buffers and the kernels are kernels/cpu's.
+//   HostBackend cpu;
+//   DeviceView x = HostBackend::wrap(host_view);   // the same buffer, no copy
+//   cpu.reduce(Op::Sum, x, {0}, y);  View r = cpu.view(y);
+// The device evaluator runs on it what the device has no kernel for (a node's CPU fallback),
+// with the same per-node code as on the device; the test simulation (device_sim.hpp) derives
+// from it.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/device/backend.hpp"
+
+namespace tapestry {
+
+// Host memory behind a DeviceView.
+class HostMemory : public DeviceMemory {
+ public:
+  explicit HostMemory(std::shared_ptr<Buffer> b) : buf_(std::move(b)) {}
+  void* data() const override { return buf_->data(); }
+  size_t bytes() const override { return buf_->bytes(); }
+  const std::shared_ptr<Buffer>& buffer() const { return buf_; }
+
+ private:
+  std::shared_ptr<Buffer> buf_;
+};
+
+class HostBackend : public DeviceBackend {
+ public:
+  // A device view over v's buffer (no copy); v must have one.
+  static DeviceView wrap(const View& v);
+  // The host view of a view this backend made or wrapped.
+  virtual View view(const DeviceView& d) const;
+
+  std::string name() const override { return "cpu"; }
+  std::shared_ptr<DeviceMemory> allocate(size_t bytes) override;
+  void upload(const View& host, const DeviceView& dst) override;
+  void download(const DeviceView& src, const View& host) override;
+  bool supports(const Node&) const override { return true; }
+  MapLimits map_limits() const override;
+
+  void copy(const DeviceView& src, const DeviceView& dst) override;
+  void map(const DeviceMapProgram& p, const DeviceView& out) override;
+  void reduce(Op op, const DeviceView& in, const std::vector<int>& dims, const DeviceView& out) override;
+  void argreduce(Op op, const DeviceView& in, int dim, const DeviceView& out) override;
+  void matmul(const DeviceView& a, const DeviceView& b, const DeviceView& out) override;
+  void generate(Op op, const Attrs& attrs, const Shape& global_shape, const std::vector<int64_t>& origin,
+                const DeviceView& out) override;
+  void correlate(const DeviceView& x, const DeviceView& k, const std::vector<int64_t>& origin,
+                 const DeviceView& out) override;
+  void conv2d(const DeviceView& x, const DeviceView& w, const cpu::WindowAxis& h, const cpu::WindowAxis& wd,
+              int64_t out_per_group, int64_t o_origin, const DeviceView& out) override;
+  void pool2d(Op op, const DeviceView& x, int64_t kh, int64_t kw, const cpu::WindowAxis& h,
+              const cpu::WindowAxis& wd, const DeviceView& out) override;
+};
+
+}  // namespace tapestry

@@ -1,0 +1,21 @@
+// Device peers of the simulated device under mpirun: NCCL's rules kept over MPI, so the
+// executor's order of posting is checked across processes exactly as a GPU cluster needs it.
+//   std::unique_ptr<DevicePeers> p = mpi_simulated_peers(rank, size);   // collective
+// - A send is MPI_Issend: it completes only once its receive is matched (NCCL does not buffer).
+// - Every message travels on a communicator of its own under one tag, so MPI matches each
+//   pair's messages in posting order (NCCL's order matching); each carries its label, and a
+//   receive that meets another label fails instead of taking the wrong data.
+// - A rank's operations complete in the order it posted them, as on a CUDA stream.
+// The simulated device's memory is host memory, which MPI reads and writes directly.
+#pragma once
+
+#include <memory>
+
+#include "engine/device/peers.hpp"
+
+namespace tapestry::comm {
+
+// Collective over MPI_COMM_WORLD (MPI must be running); rank and size are checked against it.
+std::unique_ptr<DevicePeers> mpi_simulated_peers(int rank, int size);
+
+}  // namespace tapestry::comm

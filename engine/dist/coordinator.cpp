@@ -1,0 +1,426 @@
+#include "engine/dist/coordinator.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <optional>
+
+#include "engine/device/peers.hpp"
+#include "engine/device/plugin.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/dist/liveness.hpp"
+#include "engine/dist/plan_wire.hpp"
+#include "engine/telemetry/cancel.hpp"
+#include "engine/telemetry/trace.hpp"
+#include "engine/dist/worker.hpp"
+#include "engine/ir/error.hpp"
+
+namespace tapestry {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct State {
+  comm::Mpi* mpi = nullptr;
+  uint64_t epoch = 0;
+  std::string broken;  // set when a worker stopped answering: the job cannot be trusted
+  bool shut = false;
+  Peers peers;
+  // Device peers every rank joined at start (comm/device_peers.hpp); retired after a failed
+  // run, whose device transfers may be half-matched.
+  std::unique_ptr<comm::DevicePeers> device_peers;
+  bool device_peers_retired = false;
+  std::string device_transport = "none: slices cross through the host over MPI";
+};
+
+State& state() {
+  static State s;
+  return s;
+}
+
+double timeout_s() {
+  const char* e = std::getenv("TAPESTRY_MPI_TIMEOUT");
+  const double t = e ? std::atof(e) : 0.0;
+  return t > 0 ? t : 300.0;
+}
+
+// The statuses of one run, one per worker, as they arrive.
+class Statuses {
+ public:
+  // origin_us: when rank 0 sent the run; a worker's trace events are relative to its start.
+  Statuses(comm::Mpi& mpi, uint64_t epoch, double origin_us)
+      : mpi_(mpi), epoch_(epoch), origin_us_(origin_us), got_(mpi.size()) {}
+
+  // Takes every status that has arrived; whether any did.
+  bool collect() {
+    bool any = false;
+    for (int w = 1; w < mpi_.size(); ++w) {
+      while (!got_[w]) {
+        auto bytes = mpi_.poll(w, comm::kTagStatus);
+        if (!bytes) break;
+        Status s;
+        std::string why;
+        if (!decode_status(*bytes, s, why))
+          s = Status{Status::Failed, Status::Internal, epoch_, 0, 0, 0, cat_str("rank ", w, ": bad status: ", why), {}};
+        if (s.kind == Status::Hello) {  // a late hello: not about this run
+          state().peers.hello(w, s.message);
+          continue;
+        }
+        if (s.epoch != 0 && s.epoch < epoch_) continue;  // an aborted run's late answer
+        record_trace(w, s);
+        if (s.kind == Status::Failed) failed_.push_back(w);
+        got_[w] = std::move(s);
+        any = true;
+      }
+    }
+    return any;
+  }
+
+  bool all() const {
+    for (size_t w = 1; w < got_.size(); ++w)
+      if (!got_[w]) return false;
+    return true;
+  }
+  std::string missing() const {
+    std::string s;
+    for (size_t w = 1; w < got_.size(); ++w)
+      if (!got_[w]) s += cat_str(s.empty() ? "" : ", ", w);
+    return s;
+  }
+  bool any_failed() const { return !failed_.empty(); }
+  const Status& first_failure() const { return *got_[failed_.front()]; }
+  const std::optional<Status>& of(int w) const { return got_[w]; }
+
+ private:
+  // A worker's events go into rank 0's trace under its own pid.
+  void record_trace(int w, const Status& s) const {
+    if (s.trace.empty() || !trace::enabled()) return;
+    std::vector<trace::Event> events;
+    if (!trace::decode_events(s.trace, origin_us_, events)) return;  // a trace is not worth a failed run
+    for (trace::Event& e : events) {
+      e.pid = w;
+      trace::record(std::move(e));
+    }
+  }
+
+  comm::Mpi& mpi_;
+  uint64_t epoch_;
+  double origin_us_;
+  std::vector<std::optional<Status>> got_;
+  std::vector<int> failed_;  // in order of arrival: the first is the likely cause
+};
+
+[[noreturn]] void rethrow(const Status& s) {
+  switch (s.error) {
+    case Status::Cancelled: throw Cancelled();
+    case Status::Internal: throw InternalError(s.message);
+    case Status::User: break;
+  }
+  throw Error(s.message);
+}
+
+// After a failure: every worker still running gets an abort and answers it, within a
+// grace period; one that does not is reported and marks the job broken. Workers that have
+// answered get it too, unanswered: it tells every rank to retire its collectives'
+// communicators (a collective of the failed run may be half-matched on them).
+void abort_run(comm::Mpi& mpi, uint64_t epoch, Statuses& st) {
+  auto abort = std::make_shared<const std::vector<char>>(encode_command({Command::Abort, epoch, {}}));
+  for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, abort);
+  const auto end = Clock::now() + std::chrono::duration<double>(std::min(timeout_s(), 10.0));
+  comm::Backoff wait;
+  while (!st.all() && Clock::now() < end) {
+    if (st.collect()) continue;
+    if (const int dead = state().peers.dead()) {
+      state().broken = cat_str("the MPI job is broken: ", state().peers.obituary(dead));
+      return;
+    }
+    mpi.drain(epoch);
+    mpi.progress();
+    wait.pause();
+  }
+  if (!st.all())
+    state().broken = cat_str("the MPI job is broken: rank(s) ", st.missing(),
+                             " did not answer an abort; restart tapestry");
+}
+
+}  // namespace
+
+// Every rank joins the device peers at once (NCCL's set-up is collective): rank 0 makes the id,
+// sends it in a Peers command and joins; each worker joins and answers with one status.
+static void connect_device_peers(State& s) {
+  comm::Mpi& mpi = *s.mpi;
+  DeviceBackend& dev = *device::backend();
+  std::string failed;
+  try {
+    const std::string id = dev.make_peer_id();
+    Command c{Command::Peers, 0, std::vector<char>(id.begin(), id.end())};
+    auto cmd = std::make_shared<const std::vector<char>>(encode_command(c));
+    for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, cmd);
+    s.device_peers = dev.join_peers(id, 0, mpi.size());
+    if (!s.device_peers) failed = "rank 0: the device cannot join peers";
+  } catch (const std::exception& e) {
+    failed = cat_str("rank 0: ", e.what());
+  }
+  const auto end = Clock::now() + std::chrono::duration<double>(timeout_s());
+  comm::Backoff wait;
+  for (int w = 1; w < mpi.size(); ++w) {
+    std::optional<Status> st;
+    while (!st && Clock::now() < end) {
+      if (auto bytes = mpi.poll(w, comm::kTagStatus)) {
+        Status got;
+        std::string why;
+        if (!decode_status(*bytes, got, why)) got = Status{Status::Failed, Status::Internal, 0, 0, 0, 0, why, {}};
+        st = got;
+      } else {
+        mpi.progress();
+        wait.pause();
+      }
+    }
+    if (!st) failed = cat_str("rank ", w, " did not join the device peers in ", timeout_s(), " s");
+    else if (st->kind != Status::Done && failed.empty()) failed = st->message;
+  }
+  if (failed.empty()) {
+    s.device_transport = s.device_peers->name();
+  } else {
+    s.device_peers_retired = true;
+    s.device_transport = "none: slices cross through the host over MPI (device peers failed: " + failed + ")";
+  }
+}
+
+std::string device_transport() {
+  const State& s = state();
+  return s.mpi ? s.device_transport : std::string("none");
+}
+
+void start_coordinator(comm::Mpi& mpi) {
+  internal_check(mpi.rank() == 0);
+  State& s = state();
+  s.mpi = &mpi;
+  s.peers = Peers(mpi.size());
+  // Every worker says who it is first; wait for them briefly (they start together).
+  const auto end = Clock::now() + std::chrono::seconds(30);
+  comm::Backoff wait;
+  bool all_can_join = device::peers_wanted();  // and every worker's device, from its Hello
+  for (int w = 1; w < mpi.size(); ++w) {
+    bool heard = false;
+    while (!heard && Clock::now() < end) {
+      auto bytes = mpi.poll(w, comm::kTagStatus);
+      Status st;
+      std::string why;
+      if (bytes && decode_status(*bytes, st, why) && st.kind == Status::Hello) {
+        s.peers.hello(w, st.message);
+        heard = true;
+        all_can_join = all_can_join && (st.caps & Status::CanJoinPeers);
+        break;
+      }
+      mpi.progress();
+      wait.pause();
+    }
+  }
+  static const bool registered = (std::atexit(shutdown_workers), true);
+  (void)registered;
+  if (mpi.size() > 1 && all_can_join) connect_device_peers(s);
+}
+
+int mpi_job_ranks() {
+  const State& s = state();
+  return s.mpi && !s.shut ? s.mpi->size() : 0;
+}
+
+void drop_on_workers(const std::vector<uint64_t>& keys) {
+  State& s = state();
+  if (!s.mpi || s.shut || !s.broken.empty() || keys.empty()) return;
+  Command c{Command::Drop, 0, {}};
+  c.drop = keys;
+  auto cmd = std::make_shared<const std::vector<char>>(encode_command(c));
+  for (int w = 1; w < s.mpi->size(); ++w) s.mpi->post(w, comm::kTagCommand, cmd);
+}
+
+RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys) {
+  State& s = state();
+  internal_check(s.mpi && g.num_ranks == s.mpi->size());
+  if (!s.broken.empty()) throw Error(s.broken);
+  if (const int dead = s.peers.dead()) {
+    s.broken = cat_str("the MPI job is broken: ", s.peers.obituary(dead));
+    throw Error(s.broken);
+  }
+  // Between plans a value lives whole on rank 0 or, stored, in the ranks' shard stores.
+  for (size_t i = 0; i < g.initial.size(); ++i)
+    if (g.initial[i].rank != 0 && (keys.initial.empty() || keys.initial[i] == 0))
+      throw InternalError(cat_str("the plan holds %", g.initial[i].tensor, " on rank ", g.initial[i].rank,
+                                  " initially, but it is not stored there"));
+  comm::Mpi& mpi = *s.mpi;
+  const uint64_t epoch = ++s.epoch;
+  const bool over_peers = s.device_peers && !s.device_peers_retired;
+  const uint8_t flags = (trace::enabled() ? Command::Trace : 0) | (over_peers ? Command::DevicePeers : 0);
+  Command run{Command::Run, epoch, encode_plan(g), flags};
+  run.store = keys;
+  auto cmd = std::make_shared<const std::vector<char>>(encode_command(run));
+  const double origin = trace::now_us();
+  for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, cmd);
+
+  Statuses st(mpi, epoch, origin);
+  comm::MpiTransport t(mpi, epoch);
+  // Joining the plan's collective groups waits for their members: a dead one is reported.
+  const double limit = timeout_s();
+  t.set_join_check([&s, limit, since = Clock::now()] {
+    if (const int dead = s.peers.dead()) {
+      s.broken = cat_str("the MPI job is broken: ", s.peers.obituary(dead));
+      throw Error(s.peers.obituary(dead));
+    }
+    if (std::chrono::duration<double>(Clock::now() - since).count() > limit) {
+      s.broken = cat_str("the MPI job is broken: a rank did not join a collective group in ", limit,
+                         " s (TAPESTRY_MPI_TIMEOUT); restart tapestry");
+      throw Error(s.broken);
+    }
+  });
+  std::map<uint64_t, std::shared_ptr<Value>> values;
+  std::exception_ptr mine;
+  int64_t my_blocks = 0, my_peer_messages = 0, my_peer_bytes = 0;
+  RunReport mine_on_device;  // rank 0's device blocks and host/device copies
+  double my_move_s = 0;
+  // Rank 0 sees only its own blocks until the statuses come: its share stands for the rest.
+  int64_t mine_total = 0;
+  for (const plan::Block& b : g.blocks) mine_total += b.rank == 0;
+  Progress bar(static_cast<int64_t>(g.blocks.size()));
+  try {
+    RankProgram me(g, t, keys, device::backend());
+    if (over_peers) me.use_device_peers(s.device_peers.get());
+    me.report_progress(&bar, mine_total ? double(g.blocks.size()) / double(mine_total) : 0.0);
+    bool sent = false, gathered = false;
+    comm::Backoff wait(std::chrono::microseconds(1000), std::chrono::milliseconds(5));  // a halo is usually near
+    auto quiet_since = Clock::now();
+    for (;;) {
+      bool moved = !me.done() && me.advance();
+      if (me.done() && !sent) sent = moved = true, me.send_outputs();
+      if (sent && !gathered && me.gather_outputs(values)) gathered = moved = true;
+      moved = st.collect() || moved;
+      if (st.any_failed() || (gathered && st.all())) break;
+      if (moved) {
+        wait.reset();
+        quiet_since = Clock::now();
+        continue;
+      }
+      if (cancel_requested()) throw Cancelled();
+      if (const int dead = s.peers.dead()) {
+        s.broken = cat_str("the MPI job is broken: ", s.peers.obituary(dead));
+        throw Error(s.peers.obituary(dead));
+      }
+      if (std::chrono::duration<double>(Clock::now() - quiet_since).count() > limit)
+        throw Error(cat_str("rank 0: no progress for ", limit, " s (TAPESTRY_MPI_TIMEOUT) while ",
+                            me.done() ? "waiting for rank(s) " + st.missing() : "at " + me.waiting_on()));
+      mpi.progress();
+      if (me.collectives_in_flight()) wait.reset();  // yield, do not sleep: see sharded_run.hpp
+      wait.pause();
+    }
+    my_blocks = me.blocks_run();
+    my_peer_messages = me.peer_messages();
+    my_peer_bytes = me.peer_bytes();
+    mine_on_device.device_blocks = me.device_blocks_run();
+    mine_on_device.bytes_to_device = me.bytes_to_device();
+    mine_on_device.bytes_from_device = me.bytes_from_device();
+    my_move_s = me.move_seconds();
+    if (!st.any_failed()) me.keep_outputs();
+  } catch (const std::exception&) {  // no Lua runs here; rethrown below after the abort
+    mine = std::current_exception();
+  }
+  if (mine || st.any_failed()) {
+    if (s.broken.empty()) abort_run(mpi, epoch, st);
+    mpi.groups().retire_all();  // as every worker does on the abort
+    if (over_peers) {  // its device transfers may be half-matched: later runs go through the host
+      s.device_peers_retired = true;
+      s.device_transport = "none: slices cross through the host over MPI (device peers retired after a failed run)";
+    }
+    // Workers that finished kept their shards of the new results: free them again.
+    std::vector<uint64_t> kept;
+    for (uint64_t k : keys.roots)
+      if (k) kept.push_back(k);
+    drop_on_workers(kept);
+    if (mine) std::rethrow_exception(mine);
+    rethrow(st.first_failure());
+  }
+  mpi.progress();
+  // Publish only now: any failure above left every root as it was.
+  RunReport report{my_blocks, t.messages_sent() + my_peer_messages, t.bytes_sent() + my_peer_bytes, my_move_s,
+                   mine_on_device.device_blocks, mine_on_device.bytes_to_device, mine_on_device.bytes_from_device};
+  for (int w = 1; w < mpi.size(); ++w) {
+    const Status& w_st = *st.of(w);
+    report.blocks += w_st.blocks;
+    report.messages += w_st.messages;
+    report.bytes += w_st.bytes;
+  }
+  for (auto& [id, v] : values) {
+    const Node* n = g.find(id);
+    if (n && !n->value) set_value(*n, std::move(v));
+  }
+  return report;
+}
+
+void run_io_mpi(std::vector<char> job, const std::function<void()>& mine) {
+  State& s = state();
+  internal_check(s.mpi != nullptr);
+  if (!s.broken.empty()) throw Error(s.broken);
+  comm::Mpi& mpi = *s.mpi;
+  const uint64_t epoch = ++s.epoch;
+  Command io{Command::Io, epoch, std::move(job)};
+  auto cmd = std::make_shared<const std::vector<char>>(encode_command(io));
+  for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, cmd);
+  // Rank 0's own part first: the workers do theirs meanwhile.
+  std::string my_error;
+  Status::Error my_kind = Status::User;
+  try {
+    mine();
+  } catch (const InternalError& e) {
+    my_error = e.what(), my_kind = Status::Internal;
+  } catch (const Error& e) {
+    my_error = e.what();
+  } catch (const std::bad_alloc&) {
+    my_error = "out of memory";
+  }
+  Statuses st(mpi, epoch, trace::now_us());
+  comm::Backoff wait;
+  auto quiet_since = Clock::now();
+  const double limit = timeout_s();
+  while (!st.all()) {
+    if (st.collect()) {
+      wait.reset();
+      quiet_since = Clock::now();
+      continue;
+    }
+    if (const int dead = s.peers.dead()) {
+      s.broken = cat_str("the MPI job is broken: ", s.peers.obituary(dead));
+      throw Error(s.peers.obituary(dead));
+    }
+    if (std::chrono::duration<double>(Clock::now() - quiet_since).count() > limit) {
+      s.broken = cat_str("the MPI job is broken: rank(s) ", st.missing(), " did not finish an I/O job in ", limit,
+                         " s (TAPESTRY_MPI_TIMEOUT); restart tapestry");
+      throw Error(s.broken);
+    }
+    mpi.progress();
+    wait.pause();
+  }
+  mpi.progress();
+  if (!my_error.empty()) {
+    const std::string msg = my_error.rfind("rank 0: ", 0) == 0 ? my_error : "rank 0: " + my_error;
+    if (my_kind == Status::Internal) throw InternalError(msg);
+    throw Error(msg);
+  }
+  if (st.any_failed()) rethrow(st.first_failure());
+}
+
+void shutdown_workers() {
+  State& s = state();
+  if (!s.mpi || s.shut) return;
+  s.shut = true;
+  comm::Mpi& mpi = *s.mpi;
+  s.mpi = nullptr;
+  s.device_peers.reset();  // before MPI and the device runtime go
+  if (s.broken.empty()) {
+    auto bye = std::make_shared<const std::vector<char>>(encode_command({Command::Shutdown, 0, {}}));
+    for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, bye);
+    if (!mpi.flush(5.0)) s.broken = "a worker did not take the shutdown";
+  }
+  comm::Mpi::finish(!s.broken.empty());
+}
+
+}  // namespace tapestry

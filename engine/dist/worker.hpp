@@ -1,0 +1,65 @@
+// The worker ranks of the MPI engine, and the messages rank 0 and the workers exchange.
+//   comm::Mpi* mpi = comm::Mpi::start();
+//   if (mpi && mpi->rank() != 0) return worker_main(*mpi);   // serve rank 0 until shutdown
+//   encode_command({Command::Run, epoch, encode_plan(g)})      // rank 0 (engine/exec/coordinator)
+// A worker waits for a command, runs its part of each plan over MpiTransport, and answers
+// every run with exactly one status: done (with its counts), failed (the error, naming this
+// rank), or aborted (rank 0 gave the run up because another rank failed). While it waits on
+// a slice it watches for rank 0's abort, so one failed rank never leaves the others stuck.
+// Between commands it keeps the shards of stored tensors (engine/store/shard_store.hpp).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/comm/mpi.hpp"
+#include "engine/shard/rank_program.hpp"
+
+namespace tapestry {
+
+struct Command {
+  // Drop: free the stored shards of `drop` (a rebind's old version, a failed run's new one).
+  // Io: this rank's part of a parallel .npy read or write (engine/io/parallel_io.hpp), the job's
+  // bytes in `plan`; answered by one status like a run (protocol 4).
+  // Peers: join the job's device peers (comm/device_peers.hpp) with the id in `plan`; answered
+  // by one status (protocol 5).
+  enum Kind : uint8_t { Run = 1, Abort = 2, Shutdown = 3, Drop = 4, Io = 5, Peers = 6 };
+  // Trace: record trace events and send them back. DevicePeers: the run's transfers go from
+  // device to device, through the peers every rank joined (protocol 5).
+  enum Flags : uint8_t { Trace = 1, DevicePeers = 2 };
+  Kind kind = Run;
+  uint64_t epoch = 0;       // which run (Run and Abort)
+  std::vector<char> plan;   // Run: encode_plan's bytes
+  uint8_t flags = 0;        // (protocol version 2)
+  StoreKeys store;          // Run: initial shards read from / results kept in the shard store (3)
+  std::vector<uint64_t> drop;  // Drop: the keys to free (3)
+};
+
+struct Status {
+  // Hello: a worker's first message, "PID HOST", so rank 0 can tell when it dies.
+  enum Kind : uint8_t { Done = 1, Failed = 2, Aborted = 3, Hello = 4 };
+  enum Error : uint8_t { User = 0, Internal = 1, Cancelled = 2 };  // which exception to rethrow
+  enum Caps : uint8_t { CanJoinPeers = 1 };  // Hello: what this rank's device can do (protocol 5)
+  Kind kind = Done;
+  Error error = User;
+  uint64_t epoch = 0;
+  int64_t blocks = 0, messages = 0, bytes = 0;
+  std::string message;  // Failed: "rank 2: ..."
+  std::vector<char> trace;  // a traced run's events (trace::encode_events, from the run's start)
+  uint8_t caps = 0;         // Hello
+};
+
+std::vector<char> encode_command(const Command& c);
+std::vector<char> encode_status(const Status& s);
+// Checked decoding: false with the reason when the bytes are not a well-formed message.
+bool decode_command(std::span<const char> bytes, Command& c, std::string& why);
+bool decode_status(std::span<const char> bytes, Status& s, std::string& why);
+
+// Ranks 1..N-1: serves rank 0's commands until shutdown; the process's exit status.
+// TAPESTRY_FAULT=RANK:RUN[:oom] makes rank RANK fail its RUN-th plan (1-based) with an
+// injected error, or a real out-of-memory allocation — the tests' way to fail one worker.
+int worker_main(comm::Mpi& mpi);
+
+}  // namespace tapestry

@@ -1,0 +1,448 @@
+#include "engine/ir/build/builders.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "engine/ir/error.hpp"
+
+namespace tapestry::build {
+
+namespace {
+
+std::string dt(DType t) { return std::string(dtype_name(t)); }
+
+// The dtype an operand takes when combined with a tensor of dtype `other`.
+DType operand_dtype(const Operand& o) {
+  return o.weak ? scalar_default_dtype(o.kind) : o.node->dtype;
+}
+
+// Common dtype of map operands: tensors promote among themselves, then weak
+// scalars fit into the result (numpy NEP 50).
+DType common_dtype(std::initializer_list<const Operand*> ops) {
+  std::optional<DType> strong;
+  for (const Operand* o : ops)
+    if (!o->weak) strong = strong ? promote(*strong, o->node->dtype) : o->node->dtype;
+  if (!strong) {  // only Lua scalars: the widest kind decides
+    DType t = DType::Bool;
+    for (const Operand* o : ops) t = promote(t, operand_dtype(*o));
+    return t;
+  }
+  DType t = *strong;
+  for (const Operand* o : ops)
+    if (o->weak) t = promote_weak(t, o->kind);
+  return t;
+}
+
+Shape operand_shape(const Operand& o) { return o.weak ? Shape{} : o.node->shape; }
+
+// The operand as a node of `dtype` and `shape` (casting and broadcasting).
+NodeRef materialize(const Operand& o, DType dtype, const Shape& shape) {
+  if (o.weak) {
+    if (is_float(dtype)) return full(shape, o.kind == ScalarKind::Float ? o.real
+                                            : static_cast<double>(o.integer), dtype);
+    if (o.kind == ScalarKind::Float) {  // only reachable for an explicit cast target
+      return full_int(shape, static_cast<int64_t>(o.real), dtype);
+    }
+    user_check(dtype != DType::I32 || (o.integer >= INT32_MIN && o.integer <= INT32_MAX),
+               "the number ", o.integer, " does not fit in i32 (cast the tensor to i64 first)");
+    return full_int(shape, o.integer, dtype);
+  }
+  return broadcast_to(cast(o.node, dtype), shape);
+}
+
+NodeRef map_node(Op op, std::vector<NodeRef> ins, DType out) {
+  Shape shape = ins.front()->shape;
+  return make_node(op, std::move(ins), Attrs{}, std::move(shape), out);
+}
+
+std::vector<int> normalize_dims(std::vector<int> dims, int rank) {
+  if (dims.empty()) {
+    dims.resize(rank);
+    std::iota(dims.begin(), dims.end(), 0);
+    return dims;
+  }
+  std::sort(dims.begin(), dims.end());
+  for (size_t i = 0; i < dims.size(); ++i) {
+    internal_check(dims[i] >= 0 && dims[i] < rank);
+    user_check(i == 0 || dims[i] != dims[i - 1], "dimension ", dims[i] + 1,
+               " is listed twice in dims");
+  }
+  return dims;
+}
+
+Shape reduced_shape(const Shape& s, const std::vector<int>& dims, bool keepdim) {
+  Shape out;
+  for (int d = 0; d < static_cast<int>(s.size()); ++d) {
+    const bool reduced = std::binary_search(dims.begin(), dims.end(), d);
+    if (!reduced) out.push_back(s[d]);
+    else if (keepdim) out.push_back(1);
+  }
+  return out;
+}
+
+int64_t reduced_count(const Shape& s, const std::vector<int>& dims) {
+  int64_t n = 1;
+  for (int d : dims) n *= s[d];
+  return n;
+}
+
+}  // namespace
+
+Operand Operand::number(double v) {
+  Operand o;
+  o.weak = true;
+  o.kind = ScalarKind::Float;
+  o.real = v;
+  o.integer = 0;
+  return o;
+}
+Operand Operand::integer_number(int64_t v) {
+  Operand o;
+  o.weak = true;
+  o.kind = ScalarKind::Int;
+  o.integer = v;
+  o.real = static_cast<double>(v);
+  return o;
+}
+Operand Operand::boolean(bool v) {
+  Operand o;
+  o.weak = true;
+  o.kind = ScalarKind::Bool;
+  o.integer = v ? 1 : 0;
+  o.real = v ? 1 : 0;
+  return o;
+}
+
+// --- generators ----------------------------------------------------------------
+
+void check_shape(const Shape& shape, const char* what) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    // Not user_check: its message (shape_str) would be built on every call.
+    if (d < 1) user_error(what, " must have positive sizes, got ", shape_str(shape));
+    if (n > (int64_t{1} << 50) / d)
+      user_error(what, " ", shape_str(shape), " is too large (more than 2^50 elements)");
+    n *= d;
+  }
+}
+
+NodeRef full(const Shape& shape, double value, DType dtype) {
+  check_shape(shape, "shape");
+  Attrs a;
+  a.dtype = dtype;
+  if (is_float(dtype)) {
+    a.reals = {dtype == DType::F32 ? static_cast<double>(static_cast<float>(value)) : value};
+    a.ints = {0};
+  } else {
+    user_check(std::isfinite(value) || dtype == DType::Bool, "cannot fill a ", dt(dtype),
+               " tensor with ", value);
+    const int64_t iv = dtype == DType::Bool ? (value != 0) : static_cast<int64_t>(value);
+    return full_int(shape, iv, dtype);
+  }
+  return make_node(Op::Full, {}, std::move(a), shape, dtype);
+}
+
+NodeRef full_int(const Shape& shape, int64_t value, DType dtype) {
+  check_shape(shape, "shape");
+  if (is_float(dtype)) return full(shape, static_cast<double>(value), dtype);
+  if (dtype == DType::Bool) value = value != 0;
+  if (dtype == DType::I32) value = static_cast<int32_t>(value);  // wraps, as a C cast
+  Attrs a;
+  a.dtype = dtype;
+  a.ints = {value};
+  a.reals = {static_cast<double>(value)};
+  return make_node(Op::Full, {}, std::move(a), shape, dtype);
+}
+
+NodeRef scalar(const Operand& s, DType dtype) { return materialize(s, dtype, Shape{}); }
+
+NodeRef arange(double first, double last, double step, DType dtype) {
+  user_check(std::isfinite(first) && std::isfinite(last) && std::isfinite(step),
+             "first, last and step must be finite, got ", first, ", ", last, ", ", step);
+  user_check(step != 0, "step must not be 0");
+  const double span = (last - first) / step;
+  user_check(span >= 0, "empty range: from ", first, " to ", last, " by step ", step,
+             " (Tapestry tensors have positive sizes)");
+  user_check(span < 0x1p50, "range from ", first, " to ", last, " by step ", step,
+             " is too large (more than 2^50 elements)");
+  // Inclusive like a Lua numeric for; tolerate rounding at the last point.
+  const int64_t n = static_cast<int64_t>(std::floor(span + 1e-9)) + 1;
+  user_check(dtype != DType::Bool, "dtype bool is not supported");
+  Attrs a;
+  a.dtype = dtype;
+  a.reals = {first, step};
+  a.ints = {static_cast<int64_t>(first), static_cast<int64_t>(step)};
+  if (is_int(dtype)) {
+    user_check(first == std::floor(first) && step == std::floor(step), "integer dtype ", dt(dtype),
+               " needs integer first and step, got ", first, " and ", step);
+  }
+  check_shape({n}, "range");
+  return make_node(Op::Arange, {}, std::move(a), Shape{n}, dtype);
+}
+
+NodeRef linspace(double a, double b, int64_t n, DType dtype) {
+  user_check(std::isfinite(a) && std::isfinite(b), "a and b must be finite, got ", a, " and ", b);
+  user_check(n >= 1, "n must be at least 1, got ", n);
+  user_check(is_float(dtype), "dtype must be f32 or f64, got ", dt(dtype));
+  Attrs at;
+  at.dtype = dtype;
+  at.reals = {a, b};
+  check_shape({n}, "shape");
+  return make_node(Op::Linspace, {}, std::move(at), Shape{n}, dtype);
+}
+
+NodeRef eye(int64_t n, int64_t m, DType dtype) {
+  check_shape({n, m}, "shape");
+  Attrs a;
+  a.dtype = dtype;
+  return make_node(Op::Eye, {}, std::move(a), Shape{n, m}, dtype);
+}
+
+static NodeRef random_node(Op op, const Shape& shape, uint64_t seed, DType dtype) {
+  check_shape(shape, "shape");
+  user_check(is_float(dtype), "dtype must be f32 or f64, got ", dt(dtype));
+  Attrs a;
+  a.dtype = dtype;
+  a.ints = {static_cast<int64_t>(seed)};
+  return make_node(op, {}, std::move(a), shape, dtype);
+}
+NodeRef rand(const Shape& shape, uint64_t seed, DType dtype) {
+  return random_node(Op::Rand, shape, seed, dtype);
+}
+NodeRef randn(const Shape& shape, uint64_t seed, DType dtype) {
+  return random_node(Op::Randn, shape, seed, dtype);
+}
+
+// --- maps ----------------------------------------------------------------------
+
+NodeRef cast(const NodeRef& x, DType to) {
+  if (x->dtype == to) return x;
+  if (x->op == Op::Full) {  // fold: a constant stays a constant
+    if (is_float(to)) return full(x->shape, x->attrs.reals[0], to);
+    return is_float(x->dtype) ? full(x->shape, x->attrs.reals[0], to)
+                              : full_int(x->shape, x->attrs.ints[0], to);
+  }
+  Attrs a;
+  a.dtype = to;
+  return make_node(Op::Cast, {x}, std::move(a), x->shape, to);
+}
+
+NodeRef unary(Op op, const NodeRef& x) {
+  internal_check(op_kind(op) == OpKind::Map && op_def(op).arity == 1 && op != Op::Cast);
+  const DType t = x->dtype;
+  switch (op) {
+    case Op::Neg:
+      user_check(t != DType::Bool, "negation of a bool tensor is not supported (use tp.logical_not)");
+      return map_node(op, {x}, t);
+    case Op::Abs:
+    case Op::Relu:
+    case Op::Square:
+    case Op::Sign:
+      return map_node(op, {x}, t);
+    case Op::Floor:
+    case Op::Ceil:
+    case Op::Round:
+      if (!is_float(t)) return x;  // integers are already whole
+      return map_node(op, {x}, t);
+    case Op::LogicalNot:
+      return map_node(op, {cast(x, DType::Bool)}, DType::Bool);
+    default: {  // float-valued math: exp log sqrt rsqrt sin cos tanh sigmoid gelu reciprocal
+      const DType f = float_result(t);
+      return map_node(op, {cast(x, f)}, f);
+    }
+  }
+}
+
+NodeRef binary(Op op, const Operand& a, const Operand& b) {
+  internal_check(op_kind(op) == OpKind::Map && op_def(op).arity == 2);
+  const Shape shape = broadcast_shapes(operand_shape(a), operand_shape(b));
+  DType t = common_dtype({&a, &b});
+  DType out = t;
+  switch (op) {
+    case Op::Sub:
+      user_check(t != DType::Bool, "subtraction of bool tensors is not supported (use tp.logical_xor or cast)");
+      break;
+    case Op::Div:
+    case Op::Atan2:
+      t = out = float_result(t);
+      break;
+    case Op::FloorDiv:
+    case Op::Mod:
+    case Op::Pow:
+      if (t == DType::Bool) t = out = DType::I64;
+      break;
+    case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
+      out = DType::Bool;
+      break;
+    case Op::LogicalAnd:
+    case Op::LogicalOr:
+      t = out = DType::Bool;
+      break;
+    default:
+      break;
+  }
+  return make_node(op, {materialize(a, t, shape), materialize(b, t, shape)}, Attrs{}, shape, out);
+}
+
+NodeRef where(const Operand& cond, const Operand& a, const Operand& b) {
+  const Shape shape = broadcast_shapes(broadcast_shapes(operand_shape(cond), operand_shape(a)),
+                                       operand_shape(b));
+  const DType t = common_dtype({&a, &b});
+  return make_node(Op::Where,
+                   {materialize(cond, DType::Bool, shape), materialize(a, t, shape),
+                    materialize(b, t, shape)},
+                   Attrs{}, shape, t);
+}
+
+NodeRef clamp(const NodeRef& x, std::optional<Operand> lo, std::optional<Operand> hi) {
+  NodeRef y = x;
+  if (lo) y = binary(Op::Maximum, y, *lo);
+  if (hi) y = binary(Op::Minimum, y, *hi);
+  return y;
+}
+
+// --- reductions -------------------------------------------------------------------
+
+NodeRef reduce(Op op, const NodeRef& x, std::vector<int> dims, bool keepdim) {
+  internal_check(op_kind(op) == OpKind::Reduce);
+  dims = normalize_dims(std::move(dims), static_cast<int>(x->shape.size()));
+  NodeRef in = x;
+  DType out = x->dtype;
+  if (op == Op::Sum || op == Op::Prod) {
+    if (!is_float(out)) out = DType::I64;  // numpy sums ints in the platform int
+  } else if (op == Op::All || op == Op::Any) {
+    in = cast(x, DType::Bool);
+    out = DType::Bool;
+  }
+  if (dims.empty()) return keepdim ? in : (in->dtype == out ? in : cast(in, out));
+  Attrs a;
+  a.ints.assign(dims.begin(), dims.end());
+  NodeRef r = make_node(op, {in}, std::move(a), reduced_shape(x->shape, dims, false), out);
+  if (keepdim) r = reshape(r, reduced_shape(x->shape, dims, true));
+  return r;
+}
+
+NodeRef mean(const NodeRef& x, std::vector<int> dims, bool keepdim) {
+  dims = normalize_dims(std::move(dims), static_cast<int>(x->shape.size()));
+  const DType f = float_result(x->dtype);
+  NodeRef s = reduce(Op::Sum, cast(x, f), dims, keepdim);
+  return binary(Op::Div, s, Operand::number(static_cast<double>(reduced_count(x->shape, dims))));
+}
+
+NodeRef var(const NodeRef& x, std::vector<int> dims, double correction, bool keepdim) {
+  user_check(std::isfinite(correction), "correction must be finite, got ", correction);
+  dims = normalize_dims(std::move(dims), static_cast<int>(x->shape.size()));
+  const DType f = float_result(x->dtype);
+  const NodeRef xf = cast(x, f);
+  const NodeRef m = mean(xf, dims, /*keepdim=*/true);
+  const NodeRef d = unary(Op::Square, binary(Op::Sub, xf, m));
+  const double n = static_cast<double>(reduced_count(x->shape, dims)) - correction;
+  return binary(Op::Div, reduce(Op::Sum, d, dims, keepdim), Operand::number(n));
+}
+
+NodeRef std_dev(const NodeRef& x, std::vector<int> dims, double correction, bool keepdim) {
+  return unary(Op::Sqrt, var(x, std::move(dims), correction, keepdim));
+}
+
+NodeRef norm(const NodeRef& x, double p, std::vector<int> dims, bool keepdim) {
+  user_check(!std::isnan(p) && p > 0, "p must be positive (or math.huge), got ", p);
+  const DType f = float_result(x->dtype);
+  const NodeRef a = unary(Op::Abs, cast(x, f));
+  if (std::isinf(p)) return reduce(Op::Max, a, std::move(dims), keepdim);
+  if (p == 1) return reduce(Op::Sum, a, std::move(dims), keepdim);
+  if (p == 2) return unary(Op::Sqrt, reduce(Op::Sum, unary(Op::Square, a), std::move(dims), keepdim));
+  const NodeRef s = reduce(Op::Sum, binary(Op::Pow, a, Operand::number(p)), std::move(dims), keepdim);
+  return binary(Op::Pow, s, Operand::number(1.0 / p));
+}
+
+NodeRef argreduce(Op op, const NodeRef& x, std::optional<int> dim, bool keepdim) {
+  internal_check(op_kind(op) == OpKind::ArgReduce);
+  Attrs a;
+  Shape out;
+  if (dim) {
+    a.ints = {*dim};
+    for (int d = 0; d < static_cast<int>(x->shape.size()); ++d)
+      if (d != *dim) out.push_back(x->shape[d]);
+  }
+  NodeRef r = make_node(op, {x}, std::move(a), out, DType::I64);
+  if (keepdim) {
+    Shape kd = x->shape;
+    if (dim) kd[*dim] = 1;
+    else std::fill(kd.begin(), kd.end(), 1);
+    r = reshape(r, kd);
+  }
+  return r;
+}
+
+// --- contractions -----------------------------------------------------------------
+
+NodeRef matmul(const NodeRef& a0, const NodeRef& b0) {
+  if (a0->shape.empty() || b0->shape.empty())  // (user_check would format the shapes every call)
+    user_error("operands must have at least 1 dimension, got ", shape_str(a0->shape), " @ ",
+               shape_str(b0->shape));
+  const DType t = promote(a0->dtype, b0->dtype);
+  NodeRef a = cast(a0, t), b = cast(b0, t);
+  const bool a_vec = a->shape.size() == 1, b_vec = b->shape.size() == 1;
+  if (a_vec) a = unsqueeze(a, 0);                     // {k} -> {1,k}
+  if (b_vec) b = unsqueeze(b, 1);                     // {k} -> {k,1}
+  const Shape& as = a->shape;
+  const Shape& bs = b->shape;
+  const int64_t n = as[as.size() - 2], k = as.back(), k2 = bs[bs.size() - 2], m = bs.back();
+  if (k != k2)
+    user_error("inner dimensions differ: ", shape_str(a0->shape), " @ ", shape_str(b0->shape), " (",
+               k, " ~= ", k2, ")");
+  const Shape abatch(as.begin(), as.end() - 2), bbatch(bs.begin(), bs.end() - 2);
+  Shape batch;
+  try {
+    batch = broadcast_shapes(abatch, bbatch);
+  } catch (const Error&) {
+    user_error("batch dimensions cannot be broadcast: ", shape_str(a0->shape), " @ ",
+               shape_str(b0->shape));
+  }
+  Shape ashape = batch, bshape = batch, out = batch;
+  ashape.insert(ashape.end(), {n, k});
+  bshape.insert(bshape.end(), {k, m});
+  out.insert(out.end(), {n, m});
+  NodeRef r = make_node(Op::Matmul, {broadcast_to(a, ashape), broadcast_to(b, bshape)}, Attrs{},
+                        out, t);
+  if (a_vec || b_vec) {
+    Shape final_shape = batch;
+    if (!a_vec) final_shape.push_back(n);
+    if (!b_vec) final_shape.push_back(m);
+    r = reshape(r, final_shape);
+  }
+  return r;
+}
+
+NodeRef constrain(const NodeRef& x, std::vector<int64_t> parts) {
+  user_check(parts.size() == x->shape.size(), "layout has ", parts.size(), " dims but the tensor ",
+             shape_str(x->shape), " has ", x->shape.size());
+  for (size_t d = 0; d < parts.size(); ++d)
+    user_check(parts[d] >= 1 && parts[d] <= x->shape[d], "cannot split dimension ", d + 1,
+               " of size ", x->shape[d], " into ", parts[d], " parts");
+  const NodeRef& src = x->op == Op::Constrain ? x->inputs[0] : x;  // the last constraint wins
+  Attrs a;
+  a.ints = std::move(parts);
+  return make_node(Op::Constrain, {src}, std::move(a), x->shape, x->dtype);
+}
+
+NodeRef write_region(const NodeRef& base, std::vector<int64_t> start, const Shape& count,
+                     const Operand& value) {
+  const size_t r = base->shape.size();
+  internal_check(start.size() == r && count.size() == r);
+  for (size_t d = 0; d < r; ++d)
+    user_check(start[d] >= 0 && count[d] >= 1 && start[d] + count[d] <= base->shape[d],
+               "region out of bounds in dimension ", d + 1, " of ", shape_str(base->shape));
+  const Shape vs = operand_shape(value);
+  user_check(broadcastable_to(vs, count), "value of shape ", shape_str(vs),
+             " cannot be broadcast to the region ", shape_str(count), " of ", shape_str(base->shape));
+  if (count == base->shape) return materialize(value, base->dtype, base->shape);
+  Attrs a;
+  a.ints = std::move(start);
+  return make_node(Op::WriteRegion, {base, materialize(value, base->dtype, count)}, std::move(a),
+                   base->shape, base->dtype);
+}
+
+}  // namespace tapestry::build

@@ -1,0 +1,653 @@
+#include "engine/run/evaluator.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <new>
+#include <type_traits>
+#include <unordered_map>
+
+#include "engine/run/run_block.hpp"
+#include "engine/run/find_moments.hpp"
+#include "engine/telemetry/cancel.hpp"
+#include "engine/telemetry/progress.hpp"
+#include "engine/telemetry/stats.hpp"
+#include "engine/telemetry/trace.hpp"
+#include "engine/poly/signature.hpp"
+#include "engine/ir/error.hpp"
+#include "engine/ir/value.hpp"
+#include "engine/plan/fusion_groups.hpp"
+#include "kernels/cpu/kernels.hpp"
+#include "kernels/cpu/parallel.hpp"
+
+namespace tapestry {
+
+namespace {
+
+double now() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+// One node of this observation.
+struct Slot {
+  const Node* node = nullptr;
+  std::shared_ptr<Value> value;  // computed here; freed when `uses` reaches 0
+  int uses = 0;                  // input edges still to read it
+  int moments_of = -1;           // sum(x): the slot of the sum((x - m)^2) it computes too
+  int seen = 0;                  // the walk (walk_) that last visited it
+  int reg = -1, reg_walk = 0;    // its register in the program built in walk reg_walk
+  bool root = false;
+  bool inlined = false;          // lives only inside its consumer's map program
+  bool banded = false;           // a stencil computed band by band inside its map (run_banded)
+  bool kept = false;             // published with the roots (keep_if_held)
+};
+
+// What an evaluation works in, kept between evaluations (WorkspaceLease): a loop of small
+// observations then allocates nothing for its bookkeeping once warm.
+struct Workspace {
+  plan::FusionGroups groups;                     // slot i is node i of groups
+  std::vector<Slot> slots;
+  std::vector<int> kept;                         // non-roots published with the roots
+  std::vector<int> pending;                      // release_inputs' work list
+  std::vector<std::pair<int, int>> banded_leaves;  // {register, slot} of the last build_program
+  std::vector<std::pair<int, int>> moments;      // find_moments' pairs
+};
+
+// One workspace per evaluation in progress on this thread (an evaluation does not start
+// another, but nothing here relies on that).
+class WorkspaceLease {
+ public:
+  WorkspaceLease() {
+    if (free_list().empty()) {
+      ws_ = std::make_unique<Workspace>();
+    } else {
+      ws_ = std::move(free_list().back());
+      free_list().pop_back();
+    }
+  }
+  ~WorkspaceLease() {
+    ws_->slots.clear();  // values are freed now, not at the next evaluation
+    if (free_list().size() < 4) free_list().push_back(std::move(ws_));
+  }
+  WorkspaceLease(const WorkspaceLease&) = delete;
+  WorkspaceLease& operator=(const WorkspaceLease&) = delete;
+  Workspace& get() { return *ws_; }
+
+ private:
+  static std::vector<std::unique_ptr<Workspace>>& free_list() {
+    thread_local std::vector<std::unique_ptr<Workspace>> list;
+    return list;
+  }
+  std::unique_ptr<Workspace> ws_;
+};
+
+// One evaluation: the ordered subgraph, which maps fold into their consumer, and the values
+// computed so far (freed after their last use). A CG iteration observes five graphs of a few
+// nodes each, so the bookkeeping is one slot per node, by its index in plan::FusionGroups,
+// and input edges as slot numbers: flat arrays in a reused Workspace, no hash container.
+class Evaluation {
+ public:
+  Evaluation(const std::vector<NodeRef>& roots, Workspace& w)
+      : roots_(roots), g_(w.groups), slots_(w.slots), kept_(w.kept), pending_(w.pending),
+        banded_leaves_(w.banded_leaves), moments_(w.moments) {}
+
+  void run() {
+    const double t0 = now();
+    decide_fusion();
+    stats().time_schedule += now() - t0;
+    const double t1 = now();
+    int64_t kernels = 0;
+    for (const Slot& s : slots_) kernels += runs(s);
+    Progress progress(kernels);
+    const bool tracing = trace::enabled();
+    for (int i : g_.order) {
+      Slot& s = slot(i);
+      if (!runs(s)) continue;  // leaves, fused nodes
+      if (cancel_requested()) throw Cancelled();
+      const double k0 = tracing ? trace::now_us() : 0;
+      s.value = compute(i);
+      keep_if_held(i);
+      if (tracing) trace_kernel(i, k0);
+      ++stats().nodes_evaluated;
+      release_inputs(i);
+      progress.advance(1);
+    }
+    stats().time_run += now() - t1;
+    if (tracing)
+      trace::record({"phase", "evaluate", 0, trace::kPhases, t0 * 1e6, (now() - t0) * 1e6,
+                     cat_str("\"kernels\":", kernels)});
+    // Publish only after everything succeeded: a failure leaves no root changed.
+    for (const NodeRef& r : roots_) {
+      if (r->value) continue;
+      const Slot& s = slot(slot_of(r.get()));
+      internal_check(s.value != nullptr);
+      set_value(*r, contiguous(s.value));
+    }
+    for (int i : kept_) set_value(*slot(i).node, slot(i).value);
+  }
+
+ private:
+  static bool runs(const Slot& s) { return !(s.node->value || s.inlined || s.banded); }
+  const Slot& slot(int i) const { return slots_[static_cast<size_t>(i)]; }
+  Slot& slot(int i) { return slots_[static_cast<size_t>(i)]; }
+  // The slot of input k of slot i.
+  int input(int i, size_t k) const { return g_.input(i, k); }
+  const Node& node(int i) const { return *slot(i).node; }
+
+  int slot_of(const Node* n) const { return g_.index_of(n); }
+
+  // A node the user's Lua code still holds that this evaluation materializes anyway (a
+  // matmul output read by a fused map, say) keeps its value: the next observation that reads
+  // it (CG's r - alpha * Ap after p . Ap) reads it instead of computing it again. Only a
+  // value that owns its whole buffer, so no fused-away or larger buffer is kept through it,
+  // and only a small one: a Lua temporary (x:matmul(w) inside a longer expression) is held
+  // too until the collector runs, and a chain of large ones must still be freed as it goes.
+  // Not a node without inputs (tp.randn): the release rule never drops its value, so a
+  // consumer's node (every evaluated tensor keeps its inputs) would pin it for good.
+  void keep_if_held(int i) {
+    Slot& s = slot(i);
+    if (s.root || s.node->inputs.empty() || s.node->holders.load(std::memory_order_relaxed) <= 0 ||
+        !whole(*s.value) || s.value->v.buf->bytes() > kKeepMaxBytes)
+      return;
+    s.kept = true;
+    kept_.push_back(i);
+  }
+
+  // One "kernel" event on rank 0 (a fused map names its root op and how many it absorbed).
+  void trace_kernel(int i, double t0_us) {
+    const Node& n = node(i);
+    const double dur = trace::now_us() - t0_us;
+    int fused = 0;
+    for (size_t k = 0; k < n.inputs.size(); ++k) fused += slot(input(i, k)).inlined ? 1 : 0;
+    trace::record({"kernel", std::string(op_def(n.op).name), 0, trace::kCompute, t0_us, dur,
+                   cat_str("\"shape\":", trace::json_string(shape_str(n.shape)), ",\"bytes\":",
+                           numel(n.shape) * static_cast<int64_t>(dtype_size(n.dtype)),
+                           fused ? ",\"fused_inputs\":" + std::to_string(fused) : std::string())});
+  }
+
+  // The fusion rules are plan::group_fusion's (shared with plan::fuse). A map absorbed by a
+  // reduction counts as inlined here: run_map_reduce computes it chunk by chunk.
+  void decide_fusion() {
+    plan::group_fusion(roots_, g_);
+    const size_t n = static_cast<size_t>(g_.size());
+    kept_.clear();
+    slots_.assign(n, Slot{});
+    for (size_t i = 0; i < n; ++i) {
+      Slot& s = slots_[i];
+      s.node = g_.nodes[i];
+      s.uses = g_.uses[i];
+      s.root = g_.root[i] != 0;
+      s.inlined = g_.inlined[i] != 0;
+    }
+    for (size_t i = 0; i < n; ++i)
+      if (const int m = g_.absorbs[i]; m >= 0) slot(m).inlined = true;
+    find_moments(g_, moments_);
+    for (const auto& [s1, s2] : moments_) slot(s1).moments_of = s2;
+    stats().fused_ops += static_cast<uint64_t>(g_.fused_maps);
+    for (int i = 0; i < static_cast<int>(n); ++i) {
+      if (!runs(slot(i)) || op_kind(node(i).op) != OpKind::Map) continue;
+      ++walk_;
+      find_banded(i, i);
+    }
+  }
+
+  // A stencil (Correlate) read only by the map group of `root`, of root's shape: computed band
+  // by band of rows inside that map (run_banded), so a step like u + c * stencil(u) reads u
+  // and writes its result once, with the stencil's output living in a cache-sized band.
+  void find_banded(int root, int m) {
+    const Shape& shape = node(root).shape;
+    for (size_t k = 0; k < node(m).inputs.size(); ++k) {
+      const int j = input(m, k);
+      Slot& s = slot(j);
+      const Node& in = *s.node;
+      if (s.inlined) {
+        if (s.seen != walk_) {
+          s.seen = walk_;
+          find_banded(root, j);
+        }
+        continue;
+      }
+      if (in.op == Op::Correlate && !in.value && !s.root && s.uses == 1 && in.shape == shape &&
+          !in.shape.empty() && numel(in.shape) >= kBandMinElems && in.shape[0] > 1)
+        s.banded = true;
+    }
+  }
+
+  const View& slot_view(int i) const {
+    const Slot& s = slot(i);
+    if (s.node->value) return s.node->value->view();
+    internal_check(s.value != nullptr);
+    return s.value->view();
+  }
+  const View& input_view(int i, size_t k) const { return slot_view(input(i, k)); }
+
+  // After slot i (and the group fused into it) ran: one use less for every input edge of
+  // every group member; a value nobody needs any more is freed.
+  void release_inputs(int i) {
+    ++walk_;
+    slot(i).seen = walk_;
+    pending_.assign(1, i);
+    while (!pending_.empty()) {
+      const int m = pending_.back();
+      pending_.pop_back();
+      for (size_t k = 0; k < node(m).inputs.size(); ++k) {
+        const int j = input(m, k);
+        Slot& s = slot(j);
+        if (s.inlined || s.banded) {
+          if (s.seen != walk_) {
+            s.seen = walk_;
+            pending_.push_back(j);
+          }
+        } else if (--s.uses == 0 && !s.root && !s.kept) {
+          s.value.reset();
+        }
+      }
+    }
+  }
+
+  std::shared_ptr<Value> alloc(DType t, const Shape& s) {
+    const size_t bytes = static_cast<size_t>(numel(s)) * dtype_size(t);
+    try {
+      auto v = Value::alloc(t, s);
+      stats().bytes_allocated += bytes;
+      return v;
+    } catch (const std::bad_alloc&) {
+      user_error("out of memory allocating ", bytes, " bytes for a ", dtype_name(t), " tensor of shape ",
+                 shape_str(s));
+    }
+  }
+
+  static std::shared_ptr<Value> wrap(View v) {
+    auto val = std::make_shared<Value>();
+    val->v = std::move(v);
+    return val;
+  }
+
+  // Contiguous from the start of its buffer, and the whole buffer.
+  static bool whole(const Value& v) {
+    return v.v.is_contiguous() && v.v.offset == 0 &&
+           v.v.buf->bytes() == static_cast<size_t>(v.v.numel() * dtype_size(v.v.dtype));
+  }
+
+  std::shared_ptr<Value> contiguous(const std::shared_ptr<Value>& v) {
+    if (whole(*v)) return v;
+    auto out = alloc(v->v.dtype, v->v.shape);
+    cpu::copy_view(v->v, out->v);
+    return out;
+  }
+
+  std::shared_ptr<Value> compute(int i) {
+    const Node& n = node(i);
+    ++stats().kernels;
+    switch (op_kind(n.op)) {
+      case OpKind::Source:
+        internal_fail(__FILE__, __LINE__, "source without a value");
+      case OpKind::Generate: {
+        auto out = alloc(n.dtype, n.shape);
+        cpu::run_generate(n.op, n.attrs, n.shape, std::vector<int64_t>(n.shape.size(), 0), out->v);
+        return out;
+      }
+      case OpKind::Map: {
+        cpu::MapProgram p = build_program(i);
+        auto out = alloc(n.dtype, n.shape);
+        if (banded_leaves_.empty()) cpu::run_map(p, out->v);
+        else run_banded(i, p, out->v);
+        return out;
+      }
+      case OpKind::Reduce: {
+        auto out = alloc(n.dtype, n.shape);
+        if (moments_pass(i, out->v)) return out;
+        std::vector<int> dims(n.attrs.ints.begin(), n.attrs.ints.end());
+        const int in = input(i, 0);
+        if (slot(in).inlined) run_map_reduce(n, in, dims, out->v);
+        else cpu::run_reduce(n.op, slot_view(in), dims, out->v);
+        return out;
+      }
+      case OpKind::ArgReduce: {
+        auto out = alloc(n.dtype, n.shape);
+        const int dim = n.attrs.ints.empty() ? -1 : static_cast<int>(n.attrs.ints[0]);
+        cpu::run_argreduce(n.op, input_view(i, 0), dim, out->v);
+        return out;
+      }
+      case OpKind::Matmul: {
+        auto out = alloc(n.dtype, n.shape);
+        cpu::run_matmul(input_view(i, 0), input_view(i, 1), out->v);
+        return out;
+      }
+      case OpKind::View:
+        --stats().kernels;  // views move no data unless a reshape needs a copy
+        return view_of(i);
+      case OpKind::Cat: {
+        auto out = alloc(n.dtype, n.shape);
+        const int dim = static_cast<int>(n.attrs.ints[0]);
+        std::vector<int64_t> start(n.shape.size(), 0), step(n.shape.size(), 1);
+        for (size_t k = 0; k < n.inputs.size(); ++k) {
+          const Node& in = *n.inputs[k];
+          Shape count = n.shape;
+          count[dim] = in.shape[dim];
+          cpu::copy_view(input_view(i, k), out->v.sliced(start, step, count));
+          start[dim] += in.shape[dim];
+        }
+        return out;
+      }
+      case OpKind::Fused: {  // made by plan::fuse; one block over the whole index space
+        const poly::Signature sig = poly::signature_of(n);
+        std::vector<View> ins;
+        for (size_t k = 0; k < n.inputs.size(); ++k) ins.push_back(input_view(i, k));
+        return run_block(n, sig, sig.space_box(), ins);
+      }
+      case OpKind::Window: {  // one block over the whole space, from the slices it reads
+        const poly::Signature sig = poly::signature_of(n);
+        const poly::Box all = sig.space_box();
+        std::vector<View> ins;
+        for (size_t k = 0; k < n.inputs.size(); ++k) {
+          const poly::Box need = sig.input_slice(k, all);  // a strided conv may skip the last rows
+          ins.push_back(input_view(i, k).sliced(need.lo, std::vector<int64_t>(need.rank(), 1),
+                                                need.extents()));
+        }
+        return run_block(n, sig, all, ins);
+      }
+      case OpKind::Write: {
+        auto out = alloc(n.dtype, n.shape);
+        const View& value = input_view(i, 1);
+        cpu::copy_view(input_view(i, 0), out->v);
+        cpu::copy_view(value, out->v.sliced(n.attrs.ints, std::vector<int64_t>(n.shape.size(), 1),
+                                            value.shape));
+        return out;
+      }
+    }
+    internal_fail(__FILE__, __LINE__, "unknown op kind");
+  }
+
+  // reduce(map(...)) in chunks along dim 0 of the map: each chunk is computed into a small
+  // buffer that stays in cache and reduced at once. When dim 0 is reduced, chunk results are
+  // partials merged in order (deterministic); otherwise they are rows of the output.
+  void run_map_reduce(const Node& reduce, int map_slot, const std::vector<int>& dims,
+                      const View& out) {
+    const Node& map = node(map_slot);
+    cpu::MapProgram p = build_program(map_slot);
+    const Shape& shape = map.shape;
+    const int64_t rows = shape.empty() ? 1 : shape[0];
+    const int64_t row_elems = shape.empty() ? 1 : numel(shape) / rows;
+    constexpr int64_t kChunkElems = 1 << 18;  // 1 MiB of f32: fits in L2 with the leaves' tiles
+    const int64_t chunk_rows = std::max<int64_t>(1, kChunkElems / std::max<int64_t>(row_elems, 1));
+    if (shape.empty() || chunk_rows >= rows) {  // small: one chunk
+      auto tmp = alloc(map.dtype, shape);
+      cpu::run_map(p, tmp->v);
+      cpu::run_reduce(reduce.op, tmp->v, dims, out);
+      return;
+    }
+    const bool dim0_reduced = !dims.empty() && dims[0] == 0;
+    const poly::CombineKind combine = poly::signature_of(reduce).combine();
+    Shape chunk_shape = shape;
+    chunk_shape[0] = chunk_rows;
+    auto tmp = alloc(map.dtype, chunk_shape);
+    std::shared_ptr<Value> part = dim0_reduced ? alloc(reduce.dtype, reduce.shape) : nullptr;
+    const std::vector<View> leaves = p.leaves;
+    const int r = static_cast<int>(shape.size());
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
+      if (cancel_requested()) throw Cancelled();
+      const int64_t n = std::min(chunk_rows, rows - r0);
+      std::vector<int64_t> start(r, 0), step(r, 1);
+      start[0] = r0;
+      Shape count = shape;
+      count[0] = n;
+      for (size_t i = 0; i < leaves.size(); ++i) p.leaves[i] = leaves[i].sliced(start, step, count);
+      const View chunk = tmp->v.sliced(std::vector<int64_t>(r, 0), step, count);
+      cpu::run_map(p, chunk);
+      if (!dim0_reduced) {  // output rows r0 .. r0+n-1
+        std::vector<int64_t> ostart(out.rank(), 0), ostep(out.rank(), 1);
+        Shape ocount = out.shape;
+        ostart[0] = r0;
+        ocount[0] = n;
+        cpu::run_reduce(reduce.op, chunk, dims, out.sliced(ostart, ostep, ocount));
+      } else if (r0 == 0) {
+        cpu::run_reduce(reduce.op, chunk, dims, out);
+      } else {
+        cpu::run_reduce(reduce.op, chunk, dims, part->v);
+        combine_partials(combine, out, part->v);
+      }
+    }
+  }
+
+  // A variance (find_moments): the sum s = sum(x) computes, in the same pass
+  // over x, the moments that the later sum((x - m)^2) needs; that one then only applies
+  // sum (x - m)^2 = m2 + count * (mean - m)^2 with the m the graph computed from s. False: run
+  // the reduction as usual (x is not contiguous, or this is not such a pair).
+  bool moments_pass(int i, const View& out) {
+    const Node& n = node(i);
+    if (auto it = centred_.find(i); it != centred_.end()) {
+      const Centred c = std::move(it->second);
+      centred_.erase(it);
+      const View& m = slot_view(c.mean);  // x - m's m: broadcast over the reduced dims
+      const int64_t rows = static_cast<int64_t>(c.rows.size());
+      const int kept = static_cast<int>(n.shape.size());
+      internal_check(out.is_contiguous() && out.numel() == rows && m.rank() >= kept);
+      dispatch_float(n.dtype, [&](auto* tag) {
+        using T = std::remove_pointer_t<decltype(tag)>;
+        const T* mp = m.ptr<T>();
+        T* o = out.ptr<T>();
+        for (int64_t r = 0; r < rows; ++r) {
+          int64_t off = 0;
+          for (int64_t q = r, d = kept - 1; d >= 0; --d) {
+            off += (q % n.shape[d]) * m.strides[d];
+            q /= n.shape[d];
+          }
+          const cpu::Moments& mo = c.rows[r];
+          const double dm = (mo.shift - static_cast<double>(mp[off])) + mo.dmean;
+          o[r] = static_cast<T>(mo.m2 + static_cast<double>(mo.count) * dm * dm);
+        }
+      });
+      return true;
+    }
+    const int centred = slot(i).moments_of;
+    if (centred < 0) return false;
+    const View& x = input_view(i, 0);
+    if (!x.is_contiguous()) return false;
+    const int64_t rows = std::max<int64_t>(1, numel(n.shape));
+    internal_check(out.is_contiguous() && out.numel() == rows);
+    Centred c;
+    c.rows.resize(static_cast<size_t>(rows));
+    cpu::run_moments(x, rows, c.rows.data());
+    dispatch_float(n.dtype, [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      T* o = out.ptr<T>();
+      for (int64_t r = 0; r < rows; ++r) o[r] = static_cast<T>(c.rows[r].sum);
+    });
+    // The centred sum's map is square(x - m): its second leaf is m (an expand).
+    c.mean = input(input(input(centred, 0), 0), 1);
+    centred_[centred] = std::move(c);
+    return true;
+  }
+
+  template <class F>
+  static void dispatch_float(DType t, F&& f) {
+    if (t == DType::F32) f(static_cast<float*>(nullptr));
+    else if (t == DType::F64) f(static_cast<double*>(nullptr));
+    else internal_fail(__FILE__, __LINE__, "moments of a non-float dtype");
+  }
+
+  // The map `root` whose program has banded stencils among its leaves (placeholders in p):
+  // rows in bands of ~kBandElems; per band each stencil computes its rows of output into a
+  // per-thread buffer (run_correlate with the band's origin, exactly the whole op's sums),
+  // then the program runs over the band. Bands are shared out over the threads.
+  void run_banded(int root, cpu::MapProgram& p, const View& out) {
+    struct Win {
+      int leaf;
+      const Node* node;
+      View x, k;
+      std::vector<int64_t> origin;  // the whole op's: -pad_before
+    };
+    std::vector<Win> wins;
+    for (const auto& [leaf, j] : banded_leaves_) {
+      const Node* w = slot(j).node;
+      Win win{leaf, w, input_view(j, 0), input_view(j, 1), {}};
+      for (size_t d = 0; d < w->shape.size(); ++d) win.origin.push_back(-w->attrs.ints[d]);
+      wins.push_back(std::move(win));
+    }
+    const Shape& shape = node(root).shape;
+    const int r = static_cast<int>(shape.size());
+    const int64_t rows = shape[0], row_elems = numel(shape) / rows;
+    const int64_t band = std::clamp<int64_t>(kBandElems / std::max<int64_t>(row_elems, 1), 1, rows);
+    const int64_t nbands = (rows + band - 1) / band;
+    const bool stream = out.numel() * static_cast<int64_t>(dtype_size(out.dtype)) >= (int64_t(32) << 20);
+    Shape band_shape = shape;
+    band_shape[0] = band;
+    int u_leaf = -1;
+    float c = 0;
+    const bool axpy = wins.size() == 1 && cpu::axpy_form(p, wins[0].leaf, u_leaf, c);
+    std::vector<std::vector<std::shared_ptr<Value>>> scratch(static_cast<size_t>(cpu::pool_width()));
+    cpu::parallel_for(nbands, 1, [&](int64_t lo, int64_t hi, int worker) {
+      auto& bufs = scratch[static_cast<size_t>(worker)];
+      if (bufs.empty())
+        for (const Win& w : wins) bufs.push_back(alloc(w.node->dtype, band_shape));
+      cpu::MapProgram pb = p;
+      pb.stream_out = stream;
+      std::vector<int64_t> start(r, 0), zero(r, 0), step(r, 1);
+      for (int64_t b = lo; b < hi; ++b) {
+        if (cancel_requested()) throw Cancelled();
+        start[0] = b * band;
+        Shape count = shape;
+        count[0] = std::min(band, rows - start[0]);
+        for (size_t i = 0; i < p.leaves.size(); ++i)
+          if (p.leaves[i].buf) pb.leaves[i] = p.leaves[i].sliced(start, step, count);
+        if (axpy) {
+          std::vector<int64_t> origin = wins[0].origin;
+          origin[0] += start[0];
+          if (cpu::run_correlate_axpy(wins[0].x, wins[0].k, origin, pb.leaves[static_cast<size_t>(u_leaf)], c,
+                                      out.sliced(start, step, count), stream))
+            continue;
+        }
+        for (size_t j = 0; j < wins.size(); ++j) {
+          std::vector<int64_t> origin = wins[j].origin;
+          origin[0] += start[0];
+          const View piece = bufs[j]->v.sliced(zero, step, count);
+          cpu::run_correlate(wins[j].x, wins[j].k, origin, piece);
+          pb.leaves[static_cast<size_t>(wins[j].leaf)] = piece;
+        }
+        cpu::run_map(pb, out.sliced(start, step, count));
+      }
+    });
+  }
+
+  std::shared_ptr<Value> view_of(int i) {
+    const Node& n = node(i);
+    const View& in = input_view(i, 0);
+    switch (n.op) {
+      case Op::Permute:
+        return wrap(in.permuted(std::vector<int>(n.attrs.ints.begin(), n.attrs.ints.end())));
+      case Op::Expand:
+        return wrap(in.expanded(n.shape));
+      case Op::Constrain:  // one rank: the layout is the whole tensor
+        return wrap(in);
+      case Op::Slice: {
+        const size_t r = n.shape.size();
+        std::vector<int64_t> start(n.attrs.ints.begin(), n.attrs.ints.begin() + r);
+        std::vector<int64_t> step(n.attrs.ints.begin() + r, n.attrs.ints.end());
+        return wrap(in.sliced(start, step, n.shape));
+      }
+      case Op::Reshape: {
+        View out;
+        if (in.try_reshape(n.shape, out)) return wrap(out);
+        ++stats().kernels;
+        auto copy = alloc(in.dtype, in.shape);
+        cpu::copy_view(in, copy->v);
+        internal_check(copy->v.try_reshape(n.shape, out));
+        return wrap(out);
+      }
+      default:
+        internal_fail(__FILE__, __LINE__, "not a view op");
+    }
+  }
+
+  // The fused group of a map: the root plus the maps and constants inlined into it.
+  bool in_group(int i, bool is_root) const { return is_root || slot(i).inlined; }
+
+  // Registers are per build (reg_walk): a constant inlined into several maps has one in each.
+  cpu::MapProgram build_program(int root) {
+    cpu::MapProgram p;
+    ++walk_;
+    banded_leaves_.clear();
+    members_ = 0;
+    collect_leaves(root, true, p);
+    p.instrs.reserve(static_cast<size_t>(members_));
+    emit(root, true, p);
+    return p;
+  }
+
+  // Leaves (values computed outside the group) take the first registers.
+  void collect_leaves(int i, bool is_root, cpu::MapProgram& p) {
+    Slot& s = slot(i);
+    if (in_group(i, is_root)) {
+      if (s.seen == walk_) return;  // a DAG: x*x must not double the walk
+      s.seen = walk_;
+      ++members_;
+      for (size_t k = 0; k < s.node->inputs.size(); ++k) collect_leaves(input(i, k), false, p);
+      return;
+    }
+    if (s.reg_walk == walk_) return;
+    s.reg_walk = walk_;
+    s.reg = static_cast<int>(p.leaves.size());
+    if (s.banded) {  // computed per band by run_banded: a placeholder here
+      banded_leaves_.push_back({s.reg, i});
+      p.leaves.emplace_back();
+      return;
+    }
+    p.leaves.push_back(slot_view(i));
+  }
+
+  // Instructions in dependency order; returns slot i's register.
+  int emit(int i, bool is_root, cpu::MapProgram& p) {
+    Slot& s = slot(i);
+    if (s.reg_walk == walk_) return s.reg;
+    internal_check(in_group(i, is_root));
+    const Node* n = s.node;
+    cpu::MapInstr ins{n->op, n->dtype, n->dtype};
+    if (n->op == Op::Full) {
+      ins.real = n->attrs.reals.at(0);
+      ins.integer = n->attrs.ints.at(0);
+    } else {
+      int* args[3] = {&ins.a, &ins.b, &ins.c};
+      for (size_t k = 0; k < n->inputs.size(); ++k) *args[k] = emit(input(i, k), false, p);
+      ins.in = n->inputs.back()->dtype;  // Where: the dtype of a and b; Cast: the source
+    }
+    p.instrs.push_back(ins);
+    s.reg_walk = walk_;
+    s.reg = static_cast<int>(p.leaves.size() + p.instrs.size()) - 1;
+    return s.reg;
+  }
+
+  const std::vector<NodeRef>& roots_;
+  plan::FusionGroups& g_;                              // the workspace's (see Workspace)
+  std::vector<Slot>& slots_;
+  std::vector<int>& kept_;
+  std::vector<int>& pending_;
+  std::vector<std::pair<int, int>>& banded_leaves_;
+  std::vector<std::pair<int, int>>& moments_;
+  int walk_ = 0;                                       // numbers the graph walks (Slot::seen)
+  int members_ = 0;                                    // group members of the last build_program
+  static constexpr int64_t kBandElems = int64_t(1) << 17;     // a band: 512 KiB of f32, in L2
+  static constexpr int64_t kBandMinElems = int64_t(1) << 18;  // smaller stencils run whole
+  static constexpr size_t kKeepMaxBytes = size_t(1) << 20;     // keep_if_held's bound
+  struct Centred {
+    std::vector<cpu::Moments> rows;  // per output element of the centred sum
+    int mean = -1;                   // the slot of the broadcast m
+  };
+  std::unordered_map<int, Centred> centred_;  // by the centred sum's slot; the sum(x) pass fills it
+};
+
+}  // namespace
+
+void evaluate(const std::vector<NodeRef>& roots) {
+  ++stats().observations;
+  bool all_done = true;
+  for (const NodeRef& r : roots) all_done = all_done && r->value;
+  if (all_done) return;
+  WorkspaceLease ws;
+  Evaluation(roots, ws.get()).run();
+}
+
+
+}  // namespace tapestry

@@ -1,0 +1,35 @@
+// Evaluating an observation sharded: plan the observed subgraph on a mesh, verify, run.
+//   evaluate_sharded({y}, plan::Mesh::this_machine(4), {}, /*verify_plan=*/true);  // y->value set
+//   plan::PlannedGraph pg = plan::plan_observation({y}, mesh, {});  run_planned(pg, true);
+//   TAPESTRY_VERIFY=1 verifies every plan whatever verify_plan says.
+// The ranks are virtual (a loopback transport in this process) until the MPI transport lands;
+// the result is the single-rank evaluator's, exactly for maps and data movement, up to the
+// order of float additions for split reductions. On any throw no root is changed.
+#pragma once
+
+#include <vector>
+
+#include "engine/shard/rank_program.hpp"
+#include "engine/ir/node.hpp"
+#include "engine/plan/mesh.hpp"
+#include "engine/plan/planner.hpp"
+#include "engine/plan/search.hpp"
+
+namespace tapestry {
+
+// Fuses (plan::fuse) and plans the subgraph the roots need (nodes holding a value are
+// inputs, held whole on rank 0; Constrain nodes fix their layout) with plan::search — no plan cache, so `opts` (method,
+// seed) always takes effect — then verifies and runs it over `mesh.ranks` virtual ranks.
+// Throws InternalError with the verifier's message when verification fails. Returns what
+// ran and moved (zero when every root already had a value). devices: as run_plan's.
+RunReport evaluate_sharded(const std::vector<NodeRef>& roots, const plan::Mesh& mesh,
+                           const plan::SearchOptions& opts, bool verify_plan,
+                           const std::vector<DeviceBackend*>& devices = {});
+
+// Verifies (when asked, or TAPESTRY_VERIFY=1) and runs an already planned observation.
+RunReport run_planned(const plan::PlannedGraph& pg, bool verify_plan, const std::vector<DeviceBackend*>& devices = {});
+
+// Whether TAPESTRY_VERIFY=1 asks for every plan to be verified.
+bool verify_every_plan();
+
+}  // namespace tapestry

@@ -1,0 +1,138 @@
+// Parallel .npy I/O of sharded tensors, orchestrated: every rank reads or writes only its own
+// boxes (engine/io/parallel_io.hpp has the per-rank part and the Io job's encoding).
+#include "engine/session/sharded_io.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <utility>
+
+#include "engine/dist/coordinator.hpp"
+#include "engine/ir/error.hpp"
+#include "engine/store/shard_store.hpp"
+#include "engine/store/stored_tensor.hpp"
+
+namespace tapestry::io {
+
+namespace {
+
+bool on_mpi(int ranks) { return ranks > 1 && mpi_job_ranks() == ranks; }
+
+// "rank r: " in front of a message.
+std::string on_rank(int rank, const std::string& msg) {
+  const std::string prefix = cat_str("rank ", rank, ": ");
+  return msg.rfind(prefix, 0) == 0 ? msg : prefix + msg;
+}
+
+// A message about the temporary names the file the user asked for.
+std::string rename_path(std::string msg, const std::string& tmp, const std::string& path) {
+  for (size_t at = msg.find(tmp); at != std::string::npos; at = msg.find(tmp, at + path.size()))
+    msg.replace(at, tmp.size(), path);
+  return msg;
+}
+
+}  // namespace
+
+void run_io(const std::vector<IoTask>& tasks, int ranks) {
+  if (on_mpi(ranks)) {
+    run_io_mpi(encode_io(tasks), [&] { run_io_part(tasks, 0); });
+    return;
+  }
+  // Loopback: this process holds every rank. Every rank runs, then the first failure is thrown.
+  std::string first;
+  bool internal = false;
+  for (int r = 0; r < ranks; ++r) {
+    try {
+      run_io_part(tasks, r);
+    } catch (const InternalError& e) {
+      if (first.empty()) first = on_rank(r, e.what()), internal = true;
+    } catch (const Error& e) {
+      if (first.empty()) first = on_rank(r, e.what());
+    } catch (const std::bad_alloc&) {
+      if (first.empty()) first = on_rank(r, "out of memory");
+    }
+  }
+  if (first.empty()) return;
+  if (internal) throw InternalError(first);
+  throw Error(first);
+}
+
+NodeRef load_npy_sharded(const std::string& path, int ranks) {
+  const NpyHeader h = read_npy_header(path);
+  NodeRef leaf = make_stored_leaf(h.shape, h.dtype);
+  const IoTask t = read_task(path, h, leaf, ranks);
+  try {
+    run_io({t}, ranks);
+  } catch (...) {  // cleanup, then the same exception goes on (no Lua runs here)
+    shard_store().drop(t.key);
+    if (on_mpi(ranks)) drop_on_workers({t.key});
+    throw;
+  }
+  register_stored(leaf, t.shards, ranks);
+  return leaf;
+}
+
+NodeRef stored_leaf_of(const NodeRef& x) {
+  if (x->value) return nullptr;
+  if (stored_layout(x->id)) return x;
+  NodeRef leaf = materialized_as(*x);
+  return leaf && !leaf->value && stored_layout(leaf->id) ? leaf : nullptr;
+}
+
+void save_npy_sharded(const std::vector<std::pair<std::string, NodeRef>>& files) {
+  // Grouped by the mesh each was stored on (normally one group: the current mesh).
+  std::map<int, std::vector<IoTask>> groups;
+  std::vector<std::pair<std::string, std::string>> renames;  // tmp -> path
+  auto unlink_all = [&] {
+    for (const auto& [tmp, path] : renames) ::unlink(tmp.c_str());
+  };
+  try {
+    for (const auto& [path, leaf] : files) {
+      const StoredLayout* s = stored_layout(leaf->id);
+      internal_check(s != nullptr);
+      const std::string tmp = cat_str(path, ".partial-", ::getpid());
+      renames.emplace_back(tmp, path);
+      IoTask t;
+      t.kind = IoTask::Write;
+      t.path = tmp;
+      t.key = leaf->id;
+      try {
+        t.header = write_npy_header(tmp, leaf->dtype, leaf->shape);
+      } catch (const Error& e) {
+        throw Error(rename_path(e.what(), tmp, path));
+      }
+      // A box held on several ranks (replicated) is written once.
+      for (const plan::Shard& sh : s->shards) {
+        bool dup = false;
+        for (const plan::Shard& o : t.shards) dup = dup || o.box == sh.box;
+        if (!dup && !(sh.box.rank() > 0 && sh.box.empty())) t.shards.push_back(sh);
+      }
+      groups[s->ranks].push_back(std::move(t));
+    }
+    for (const auto& [ranks, tasks] : groups) {
+      try {
+        run_io(tasks, ranks);
+      } catch (const InternalError&) {
+        throw;
+      } catch (const Error& e) {
+        std::string msg = e.what();
+        for (const auto& [tmp, path] : renames) msg = rename_path(msg, tmp, path);
+        throw Error(msg);
+      }
+    }
+  } catch (...) {  // cleanup, then the same exception goes on (no Lua runs here)
+    unlink_all();
+    throw;
+  }
+  for (const auto& [tmp, path] : renames)
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+      const std::string why = std::strerror(errno);
+      unlink_all();
+      throw Error(cat_str("'", path, "': cannot write: ", why));
+    }
+}
+
+}  // namespace tapestry::io

@@ -1,0 +1,164 @@
+// RankProgram's combines (sharded_run.hpp): merging the partial results of blocks that split a
+// reduction dimension, point to point or as one of the transport's collectives.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "engine/run/run_block.hpp"
+#include "engine/shard/rank_program.hpp"
+#include "engine/ir/error.hpp"
+#include "kernels/cpu/kernels.hpp"
+
+namespace tapestry {
+
+using poly::Box;
+
+namespace {
+
+// A box's extents followed by the trailing dims of `like` beyond the box's rank.
+Shape shape_with_tail(const Box& b, const View& like) {
+  Shape s = b.extents();
+  for (int d = b.rank(); d < like.rank(); ++d) s.push_back(like.shape[d]);
+  return s;
+}
+
+// The value x with x op y == y for every y: what a member without a partial contributes.
+template <class T> T identity_of(comm::ReduceOp op) {
+  constexpr bool fp = std::is_floating_point_v<T>;
+  switch (op) {
+    case comm::ReduceOp::Sum: case comm::ReduceOp::Or: return T(0);
+    case comm::ReduceOp::Prod: case comm::ReduceOp::And: return T(1);
+    case comm::ReduceOp::Max:
+      if constexpr (fp) return -std::numeric_limits<T>::infinity();
+      else return std::numeric_limits<T>::lowest();
+    case comm::ReduceOp::Min:
+      if constexpr (fp) return std::numeric_limits<T>::infinity();
+      else return std::numeric_limits<T>::max();
+  }
+  return T(0);
+}
+
+void fill_identity(comm::ReduceOp op, const View& v) {
+  internal_check(v.is_contiguous());
+  dispatch_dtype(v.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    std::fill_n(v.ptr<T>(), v.numel(), identity_of<T>(op));
+  });
+}
+
+}  // namespace
+
+View RankProgram::partial_over(size_t c, size_t p) {
+  const plan::Combine& m = g_.combines[c];
+  const Box slice = sig(m.node).output_slice(g_.blocks[p].box);
+  auto it = partials_.find(p);
+  if (it == partials_.end())
+    throw InternalError(cat_str("combine ", c, " merges the partial of block ", p, ", which has not run"));
+  return window(it->second->view(), slice, intersect(slice, m.out));
+}
+
+// Point to point: every participant sends the part of its partials over `out` to each other
+// destination; a destination then merges all of them in the combine's partial order (the
+// same order on every destination, so an all-reduce gives bit-identical copies).
+bool RankProgram::combine(size_t c) {
+  internal_check(c < g_.combines.size());
+  if (coll_.combines[c].collective) return combine_collective(c);
+  const plan::Combine& m = g_.combines[c];
+  const poly::Signature& s = sig(m.node);
+  auto region = [&](size_t p) { return intersect(s.output_slice(g_.blocks[p].box), m.out); };
+  auto local = [&](size_t p) { return partial_over(c, p); };
+  if (combine_started_.insert(c).second) {
+    for (size_t p : m.partials) {
+      internal_check(p < g_.blocks.size());
+      if (g_.blocks[p].rank != me_ || region(p).empty()) continue;
+      for (plan::Rank d : m.dest)
+        if (d != me_) t_.send(d, comm::tag(comm::TagKind::Partial, c, p), local(p));
+    }
+  }
+  if (std::find(m.dest.begin(), m.dest.end(), me_) == m.dest.end()) return true;
+  // Wait for every remote partial; keep the ones that came so far.
+  bool all = true;
+  for (size_t p : m.partials) {
+    const plan::Rank from = g_.blocks[p].rank;
+    if (from == me_ || region(p).empty() || arrived_.count({c, p})) continue;
+    if (auto v = t_.try_recv(from, comm::tag(comm::TagKind::Partial, c, p))) arrived_[{c, p}] = std::move(v);
+    else all = false;
+  }
+  if (!all) return false;
+  // The first partial to reach a point initializes it; later ones combine into it.
+  std::shared_ptr<Value> acc;
+  std::vector<Box> filled;  // disjoint
+  for (size_t p : m.partials) {
+    const Box r = region(p);
+    if (r.empty()) continue;
+    View part;
+    if (g_.blocks[p].rank == me_) {
+      part = local(p);
+    } else {
+      auto it = arrived_.find({c, p});
+      part = it->second->view();
+      arrived_.erase(it);
+    }
+    if (!acc) acc = Value::alloc(part.dtype, shape_with_tail(m.out, part));
+    for (const Box& f : filled) {
+      const Box both = intersect(r, f);
+      if (!both.empty()) combine_partials(m.kind, window(acc->v, m.out, both), window(part, r, both));
+    }
+    for (const Box& u : poly::uncovered(r, filled)) {
+      cpu::copy_view(window(part, r, u), window(acc->v, m.out, u));
+      filled.push_back(u);
+    }
+  }
+  if (!acc || !poly::covered_by(m.out, filled))
+    throw InternalError(cat_str("combine ", c, " of %", m.node, ": no partial reaches part of ", poly::to_string(m.out)));
+  hold(m.node, m.out, acc->view());
+  return true;
+}
+
+// As a collective: every participant contributes its partials over `out` (all of them cover
+// it), merged by MPI in its own order. The receiving members wait for the result like for a
+// receive; a member that only contributes goes on at once, as after a send.
+bool RankProgram::combine_collective(size_t c) {
+  const plan::Combine& m = g_.combines[c];
+  const comm::ReduceSpec& spec = coll_.combines[c].spec;
+  auto it = running_.find(c);
+  if (it == running_.end()) {
+    const View in = contribution(c);
+    const bool receives = spec.root == comm::kAllMembers || spec.root == me_;
+    std::shared_ptr<Value> out = receives ? Value::alloc(in.dtype, in.shape) : nullptr;
+    std::unique_ptr<comm::Collective> h = t_.start_reduce(spec, in, out ? out->v : View{});
+    if (!receives) {
+      trailing_.push_back(std::move(h));
+      return true;
+    }
+    it = running_.emplace(c, Running{std::move(h), std::move(out)}).first;
+  }
+  if (!it->second.handle->test()) return false;
+  hold(m.node, m.out, it->second.out->view());
+  running_.erase(it);
+  return true;
+}
+
+// This rank's partials of combine c over `out`, merged in plan order (the partial itself
+// when it is the only one and contiguous); the merge's identity where it holds none (a
+// destination that computed no partial).
+View RankProgram::contribution(size_t c) {
+  const plan::Combine& m = g_.combines[c];
+  const Node& n = node(m.node);
+  std::vector<View> mine;
+  for (size_t p : m.partials)
+    if (g_.blocks[p].rank == me_) mine.push_back(partial_over(c, p));
+  if (mine.size() == 1 && mine[0].is_contiguous()) return mine[0];
+  Shape shape = m.out.extents();
+  for (size_t d = static_cast<size_t>(m.out.rank()); d < n.shape.size(); ++d) shape.push_back(n.shape[d]);
+  auto acc = Value::alloc(n.dtype, shape);
+  if (mine.empty()) {
+    fill_identity(coll_.combines[c].spec.op, acc->v);
+    return acc->v;
+  }
+  cpu::copy_view(mine[0], acc->v);
+  for (size_t i = 1; i < mine.size(); ++i) combine_partials(m.kind, acc->v, mine[i]);
+  return acc->v;
+}
+
+}  // namespace tapestry

@@ -1,0 +1,567 @@
+#include "engine/shard/rank_program.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "engine/device/peers_local.hpp"
+#include "engine/comm/loopback.hpp"
+#include "engine/run/run_block.hpp"
+#include "engine/run/device_block.hpp"
+#include "engine/device/host_backend.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/telemetry/cancel.hpp"
+#include "engine/telemetry/trace.hpp"
+#include "engine/ir/error.hpp"
+#include "engine/store/shard_store.hpp"
+#include "kernels/cpu/kernels.hpp"
+
+namespace tapestry {
+
+using plan::Step;
+using poly::Box;
+
+namespace {
+
+// The payload of `box` of n's output (its dtype; trailing dims beyond the box count whole).
+int64_t bytes_of(const Node& n, const Box& box) {
+  int64_t e = box.empty() ? 0 : numel(box.extents());
+  for (size_t d = static_cast<size_t>(box.rank()); d < n.shape.size(); ++d) e *= n.shape[d];
+  return e * static_cast<int64_t>(dtype_size(n.dtype));
+}
+
+// Rethrows the exception in flight with "rank r: " in front, keeping its type.
+[[noreturn]] void rethrow_on(int rank) {
+  try {
+    throw;
+  } catch (const Cancelled&) {
+    throw;
+  } catch (const Error& e) {
+    throw Error(cat_str("rank ", rank, ": ", e.what()));
+  } catch (const InternalError& e) {
+    throw InternalError(cat_str("rank ", rank, ": ", e.what()));
+  }
+}
+
+}  // namespace
+
+uint64_t StoreKeys::root_key(uint64_t root_id, const plan::ShardedGraph& g) const {
+  for (size_t i = 0; i < roots.size() && i < g.roots.size(); ++i)
+    if (g.roots[i] == root_id) return roots[i];
+  return 0;
+}
+
+RankProgram::RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreKeys keys, DeviceBackend* dev)
+    : g_(g), t_(t), keys_(std::move(keys)), me_(t.rank()), dev_(dev),
+      store_(me_, dev, [this](uint64_t tensor) { return describe(tensor); }) {
+  internal_check(t.size() == g.num_ranks && me_ >= 0 && me_ < g.num_ranks);
+  internal_check(keys_.initial.empty() || keys_.initial.size() == g.initial.size());
+  internal_check(keys_.roots.empty() || keys_.roots.size() == g.roots.size());
+  // Before anything that can throw: the other members of a group wait for this rank here.
+  coll_ = comm::plan_collectives(g, t);
+  t.join_groups(coll_.groups);
+  for (const NodeRef& n : g.nodes) nodes_[n->id] = n.get();
+  for (const plan::Combine& c : g.combines) split_.insert(c.node);
+  // The initial shards are windows on the nodes' values or on stored shards: nothing is
+  // copied to start.
+  for (size_t i = 0; i < g.initial.size(); ++i) {
+    const plan::Shard& h = g.initial[i];
+    if (h.rank != me_) continue;
+    if (!keys_.initial.empty() && keys_.initial[i] != 0) {
+      std::optional<ShardStore::Found> v = shard_store().find_piece(me_, keys_.initial[i], h.box);
+      if (!v)
+        throw InternalError(cat_str("rank ", me_, " is to hold ", poly::to_string(h.box), " of stored tensor #",
+                                    keys_.initial[i], " initially, but its shard store lacks it"));
+      if (!v->dev.mem) hold(h.tensor, h.box, v->host);
+      else if (dev_) store_.hold(h.tensor, h.box, v->dev);  // in device memory, where device blocks read it
+      else hold(h.tensor, h.box, *shard_store().find(me_, keys_.initial[i], h.box));  // a downloaded copy
+      continue;
+    }
+    const Node& n = node(h.tensor);
+    if (!n.value)
+      throw InternalError(cat_str("rank ", me_, " is to hold ", poly::to_string(h.box), " of %", h.tensor, " (",
+                                  op_def(n.op).name, ") initially, but that node has no value"));
+    hold(h.tensor, h.box, window(n.value->view(), Box::of_shape(n.shape), h.box));
+  }
+  find_banded_pairs();
+}
+
+std::string RankProgram::describe(uint64_t tensor) const {
+  const auto n = nodes_.find(tensor);
+  return cat_str("%", tensor, n == nodes_.end() ? "" : cat_str(" (", op_def(n->second->op).name, ")"));
+}
+
+const Node& RankProgram::node(uint64_t id) const {
+  auto it = nodes_.find(id);
+  if (it == nodes_.end()) throw InternalError(cat_str("the plan names %", id, ", which it does not list"));
+  return *it->second;
+}
+
+const poly::Signature& RankProgram::sig(uint64_t id) {
+  auto it = sigs_.find(id);
+  if (it == sigs_.end()) it = sigs_.emplace(id, poly::signature_of(node(id))).first;
+  return it->second;
+}
+
+bool RankProgram::advance() {
+  bool ran = false;
+  try {
+    while (pc_ < steps().size()) {
+      if (cancel_requested() || (stop_ && stop_())) throw Cancelled();
+      if (!step(steps()[pc_])) break;
+      ++pc_;
+      ran = true;
+    }
+    ran = reap_trailing() || ran;
+  } catch (const std::exception&) {  // no Lua runs here; rethrown, tagged with the rank
+    rethrow_on(me_);
+  }
+  return ran;
+}
+
+bool RankProgram::step(const Step& s) {
+  const double t0 = trace::now_us();
+  bool ok = true;
+  switch (s.kind) {
+    case Step::Kind::Run:
+      run(s.index);
+      break;
+    case Step::Kind::Send:
+      send(s.index);
+      break;
+    case Step::Kind::Recv:
+      ok = recv(s.index);
+      break;
+    case Step::Kind::Combine:
+      ok = combine(s.index);
+      break;
+    default:
+      internal_fail(__FILE__, __LINE__, "unknown step kind");
+  }
+  if (!ok) return false;  // waiting is not moving: the time goes to whoever we wait for
+  const double dur = trace::now_us() - t0;
+  if (s.kind != Step::Kind::Run) move_us_ += dur;
+  if (trace::enabled()) trace_step(s, t0, dur);
+  if (progress_) {
+    if (s.kind == Step::Kind::Run) progress_->advance(block_weight_);
+    else if (s.kind == Step::Kind::Send) progress_->advance(0, bytes_of(node(g_.transfers[s.index].tensor), g_.transfers[s.index].slice));
+  }
+  return true;
+}
+
+void RankProgram::trace_step(const Step& s, double t0_us, double dur_us) {
+  trace::Event e;
+  e.pid = me_;
+  e.ts_us = t0_us;
+  e.dur_us = dur_us;
+  e.tid = trace::kComm;
+  auto box_args = [](const Box& b, int64_t bytes) {
+    return cat_str("\"box\":", trace::json_string(poly::to_string(b)), ",\"bytes\":", bytes);
+  };
+  switch (s.kind) {
+    case Step::Kind::Run: {
+      const plan::Block& k = g_.blocks[s.index];
+      const Node& n = node(k.node);
+      const Box out = sig(k.node).output_slice(k.box);
+      e.cat = "block";
+      e.tid = trace::kCompute;
+      e.name = std::string(op_def(n.op).name);
+      e.args = cat_str("\"op\":", trace::json_string(e.name), ",\"block\":", s.index, ",", box_args(k.box, bytes_of(n, out)),
+                       split_.count(k.node) ? ",\"partial\":true" : "");
+      break;
+    }
+    case Step::Kind::Send:
+    case Step::Kind::Recv: {
+      const plan::Transfer& x = g_.transfers[s.index];
+      const Node& n = node(x.tensor);
+      const bool out = s.kind == Step::Kind::Send;
+      e.cat = out ? "send" : "recv";
+      e.name = cat_str(out ? "send to " : "recv from ", out ? x.to : x.from);
+      e.args = cat_str("\"op\":", trace::json_string(op_def(n.op).name), ",\"transfer\":", s.index, ",",
+                       box_args(x.slice, bytes_of(n, x.slice)));
+      break;
+    }
+    case Step::Kind::Combine: {
+      const plan::Combine& m = g_.combines[s.index];
+      const Node& n = node(m.node);
+      e.cat = "combine";
+      e.name = cat_str("combine ", op_def(n.op).name);
+      const comm::CombineRoute& route = coll_.combines[s.index];
+      e.args = cat_str("\"op\":", trace::json_string(op_def(n.op).name), ",\"combine\":", s.index,
+                       ",\"partials\":", m.partials.size(), ",", box_args(m.out, bytes_of(n, m.out)),
+                       route.collective ? (route.spec.root == comm::kAllMembers ? ",\"collective\":\"all-reduce\""
+                                                                                 : ",\"collective\":\"reduce\"")
+                                        : "");
+      break;
+    }
+  }
+  trace::record(std::move(e));
+}
+
+std::string RankProgram::waiting_on() const {
+  if (done()) return "nothing";
+  if (pc_ == steps().size())
+    return cat_str("the end, for ", trailing_.size(), " collective(s) it contributed to and ", peer_sends_.size(),
+                   " device send(s)");
+  const Step& s = steps()[pc_];
+  if (s.kind == Step::Kind::Recv)
+    return cat_str("step ", pc_, ", the receive of transfer ", s.index, " from rank ", g_.transfers[s.index].from);
+  if (s.kind == Step::Kind::Combine) return cat_str("step ", pc_, ", combine ", s.index, " (a partial is missing)");
+  return cat_str("step ", pc_);
+}
+
+void RankProgram::find_banded_pairs() {
+  if (dev_) return;
+  std::unordered_map<uint64_t, std::vector<size_t>> readers;  // tensor -> my blocks reading it
+  std::unordered_map<uint64_t, int> blocks_of;                // node -> my blocks of it
+  for (const Step& st : steps()) {
+    if (st.kind != Step::Kind::Run) continue;
+    const plan::Block& k = g_.blocks[st.index];
+    const Node& n = node(k.node);
+    ++blocks_of[k.node];
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (!sig(k.node).input_slice(i, k.box).empty()) readers[n.inputs[i]->id].push_back(st.index);
+  }
+  std::unordered_set<uint64_t> leaves;  // tensors this rank sends, or holds as a result shard
+  for (const plan::Transfer& x : g_.transfers)
+    if (x.from == me_) leaves.insert(x.tensor);
+  for (const plan::Shard& o : g_.outputs)
+    if (o.rank == me_) leaves.insert(o.tensor);
+  for (const Step& st : steps()) {
+    if (st.kind != Step::Kind::Run) continue;
+    const plan::Block& k = g_.blocks[st.index];
+    const Node& w = node(k.node);
+    if (w.op != Op::Correlate || split_.count(k.node) || leaves.count(k.node) || blocks_of[k.node] != 1) continue;
+    const std::vector<size_t>& r = readers[k.node];
+    if (r.size() != 1) continue;
+    const plan::Block& m = g_.blocks[r[0]];
+    const Node& mn = node(m.node);
+    if (!runs_into(mn) || mn.op == Op::Correlate || mn.shape.empty() || m.box.extent(0) < 2) continue;
+    if (sig(k.node).output_slice(k.box) != k.box) continue;  // its space is its output
+    int reads = 0;
+    bool exact = true;
+    for (size_t i = 0; i < mn.inputs.size(); ++i) {
+      if (mn.inputs[i]->id != k.node) continue;
+      ++reads;
+      exact = exact && sig(m.node).input_slice(i, m.box) == k.box;
+    }
+    if (reads != 1 || !exact) continue;
+    banded_into_[st.index] = r[0];
+    deferred_[k.node] = st.index;
+  }
+}
+
+void RankProgram::run_banded(size_t b) {
+  const plan::Block& k = g_.blocks[b];
+  const Node& n = node(k.node);
+  const poly::Signature& s = sig(k.node);
+  const Box out_box = s.output_slice(k.box);
+  auto out = Value::alloc(n.dtype, out_box.extents());
+  struct Stencil {
+    size_t input;
+    const Node* node;
+    const poly::Signature* sig;
+    std::shared_ptr<Value> band;  // its rows of one band
+  };
+  std::vector<Stencil> stencils;
+  std::vector<View> whole(n.inputs.size());
+  std::vector<Box> whole_box(n.inputs.size());
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const uint64_t id = n.inputs[i]->id;
+    if (deferred_.count(id)) {
+      stencils.push_back({i, &node(id), &sig(id), nullptr});
+    } else {
+      whole_box[i] = s.input_slice(i, k.box);
+      whole[i] = gather(id, whole_box[i]);
+    }
+  }
+  // Bands of ~512 KiB of f32 rows: the stencil's band stays in L2 until the map reads it.
+  constexpr int64_t kBandElems = int64_t(1) << 17;
+  const int64_t rows = k.box.extent(0);
+  const int64_t row_elems = std::max<int64_t>(1, out_box.volume() / rows);
+  const int64_t band = std::clamp<int64_t>(kBandElems / row_elems, 1, rows);
+  const bool stream = out_box.volume() * static_cast<int64_t>(dtype_size(n.dtype)) >= (int64_t(32) << 20);
+  int u_leaf = -1;
+  float c = 0;
+  const bool axpy = stencils.size() == 1 && cpu::axpy_form(block_map_program(n), static_cast<int>(stencils[0].input), u_leaf, c);
+  std::vector<View> ins(n.inputs.size());
+  for (int64_t r0 = 0; r0 < rows; r0 += band) {
+    Box cb = k.box;
+    cb.lo[0] = k.box.lo[0] + r0;
+    cb.hi[0] = std::min(k.box.hi[0], cb.lo[0] + band - 1);
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (whole[i].buf) ins[i] = window(whole[i], whole_box[i], s.input_slice(i, cb));
+    const View out_band = window(out->v, out_box, s.output_slice(cb));
+    if (axpy) {  // u + c * stencil: applied by the stencil kernel as it stores
+      const Stencil& st = stencils[0];
+      const Box wb = s.input_slice(st.input, cb);
+      const Node& w = *st.node;
+      const View x = gather(w.inputs[0]->id, st.sig->input_slice(0, wb));
+      const View taps = gather(w.inputs[1]->id, st.sig->input_slice(1, wb));
+      if (run_stencil_axpy_into(w, *st.sig, wb, {x, taps}, ins[static_cast<size_t>(u_leaf)], c, out_band, stream))
+        continue;
+    }
+    for (Stencil& st : stencils) {
+      const Box wb = s.input_slice(st.input, cb);  // the band of the stencil's output
+      const Node& w = *st.node;
+      const View x = gather(w.inputs[0]->id, st.sig->input_slice(0, wb));
+      const View taps = gather(w.inputs[1]->id, st.sig->input_slice(1, wb));
+      if (!st.band) {
+        Shape full = wb.extents();
+        full[0] = std::max<int64_t>(full[0], band);
+        st.band = Value::alloc(w.dtype, full);
+      }
+      Shape part = st.band->v.shape;
+      part[0] = wb.extent(0);
+      const View bv = st.band->v.sliced(std::vector<int64_t>(part.size(), 0), std::vector<int64_t>(part.size(), 1), part);
+      run_block_into(w, *st.sig, wb, {x, taps}, bv);
+      ins[st.input] = bv;
+    }
+    run_block_into(n, s, cb, ins, out_band, stream);
+  }
+  hold(k.node, out_box, out->view());
+}
+
+void RankProgram::run(size_t b) {
+  internal_check(b < g_.blocks.size() && g_.blocks[b].rank == me_);
+  if (banded_into_.count(b)) {  // computed inside its map block, band by band
+    ++blocks_run_;
+    return;
+  }
+  t_.push_sends(0.002);  // what this rank just sent should leave before the block runs
+  const plan::Block& k = g_.blocks[b];
+  const Node& n = node(k.node);
+  const poly::Signature& s = sig(k.node);
+  for (const NodeRef& in : n.inputs)
+    if (deferred_.count(in->id)) {
+      run_banded(b);
+      ++blocks_run_;
+      return;
+    }
+  if (dev_ && device_takes(*dev_, n)) {
+    run_on_device(b);
+    return;
+  }
+  std::vector<View> ins;
+  ins.reserve(n.inputs.size());
+  for (size_t i = 0; i < n.inputs.size(); ++i) ins.push_back(gather(n.inputs[i]->id, s.input_slice(i, k.box)));
+  std::shared_ptr<Value> out = run_block(n, s, k.box, ins);
+  ++blocks_run_;
+  // A partial is no value yet: consumers read the combined result.
+  if (split_.count(k.node)) partials_[b] = std::move(out);
+  else hold(k.node, s.output_slice(k.box), out->view());
+}
+
+// The block's inputs come to the device (each part of a host piece is uploaded once) and its
+// output stays there; a partial goes to the host at once, where combines merge partials.
+void RankProgram::run_on_device(size_t b) {
+  const plan::Block& k = g_.blocks[b];
+  const Node& n = node(k.node);
+  const poly::Signature& s = sig(k.node);
+  std::vector<DeviceView> ins;
+  ins.reserve(n.inputs.size());
+  for (size_t i = 0; i < n.inputs.size(); ++i) ins.push_back(store_.device(n.inputs[i]->id, s.input_slice(i, k.box)));
+  DeviceView out = run_block_on(*dev_, n, s, k.box, ins);
+  ++blocks_run_;
+  ++device_blocks_;
+  const Box out_box = s.output_slice(k.box);
+  if (!split_.count(k.node)) {
+    store_.hold(k.node, out_box, std::move(out));
+    return;
+  }
+  auto partial = Value::alloc(out.dtype(), out.shape());
+  dev_->download(out, partial->v);
+  bytes_from_device_ += partial->v.numel() * static_cast<int64_t>(dtype_size(partial->v.dtype));
+  partials_[b] = std::move(partial);
+}
+
+void RankProgram::send(size_t t) {
+  internal_check(t < g_.transfers.size() && g_.transfers[t].from == me_);
+  const plan::Transfer& x = g_.transfers[t];
+  if (peers_) {
+    send_reached_.insert(t);
+    return post_peer_ops();
+  }
+  t_.send(x.to, comm::tag(comm::TagKind::Transfer, t), gather(x.tensor, x.slice));
+}
+
+void RankProgram::use_device_peers(comm::DevicePeers* peers) {
+  internal_check(dev_ != nullptr && pc_ == 0 && peers->rank() == me_ && peers->size() == g_.num_ranks);
+  peers_ = peers;
+  for (size_t t = 0; t < g_.transfers.size(); ++t)
+    if (g_.transfers[t].from == me_ || g_.transfers[t].to == me_) peer_order_.push_back(t);
+}
+
+// In transfer order: every rank posts its part of transfer t after its part of every earlier
+// one, so each pair of ranks posts its operations in the same order. A receive needs nothing
+// but a buffer; a send waits for its step (its data is computed by then).
+void RankProgram::post_peer_ops() {
+  for (; peer_next_ < peer_order_.size(); ++peer_next_) {
+    const size_t t = peer_order_[peer_next_];
+    const plan::Transfer& x = g_.transfers[t];
+    if (x.from == me_) {
+      if (!send_reached_.erase(t)) return;
+      DeviceView src = store_.device(x.tensor, x.slice);
+      if (!src.is_contiguous()) {  // NCCL sends one run of memory
+        DeviceView packed = device_alloc(*dev_, src.dtype(), src.shape());
+        dev_->copy(src, packed);
+        src = std::move(packed);
+      }
+      std::unique_ptr<comm::Collective> h = peers_->send(x.to, src, t);
+      ++peer_messages_;
+      peer_bytes_ += src.numel() * static_cast<int64_t>(dtype_size(src.dtype()));
+      peer_sends_.push_back({std::move(h), std::move(src)});
+    } else {
+      DeviceView buf = device_alloc(*dev_, node(x.tensor).dtype, x.slice.extents());
+      std::unique_ptr<comm::Collective> h = peers_->recv(x.from, buf, t);
+      peer_recvs_.emplace(t, PeerOp{std::move(h), std::move(buf)});
+    }
+  }
+}
+
+bool RankProgram::recv_from_peer(size_t t) {
+  post_peer_ops();
+  auto it = peer_recvs_.find(t);
+  if (it == peer_recvs_.end() || !it->second.handle->test()) return false;
+  store_.hold(g_.transfers[t].tensor, g_.transfers[t].slice, std::move(it->second.buf));
+  peer_recvs_.erase(it);
+  return true;
+}
+
+bool RankProgram::recv(size_t t) {
+  internal_check(t < g_.transfers.size() && g_.transfers[t].to == me_);
+  if (peers_) return recv_from_peer(t);
+  const plan::Transfer& x = g_.transfers[t];
+  std::shared_ptr<Value> v = t_.try_recv(x.from, comm::tag(comm::TagKind::Transfer, t));
+  if (!v) return false;
+  internal_check(v->v.shape == x.slice.extents());
+  hold(x.tensor, x.slice, v->view());
+  return true;
+}
+
+bool RankProgram::reap_trailing() {
+  const size_t before = trailing_.size() + peer_sends_.size();
+  std::erase_if(trailing_, [](const std::unique_ptr<comm::Collective>& h) { return h->test(); });
+  std::erase_if(peer_sends_, [](const PeerOp& p) { return p.handle->test(); });
+  return trailing_.size() + peer_sends_.size() != before;
+}
+
+void RankProgram::send_outputs() {
+  internal_check(done());
+  const double t0 = trace::now_us();
+  int64_t bytes = 0;
+  try {
+    for (size_t i = 0; i < g_.outputs.size(); ++i) {
+      const plan::Shard& o = g_.outputs[i];
+      if (o.rank != me_ || me_ == 0 || keys_.root_key(o.tensor, g_)) continue;
+      t_.send(0, comm::tag(comm::TagKind::Output, i), gather(o.tensor, o.box));
+      bytes += bytes_of(node(o.tensor), o.box);
+    }
+  } catch (const std::exception&) {  // no Lua runs here; rethrown, tagged with the rank
+    rethrow_on(me_);
+  }
+  const double dur = trace::now_us() - t0;
+  move_us_ += dur;
+  if (bytes > 0 && trace::enabled())
+    trace::record({"output", "send outputs to 0", me_, trace::kComm, t0, dur, cat_str("\"bytes\":", bytes)});
+}
+
+bool RankProgram::gather_outputs(std::map<uint64_t, std::shared_ptr<Value>>& roots) {
+  internal_check(me_ == 0 && done());
+  for (size_t i = 0; i < g_.outputs.size(); ++i) {
+    const plan::Shard& o = g_.outputs[i];
+    if (o.rank == 0 || outputs_in_.count(i) || keys_.root_key(o.tensor, g_)) continue;
+    auto v = t_.try_recv(o.rank, comm::tag(comm::TagKind::Output, i));
+    if (!v) return false;
+    outputs_in_[i] = std::move(v);
+  }
+  const double t0 = trace::now_us();
+  for (uint64_t r : g_.roots) {
+    if (keys_.root_key(r, g_)) continue;  // kept where computed
+    const Node& n = node(r);
+    auto full = Value::alloc(n.dtype, n.shape);
+    const Box all = Box::of_shape(n.shape);
+    std::vector<Box> got;
+    for (size_t i = 0; i < g_.outputs.size(); ++i) {
+      const plan::Shard& o = g_.outputs[i];
+      if (o.tensor != r) continue;
+      const View piece = o.rank == 0 ? gather(r, o.box) : outputs_in_.at(i)->view();
+      internal_check(piece.dtype == n.dtype);
+      cpu::copy_view(piece, window(full->v, all, o.box));
+      got.push_back(o.box);
+    }
+    if (!poly::covered_by(all, got))
+      throw InternalError(cat_str("the result shards of %", r, " do not cover it: ",
+                                  poly::to_string(poly::uncovered(all, got)[0]), " lies nowhere"));
+    roots[r] = std::move(full);
+  }
+  const double dur = trace::now_us() - t0;
+  move_us_ += dur;
+  if (trace::enabled())
+    trace::record({"output", "gather outputs", 0, trace::kComm, t0, dur, cat_str("\"roots\":", g_.roots.size())});
+  return true;
+}
+
+void RankProgram::keep_outputs() {
+  internal_check(done());
+  for (const plan::Shard& o : g_.outputs) {
+    if (o.rank != me_) continue;
+    const uint64_t key = keys_.root_key(o.tensor, g_);
+    if (!key) continue;
+    // Computed on the device: kept there, for the next plan's device blocks.
+    if (dev_ && store_.on_device(o.tensor, o.box)) shard_store().put(me_, key, o.box, store_.device(o.tensor, o.box), *dev_);
+    else shard_store().put(me_, key, o.box, gather(o.tensor, o.box));
+  }
+}
+
+RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys, const std::vector<DeviceBackend*>& devices) {
+  internal_check(devices.size() <= 1 || static_cast<int>(devices.size()) == g.num_ranks);
+  comm::LoopbackHub hub(g.num_ranks);
+  // With devices, slices go from device to device: copies on the device the virtual ranks share,
+  // or between the simulated devices of a test (host memory each, so the CPU copies).
+  HostBackend between_simulated;
+  std::optional<comm::LocalPeersHub> peers;
+  if (!devices.empty()) peers.emplace(g.num_ranks, devices.size() == 1 ? *devices[0] : between_simulated);
+  std::vector<std::unique_ptr<RankProgram>> ranks;
+  Progress bar(static_cast<int64_t>(g.blocks.size()));
+  for (int r = 0; r < g.num_ranks; ++r) {
+    DeviceBackend* dev = devices.empty() ? nullptr : devices.size() == 1 ? devices[0] : devices[static_cast<size_t>(r)];
+    ranks.push_back(std::make_unique<RankProgram>(g, hub.endpoint(r), keys, dev));
+    if (peers) ranks.back()->use_device_peers(&peers->endpoint(r));
+    ranks.back()->report_progress(&bar, 1);
+  }
+  // Round-robin: each rank runs until it waits; stop when all are done or none can move.
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (auto& p : ranks) progress = p->advance() || progress;
+  }
+  std::string stuck;
+  for (int r = 0; r < g.num_ranks; ++r)
+    if (!ranks[r]->done()) stuck += cat_str(stuck.empty() ? "" : "; ", "rank ", r, " waits at ", ranks[r]->waiting_on());
+  if (!stuck.empty()) throw InternalError(cat_str("the plan deadlocks: ", stuck));
+  for (auto& p : ranks) p->send_outputs();
+  std::map<uint64_t, std::shared_ptr<Value>> values;
+  internal_check(ranks[0]->gather_outputs(values));
+  if (hub.undelivered() != 0)
+    throw InternalError(cat_str("the plan sent ", hub.undelivered(), " messages that no rank received"));
+  if (peers && peers->pending() != 0)
+    throw InternalError(cat_str("the plan left ", peers->pending(), " device transfers unmatched"));
+  // Publish only now: a failure above leaves every root as it was.
+  RunReport report{0, hub.messages_sent(), hub.bytes_sent()};
+  for (auto& p : ranks) report.messages += p->peer_messages(), report.bytes += p->peer_bytes();
+  for (auto& p : ranks) {
+    report.blocks += p->blocks_run(), report.move_s += p->move_seconds();
+    report.device_blocks += p->device_blocks_run();
+    report.bytes_to_device += p->bytes_to_device();
+    report.bytes_from_device += p->bytes_from_device();
+  }
+  for (auto& p : ranks) p->keep_outputs();
+  for (auto& [id, v] : values) {
+    const Node* n = g.find(id);
+    if (n && !n->value) set_value(*n, std::move(v));
+  }
+  return report;
+}
+
+}  // namespace tapestry

@@ -1,0 +1,197 @@
+// Running a sharded graph: every rank executes its step list; slices move through a transport.
+//   plan::Plan p = plan::search(topo, initial, roots, plan::Mesh::modelled(4));
+//   RunReport r = run_plan(p.graph());      // 4 virtual ranks over loopback; roots get their values
+//   RankProgram me(g, mpi_endpoint);  while (!me.done()) me.advance();   // one rank of an MPI job
+// The executor trusts the plan's structure (verify() checks it) but not blindly: a slice a
+// block needs and its rank lacks, or a plan that cannot finish, throws InternalError naming the
+// rank and the step, and a failed run leaves every root unchanged.
+// Combines run point to point (send + try_recv), or as collectives where the transport has
+// them and the combine is regular (engine/comm/collective_plan.hpp): a started collective is
+// polled like a receive, so the loop keeps its shape.
+// With a device (a GPU, or the simulated one of the tests) a rank runs every block the device
+// takes there (device_block.hpp) and keeps its output in device memory; data crosses between
+// host and device only where a reader on the other side needs it (rank_store.hpp): slices sent
+// over MPI, partials merged on the host, CPU-only blocks and the gather to rank 0.
+// With device peers as well (NCCL between GPUs, comm/device_peers.hpp) every transfer goes from
+// device to device; each rank posts its sends and receives in the plan's transfer order, which
+// NCCL's order-matching needs and which cannot deadlock (docs/gpu.md).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "engine/comm/collective_plan.hpp"
+#include "engine/device/peers.hpp"
+#include "engine/comm/transport.hpp"
+#include "engine/device/backend.hpp"
+#include "engine/telemetry/progress.hpp"
+#include "engine/shard/rank_store.hpp"
+#include "engine/ir/value.hpp"
+#include "engine/plan/sharded_graph.hpp"
+
+namespace tapestry {
+
+// Which of a plan's values live in the shard store (engine/store/shard_store.hpp), so named
+// tensors stay where they were computed: initial[i] != 0 reads g.initial[i] from the store
+// under that key instead of a node's value; roots[i] != 0 keeps root i's result shards in
+// the store under that key instead of gathering them to rank 0. Empty vectors: none.
+struct StoreKeys {
+  std::vector<uint64_t> initial;  // one per g.initial, or empty
+  std::vector<uint64_t> roots;    // one per g.roots, or empty
+  uint64_t root_key(uint64_t root_id, const plan::ShardedGraph& g) const;  // 0: gathered
+};
+
+struct RunReport {
+  int64_t blocks = 0;      // blocks run, over all ranks
+  int64_t messages = 0;    // transfers, partials and gathered outputs
+  int64_t bytes = 0;       // their payload
+  double move_s = 0;       // seconds rank 0 (loopback: all ranks) spent moving them
+  int64_t device_blocks = 0;   // of the blocks, those run on a device
+  int64_t bytes_to_device = 0, bytes_from_device = 0;  // host <-> device copies
+};
+
+// One rank's part of a plan. Its store maps (tensor id, box) to the data: the initial shards
+// (views of the nodes' values), received slices, block outputs and combined values.
+class RankProgram {
+ public:
+  // Joins the transport's groups for the plan's collectives first (every rank of a job
+  // constructs its program at plan start, before anything that can fail). dev: the rank's
+  // device, or nullptr to run every block on the CPU.
+  RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreKeys keys = {}, DeviceBackend* dev = nullptr);
+
+  // Runs this rank's steps in program order until one must wait (a receive that has not
+  // arrived, a combine missing a partial) or all have run; whether any step ran. Checks the
+  // cancel flag before every step (throws Cancelled).
+  bool advance();
+  // Every transfer goes from device to device through `peers` (requires a device); call
+  // before the first advance(), on every rank of the run alike.
+  void use_device_peers(comm::DevicePeers* peers);
+
+  // All steps ran and every collective this rank started has completed (a rank that only
+  // contributes to a reduce goes on at once, like after a send, but may not leave before it),
+  // and so has every device send.
+  bool done() const { return pc_ == steps().size() && trailing_.empty() && peer_sends_.empty(); }
+  std::string waiting_on() const;  // the step it waits at, for deadlock reports
+
+  // After done(): every rank sends the result shards it holds to rank 0; rank 0 then
+  // assembles each root's full, contiguous value (false while a shard has not arrived).
+  void send_outputs();
+  bool gather_outputs(std::map<uint64_t, std::shared_ptr<Value>>& roots);
+  // After done(), once the run succeeded everywhere: puts this rank's result shards of kept
+  // roots into the shard store (roots kept are neither sent nor gathered).
+  void keep_outputs();
+
+  int64_t blocks_run() const { return blocks_run_; }
+  int64_t device_blocks_run() const { return device_blocks_; }
+  // Device peers: the sends this rank posted and their bytes.
+  int64_t peer_messages() const { return peer_messages_; }
+  int64_t peer_bytes() const { return peer_bytes_; }
+  // Bytes this rank copied host -> device and device -> host.
+  int64_t bytes_to_device() const { return store_.uploaded(); }
+  int64_t bytes_from_device() const { return store_.downloaded() + bytes_from_device_; }
+  const RankStore& data() const { return store_; }
+  // Combines of this plan that run as collectives (the same on every rank).
+  int collective_combines() const { return coll_.count(); }
+  // Whether a collective this rank started has not completed. MPI advances a non-blocking
+  // collective only inside MPI calls on each member (a long message takes many rounds), so a
+  // waiting loop should then yield and poll again rather than sleep.
+  bool collectives_in_flight() const {
+    return !running_.empty() || !trailing_.empty() || !peer_sends_.empty() || !peer_recvs_.empty();
+  }
+  // Seconds this rank spent in sends, receives, combines and output shards (tp.stats().time_move).
+  double move_seconds() const { return move_us_ * 1e-6; }
+
+  // Hooks. `stop` is asked before every step, with the cancel flag (a worker: has rank 0
+  // aborted?); true throws Cancelled. Each block run advances `p` by `weight`, each send by
+  // its bytes. Steps are traced (engine/telemetry/trace.hpp) while a trace runs.
+  void set_stop_check(std::function<bool()> stop) { stop_ = std::move(stop); }
+  void report_progress(Progress* p, double weight) { progress_ = p, block_weight_ = weight; }
+
+ private:
+  const std::vector<plan::Step>& steps() const { return g_.steps[me_]; }
+  bool step(const plan::Step& s);  // false: must wait
+  void run(size_t b);
+  void run_on_device(size_t b);
+  void send(size_t t);
+  bool recv(size_t t);
+  bool combine(size_t c);
+  bool combine_collective(size_t c);
+  View partial_over(size_t c, size_t p);        // partial p of combine c over its region
+  View contribution(size_t c);                  // this rank's input to combine c's collective
+  bool reap_trailing();
+  // Device peers: posts this rank's transfers in transfer order while the next one can be
+  // posted (a send once its step was reached, a receive at once).
+  void post_peer_ops();
+  bool recv_from_peer(size_t t);
+  const Node& node(uint64_t id) const;
+  const poly::Signature& sig(uint64_t id);
+  // The slice `need` of a tensor on the host (rank_store.hpp).
+  View gather(uint64_t tensor, const poly::Box& need) { return store_.host(tensor, need); }
+  void hold(uint64_t tensor, poly::Box box, View v) { store_.hold(tensor, std::move(box), std::move(v)); }
+  std::string describe(uint64_t tensor) const;
+  // Banded pairs: a stencil (Correlate) block whose output only one map block of this rank
+  // reads, exactly, is not run alone (CPU ranks only: a device runs both as kernels). The map block computes it band by band of rows
+  // (run_banded): the stencil's output never exists whole, its input is read in place (only
+  // the band at a seam between held pieces is assembled), and the map writes its output once.
+  void find_banded_pairs();
+  void run_banded(size_t b);
+  std::unordered_map<size_t, size_t> banded_into_;  // stencil block -> the map block computing it
+  std::unordered_map<uint64_t, size_t> deferred_;   // stencil tensor -> its block
+
+  const plan::ShardedGraph& g_;
+  comm::Transport& t_;
+  StoreKeys keys_;
+  int me_;
+  DeviceBackend* dev_;
+  size_t pc_ = 0;
+  int64_t blocks_run_ = 0;
+  int64_t device_blocks_ = 0;
+  int64_t bytes_from_device_ = 0;  // partials
+  double move_us_ = 0;
+  std::function<bool()> stop_;
+  Progress* progress_ = nullptr;
+  double block_weight_ = 1;
+  void trace_step(const plan::Step& s, double t0_us, double dur_us);
+  std::unordered_map<uint64_t, const Node*> nodes_;
+  std::unordered_map<uint64_t, poly::Signature> sigs_;
+  std::unordered_set<uint64_t> split_;  // nodes whose blocks leave partials (they have combines)
+  RankStore store_;
+  std::unordered_map<size_t, std::shared_ptr<Value>> partials_;  // block index -> its partial
+  std::unordered_set<size_t> combine_started_;                   // partials sent out
+  std::map<std::pair<size_t, size_t>, std::shared_ptr<Value>> arrived_;  // (combine, block)
+  std::map<size_t, std::shared_ptr<Value>> outputs_in_;           // rank 0: output shards
+  comm::CollectivePlan coll_;
+  struct Running {
+    std::unique_ptr<comm::Collective> handle;
+    std::shared_ptr<Value> out;
+  };
+  std::map<size_t, Running> running_;                          // combine -> its collective here
+  std::vector<std::unique_ptr<comm::Collective>> trailing_;  // contributed, not yet complete
+  struct PeerOp {
+    std::unique_ptr<comm::Collective> handle;
+    DeviceView buf;  // the data sent, or the buffer received into
+  };
+  comm::DevicePeers* peers_ = nullptr;
+  std::vector<size_t> peer_order_;                 // this rank's transfers, by index
+  size_t peer_next_ = 0;                           // the first of them not posted yet
+  std::unordered_set<size_t> send_reached_;        // sends whose step ran, not posted yet
+  std::vector<PeerOp> peer_sends_;                 // posted, not complete
+  std::unordered_map<size_t, PeerOp> peer_recvs_;  // transfer -> its posted receive
+  int64_t peer_messages_ = 0, peer_bytes_ = 0;
+};
+
+// Runs every rank of `g` over a loopback transport in this process, round-robin: a rank runs
+// until it must wait, then the next. On success sets each root's value (gathered on rank 0);
+// on any throw no root is changed. Throws InternalError on a deadlock or a missing slice,
+// Error / Cancelled as the blocks do, each message prefixed with the failing rank.
+// devices: none (the CPU), one device for every rank, or one per rank (tests).
+RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys = {},
+                   const std::vector<DeviceBackend*>& devices = {});
+
+}  // namespace tapestry

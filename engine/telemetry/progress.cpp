@@ -1,0 +1,38 @@
+// One active scope at a time: an observation may run the single-rank evaluator inside a
+// sharded one (or the planner may evaluate), and the bar must show the outer evaluation only.
+#include "engine/telemetry/progress.hpp"
+
+namespace tapestry {
+
+namespace {
+ProgressListener* g_listener = nullptr;
+int g_depth = 0;
+}  // namespace
+
+void set_progress_listener(ProgressListener* l) { g_listener = l; }
+
+Progress::Progress(int64_t blocks_total) {
+  s_.blocks_total = blocks_total;
+  if (g_depth++ == 0 && g_listener) {
+    l_ = g_listener;
+    l_->start(blocks_total);
+  }
+}
+
+Progress::~Progress() {
+  --g_depth;
+  if (l_) l_->finish();
+}
+
+void Progress::set_total(int64_t blocks_total) {
+  s_.blocks_total = blocks_total;
+  if (l_) l_->update(s_);
+}
+
+void Progress::advance(double blocks, int64_t bytes) {
+  s_.blocks_done += blocks;
+  s_.bytes_moved += bytes;
+  if (l_) l_->update(s_);
+}
+
+}  // namespace tapestry

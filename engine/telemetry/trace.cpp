@@ -1,0 +1,200 @@
+// The trace file is written as events come: "{"traceEvents":[" at start, one event per line,
+// and "]}" at stop or exit. Timestamps are made relative to the trace's start so the viewer
+// opens at zero. A rank's first event also names its process ("rank 2") and lanes.
+#include "engine/telemetry/trace.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <utility>
+
+#include "engine/ir/error.hpp"
+
+namespace tapestry::trace {
+
+namespace {
+
+struct State {
+  std::mutex mu;
+  FILE* file = nullptr;
+  std::string path;
+  double origin_us = 0;
+  bool first = true;
+  std::set<int> named;  // pids whose names were written
+  bool capturing = false;
+  std::vector<Event> captured;
+};
+
+State& state() {
+  static State s;
+  return s;
+}
+
+std::atomic<bool> g_enabled{false};
+
+void finish_at_exit() { stop(); }
+
+// Writes one event line; the caller holds the lock.
+void write_event(State& s, const Event& e) {
+  if (s.named.insert(e.pid).second) {
+    fprintf(s.file,
+            "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"rank %d\"}}",
+            s.first ? "" : ",\n", e.pid, e.pid);
+    s.first = false;
+    fprintf(s.file, ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"tid\":0,\"args\":{\"sort_index\":%d}}",
+            e.pid, e.pid);
+    static const char* const kLanes[] = {"phases", "compute", "comm"};
+    for (int t = 0; t < 3; ++t)
+      fprintf(s.file, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
+              e.pid, t, kLanes[t]);
+  }
+  fprintf(s.file, "%s{\"ph\":\"X\",\"cat\":%s,\"name\":%s,\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{%s}}",
+          s.first ? "" : ",\n", json_string(e.cat).c_str(), json_string(e.name).c_str(), e.pid, e.tid,
+          e.ts_us - s.origin_us, e.dur_us < 0 ? 0.0 : e.dur_us, e.args.c_str());
+  s.first = false;
+}
+
+template <class T> void put(std::vector<char>& out, T v) {
+  const size_t at = out.size();
+  out.resize(at + sizeof(T));
+  std::memcpy(out.data() + at, &v, sizeof(T));
+}
+void put_str(std::vector<char>& out, const std::string& s) {
+  put<uint32_t>(out, static_cast<uint32_t>(s.size()));
+  out.insert(out.end(), s.begin(), s.end());
+}
+template <class T> bool get(std::span<const char>& in, T& v) {
+  if (in.size() < sizeof(T)) return false;
+  std::memcpy(&v, in.data(), sizeof(T));
+  in = in.subspan(sizeof(T));
+  return true;
+}
+bool get_str(std::span<const char>& in, std::string& s) {
+  uint32_t n = 0;
+  if (!get(in, n) || n > in.size()) return false;
+  s.assign(in.data(), n);
+  in = in.subspan(n);
+  return true;
+}
+
+}  // namespace
+
+double now_us() {
+  using namespace std::chrono;
+  return duration<double, std::micro>(steady_clock::now().time_since_epoch()).count();
+}
+
+bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
+
+void start(const std::string& p) {
+  stop();
+  FILE* f = std::fopen(p.c_str(), "w");
+  if (!f) user_error("cannot write the trace '", p, "': ", std::strerror(errno));
+  State& s = state();
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.file = f;
+    s.path = p;
+    s.origin_us = now_us();
+    s.first = true;
+    s.named.clear();
+    std::fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", f);
+  }
+  static const bool registered = (std::atexit(finish_at_exit), true);
+  (void)registered;
+  g_enabled = true;
+}
+
+std::string stop() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.file) return {};
+  std::fputs("\n]}\n", s.file);
+  std::fclose(s.file);
+  s.file = nullptr;
+  g_enabled = s.capturing;
+  return std::exchange(s.path, std::string());
+}
+
+std::string path() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.path;
+}
+
+void record(Event e) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.capturing) s.captured.push_back(std::move(e));
+  else if (s.file) write_event(s, e);
+}
+
+void begin_capture() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.capturing = true;
+  s.captured.clear();
+  g_enabled = true;
+}
+
+std::vector<Event> end_capture() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.capturing = false;
+  g_enabled = s.file != nullptr;
+  return std::exchange(s.captured, {});
+}
+
+std::vector<char> encode_events(const std::vector<Event>& events, double origin_us) {
+  std::vector<char> out;
+  put<uint32_t>(out, static_cast<uint32_t>(events.size()));
+  for (const Event& e : events) {
+    put_str(out, e.cat);
+    put_str(out, e.name);
+    put<int32_t>(out, e.tid);
+    put<double>(out, e.ts_us - origin_us);
+    put<double>(out, e.dur_us);
+    put_str(out, e.args);
+  }
+  return out;
+}
+
+bool decode_events(std::span<const char> in, double origin_us, std::vector<Event>& out) {
+  uint32_t n = 0;
+  if (!get(in, n)) return false;
+  for (uint32_t i = 0; i < n; ++i) {
+    Event e;
+    int32_t tid = 0;
+    if (!get_str(in, e.cat) || !get_str(in, e.name) || !get(in, tid) || !get(in, e.ts_us) || !get(in, e.dur_us) ||
+        !get_str(in, e.args))
+      return false;
+    e.tid = tid;
+    e.ts_us += origin_us;
+    out.push_back(std::move(e));
+  }
+  return in.empty();
+}
+
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace tapestry::trace

@@ -1,0 +1,63 @@
+// A Chrome/Perfetto trace (JSON trace-event format) of what the engine runs: every block,
+// transfer and combine on every rank, single-rank kernels, and the plan/run phases.
+//   trace::start("run.json");                                   // tp.trace("run.json")
+//   if (trace::enabled()) trace::record({"block", "matmul", 2, trace::kCompute, t0, trace::now_us() - t0, args});
+//   trace::stop();                                              // tp.trace(nil): closes the JSON
+// Events stream to the file as they happen (so a long session keeps little in memory); the
+// closing "]}" is written by stop() and at exit, so the file is valid JSON however the session
+// ends normally. MPI workers capture their events instead and send them to rank 0 with their
+// status (engine/dist/worker.cpp); rank 0 records them under the worker's pid.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace tapestry::trace {
+
+// Lanes (the trace's tid) of one rank (its pid).
+inline constexpr int kPhases = 0;   // plan, run: the observation as a whole
+inline constexpr int kCompute = 1;  // blocks and single-rank kernels
+inline constexpr int kComm = 2;     // sends, receives, combines, gathered outputs
+
+struct Event {
+  std::string cat;   // "block", "send", "recv", "combine", "kernel", "phase", "output"
+  std::string name;  // the op name, or the phase
+  int pid = 0;       // rank
+  int tid = kCompute;
+  double ts_us = 0;   // now_us() at the start
+  double dur_us = 0;
+  std::string args;  // JSON object members, without braces: "\"box\":\"[0:4)\",\"bytes\":64"
+};
+
+// Microseconds on the steady clock (the same clock for every process of one host).
+double now_us();
+
+// Whether events are wanted: a file is open, or this worker captures for rank 0.
+bool enabled();
+
+// Starts a trace into `path` (stops the one running first). Throws Error when the file
+// cannot be written.
+void start(const std::string& path);
+// Finishes the file (valid JSON) and returns its path; "" when no trace ran.
+std::string stop();
+std::string path();  // the file being written, or ""
+
+// Adds an event: to the file, or to the capture buffer on a worker.
+void record(Event e);
+
+// Workers: collect events in memory for the run in progress (started by a traced Run
+// command), then take them to send with the status.
+void begin_capture();
+std::vector<Event> end_capture();
+
+// Events on the wire (worker -> rank 0), timestamps relative to `origin_us`.
+std::vector<char> encode_events(const std::vector<Event>& events, double origin_us);
+// Checked: false when the bytes are malformed. Timestamps get `origin_us` added.
+bool decode_events(std::span<const char> bytes, double origin_us, std::vector<Event>& out);
+
+// JSON string escaping, for args.
+std::string json_string(std::string_view s);
+
+}  // namespace tapestry::trace

@@ -1,0 +1,222 @@
+// The loopback transport and the sharded executor on hand-built plans: each gives the
+// single-rank evaluator's result, and a broken plan fails loudly instead of computing garbage.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "engine/comm/loopback.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/session/sharded_eval.hpp"
+#include "engine/shard/rank_program.hpp"
+#include "engine/ir/build/builders.hpp"
+#include "engine/ir/error.hpp"
+#include "engine/ir/value.hpp"
+#include "engine/plan/lower.hpp"
+#include "engine/plan/verifier.hpp"
+#include "engine/telemetry/cancel.hpp"
+#include "tests/engine/run/test_values.hpp"
+
+using namespace tapestry;
+using plan::Rank;
+using plan::ShardedGraph;
+using poly::Box;
+
+namespace {
+
+using test::check_close;
+using test::reference;
+using test::rows;
+using test::source;
+
+// y = x + z over 2 ranks by rows: x lies whole on rank 0, z already split.
+struct RowSplit {
+  NodeRef x = source({11, 7}, 1), z = source({11, 7}, 2);
+  NodeRef y = build::binary(Op::Add, x, z);
+  std::vector<NodeRef> topo{x, z, y};
+  ShardedGraph g{2};
+  RowSplit() {
+    g.nodes = topo;
+    g.hold(x->id, Box::of_shape(x->shape), 0);
+    g.hold(z->id, rows(z->shape, 0, 5), 0);
+    g.hold(z->id, rows(z->shape, 6, 10), 1);
+    g.add_transfer(x->id, rows(x->shape, 6, 10), 0, 1);
+    g.add_block(y->id, rows(y->shape, 0, 5), 0);
+    g.add_block(y->id, rows(y->shape, 6, 10), 1);
+    g.add_output(y->id, rows(y->shape, 0, 5), 0);
+    g.add_output(y->id, rows(y->shape, 6, 10), 1);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("engine.comm.loopback.delivers_a_strided_slice_once") {
+  comm::LoopbackHub hub(3);
+  auto v = Value::alloc(DType::I32, {3, 4});
+  for (int i = 0; i < 12; ++i) v->data<int32_t>()[i] = i;
+  const comm::Tag tag = comm::tag(comm::TagKind::Transfer, 5);
+  hub.endpoint(0).send(2, tag, v->view().sliced({0, 1}, {2, 2}, {2, 2}));  // elements 1 3 9 11
+  v->data<int32_t>()[1] = -1;  // the send copied: later writes do not travel
+  CHECK(hub.undelivered() == 1);
+  CHECK(hub.endpoint(2).try_recv(1, tag) == nullptr);  // wrong sender
+  auto got = hub.endpoint(2).try_recv(0, tag);
+  REQUIRE(got);
+  CHECK(got->view().shape == Shape{2, 2});
+  CHECK(std::vector<int32_t>(got->data<int32_t>(), got->data<int32_t>() + 4) == std::vector<int32_t>{1, 3, 9, 11});
+  CHECK(hub.endpoint(2).try_recv(0, tag) == nullptr);  // received once
+  CHECK(hub.undelivered() == 0);
+  CHECK(hub.messages_sent() == 1);
+  CHECK(hub.bytes_sent() == 16);
+  CHECK_THROWS_AS(hub.endpoint(1).send(1, tag, v->view()), InternalError);  // to itself
+}
+
+TEST_CASE("engine.shard.rank_program.row_split_map") {
+  RowSplit p;
+  const std::vector<float> want = reference(p.y);
+  REQUIRE(plan::verify(p.g, p.topo).ok());
+  const RunReport r = run_plan(p.g);
+  check_close(p.y, want, 0);
+  CHECK(r.blocks == 2);
+  CHECK(r.messages == 2);                  // the transfer of x, rank 1's result shard to rank 0
+  CHECK(r.bytes == 2 * 5 * 7 * 4);
+  set_value(*p.y, nullptr);
+}
+
+TEST_CASE("engine.shard.rank_program.k_split_matmul_with_sum_combines") {
+  NodeRef a = source({11, 7}, 3), b = source({7, 5}, 4);
+  NodeRef y = build::matmul(a, b);
+  const std::vector<float> want = reference(y);
+  const std::vector<NodeRef> topo{a, b, y};
+  // Space {i:11, j:5, k:7}: k split over 2 ranks leaves two partials of the whole output.
+  auto plan_with = [&](int ranks, auto&& combines) {
+    ShardedGraph g(ranks);
+    g.nodes = topo;
+    for (Rank r = 0; r < ranks; ++r) {
+      g.hold(a->id, Box::of_shape(a->shape), r);
+      g.hold(b->id, Box::of_shape(b->shape), r);
+    }
+    g.add_block(y->id, Box({0, 0, 0}, {10, 4, 3}), 0);
+    g.add_block(y->id, Box({0, 0, 4}, {10, 4, 6}), 1);
+    combines(g);
+    REQUIRE_MESSAGE(plan::verify(g, topo).ok(), plan::verify(g, topo).message());
+    return g;
+  };
+  SUBCASE("reduce to one rank") {
+    ShardedGraph g = plan_with(2, [&](ShardedGraph& h) {
+      h.add_combine(y->id, poly::CombineKind::Sum, {0, 1}, Box::of_shape(y->shape), {1});
+      h.add_output(y->id, Box::of_shape(y->shape), 1);
+    });
+    run_plan(g);
+  }
+  SUBCASE("all-reduce onto three ranks, one without a partial") {
+    ShardedGraph g = plan_with(3, [&](ShardedGraph& h) {
+      h.add_combine(y->id, poly::CombineKind::Sum, {0, 1}, Box::of_shape(y->shape), {0, 1, 2});
+      h.add_output(y->id, rows(y->shape, 0, 3), 2);
+      h.add_output(y->id, rows(y->shape, 4, 10), 1);
+    });
+    run_plan(g);
+  }
+  SUBCASE("reduce-scatter by rows") {
+    ShardedGraph g = plan_with(2, [&](ShardedGraph& h) {
+      h.add_combine(y->id, poly::CombineKind::Sum, {0, 1}, rows(y->shape, 0, 5), {0});
+      h.add_combine(y->id, poly::CombineKind::Sum, {0, 1}, rows(y->shape, 6, 10), {1});
+      h.add_output(y->id, rows(y->shape, 0, 5), 0);
+      h.add_output(y->id, rows(y->shape, 6, 10), 1);
+    });
+    run_plan(g);
+  }
+  check_close(y, want, 1e-5);
+  set_value(*y, nullptr);
+}
+
+TEST_CASE("engine.shard.rank_program.halo_exchange_of_a_row_split_difference") {
+  // y[i] = x[i+1] - x[i]: a block of rows reads one row past its own, which the
+  // neighbouring rank holds; lower() derives that one-row transfer.
+  NodeRef x = source({11, 7}, 5);
+  NodeRef y = build::binary(Op::Sub, build::narrow(x, 0, 1, 10), build::narrow(x, 0, 0, 10));
+  const std::vector<float> want = reference(y);
+  std::vector<NodeRef> topo{x, y->inputs[0], y->inputs[1], y};
+  plan::Assignment a;
+  for (size_t i = 1; i < topo.size(); ++i) a[topo[i]->id] = plan::grid_blocks(poly::signature_of(*topo[i]), {2, 1}, 2);
+  const ShardedGraph g = plan::lower(topo, a, {{x->id, rows(x->shape, 0, 5), 0}, {x->id, rows(x->shape, 6, 10), 1}},
+                                     {y}, 2);
+  REQUIRE(plan::verify(g, topo).ok());
+  REQUIRE(g.transfers.size() == 1);
+  CHECK(g.transfers[0].slice == rows(x->shape, 5, 5));  // the halo: x's row 5 moves to rank 1
+  const RunReport r = run_plan(g);
+  CHECK(r.bytes == 7 * 4 + 5 * 7 * 4);  // the halo row, then rank 1's half of y to rank 0
+  check_close(y, want, 0);
+  set_value(*y, nullptr);
+}
+
+TEST_CASE("engine.shard.rank_program.a_missing_transfer_throws_and_changes_nothing") {
+  RowSplit p;
+  p.g.transfers.clear();
+  for (auto& steps : p.g.steps)
+    std::erase_if(steps, [](const plan::Step& s) { return s.kind != plan::Step::Kind::Run; });
+  const plan::VerifyResult v = plan::verify(p.g, p.topo);
+  CHECK_FALSE(v.ok());
+  CHECK(v.mentions("lacks"));
+  CHECK_THROWS_WITH_AS(run_plan(p.g), doctest::Contains("rank 1"), InternalError);
+  CHECK(p.y->value == nullptr);
+}
+
+TEST_CASE("engine.shard.rank_program.a_receive_without_its_send_deadlocks") {
+  RowSplit p;
+  std::erase_if(p.g.steps[0], [](const plan::Step& s) { return s.kind == plan::Step::Kind::Send; });
+  CHECK_FALSE(plan::verify(p.g, p.topo).ok());  // a transfer without its send step
+  CHECK_THROWS_WITH_AS(run_plan(p.g), doctest::Contains("deadlock"), InternalError);
+  CHECK(p.y->value == nullptr);
+}
+
+TEST_CASE("engine.shard.rank_program.cancel_stops_between_steps") {
+  RowSplit p;
+  request_cancel();
+  CHECK_THROWS_AS(run_plan(p.g), Cancelled);
+  clear_cancel();
+  CHECK(p.y->value == nullptr);
+}
+
+TEST_CASE("engine.shard.sharded_eval.plans_verifies_and_runs") {
+  NodeRef a = source({11, 7}, 6), b = source({7, 9}, 7);
+  NodeRef y = build::unary(Op::Tanh, build::matmul(a, b));
+  const std::vector<float> want = reference(y);
+  for (int ranks : {1, 3, 4}) {
+    evaluate_sharded({y}, plan::Mesh::modelled(ranks), {}, /*verify_plan=*/true);
+    check_close(y, want, 1e-5);
+    set_value(*y, nullptr);
+  }
+}
+
+TEST_CASE("engine.shard.sharded_eval.mixed_and_repeated_roots") {
+  NodeRef a = source({11, 7}, 8);
+  NodeRef b = build::unary(Op::Exp, build::binary(Op::Mul, a, a));  // fused into one map
+  NodeRef s = build::reduce(Op::Sum, b, {1}, false);
+  const std::vector<float> want_b = reference(b), want_s = reference(s);
+  evaluate({b});  // b is already known: an input of this observation and a root
+  const auto b_before = b->value;
+  evaluate_sharded({b, s, s}, plan::Mesh::modelled(3), {}, true);
+  CHECK(b->value == b_before);
+  check_close(s, want_s, 1e-5);
+  set_value(*b, nullptr);
+  set_value(*s, nullptr);
+}
+
+TEST_CASE("engine.shard.sharded_eval.a_plan_failing_verification_is_not_run") {
+  RowSplit p;
+  plan::PlannedGraph pg;
+  pg.topo = p.topo;
+  pg.roots = {p.y};
+  plan::ShardedGraph broken = p.g;
+  broken.transfers.clear();
+  for (auto& steps : broken.steps)
+    std::erase_if(steps, [](const plan::Step& s) { return s.kind != plan::Step::Kind::Run; });
+  pg.plan.set_graph(std::move(broken));
+  CHECK_THROWS_WITH_AS(run_planned(pg, true), doctest::Contains("fails verification"), InternalError);
+  CHECK(p.y->value == nullptr);
+  setenv("TAPESTRY_VERIFY", "1", 1);
+  CHECK(verify_every_plan());
+  CHECK_THROWS_WITH_AS(run_planned(pg, false), doctest::Contains("inputs"), InternalError);
+  unsetenv("TAPESTRY_VERIFY");
+  CHECK_FALSE(verify_every_plan());
+}
