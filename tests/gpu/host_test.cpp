@@ -1,12 +1,10 @@
 // The GPU backend's host-side logic, tested without a GPU: the caching allocator's size classes
-// (over a fake raw allocator), device selection, the NCCL bootstrap frame and transport routing.
+// (over a fake raw allocator) and device selection.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
 #include <set>
 
-#include "engine/comm/nccl_frame.hpp"
-#include "engine/comm/route.hpp"
 #include "engine/device/select.hpp"
 #include "kernels/cuda/allocator.hpp"
 
@@ -138,29 +136,4 @@ TEST_CASE("gpu.select.local_rank") {
   setenv("OMPI_COMM_WORLD_LOCAL_RANK", "3", 1);
   CHECK(device::local_rank_from_env() == 3);
   unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
-}
-
-TEST_CASE("gpu.nccl.bootstrap_frame") {
-  char id[comm::kNcclIdBytes];
-  for (size_t i = 0; i < sizeof id; ++i) id[i] = static_cast<char>(i * 7);
-  comm::NcclFrame f = comm::frame_unique_id(id, 22809, 4);
-  CHECK(comm::check_frame(f, 22809, 4) == "");
-  CHECK(std::memcmp(f.id, id, sizeof id) == 0);
-  CHECK(comm::check_frame(f, 22703, 4).find("version mismatch") != std::string::npos);
-  CHECK(comm::check_frame(f, 22809, 8).find("size mismatch") != std::string::npos);
-  comm::NcclFrame bad = f;
-  bad.id[5] ^= 1;
-  CHECK(comm::check_frame(bad, 22809, 4).find("checksum") != std::string::npos);
-  comm::NcclFrame zero{};
-  CHECK(comm::check_frame(zero, 22809, 4).find("not a Tapestry") != std::string::npos);
-}
-
-TEST_CASE("gpu.route") {
-  CHECK(comm::route(true, true, true).path == comm::Path::Nccl);
-  const comm::Route r = comm::route(true, false, true);
-  CHECK(r.path == comm::Path::Mpi);
-  CHECK(r.stage_to_host);
-  CHECK(!r.stage_to_device);
-  CHECK(comm::route(true, true, false).path == comm::Path::Mpi);
-  CHECK(comm::route(false, false, true).path == comm::Path::Mpi);
 }

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The whole GPU check in one command, on a machine with a GPU (see docs/gpu.md):
 #   tests/gpu/run.sh [build-dir]      # default /tmp/build-cuda
-# Configures with CUDA ON, builds, runs every `gpu` test (consistency harness, NCCL when 2+ GPUs),
+# Configures with CUDA ON, builds, runs every `gpu` test (the consistency harness),
 # Lua op scripts through tapestry on the GPU (TAPESTRY_DEVICE=cuda: every single-rank
 # observation on the device evaluator and the CUDA plugin), the same scripts on 3 virtual ranks
 # sharing the GPU (device blocks, in-process device copies), the device script under mpirun with
@@ -12,7 +12,7 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-/tmp/build-cuda}
 nvidia-smi -L || echo "run.sh: nvidia-smi failed: the gpu tests will skip"
 cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTAPESTRY_CUDA=ON
-ninja -C "$build" -j"$(nproc)" tapestry tapestry_cuda gpu_consistency gpu_nccl gpu_host_test bench_gpu \
+ninja -C "$build" -j"$(nproc)" tapestry tapestry_cuda gpu_consistency gpu_host_test bench_gpu \
   kernels_cuda_test engine_device_test
 ctest --test-dir "$build" -L gpu --output-on-failure -V 2>&1 | grep -E "SKIP|gpu\.|agree|MISMATCH|RESULT|tests passed|Failed|Passed" || true
 ctest --test-dir "$build" -L gpu --output-on-failure
