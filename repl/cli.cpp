@@ -1,8 +1,10 @@
-// Command-line parsing, in lua.c's manner: options first, then the script and its
+// Command-line parsing with CLI11, in lua.c's manner: options first, then the script and its
 // arguments, which are never looked at (they belong to the script).
 #include "repl/cli.hpp"
 
 #include <charconv>
+
+#include <CLI/CLI.hpp>
 
 #ifndef TAPESTRY_VERSION
 #error "TAPESTRY_VERSION must be defined by the build (from PROJECT_VERSION)"
@@ -11,19 +13,6 @@
 namespace tapestry::repl {
 
 namespace {
-
-// The value of an option that takes one: attached ("-eCHUNK") or the next argument.
-// Returns false when there is none.
-bool option_value(std::span<const std::string_view> argv, size_t& i, std::string& value) {
-  std::string_view a = argv[i];
-  if (a.size() > 2) {
-    value = std::string(a.substr(2));
-    return true;
-  }
-  if (i + 1 >= argv.size()) return false;
-  value = std::string(argv[++i]);
-  return true;
-}
 
 // "1048576", "512K", "64M", "2G" (powers of 1024).
 bool parse_bytes(std::string_view s, long long& bytes) {
@@ -46,74 +35,131 @@ bool parse_ranks(std::string_view s, int& ranks) {
   return ec == std::errc() && ptr == end && ranks >= 1;
 }
 
+// What each option's value must be, for the messages of a missing or a bad one:
+// "'-n' needs a positive number of ranks, got '0'", "'-e' needs a chunk of Lua: -e 'print(1)'".
+struct Needs {
+  std::string_view option, what, example;
+};
+constexpr Needs kNeeds[] = {
+    {"-e", "a chunk of Lua", "-e 'print(1)'"},
+    {"-n", "a positive number of ranks", "-n 4"},
+    {"--memory-per-rank", "a number of bytes (K, M, G suffixes)", "--memory-per-rank 512M"},
+};
+
+const Needs& needs(std::string_view option) {
+  for (const Needs& n : kNeeds)
+    if (n.option == option) return n;
+  return kNeeds[0];  // not reached: every option with a value is in the table
+}
+
+// A check that names the option and the value it got; CLI11 puts "NAME: " before it.
+CLI::Validator check(std::string_view option, bool (*ok)(const std::string&)) {
+  return CLI::Validator(
+      [option, ok](std::string& v) {
+        return ok(v) ? std::string() : std::string(needs(option).what) + ", got '" + v + "'";
+      },
+      "");
+}
+
+// The usage lines replace CLI11's "Usage: tapestry [OPTIONS]": they show the script and the
+// subcommands, which are not CLI11's (see parse_cli).
+class Formatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App*, std::string) const override {
+    return "usage: tapestry [options] [script [args]]\n"
+           "       tapestry serve [--listen 127.0.0.1:PORT] [--token-file PATH] (serve --help)\n"
+           "       tapestry connect HOST:PORT [--token-file PATH]             (connect --help)\n";
+  }
+};
+
+// The options, bound to `o`. -e and -n take one value each time they appear (so "-e x s.lua"
+// leaves s.lua to be the script); a repeated -n or --memory-per-rank keeps the last.
+void define(CLI::App& app, CliOptions& o) {
+  app.formatter(std::make_shared<Formatter>());
+  app.get_formatter()->column_width(17);
+  app.set_help_flag();  // -h is a plain flag: main() prints usage_text() and exits 0
+  app.prefix_command();  // the first argument that is no option, and all after it, are left over
+  app.add_option("-e", o.chunks, "run the Lua chunk CHUNK (may repeat; they run in order)")
+      ->type_name("CHUNK")
+      ->allow_extra_args(false);
+  app.add_flag("-i", o.interactive, "enter the interactive shell after the script or chunks");
+  app.add_option("-n", o.ranks, "run on N ranks: restarts itself as `mpirun -n N tapestry ...`")
+      ->type_name("N")
+      ->check(check("-n", [](const std::string& v) { int n; return parse_ranks(v, n); }))
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option_function<std::string>(
+         "--memory-per-rank", [&o](const std::string& v) { parse_bytes(v, o.memory_per_rank); },
+         "refuse plans that need more on a rank (512M, 2G;\nalso TAPESTRY_MEMORY_PER_RANK)")
+      ->type_name("BYTES")
+      ->check(check("--memory-per-rank", [](const std::string& v) { long long b; return parse_bytes(v, b); }))
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_flag("-v,--version", o.version, "print the version and exit");
+  app.add_flag("-h,--help", o.help, "print this help and exit");
+  app.add_flag("--reference", o.reference, "print the language reference (docs/reference.md) and exit");
+  app.footer(
+      "  --             stop handling options (the next argument is the script)\n"
+      "  -              run standard input as a script\n"
+      "With no script and no -e, tapestry opens the shell when standard input is a\n"
+      "terminal; otherwise it reads chunks from standard input as the shell would,\n"
+      "printing results but no prompts. A script sees its arguments in the global\n"
+      "'arg' (arg[0] is the script) and as '...', as with lua(1).\n"
+      "In the shell, type :help for help and Ctrl-D (or :quit) to leave.");
+}
+
+// CLI11's message for an option is "NAME: what went wrong"; ours quote the option and say what
+// it needs: "'-n' needs a positive number of ranks, got '0'".
+std::string option_error(const CLI::ParseError& e) {
+  const std::string what = e.what();
+  for (const Needs& n : kNeeds) {
+    const std::string prefix = std::string(n.option) + ": ";
+    if (!what.starts_with(prefix)) continue;
+    const std::string quoted = "'" + std::string(n.option) + "' ";
+    if (dynamic_cast<const CLI::ValidationError*>(&e)) return quoted + "needs " + what.substr(prefix.size());
+    if (dynamic_cast<const CLI::ArgumentMismatch*>(&e))
+      return quoted + "needs " + std::string(n.what) + ": " + std::string(n.example);
+  }
+  return what;
+}
+
 }  // namespace
 
 CliResult parse_cli(std::span<const std::string_view> argv) {
   CliResult r;
   CliOptions& o = r.options;
   // Subcommands exist only as the very first argument, so a script that happens
-  // to be called "serve" still runs with "tapestry ./serve" or "tapestry -- serve".
+  // to be called "serve" still runs with "tapestry ./serve" or "tapestry -- serve"
+  // (CLI11 would find a subcommand anywhere among the options).
   if (argv.size() >= 2 && (argv[1] == "serve" || argv[1] == "connect")) {
     o.subcommand = std::string(argv[1]);
     for (size_t i = 2; i < argv.size(); ++i) o.subcommand_args.emplace_back(argv[i]);
     return r;
   }
-  size_t i = 1;
-  for (; i < argv.size(); ++i) {
-    std::string_view a = argv[i];
-    if (a.empty() || a[0] != '-') break;  // the script
-    if (a == "-") break;                  // stdin as the script
-    if (a == "--") {
-      ++i;
-      if (i < argv.size()) {
-        o.script = std::string(argv[i]);
-        o.script_index = static_cast<int>(i);
-      }
-      return r;
-    }
-    if (a == "--help" || a == "-h") {
-      o.help = true;
-    } else if (a == "--version" || a == "-v") {
-      o.version = true;
-    } else if (a == "--reference") {
-      o.reference = true;
-    } else if (a == "-i") {
-      o.interactive = true;
-    } else if (a.starts_with("-e")) {
-      std::string chunk;
-      if (!option_value(argv, i, chunk)) {
-        r.error = "'-e' needs a chunk of Lua: -e 'print(1)'";
-        return r;
-      }
-      o.chunks.push_back(std::move(chunk));
-    } else if (a == "--memory-per-rank" || a.starts_with("--memory-per-rank=")) {
-      std::string v;
-      if (a.size() > 17) v = std::string(a.substr(18));
-      else if (i + 1 < argv.size()) v = std::string(argv[++i]);
-      if (!parse_bytes(v, o.memory_per_rank)) {
-        r.error = "'--memory-per-rank' needs a number of bytes (K, M, G suffixes): --memory-per-rank 512M, got '" + v + "'";
-        return r;
-      }
-    } else if (a.starts_with("-n")) {
-      std::string n;
-      if (!option_value(argv, i, n)) {
-        r.error = "'-n' needs a number of ranks: -n 4";
-        return r;
-      }
-      if (!parse_ranks(n, o.ranks)) {
-        r.error = "'-n' needs a positive number of ranks, got '" + n + "'";
-        return r;
-      }
-    } else {
-      r.error = "unrecognized option '" + std::string(a) + "'";
-      return r;
-    }
+  CLI::App app("", "tapestry");
+  define(app, o);
+  std::vector<std::string> reversed(argv.rbegin(), argv.rend());  // CLI11 pops from the back
+  if (!reversed.empty()) reversed.pop_back();                      // the program name
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    r.error = option_error(e);
+    return r;
   }
-  if (i < argv.size()) {
-    o.script = std::string(argv[i]);
-    o.script_is_stdin = (argv[i] == "-");
-    o.script_index = static_cast<int>(i);
+  // Left over is the tail of argv from the script on: "--" (then the script, even "-"), the
+  // script, or an option CLI11 does not know (which stops nothing, so it comes first).
+  std::vector<std::string> rest = app.remaining();
+  if (rest.empty()) return r;
+  size_t at = argv.size() - rest.size();
+  if (rest[0] == "--") {
+    if (rest.size() == 1) return r;
+    ++at;
+  } else if (rest[0].size() > 1 && rest[0][0] == '-') {
+    r.error = "unrecognized option '" + rest[0] + "'";
+    return r;
+  } else {
+    o.script_is_stdin = rest[0] == "-";
   }
+  o.script = std::string(argv[at]);
+  o.script_index = static_cast<int>(at);
   return r;
 }
 
@@ -124,25 +170,10 @@ CliResult parse_cli(int argc, char** argv) {
 }
 
 std::string usage_text() {
-  return "usage: tapestry [options] [script [args]]\n"
-         "       tapestry serve [--listen 127.0.0.1:PORT] [--token-file PATH] (serve --help)\n"
-         "       tapestry connect HOST:PORT [--token-file PATH]             (connect --help)\n"
-         "Options:\n"
-         "  -e CHUNK       run the Lua chunk CHUNK (may repeat; they run in order)\n"
-         "  -i             enter the interactive shell after the script or chunks\n"
-         "  -n N           run on N ranks: restarts itself as `mpirun -n N tapestry ...`\n"
-         "  --memory-per-rank BYTES  refuse plans that need more on a rank (512M, 2G; also\n"
-         "                 TAPESTRY_MEMORY_PER_RANK)\n"
-         "  -v, --version  print the version and exit\n"
-         "  -h, --help     print this help and exit\n"
-         "  --reference    print the language reference (docs/reference.md) and exit\n"
-         "  --             stop handling options (the next argument is the script)\n"
-         "  -              run standard input as a script\n"
-         "With no script and no -e, tapestry opens the shell when standard input is a\n"
-         "terminal; otherwise it reads chunks from standard input as the shell would,\n"
-         "printing results but no prompts. A script sees its arguments in the global\n"
-         "'arg' (arg[0] is the script) and as '...', as with lua(1).\n"
-         "In the shell, type :help for help and Ctrl-D (or :quit) to leave.\n";
+  CliOptions unused;
+  CLI::App app("", "tapestry");
+  define(app, unused);
+  return app.help();
 }
 
 std::string version_text() { return std::string("tapestry ") + TAPESTRY_VERSION; }

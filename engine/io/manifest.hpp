@@ -2,12 +2,11 @@
 //   Manifest m;  m.tensors.push_back({"w", "w.npy", DType::F32, {3, 4}, 48});
 //   write_manifest(dir + "/manifest.json", m);       // written to a temporary, then renamed
 //   Manifest back = read_manifest(dir + "/manifest.json");
-// The file is JSON of one fixed form, so a tiny writer and reader live here rather than a
-// dependency:
+// The file is JSON of one fixed form (read and written with nlohmann/json):
 //   {"format": "tapestry-env", "version": 1,
 //    "tensors": [{"name": "w", "file": "w.npy", "dtype": "f32", "shape": [3, 4], "bytes": 48}]}
-// Unknown keys are ignored (a later version may add some); a missing or mistyped one is an
-// Error naming the manifest.
+// Unknown keys are ignored (a later version may add some); malformed JSON and a missing or
+// mistyped key are an Error naming the manifest.
 #pragma once
 
 #include <cstdint>

@@ -13,6 +13,8 @@
 #include <set>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/ir/error.hpp"
 
 namespace tapestry::trace {
@@ -39,19 +41,26 @@ std::atomic<bool> g_enabled{false};
 
 void finish_at_exit() { stop(); }
 
-// Writes one event line; the caller holds the lock.
+using Json = nlohmann::ordered_json;  // keys in the order written, as in the X events below
+
+// Writes one element of the traceEvents array.
+void put_event(State& s, const std::string& json) {
+  std::fprintf(s.file, "%s%s", s.first ? "" : ",\n", json.c_str());
+  s.first = false;
+}
+
+// Writes one event line; the caller holds the lock. An X event is put together as text: its
+// args arrive as JSON object members (built with json_string).
 void write_event(State& s, const Event& e) {
   if (s.named.insert(e.pid).second) {
-    fprintf(s.file,
-            "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"rank %d\"}}",
-            s.first ? "" : ",\n", e.pid, e.pid);
-    s.first = false;
-    fprintf(s.file, ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"tid\":0,\"args\":{\"sort_index\":%d}}",
-            e.pid, e.pid);
+    auto meta = [&](const char* what, int tid, Json args) {
+      const Json event{{"ph", "M"}, {"name", what}, {"pid", e.pid}, {"tid", tid}, {"args", std::move(args)}};
+      put_event(s, event.dump());
+    };
+    meta("process_name", 0, {{"name", cat_str("rank ", e.pid)}});
+    meta("process_sort_index", 0, {{"sort_index", e.pid}});
     static const char* const kLanes[] = {"phases", "compute", "comm"};
-    for (int t = 0; t < 3; ++t)
-      fprintf(s.file, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
-              e.pid, t, kLanes[t]);
+    for (int t = 0; t < 3; ++t) meta("thread_name", t, {{"name", kLanes[t]}});
   }
   fprintf(s.file, "%s{\"ph\":\"X\",\"cat\":%s,\"name\":%s,\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{%s}}",
           s.first ? "" : ",\n", json_string(e.cat).c_str(), json_string(e.name).c_str(), e.pid, e.tid,
@@ -181,20 +190,8 @@ bool decode_events(std::span<const char> in, double origin_us, std::vector<Event
 }
 
 std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
+  // Names come from users: bytes that are not UTF-8 become U+FFFD, so the file stays valid JSON.
+  return Json(s).dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 }  // namespace tapestry::trace

@@ -1,5 +1,5 @@
 // The GPU backend's host-side logic, tested without a GPU: the caching allocator's size classes
-// (over a fake raw allocator), device selection.
+// (over a fake raw allocator) and device selection.
 #include <doctest/doctest.h>
 
 #include <cstdlib>

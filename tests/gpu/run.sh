@@ -1,7 +1,7 @@
 #!/bin/sh
 # The whole GPU check in one command, on a machine with a GPU (see docs/gpu.md):
 #   tests/gpu/run.sh [build-dir]      # default /tmp/build-cuda
-# Configures with CUDA ON, builds, runs every `gpu` test (consistency harness, NCCL when 2+ GPUs),
+# Configures with CUDA ON, builds, runs every `gpu` test (the consistency harness),
 # Lua op scripts through tapestry on the GPU (TAPESTRY_DEVICE=cuda: every single-rank
 # observation on the device evaluator and the CUDA plugin), the same scripts on 3 virtual ranks
 # sharing the GPU (device blocks, in-process device copies), the device script under mpirun with

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -80,8 +81,47 @@ TEST_CASE("repl.cli.flags") {
 
 TEST_CASE("repl.cli.usage_errors") {
   CHECK(parse({"-z"}).error == "unrecognized option '-z'");
-  CHECK(parse({"-ix"}).error == "unrecognized option '-ix'");
+  CHECK(parse({"-ix"}).error == "unrecognized option '-x'");  // -i, then an unknown -x
+  CHECK(parse({"--frob=1", "x.lua"}).error == "unrecognized option '--frob=1'");
+  CHECK(parse({"-5"}).error == "unrecognized option '-5'");  // not a script called "-5"
+  CHECK(parse({"-i", "-z", "-e", "x"}).error == "unrecognized option '-z'");
   CHECK(parse({"-e"}).error.find("'-e' needs a chunk") != std::string::npos);
+}
+
+TEST_CASE("repl.cli.values_of_options") {
+  CHECK(parse({"-e", "-x"}).options.chunks == std::vector<std::string>{"-x"});  // a value, not an option
+  CHECK(parse({"-e", "--"}).options.chunks == std::vector<std::string>{"--"});
+  CHECK(parse({"-n", "2", "-n", "3"}).options.ranks == 3);  // the last one counts
+  CHECK(parse({"-n", "99999999999"}).error == "'-n' needs a positive number of ranks, got '99999999999'");
+  CHECK(parse({"-n"}).error == "'-n' needs a positive number of ranks: -n 4");
+  CHECK(parse({"-e"}).error == "'-e' needs a chunk of Lua: -e 'print(1)'");
+  CHECK(parse({"-ie", "x = 1"}).options.chunks == std::vector<std::string>{"x = 1"});  // grouped: -i -e
+  CHECK(parse({"-ie", "x = 1"}).options.interactive);
+}
+
+TEST_CASE("repl.cli.memory_per_rank") {
+  CHECK(parse({}).options.memory_per_rank == -1);
+  CHECK(parse({"--memory-per-rank", "512M"}).options.memory_per_rank == 512LL << 20);
+  CHECK(parse({"--memory-per-rank=2G"}).options.memory_per_rank == 2LL << 30);
+  CHECK(parse({"--memory-per-rank=1000", "--memory-per-rank", "4K"}).options.memory_per_rank == 4096);
+  CHECK(parse({"--memory-per-rank", "5X"}).error ==
+        "'--memory-per-rank' needs a number of bytes (K, M, G suffixes), got '5X'");
+  CHECK(parse({"--memory-per-rank", "-1"}).error.find("got '-1'") != std::string::npos);
+  CHECK(parse({"--memory-per-rank"}).error.starts_with("'--memory-per-rank' needs a number of bytes"));
+}
+
+TEST_CASE("repl.cli.options_after_the_script_are_its_own") {
+  CliResult r = parse({"-n", "2", "run.lua", "-n", "x", "--help", "-z"});
+  REQUIRE(r.error.empty());
+  CHECK(r.options.ranks == 2);
+  CHECK_FALSE(r.options.help);
+  CHECK(r.options.script == "run.lua");
+  CHECK(r.options.script_index == 3);
+
+  r = parse({"-e", "x = 1", "--", "--", "a"});  // after "--", even "--" is a script name
+  REQUIRE(r.error.empty());
+  CHECK(r.options.script == "--");
+  CHECK(r.options.script_index == 4);
 }
 
 TEST_CASE("repl.cli.subcommands_only_first") {
@@ -95,5 +135,9 @@ TEST_CASE("repl.cli.subcommands_only_first") {
 
 TEST_CASE("repl.cli.version_text") {
   CHECK(tapestry::repl::version_text().starts_with("tapestry "));
-  CHECK(tapestry::repl::usage_text().find("-e CHUNK") != std::string::npos);
+  const std::string usage = tapestry::repl::usage_text();
+  CHECK(usage.starts_with("usage: tapestry [options] [script [args]]\n"));
+  for (const char* option : {"-e CHUNK", "-i ", "-n N", "--memory-per-rank BYTES", "--version", "--help",
+                             "--reference", "tapestry serve", "tapestry connect"})
+    CHECK_MESSAGE(usage.find(option) != std::string::npos, option);
 }

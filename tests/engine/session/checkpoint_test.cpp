@@ -58,9 +58,10 @@ TEST_CASE("engine.io.manifest.json_round_trip") {
   Manifest m;
   m.tensors.push_back({"w", "w.npy", DType::F32, {3, 4}, 48});
   m.tensors.push_back({"s", "s.npy", DType::Bool, {}, 1});
+  m.tensors.push_back({"q\"\\\n\x01", "q.npy", DType::I64, {1, 1, 1}, 8});  // escaped on the way out
   const std::string text = manifest_json(m);
   CHECK(text.find("\"format\": \"tapestry-env\"") != std::string::npos);
-  CHECK(text.find("\"shape\": [3, 4]") != std::string::npos);
+  CHECK(text.find("\"q\\\"\\\\\\n\\u0001\"") != std::string::npos);
   const Manifest back = parse_manifest("m.json", text);
   CHECK(back.tensors == m.tensors);
   // Other key orders, whitespace and unknown keys are fine.
@@ -72,34 +73,79 @@ TEST_CASE("engine.io.manifest.json_round_trip") {
   CHECK(other.tensors[0] == ManifestEntry{"x", "x.npy", DType::I32, {2}, 8});
 }
 
+// What the hand-written writer of earlier builds put on disk: it must still load.
+TEST_CASE("engine.io.manifest.old_files_load") {
+  const std::string text =
+      "{\"format\": \"tapestry-env\", \"version\": 1,\n \"tensors\": [\n"
+      "  {\"name\": \"w\", \"file\": \"w.npy\", \"dtype\": \"f32\", \"shape\": [3, 4], \"bytes\": 48},\n"
+      "  {\"name\": \"s\", \"file\": \"s.npy\", \"dtype\": \"bool\", \"shape\": [], \"bytes\": 1}]}\n";
+  const Manifest m = parse_manifest("m.json", text);
+  REQUIRE(m.tensors.size() == 2);
+  CHECK(m.tensors[0] == ManifestEntry{"w", "w.npy", DType::F32, {3, 4}, 48});
+  CHECK(m.tensors[1] == ManifestEntry{"s", "s.npy", DType::Bool, {}, 1});
+  CHECK(parse_manifest("m.json", R"({"format": "tapestry-env", "version": 1, "tensors": []})").tensors.empty());
+}
+
 TEST_CASE("engine.io.manifest.bad_manifests_name_the_file") {
-  const char* cases[][2] = {
-      {"", "expected a JSON value"},
+  // One entry with `member` in place of the good shape/bytes members.
+  auto entry = [](const std::string& member) {
+    return R"({"format": "tapestry-env", "version": 1, "tensors": [{"name": "x", "file": "x.npy", "dtype": )" +
+           member + "}]}";
+  };
+  const std::string cases[][2] = {
+      {"", "malformed manifest: parse error at line 1, column 1"},
+      {"   \n  ", "unexpected end of input"},
       {"[]", "not a JSON object"},
+      {"\"tapestry-env\"", "not a JSON object"},
       {"{\"format\": \"other\", \"version\": 1, \"tensors\": []}", "not a Tapestry checkpoint"},
+      {"{\"format\": 1, \"version\": 1, \"tensors\": []}", "manifest \"format\" should be a string"},
+      {"{\"version\": 1, \"tensors\": []}", "manifest lacks \"format\""},
       {"{\"format\": \"tapestry-env\", \"version\": 2, \"tensors\": []}", "version 2"},
-      {"{\"format\": \"tapestry-env\", \"version\": 1}", "lacks \"tensors\""},
+      {"{\"format\": \"tapestry-env\", \"version\": \"1\", \"tensors\": []}",
+       "manifest version should be an integer, got \"1\""},
+      {"{\"format\": \"tapestry-env\", \"version\": 1.0, \"tensors\": []}", "should be an integer, got 1.0"},
+      {"{\"format\": \"tapestry-env\", \"version\": 1}", "manifest lacks \"tensors\""},
+      {"{\"format\": \"tapestry-env\", \"version\": 1, \"tensors\": {}}", "\"tensors\" should be an array"},
+      {"{\"format\": \"tapestry-env\", \"version\": 1, \"tensors\": [1]}",
+       "manifest entry 1 should be an object"},
       {"{\"format\": \"tapestry-env\", \"version\": 1, \"tensors\": [{\"name\": \"x\"}]}",
-       "entry 1 lacks \"file\""},
-      {"{\"format\": \"tapestry-env\", \"version\": 1, \"tensors\": [{\"name\": \"x\", \"file\": "
-       "\"x.npy\", \"dtype\": \"f16\", \"shape\": [1], \"bytes\": 2}]}",
-       "unknown dtype \"f16\""},
-      {"{\"format\": \"tapestry-env\", \"version\": 1, \"tensors\": [{\"name\": \"x\", \"file\": "
-       "\"x.npy\", \"dtype\": \"f32\", \"shape\": [1.5], \"bytes\": 2}]}",
-       "should be an integer"},
-      {"{\"format\": \"tapestry-env\", \"version\": 1, \"tensors\": [{\"name\": \"x\", \"file\": "
-       "\"x.npy\", \"dtype\": \"f32\", \"shape\": [0], \"bytes\": 0}]}",
-       "non-positive size"},
-      {"{\"format\": \"tapestry-env\", \"version\": 1, \"tensors\": []", "expected '}'"},
-      {"{\"format\": \"tapestry-env\"} trailing", "unexpected text"},
-      {"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", "nested too deeply"},
+       "manifest entry 1 lacks \"file\""},
+      {"{\"format\": \"tapestry-env\", \"version\": 1, \"tensors\": [{\"name\": 5}]}",
+       "manifest entry 1 \"name\" should be a string"},
+      {entry(R"("f16", "shape": [1], "bytes": 2)"), "unknown dtype \"f16\""},
+      {entry(R"("f32", "shape": [1.5], "bytes": 2)"), "entry 1 shape should be an integer, got 1.5"},
+      {entry(R"("f32", "shape": [0], "bytes": 0)"), "non-positive size"},
+      {entry(R"("f32", "shape": [-3], "bytes": 0)"), "non-positive size"},
+      {entry(R"("f32", "shape": 3, "bytes": 4)"), "\"shape\" should be an array"},
+      {entry(R"("f32", "shape": [1], "bytes": 18446744073709551615)"), "entry 1 bytes should be an integer"},
+      {entry(R"("f32", "shape": [1], "bytes": 1e400)"), "malformed manifest"},  // out of double's range
+      {entry(R"("f32", "shape": [1], "bytes": NaN)"), "malformed manifest"},
+      {entry(R"("f32", "shape": [1])"), "manifest entry 1 lacks \"bytes\""},
+      {"{\"format\": \"tapestry-env\", \"version\": 1, \"tensors\": []", "malformed manifest"},
+      {"{\"format\": \"tapestry-env\"} trailing", "malformed manifest"},
+      {"{\"format\": \"tapestry-env\",}", "malformed manifest"},
+      {"{\"format\": \"tapestry-\xff\"}", "malformed manifest"},  // not UTF-8
+      {"{\"format\": \"\\ud800\"}", "malformed manifest"},        // a lone surrogate
+      {"{\"format\": \"a\nb\"}", "malformed manifest"},           // a raw control character
+      {std::string(100000, '['), "malformed manifest"},
+      {std::string("{\0}", 3), "malformed manifest"},
   };
   for (const auto& c : cases) {
     CAPTURE(c[0]);
     const std::string msg = error_of([&] { parse_manifest("dir/manifest.json", c[0]); });
     CHECK(msg.find("'dir/manifest.json': ") == 0);
     CHECK(msg.find(c[1]) != std::string::npos);
+    CHECK(msg.find("json.exception") == std::string::npos);  // our words, not the library's id
   }
+}
+
+// Deep nesting under a key the reader ignores: neither the parser nor freeing the document recurses.
+TEST_CASE("engine.io.manifest.deep_unknown_members_are_ignored") {
+  const int depth = 200000;
+  const std::string deep = std::string(depth, '[') + std::string(depth, ']');
+  const Manifest m =
+      parse_manifest("m.json", R"({"format": "tapestry-env", "version": 1, "tensors": [], "x": )" + deep + "}");
+  CHECK(m.tensors.empty());
 }
 
 TEST_CASE("engine.session.checkpoint.round_trip") {
