@@ -25,16 +25,12 @@ class DevicePeers;  // engine/device/peers.hpp
 }
 
 // Bump when DeviceBackend or DeviceView changes: a plugin built against another layout is refused.
-// 2: device peers (can_join_peers, make_peer_id, join_peers).
-inline constexpr int kDeviceBackendAbi = 2;
+// 2: device peers (can_join_peers, make_peer_id, join_peers). 3: map_reduce; Memory in ir.
+inline constexpr int kDeviceBackendAbi = 3;
 
-// One device allocation; the destructor frees it (after any queued work that reads it).
-class DeviceMemory {
- public:
-  virtual ~DeviceMemory() = default;
-  virtual void* data() const = 0;  // a device address: never dereferenced on the host
-  virtual size_t bytes() const = 0;
-};
+// One device allocation (engine/ir/value.hpp's Memory); the destructor frees it (after any
+// queued work that reads it). Host memory is a Buffer, so a host View wraps without a copy.
+using DeviceMemory = Memory;
 
 // A strided window onto device memory. `layout` carries dtype, shape, strides and offset (in
 // elements) exactly as a host View does, so permute/expand/slice/reshape are View's own
@@ -61,6 +57,7 @@ struct DeviceView {
 struct DeviceMapProgram {
   std::vector<DeviceView> leaves;  // each of the output's shape (strides may be 0)
   std::vector<cpu::MapInstr> instrs;
+  bool stream_out = false;         // the output is far larger than the caches (cpu::MapProgram)
 };
 
 // The largest map program one kernel takes; bigger groups run op by op.
@@ -91,6 +88,10 @@ class DeviceBackend {
   virtual void map(const DeviceMapProgram& p, const DeviceView& out) = 0;
   virtual void reduce(Op op, const DeviceView& in, const std::vector<int>& dims,
                       const DeviceView& out) = 0;
+  // reduce(op, map(p) of `shape`, dims) into out. The default maps into a temporary of the
+  // program's whole shape and reduces it; the CPU computes it chunk by chunk in cache.
+  virtual void map_reduce(const DeviceMapProgram& p, const Shape& shape, Op op, const std::vector<int>& dims,
+                          const DeviceView& out);
   virtual void argreduce(Op op, const DeviceView& in, int dim, const DeviceView& out) = 0;
   virtual void matmul(const DeviceView& a, const DeviceView& b, const DeviceView& out) = 0;
   virtual void generate(Op op, const Attrs& attrs, const Shape& global_shape,

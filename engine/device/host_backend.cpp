@@ -3,7 +3,6 @@
 #include <climits>
 #include <new>
 
-#include "engine/device/peers.hpp"
 #include "engine/ir/error.hpp"
 
 namespace tapestry {
@@ -11,23 +10,25 @@ namespace tapestry {
 DeviceView HostBackend::wrap(const View& v) {
   internal_check(v.buf != nullptr);
   DeviceView d;
-  d.mem = std::make_shared<HostMemory>(v.buf);
+  d.mem = v.buf;
   d.layout = v;
   d.layout.buf = nullptr;
   return d;
 }
 
+bool HostBackend::is_host(const DeviceView& d) { return d.mem && d.mem->host_buffer(); }
+
 View HostBackend::view(const DeviceView& d) const {
-  const auto* m = dynamic_cast<const HostMemory*>(d.mem.get());
-  internal_check(m != nullptr);  // a view of another device's memory
+  const Buffer* b = d.mem ? d.mem->host_buffer() : nullptr;
+  internal_check(b != nullptr);  // a view of another device's memory
   View v = d.layout;
-  v.buf = m->buffer();
+  v.buf = std::shared_ptr<Buffer>(d.mem, const_cast<Buffer*>(b));  // owns d.mem, points at its buffer
   return v;
 }
 
 std::shared_ptr<DeviceMemory> HostBackend::allocate(size_t bytes) {
   try {
-    return std::make_shared<HostMemory>(std::make_shared<Buffer>(bytes));
+    return std::make_shared<Buffer>(bytes);
   } catch (const std::bad_alloc&) {
     user_error("out of memory allocating ", bytes, " bytes");
   }
@@ -43,9 +44,6 @@ void HostBackend::download(const DeviceView& src, const View& host) {
   cpu::copy_view(view(src), host);
 }
 
-// The interface's default (device_backend.hpp), here beside the first backend: no peers.
-std::unique_ptr<comm::DevicePeers> DeviceBackend::join_peers(const std::string&, int, int) { return nullptr; }
-
 // The CPU interprets a program of any size.
 MapLimits HostBackend::map_limits() const { return {INT_MAX, INT_MAX}; }
 
@@ -55,6 +53,7 @@ void HostBackend::map(const DeviceMapProgram& p, const DeviceView& out) {
   cpu::MapProgram hp;
   for (const DeviceView& l : p.leaves) hp.leaves.push_back(view(l));
   hp.instrs = p.instrs;
+  hp.stream_out = p.stream_out;
   cpu::run_map(hp, view(out));
 }
 

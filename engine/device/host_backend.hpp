@@ -14,24 +14,13 @@
 
 namespace tapestry {
 
-// Host memory behind a DeviceView.
-class HostMemory : public DeviceMemory {
- public:
-  explicit HostMemory(std::shared_ptr<Buffer> b) : buf_(std::move(b)) {}
-  void* data() const override { return buf_->data(); }
-  size_t bytes() const override { return buf_->bytes(); }
-  const std::shared_ptr<Buffer>& buffer() const { return buf_; }
-
- private:
-  std::shared_ptr<Buffer> buf_;
-};
-
 class HostBackend : public DeviceBackend {
  public:
-  // A device view over v's buffer (no copy); v must have one.
+  // A device view over v's buffer (no copy, no allocation: a Buffer is a DeviceMemory).
   static DeviceView wrap(const View& v);
   // The host view of a view this backend made or wrapped.
   virtual View view(const DeviceView& d) const;
+  static bool is_host(const DeviceView& d);
 
   std::string name() const override { return "cpu"; }
   std::shared_ptr<DeviceMemory> allocate(size_t bytes) override;

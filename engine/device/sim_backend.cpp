@@ -8,18 +8,21 @@
 namespace tapestry {
 
 // A separate host allocation that counts itself in and out of the device's live bytes.
-class SimDevice::Memory final : public HostMemory {
+class SimDevice::Memory final : public tapestry::Memory {
  public:
-  Memory(std::shared_ptr<Buffer> b, std::shared_ptr<Counts> counts)
-      : HostMemory(std::move(b)), counts_(std::move(counts)) {
+  Memory(std::shared_ptr<Buffer> b, std::shared_ptr<Counts> counts) : buf_(std::move(b)), counts_(std::move(counts)) {
     counts_->live_bytes += static_cast<int64_t>(bytes());
     counts_->peak_bytes = std::max(counts_->peak_bytes, counts_->live_bytes);
     ++counts_->allocations;
   }
   ~Memory() override { counts_->live_bytes -= static_cast<int64_t>(bytes()); }
+  void* data() const override { return buf_->data(); }
+  size_t bytes() const override { return buf_->bytes(); }
+  const Buffer* host_buffer() const override { return buf_.get(); }
   const Counts* owner() const { return counts_.get(); }
 
  private:
+  std::shared_ptr<Buffer> buf_;
   std::shared_ptr<Counts> counts_;
 };
 

@@ -14,15 +14,29 @@
 
 namespace tapestry {
 
-// An owned, 64-byte aligned allocation.
-class Buffer {
+// A block of memory on some device: host memory (Buffer) or an accelerator's (engine/device),
+// where data() is an address only that device may dereference.
+class Buffer;
+class Memory {
+ public:
+  virtual ~Memory() = default;
+  virtual void* data() const = 0;
+  virtual size_t bytes() const = 0;
+  // The host buffer holding this memory's data, when host code may read it (a Buffer itself,
+  // a simulated device's allocation); nullptr for an accelerator's memory.
+  virtual const Buffer* host_buffer() const { return nullptr; }
+};
+
+// An owned, 64-byte aligned allocation of host memory.
+class Buffer final : public Memory {
  public:
   explicit Buffer(size_t bytes);
-  ~Buffer();
+  ~Buffer() override;
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
-  void* data() const { return data_; }
-  size_t bytes() const { return bytes_; }
+  void* data() const override { return data_; }
+  size_t bytes() const override { return bytes_; }
+  const Buffer* host_buffer() const override { return this; }
 
   // Bytes of every buffer ever allocated (monotonic, all threads): the Lua binding charges
   // its garbage collector with this, since a Tensor handle looks tiny to Lua.

@@ -1,7 +1,6 @@
 #include "engine/run/device_eval.hpp"
 
 #include <chrono>
-#include <limits>
 #include <new>
 #include <unordered_map>
 #include <unordered_set>
@@ -26,7 +25,6 @@ double now() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
-std::vector<int64_t> ones(size_t rank) { return std::vector<int64_t>(rank, 1); }
 
 // One node of the observation and where its value is: on the device, on the host, or both.
 struct Slot {
@@ -37,6 +35,7 @@ struct Slot {
   bool root = false;
   bool inlined = false;  // lives only inside its consumer's map program
   bool is_view = false;  // a View op: made from its input's data when first read
+  bool program = false;  // a map: runs its group (itself and what is inlined) as one program
 };
 
 class DeviceEvaluation {
@@ -52,9 +51,10 @@ class DeviceEvaluation {
       Slot& s = slots_[n];
       s.node = n;
       if (n->value) s.host = n->value->view();
-      else s.is_view = op_kind(n->op) == OpKind::View;
+      else s.is_view = is_view_op(*n);
       s.uses = g.uses[static_cast<size_t>(i)];
       s.inlined = g.inlined[static_cast<size_t>(i)] != 0;
+      s.program = !n->value && !s.inlined && op_kind(n->op) == OpKind::Map;
       if (s.inlined && op_kind(n->op) == OpKind::Map) ++stats().fused_ops;
     }
     for (const NodeRef& r : roots_) slot(r.get()).root = true;
@@ -99,7 +99,7 @@ class DeviceEvaluation {
   const DeviceView& device(Slot& s) {
     if (s.dev.mem) return s.dev;
     if (s.is_view) {
-      s.dev = apply_view(dev_, *s.node, device(slot(s.node->inputs[0].get())));
+      s.dev = view_node(dev_, *s.node, device(slot(s.node->inputs[0].get())));
     } else {
       internal_check(s.host.buf != nullptr);
       s.dev = device_alloc(dev_, s.host.dtype, s.host.shape);
@@ -114,7 +114,7 @@ class DeviceEvaluation {
     if (s.host.buf) return s.host;
     if (s.is_view && on_host(slot(s.node->inputs[0].get()))) {
       const View in = host(slot(s.node->inputs[0].get()));
-      s.host = cpu_.view(apply_view(cpu_, *s.node, HostBackend::wrap(in)));
+      s.host = cpu_.view(view_node(cpu_, *s.node, HostBackend::wrap(in)));
     } else {
       s.host = download(device(s));
     }
@@ -201,82 +201,28 @@ class DeviceEvaluation {
     DeviceBackend& be = on_dev ? static_cast<DeviceBackend&>(dev_) : cpu_;
     ++stats().kernels;
     if (on_dev) ++stats().device_blocks;
-    DeviceView out = run_node(be, n, on_dev);
+    DeviceView out = run_one(be, n, on_dev);
     if (on_dev) s.dev = std::move(out);
     else s.host = cpu_.view(out);
   }
 
   bool device_runs(const Node& n) {
-    if (op_kind(n.op) == OpKind::Map) {
+    if (slot(&n).program) {
       for (const Node* m : group_members(n))
         if (!dev_.supports(*m)) return false;
       return true;
     }
-    if (!dev_.supports(n)) return false;
-    if (n.op == Op::FusedMap || n.op == Op::FusedReduce) {  // one kernel: it must fit
-      const MapLimits lim = dev_.map_limits();
-      const FusedProgram p = n.op == Op::FusedMap ? decode_fused_map(n) : decode_fused_reduce(n).program;
-      return p.num_leaves <= lim.leaves && static_cast<int>(p.instrs.size()) <= lim.instrs;
-    }
-    return true;
+    return backend_takes(dev_, n);
   }
 
-  DeviceView run_node(DeviceBackend& be, const Node& n, bool on_dev) {
-    switch (op_kind(n.op)) {
-      case OpKind::Source:
-        internal_fail(__FILE__, __LINE__, "source without a value");
-      case OpKind::View:
-        internal_fail(__FILE__, __LINE__, "a view is made when read, never run");
-      case OpKind::Generate: {
-        DeviceView out = device_alloc(be, n.dtype, n.shape);
-        be.generate(n.op, n.attrs, n.shape, std::vector<int64_t>(n.shape.size(), 0), out);
-        return out;
-      }
-      case OpKind::Map:
-        return run_map_group(be, n, on_dev);
-      case OpKind::Reduce: {
-        DeviceView out = device_alloc(be, n.dtype, n.shape);
-        be.reduce(n.op, read(n.inputs[0].get(), on_dev), std::vector<int>(n.attrs.ints.begin(), n.attrs.ints.end()),
-                  out);
-        return out;
-      }
-      case OpKind::ArgReduce: {
-        DeviceView out = device_alloc(be, n.dtype, n.shape);
-        const int dim = n.attrs.ints.empty() ? -1 : static_cast<int>(n.attrs.ints[0]);
-        be.argreduce(n.op, read(n.inputs[0].get(), on_dev), dim, out);
-        return out;
-      }
-      case OpKind::Matmul: {
-        DeviceView out = device_alloc(be, n.dtype, n.shape);
-        be.matmul(read(n.inputs[0].get(), on_dev), read(n.inputs[1].get(), on_dev), out);
-        return out;
-      }
-      case OpKind::Cat: {
-        DeviceView out = device_alloc(be, n.dtype, n.shape);
-        const int dim = static_cast<int>(n.attrs.ints[0]);
-        std::vector<int64_t> start(n.shape.size(), 0);
-        for (const NodeRef& in : n.inputs) {
-          Shape count = n.shape;
-          count[dim] = in->shape[dim];
-          if (count[dim] > 0)
-            be.copy(read(in.get(), on_dev), out.with(out.layout.sliced(start, ones(start.size()), count)));
-          start[dim] += in->shape[dim];
-        }
-        return out;
-      }
-      case OpKind::Write: {
-        DeviceView out = device_alloc(be, n.dtype, n.shape);
-        const DeviceView value = read(n.inputs[1].get(), on_dev);
-        be.copy(read(n.inputs[0].get(), on_dev), out);
-        be.copy(value, out.with(out.layout.sliced(n.attrs.ints, ones(n.shape.size()), value.shape())));
-        return out;
-      }
-      case OpKind::Window:
-        return run_window(be, n, on_dev);
-      case OpKind::Fused:
-        return run_fused(be, n, on_dev);
-    }
-    internal_fail(__FILE__, __LINE__, "unknown op kind");
+  // A map runs its group as one program; any other node runs through run_node, the engine's
+  // one per-op dispatcher, on whichever backend computes it.
+  DeviceView run_one(DeviceBackend& be, const Node& n, bool on_dev) {
+    if (slot(&n).program) return run_map_group(be, n, on_dev);
+    std::vector<DeviceView> ins;
+    ins.reserve(n.inputs.size());
+    for (const NodeRef& in : n.inputs) ins.push_back(read(in.get(), on_dev));
+    return run_node(be, n, ins);
   }
 
   // The maps and constants fused into root (root included), inputs before their readers.
@@ -359,100 +305,6 @@ class DeviceEvaluation {
     for (size_t i = 0; i < m.inputs.size(); ++i) *args[i] = reg_of(m.inputs[i].get());
     ins.in = m.inputs.back()->dtype;  // Where: the dtype of a and b; Cast: the source
     return ins;
-  }
-
-  // One block over the whole index space, as run_block does: each input is the slice the
-  // signature names, and a window's origin is where the windows start relative to that slice
-  // (padding falls out of the same arithmetic).
-  DeviceView run_window(DeviceBackend& be, const Node& n, bool on_dev) {
-    const poly::Signature sig = poly::signature_of(n);
-    const poly::Box all = sig.space_box();
-    std::vector<DeviceView> ins;
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      const poly::Box need = sig.input_slice(i, all);
-      const DeviceView x = read(n.inputs[i].get(), on_dev);
-      ins.push_back(x.with(x.layout.sliced(need.lo, ones(need.rank()), need.extents())));
-    }
-    const poly::Box img = sig.inputs[0].proj.image(all);
-    const poly::Box got = sig.input_slice(0, all);
-    internal_check(!got.empty());
-    auto origin = [&](int t) { return img.lo[t] - got.lo[t]; };
-    DeviceView out = device_alloc(be, n.dtype, n.shape);
-    const auto& a = n.attrs.ints;
-    switch (n.op) {
-      case Op::Correlate: {
-        std::vector<int64_t> o(n.shape.size());
-        for (size_t t = 0; t < o.size(); ++t) o[t] = origin(static_cast<int>(t));
-        be.correlate(ins[0], ins[1], o, out);
-        return out;
-      }
-      case Op::Conv2d: {  // {sh, sw, ph, pw, dh, dw, groups}; the whole space: channels from 0
-        const int64_t per_group = a[6] > 1 ? n.shape[1] / a[6] : std::numeric_limits<int64_t>::max();
-        be.conv2d(ins[0], ins[1], {a[0], a[4], origin(2)}, {a[1], a[5], origin(3)}, per_group, 0, out);
-        return out;
-      }
-      case Op::MaxPool2d:
-      case Op::AvgPool2d:  // {kh, kw, sh, sw, ph, pw}
-        be.pool2d(n.op, ins[0], a[0], a[1], {a[2], 1, origin(2)}, {a[3], 1, origin(3)}, out);
-        return out;
-      default:
-        internal_fail(__FILE__, __LINE__, "not a window op");
-    }
-  }
-
-  // FusedMap / FusedReduce (made by plan::fuse): the program, then the reduction.
-  DeviceView run_fused(DeviceBackend& be, const Node& n, bool on_dev) {
-    const bool reduce = n.op == Op::FusedReduce;
-    FusedReduction r;
-    if (reduce) {
-      r = decode_fused_reduce(n);
-    } else {
-      r.program = decode_fused_map(n);
-      r.shape = n.shape;
-    }
-    DeviceMapProgram p;
-    for (const NodeRef& in : n.inputs) p.leaves.push_back(read(in.get(), on_dev));
-    for (const FusedInstr& i : r.program.instrs) p.instrs.push_back(map_instr(i));
-    DeviceView out = device_alloc(be, n.dtype, n.shape);
-    if (!reduce) {
-      be.map(p, out);
-      return out;
-    }
-    DeviceView tmp = device_alloc(be, r.program.instrs.back().out, r.shape);
-    be.map(p, tmp);
-    be.reduce(r.op, tmp, r.dims, out);
-    return out;
-  }
-
-  // A View op on data of backend be: View's arithmetic, or a copy for a reshape the strides
-  // cannot express.
-  static DeviceView apply_view(DeviceBackend& be, const Node& n, const DeviceView& in) {
-    const View& l = in.layout;
-    switch (n.op) {
-      case Op::Permute:
-        return in.with(l.permuted(std::vector<int>(n.attrs.ints.begin(), n.attrs.ints.end())));
-      case Op::Expand:
-        return in.with(l.expanded(n.shape));
-      case Op::Constrain:  // one rank: the layout is the whole tensor
-        return in;
-      case Op::Slice: {
-        const size_t r = n.shape.size();
-        std::vector<int64_t> start(n.attrs.ints.begin(), n.attrs.ints.begin() + static_cast<std::ptrdiff_t>(r));
-        std::vector<int64_t> step(n.attrs.ints.begin() + static_cast<std::ptrdiff_t>(r), n.attrs.ints.end());
-        return in.with(l.sliced(start, step, n.shape));
-      }
-      case Op::Reshape: {
-        View out;
-        if (l.try_reshape(n.shape, out)) return in.with(out);
-        ++stats().kernels;
-        DeviceView copy = device_alloc(be, l.dtype, l.shape);
-        be.copy(in, copy);
-        internal_check(copy.layout.try_reshape(n.shape, out));
-        return copy.with(out);
-      }
-      default:
-        internal_fail(__FILE__, __LINE__, "not a view op");
-    }
   }
 
   std::vector<NodeRef> roots_;

@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <unordered_map>
 
+#include "engine/device/host_backend.hpp"
 #include "engine/run/run_block.hpp"
 #include "engine/run/find_moments.hpp"
 #include "engine/telemetry/cancel.hpp"
@@ -38,7 +39,9 @@ struct Slot {
   int moments_of = -1;           // sum(x): the slot of the sum((x - m)^2) it computes too
   int seen = 0;                  // the walk (walk_) that last visited it
   int reg = -1, reg_walk = 0;    // its register in the program built in walk reg_walk
+  int absorbs = -1;              // a reduction: the slot of the map it computes chunk by chunk
   bool root = false;
+  bool program = false;          // a map that runs its group (itself and what is inlined) as one program
   bool inlined = false;          // lives only inside its consumer's map program
   bool banded = false;           // a stencil computed band by band inside its map (run_banded)
   bool kept = false;             // published with the roots (keep_if_held)
@@ -182,12 +185,13 @@ class Evaluation {
       s.inlined = g_.inlined[i] != 0;
     }
     for (size_t i = 0; i < n; ++i)
-      if (const int m = g_.absorbs[i]; m >= 0) slot(m).inlined = true;
+      if (const int m = g_.absorbs[i]; m >= 0) slot(m).inlined = true, slots_[i].absorbs = m;
+    for (Slot& s : slots_) s.program = !s.inlined && !s.node->value && op_kind(s.node->op) == OpKind::Map;
     find_moments(g_, moments_);
     for (const auto& [s1, s2] : moments_) slot(s1).moments_of = s2;
     stats().fused_ops += static_cast<uint64_t>(g_.fused_maps);
     for (int i = 0; i < static_cast<int>(n); ++i) {
-      if (!runs(slot(i)) || op_kind(node(i).op) != OpKind::Map) continue;
+      if (!runs(slot(i)) || !slot(i).program) continue;
       ++walk_;
       find_banded(i, i);
     }
@@ -259,12 +263,6 @@ class Evaluation {
     }
   }
 
-  static std::shared_ptr<Value> wrap(View v) {
-    auto val = std::make_shared<Value>();
-    val->v = std::move(v);
-    return val;
-  }
-
   // Contiguous from the start of its buffer, and the whole buffer.
   static bool whole(const Value& v) {
     return v.v.is_contiguous() && v.v.offset == 0 &&
@@ -278,87 +276,45 @@ class Evaluation {
     return out;
   }
 
+  // Runs slot i: a map group as one program (its banded stencils inside it), a reduction of an
+  // absorbed map chunk by chunk (or as a variance's one pass), a view as a view of its input,
+  // and any other node through run_node, the engine's one per-op dispatcher.
   std::shared_ptr<Value> compute(int i) {
     const Node& n = node(i);
     ++stats().kernels;
-    switch (op_kind(n.op)) {
-      case OpKind::Source:
-        internal_fail(__FILE__, __LINE__, "source without a value");
-      case OpKind::Generate: {
-        auto out = alloc(n.dtype, n.shape);
-        cpu::run_generate(n.op, n.attrs, n.shape, std::vector<int64_t>(n.shape.size(), 0), out->v);
-        return out;
-      }
-      case OpKind::Map: {
-        cpu::MapProgram p = build_program(i);
-        auto out = alloc(n.dtype, n.shape);
-        if (banded_leaves_.empty()) cpu::run_map(p, out->v);
-        else run_banded(i, p, out->v);
-        return out;
-      }
-      case OpKind::Reduce: {
-        auto out = alloc(n.dtype, n.shape);
-        if (moments_pass(i, out->v)) return out;
-        std::vector<int> dims(n.attrs.ints.begin(), n.attrs.ints.end());
-        const int in = input(i, 0);
-        if (slot(in).inlined) run_map_reduce(n, in, dims, out->v);
-        else cpu::run_reduce(n.op, slot_view(in), dims, out->v);
-        return out;
-      }
-      case OpKind::ArgReduce: {
-        auto out = alloc(n.dtype, n.shape);
-        const int dim = n.attrs.ints.empty() ? -1 : static_cast<int>(n.attrs.ints[0]);
-        cpu::run_argreduce(n.op, input_view(i, 0), dim, out->v);
-        return out;
-      }
-      case OpKind::Matmul: {
-        auto out = alloc(n.dtype, n.shape);
-        cpu::run_matmul(input_view(i, 0), input_view(i, 1), out->v);
-        return out;
-      }
-      case OpKind::View:
-        --stats().kernels;  // views move no data unless a reshape needs a copy
-        return view_of(i);
-      case OpKind::Cat: {
-        auto out = alloc(n.dtype, n.shape);
-        const int dim = static_cast<int>(n.attrs.ints[0]);
-        std::vector<int64_t> start(n.shape.size(), 0), step(n.shape.size(), 1);
-        for (size_t k = 0; k < n.inputs.size(); ++k) {
-          const Node& in = *n.inputs[k];
-          Shape count = n.shape;
-          count[dim] = in.shape[dim];
-          cpu::copy_view(input_view(i, k), out->v.sliced(start, step, count));
-          start[dim] += in.shape[dim];
-        }
-        return out;
-      }
-      case OpKind::Fused: {  // made by plan::fuse; one block over the whole index space
-        const poly::Signature sig = poly::signature_of(n);
-        std::vector<View> ins;
-        for (size_t k = 0; k < n.inputs.size(); ++k) ins.push_back(input_view(i, k));
-        return run_block(n, sig, sig.space_box(), ins);
-      }
-      case OpKind::Window: {  // one block over the whole space, from the slices it reads
-        const poly::Signature sig = poly::signature_of(n);
-        const poly::Box all = sig.space_box();
-        std::vector<View> ins;
-        for (size_t k = 0; k < n.inputs.size(); ++k) {
-          const poly::Box need = sig.input_slice(k, all);  // a strided conv may skip the last rows
-          ins.push_back(input_view(i, k).sliced(need.lo, std::vector<int64_t>(need.rank(), 1),
-                                                need.extents()));
-        }
-        return run_block(n, sig, all, ins);
-      }
-      case OpKind::Write: {
-        auto out = alloc(n.dtype, n.shape);
-        const View& value = input_view(i, 1);
-        cpu::copy_view(input_view(i, 0), out->v);
-        cpu::copy_view(value, out->v.sliced(n.attrs.ints, std::vector<int64_t>(n.shape.size(), 1),
-                                            value.shape));
-        return out;
-      }
+    Slot& s = slot(i);
+    if (s.program) {
+      cpu::MapProgram p = build_program(i);
+      auto out = alloc(n.dtype, n.shape);
+      if (banded_leaves_.empty()) cpu::run_map(p, out->v);
+      else run_banded(i, p, out->v);
+      return out;
     }
-    internal_fail(__FILE__, __LINE__, "unknown op kind");
+    if (s.absorbs >= 0 || s.moments_of >= 0 || centred_.count(i)) return reduce(i);
+    if (is_view_op(n)) {
+      --stats().kernels;  // views move no data unless a reshape needs a copy
+      return view_of(i);
+    }
+    std::vector<DeviceView> ins;
+    ins.reserve(n.inputs.size());
+    for (size_t k = 0; k < n.inputs.size(); ++k) ins.push_back(HostBackend::wrap(input_view(i, k)));
+    auto out = std::make_shared<Value>();
+    out->v = cpu_backend().view(run_node(cpu_backend(), n, ins));
+    stats().bytes_allocated += static_cast<uint64_t>(out->v.numel()) * dtype_size(n.dtype);
+    return out;
+  }
+
+  // A reduction: a variance's pass (moments_pass), or of the map it absorbed, chunk by chunk,
+  // or of its input's value.
+  std::shared_ptr<Value> reduce(int i) {
+    const Node& n = node(i);
+    auto out = alloc(n.dtype, n.shape);
+    if (moments_pass(i, out->v)) return out;
+    const std::vector<int> dims(n.attrs.ints.begin(), n.attrs.ints.end());
+    const int in = input(i, 0);
+    if (slot(in).inlined) run_map_reduce(n, in, dims, out->v);
+    else cpu::run_reduce(n.op, slot_view(in), dims, out->v);
+    return out;
   }
 
   // reduce(map(...)) in chunks along dim 0 of the map: each chunk is computed into a small
@@ -533,33 +489,14 @@ class Evaluation {
   }
 
   std::shared_ptr<Value> view_of(int i) {
-    const Node& n = node(i);
     const View& in = input_view(i, 0);
-    switch (n.op) {
-      case Op::Permute:
-        return wrap(in.permuted(std::vector<int>(n.attrs.ints.begin(), n.attrs.ints.end())));
-      case Op::Expand:
-        return wrap(in.expanded(n.shape));
-      case Op::Constrain:  // one rank: the layout is the whole tensor
-        return wrap(in);
-      case Op::Slice: {
-        const size_t r = n.shape.size();
-        std::vector<int64_t> start(n.attrs.ints.begin(), n.attrs.ints.begin() + r);
-        std::vector<int64_t> step(n.attrs.ints.begin() + r, n.attrs.ints.end());
-        return wrap(in.sliced(start, step, n.shape));
-      }
-      case Op::Reshape: {
-        View out;
-        if (in.try_reshape(n.shape, out)) return wrap(out);
-        ++stats().kernels;
-        auto copy = alloc(in.dtype, in.shape);
-        cpu::copy_view(in, copy->v);
-        internal_check(copy->v.try_reshape(n.shape, out));
-        return wrap(out);
-      }
-      default:
-        internal_fail(__FILE__, __LINE__, "not a view op");
-    }
+    auto v = std::make_shared<Value>();
+    if (view_layout(node(i), in, v->v)) return v;
+    ++stats().kernels;  // a reshape the strides cannot express
+    auto copy = alloc(in.dtype, in.shape);
+    cpu::copy_view(in, copy->v);
+    internal_check(view_layout(node(i), copy->v, v->v));
+    return v;
   }
 
   // The fused group of a map: the root plus the maps and constants inlined into it.

@@ -1,13 +1,18 @@
-// Running one block of one op: the unit of work every rank executes.
-//   poly::Signature sig = poly::signature_of(*n);
-//   std::vector<View> ins = {slice of input 0 = sig.input_slice(0, box), ...};
-//   View out = run_block(*n, sig, box, ins);   // out covers sig.output_slice(box)
+// run_block: one block of one op on a backend, from exactly the input slices its signature
+// names. The one place that says how each kind of op runs; every evaluator and rank program
+// calls it (the CPU, the simulated device and the CUDA plugin alike).
+//   poly::Signature sig = poly::signature_of(n);
+//   DeviceView out = run_block(be, n, sig, box, {slice sig.input_slice(0, box) of input 0, ...});
+//   DeviceView all = run_node(be, n, {input 0, ...});   // the whole node from whole inputs
+//   std::shared_ptr<Value> v = run_block(n, sig, box, host_slices);   // on the CPU, host views
 // A block that splits a reduction dim returns a partial result of the output slice's shape;
 // combine_partials merges partials with the op's monoid.
 #pragma once
 
+#include <memory>
 #include <vector>
 
+#include "engine/device/backend.hpp"
 #include "engine/ir/fused.hpp"
 #include "engine/ir/node.hpp"
 #include "engine/ir/value.hpp"
@@ -17,19 +22,45 @@
 
 namespace tapestry {
 
-// Computes `box` (a box of n's index space). inputs[i] holds exactly the tensor slice
-// sig.input_slice(i, box) of input i (contiguous or not), in the input's dtype; for a clipped
-// projection (cat, write_region) whose slice is empty, inputs[i] is an empty View (no buf).
+class HostBackend;
+
+// Computes `box` (a box of n's index space) on `be`. inputs[i] holds exactly the tensor slice
+// sig.input_slice(i, box) of input i (any strides), in `be`'s memory; for a clipped projection
+// (cat, write_region) whose slice is empty, inputs[i] is an empty DeviceView (no mem).
 // Returns a new contiguous value of the output slice's shape and n's dtype.
-std::shared_ptr<Value> run_block(const Node& n, const poly::Signature& sig, const poly::Box& box,
-                                 const std::vector<View>& inputs);
+DeviceView run_block(DeviceBackend& be, const Node& n, const poly::Signature& sig, const poly::Box& box,
+                     const std::vector<DeviceView>& inputs);
+
+// The whole node: inputs[i] is the whole input i. Computes the signature only where the op
+// needs one (windows, slices, cat, region writes), so a loop of small observations pays for
+// none on its maps, reductions and products.
+DeviceView run_node(DeviceBackend& be, const Node& n, const std::vector<DeviceView>& inputs);
+
+// View ops (reshape, permute, expand, slice, constrain) move no data: the whole node as a view
+// of its whole input (a reshape the strides cannot express copies first).
+bool is_view_op(const Node& n);
+DeviceView view_node(DeviceBackend& be, const Node& n, const DeviceView& input);
+// The same over a layout alone (a host View, say): false when a reshape needs the data
+// contiguous first (copy it, then ask again).
+bool view_layout(const Node& n, const View& in, View& out);
+
+// Whether `be` runs n's blocks: it has kernels for n, and a fused program fits one kernel.
+bool backend_takes(const DeviceBackend& be, const Node& n);
 
 // Map, FusedMap and Correlate blocks can also be written into a given view (the output
 // slice's shape and n's dtype, contiguous or not), e.g. a window of a larger buffer.
 bool runs_into(const Node& n);
 // stream_out: `out` is a band of an output far larger than the caches (cpu::MapProgram).
+void run_block_into(DeviceBackend& be, const Node& n, const poly::Signature& sig, const poly::Box& box,
+                    const std::vector<DeviceView>& inputs, const DeviceView& out, bool stream_out = false);
+
+// The same on the CPU over host views (the rank programs' CPU blocks).
+std::shared_ptr<Value> run_block(const Node& n, const poly::Signature& sig, const poly::Box& box,
+                                 const std::vector<View>& inputs);
 void run_block_into(const Node& n, const poly::Signature& sig, const poly::Box& box,
                     const std::vector<View>& inputs, const View& out, bool stream_out = false);
+// The CPU backend the host paths run on (stateless).
+HostBackend& cpu_backend();
 
 // One instruction of a fused program as the map kernels take it (CPU and device alike).
 cpu::MapInstr map_instr(const FusedInstr& i);

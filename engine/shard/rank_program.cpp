@@ -8,7 +8,6 @@
 #include "engine/device/peers_local.hpp"
 #include "engine/comm/loopback.hpp"
 #include "engine/run/run_block.hpp"
-#include "engine/run/device_block.hpp"
 #include "engine/device/host_backend.hpp"
 #include "engine/run/evaluator.hpp"
 #include "engine/telemetry/cancel.hpp"
@@ -339,7 +338,7 @@ void RankProgram::run(size_t b) {
       ++blocks_run_;
       return;
     }
-  if (dev_ && device_takes(*dev_, n)) {
+  if (dev_ && backend_takes(*dev_, n)) {
     run_on_device(b);
     return;
   }
@@ -362,7 +361,7 @@ void RankProgram::run_on_device(size_t b) {
   std::vector<DeviceView> ins;
   ins.reserve(n.inputs.size());
   for (size_t i = 0; i < n.inputs.size(); ++i) ins.push_back(store_.device(n.inputs[i]->id, s.input_slice(i, k.box)));
-  DeviceView out = run_block_on(*dev_, n, s, k.box, ins);
+  DeviceView out = run_block(*dev_, n, s, k.box, ins);
   ++blocks_run_;
   ++device_blocks_;
   const Box out_box = s.output_slice(k.box);

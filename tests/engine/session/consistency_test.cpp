@@ -334,7 +334,7 @@ TEST_CASE("engine.session.consistency.sharded_equals_unsharded") {
 
 TEST_CASE("engine.session.consistency.sharded_on_devices_equals_unsharded") {
   // Every case again with each rank computing on its own simulated device (device memory apart
-  // from the host's, the CPU's kernels): blocks run through run_block_on and slices cross between
+  // from the host's, the CPU's kernels): blocks run through run_block on the device and slices cross between
   // host and device only through the rank store. Odd ranks refuse the ops at a case's roots, so
   // device blocks, CPU blocks and the copies between them meet in one plan.
   std::mt19937_64 rng(77);

@@ -1,0 +1,18 @@
+// The interface's defaults (backend.hpp).
+#include "engine/device/backend.hpp"
+
+#include "engine/device/peers.hpp"
+
+namespace tapestry {
+
+// No peers: slices between ranks cross through the host.
+std::unique_ptr<comm::DevicePeers> DeviceBackend::join_peers(const std::string&, int, int) { return nullptr; }
+
+void DeviceBackend::map_reduce(const DeviceMapProgram& p, const Shape& shape, Op op, const std::vector<int>& dims,
+                               const DeviceView& out) {
+  DeviceView tmp = device_alloc(*this, p.instrs.back().out, shape);
+  map(p, tmp);
+  reduce(op, tmp, dims, out);
+}
+
+}  // namespace tapestry
