@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "engine/device/probe.hpp"
+#include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/fuse.hpp"
 #include "engine/plan/plan_cache.hpp"
@@ -60,7 +61,7 @@ PlannedGraph plan_observation(const std::vector<NodeRef>& roots, const Mesh& mes
     if (const StoredLayout* s = usable_stored(n->id, mesh.ranks))
       pg.initial.insert(pg.initial.end(), s->shards.begin(), s->shards.end());
     else if (n->value) pg.initial.push_back(Shard{n->id, Box::of_shape(n->shape), 0});
-    if (n->op == Op::Constrain && !n->value) opts.output_grid[n->id] = n->attrs.ints;
+    if (n->op == Op::Constrain && !n->value) opts.output_grid[n->id] = attrs_of<ConstrainAttrs>(*n).parts;
   }
   static PlanCache cache;
   const uint64_t hits = cache.hits();
