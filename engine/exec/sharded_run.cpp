@@ -12,6 +12,7 @@
 #include "engine/exec/device_host.hpp"
 #include "engine/exec/evaluator.hpp"
 #include "engine/exec/trace.hpp"
+#include "engine/exec/worker.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/store/shard_store.hpp"
 #include "kernels/cpu/kernels.hpp"
@@ -30,18 +31,8 @@ int64_t bytes_of(const Node& n, const Box& box) {
   return e * static_cast<int64_t>(dtype_size(n.dtype));
 }
 
-// Rethrows the exception in flight with "rank r: " in front, keeping its type.
-[[noreturn]] void rethrow_on(int rank) {
-  try {
-    throw;
-  } catch (const Cancelled&) {
-    throw;
-  } catch (const Error& e) {
-    throw Error(cat_str("rank ", rank, ": ", e.what()));
-  } catch (const InternalError& e) {
-    throw InternalError(cat_str("rank ", rank, ": ", e.what()));
-  }
-}
+// Rethrows the exception in flight with "rank r: " in front, as a worker would report it.
+[[noreturn]] void rethrow_on(int rank) { throw_failure(failure_status(rank, 0)); }
 
 }  // namespace
 
