@@ -16,6 +16,7 @@
 
 #include "engine/device/probe.hpp"
 #include "engine/dist/coordinator.hpp"
+#include "engine/ir/attrs.hpp"
 #include "engine/ir/fused.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/poly/signature.hpp"
@@ -182,7 +183,8 @@ std::string explain_text(const plan::PlannedGraph& pg) {
       }
     }
     if (n->op == Op::Constrain)
-      os << "  (layout fixed by x:constrain to " << plan::grid_string(n->attrs.ints) << ")\n";
+      os << "  (layout fixed by x:constrain to " << plan::grid_string(attrs_of<ConstrainAttrs>(*n).parts)
+         << ")\n";
   }
   os << "\nThe chosen candidate gives the lowest estimated makespan of the whole plan (compute "
         "overlapped with transfers, plus a penalty past per-rank memory).\n";

@@ -44,6 +44,15 @@ double timeout_s() {
   return t > 0 ? t : 300.0;
 }
 
+// Worker w's status; a malformed one reads as w's internal failure.
+Status received_status(std::span<const char> bytes, int w, uint64_t epoch) {
+  try {
+    return decode_status(bytes);
+  } catch (const Error& e) {
+    return Status{Status::Failed, Status::Internal, epoch, 0, 0, 0, cat_str("rank ", w, ": ", e.what()), {}};
+  }
+}
+
 // The statuses of one run, one per worker, as they arrive.
 class Statuses {
  public:
@@ -58,10 +67,7 @@ class Statuses {
       while (!got_[w]) {
         auto bytes = mpi_.poll(w, comm::kTagStatus);
         if (!bytes) break;
-        Status s;
-        std::string why;
-        if (!decode_status(*bytes, s, why))
-          s = Status{Status::Failed, Status::Internal, epoch_, 0, 0, 0, cat_str("rank ", w, ": bad status: ", why), {}};
+        Status s = received_status(*bytes, w, epoch_);
         if (s.kind == Status::Hello) {  // a late hello: not about this run
           state().peers.hello(w, s.message);
           continue;
@@ -96,7 +102,11 @@ class Statuses {
   void record_trace(int w, const Status& s) const {
     if (s.trace.empty() || !trace::enabled()) return;
     std::vector<trace::Event> events;
-    if (!trace::decode_events(s.trace, origin_us_, events)) return;  // a trace is not worth a failed run
+    try {
+      events = trace::decode_events(s.trace, origin_us_);
+    } catch (const Error&) {
+      return;  // a trace is not worth a failed run
+    }
     for (trace::Event& e : events) {
       e.pid = w;
       trace::record(std::move(e));
@@ -109,15 +119,6 @@ class Statuses {
   std::vector<std::optional<Status>> got_;
   std::vector<int> failed_;  // in order of arrival: the first is the likely cause
 };
-
-[[noreturn]] void rethrow(const Status& s) {
-  switch (s.error) {
-    case Status::Cancelled: throw Cancelled();
-    case Status::Internal: throw InternalError(s.message);
-    case Status::User: break;
-  }
-  throw Error(s.message);
-}
 
 // After a failure: every worker still running gets an abort and answers it, within a
 // grace period; one that does not is reported and marks the job broken. Workers that have
@@ -167,10 +168,7 @@ static void connect_device_peers(State& s) {
     std::optional<Status> st;
     while (!st && Clock::now() < end) {
       if (auto bytes = mpi.poll(w, comm::kTagStatus)) {
-        Status got;
-        std::string why;
-        if (!decode_status(*bytes, got, why)) got = Status{Status::Failed, Status::Internal, 0, 0, 0, 0, why, {}};
-        st = got;
+        st = received_status(*bytes, w, 0);
       } else {
         mpi.progress();
         wait.pause();
@@ -205,9 +203,8 @@ void start_coordinator(comm::Mpi& mpi) {
     bool heard = false;
     while (!heard && Clock::now() < end) {
       auto bytes = mpi.poll(w, comm::kTagStatus);
-      Status st;
-      std::string why;
-      if (bytes && decode_status(*bytes, st, why) && st.kind == Status::Hello) {
+      const Status st = bytes ? received_status(*bytes, w, 0) : Status{};
+      if (st.kind == Status::Hello) {
         s.peers.hello(w, st.message);
         heard = true;
         all_can_join = all_can_join && (st.caps & Status::CanJoinPeers);
@@ -337,7 +334,7 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys) {
       if (k) kept.push_back(k);
     drop_on_workers(kept);
     if (mine) std::rethrow_exception(mine);
-    rethrow(st.first_failure());
+    throw_failure(st.first_failure());
   }
   mpi.progress();
   // Publish only now: any failure above left every root as it was.
@@ -366,16 +363,11 @@ void run_io_mpi(std::vector<char> job, const std::function<void()>& mine) {
   auto cmd = std::make_shared<const std::vector<char>>(encode_command(io));
   for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, cmd);
   // Rank 0's own part first: the workers do theirs meanwhile.
-  std::string my_error;
-  Status::Error my_kind = Status::User;
+  std::optional<Status> my_failure;
   try {
     mine();
-  } catch (const InternalError& e) {
-    my_error = e.what(), my_kind = Status::Internal;
-  } catch (const Error& e) {
-    my_error = e.what();
-  } catch (const std::bad_alloc&) {
-    my_error = "out of memory";
+  } catch (const std::exception&) {
+    my_failure = failure_status(0, epoch);
   }
   Statuses st(mpi, epoch, trace::now_us());
   comm::Backoff wait;
@@ -400,12 +392,8 @@ void run_io_mpi(std::vector<char> job, const std::function<void()>& mine) {
     wait.pause();
   }
   mpi.progress();
-  if (!my_error.empty()) {
-    const std::string msg = my_error.rfind("rank 0: ", 0) == 0 ? my_error : "rank 0: " + my_error;
-    if (my_kind == Status::Internal) throw InternalError(msg);
-    throw Error(msg);
-  }
-  if (st.any_failed()) rethrow(st.first_failure());
+  if (my_failure) throw_failure(*my_failure);
+  if (st.any_failed()) throw_failure(st.first_failure());
 }
 
 void shutdown_workers() {

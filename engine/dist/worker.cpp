@@ -1,9 +1,8 @@
 #include "engine/dist/worker.hpp"
 
 #include <chrono>
-#include <cstddef>
+#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <new>
 #include <optional>
 #include <utility>
@@ -15,6 +14,7 @@
 #include "engine/io/parallel_io.hpp"
 #include "engine/shard/rank_program.hpp"
 #include "engine/telemetry/trace.hpp"
+#include "engine/ir/codec.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/store/shard_store.hpp"
 
@@ -28,35 +28,11 @@ constexpr uint32_t kStatusMagic = 0x54535054;   // "TPST"
 // 3: a Run command carries store keys; Drop commands; Hello statuses.
 // 4: Io commands (parallel .npy reads and writes).
 // 5: Peers commands, the DevicePeers run flag, a Hello's caps.
-constexpr uint32_t kProtocolVersion = 5;
-
-template <class T> void put(std::vector<char>& out, T v) {
-  const size_t at = out.size();
-  out.resize(at + sizeof(T));
-  std::memcpy(out.data() + at, &v, sizeof(T));
-}
-
-template <class T> bool get(std::span<const char>& in, T& v) {
-  if (in.size() < sizeof(T)) return false;
-  std::memcpy(&v, in.data(), sizeof(T));
-  in = in.subspan(sizeof(T));
-  return true;
-}
-
-bool header(std::span<const char>& in, uint32_t magic, const char* what, std::string& why) {
-  uint32_t m = 0, v = 0;
-  if (!get(in, m) || m != magic) return why = cat_str("not a ", what, " (bad magic)"), false;
-  if (!get(in, v) || v != kProtocolVersion)
-    return why = cat_str(what, " of protocol version ", v, ", this build speaks ", kProtocolVersion), false;
-  return true;
-}
+// 6: one codec for every message (engine/ir/codec.hpp): u64 counts in trace events, a versioned
+//    I/O job.
+constexpr uint32_t kProtocolVersion = 6;
 
 // "rank r: " in front of a message, unless the executor already put it there.
-std::string on_rank(int rank, const std::string& msg) {
-  const std::string prefix = cat_str("rank ", rank, ": ");
-  return msg.rfind(prefix, 0) == 0 ? msg : prefix + msg;
-}
-
 // TAPESTRY_FAULT=RANK:RUN[:oom]: whether this rank is to fail its run number `run`, and how.
 std::optional<std::string> injected_fault(int rank, int64_t run) {
   const char* e = std::getenv("TAPESTRY_FAULT");
@@ -119,14 +95,13 @@ class Worker {
     if (deferred_) return std::exchange(deferred_, std::nullopt);
     auto bytes = mpi_.poll(0, comm::kTagCommand);
     if (!bytes) return std::nullopt;
-    Command c;
-    std::string why;
-    if (!decode_command(*bytes, c, why)) {
+    try {
+      return decode_command(*bytes);
+    } catch (const Error& e) {
       // Answer anyway (epoch 0 means "whatever run you wait for"), so rank 0 does not wait.
-      report(Status{Status::Failed, Status::Internal, 0, 0, 0, 0, on_rank(mpi_.rank(), "bad command: " + why), {}});
+      report(Status{Status::Failed, Status::Internal, 0, 0, 0, 0, on_rank(mpi_.rank(), e.what()), {}});
       return std::nullopt;
     }
-    return c;
   }
 
   // Whether rank 0 aborted the current run; any other command waits for the loop.
@@ -154,19 +129,12 @@ class Worker {
   // This rank's boxes of a parallel .npy read or write; one status either way.
   void io(const Command& c) {
     epoch_ = c.epoch;
-    const int me = mpi_.rank();
     Status st;
     st.epoch = c.epoch;
     try {
-      io::run_io_part(io::decode_io(c.plan), me);
-    } catch (const InternalError& e) {
-      st = Status{Status::Failed, Status::Internal, c.epoch, 0, 0, 0, on_rank(me, e.what()), {}};
-    } catch (const Error& e) {
-      st = Status{Status::Failed, Status::User, c.epoch, 0, 0, 0, on_rank(me, e.what()), {}};
-    } catch (const std::bad_alloc&) {
-      st = Status{Status::Failed, Status::User, c.epoch, 0, 0, 0, on_rank(me, "out of memory"), {}};
-    } catch (const std::exception& e) {
-      st = Status{Status::Failed, Status::Internal, c.epoch, 0, 0, 0, on_rank(me, e.what()), {}};
+      io::run_io_part(io::decode_io(c.plan), mpi_.rank());
+    } catch (const std::exception&) {
+      st = failure_status(mpi_.rank(), c.epoch);
     }
     report(st);
   }
@@ -178,8 +146,8 @@ class Worker {
       DeviceBackend* dev = device::backend();
       if (dev) peers_ = dev->join_peers(std::string(c.plan.begin(), c.plan.end()), mpi_.rank(), mpi_.size());
       if (!peers_) throw Error(dev ? "the device cannot join peers" : "no device to join peers with");
-    } catch (const std::exception& e) {
-      st = Status{Status::Failed, Status::User, c.epoch, 0, 0, 0, on_rank(mpi_.rank(), e.what()), {}};
+    } catch (const std::exception&) {
+      st = failure_status(mpi_.rank(), c.epoch);
     }
     report(st);
   }
@@ -243,15 +211,11 @@ class Worker {
       st.blocks = p.blocks_run();
       st.messages = t.messages_sent() + p.peer_messages();
       st.bytes = t.bytes_sent() + p.peer_bytes();
-    } catch (const Cancelled& e) {
+    } catch (const Cancelled&) {
       if (stopped_) st.kind = Status::Aborted;  // stopped between blocks by rank 0's abort
-      else st = Status{Status::Failed, Status::Cancelled, c.epoch, 0, 0, 0, on_rank(me, e.what()), {}};
-    } catch (const Error& e) {
-      st = Status{Status::Failed, Status::User, c.epoch, 0, 0, 0, on_rank(me, e.what()), {}};
-    } catch (const std::bad_alloc&) {
-      st = Status{Status::Failed, Status::User, c.epoch, 0, 0, 0, on_rank(me, "out of memory"), {}};
-    } catch (const std::exception& e) {
-      st = Status{Status::Failed, Status::Internal, c.epoch, 0, 0, 0, on_rank(me, e.what()), {}};
+      else st = failure_status(me, c.epoch);
+    } catch (const std::exception&) {
+      st = failure_status(me, c.epoch);
     }
   }
 
@@ -267,81 +231,77 @@ class Worker {
 }  // namespace
 
 std::vector<char> encode_command(const Command& c) {
-  std::vector<char> out;
-  out.reserve(24 + c.plan.size());
-  put(out, kCommandMagic);
-  put(out, kProtocolVersion);
-  put<uint8_t>(out, c.kind);
-  put<uint8_t>(out, c.flags);
-  put(out, c.epoch);
-  put<uint64_t>(out, c.plan.size());
-  out.insert(out.end(), c.plan.begin(), c.plan.end());
-  for (const auto* v : {&c.store.initial, &c.store.roots, &c.drop}) {
-    put<uint64_t>(out, v->size());
-    for (uint64_t k : *v) put(out, k);
-  }
-  return out;
+  ByteWriter w;
+  w.header(kCommandMagic, kProtocolVersion);
+  w.put<uint8_t>(c.kind);
+  w.put<uint8_t>(c.flags);
+  w.put(c.epoch);
+  w.vec(c.plan);
+  for (const auto* v : {&c.store.initial, &c.store.roots, &c.drop}) w.vec(*v);
+  return w.take();
 }
 
-bool decode_command(std::span<const char> in, Command& c, std::string& why) {
-  if (!header(in, kCommandMagic, "command", why)) return false;
-  uint8_t kind = 0;
-  uint64_t n = 0;
-  if (!get(in, kind) || !get(in, c.flags) || !get(in, c.epoch) || !get(in, n)) return why = "truncated command", false;
-  if (c.flags & ~(Command::Trace | Command::DevicePeers)) return why = cat_str("command flags ", int(c.flags)), false;
-  if (kind < Command::Run || kind > Command::Peers) return why = cat_str("command kind ", int(kind)), false;
-  if (n > in.size()) return why = cat_str("the command says ", n, " bytes of plan, it carries ", in.size()), false;
+Command decode_command(std::span<const char> bytes) {
+  ByteReader r(bytes, "command");
+  r.header(kCommandMagic, kProtocolVersion);
+  Command c;
+  const uint8_t kind = r.get<uint8_t>();
+  c.flags = r.get<uint8_t>();
+  c.epoch = r.get<uint64_t>();
+  if (c.flags & ~(Command::Trace | Command::DevicePeers)) r.reject(cat_str("command flags ", int(c.flags)));
+  if (kind < Command::Run || kind > Command::Peers) r.reject(cat_str("command kind ", int(kind)));
   c.kind = static_cast<Command::Kind>(kind);
-  c.plan.assign(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n));
-  in = in.subspan(n);
-  for (auto* v : {&c.store.initial, &c.store.roots, &c.drop}) {
-    uint64_t k = 0;
-    if (!get(in, k) || k > in.size() / 8) return why = "truncated store keys", false;
-    v->resize(k);
-    for (uint64_t& x : *v) get(in, x);
-  }
-  if (!in.empty()) return why = cat_str(in.size(), " bytes after the command"), false;
-  return true;
+  c.plan = r.vec<char>();
+  for (auto* v : {&c.store.initial, &c.store.roots, &c.drop}) *v = r.vec<uint64_t>();
+  r.end();
+  return c;
 }
 
 std::vector<char> encode_status(const Status& s) {
-  std::vector<char> out;
-  put(out, kStatusMagic);
-  put(out, kProtocolVersion);
-  put<uint8_t>(out, s.kind);
-  put<uint8_t>(out, s.error);
-  put<uint8_t>(out, s.caps);
-  put(out, s.epoch);
-  put(out, s.blocks);
-  put(out, s.messages);
-  put(out, s.bytes);
-  put<uint64_t>(out, s.message.size());
-  out.insert(out.end(), s.message.begin(), s.message.end());
-  put<uint64_t>(out, s.trace.size());
-  out.insert(out.end(), s.trace.begin(), s.trace.end());
-  return out;
+  ByteWriter w;
+  w.header(kStatusMagic, kProtocolVersion);
+  w.put<uint8_t>(s.kind);
+  w.put<uint8_t>(s.error);
+  w.put<uint8_t>(s.caps);
+  w.put(s.epoch);
+  w.put(s.blocks);
+  w.put(s.messages);
+  w.put(s.bytes);
+  w.str(s.message);
+  w.vec(s.trace);
+  return w.take();
 }
 
-bool decode_status(std::span<const char> in, Status& s, std::string& why) {
-  if (!header(in, kStatusMagic, "status", why)) return false;
-  uint8_t kind = 0, error = 0;
-  uint64_t n = 0;
-  if (!get(in, kind) || !get(in, error) || !get(in, s.caps) || !get(in, s.epoch) || !get(in, s.blocks) ||
-      !get(in, s.messages) ||
-      !get(in, s.bytes) || !get(in, n))
-    return why = "truncated status", false;
+Status decode_status(std::span<const char> bytes) {
+  ByteReader r(bytes, "status");
+  r.header(kStatusMagic, kProtocolVersion);
+  Status s;
+  const uint8_t kind = r.get<uint8_t>();
+  const uint8_t error = r.get<uint8_t>();
   if (kind < Status::Done || kind > Status::Hello || error > Status::Cancelled)
-    return why = cat_str("status kind ", int(kind), "/", int(error)), false;
-  if (n > in.size()) return why = "status message length mismatch", false;
+    r.reject(cat_str("status kind ", int(kind), "/", int(error)));
   s.kind = static_cast<Status::Kind>(kind);
   s.error = static_cast<Status::Error>(error);
-  s.message.assign(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n));
-  in = in.subspan(n);
-  uint64_t t = 0;
-  if (!get(in, t) || t != in.size()) return why = "status trace length mismatch", false;
-  s.trace.assign(in.begin(), in.end());
-  return true;
+  s.caps = r.get<uint8_t>();
+  s.epoch = r.get<uint64_t>();
+  s.blocks = r.get<int64_t>();
+  s.messages = r.get<int64_t>();
+  s.bytes = r.get<int64_t>();
+  s.message = r.str();
+  s.trace = r.vec<char>();
+  r.end();
+  return s;
 }
+
+static_assert(Status::User == Failure::User && Status::Internal == Failure::Internal &&
+              Status::Cancelled == Failure::Cancelled);
+
+Status failure_status(int rank, uint64_t epoch) {
+  const Failure f = current_failure(rank);
+  return Status{Status::Failed, static_cast<Status::Error>(f.kind), epoch, 0, 0, 0, f.message, {}};
+}
+
+void throw_failure(const Status& s) { rethrow(Failure{static_cast<Failure::Kind>(s.error), s.message}); }
 
 int worker_main(comm::Mpi& mpi) {
   internal_check(mpi.rank() != 0);

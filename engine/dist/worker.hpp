@@ -53,9 +53,17 @@ struct Status {
 
 std::vector<char> encode_command(const Command& c);
 std::vector<char> encode_status(const Status& s);
-// Checked decoding: false with the reason when the bytes are not a well-formed message.
-bool decode_command(std::span<const char> bytes, Command& c, std::string& why);
-bool decode_status(std::span<const char> bytes, Status& s, std::string& why);
+// Throw Error ("command rejected: ...", "status rejected: ...") when the bytes are not well formed.
+Command decode_command(std::span<const char> bytes);
+Status decode_status(std::span<const char> bytes);
+
+// The one mapping between exceptions and failed statuses, used by every rank and by loopback.
+// failure_status: the exception in flight (call it in a catch block) as rank's Failed status of
+// `epoch`, its message with "rank r: " in front: an Error or running out of memory is User, a
+// Cancelled is Cancelled, anything else Internal. throw_failure throws what such a status
+// stands for: Error, InternalError or Cancelled.
+Status failure_status(int rank, uint64_t epoch);
+[[noreturn]] void throw_failure(const Status& s);
 
 // Ranks 1..N-1: serves rank 0's commands until shutdown; the process's exit status.
 // TAPESTRY_FAULT=RANK:RUN[:oom] makes rank RANK fail its RUN-th plan (1-based) with an

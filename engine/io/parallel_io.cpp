@@ -7,8 +7,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <utility>
 
+#include "engine/ir/codec.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
 #include "engine/store/shard_store.hpp"
@@ -18,91 +20,59 @@ namespace tapestry::io {
 namespace {
 
 constexpr uint32_t kIoMagic = 0x4f495054;  // "TPIO"
-
-template <class T> void put(std::vector<char>& out, T v) {
-  const size_t at = out.size();
-  out.resize(at + sizeof(T));
-  std::memcpy(out.data() + at, &v, sizeof(T));
-}
-
-template <class T> T get(std::span<const char>& in) {
-  if (in.size() < sizeof(T)) throw Error("io message rejected: truncated");
-  T v;
-  std::memcpy(&v, in.data(), sizeof(T));
-  in = in.subspan(sizeof(T));
-  return v;
-}
-
-uint64_t count(std::span<const char>& in, size_t min_each) {
-  const uint64_t n = get<uint64_t>(in);
-  if (n > in.size() / std::max<size_t>(1, min_each)) throw Error("io message rejected: bad count");
-  return n;
-}
-
-void put_ints(std::vector<char>& out, const std::vector<int64_t>& v) {
-  put<uint64_t>(out, v.size());
-  for (int64_t x : v) put(out, x);
-}
-
-std::vector<int64_t> get_ints(std::span<const char>& in) {
-  std::vector<int64_t> v(count(in, 8));
-  for (int64_t& x : v) x = get<int64_t>(in);
-  return v;
-}
+constexpr uint32_t kIoVersion = 1;
 
 }  // namespace
 
 std::vector<char> encode_io(const std::vector<IoTask>& tasks) {
-  std::vector<char> out;
-  put(out, kIoMagic);
-  put<uint64_t>(out, tasks.size());
+  ByteWriter w;
+  w.header(kIoMagic, kIoVersion);
+  w.size(tasks.size());
   for (const IoTask& t : tasks) {
-    put<uint8_t>(out, t.kind);
-    put<uint64_t>(out, t.path.size());
-    out.insert(out.end(), t.path.begin(), t.path.end());
-    put(out, t.key);
-    put<uint8_t>(out, static_cast<uint8_t>(t.header.dtype));
-    put<uint8_t>(out, t.header.fortran_order);
-    put(out, t.header.data_offset);
-    put_ints(out, t.header.shape);
-    put<uint64_t>(out, t.shards.size());
+    w.put<uint8_t>(t.kind);
+    w.str(t.path);
+    w.put(t.key);
+    w.put<uint8_t>(static_cast<uint8_t>(t.header.dtype));
+    w.put<uint8_t>(t.header.fortran_order);
+    w.put(t.header.data_offset);
+    w.vec(t.header.shape);
+    w.size(t.shards.size());
     for (const plan::Shard& s : t.shards) {
-      put<int32_t>(out, s.rank);
-      put_ints(out, s.box.lo);
-      put_ints(out, s.box.hi);
+      w.put<int32_t>(s.rank);
+      w.vec(s.box.lo);
+      w.vec(s.box.hi);
     }
   }
-  return out;
+  return w.take();
 }
 
-std::vector<IoTask> decode_io(std::span<const char> in) {
-  if (get<uint32_t>(in) != kIoMagic) throw Error("io message rejected: bad magic");
-  std::vector<IoTask> tasks(count(in, 16));
+std::vector<IoTask> decode_io(std::span<const char> bytes) {
+  ByteReader r(bytes, "io message");
+  r.header(kIoMagic, kIoVersion);
+  std::vector<IoTask> tasks(r.count(43));  // kind, path length, key, dtype, order, offset, shape, shards
   for (IoTask& t : tasks) {
-    const uint8_t kind = get<uint8_t>(in);
-    if (kind != IoTask::Read && kind != IoTask::Write) throw Error("io message rejected: bad kind");
+    const uint8_t kind = r.get<uint8_t>();
+    if (kind != IoTask::Read && kind != IoTask::Write) r.reject(cat_str("task kind ", int(kind)));
     t.kind = static_cast<IoTask::Kind>(kind);
-    const uint64_t n = count(in, 1);
-    t.path.assign(in.data(), n);
-    in = in.subspan(n);
-    t.key = get<uint64_t>(in);
-    const uint8_t dt = get<uint8_t>(in);
-    if (dt >= kNumDTypes) throw Error("io message rejected: bad dtype");
+    t.path = r.str();
+    t.key = r.get<uint64_t>();
+    const uint8_t dt = r.get<uint8_t>();
+    if (dt >= kNumDTypes) r.reject(cat_str("dtype number ", int(dt)));
     t.header.dtype = static_cast<DType>(dt);
-    t.header.fortran_order = get<uint8_t>(in) != 0;
-    t.header.data_offset = get<int64_t>(in);
-    t.header.shape = get_ints(in);
-    t.shards.resize(count(in, 20));
+    t.header.fortran_order = r.get<uint8_t>() != 0;
+    t.header.data_offset = r.get<int64_t>();
+    t.header.shape = r.vec<int64_t>();
+    t.shards.resize(r.count(20));
     for (plan::Shard& s : t.shards) {
       s.tensor = t.key;
-      s.rank = get<int32_t>(in);
-      s.box.lo = get_ints(in);
-      s.box.hi = get_ints(in);
+      s.rank = r.get<int32_t>();
+      s.box.lo = r.vec<int64_t>();
+      s.box.hi = r.vec<int64_t>();
       if (s.box.lo.size() != t.header.shape.size() || s.box.hi.size() != t.header.shape.size())
-        throw Error("io message rejected: a box of the wrong rank");
+        r.reject("a box of the wrong rank");
     }
   }
-  if (!in.empty()) throw Error("io message rejected: trailing bytes");
+  r.end();
   return tasks;
 }
 

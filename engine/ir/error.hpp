@@ -4,6 +4,7 @@
 // The Lua binding layer prefixes the public function name ("tp.matmul: ...").
 #pragma once
 
+#include <cstdint>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -54,6 +55,22 @@ inline void user_check(bool ok, const Args&... args) {
 }
 
 [[noreturn]] void internal_fail(const char* file, int line, const char* what);
+
+// A failure on some rank, as it travels to rank 0 (engine/dist's statuses, loopback runs): which
+// exception it was and its message. The one mapping between exceptions and failures:
+//   try { ... } catch (const std::exception&) { f = current_failure(rank); }   ...   rethrow(f);
+struct Failure {
+  enum Kind : uint8_t { User = 0, Internal = 1, Cancelled = 2 };
+  Kind kind = Internal;
+  std::string message;  // "rank r: ..."
+};
+// The exception in flight (call it in a catch block): an Error or running out of memory is User,
+// a Cancelled is Cancelled, anything else Internal; "rank r: " goes in front of the message.
+Failure current_failure(int rank);
+// Throws what a failure stands for: Error, InternalError or Cancelled.
+[[noreturn]] void rethrow(const Failure& f);
+// "rank r: " in front of a message (once).
+std::string on_rank(int rank, const std::string& msg);
 
 }  // namespace tapestry
 

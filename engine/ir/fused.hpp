@@ -3,7 +3,11 @@
 //   FusedProgram p = decode_fused_map(*n);       // n->op == Op::FusedMap, checked
 //   describe_fused(*n) == "tanh(x0 * x1 + x2)"   // for tp.plan: leaves are x0, x1, ...
 // Fusion (engine/plan/fuse.hpp) makes these nodes; the encoding lives here, in the IR, because
-// signatures (engine/poly), the planner and the executor all read it. Layout: node.hpp.
+// signatures (engine/poly), the planner and the executor all read it. Layout in Attrs:
+//   FusedMap: inputs = the group's leaves, all of the output's shape; ints = {n_instr, then per
+//     instruction: op, out dtype, in dtype, a, b, c, integer}, reals = {real per instruction}
+//   FusedReduce: ints = {reduce op, rank, program shape..., n_dims, dims..., then FusedMap's
+//     ints}, reals as FusedMap; the program (over the leaves) is reduced over dims
 #pragma once
 
 #include <cstdint>

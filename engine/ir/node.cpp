@@ -5,6 +5,7 @@
 #include <mutex>
 #include <vector>
 
+#include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/spin_lock.hpp"
 
@@ -241,7 +242,7 @@ NodeRef make_source(std::shared_ptr<const Value> value, Shape shape, DType dtype
   auto n = std::make_shared<Node>();
   n->op = Op::Source;
   n->id = g_next_id++;
-  n->attrs.ints = {static_cast<int64_t>(n->id)};
+  n->attrs = SourceAttrs{n->id}.encode();
   n->shape = std::move(shape);
   n->dtype = dtype;
   n->hash = structural_hash(Op::Source, {}, n->attrs, n->shape, dtype);

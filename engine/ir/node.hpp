@@ -18,31 +18,9 @@ namespace tapestry {
 
 struct Value;  // engine/ir/value.hpp: the data of a materialized node
 
-// Per-op attributes. Meaning by op:
-//   Cast: dtype (target)            Full: reals[0] (value), ints[0] (exact integer value)
-//   Arange: reals {first, step}, ints {first, step} (exact for integer dtypes)
-//   Linspace: reals {a, b}          Eye: none (shape {n, m})
-//   Rand, Randn: ints {seed}        Source: ints {unique id}
-//   Reduce ops: ints = reduced dims, 0-based ascending; output drops them
-//   ArgMax/ArgMin: ints {dim} (0-based), or {} for the flat index; output drops the dim
-//   Reshape: none (shape)           Permute: ints = perm (output dim i = input dim perm[i])
-//   Expand: none (output shape; input rank <= output rank, aligned at the right)
-//   Slice: ints = {start_0..start_{r-1}, step_0..step_{r-1}} (0-based; shape = counts)
-//   Constrain: ints = parts per dim (1 = not split): the layout the planner must give it
-//   Cat: ints {dim}
-//   WriteRegion: ints = start per dim (0-based); inputs {base, value}, value's shape = the box
-//   Correlate: ints = {pad_before per dim, then pad_after per dim}; inputs {x, k} of one rank
-//     and dtype; out[y] = sum_r x[y - pad_before + r] * k[r], x read as 0 outside its bounds
-//   Conv2d: ints = {stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups};
-//     inputs {x {N,C,H,W}, w {O,C/groups,KH,KW}}, one dtype; output {N,O,OH,OW}
-//   MaxPool2d, AvgPool2d: ints = {kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w}
-//   FusedMap (made by fusion only): inputs = the group's leaves, all of the output's shape;
-//     ints = {n_instr, then per instruction: op, out dtype, in dtype, a, b, c, integer},
-//     reals = {real per instruction}; registers: leaves 0..L-1, then instruction j is L + j;
-//     the last instruction is the result (cpu::MapProgram, field for field)
-//   FusedReduce: ints = {reduce op, rank, program shape..., n_dims, dims..., then FusedMap's
-//     ints}, reals as FusedMap; the program (over the leaves) is reduced over dims
-//   Encoding, decoding and describe_fused: engine/ir/fused.hpp
+// Per-op attributes, as interned and hashed. Read and written through the typed struct of each
+// op (engine/ir/attrs.hpp: attrs_of<SliceAttrs>(n), SliceAttrs{...}.encode()); the fused ops'
+// programs through engine/ir/fused.hpp.
 struct Attrs {
   std::vector<int64_t> ints;
   std::vector<double> reals;

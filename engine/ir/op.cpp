@@ -6,7 +6,7 @@ namespace tapestry {
 
 namespace {
 constexpr std::array<OpDef, kNumOps> kOpTable = {{
-#define TAPESTRY_OP_DEF(e, name, kind, arity, doc) {Op::e, name, OpKind::kind, arity, doc},
+#define TAPESTRY_OP_DEF(e, name, kind, arity, attrs, doc) {Op::e, name, OpKind::kind, arity, doc},
     TAPESTRY_OPS(TAPESTRY_OP_DEF)
 #undef TAPESTRY_OP_DEF
 }};

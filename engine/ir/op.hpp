@@ -1,7 +1,8 @@
 // The op registry: every operation of the expression graph, in one table.
 //   const OpDef& d = op_def(Op::Add);   // d.name == "add", d.kind == OpKind::Map
 //   for (const OpDef& d : all_ops()) ...  // docs, :help and the registry tests walk this
-// Adding an op: one line in TAPESTRY_OPS, a builder in builders.cpp, a kernel case.
+// Adding an op: one line in TAPESTRY_OPS (naming its attrs struct), a builder in builders.cpp, a
+// kernel case.
 #pragma once
 
 #include <cstdint>
@@ -25,79 +26,79 @@ enum class OpKind : uint8_t {
              // optionally reduced; attrs encode the program (engine/ir/fused.hpp)
 };
 
-// X(enum, name, kind, arity(-1 = variadic), doc)
+// X(enum, name, kind, arity(-1 = variadic), attrs struct (engine/ir/attrs.hpp), doc)
 #define TAPESTRY_OPS(X)                                                                  \
-  X(Source, "source", Source, 0, "data given by the user or materialized by an observation") \
-  X(Full, "full", Generate, 0, "every element equal to one value")                       \
-  X(Arange, "arange", Generate, 0, "first + step * i along a 1-D tensor")                \
-  X(Linspace, "linspace", Generate, 0, "n evenly spaced points from a to b inclusive")   \
-  X(Eye, "eye", Generate, 0, "ones on the main diagonal, zeros elsewhere")               \
-  X(Rand, "rand", Generate, 0, "uniform [0,1) from Philox-4x32 keyed by (seed, element index)") \
-  X(Randn, "randn", Generate, 0, "standard normal from Philox-4x32 keyed by (seed, element index)") \
-  X(Cast, "cast", Map, 1, "convert to another dtype (float to int truncates toward zero)") \
-  X(Neg, "neg", Map, 1, "-x")                                                            \
-  X(Abs, "abs", Map, 1, "|x|")                                                           \
-  X(Exp, "exp", Map, 1, "e^x")                                                           \
-  X(Log, "log", Map, 1, "natural logarithm")                                             \
-  X(Sqrt, "sqrt", Map, 1, "square root")                                                 \
-  X(Rsqrt, "rsqrt", Map, 1, "1 / sqrt(x)")                                               \
-  X(Sin, "sin", Map, 1, "sine")                                                          \
-  X(Cos, "cos", Map, 1, "cosine")                                                        \
-  X(Tanh, "tanh", Map, 1, "hyperbolic tangent")                                          \
-  X(Sigmoid, "sigmoid", Map, 1, "1 / (1 + e^-x)")                                        \
-  X(Relu, "relu", Map, 1, "max(x, 0)")                                                   \
-  X(Gelu, "gelu", Map, 1, "x * Phi(x), the exact (erf) form")                            \
-  X(Floor, "floor", Map, 1, "round toward -inf")                                         \
-  X(Ceil, "ceil", Map, 1, "round toward +inf")                                           \
-  X(Round, "round", Map, 1, "round half to even, as numpy")                              \
-  X(Sign, "sign", Map, 1, "-1, 0 or 1")                                                  \
-  X(Square, "square", Map, 1, "x * x")                                                   \
-  X(Reciprocal, "reciprocal", Map, 1, "1 / x")                                           \
-  X(LogicalNot, "logical_not", Map, 1, "not x (x ~= 0)")                                 \
-  X(Add, "add", Map, 2, "a + b")                                                         \
-  X(Sub, "sub", Map, 2, "a - b")                                                         \
-  X(Mul, "mul", Map, 2, "a * b (elementwise)")                                           \
-  X(Div, "div", Map, 2, "a / b (true division; integers give floats)")                   \
-  X(FloorDiv, "floordiv", Map, 2, "floor(a / b); integer division by 0 gives 0")         \
-  X(Mod, "mod", Map, 2, "a - floor(a / b) * b (the sign of b, as Lua and numpy)")        \
-  X(Pow, "pow", Map, 2, "a ^ b")                                                         \
-  X(Maximum, "maximum", Map, 2, "elementwise max (NaN propagates)")                      \
-  X(Minimum, "minimum", Map, 2, "elementwise min (NaN propagates)")                      \
-  X(Atan2, "atan2", Map, 2, "angle of (b, a): atan2(a, b)")                              \
-  X(Eq, "eq", Map, 2, "a == b")                                                          \
-  X(Ne, "ne", Map, 2, "a ~= b")                                                          \
-  X(Lt, "lt", Map, 2, "a < b")                                                           \
-  X(Le, "le", Map, 2, "a <= b")                                                          \
-  X(Gt, "gt", Map, 2, "a > b")                                                           \
-  X(Ge, "ge", Map, 2, "a >= b")                                                          \
-  X(LogicalAnd, "logical_and", Map, 2, "a and b")                                        \
-  X(LogicalOr, "logical_or", Map, 2, "a or b")                                           \
-  X(Where, "where", Map, 3, "cond ? a : b")                                              \
-  X(Sum, "sum", Reduce, 1, "sum over dims")                                              \
-  X(Prod, "prod", Reduce, 1, "product over dims")                                        \
-  X(Max, "max", Reduce, 1, "maximum over dims (NaN propagates)")                         \
-  X(Min, "min", Reduce, 1, "minimum over dims (NaN propagates)")                         \
-  X(All, "all", Reduce, 1, "logical and over dims")                                      \
-  X(Any, "any", Reduce, 1, "logical or over dims")                                       \
-  X(ArgMax, "argmax", ArgReduce, 1, "1-based index of the first maximum along a dim")    \
-  X(ArgMin, "argmin", ArgReduce, 1, "1-based index of the first minimum along a dim")    \
-  X(Matmul, "matmul", Matmul, 2, "batched matrix product [...,n,k] @ [...,k,m]")         \
-  X(Correlate, "correlate", Window, 2, "n-D correlation with a kernel, zero padded (tp.stencil)") \
-  X(Conv2d, "conv2d", Window, 2, "2-D convolution, NCHW, with stride, padding, dilation, groups") \
-  X(MaxPool2d, "maxpool2d", Window, 1, "maximum over 2-D windows of NCHW (padding never wins)") \
-  X(AvgPool2d, "avgpool2d", Window, 1, "mean over 2-D windows of NCHW, padding counted as zeros") \
-  X(Reshape, "reshape", View, 1, "same elements in row-major order, another shape")      \
-  X(Permute, "permute", View, 1, "reorder dimensions")                                   \
-  X(Expand, "expand", View, 1, "broadcast size-1 (or missing leading) dims")             \
-  X(Slice, "slice", View, 1, "a strided box of the input")                               \
-  X(Constrain, "constrain", View, 1, "the input, with its layout fixed (x:constrain)")     \
-  X(Cat, "cat", Cat, -1, "concatenate along one dim")                                    \
-  X(WriteRegion, "write_region", Write, 2, "base with the box at start replaced by value") \
-  X(FusedMap, "fused_map", Fused, -1, "a group of maps computed in one pass (made by fusion)") \
-  X(FusedReduce, "fused_reduce", Fused, -1, "a group of maps reduced over dims in one op (made by fusion)")
+  X(Source, "source", Source, 0, SourceAttrs, "data given by the user or materialized by an observation") \
+  X(Full, "full", Generate, 0, FullAttrs, "every element equal to one value")             \
+  X(Arange, "arange", Generate, 0, ArangeAttrs, "first + step * i along a 1-D tensor")    \
+  X(Linspace, "linspace", Generate, 0, LinspaceAttrs, "n evenly spaced points from a to b inclusive") \
+  X(Eye, "eye", Generate, 0, EyeAttrs, "ones on the main diagonal, zeros elsewhere")      \
+  X(Rand, "rand", Generate, 0, RandAttrs, "uniform [0,1) from Philox-4x32 keyed by (seed, element index)") \
+  X(Randn, "randn", Generate, 0, RandAttrs, "standard normal from Philox-4x32 keyed by (seed, element index)") \
+  X(Cast, "cast", Map, 1, CastAttrs, "convert to another dtype (float to int truncates toward zero)") \
+  X(Neg, "neg", Map, 1, NoAttrs, "-x")                                                    \
+  X(Abs, "abs", Map, 1, NoAttrs, "|x|")                                                   \
+  X(Exp, "exp", Map, 1, NoAttrs, "e^x")                                                   \
+  X(Log, "log", Map, 1, NoAttrs, "natural logarithm")                                     \
+  X(Sqrt, "sqrt", Map, 1, NoAttrs, "square root")                                         \
+  X(Rsqrt, "rsqrt", Map, 1, NoAttrs, "1 / sqrt(x)")                                       \
+  X(Sin, "sin", Map, 1, NoAttrs, "sine")                                                  \
+  X(Cos, "cos", Map, 1, NoAttrs, "cosine")                                                \
+  X(Tanh, "tanh", Map, 1, NoAttrs, "hyperbolic tangent")                                  \
+  X(Sigmoid, "sigmoid", Map, 1, NoAttrs, "1 / (1 + e^-x)")                                \
+  X(Relu, "relu", Map, 1, NoAttrs, "max(x, 0)")                                           \
+  X(Gelu, "gelu", Map, 1, NoAttrs, "x * Phi(x), the exact (erf) form")                    \
+  X(Floor, "floor", Map, 1, NoAttrs, "round toward -inf")                                 \
+  X(Ceil, "ceil", Map, 1, NoAttrs, "round toward +inf")                                   \
+  X(Round, "round", Map, 1, NoAttrs, "round half to even, as numpy")                      \
+  X(Sign, "sign", Map, 1, NoAttrs, "-1, 0 or 1")                                          \
+  X(Square, "square", Map, 1, NoAttrs, "x * x")                                           \
+  X(Reciprocal, "reciprocal", Map, 1, NoAttrs, "1 / x")                                   \
+  X(LogicalNot, "logical_not", Map, 1, NoAttrs, "not x (x ~= 0)")                         \
+  X(Add, "add", Map, 2, NoAttrs, "a + b")                                                 \
+  X(Sub, "sub", Map, 2, NoAttrs, "a - b")                                                 \
+  X(Mul, "mul", Map, 2, NoAttrs, "a * b (elementwise)")                                   \
+  X(Div, "div", Map, 2, NoAttrs, "a / b (true division; integers give floats)")           \
+  X(FloorDiv, "floordiv", Map, 2, NoAttrs, "floor(a / b); integer division by 0 gives 0") \
+  X(Mod, "mod", Map, 2, NoAttrs, "a - floor(a / b) * b (the sign of b, as Lua and numpy)") \
+  X(Pow, "pow", Map, 2, NoAttrs, "a ^ b")                                                 \
+  X(Maximum, "maximum", Map, 2, NoAttrs, "elementwise max (NaN propagates)")              \
+  X(Minimum, "minimum", Map, 2, NoAttrs, "elementwise min (NaN propagates)")              \
+  X(Atan2, "atan2", Map, 2, NoAttrs, "angle of (b, a): atan2(a, b)")                      \
+  X(Eq, "eq", Map, 2, NoAttrs, "a == b")                                                  \
+  X(Ne, "ne", Map, 2, NoAttrs, "a ~= b")                                                  \
+  X(Lt, "lt", Map, 2, NoAttrs, "a < b")                                                   \
+  X(Le, "le", Map, 2, NoAttrs, "a <= b")                                                  \
+  X(Gt, "gt", Map, 2, NoAttrs, "a > b")                                                   \
+  X(Ge, "ge", Map, 2, NoAttrs, "a >= b")                                                  \
+  X(LogicalAnd, "logical_and", Map, 2, NoAttrs, "a and b")                                \
+  X(LogicalOr, "logical_or", Map, 2, NoAttrs, "a or b")                                   \
+  X(Where, "where", Map, 3, NoAttrs, "cond ? a : b")                                      \
+  X(Sum, "sum", Reduce, 1, ReduceAttrs, "sum over dims")                                  \
+  X(Prod, "prod", Reduce, 1, ReduceAttrs, "product over dims")                            \
+  X(Max, "max", Reduce, 1, ReduceAttrs, "maximum over dims (NaN propagates)")             \
+  X(Min, "min", Reduce, 1, ReduceAttrs, "minimum over dims (NaN propagates)")             \
+  X(All, "all", Reduce, 1, ReduceAttrs, "logical and over dims")                          \
+  X(Any, "any", Reduce, 1, ReduceAttrs, "logical or over dims")                           \
+  X(ArgMax, "argmax", ArgReduce, 1, ArgReduceAttrs, "1-based index of the first maximum along a dim") \
+  X(ArgMin, "argmin", ArgReduce, 1, ArgReduceAttrs, "1-based index of the first minimum along a dim") \
+  X(Matmul, "matmul", Matmul, 2, NoAttrs, "batched matrix product [...,n,k] @ [...,k,m]") \
+  X(Correlate, "correlate", Window, 2, CorrelateAttrs, "n-D correlation with a kernel, zero padded (tp.stencil)") \
+  X(Conv2d, "conv2d", Window, 2, Conv2dAttrs, "2-D convolution, NCHW, with stride, padding, dilation, groups") \
+  X(MaxPool2d, "maxpool2d", Window, 1, PoolAttrs, "maximum over 2-D windows of NCHW (padding never wins)") \
+  X(AvgPool2d, "avgpool2d", Window, 1, PoolAttrs, "mean over 2-D windows of NCHW, padding counted as zeros") \
+  X(Reshape, "reshape", View, 1, NoAttrs, "same elements in row-major order, another shape") \
+  X(Permute, "permute", View, 1, PermuteAttrs, "reorder dimensions")                      \
+  X(Expand, "expand", View, 1, NoAttrs, "broadcast size-1 (or missing leading) dims")     \
+  X(Slice, "slice", View, 1, SliceAttrs, "a strided box of the input")                    \
+  X(Constrain, "constrain", View, 1, ConstrainAttrs, "the input, with its layout fixed (x:constrain)") \
+  X(Cat, "cat", Cat, -1, CatAttrs, "concatenate along one dim")                           \
+  X(WriteRegion, "write_region", Write, 2, WriteAttrs, "base with the box at start replaced by value") \
+  X(FusedMap, "fused_map", Fused, -1, FusedProgram, "a group of maps computed in one pass (made by fusion)") \
+  X(FusedReduce, "fused_reduce", Fused, -1, FusedReduction, "a group of maps reduced over dims in one op (made by fusion)")
 
 enum class Op : uint16_t {
-#define TAPESTRY_OP_ENUM(e, name, kind, arity, doc) e,
+#define TAPESTRY_OP_ENUM(e, name, kind, arity, attrs, doc) e,
   TAPESTRY_OPS(TAPESTRY_OP_ENUM)
 #undef TAPESTRY_OP_ENUM
   Count

@@ -3,6 +3,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/fusion_groups.hpp"
 
@@ -66,8 +67,7 @@ class Fusion {
   NodeRef rebuild(const Node& n, FusedGraph& g) {
     if (auto r = reduce_of_.find(&n); r != reduce_of_.end()) {
       const Group grp = group_of(r->second);
-      FusedReduction fr{n.op, std::vector<int>(n.attrs.ints.begin(), n.attrs.ints.end()),
-                        r->second->shape, grp.program};
+      FusedReduction fr{n.op, attrs_of<ReduceAttrs>(n).dims, r->second->shape, grp.program};
       NodeRef f = make_node(Op::FusedReduce, rebuilt_inputs(grp.leaves), encode_fused_reduce(fr),
                             n.shape, n.dtype);
       record(g, f, grp, &n);
@@ -136,8 +136,9 @@ class Fusion {
     internal_check(in_group(n, root));
     FusedInstr ins{n->op, n->dtype, n->dtype};
     if (n->op == Op::Full) {
-      ins.real = n->attrs.reals.at(0);
-      ins.integer = n->attrs.ints.at(0);
+      const FullAttrs c = attrs_of<FullAttrs>(*n);
+      ins.real = c.real;
+      ins.integer = c.integer;
     } else {
       int* args[3] = {&ins.a, &ins.b, &ins.c};
       internal_check(n->inputs.size() <= 3);

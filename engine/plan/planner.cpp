@@ -4,6 +4,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/fuse.hpp"
 #include "engine/plan/plan_cache.hpp"
@@ -57,7 +58,7 @@ PlannedGraph plan_observation(const std::vector<NodeRef>& roots, const Mesh& mes
     if (const std::vector<Shard>* s = stored ? stored(n->id) : nullptr)
       pg.initial.insert(pg.initial.end(), s->begin(), s->end());
     else if (n->value) pg.initial.push_back(Shard{n->id, Box::of_shape(n->shape), 0});
-    if (n->op == Op::Constrain && !n->value) opts.output_grid[n->id] = n->attrs.ints;
+    if (n->op == Op::Constrain && !n->value) opts.output_grid[n->id] = attrs_of<ConstrainAttrs>(*n).parts;
   }
   static PlanCache cache;
   const uint64_t hits = cache.hits();

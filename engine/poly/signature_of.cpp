@@ -1,6 +1,7 @@
 // signature_of: the one place that knows how each op reaches its operands.
 #include <algorithm>
 
+#include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/fused.hpp"
 #include "engine/poly/reshape.hpp"
@@ -115,10 +116,10 @@ Signature fused_reduce_sig(const Node& n) {
 Signature argreduce_sig(const Node& n, CombineKind c) {
   const int r = static_cast<int>(n.inputs[0]->shape.size());
   std::vector<int> dims;
-  if (n.attrs.ints.empty()) {  // the flat index over all dims
+  if (const std::optional<int> dim = attrs_of<ArgReduceAttrs>(n).dim) {
+    dims.push_back(*dim);
+  } else {  // the flat index over all dims
     for (int d = 0; d < r; ++d) dims.push_back(d);
-  } else {
-    dims.push_back(static_cast<int>(n.attrs.ints[0]));
   }
   // The reduced dims are never split: a block then sees whole rows, its local index is the
   // global one, and no (value, index) combine is needed.
@@ -174,8 +175,9 @@ Signature expand_sig(const Node& n) {
 Signature permute_sig(const Node& n) {
   Signature s = over_output(n, 0);
   const int r = static_cast<int>(n.shape.size());
+  const std::vector<int> perm = attrs_of<PermuteAttrs>(n).perm;
   Projection p(r, r);
-  for (int i = 0; i < r; ++i) p.A[n.attrs.ints[i]][i] = 1;
+  for (int i = 0; i < r; ++i) p.A[perm[i]][i] = 1;
   s.inputs.push_back(access_of(*n.inputs[0], std::move(p)));
   return s;
 }
@@ -184,11 +186,12 @@ Signature permute_sig(const Node& n) {
 Signature slice_sig(const Node& n) {
   Signature s = over_output(n, 0);
   const int r = static_cast<int>(n.shape.size());
-  internal_check(static_cast<int>(n.attrs.ints.size()) == 2 * r);
+  const SliceAttrs a = attrs_of<SliceAttrs>(n);
+  internal_check(static_cast<int>(a.starts.size()) == r);
   Projection p(r, r);
   for (int t = 0; t < r; ++t) {
-    p.A[t][t] = n.attrs.ints[r + t];
-    p.b[t] = n.attrs.ints[t];
+    p.A[t][t] = a.steps[t];
+    p.b[t] = a.starts[t];
   }
   s.inputs.push_back(access_of(*n.inputs[0], std::move(p)));
   return s;
@@ -199,7 +202,7 @@ Signature slice_sig(const Node& n) {
 Signature cat_sig(const Node& n) {
   Signature s = over_output(n, 0);
   const int r = static_cast<int>(n.shape.size());
-  const int dim = static_cast<int>(n.attrs.ints[0]);
+  const int dim = attrs_of<CatAttrs>(n).dim;
   int64_t offset = 0;
   for (const NodeRef& in : n.inputs) {
     Projection p = Projection::identity(r);
@@ -218,8 +221,9 @@ Signature write_region_sig(const Node& n) {
   Signature s = over_output(n, 0);
   const int r = static_cast<int>(n.shape.size());
   s.inputs.push_back(access_of(*n.inputs[0], Projection::identity(r)));
+  const std::vector<int64_t> start = attrs_of<WriteAttrs>(n).start;
   Projection p = Projection::identity(r);
-  for (int d = 0; d < r; ++d) p.b[d] = -n.attrs.ints[d];
+  for (int d = 0; d < r; ++d) p.b[d] = -start[d];
   p.clip = true;
   s.inputs.push_back(access_of(*n.inputs[1], std::move(p)));
   return s;
@@ -295,9 +299,9 @@ Signature correlate_sig(const Node& n) {
   const Node& k = *n.inputs[1];
   const int r = static_cast<int>(n.shape.size());
   Signature s = over_output(n, 2.0 * static_cast<double>(numel(k.shape)));
+  const CorrelateAttrs a = attrs_of<CorrelateAttrs>(n);
   std::vector<WindowDim> dims;
-  for (int t = 0; t < r; ++t)
-    dims.push_back(WindowDim{1, 1, k.shape[t], n.attrs.ints[t], n.attrs.ints[r + t]});
+  for (int t = 0; t < r; ++t) dims.push_back(WindowDim{1, 1, k.shape[t], a.pad_before[t], a.pad_after[t]});
   s.inputs.push_back(access_of(x, window_input(dims)));
   s.inputs.push_back(access_of(k, whole_dims(r, k.shape)));
   return s;
@@ -309,16 +313,17 @@ Signature correlate_sig(const Node& n) {
 Signature conv2d_sig(const Node& n) {
   const Node& x = *n.inputs[0];
   const Node& w = *n.inputs[1];
-  const auto& a = n.attrs.ints;  // {sh, sw, ph, pw, dh, dw, groups}
-  const bool grouped = a[6] > 1;
+  const Conv2dAttrs a = attrs_of<Conv2dAttrs>(n);
+  const bool grouped = a.groups > 1;
   Signature s;
   s.space = {parallel("n", n.shape[0]), parallel("o", n.shape[1]), parallel("oh", n.shape[2]),
              parallel("ow", n.shape[3])};
   if (!grouped) s.space.push_back(reduction("c", x.shape[1], CombineKind::Sum));
   const int sr = s.rank();
-  Projection px = window_input({WindowDim{1, 1, 1, 0, 0}, WindowDim{1, 1, 1, 0, 0},
-                                WindowDim{a[0], a[4], w.shape[2], a[2], a[2]},
-                                WindowDim{a[1], a[5], w.shape[3], a[3], a[3]}});
+  auto spatial = [&](int i) {
+    return WindowDim{a.stride[i], a.dilation[i], w.shape[2 + i], a.padding[i], a.padding[i]};
+  };
+  Projection px = window_input({WindowDim{1, 1, 1, 0, 0}, WindowDim{1, 1, 1, 0, 0}, spatial(0), spatial(1)});
   // window_input maps tensor dim t to index dim t; re-aim the channel row at c (or at nothing).
   for (auto& row : px.A) row.resize(sr, 0);
   px.space_rank = sr;
@@ -341,12 +346,12 @@ Signature conv2d_sig(const Node& n) {
 }
 
 Signature pool2d_sig(const Node& n) {
-  const auto& a = n.attrs.ints;  // {kh, kw, sh, sw, ph, pw}
-  Signature s = over_output(n, static_cast<double>(a[0] * a[1]));
+  const auto [kernel, stride, pad] = attrs_of<PoolAttrs>(n);
+  Signature s = over_output(n, static_cast<double>(kernel[0] * kernel[1]));
   s.inputs.push_back(access_of(*n.inputs[0],
                                window_input({WindowDim{1, 1, 1, 0, 0}, WindowDim{1, 1, 1, 0, 0},
-                                             WindowDim{a[2], 1, a[0], a[4], a[4]},
-                                             WindowDim{a[3], 1, a[1], a[5], a[5]}})));
+                                             WindowDim{stride[0], 1, kernel[0], pad[0], pad[0]},
+                                             WindowDim{stride[1], 1, kernel[1], pad[1], pad[1]}})));
   return s;
 }
 
@@ -374,8 +379,7 @@ Signature signature_of(const Node& n) {
     case Op::Gt: case Op::Ge: case Op::LogicalAnd: case Op::LogicalOr: case Op::Where:
       return map_sig(n, map_flops(n.op));
     case Op::Sum: case Op::Prod: case Op::Max: case Op::Min: case Op::All: case Op::Any:
-      return reduce_sig(n, std::vector<int>(n.attrs.ints.begin(), n.attrs.ints.end()),
-                        reduce_combine(n.op));
+      return reduce_sig(n, attrs_of<ReduceAttrs>(n).dims, reduce_combine(n.op));
     case Op::ArgMax:
       return argreduce_sig(n, CombineKind::ArgMax);
     case Op::ArgMin:

@@ -11,6 +11,7 @@
 #include "engine/telemetry/cancel.hpp"
 #include "engine/telemetry/progress.hpp"
 #include "engine/telemetry/stats.hpp"
+#include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/fused.hpp"
 #include "engine/plan/fusion_groups.hpp"
@@ -297,8 +298,9 @@ class DeviceEvaluation {
   static cpu::MapInstr instr(const Node& m, RegOf&& reg_of) {
     cpu::MapInstr ins{m.op, m.dtype, m.dtype};
     if (m.op == Op::Full) {
-      ins.real = m.attrs.reals.at(0);
-      ins.integer = m.attrs.ints.at(0);
+      const FullAttrs a = attrs_of<FullAttrs>(m);
+      ins.real = a.real;
+      ins.integer = a.integer;
       return ins;
     }
     int* args[3] = {&ins.a, &ins.b, &ins.c};

@@ -16,6 +16,7 @@
 #include "engine/telemetry/stats.hpp"
 #include "engine/telemetry/trace.hpp"
 #include "engine/poly/signature.hpp"
+#include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
 #include "engine/plan/fusion_groups.hpp"
@@ -310,7 +311,7 @@ class Evaluation {
     const Node& n = node(i);
     auto out = alloc(n.dtype, n.shape);
     if (moments_pass(i, out->v)) return out;
-    const std::vector<int> dims(n.attrs.ints.begin(), n.attrs.ints.end());
+    const std::vector<int> dims = attrs_of<ReduceAttrs>(n).dims;
     const int in = input(i, 0);
     if (slot(in).inlined) run_map_reduce(n, in, dims, out->v);
     else cpu::run_reduce(n.op, slot_view(in), dims, out->v);
@@ -440,7 +441,7 @@ class Evaluation {
     for (const auto& [leaf, j] : banded_leaves_) {
       const Node* w = slot(j).node;
       Win win{leaf, w, input_view(j, 0), input_view(j, 1), {}};
-      for (size_t d = 0; d < w->shape.size(); ++d) win.origin.push_back(-w->attrs.ints[d]);
+      for (int64_t pad : attrs_of<CorrelateAttrs>(*w).pad_before) win.origin.push_back(-pad);
       wins.push_back(std::move(win));
     }
     const Shape& shape = node(root).shape;
@@ -543,8 +544,9 @@ class Evaluation {
     const Node* n = s.node;
     cpu::MapInstr ins{n->op, n->dtype, n->dtype};
     if (n->op == Op::Full) {
-      ins.real = n->attrs.reals.at(0);
-      ins.integer = n->attrs.ints.at(0);
+      const FullAttrs a = attrs_of<FullAttrs>(*n);
+      ins.real = a.real;
+      ins.integer = a.integer;
     } else {
       int* args[3] = {&ins.a, &ins.b, &ins.c};
       for (size_t k = 0; k < n->inputs.size(); ++k) *args[k] = emit(input(i, k), false, p);

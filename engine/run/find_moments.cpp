@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "engine/ir/attrs.hpp"
+
 namespace tapestry {
 
 namespace {
@@ -32,14 +34,14 @@ void find_moments(const plan::FusionGroups& g, std::vector<std::pair<int, int>>&
     if (div->op != Op::Div || reshape->op != Op::Reshape || div->inputs[1]->op != Op::Full) continue;
     const Node* s1 = reshape == b ? reshape->inputs[0].get() : div->inputs[0].get();
     if (s1->op != Op::Sum || s1->value || s1->inputs[0].get() != x || s1->dtype != x->dtype ||
-        s1->attrs.ints != s2->attrs.ints || g.absorbed_by(s1))
+        s1->attrs != s2->attrs || g.absorbed_by(s1))
       continue;
     const int i1 = g.index_of(s1);
     if (std::any_of(out.begin(), out.end(), [&](const auto& p) { return p.first == i1; })) continue;
     // The reduced dims are a trailing run, and m is one value per kept index: the reshape only
     // puts back the reduced dims as 1s, the expand widens exactly those.
     const int rank = static_cast<int>(x->shape.size());
-    const std::vector<int64_t>& dims = s1->attrs.ints;
+    const std::vector<int> dims = attrs_of<ReduceAttrs>(*s1).dims;
     bool trailing = !dims.empty();
     for (size_t i = 0; i < dims.size(); ++i)
       trailing = trailing && dims[i] == rank - static_cast<int>(dims.size()) + static_cast<int>(i);

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "engine/device/host_backend.hpp"
+#include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/fused.hpp"
 #include "kernels/cpu/kernels.hpp"
@@ -90,7 +91,7 @@ DeviceView slice_input(const DeviceView& in, const std::vector<int64_t>& lo, con
 bool view_geometry(const Node& n, Where& w, const View& l, View& out) {
   switch (n.op) {
     case Op::Permute:
-      out = l.permuted(std::vector<int>(n.attrs.ints.begin(), n.attrs.ints.end()));
+      out = l.permuted(attrs_of<PermuteAttrs>(n).perm);
       return true;
     case Op::Constrain:  // an identity: its layout is the planner's business
       out = l;
@@ -101,12 +102,12 @@ bool view_geometry(const Node& n, Where& w, const View& l, View& out) {
     case Op::Slice: {
       // The slice is the bounding box of start + step * [lo, hi]: the block's first element
       // sits at start + step * lo, and every step-th after it.
-      const size_t r = n.shape.size();
+      const SliceAttrs a = attrs_of<SliceAttrs>(n);
       const std::vector<int64_t> lo = w.input_lo(0);
       const std::vector<int64_t> block_lo = w.origin();
-      std::vector<int64_t> start(r), step(n.attrs.ints.begin() + static_cast<std::ptrdiff_t>(r), n.attrs.ints.end());
-      for (size_t t = 0; t < r; ++t) start[t] = n.attrs.ints[t] + step[t] * block_lo[t] - lo[t];
-      out = l.sliced(start, step, w.out_shape());
+      std::vector<int64_t> start(a.starts.size());
+      for (size_t t = 0; t < start.size(); ++t) start[t] = a.starts[t] + a.steps[t] * block_lo[t] - lo[t];
+      out = l.sliced(start, a.steps, w.out_shape());
       return true;
     }
     case Op::Reshape:
@@ -153,20 +154,24 @@ void run_window(DeviceBackend& be, const Node& n, Where& w, std::vector<DeviceVi
     for (size_t i = 0; i < in.size(); ++i) in[i] = slice_input(in[i], w.input_lo(i), sig.input_slice(i, w.box()));
   auto origin = [&](int t) { return img.lo[t] - got.lo[t]; };
   const int64_t channel0 = w.whole() ? 0 : w.box().lo[1];
-  const auto& a = n.attrs.ints;
   switch (n.op) {
     case Op::Correlate: {
       std::vector<int64_t> o(out.shape().size());
       for (size_t t = 0; t < o.size(); ++t) o[t] = origin(static_cast<int>(t));
       return be.correlate(in[0], in[1], o, out);
     }
-    case Op::Conv2d: {  // {sh, sw, ph, pw, dh, dw, groups}
-      const int64_t per_group = a[6] > 1 ? n.shape[1] / a[6] : std::numeric_limits<int64_t>::max();
-      return be.conv2d(in[0], in[1], {a[0], a[4], origin(2)}, {a[1], a[5], origin(3)}, per_group, channel0, out);
+    case Op::Conv2d: {
+      const Conv2dAttrs a = attrs_of<Conv2dAttrs>(n);
+      const int64_t per_group = a.groups > 1 ? n.shape[1] / a.groups : std::numeric_limits<int64_t>::max();
+      return be.conv2d(in[0], in[1], {a.stride[0], a.dilation[0], origin(2)}, {a.stride[1], a.dilation[1], origin(3)},
+                       per_group, channel0, out);
     }
     case Op::MaxPool2d:
-    case Op::AvgPool2d:  // {kh, kw, sh, sw, ph, pw}
-      return be.pool2d(n.op, in[0], a[0], a[1], {a[2], 1, origin(2)}, {a[3], 1, origin(3)}, out);
+    case Op::AvgPool2d: {
+      const PoolAttrs a = attrs_of<PoolAttrs>(n);
+      return be.pool2d(n.op, in[0], a.kernel[0], a.kernel[1], {a.stride[0], 1, origin(2)}, {a.stride[1], 1, origin(3)},
+                       out);
+    }
     default:
       internal_fail(__FILE__, __LINE__, "not a window op");
   }
@@ -187,9 +192,9 @@ void run_into(DeviceBackend& be, const Node& n, Where& w, const std::vector<Devi
       return be.map(p, out);
     }
     case OpKind::Reduce:
-      return be.reduce(n.op, inputs[0], std::vector<int>(n.attrs.ints.begin(), n.attrs.ints.end()), out);
+      return be.reduce(n.op, inputs[0], attrs_of<ReduceAttrs>(n).dims, out);
     case OpKind::ArgReduce:  // signature_of never lets a block split the reduced dim: local indices are global
-      return be.argreduce(n.op, inputs[0], n.attrs.ints.empty() ? -1 : static_cast<int>(n.attrs.ints[0]), out);
+      return be.argreduce(n.op, inputs[0], attrs_of<ArgReduceAttrs>(n).dim.value_or(-1), out);
     case OpKind::Matmul:  // A[b, i, k-range] @ B[b, k-range, j]: a partial sum when k is split
       return be.matmul(inputs[0], inputs[1], out);
     case OpKind::View:

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "engine/ir/attrs.hpp"
 #include "engine/shard/rank_program.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/fuse.hpp"
@@ -48,7 +49,7 @@ RunReport evaluate_sharded(const std::vector<NodeRef>& roots, const plan::Mesh& 
     if (const StoredLayout* s = usable_stored(n->id, mesh.ranks))
       pg.initial.insert(pg.initial.end(), s->shards.begin(), s->shards.end());
     else if (n->value) pg.initial.push_back(plan::Shard{n->id, poly::Box::of_shape(n->shape), 0});
-    else if (n->op == Op::Constrain) o.output_grid[n->id] = n->attrs.ints;
+    else if (n->op == Op::Constrain) o.output_grid[n->id] = attrs_of<ConstrainAttrs>(*n).parts;
   }
   pg.plan = plan::search(pg.topo, pg.initial, pg.roots, mesh, o);
   const RunReport report = run_planned(pg, verify_plan, devices);

@@ -8,9 +8,11 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "engine/dist/coordinator.hpp"
+#include "engine/dist/worker.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/store/shard_store.hpp"
 #include "engine/store/stored_tensor.hpp"
@@ -20,12 +22,6 @@ namespace tapestry::io {
 namespace {
 
 bool on_mpi(int ranks) { return ranks > 1 && mpi_job_ranks() == ranks; }
-
-// "rank r: " in front of a message.
-std::string on_rank(int rank, const std::string& msg) {
-  const std::string prefix = cat_str("rank ", rank, ": ");
-  return msg.rfind(prefix, 0) == 0 ? msg : prefix + msg;
-}
 
 // A message about the temporary names the file the user asked for.
 std::string rename_path(std::string msg, const std::string& tmp, const std::string& path) {
@@ -42,22 +38,15 @@ void run_io(const std::vector<IoTask>& tasks, int ranks) {
     return;
   }
   // Loopback: this process holds every rank. Every rank runs, then the first failure is thrown.
-  std::string first;
-  bool internal = false;
+  std::optional<Status> first;
   for (int r = 0; r < ranks; ++r) {
     try {
       run_io_part(tasks, r);
-    } catch (const InternalError& e) {
-      if (first.empty()) first = on_rank(r, e.what()), internal = true;
-    } catch (const Error& e) {
-      if (first.empty()) first = on_rank(r, e.what());
-    } catch (const std::bad_alloc&) {
-      if (first.empty()) first = on_rank(r, "out of memory");
+    } catch (const std::exception&) {
+      if (!first) first = failure_status(r, 0);
     }
   }
-  if (first.empty()) return;
-  if (internal) throw InternalError(first);
-  throw Error(first);
+  if (first) throw_failure(*first);
 }
 
 NodeRef load_npy_sharded(const std::string& path, int ranks) {

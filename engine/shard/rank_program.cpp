@@ -30,18 +30,8 @@ int64_t bytes_of(const Node& n, const Box& box) {
   return e * static_cast<int64_t>(dtype_size(n.dtype));
 }
 
-// Rethrows the exception in flight with "rank r: " in front, keeping its type.
-[[noreturn]] void rethrow_on(int rank) {
-  try {
-    throw;
-  } catch (const Cancelled&) {
-    throw;
-  } catch (const Error& e) {
-    throw Error(cat_str("rank ", rank, ": ", e.what()));
-  } catch (const InternalError& e) {
-    throw InternalError(cat_str("rank ", rank, ": ", e.what()));
-  }
-}
+// Rethrows the exception in flight with "rank r: " in front, as a worker would report it.
+[[noreturn]] void rethrow_on(int rank) { rethrow(current_failure(rank)); }
 
 }  // namespace
 

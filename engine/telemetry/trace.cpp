@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/ir/codec.hpp"
 #include "engine/ir/error.hpp"
 
 namespace tapestry::trace {
@@ -66,29 +67,6 @@ void write_event(State& s, const Event& e) {
           s.first ? "" : ",\n", json_string(e.cat).c_str(), json_string(e.name).c_str(), e.pid, e.tid,
           e.ts_us - s.origin_us, e.dur_us < 0 ? 0.0 : e.dur_us, e.args.c_str());
   s.first = false;
-}
-
-template <class T> void put(std::vector<char>& out, T v) {
-  const size_t at = out.size();
-  out.resize(at + sizeof(T));
-  std::memcpy(out.data() + at, &v, sizeof(T));
-}
-void put_str(std::vector<char>& out, const std::string& s) {
-  put<uint32_t>(out, static_cast<uint32_t>(s.size()));
-  out.insert(out.end(), s.begin(), s.end());
-}
-template <class T> bool get(std::span<const char>& in, T& v) {
-  if (in.size() < sizeof(T)) return false;
-  std::memcpy(&v, in.data(), sizeof(T));
-  in = in.subspan(sizeof(T));
-  return true;
-}
-bool get_str(std::span<const char>& in, std::string& s) {
-  uint32_t n = 0;
-  if (!get(in, n) || n > in.size()) return false;
-  s.assign(in.data(), n);
-  in = in.subspan(n);
-  return true;
 }
 
 }  // namespace
@@ -160,33 +138,32 @@ std::vector<Event> end_capture() {
 }
 
 std::vector<char> encode_events(const std::vector<Event>& events, double origin_us) {
-  std::vector<char> out;
-  put<uint32_t>(out, static_cast<uint32_t>(events.size()));
+  ByteWriter w;
+  w.size(events.size());
   for (const Event& e : events) {
-    put_str(out, e.cat);
-    put_str(out, e.name);
-    put<int32_t>(out, e.tid);
-    put<double>(out, e.ts_us - origin_us);
-    put<double>(out, e.dur_us);
-    put_str(out, e.args);
+    w.str(e.cat);
+    w.str(e.name);
+    w.put<int32_t>(e.tid);
+    w.put<double>(e.ts_us - origin_us);
+    w.put<double>(e.dur_us);
+    w.str(e.args);
   }
-  return out;
+  return w.take();
 }
 
-bool decode_events(std::span<const char> in, double origin_us, std::vector<Event>& out) {
-  uint32_t n = 0;
-  if (!get(in, n)) return false;
-  for (uint32_t i = 0; i < n; ++i) {
-    Event e;
-    int32_t tid = 0;
-    if (!get_str(in, e.cat) || !get_str(in, e.name) || !get(in, tid) || !get(in, e.ts_us) || !get(in, e.dur_us) ||
-        !get_str(in, e.args))
-      return false;
-    e.tid = tid;
-    e.ts_us += origin_us;
-    out.push_back(std::move(e));
+std::vector<Event> decode_events(std::span<const char> bytes, double origin_us) {
+  ByteReader r(bytes, "trace message");
+  std::vector<Event> out(r.count(44));  // 3 string lengths, tid, ts and dur
+  for (Event& e : out) {
+    e.cat = r.str();
+    e.name = r.str();
+    e.tid = r.get<int32_t>();
+    e.ts_us = r.get<double>() + origin_us;
+    e.dur_us = r.get<double>();
+    e.args = r.str();
   }
-  return in.empty();
+  r.end();
+  return out;
 }
 
 std::string json_string(std::string_view s) {

@@ -54,8 +54,8 @@ std::vector<Event> end_capture();
 
 // Events on the wire (worker -> rank 0), timestamps relative to `origin_us`.
 std::vector<char> encode_events(const std::vector<Event>& events, double origin_us);
-// Checked: false when the bytes are malformed. Timestamps get `origin_us` added.
-bool decode_events(std::span<const char> bytes, double origin_us, std::vector<Event>& out);
+// Timestamps get `origin_us` added. Throws Error ("trace message rejected: ...") on bad bytes.
+std::vector<Event> decode_events(std::span<const char> bytes, double origin_us);
 
 // JSON string escaping, for args.
 std::string json_string(std::string_view s);

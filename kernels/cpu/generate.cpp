@@ -7,6 +7,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
 #include "kernels/cpu/kernels.hpp"
 #include "kernels/cpu/parallel.hpp"
@@ -57,11 +58,7 @@ void for_rows(const View& out, const Shape& gshape, const std::vector<int64_t>& 
 template <class T> T from_double(double x) { return fn::detail::float_to<T>(x); }
 template <class T> T from_int(int64_t x) { return fn::Cast<int64_t, T>{}(x); }
 
-PhiloxKey key_of(const Attrs& a) {
-  internal_check(!a.ints.empty());
-  const uint64_t seed = static_cast<uint64_t>(a.ints[0]);
-  return {{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)}};
-}
+PhiloxKey key_of(uint64_t seed) { return {{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)}}; }
 
 // The third counter word separates the streams of rand and randn with one seed.
 constexpr uint32_t kStreamRand = 0, kStreamRandn = 1;
@@ -114,9 +111,8 @@ void generate_typed(Op op, const Attrs& a, const Shape& gshape, const std::vecto
   using Gi = const std::vector<int64_t>&;
   switch (op) {
     case Op::Full: {
-      const T v = (!kFloat && !a.ints.empty()) ? from_int<T>(a.ints[0])
-                  : !a.reals.empty()          ? from_double<T>(a.reals[0])
-                                              : from_int<T>(a.ints.at(0));
+      const FullAttrs f = attrs_of<FullAttrs>(op, a);
+      const T v = kFloat ? from_double<T>(f.real) : from_int<T>(f.integer);
       for_rows<T>(out, gshape, origin, [&](int64_t, Gi, T* d, int64_t n) {
         for (int64_t i = 0; i < n; ++i) d[i] = v;
       });
@@ -124,15 +120,15 @@ void generate_typed(Op op, const Attrs& a, const Shape& gshape, const std::vecto
     }
     case Op::Arange: {
       internal_check(gshape.size() == 1);
-      if (!kFloat && a.ints.size() >= 2) {
-        const int64_t first = a.ints[0], step = a.ints[1];
+      const ArangeAttrs r = attrs_of<ArangeAttrs>(op, a);
+      if constexpr (!kFloat) {
+        const int64_t first = r.int_first, step = r.int_step;
         for_rows<T>(out, gshape, origin, [&](int64_t g, Gi, T* d, int64_t n) {
           for (int64_t i = 0; i < n; ++i)
             d[i] = from_int<T>(fn::detail::wrap_add(first, fn::detail::wrap_mul(step, g + i)));
         });
       } else {
-        internal_check(a.reals.size() >= 2);
-        const double first = a.reals[0], step = a.reals[1];
+        const double first = r.first, step = r.step;
         for_rows<T>(out, gshape, origin, [&](int64_t g, Gi, T* d, int64_t n) {
           for (int64_t i = 0; i < n; ++i) d[i] = from_double<T>(first + step * double(g + i));
         });
@@ -140,8 +136,9 @@ void generate_typed(Op op, const Attrs& a, const Shape& gshape, const std::vecto
       return;
     }
     case Op::Linspace: {
-      internal_check(gshape.size() == 1 && a.reals.size() >= 2);
-      const double lo = a.reals[0], hi = a.reals[1];
+      internal_check(gshape.size() == 1);
+      const LinspaceAttrs l = attrs_of<LinspaceAttrs>(op, a);
+      const double lo = l.first, hi = l.last;
       const int64_t total = gshape[0];
       const double step = total > 1 ? (hi - lo) / double(total - 1) : 0.0;
       for_rows<T>(out, gshape, origin, [&](int64_t g, Gi, T* d, int64_t n) {
@@ -162,7 +159,7 @@ void generate_typed(Op op, const Attrs& a, const Shape& gshape, const std::vecto
     case Op::Rand:
     case Op::Randn: {
       if constexpr (kFloat) {
-        const PhiloxKey key = key_of(a);
+        const PhiloxKey key = key_of(attrs_of<RandAttrs>(op, a).seed);
         const bool normal = op == Op::Randn;
         for_rows<T>(out, gshape, origin, [&](int64_t g, Gi, T* d, int64_t n) {
           if (normal) randn_row(key, g, d, n);

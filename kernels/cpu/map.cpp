@@ -132,7 +132,7 @@ constexpr bool has_kernel(Op op) {
 
 // Every Map op of the registry has a kernel here: adding one without it fails to build.
 constexpr bool all_maps_have_kernels() {
-#define TP_CHECK(e, name, kind, arity, doc) \
+#define TP_CHECK(e, name, kind, arity, attrs, doc) \
   if (OpKind::kind == OpKind::Map && !has_kernel(Op::e)) return false;
   TAPESTRY_OPS(TP_CHECK)
 #undef TP_CHECK

@@ -5,6 +5,7 @@
 //   cuda::run_generate(Op::Randn, attrs, {1024, 1024}, {512, 0}, block_view);  // a shard
 #include <cuda_runtime.h>
 
+#include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
 #include "kernels/cpu/philox.hpp"
 #include "kernels/cuda/common.cuh"
@@ -125,33 +126,33 @@ void run_generate(Op op, const Attrs& a, const Shape& gshape, const std::vector<
   p.op = op;
   const bool fl = is_float(out.dtype);
   switch (op) {
-    case Op::Full:
-      p.int_args = (!fl && !a.ints.empty()) || a.reals.empty();
-      p.i0 = a.ints.empty() ? 0 : a.ints[0];
-      p.r0 = a.reals.empty() ? 0 : a.reals[0];
+    case Op::Full: {
+      const FullAttrs f = attrs_of<FullAttrs>(op, a);
+      p.int_args = !fl;
+      p.i0 = f.integer;
+      p.r0 = f.real;
       break;
-    case Op::Arange:
-      p.int_args = !fl && a.ints.size() >= 2;
-      if (p.int_args) {
-        p.i0 = a.ints[0];
-        p.i1 = a.ints[1];
-      } else {
-        internal_check(a.reals.size() >= 2);
-        p.r0 = a.reals[0];
-        p.r1 = a.reals[1];
-      }
+    }
+    case Op::Arange: {
+      const ArangeAttrs r = attrs_of<ArangeAttrs>(op, a);
+      p.int_args = !fl;
+      p.i0 = r.int_first, p.i1 = r.int_step;
+      p.r0 = r.first, p.r1 = r.step;
       break;
-    case Op::Linspace:
-      internal_check(a.reals.size() >= 2 && gshape.size() == 1);
-      p.r0 = a.reals[0], p.r1 = a.reals[1], p.total = gshape[0];
+    }
+    case Op::Linspace: {
+      internal_check(gshape.size() == 1);
+      const LinspaceAttrs l = attrs_of<LinspaceAttrs>(op, a);
+      p.r0 = l.first, p.r1 = l.last, p.total = gshape[0];
       break;
+    }
     case Op::Eye:
       internal_check(gshape.size() == 2);
       break;
     case Op::Rand:
     case Op::Randn: {
-      internal_check(fl && !a.ints.empty());
-      const uint64_t seed = static_cast<uint64_t>(a.ints[0]);
+      internal_check(fl);
+      const uint64_t seed = attrs_of<RandAttrs>(op, a).seed;
       p.key = {{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)}};
       break;
     }

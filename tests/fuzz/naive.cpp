@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <utility>
 
+#include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
 
 namespace tapestry::fuzz {
@@ -161,15 +163,18 @@ NaiveResult naive_check(const Node& n, std::string& why) {
   auto out_idx = [&](int64_t i) { return unravel(i, n.shape); };
 
   switch (n.op) {
-    case Op::Full:
-      for (int64_t i = 0; i < count; ++i)
-        w.v[i] = is_float(n.dtype) || n.attrs.ints.empty() ? n.attrs.reals[0] : static_cast<double>(n.attrs.ints[0]);
+    case Op::Full: {
+      const FullAttrs a = attrs_of<FullAttrs>(n);
+      for (int64_t i = 0; i < count; ++i) w.v[i] = is_float(n.dtype) ? a.real : static_cast<double>(a.integer);
       break;
-    case Op::Arange:
+    }
+    case Op::Arange: {
+      const ArangeAttrs a = attrs_of<ArangeAttrs>(n);
       for (int64_t i = 0; i < count; ++i)
-        w.v[i] = is_float(n.dtype) ? n.attrs.reals[0] + n.attrs.reals[1] * static_cast<double>(i)
-                                   : static_cast<double>(n.attrs.ints[0] + n.attrs.ints[1] * i);
+        w.v[i] = is_float(n.dtype) ? a.first + a.step * static_cast<double>(i)
+                                   : static_cast<double>(a.int_first + a.int_step * i);
       break;
+    }
     case Op::Eye:
       for (int64_t i = 0; i < count; ++i) { auto ix = out_idx(i); w.v[i] = ix[0] == ix[1]; }
       break;
@@ -185,14 +190,16 @@ NaiveResult naive_check(const Node& n, std::string& why) {
     case Op::Reshape: case Op::Constrain:
       w.v = in[0];
       break;
-    case Op::Permute:
+    case Op::Permute: {
+      const std::vector<int> perm = attrs_of<PermuteAttrs>(n).perm;
       for (int64_t i = 0; i < count; ++i) {
         auto ix = out_idx(i);
         std::vector<int64_t> src(ix.size());
-        for (size_t d = 0; d < ix.size(); ++d) src[n.attrs.ints[d]] = ix[d];
+        for (size_t d = 0; d < ix.size(); ++d) src[perm[d]] = ix[d];
         w.v[i] = in[0][ravel(src, n.inputs[0]->shape)];
       }
       break;
+    }
     case Op::Expand: {
       const Shape& is = n.inputs[0]->shape;
       const size_t lead = n.shape.size() - is.size();
@@ -205,16 +212,16 @@ NaiveResult naive_check(const Node& n, std::string& why) {
       break;
     }
     case Op::Slice: {
-      const size_t r = n.shape.size();
+      const SliceAttrs a = attrs_of<SliceAttrs>(n);
       for (int64_t i = 0; i < count; ++i) {
         auto ix = out_idx(i);
-        for (size_t d = 0; d < r; ++d) ix[d] = n.attrs.ints[d] + ix[d] * n.attrs.ints[r + d];
+        for (size_t d = 0; d < ix.size(); ++d) ix[d] = a.starts[d] + ix[d] * a.steps[d];
         w.v[i] = in[0][ravel(ix, n.inputs[0]->shape)];
       }
       break;
     }
     case Op::Cat: {
-      const int dim = static_cast<int>(n.attrs.ints[0]);
+      const int dim = attrs_of<CatAttrs>(n).dim;
       for (int64_t i = 0; i < count; ++i) {
         auto ix = out_idx(i);
         for (size_t k = 0; k < n.inputs.size(); ++k) {
@@ -227,11 +234,12 @@ NaiveResult naive_check(const Node& n, std::string& why) {
     }
     case Op::WriteRegion: {
       const Shape& vs = n.inputs[1]->shape;
+      const std::vector<int64_t> start = attrs_of<WriteAttrs>(n).start;
       for (int64_t i = 0; i < count; ++i) {
         auto ix = out_idx(i);
         bool inside = true;
         for (size_t d = 0; d < ix.size(); ++d) {
-          ix[d] -= n.attrs.ints[d];
+          ix[d] -= start[d];
           inside = inside && ix[d] >= 0 && ix[d] < vs[d];
         }
         w.v[i] = inside ? in[1][ravel(ix, vs)] : in[0][i];
@@ -241,7 +249,7 @@ NaiveResult naive_check(const Node& n, std::string& why) {
     case Op::Sum: case Op::Prod: case Op::Max: case Op::Min: case Op::All: case Op::Any: {
       const Shape& is = n.inputs[0]->shape;
       std::vector<bool> red(is.size(), false);
-      for (int64_t d : n.attrs.ints) red[d] = true;
+      for (int d : attrs_of<ReduceAttrs>(n).dims) red[d] = true;
       const double init = n.op == Op::Sum || n.op == Op::Any ? 0 : n.op == Op::Prod || n.op == Op::All ? 1
                           : n.op == Op::Max ? -INFINITY : INFINITY;
       std::fill(w.v.begin(), w.v.end(), init);
@@ -267,8 +275,9 @@ NaiveResult naive_check(const Node& n, std::string& why) {
     }
     case Op::ArgMax: case Op::ArgMin: {
       const Shape& is = n.inputs[0]->shape;
-      const bool flat = n.attrs.ints.empty();
-      const int dim = flat ? -1 : static_cast<int>(n.attrs.ints[0]);
+      const std::optional<int> along = attrs_of<ArgReduceAttrs>(n).dim;
+      const bool flat = !along;
+      const int dim = along.value_or(-1);
       std::vector<double> best(count, kNaN);
       for (int64_t j = 0; j < numel(is); ++j) {
         auto ix = unravel(j, is);

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "engine/ir/attrs.hpp"
 #include "kernels/cpu/kernels.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/functors.hpp"
@@ -183,9 +184,11 @@ void check_generate() {
   for (DType t : kAll)
     for (Op op : {Op::Full, Op::Arange, Op::Linspace, Op::Eye, Op::Rand, Op::Randn}) {
       if ((op == Op::Rand || op == Op::Randn) && !is_float(t)) continue;
-      Attrs at;
-      at.ints = {42, 3};
-      at.reals = {-1.5, 0.25};
+      const Attrs at = op == Op::Full       ? FullAttrs{t, -1.5, 42}.encode()
+                       : op == Op::Arange   ? ArangeAttrs{t, -1.5, 0.25, 42, 3}.encode()
+                       : op == Op::Linspace ? LinspaceAttrs{t, -1.5, 0.25}.encode()
+                       : op == Op::Eye      ? EyeAttrs{t}.encode()
+                                            : RandAttrs{t, 42}.encode();
       const bool one_d = op == Op::Arange || op == Op::Linspace;
       const Shape g = one_d ? Shape{1000} : Shape{40, 50};
       const std::vector<int64_t> org = one_d ? std::vector<int64_t>{101} : std::vector<int64_t>{7, 3};

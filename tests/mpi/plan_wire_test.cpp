@@ -1,9 +1,11 @@
 // The plan wire format and the worker protocol: a decoded plan runs to the same values as the
-// original, and no corruption (truncation, any flipped byte, a wrong version, a lying count)
-// gets past the decoder as anything but an Error.
+// original, no corruption (truncation, any flipped byte, a wrong version, a lying count) gets
+// past the decoder as anything but an Error, and failures map to statuses and back.
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <new>
+#include <stdexcept>
 
 #include "engine/run/evaluator.hpp"
 #include "engine/dist/plan_wire.hpp"
@@ -12,6 +14,7 @@
 #include "engine/dist/worker.hpp"
 #include "engine/io/parallel_io.hpp"
 #include "engine/ir/build/builders.hpp"
+#include "engine/ir/codec.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
 #include "engine/plan/planner.hpp"
@@ -35,14 +38,8 @@ struct Example {
 
 std::vector<float> values(const Value& v) { return {v.data<float>(), v.data<float>() + v.v.numel()}; }
 
-uint64_t fnv1a(const char* p, size_t n) {
-  uint64_t h = 1469598103934665603ULL;
-  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(p[i])) * 1099511628211ULL;
-  return h;
-}
-
 void reseal(std::vector<char>& bytes) {  // a valid checksum over a tampered body
-  const uint64_t sum = fnv1a(bytes.data() + 24, bytes.size() - 24);
+  const uint64_t sum = fnv1a(std::span<const char>(bytes).subspan(kSealBytes));
   std::memcpy(bytes.data() + 16, &sum, 8);
 }
 
@@ -117,54 +114,47 @@ TEST_CASE("a wrong version or a lying body says why") {
 
 TEST_CASE("commands and statuses round-trip and are checked") {
   Command c{Command::Run, 7, {'a', 'b', 'c'}, Command::Trace};
-  Command back;
-  std::string why;
   std::vector<char> bytes = encode_command(c);
-  REQUIRE(decode_command(bytes, back, why));
+  Command back = decode_command(bytes);
   CHECK(back.kind == Command::Run);
   CHECK(back.epoch == 7);
   CHECK(back.plan == c.plan);
   CHECK(back.flags == Command::Trace);
   bytes.pop_back();
-  CHECK_FALSE(decode_command(bytes, back, why));
-  CHECK(why.find("truncated") != std::string::npos);
+  CHECK_THROWS_WITH_AS(decode_command(bytes), doctest::Contains("command rejected: truncated"), Error);
 
   // Store keys (protocol 3): initial shards read from, results kept in the shard store.
   c.store.initial = {0, 42};
   c.store.roots = {43};
-  bytes = encode_command(c);
-  REQUIRE(decode_command(bytes, back, why));
+  back = decode_command(encode_command(c));
   CHECK(back.store.initial == c.store.initial);
   CHECK(back.store.roots == c.store.roots);
   CHECK(back.plan == c.plan);
   Command drop{Command::Drop, 0, {}};
   drop.drop = {42, 43};
   bytes = encode_command(drop);
-  REQUIRE(decode_command(bytes, back, why));
+  back = decode_command(bytes);
   CHECK(back.kind == Command::Drop);
   CHECK(back.drop == drop.drop);
   bytes.push_back('x');
-  CHECK_FALSE(decode_command(bytes, back, why));
+  CHECK_THROWS_WITH_AS(decode_command(bytes), doctest::Contains("left over"), Error);
 
   Status s{Status::Failed, Status::User, 9, 1, 2, 3, "rank 2: broken", {'t', 'r'}};
-  Status sb;
   std::vector<char> sbytes = encode_status(s);
-  REQUIRE(decode_status(sbytes, sb, why));
+  Status sb = decode_status(sbytes);
   CHECK(sb.kind == Status::Failed);
   CHECK(sb.message == "rank 2: broken");
   CHECK(sb.bytes == 3);
   CHECK(sb.trace == s.trace);
   sbytes[0] ^= 1;
-  CHECK_FALSE(decode_status(sbytes, sb, why));
-  CHECK(why.find("magic") != std::string::npos);
+  CHECK_THROWS_WITH_AS(decode_status(sbytes), doctest::Contains("status rejected: bad magic"), Error);
 }
 
 TEST_CASE("trace events round-trip relative to the run's start, and truncation is caught") {
   std::vector<trace::Event> ev = {{"block", "matmul", 0, trace::kCompute, 1000.0, 5.0, "\"bytes\":64"},
                                   {"send", "send to 0", 0, trace::kComm, 1010.0, 1.0, ""}};
   std::vector<char> bytes = trace::encode_events(ev, 1000.0);
-  std::vector<trace::Event> back;
-  REQUIRE(trace::decode_events(bytes, 50.0, back));
+  std::vector<trace::Event> back = trace::decode_events(bytes, 50.0);
   REQUIRE(back.size() == 2);
   CHECK(back[0].name == "matmul");
   CHECK(back[0].ts_us == doctest::Approx(50.0));
@@ -172,8 +162,7 @@ TEST_CASE("trace events round-trip relative to the run's start, and truncation i
   CHECK(back[1].tid == trace::kComm);
   CHECK(back[0].args == "\"bytes\":64");
   bytes.pop_back();
-  back.clear();
-  CHECK_FALSE(trace::decode_events(bytes, 0.0, back));
+  CHECK_THROWS_WITH_AS(trace::decode_events(bytes, 0.0), doctest::Contains("trace message rejected"), Error);
 }
 
 TEST_CASE("an Io command carries a parallel .npy job, checked on receipt") {
@@ -184,10 +173,7 @@ TEST_CASE("an Io command carries a parallel .npy job, checked on receipt") {
   t.header = io::make_npy_header(DType::F64, {6, 4});
   t.shards = {plan::Shard{77, poly::Box({0, 0}, {2, 3}), 0}, plan::Shard{77, poly::Box({3, 0}, {5, 3}), 1}};
   Command c{Command::Io, 5, io::encode_io({t})};
-  Command back;
-  std::string why;
-  const std::vector<char> bytes = encode_command(c);
-  REQUIRE(decode_command(bytes, back, why));
+  const Command back = decode_command(encode_command(c));
   CHECK(back.kind == Command::Io);
   const std::vector<io::IoTask> got = io::decode_io(back.plan);
   REQUIRE(got.size() == 1);
@@ -207,25 +193,47 @@ TEST_CASE("an Io command carries a parallel .npy job, checked on receipt") {
 TEST_CASE("device peers on the wire: a Peers command, the DevicePeers flag and a Hello's caps (protocol 5)") {
   const std::string id = "simulated";
   Command c{Command::Peers, 0, std::vector<char>(id.begin(), id.end())};
-  Command back;
-  std::string why;
-  std::vector<char> bytes = encode_command(c);
-  REQUIRE(decode_command(bytes, back, why));
+  Command back = decode_command(encode_command(c));
   CHECK(back.kind == Command::Peers);
   CHECK(std::string(back.plan.begin(), back.plan.end()) == id);
   Command run{Command::Run, 3, {'p'}, Command::Trace | Command::DevicePeers};
-  bytes = encode_command(run);
-  REQUIRE(decode_command(bytes, back, why));
+  std::vector<char> bytes = encode_command(run);
+  back = decode_command(bytes);
   CHECK(back.flags == (Command::Trace | Command::DevicePeers));
   bytes[9] = 4;  // the flags byte after magic, version and kind: an unknown flag
-  CHECK_FALSE(decode_command(bytes, back, why));
-  CHECK(why.find("command flags") != std::string::npos);
+  CHECK_THROWS_WITH_AS(decode_command(bytes), doctest::Contains("command flags"), Error);
 
   Status hello{Status::Hello, Status::User, 0, 0, 0, 0, "4242 node7", {}};
   hello.caps = Status::CanJoinPeers;
-  Status sb;
-  REQUIRE(decode_status(encode_status(hello), sb, why));
+  const Status sb = decode_status(encode_status(hello));
   CHECK(sb.kind == Status::Hello);
   CHECK(sb.caps == Status::CanJoinPeers);
   CHECK(sb.message == "4242 node7");
+}
+
+TEST_CASE("failure statuses map each exception kind to a status and back") {
+  auto failed = [](auto throw_it) {
+    try {
+      throw_it();
+    } catch (const std::exception&) {
+      return failure_status(3, 9);
+    }
+    return Status{};
+  };
+  const Status user = failed([] { throw Error("bad shape"); });
+  CHECK(user.kind == Status::Failed);
+  CHECK(user.error == Status::User);
+  CHECK(user.epoch == 9);
+  CHECK(user.message == "rank 3: bad shape");
+  CHECK(failed([] { throw Error("rank 3: already named"); }).message == "rank 3: already named");
+  CHECK(failed([] { throw std::bad_alloc(); }).message == "rank 3: out of memory");
+  const Status internal = failed([] { throw InternalError("a bug"); });
+  CHECK(internal.error == Status::Internal);
+  CHECK(failed([] { throw std::logic_error("odd"); }).error == Status::Internal);
+  const Status cancelled = failed([] { throw Cancelled(); });
+  CHECK(cancelled.error == Status::Cancelled);
+
+  CHECK_THROWS_WITH_AS(throw_failure(decode_status(encode_status(user))), "rank 3: bad shape", Error);
+  CHECK_THROWS_WITH_AS(throw_failure(internal), "rank 3: a bug", InternalError);
+  CHECK_THROWS_AS(throw_failure(cancelled), Cancelled);
 }

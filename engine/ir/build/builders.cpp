@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 
+#include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
 
 namespace tapestry::build {
@@ -130,18 +131,14 @@ void check_shape(const Shape& shape, const char* what) {
 
 NodeRef full(const Shape& shape, double value, DType dtype) {
   check_shape(shape, "shape");
-  Attrs a;
-  a.dtype = dtype;
   if (is_float(dtype)) {
-    a.reals = {dtype == DType::F32 ? static_cast<double>(static_cast<float>(value)) : value};
-    a.ints = {0};
-  } else {
-    user_check(std::isfinite(value) || dtype == DType::Bool, "cannot fill a ", dt(dtype),
-               " tensor with ", value);
-    const int64_t iv = dtype == DType::Bool ? (value != 0) : static_cast<int64_t>(value);
-    return full_int(shape, iv, dtype);
+    const double v = dtype == DType::F32 ? static_cast<double>(static_cast<float>(value)) : value;
+    return make_node(Op::Full, {}, FullAttrs{dtype, v, 0}.encode(), shape, dtype);
   }
-  return make_node(Op::Full, {}, std::move(a), shape, dtype);
+  user_check(std::isfinite(value) || dtype == DType::Bool, "cannot fill a ", dt(dtype),
+             " tensor with ", value);
+  const int64_t iv = dtype == DType::Bool ? (value != 0) : static_cast<int64_t>(value);
+  return full_int(shape, iv, dtype);
 }
 
 NodeRef full_int(const Shape& shape, int64_t value, DType dtype) {
@@ -149,11 +146,7 @@ NodeRef full_int(const Shape& shape, int64_t value, DType dtype) {
   if (is_float(dtype)) return full(shape, static_cast<double>(value), dtype);
   if (dtype == DType::Bool) value = value != 0;
   if (dtype == DType::I32) value = static_cast<int32_t>(value);  // wraps, as a C cast
-  Attrs a;
-  a.dtype = dtype;
-  a.ints = {value};
-  a.reals = {static_cast<double>(value)};
-  return make_node(Op::Full, {}, std::move(a), shape, dtype);
+  return make_node(Op::Full, {}, FullAttrs{dtype, static_cast<double>(value), value}.encode(), shape, dtype);
 }
 
 NodeRef scalar(const Operand& s, DType dtype) { return materialize(s, dtype, Shape{}); }
@@ -170,43 +163,32 @@ NodeRef arange(double first, double last, double step, DType dtype) {
   // Inclusive like a Lua numeric for; tolerate rounding at the last point.
   const int64_t n = static_cast<int64_t>(std::floor(span + 1e-9)) + 1;
   user_check(dtype != DType::Bool, "dtype bool is not supported");
-  Attrs a;
-  a.dtype = dtype;
-  a.reals = {first, step};
-  a.ints = {static_cast<int64_t>(first), static_cast<int64_t>(step)};
+  const ArangeAttrs a{dtype, first, step, static_cast<int64_t>(first), static_cast<int64_t>(step)};
   if (is_int(dtype)) {
     user_check(first == std::floor(first) && step == std::floor(step), "integer dtype ", dt(dtype),
                " needs integer first and step, got ", first, " and ", step);
   }
   check_shape({n}, "range");
-  return make_node(Op::Arange, {}, std::move(a), Shape{n}, dtype);
+  return make_node(Op::Arange, {}, a.encode(), Shape{n}, dtype);
 }
 
 NodeRef linspace(double a, double b, int64_t n, DType dtype) {
   user_check(std::isfinite(a) && std::isfinite(b), "a and b must be finite, got ", a, " and ", b);
   user_check(n >= 1, "n must be at least 1, got ", n);
   user_check(is_float(dtype), "dtype must be f32 or f64, got ", dt(dtype));
-  Attrs at;
-  at.dtype = dtype;
-  at.reals = {a, b};
   check_shape({n}, "shape");
-  return make_node(Op::Linspace, {}, std::move(at), Shape{n}, dtype);
+  return make_node(Op::Linspace, {}, LinspaceAttrs{dtype, a, b}.encode(), Shape{n}, dtype);
 }
 
 NodeRef eye(int64_t n, int64_t m, DType dtype) {
   check_shape({n, m}, "shape");
-  Attrs a;
-  a.dtype = dtype;
-  return make_node(Op::Eye, {}, std::move(a), Shape{n, m}, dtype);
+  return make_node(Op::Eye, {}, EyeAttrs{dtype}.encode(), Shape{n, m}, dtype);
 }
 
 static NodeRef random_node(Op op, const Shape& shape, uint64_t seed, DType dtype) {
   check_shape(shape, "shape");
   user_check(is_float(dtype), "dtype must be f32 or f64, got ", dt(dtype));
-  Attrs a;
-  a.dtype = dtype;
-  a.ints = {static_cast<int64_t>(seed)};
-  return make_node(op, {}, std::move(a), shape, dtype);
+  return make_node(op, {}, RandAttrs{dtype, seed}.encode(), shape, dtype);
 }
 NodeRef rand(const Shape& shape, uint64_t seed, DType dtype) {
   return random_node(Op::Rand, shape, seed, dtype);
@@ -220,13 +202,11 @@ NodeRef randn(const Shape& shape, uint64_t seed, DType dtype) {
 NodeRef cast(const NodeRef& x, DType to) {
   if (x->dtype == to) return x;
   if (x->op == Op::Full) {  // fold: a constant stays a constant
-    if (is_float(to)) return full(x->shape, x->attrs.reals[0], to);
-    return is_float(x->dtype) ? full(x->shape, x->attrs.reals[0], to)
-                              : full_int(x->shape, x->attrs.ints[0], to);
+    const FullAttrs c = attrs_of<FullAttrs>(*x);
+    if (is_float(to) || is_float(x->dtype)) return full(x->shape, c.real, to);
+    return full_int(x->shape, c.integer, to);
   }
-  Attrs a;
-  a.dtype = to;
-  return make_node(Op::Cast, {x}, std::move(a), x->shape, to);
+  return make_node(Op::Cast, {x}, CastAttrs{to}.encode(), x->shape, to);
 }
 
 NodeRef unary(Op op, const NodeRef& x) {
@@ -317,9 +297,7 @@ NodeRef reduce(Op op, const NodeRef& x, std::vector<int> dims, bool keepdim) {
     out = DType::Bool;
   }
   if (dims.empty()) return keepdim ? in : (in->dtype == out ? in : cast(in, out));
-  Attrs a;
-  a.ints.assign(dims.begin(), dims.end());
-  NodeRef r = make_node(op, {in}, std::move(a), reduced_shape(x->shape, dims, false), out);
+  NodeRef r = make_node(op, {in}, ReduceAttrs{dims}.encode(), reduced_shape(x->shape, dims, false), out);
   if (keepdim) r = reshape(r, reduced_shape(x->shape, dims, true));
   return r;
 }
@@ -359,14 +337,12 @@ NodeRef norm(const NodeRef& x, double p, std::vector<int> dims, bool keepdim) {
 
 NodeRef argreduce(Op op, const NodeRef& x, std::optional<int> dim, bool keepdim) {
   internal_check(op_kind(op) == OpKind::ArgReduce);
-  Attrs a;
   Shape out;
   if (dim) {
-    a.ints = {*dim};
     for (int d = 0; d < static_cast<int>(x->shape.size()); ++d)
       if (d != *dim) out.push_back(x->shape[d]);
   }
-  NodeRef r = make_node(op, {x}, std::move(a), out, DType::I64);
+  NodeRef r = make_node(op, {x}, ArgReduceAttrs{dim}.encode(), out, DType::I64);
   if (keepdim) {
     Shape kd = x->shape;
     if (dim) kd[*dim] = 1;
@@ -423,9 +399,7 @@ NodeRef constrain(const NodeRef& x, std::vector<int64_t> parts) {
     user_check(parts[d] >= 1 && parts[d] <= x->shape[d], "cannot split dimension ", d + 1,
                " of size ", x->shape[d], " into ", parts[d], " parts");
   const NodeRef& src = x->op == Op::Constrain ? x->inputs[0] : x;  // the last constraint wins
-  Attrs a;
-  a.ints = std::move(parts);
-  return make_node(Op::Constrain, {src}, std::move(a), x->shape, x->dtype);
+  return make_node(Op::Constrain, {src}, ConstrainAttrs{std::move(parts)}.encode(), x->shape, x->dtype);
 }
 
 NodeRef write_region(const NodeRef& base, std::vector<int64_t> start, const Shape& count,
@@ -439,10 +413,8 @@ NodeRef write_region(const NodeRef& base, std::vector<int64_t> start, const Shap
   user_check(broadcastable_to(vs, count), "value of shape ", shape_str(vs),
              " cannot be broadcast to the region ", shape_str(count), " of ", shape_str(base->shape));
   if (count == base->shape) return materialize(value, base->dtype, base->shape);
-  Attrs a;
-  a.ints = std::move(start);
-  return make_node(Op::WriteRegion, {base, materialize(value, base->dtype, count)}, std::move(a),
-                   base->shape, base->dtype);
+  return make_node(Op::WriteRegion, {base, materialize(value, base->dtype, count)},
+                   WriteAttrs{std::move(start)}.encode(), base->shape, base->dtype);
 }
 
 }  // namespace tapestry::build

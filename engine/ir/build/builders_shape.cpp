@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "engine/ir/attrs.hpp"
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
 
@@ -56,9 +57,7 @@ NodeRef permute(const NodeRef& x, const std::vector<int>& perm) {
     out[i] = x->shape[perm[i]];
   }
   if (identity) return x;
-  Attrs a;
-  a.ints.assign(perm.begin(), perm.end());
-  return make_node(Op::Permute, {x}, std::move(a), std::move(out), x->dtype);
+  return make_node(Op::Permute, {x}, PermuteAttrs{perm}.encode(), std::move(out), x->dtype);
 }
 
 NodeRef transpose(const NodeRef& x, int d1, int d2) {
@@ -88,8 +87,7 @@ NodeRef broadcast_to(const NodeRef& x, const Shape& shape) {
   if (x->shape == shape) return x;
   internal_check(broadcastable_to(x->shape, shape));
   if (x->op == Op::Full) {  // a constant of any shape is still a constant
-    Attrs a = x->attrs;
-    return make_node(Op::Full, {}, std::move(a), shape, x->dtype);
+    return make_node(Op::Full, {}, x->attrs, shape, x->dtype);
   }
   return make_node(Op::Expand, {x}, Attrs{}, shape, x->dtype);
 }
@@ -139,10 +137,8 @@ NodeRef slice(const NodeRef& x, std::vector<int64_t> start, std::vector<int64_t>
     whole = whole && start[d] == 0 && step[d] == 1 && count[d] == x->shape[d];
   }
   if (whole) return x;
-  Attrs a;
-  a.ints = start;
-  a.ints.insert(a.ints.end(), step.begin(), step.end());
-  return make_node(Op::Slice, {x}, std::move(a), std::move(count), x->dtype);
+  return make_node(Op::Slice, {x}, SliceAttrs{std::move(start), std::move(step)}.encode(), std::move(count),
+                   x->dtype);
 }
 
 NodeRef narrow(const NodeRef& x, int dim, int64_t first, int64_t len) {
@@ -185,9 +181,7 @@ NodeRef cat(const std::vector<NodeRef>& xs, int dim) {
   if (xs.size() == 1) return cast(xs[0], t);
   std::vector<NodeRef> ins;
   for (const NodeRef& x : xs) ins.push_back(cast(x, t));
-  Attrs a;
-  a.ints = {dim};
-  return make_node(Op::Cat, std::move(ins), std::move(a), std::move(out), t);
+  return make_node(Op::Cat, std::move(ins), CatAttrs{dim}.encode(), std::move(out), t);
 }
 
 NodeRef stack(const std::vector<NodeRef>& xs, int dim) {

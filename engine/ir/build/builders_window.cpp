@@ -6,6 +6,7 @@
 // signature and the kernels can assume a well-formed node.
 #include <cmath>
 
+#include "engine/ir/attrs.hpp"
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
 
@@ -116,9 +117,6 @@ NodeRef correlate(const NodeRef& x, const NodeRef& k, const std::vector<int64_t>
   internal_check(k->shape.size() == r && before.size() == r && after.size() == r);
   const DType t = window_dtype(x, k, "k");
   Shape out(r);
-  Attrs a;
-  a.ints = before;
-  a.ints.insert(a.ints.end(), after.begin(), after.end());
   for (size_t d = 0; d < r; ++d) {
     // Each window must touch x: a block whose windows lie wholly in the padding would read
     // an empty slice.
@@ -127,7 +125,8 @@ NodeRef correlate(const NodeRef& x, const NodeRef& k, const std::vector<int64_t>
     user_check(out[d] >= 1, "kernel ", shape_str(k->shape), " is larger than x ",
                shape_str(x->shape), " plus padding");
   }
-  return make_node(Op::Correlate, {cast(x, t), cast(k, t)}, std::move(a), std::move(out), t);
+  return make_node(Op::Correlate, {cast(x, t), cast(k, t)}, CorrelateAttrs{before, after}.encode(),
+                   std::move(out), t);
 }
 
 NodeRef stencil(const NodeRef& x, const NodeRef& k, Boundary boundary) {
@@ -169,9 +168,9 @@ NodeRef conv2d(const NodeRef& x, const NodeRef& w, const Conv2dOptions& o) {
                span, " (w has shape ", shape_str(w->shape), ")");
     out[2 + i] = out_extent(x->shape[2 + i], span, o.padding[i], o.stride[i], names[i], x->shape);
   }
-  Attrs a;
-  a.ints = {o.stride[0], o.stride[1], o.padding[0], o.padding[1], o.dilation[0], o.dilation[1], g};
-  return make_node(Op::Conv2d, {cast(x, t), cast(w, t)}, std::move(a), std::move(out), t);
+  const Conv2dAttrs a{
+      {o.stride[0], o.stride[1]}, {o.padding[0], o.padding[1]}, {o.dilation[0], o.dilation[1]}, g};
+  return make_node(Op::Conv2d, {cast(x, t), cast(w, t)}, a.encode(), std::move(out), t);
 }
 
 NodeRef pool2d(Op op, const NodeRef& x, const int64_t kernel[2], const int64_t stride[2],
@@ -190,9 +189,8 @@ NodeRef pool2d(Op op, const NodeRef& x, const int64_t kernel[2], const int64_t s
                " must be at most half the kernel size ", kernel[i]);
     out[2 + i] = out_extent(x->shape[2 + i], kernel[i], padding[i], stride[i], names[i], x->shape);
   }
-  Attrs a;
-  a.ints = {kernel[0], kernel[1], stride[0], stride[1], padding[0], padding[1]};
-  return make_node(op, {cast(x, t)}, std::move(a), std::move(out), t);
+  const PoolAttrs a{{kernel[0], kernel[1]}, {stride[0], stride[1]}, {padding[0], padding[1]}};
+  return make_node(op, {cast(x, t)}, a.encode(), std::move(out), t);
 }
 
 }  // namespace tapestry::build

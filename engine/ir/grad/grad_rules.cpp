@@ -7,6 +7,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "engine/ir/attrs.hpp"
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/grad/grad.hpp"
@@ -130,7 +131,7 @@ std::vector<NodeRef> map_vjp(const NodeRef& n, const NodeRef& g, const std::vect
 std::vector<NodeRef> reduce_vjp(const NodeRef& n, const NodeRef& g) {
   const NodeRef& x = n->inputs[0];
   if (!is_float(n->dtype) || !is_float(x->dtype)) return {nullptr};
-  const std::vector<int> dims(n->attrs.ints.begin(), n->attrs.ints.end());
+  const std::vector<int> dims = attrs_of<ReduceAttrs>(*n).dims;
   Shape kept = x->shape;  // the output with reduced dims kept as 1
   for (int d : dims) kept[d] = 1;
   auto back = [&](const NodeRef& v) { return build::broadcast_to(build::reshape(v, kept), x->shape); };
@@ -165,23 +166,22 @@ std::vector<NodeRef> reduce_vjp(const NodeRef& n, const NodeRef& g) {
 
 std::vector<NodeRef> view_vjp(const NodeRef& n, const NodeRef& g) {
   const NodeRef& x = n->inputs[0];
-  const std::vector<int64_t>& ints = n->attrs.ints;
   switch (n->op) {
     case Op::Reshape: return {build::reshape(g, x->shape)};
     case Op::Permute: {
-      std::vector<int> inv(ints.size());
-      for (size_t i = 0; i < ints.size(); ++i) inv[ints[i]] = static_cast<int>(i);
+      const std::vector<int> perm = attrs_of<PermuteAttrs>(*n).perm;
+      std::vector<int> inv(perm.size());
+      for (size_t i = 0; i < perm.size(); ++i) inv[perm[i]] = static_cast<int>(i);
       return {build::permute(g, inv)};
     }
     case Op::Expand: return {sum_to(g, x->shape)};
     case Op::Constrain: return {g};
     case Op::Slice: {
-      const size_t r = x->shape.size();
-      const std::vector<int64_t> start(ints.begin(), ints.begin() + r), step(ints.begin() + r, ints.end());
-      return {scatter_slice(g, x->shape, start, step)};
+      const SliceAttrs a = attrs_of<SliceAttrs>(*n);
+      return {scatter_slice(g, x->shape, a.starts, a.steps)};
     }
     case Op::Cat: {
-      const int d = static_cast<int>(ints[0]);
+      const int d = attrs_of<CatAttrs>(*n).dim;
       std::vector<NodeRef> out;
       int64_t at = 0;
       for (const NodeRef& in : n->inputs) {
@@ -193,9 +193,10 @@ std::vector<NodeRef> view_vjp(const NodeRef& n, const NodeRef& g) {
     case Op::WriteRegion: {
       // The base keeps g outside the box; the value (already of the box's shape) gets the box.
       const NodeRef& v = n->inputs[1];
-      const NodeRef base = build::write_region(g, ints, v->shape, num(0));
-      const std::vector<int64_t> ones(ints.size(), 1);
-      return {base, build::slice(g, ints, ones, v->shape)};
+      const std::vector<int64_t> start = attrs_of<WriteAttrs>(*n).start;
+      const NodeRef base = build::write_region(g, start, v->shape, num(0));
+      const std::vector<int64_t> ones(start.size(), 1);
+      return {base, build::slice(g, start, ones, v->shape)};
     }
     default:
       internal_check(!"view op without a gradient rule");

@@ -7,6 +7,7 @@
 // So a gradient shards and runs on the same kernels as the forward pass.
 #include <cmath>
 
+#include "engine/ir/attrs.hpp"
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/grad/grad.hpp"
@@ -27,12 +28,13 @@ NodeRef pad_zero(const NodeRef& x, const std::vector<int64_t>& before,
 NodeRef correlate_grad_x(const NodeRef& n, const NodeRef& g) {
   const NodeRef& k = n->inputs[1];
   const size_t r = k->shape.size();
+  const CorrelateAttrs a = attrs_of<CorrelateAttrs>(*n);
   NodeRef kf = k;
   std::vector<int64_t> before(r), after(r);
   for (size_t d = 0; d < r; ++d) {
     kf = flip(kf, static_cast<int>(d));
-    before[d] = k->shape[d] - 1 - n->attrs.ints[d];
-    after[d] = k->shape[d] - 1 - n->attrs.ints[r + d];
+    before[d] = k->shape[d] - 1 - a.pad_before[d];
+    after[d] = k->shape[d] - 1 - a.pad_after[d];
   }
   return build::correlate(g, kf, before, after);
 }
@@ -40,8 +42,7 @@ NodeRef correlate_grad_x(const NodeRef& n, const NodeRef& g) {
 NodeRef correlate_grad_k(const NodeRef& n, const NodeRef& g) {
   const NodeRef& x = n->inputs[0];
   const size_t r = x->shape.size();
-  const std::vector<int64_t> before(n->attrs.ints.begin(), n->attrs.ints.begin() + r);
-  const std::vector<int64_t> after(n->attrs.ints.begin() + r, n->attrs.ints.end());
+  const auto [before, after] = attrs_of<CorrelateAttrs>(*n);
   bool fits = true;  // the op's own padding must be narrower than its kernel (here g)
   for (size_t d = 0; d < r; ++d) fits = fits && before[d] < g->shape[d] && after[d] < g->shape[d];
   if (fits) return build::correlate(x, g, before, after);
@@ -49,9 +50,9 @@ NodeRef correlate_grad_k(const NodeRef& n, const NodeRef& g) {
   return build::correlate(pad_zero(x, before, after), g, none, none);
 }
 
-// dx of a convolution, given wt {C, O/groups, KH, KW}: w transposed per group and flipped.
-NodeRef conv_grad_x(const NodeRef& g, const NodeRef& wt, const Shape& xs, const int64_t stride[2],
-                    const int64_t pad[2], const int64_t dil[2], int64_t groups) {
+// dx of a convolution c, given wt {C, O/groups, KH, KW}: w transposed per group and flipped.
+NodeRef conv_grad_x(const NodeRef& g, const NodeRef& wt, const Shape& xs, const Conv2dAttrs& c) {
+  const auto& [stride, pad, dil, groups] = c;
   const Shape& gs = g->shape;
   // g with stride-1 zeros between its samples: {N, O, (OH-1)s+1, (OW-1)s+1}.
   const Shape dilated{gs[0], gs[1], (gs[2] - 1) * stride[0] + 1, (gs[3] - 1) * stride[1] + 1};
@@ -73,14 +74,14 @@ NodeRef conv_grad_x(const NodeRef& g, const NodeRef& wt, const Shape& xs, const 
 std::vector<NodeRef> conv2d_vjp(const NodeRef& n, const NodeRef& g, const std::vector<bool>& need) {
   const NodeRef& x = n->inputs[0];
   const NodeRef& w = n->inputs[1];
-  const std::vector<int64_t>& a = n->attrs.ints;
-  const int64_t stride[2] = {a[0], a[1]}, pad[2] = {a[2], a[3]}, dil[2] = {a[4], a[5]};
-  const int64_t G = a[6], O = w->shape[0], Cg = w->shape[1], KH = w->shape[2], KW = w->shape[3];
+  const Conv2dAttrs c = attrs_of<Conv2dAttrs>(*n);
+  const auto& [stride, pad, dil, G] = c;
+  const int64_t O = w->shape[0], Cg = w->shape[1], KH = w->shape[2], KW = w->shape[3];
   std::vector<NodeRef> out(2);
   if (need[0]) {
     NodeRef wt = build::reshape(w, {G, O / G, Cg, KH, KW});
     wt = build::reshape(build::permute(wt, {0, 2, 1, 3, 4}), {G * Cg, O / G, KH, KW});
-    out[0] = conv_grad_x(g, flip(flip(wt, 2), 3), x->shape, stride, pad, dil, G);
+    out[0] = conv_grad_x(g, flip(flip(wt, 2), 3), x->shape, c);
   }
   if (need[1]) {
     // dw[o,c,kh,kw] = sum_{n,i,j} g[n,o,i,j] xp[n,c,i*s+kh*d,j*s+kw*d]: a conv over the batch.
@@ -105,14 +106,14 @@ std::vector<NodeRef> conv2d_vjp(const NodeRef& n, const NodeRef& g, const std::v
 
 NodeRef maxpool_grad(const NodeRef& n, const NodeRef& g) {
   const NodeRef& x = n->inputs[0];
-  const std::vector<int64_t>& a = n->attrs.ints;
-  const NodeRef xp = pad_zero(x, {0, 0, a[4], a[5]}, {0, 0, a[4], a[5]}, -INFINITY);
-  const std::vector<int64_t> step{1, 1, a[2], a[3]};
+  const auto [kernel, stride, pad] = attrs_of<PoolAttrs>(*n);
+  const NodeRef xp = pad_zero(x, {0, 0, pad[0], pad[1]}, {0, 0, pad[0], pad[1]}, -INFINITY);
+  const std::vector<int64_t> step{1, 1, stride[0], stride[1]};
   std::vector<NodeRef> hits;
   std::vector<std::vector<int64_t>> starts;
   NodeRef count;
-  for (int64_t i = 0; i < a[0]; ++i) {
-    for (int64_t j = 0; j < a[1]; ++j) {
+  for (int64_t i = 0; i < kernel[0]; ++i) {
+    for (int64_t j = 0; j < kernel[1]; ++j) {
       starts.push_back({0, 0, i, j});
       const NodeRef patch = build::slice(xp, starts.back(), step, n->shape);
       hits.push_back(build::binary(Op::Eq, patch, n));
@@ -129,17 +130,16 @@ NodeRef maxpool_grad(const NodeRef& n, const NodeRef& g) {
     dxp = dxp ? build::binary(Op::Add, dxp, s) : s;
   }
   if (dxp->shape == x->shape) return dxp;
-  return build::slice(dxp, {0, 0, a[4], a[5]}, {1, 1, 1, 1}, x->shape);
+  return build::slice(dxp, {0, 0, pad[0], pad[1]}, {1, 1, 1, 1}, x->shape);
 }
 
 NodeRef avgpool_grad(const NodeRef& n, const NodeRef& g) {
   const NodeRef& x = n->inputs[0];
-  const std::vector<int64_t>& a = n->attrs.ints;
-  const int64_t C = x->shape[1];
+  const PoolAttrs p = attrs_of<PoolAttrs>(*n);
+  const int64_t C = x->shape[1], KH = p.kernel[0], KW = p.kernel[1];
   // avgpool = a depthwise conv with the constant kernel 1/(kh·kw) (padding counted).
-  const NodeRef wt = build::full({C, 1, a[0], a[1]}, 1.0 / static_cast<double>(a[0] * a[1]), g->dtype);
-  const int64_t stride[2] = {a[2], a[3]}, pad[2] = {a[4], a[5]}, dil[2] = {1, 1};
-  return conv_grad_x(g, wt, x->shape, stride, pad, dil, C);
+  const NodeRef wt = build::full({C, 1, KH, KW}, 1.0 / static_cast<double>(KH * KW), g->dtype);
+  return conv_grad_x(g, wt, x->shape, Conv2dAttrs{p.stride, p.padding, {1, 1}, C});
 }
 
 }  // namespace

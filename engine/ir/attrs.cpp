@@ -1,0 +1,139 @@
+// The layout of each struct in Attrs. Changing one changes node hashes and plan keys (both
+// per process) and what the plan wire carries (bump kPlanWireVersion).
+#include "engine/ir/attrs.hpp"
+
+namespace tapestry {
+
+namespace {
+
+Attrs with(DType dtype, std::vector<int64_t> ints, std::vector<double> reals = {}) {
+  Attrs a;
+  a.dtype = dtype;
+  a.ints = std::move(ints);
+  a.reals = std::move(reals);
+  return a;
+}
+
+Attrs with_ints(std::vector<int64_t> ints) { return with(DType::F32, std::move(ints)); }
+
+std::vector<int> to_ints(const std::vector<int64_t>& v) { return {v.begin(), v.end()}; }
+std::vector<int64_t> to_int64s(const std::vector<int>& v) { return {v.begin(), v.end()}; }
+
+}  // namespace
+
+Attrs SourceAttrs::encode() const { return with_ints({static_cast<int64_t>(id)}); }
+SourceAttrs SourceAttrs::decode(const Attrs& a) {
+  internal_check(a.ints.size() == 1);
+  return {static_cast<uint64_t>(a.ints[0])};
+}
+
+Attrs FullAttrs::encode() const { return with(dtype, {integer}, {real}); }
+FullAttrs FullAttrs::decode(const Attrs& a) {
+  internal_check(a.ints.size() == 1 && a.reals.size() == 1);
+  return {a.dtype, a.reals[0], a.ints[0]};
+}
+
+Attrs ArangeAttrs::encode() const { return with(dtype, {int_first, int_step}, {first, step}); }
+ArangeAttrs ArangeAttrs::decode(const Attrs& a) {
+  internal_check(a.ints.size() == 2 && a.reals.size() == 2);
+  return {a.dtype, a.reals[0], a.reals[1], a.ints[0], a.ints[1]};
+}
+
+Attrs LinspaceAttrs::encode() const { return with(dtype, {}, {first, last}); }
+LinspaceAttrs LinspaceAttrs::decode(const Attrs& a) {
+  internal_check(a.ints.empty() && a.reals.size() == 2);
+  return {a.dtype, a.reals[0], a.reals[1]};
+}
+
+Attrs EyeAttrs::encode() const { return with(dtype, {}); }
+EyeAttrs EyeAttrs::decode(const Attrs& a) {
+  internal_check(a.ints.empty() && a.reals.empty());
+  return {a.dtype};
+}
+
+Attrs RandAttrs::encode() const { return with(dtype, {static_cast<int64_t>(seed)}); }
+RandAttrs RandAttrs::decode(const Attrs& a) {
+  internal_check(a.ints.size() == 1 && a.reals.empty());
+  return {a.dtype, static_cast<uint64_t>(a.ints[0])};
+}
+
+Attrs CastAttrs::encode() const { return with(to, {}); }
+CastAttrs CastAttrs::decode(const Attrs& a) {
+  internal_check(a.ints.empty() && a.reals.empty());
+  return {a.dtype};
+}
+
+Attrs ReduceAttrs::encode() const { return with_ints(to_int64s(dims)); }
+ReduceAttrs ReduceAttrs::decode(const Attrs& a) { return {to_ints(a.ints)}; }
+
+Attrs ArgReduceAttrs::encode() const {
+  return with_ints(dim ? std::vector<int64_t>{*dim} : std::vector<int64_t>{});
+}
+ArgReduceAttrs ArgReduceAttrs::decode(const Attrs& a) {
+  internal_check(a.ints.size() <= 1);
+  if (a.ints.empty()) return {};
+  return {static_cast<int>(a.ints[0])};
+}
+
+Attrs PermuteAttrs::encode() const { return with_ints(to_int64s(perm)); }
+PermuteAttrs PermuteAttrs::decode(const Attrs& a) { return {to_ints(a.ints)}; }
+
+// {start_0..start_{r-1}, step_0..step_{r-1}}
+Attrs SliceAttrs::encode() const {
+  internal_check(starts.size() == steps.size());
+  std::vector<int64_t> ints = starts;
+  ints.insert(ints.end(), steps.begin(), steps.end());
+  return with_ints(std::move(ints));
+}
+SliceAttrs SliceAttrs::decode(const Attrs& a) {
+  internal_check(a.ints.size() % 2 == 0);
+  const auto mid = a.ints.begin() + static_cast<std::ptrdiff_t>(a.ints.size() / 2);
+  return {{a.ints.begin(), mid}, {mid, a.ints.end()}};
+}
+
+Attrs ConstrainAttrs::encode() const { return with_ints(parts); }
+ConstrainAttrs ConstrainAttrs::decode(const Attrs& a) { return {a.ints}; }
+
+Attrs CatAttrs::encode() const { return with_ints({dim}); }
+CatAttrs CatAttrs::decode(const Attrs& a) {
+  internal_check(a.ints.size() == 1);
+  return {static_cast<int>(a.ints[0])};
+}
+
+Attrs WriteAttrs::encode() const { return with_ints(start); }
+WriteAttrs WriteAttrs::decode(const Attrs& a) { return {a.ints}; }
+
+// {pad_before per dim, then pad_after per dim}
+Attrs CorrelateAttrs::encode() const {
+  internal_check(pad_before.size() == pad_after.size());
+  std::vector<int64_t> ints = pad_before;
+  ints.insert(ints.end(), pad_after.begin(), pad_after.end());
+  return with_ints(std::move(ints));
+}
+CorrelateAttrs CorrelateAttrs::decode(const Attrs& a) {
+  internal_check(a.ints.size() % 2 == 0);
+  const auto mid = a.ints.begin() + static_cast<std::ptrdiff_t>(a.ints.size() / 2);
+  return {{a.ints.begin(), mid}, {mid, a.ints.end()}};
+}
+
+// {stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups}
+Attrs Conv2dAttrs::encode() const {
+  return with_ints({stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1], groups});
+}
+Conv2dAttrs Conv2dAttrs::decode(const Attrs& a) {
+  internal_check(a.ints.size() == 7);
+  const std::vector<int64_t>& v = a.ints;
+  return {{v[0], v[1]}, {v[2], v[3]}, {v[4], v[5]}, v[6]};
+}
+
+// {kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w}
+Attrs PoolAttrs::encode() const {
+  return with_ints({kernel[0], kernel[1], stride[0], stride[1], padding[0], padding[1]});
+}
+PoolAttrs PoolAttrs::decode(const Attrs& a) {
+  internal_check(a.ints.size() == 6);
+  const std::vector<int64_t>& v = a.ints;
+  return {{v[0], v[1]}, {v[2], v[3]}, {v[4], v[5]}};
+}
+
+}  // namespace tapestry
