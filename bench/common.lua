@@ -2,7 +2,7 @@
 -- bench/run parses.  Load it with
 --   local B = dofile((arg[0]:match("(.*/)") or "./") .. "common.lua")
 --
--- Timing rules (../shared BENCH.md): inputs are made before the clock starts; one warm-up run,
+-- Timing rules (docs/benchmarks.md): inputs are made before the clock starts; one warm-up run,
 -- then the median of `reps` timed runs.  Tapestry hash-conses expressions and keeps a computed
 -- value on its node, so repeating an identical expression on identical inputs would only read
 -- back the cached value.  Every run therefore gets fresh inputs from `setup(run)` (a new seed),

@@ -2,7 +2,7 @@
 # Weak and strong scaling of bench/scaling.lua (a matmul and a stencil) on 1, 2 and 4 ranks.
 #   bench/scaling.sh [path/to/tapestry]         (default: build/repl/tapestry)
 # Prints one RESULT line per run, then a table of times, speed-ups (strong: t1 / tN) and
-# efficiencies (weak: t1 / tN). One thread per rank; MPI environment of ../shared/TOOLCHAIN.md §2.
+# efficiencies (weak: t1 / tN). One thread per rank; MPI environment of docs/testing.md (MPI tests).
 # BENCH_REPS (default 7) timed runs per figure, after one warm-up; the median is reported.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)

@@ -1,4 +1,4 @@
--- W1: a linear layer relu(x @ w + b), x and w 4096 x 4096 f32, b 4096 (BENCH.md).
+-- W1: a linear layer relu(x @ w + b), x and w 4096 x 4096 f32, b 4096 (docs/benchmarks.md).
 -- 2 * 4096^3 = 137 GFLOP in the matmul; the bias and relu fold into one elementwise pass.
 --   tapestry bench/w1_linear.lua          (BENCH_SMALL=1: 256 x 256, one run)
 local B = dofile((arg[0]:match("(.*/)") or "./") .. "common.lua")

@@ -1,4 +1,4 @@
--- W2: fused elementwise tanh(a * b + c) over three f32 vectors of 2^25 (BENCH.md).
+-- W2: fused elementwise tanh(a * b + c) over three f32 vectors of 2^25 (docs/benchmarks.md).
 -- One pass reads 3 x 128 MiB and writes 128 MiB: 537 MB of traffic, no intermediates.
 --   tapestry bench/w2_elementwise.lua     (BENCH_SMALL=1: 2^12, one run)
 local B = dofile((arg[0]:match("(.*/)") or "./") .. "common.lua")

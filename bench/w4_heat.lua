@@ -1,5 +1,5 @@
 -- W4: 2-D heat equation on 4096^2 f32, 50 explicit steps of u + 0.1 * laplacian5(u) with a
--- zero boundary (BENCH.md).  Each step reads and writes the grid once at best: 50 x 134 MB.
+-- zero boundary (docs/benchmarks.md).  Each step reads and writes the grid once at best: 50 x 134 MB.
 --   tapestry bench/w4_heat.lua            (BENCH_SMALL=1: 64^2, 3 steps, one run)
 -- The loop evaluates every step, as a solver that looks at its state would; the 50 steps are
 -- still one timed region that ends with the final grid computed.

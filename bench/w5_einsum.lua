@@ -1,4 +1,4 @@
--- W5: einsum("ij,jk,kl->il") on 2048x64, 64x2048, 2048x64 f32 (BENCH.md).  The good order,
+-- W5: einsum("ij,jk,kl->il") on 2048x64, 64x2048, 2048x64 f32 (docs/benchmarks.md).  The good order,
 -- (jk,kl) first, never forms the 2048^2 intermediate: 3.4e7 flops.  bench/einsum/ has the
 -- longer study (both orders, f64).
 --   tapestry bench/w5_einsum.lua          (BENCH_SMALL=1: 64x8, one run)

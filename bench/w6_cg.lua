@@ -1,4 +1,4 @@
--- W6: 1000 conjugate-gradient iterations on a 256 x 256 SPD system (BENCH.md): per
+-- W6: 1000 conjugate-gradient iterations on a 256 x 256 SPD system (docs/benchmarks.md): per
 -- iteration one matvec, two dots, three axpys, and two scalars observed (p.Ap and r.r).
 -- The arithmetic is ~0.3 MFLOP an iteration, so this measures the cost of one observation:
 -- building a small graph, finding its plan, running a few tiny kernels, returning a number.

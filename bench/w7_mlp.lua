@@ -1,4 +1,4 @@
--- W7: one MLP training step (BENCH.md): 4 layers of 1024, batch 1024, cross-entropy, SGD.
+-- W7: one MLP training step (docs/benchmarks.md): 4 layers of 1024, batch 1024, cross-entropy, SGD.
 -- Forward 4 matmuls, backward 8: 12 x 2 x 1024^3 = 25.8 GFLOP per step.
 --   tapestry bench/w7_mlp.lua             (BENCH_SMALL=1: width 32, batch 32, one run)
 -- Gradients come from tp.grad (reverse mode; docs/gradients.md).

@@ -417,11 +417,13 @@ template <class From, class To> struct Cast {
 };
 
 // The Map ops that have a functor of the same name, by arity (Cast and Where apart).
+// clang-format off
 #define TAPESTRY_UNARY_FUNCTORS(X)                                                      \
   X(Neg) X(Abs) X(Exp) X(Log) X(Sqrt) X(Rsqrt) X(Sin) X(Cos) X(Tanh) X(Sigmoid) X(Relu) \
   X(Gelu) X(Floor) X(Ceil) X(Round) X(Sign) X(Square) X(Reciprocal) X(LogicalNot)
 #define TAPESTRY_BINARY_FUNCTORS(X)                                                    \
   X(Add) X(Sub) X(Mul) X(Div) X(FloorDiv) X(Mod) X(Pow) X(Maximum) X(Minimum) X(Atan2) \
   X(Eq) X(Ne) X(Lt) X(Le) X(Gt) X(Ge) X(LogicalAnd) X(LogicalOr)
+// clang-format on
 
 }  // namespace tapestry::fn

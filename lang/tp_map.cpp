@@ -23,10 +23,12 @@ int l_binary(lua_State* L) {
 }
 
 // Every Map op with a Lua binding, instantiated once here.
+// clang-format off
 #define TAPESTRY_UNARY(X) X(Neg) X(Abs) X(Exp) X(Log) X(Sqrt) X(Rsqrt) X(Sin) X(Cos) X(Tanh) \
   X(Sigmoid) X(Relu) X(Gelu) X(Floor) X(Ceil) X(Round) X(Sign) X(Square) X(Reciprocal) X(LogicalNot)
 #define TAPESTRY_BINARY(X) X(Add) X(Sub) X(Mul) X(Div) X(FloorDiv) X(Mod) X(Pow) X(Maximum) \
   X(Minimum) X(Atan2) X(Eq) X(Ne) X(Lt) X(Le) X(Gt) X(Ge) X(LogicalAnd) X(LogicalOr)
+// clang-format on
 #define INST_UNARY(e) template int l_unary<Op::e>(lua_State*);
 #define INST_BINARY(e) template int l_binary<Op::e>(lua_State*);
 TAPESTRY_UNARY(INST_UNARY)

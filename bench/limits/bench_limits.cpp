@@ -1,6 +1,6 @@
 // bench_limits: this machine's physical limits, measured in the same run as the workloads, so
 // bench/run's "of limit" column is a fraction of what this machine can do rather than of the
-// numbers BENCH.md measured on another one.
+// reference machine's numbers (docs/benchmarks.md), measured on another one.
 //
 //   bench_limits            # ~20 s: every limit, 1 and 2 threads
 //   bench_limits --small    # tiny sizes, one pass each (ctest: only checks that it runs)

@@ -11,7 +11,7 @@ import time
 SMALL = os.environ.get("BENCH_SMALL") == "1"
 REPS = int(os.environ.get("BENCH_REPS") or (1 if SMALL else 7))
 
-# Sizes, as in the Lua scripts (BENCH.md).
+# Sizes, as in the Lua scripts (docs/benchmarks.md).
 W1_N = 256 if SMALL else 4096
 W2_N = 1 << 12 if SMALL else 1 << 25
 W3_N = 1 << 12 if SMALL else 1 << 26

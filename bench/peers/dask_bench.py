@@ -1,4 +1,4 @@
-"""The Dask Array peer for W1-W4 and W6 (BENCH.md; W5 has no dask figure there).
+"""The Dask Array peer for W1-W4 and W6 (docs/benchmarks.md; W5 has no dask figure there).
 /usr/bin/python3 bench/peers/dask_bench.py [W1 ...]
 
 Threaded scheduler (the default for arrays), chunks of ~1024 per dim (1-D: 2^20 elements).

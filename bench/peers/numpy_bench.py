@@ -1,4 +1,4 @@
-"""The numpy peer for W1-W6 (BENCH.md).  /usr/bin/python3 bench/peers/numpy_bench.py [W1 ...]
+"""The numpy peer for W1-W6 (docs/benchmarks.md).  /usr/bin/python3 bench/peers/numpy_bench.py [W1 ...]
 
 numpy evaluates eagerly, so a run is just the expression; inputs are made before timing.
 BLAS threads: OpenBLAS's default (all cores); bench/run unsets OPENBLAS_CORETYPE and

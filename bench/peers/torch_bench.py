@@ -1,4 +1,4 @@
-"""The PyTorch (CPU) peer for W1-W7 (BENCH.md).  /usr/bin/python3 bench/peers/torch_bench.py [W1 ...]
+"""The PyTorch (CPU) peer for W1-W7 (docs/benchmarks.md).  /usr/bin/python3 bench/peers/torch_bench.py [W1 ...]
 
 torch uses its default intra-op thread count (all cores: 2 here).
 """

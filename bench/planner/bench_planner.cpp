@@ -1,4 +1,4 @@
-// W9 (bench/BENCH.md): planning a 1,000-op graph for a modelled 1,024-rank mesh, and a plan-cache hit.
+// W9 (docs/benchmarks.md): planning a 1,000-op graph for a modelled 1,024-rank mesh, and a plan-cache hit.
 //   bench_planner                         # 200 layers (1,000 ops) on 1,024 ranks, 5 plans, 1,000 hits
 //   bench_planner --layers 10 --ranks 16 --reps 2 --hits 10   # the ctest smoke run
 //   BENCH_CHOICES=1 bench_planner ...       # also lists the candidate chosen for every op

@@ -27,6 +27,7 @@ enum class OpKind : uint8_t {
 };
 
 // X(enum, name, kind, arity(-1 = variadic), attrs struct (engine/ir/attrs.hpp), doc)
+// clang-format off
 #define TAPESTRY_OPS(X)                                                                  \
   X(Source, "source", Source, 0, SourceAttrs, "data given by the user or materialized by an observation") \
   X(Full, "full", Generate, 0, FullAttrs, "every element equal to one value")             \
@@ -96,6 +97,7 @@ enum class OpKind : uint8_t {
   X(WriteRegion, "write_region", Write, 2, WriteAttrs, "base with the box at start replaced by value") \
   X(FusedMap, "fused_map", Fused, -1, FusedProgram, "a group of maps computed in one pass (made by fusion)") \
   X(FusedReduce, "fused_reduce", Fused, -1, FusedReduction, "a group of maps reduced over dims in one op (made by fusion)")
+// clang-format on
 
 enum class Op : uint16_t {
 #define TAPESTRY_OP_ENUM(e, name, kind, arity, attrs, doc) e,

@@ -2,9 +2,9 @@
 //   Mesh m = Mesh::modelled(1024);              // 128 nodes of 8 ranks, defaults below
 //   double t = m.transfer_time(0, 9, 1 << 20);  // latency + bytes / bandwidth of the link used
 //   Mesh here = Mesh::this_machine(2);          // one node: every transfer is shared memory
-// Defaults come from measurements (TOOLCHAIN.md): sgemm ~67-135 GFLOP/s per core, ~11 GB/s of
-// memory bandwidth, OpenMPI shared-memory ping-pong ~5 GB/s and ~0.5 us. The inter-node link is
-// a modelled cluster network (25 GB/s, 2 us), not a measurement.
+// Defaults come from measurements (docs/planner.md, known limits): sgemm ~67-135 GFLOP/s per
+// core, ~11 GB/s of memory bandwidth, OpenMPI shared-memory ping-pong ~5 GB/s and ~0.5 us. The
+// inter-node link is a modelled cluster network (25 GB/s, 2 us), not a measurement.
 #pragma once
 
 #include <cstdint>

@@ -2,7 +2,7 @@
 //   VerifyResult r = verify(g, topo);           // topo: the abstract graph g must implement
 //   if (!r) std::cerr << r.message();           // one line per problem, naming its check
 //   internal_check(verify(g, topo).ok());       // the checked build does this on every plan
-// The four checks of DESIGN.md, each error prefixed with its name:
+// The four checks (docs/planner.md, the verifier), each error prefixed with its name:
 //   "partition": the blocks of each op partition its index space (no gap, no overlap, and no
 //                split of an unsplittable dim); leaves (sources, held values) have no blocks;
 //   "inputs":    every block's input slices are on its rank when it runs, and every transfer
