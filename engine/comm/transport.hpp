@@ -76,7 +76,7 @@ class Transport {
   // Collectives, where the transport has them; the defaults say "none", and the executor
   // then merges partials point to point. The answers must be the same on every rank.
   // Whether start_reduce can merge values of `dtype` with `op`.
-  virtual bool can_reduce(ReduceOp /*op*/, DType /*dtype*/) const { return false; }
+  virtual bool can_reduce(Monoid /*op*/, DType /*dtype*/) const { return false; }
   // Called once at plan start by every rank with the same list (in the plan's order): makes
   // each group this rank belongs to ready for collectives, waiting for its other members.
   virtual void join_groups(const std::vector<Group>& /*groups*/) {}
