@@ -1,4 +1,5 @@
-// run_reduce: Sum Prod Max Min All Any over any set of dims of a strided input.
+// run_reduce: Sum Prod Max Min All Any over any set of dims of a strided input, with the monoids
+// of kernels/monoid.hpp; combine_into merges partial results with the same monoids.
 //
 // The dims are sorted by input stride and coalesced, then one of two loops runs:
 //  - inner-reduced (the densest dim is reduced): each output folds runs of the input
