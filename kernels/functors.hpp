@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "kernels/hd.hpp"
+#include "kernels/monoid.hpp"  // is_fp, Lim, wrap_add, ...: shared with the monoids
 #if !defined(__CUDACC__)
 #include "kernels/tanh_f32.hpp"
 #endif
@@ -45,31 +46,6 @@ TP_SIMD_DECL double atan2(double, double) noexcept;
 namespace tapestry::fn {
 
 namespace detail {
-
-template <class T> inline constexpr bool is_fp = std::is_floating_point_v<T>;
-template <class T> inline constexpr bool is_bool = std::is_same_v<T, bool>;
-template <class T> inline constexpr bool is_int = std::is_integral_v<T> && !is_bool<T>;
-
-// Integer limits usable in device code (std::numeric_limits is host-only in nvcc).
-template <class T> struct Lim;
-template <> struct Lim<int32_t> { static constexpr int32_t lo = -2147483647 - 1, hi = 2147483647; };
-template <> struct Lim<int64_t> {
-  static constexpr int64_t lo = -9223372036854775807LL - 1, hi = 9223372036854775807LL;
-};
-
-// Signed overflow wraps (as numpy) without C++ undefined behaviour.
-template <class T> TP_HD T wrap_add(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-}
-template <class T> TP_HD T wrap_sub(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
-}
-template <class T> TP_HD T wrap_mul(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-}
 
 // Float to integer truncates toward zero; NaN gives 0 and out-of-range saturates,
 // so no input is undefined behaviour.
@@ -297,13 +273,9 @@ template <class T> struct LogicalNot {
 
 // ---- Binary: both operands share T; arithmetic gives T, comparisons bool. ----
 
-// Bool: or / xor / and (numpy's bool add and multiply).
+// Bool: or / xor / and (numpy's bool add and multiply). Add and Mul are the Sum and Prod monoids.
 template <class T> struct Add {
-  TP_HD T operator()(T a, T b) const {
-    if constexpr (detail::is_bool<T>) return a || b;
-    else if constexpr (detail::is_fp<T>) return a + b;
-    else return detail::wrap_add(a, b);
-  }
+  TP_HD T operator()(T a, T b) const { return combine<Monoid::Sum>(a, b); }
 };
 template <class T> struct Sub {
   TP_HD T operator()(T a, T b) const {
@@ -313,11 +285,7 @@ template <class T> struct Sub {
   }
 };
 template <class T> struct Mul {
-  TP_HD T operator()(T a, T b) const {
-    if constexpr (detail::is_bool<T>) return a && b;
-    else if constexpr (detail::is_fp<T>) return a * b;
-    else return detail::wrap_mul(a, b);
-  }
+  TP_HD T operator()(T a, T b) const { return combine<Monoid::Prod>(a, b); }
 };
 template <class T> struct FloorDiv {
   TP_HD T operator()(T a, T b) const {
@@ -373,12 +341,12 @@ template <class T> struct Pow {
     }
   }
 };
-// NaN propagates (numpy's maximum/minimum, not fmax/fmin).
+// NaN propagates (numpy's maximum/minimum, not fmax/fmin): the Max and Min monoids.
 template <class T> struct Maximum {
-  TP_HD T operator()(T a, T b) const { return (a > b || a != a) ? a : b; }
+  TP_HD T operator()(T a, T b) const { return combine<Monoid::Max>(a, b); }
 };
 template <class T> struct Minimum {
-  TP_HD T operator()(T a, T b) const { return (a < b || a != a) ? a : b; }
+  TP_HD T operator()(T a, T b) const { return combine<Monoid::Min>(a, b); }
 };
 template <class T> struct Atan2 {
   TP_HD T operator()(T a, T b) const {

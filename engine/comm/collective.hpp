@@ -1,6 +1,6 @@
 // Collectives: merging one equal-shaped value per member of a group of ranks, started once
 // and then polled, so an executor keeps running other work while the network merges.
-//   comm::ReduceSpec s{{0, 1, 3}, 0, comm::ReduceOp::Sum};     // reduce onto rank 0
+//   comm::ReduceSpec s{{0, 1, 3}, 0, Monoid::Sum};             // reduce onto rank 0
 //   auto c = t.start_reduce(s, mine, out);   while (!c->test()) { other work }   // out = Σ mine
 // A transport offers them through Transport::can_reduce / join_groups / start_reduce; which
 // combines of a plan use them is decided by plan_collectives (engine/comm/collective_plan.hpp).
@@ -10,10 +10,9 @@
 #include <limits>
 #include <vector>
 
-namespace tapestry::comm {
+#include "kernels/monoid.hpp"
 
-// The element-wise merges a collective can do (the monoids of poly::CombineKind that have one).
-enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, And, Or };
+namespace tapestry::comm {
 
 // The ranks of a collective, sorted and distinct; this rank is one of them.
 using Group = std::vector<int>;
@@ -27,7 +26,7 @@ inline constexpr int64_t kMaxCollectiveElements = std::numeric_limits<int32_t>::
 struct ReduceSpec {
   Group group;
   int root = kAllMembers;  // the rank that receives the result, or kAllMembers
-  ReduceOp op = ReduceOp::Sum;
+  Monoid op = Monoid::Sum;  // the merge (kernels/monoid.hpp)
 };
 
 // A started collective. Destroying one that has not completed is allowed (a failed run):

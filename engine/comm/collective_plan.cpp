@@ -14,22 +14,6 @@ int CollectivePlan::count() const {
   return static_cast<int>(std::count_if(combines.begin(), combines.end(), [](const CombineRoute& r) { return r.collective; }));
 }
 
-std::optional<ReduceOp> reduce_op(poly::CombineKind kind) {
-  using poly::CombineKind;
-  switch (kind) {
-    case CombineKind::Sum: return ReduceOp::Sum;
-    case CombineKind::Prod: return ReduceOp::Prod;
-    case CombineKind::Max: return ReduceOp::Max;
-    case CombineKind::Min: return ReduceOp::Min;
-    case CombineKind::And: return ReduceOp::And;
-    case CombineKind::Or: return ReduceOp::Or;
-    case CombineKind::None:
-    case CombineKind::ArgMax:
-    case CombineKind::ArgMin: break;
-  }
-  return std::nullopt;
-}
-
 namespace {
 
 // Elements of `out` with the node's trailing dims beyond the box (as the executor counts them).
@@ -43,7 +27,9 @@ int64_t elements(const Node& n, const poly::Box& out) {
 CombineRoute route_one(const plan::ShardedGraph& g, const plan::Combine& c, const Node& n,
                        const poly::Signature& s, const Transport& t) {
   CombineRoute r;
-  const std::optional<ReduceOp> op = reduce_op(c.kind);
+  // No merge for arg-reductions: their partials carry an index next to the value, which no MPI
+  // reduction op merges the way the kernels do.
+  const std::optional<Monoid> op = poly::monoid_of(c.kind);
   if (!op || !t.can_reduce(*op, n.dtype) || c.out.empty() || c.partials.empty() || c.dest.empty()) return r;
   if (elements(n, c.out) > kMaxCollectiveElements) return r;
   for (size_t p : c.partials)
@@ -67,7 +53,7 @@ CombineRoute route_one(const plan::ShardedGraph& g, const plan::Combine& c, cons
 CollectivePlan plan_collectives(const plan::ShardedGraph& g, const Transport& t) {
   CollectivePlan cp;
   cp.combines.resize(g.combines.size());
-  if (g.combines.empty() || !t.can_reduce(ReduceOp::Sum, DType::F32)) return cp;  // no collectives at all
+  if (g.combines.empty() || !t.can_reduce(Monoid::Sum, DType::F32)) return cp;  // no collectives at all
   std::unordered_map<uint64_t, const Node*> nodes;
   for (const NodeRef& n : g.nodes) nodes[n->id] = n.get();
   std::unordered_map<uint64_t, poly::Signature> sigs;

@@ -27,10 +27,6 @@ struct CollectivePlan {
   int count() const;                   // combines that run as collectives
 };
 
-// The collective merge of a combine kind; none for arg-reductions (their partials carry an
-// index next to the value, which no MPI reduction op merges the way the kernels do) and None.
-std::optional<ReduceOp> reduce_op(poly::CombineKind kind);
-
 // A combine runs as a collective when the transport can reduce its kind and dtype, it has
 // two or more participants, every partial covers all of `out` (a regular grid; an irregular
 // combine stays point to point), its destination is one rank (reduce) or every participant

@@ -298,7 +298,7 @@ std::shared_ptr<Value> MpiTransport::try_recv(int from, Tag tag) {
   return mpi_.take(from, epoch_, tag);
 }
 
-bool MpiTransport::can_reduce(ReduceOp op, DType dtype) const {
+bool MpiTransport::can_reduce(Monoid op, DType dtype) const {
   return use_collectives_ && MpiGroups::supports(op, dtype);
 }
 

@@ -94,7 +94,7 @@ class MpiTransport final : public Transport {
   void push_sends(double max_s) override;
 
   // Regular combines run as MPI collectives on communicators of their participants.
-  bool can_reduce(ReduceOp op, DType dtype) const override;
+  bool can_reduce(Monoid op, DType dtype) const override;
   void join_groups(const std::vector<Group>& groups) override;
   std::unique_ptr<Collective> start_reduce(const ReduceSpec& spec, const View& in, const View& out) override;
   int64_t collectives_started() const override { return collectives_; }

@@ -26,25 +26,22 @@ void check(int rc, const char* what) {
   throw InternalError(cat_str(what, " failed: ", std::string(text, n)));
 }
 
-// Max and min as the kernels do them (engine/run/run_block.cpp, combine_partials): a NaN wins.
-// MPI_MAX / MPI_MIN compare with < and would drop it depending on the order of the operands.
-template <class T> void nan_merge(const void* in, void* inout, int n, bool max) {
+// Max and min as the kernels do them (kernels/monoid.hpp): a NaN wins. MPI_MAX / MPI_MIN
+// compare with < and would drop it depending on the order of the operands.
+template <Monoid M, class T> void merge(const void* in, void* inout, int n) {
   const T* a = static_cast<const T*>(in);
   T* b = static_cast<T*>(inout);
-  for (int i = 0; i < n; ++i) {
-    if (std::isnan(a[i]) || std::isnan(b[i])) b[i] = std::isnan(a[i]) ? a[i] : b[i];
-    else b[i] = max ? (a[i] < b[i] ? b[i] : a[i]) : (b[i] < a[i] ? b[i] : a[i]);
-  }
+  for (int i = 0; i < n; ++i) b[i] = fn::combine<M>(a[i], b[i]);
 }
 
 void nan_max(void* in, void* inout, int* len, MPI_Datatype* type) {
-  if (*type == MPI_FLOAT) nan_merge<float>(in, inout, *len, true);
-  else nan_merge<double>(in, inout, *len, true);
+  if (*type == MPI_FLOAT) merge<Monoid::Max, float>(in, inout, *len);
+  else merge<Monoid::Max, double>(in, inout, *len);
 }
 
 void nan_min(void* in, void* inout, int* len, MPI_Datatype* type) {
-  if (*type == MPI_FLOAT) nan_merge<float>(in, inout, *len, false);
-  else nan_merge<double>(in, inout, *len, false);
+  if (*type == MPI_FLOAT) merge<Monoid::Min, float>(in, inout, *len);
+  else merge<Monoid::Min, double>(in, inout, *len);
 }
 
 struct Mapped {
@@ -54,15 +51,15 @@ struct Mapped {
 
 // How a merge maps onto MPI, or nullopt where it has no equivalent (the executor then merges
 // point to point). `fmax`, `fmin`: the NaN-propagating ops for floats above.
-std::optional<Mapped> mapping(ReduceOp op, DType t, MPI_Op fmax, MPI_Op fmin) {
+std::optional<Mapped> mapping(Monoid op, DType t, MPI_Op fmax, MPI_Op fmin) {
   switch (t) {
     case DType::Bool:
       // A bool is one byte holding 0 or 1, as C's _Bool (MPI_C_BOOL); the kernels' sum of
       // bools is `or` and their product `and`, which are MPI's logical ops on it.
       static_assert(sizeof(bool) == 1);
       switch (op) {
-        case ReduceOp::And: case ReduceOp::Min: case ReduceOp::Prod: return Mapped{MPI_C_BOOL, MPI_LAND};
-        case ReduceOp::Or: case ReduceOp::Max: case ReduceOp::Sum: return Mapped{MPI_C_BOOL, MPI_LOR};
+        case Monoid::And: case Monoid::Min: case Monoid::Prod: return Mapped{MPI_C_BOOL, MPI_LAND};
+        case Monoid::Or: case Monoid::Max: case Monoid::Sum: return Mapped{MPI_C_BOOL, MPI_LOR};
       }
       break;
     case DType::I32:
@@ -72,12 +69,12 @@ std::optional<Mapped> mapping(ReduceOp op, DType t, MPI_Op fmax, MPI_Op fmin) {
       // (which also add unsigned), with no signed-overflow undefined behaviour inside MPI.
       const MPI_Datatype u = wide ? MPI_UINT64_T : MPI_UINT32_T, s = wide ? MPI_INT64_T : MPI_INT32_T;
       switch (op) {
-        case ReduceOp::Sum: return Mapped{u, MPI_SUM};
-        case ReduceOp::Prod: return Mapped{u, MPI_PROD};
-        case ReduceOp::Max: return Mapped{s, MPI_MAX};
-        case ReduceOp::Min: return Mapped{s, MPI_MIN};
-        case ReduceOp::And: return Mapped{s, MPI_LAND};
-        case ReduceOp::Or: return Mapped{s, MPI_LOR};
+        case Monoid::Sum: return Mapped{u, MPI_SUM};
+        case Monoid::Prod: return Mapped{u, MPI_PROD};
+        case Monoid::Max: return Mapped{s, MPI_MAX};
+        case Monoid::Min: return Mapped{s, MPI_MIN};
+        case Monoid::And: return Mapped{s, MPI_LAND};
+        case Monoid::Or: return Mapped{s, MPI_LOR};
       }
       break;
     }
@@ -85,12 +82,12 @@ std::optional<Mapped> mapping(ReduceOp op, DType t, MPI_Op fmax, MPI_Op fmin) {
     case DType::F64: {
       const MPI_Datatype f = t == DType::F32 ? MPI_FLOAT : MPI_DOUBLE;
       switch (op) {
-        case ReduceOp::Sum: return Mapped{f, MPI_SUM};
-        case ReduceOp::Prod: return Mapped{f, MPI_PROD};
-        case ReduceOp::Max: return Mapped{f, fmax};
-        case ReduceOp::Min: return Mapped{f, fmin};
+        case Monoid::Sum: return Mapped{f, MPI_SUM};
+        case Monoid::Prod: return Mapped{f, MPI_PROD};
+        case Monoid::Max: return Mapped{f, fmax};
+        case Monoid::Min: return Mapped{f, fmin};
         // MPI defines its logical ops on integer types only.
-        case ReduceOp::And: case ReduceOp::Or: return std::nullopt;
+        case Monoid::And: case Monoid::Or: return std::nullopt;
       }
       break;
     }
@@ -186,7 +183,7 @@ MpiGroups::~MpiGroups() {
   MPI_Comm_free(&m.parent);
 }
 
-bool MpiGroups::supports(ReduceOp op, DType dtype) {
+bool MpiGroups::supports(Monoid op, DType dtype) {
   return mapping(op, dtype, MPI_OP_NULL, MPI_OP_NULL).has_value();
 }
 

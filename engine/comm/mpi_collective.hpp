@@ -2,7 +2,7 @@
 // reduces on them.
 //   comm::MpiGroups& gs = mpi.groups();                 // owned by the MPI session
 //   gs.join({{0, 1}, {0, 1, 2, 3}}, epoch, check);       // plan start, every rank, same list
-//   auto c = gs.start_reduce({{0, 1}, 0, ReduceOp::Sum}, in, out);   while (!c->test()) ...
+//   auto c = gs.start_reduce({{0, 1}, 0, Monoid::Sum}, in, out);   while (!c->test()) ...
 // Communicators come from MPI_Comm_create_group (only the members call it), created in the
 // order of the list every rank is given, so overlapping groups cannot deadlock; they are
 // cached by member set across plans and freed when the session ends.
@@ -35,7 +35,7 @@ class MpiGroups {
   MpiGroups& operator=(const MpiGroups&) = delete;
 
   // Whether values of `dtype` can be merged with `op` (same answer on every rank).
-  static bool supports(ReduceOp op, DType dtype);
+  static bool supports(Monoid op, DType dtype);
 
   // Makes a communicator for each group in `groups` this rank belongs to and lacks, in list
   // order. Before creating one, the members tell each other they are ready (messages that

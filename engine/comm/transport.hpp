@@ -2,7 +2,7 @@
 //   comm::Transport& t = hub.endpoint(rank);          // LoopbackHub, later an MPI endpoint
 //   t.send(1, comm::tag(comm::TagKind::Transfer, 7), slice_view);   // buffered: returns at once
 //   if (auto v = t.try_recv(0, comm::tag(comm::TagKind::Transfer, 7))) store(box, v);
-// A transport is one rank's endpoint. The executor (engine/exec/sharded_run) is written against
+// A transport is one rank's endpoint. The executor (engine/shard/rank_program) is written against
 // this interface only, so the same code runs N virtual ranks in one process (loopback) or one
 // rank per MPI process: swapping the transport is the whole port.
 //
@@ -76,7 +76,7 @@ class Transport {
   // Collectives, where the transport has them; the defaults say "none", and the executor
   // then merges partials point to point. The answers must be the same on every rank.
   // Whether start_reduce can merge values of `dtype` with `op`.
-  virtual bool can_reduce(ReduceOp /*op*/, DType /*dtype*/) const { return false; }
+  virtual bool can_reduce(Monoid /*op*/, DType /*dtype*/) const { return false; }
   // Called once at plan start by every rank with the same list (in the plan's order): makes
   // each group this rank belongs to ready for collectives, waiting for its other members.
   virtual void join_groups(const std::vector<Group>& /*groups*/) {}

@@ -1,7 +1,7 @@
 // The worker ranks of the MPI engine, and the messages rank 0 and the workers exchange.
 //   comm::Mpi* mpi = comm::Mpi::start();
 //   if (mpi && mpi->rank() != 0) return worker_main(*mpi);   // serve rank 0 until shutdown
-//   encode_command({Command::Run, epoch, encode_plan(g)})      // rank 0 (engine/exec/coordinator)
+//   encode_command({Command::Run, epoch, encode_plan(g)})      // rank 0 (engine/dist/coordinator)
 // A worker waits for a command, runs its part of each plan over MpiTransport, and answers
 // every run with exactly one status: done (with its counts), failed (the error, naming this
 // rank), or aborted (rank 0 gave the run up because another rank failed). While it waits on

@@ -5,18 +5,8 @@
 namespace tapestry::poly {
 
 std::string_view combine_name(CombineKind c) {
-  switch (c) {
-    case CombineKind::None: return "none";
-    case CombineKind::Sum: return "sum";
-    case CombineKind::Prod: return "prod";
-    case CombineKind::Max: return "max";
-    case CombineKind::Min: return "min";
-    case CombineKind::And: return "and";
-    case CombineKind::Or: return "or";
-    case CombineKind::ArgMax: return "argmax";
-    case CombineKind::ArgMin: return "argmin";
-  }
-  return "?";
+  if (const std::optional<Monoid> m = monoid_of(c)) return monoid_name(*m);
+  return c == CombineKind::None ? "none" : c == CombineKind::ArgMax ? "argmax" : "argmin";
 }
 
 double Access::bytes() const {

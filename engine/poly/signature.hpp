@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,13 +16,24 @@
 #include "engine/ir/node.hpp"
 #include "engine/poly/box.hpp"
 #include "engine/poly/projection.hpp"
+#include "kernels/monoid.hpp"
 
 namespace tapestry::poly {
 
-// The monoid that merges partial results of a split reduction dim.
-// ArgMax/ArgMin partials are (value, global flat index) pairs: the larger (smaller) value
-// wins, ties go to the smaller index, matching "the first maximum".
-enum class CombineKind : uint8_t { None, Sum, Prod, Max, Min, And, Or, ArgMax, ArgMin };
+// What merges partial results of a split reduction dim: a Monoid (kernels/monoid.hpp, its
+// cases are Monoid's shifted by one), or ArgMax/ArgMin, whose partials are (value, global flat
+// index) pairs: the larger (smaller) value wins, ties go to the smaller index ("the first max").
+enum class CombineKind : uint8_t {
+  None,
+  Sum = 1 + uint8_t(Monoid::Sum), Prod = 1 + uint8_t(Monoid::Prod), Max = 1 + uint8_t(Monoid::Max),
+  Min = 1 + uint8_t(Monoid::Min), And = 1 + uint8_t(Monoid::And), Or = 1 + uint8_t(Monoid::Or),
+  ArgMax, ArgMin
+};
+constexpr CombineKind combine_of(Monoid m) { return CombineKind(1 + uint8_t(m)); }
+constexpr std::optional<Monoid> monoid_of(CombineKind c) {
+  if (c == CombineKind::None || c >= CombineKind::ArgMax) return std::nullopt;
+  return Monoid(uint8_t(c) - 1);
+}
 std::string_view combine_name(CombineKind c);
 
 struct IndexDim {

@@ -67,16 +67,9 @@ double program_flops(const FusedProgram& p) {
 }
 
 CombineKind reduce_combine(Op op) {
-  switch (op) {
-    case Op::Sum: return CombineKind::Sum;
-    case Op::Prod: return CombineKind::Prod;
-    case Op::Max: return CombineKind::Max;
-    case Op::Min: return CombineKind::Min;
-    case Op::All: return CombineKind::And;
-    case Op::Any: return CombineKind::Or;
-    default: internal_check(false && "not a reduce op");
-  }
-  return CombineKind::None;
+  const std::optional<Monoid> m = monoid_of(op);
+  internal_check(m.has_value() && "not a reduce op");
+  return combine_of(*m);
 }
 
 // Space = `shape` (the reduced tensor's); `reduced` dims are reductions, the output keeps the

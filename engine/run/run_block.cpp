@@ -5,17 +5,14 @@
 // case needs it.
 #include "engine/run/run_block.hpp"
 
-#include <cmath>
 #include <limits>
 #include <optional>
-#include <type_traits>
 
 #include "engine/device/host_backend.hpp"
 #include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/fused.hpp"
 #include "kernels/cpu/kernels.hpp"
-#include "kernels/cpu/strided.hpp"
 
 namespace tapestry {
 
@@ -245,43 +242,6 @@ std::vector<DeviceView> wrap_inputs(const std::vector<View>& inputs) {
   return out;
 }
 
-// The monoid of a combine on one element; NaN wins max and min, as the Max/Min ops.
-template <class T> T combine_one(poly::CombineKind k, T a, T b) {
-  using poly::CombineKind;
-  if constexpr (std::is_same_v<T, bool>) {
-    switch (k) {
-      case CombineKind::And: case CombineKind::Min: case CombineKind::Prod: return a && b;
-      case CombineKind::Or: case CombineKind::Max: case CombineKind::Sum: return a || b;
-      default: break;
-    }
-  } else {
-    switch (k) {
-      case CombineKind::Sum:
-        if constexpr (std::is_integral_v<T>)  // wrap like the kernels, without signed-overflow UB
-          return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) +
-                                static_cast<std::make_unsigned_t<T>>(b));
-        else return a + b;
-      case CombineKind::Prod:
-        if constexpr (std::is_integral_v<T>)
-          return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) *
-                                static_cast<std::make_unsigned_t<T>>(b));
-        else return a * b;
-      case CombineKind::Max:
-        if constexpr (std::is_floating_point_v<T>)
-          if (std::isnan(a) || std::isnan(b)) return std::isnan(a) ? a : b;
-        return a < b ? b : a;
-      case CombineKind::Min:
-        if constexpr (std::is_floating_point_v<T>)
-          if (std::isnan(a) || std::isnan(b)) return std::isnan(a) ? a : b;
-        return b < a ? b : a;
-      case CombineKind::And: return static_cast<T>(a != T(0) && b != T(0));
-      case CombineKind::Or: return static_cast<T>(a != T(0) || b != T(0));
-      default: break;
-    }
-  }
-  internal_fail(__FILE__, __LINE__, "combine_partials: not an elementwise combine");
-}
-
 }  // namespace
 
 DeviceView run_block(DeviceBackend& be, const Node& n, const poly::Signature& sig, const Box& box,
@@ -380,25 +340,9 @@ bool run_stencil_axpy_into(const Node& w, const poly::Signature& sig, const Box&
 }
 
 void combine_partials(poly::CombineKind kind, const View& acc, const View& part) {
-  internal_check(acc.shape == part.shape && acc.dtype == part.dtype);
-  if (acc.numel() == 0) return;
-  dispatch_dtype(acc.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const auto dims = cpu::coalesce<2>(acc.shape, {&acc.strides, &part.strides});
-    cpu::Odometer<2> it(dims, 0);
-    T* a = acc.ptr<T>();
-    const T* p = part.ptr<T>();
-    for (int64_t left = acc.numel(); left > 0;) {
-      const int64_t run = it.run_left();
-      const int64_t sa = it.inner_stride(0), sp = it.inner_stride(1);
-      for (int64_t e = 0; e < run; ++e) {
-        T& x = a[it.off[0] + e * sa];
-        x = combine_one<T>(kind, x, p[it.off[1] + e * sp]);
-      }
-      left -= run;
-      if (left > 0) it.advance(run);
-    }
-  });
+  const std::optional<Monoid> m = poly::monoid_of(kind);
+  internal_check(m.has_value() && "combine_partials: not an elementwise combine");
+  cpu::combine_into(*m, acc, part);
 }
 
 }  // namespace tapestry

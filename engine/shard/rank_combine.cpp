@@ -22,30 +22,6 @@ Shape shape_with_tail(const Box& b, const View& like) {
   return s;
 }
 
-// The value x with x op y == y for every y: what a member without a partial contributes.
-template <class T> T identity_of(comm::ReduceOp op) {
-  constexpr bool fp = std::is_floating_point_v<T>;
-  switch (op) {
-    case comm::ReduceOp::Sum: case comm::ReduceOp::Or: return T(0);
-    case comm::ReduceOp::Prod: case comm::ReduceOp::And: return T(1);
-    case comm::ReduceOp::Max:
-      if constexpr (fp) return -std::numeric_limits<T>::infinity();
-      else return std::numeric_limits<T>::lowest();
-    case comm::ReduceOp::Min:
-      if constexpr (fp) return std::numeric_limits<T>::infinity();
-      else return std::numeric_limits<T>::max();
-  }
-  return T(0);
-}
-
-void fill_identity(comm::ReduceOp op, const View& v) {
-  internal_check(v.is_contiguous());
-  dispatch_dtype(v.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    std::fill_n(v.ptr<T>(), v.numel(), identity_of<T>(op));
-  });
-}
-
 }  // namespace
 
 View RankProgram::partial_over(size_t c, size_t p) {
@@ -153,7 +129,7 @@ View RankProgram::contribution(size_t c) {
   for (size_t d = static_cast<size_t>(m.out.rank()); d < n.shape.size(); ++d) shape.push_back(n.shape[d]);
   auto acc = Value::alloc(n.dtype, shape);
   if (mine.empty()) {
-    fill_identity(coll_.combines[c].spec.op, acc->v);
+    cpu::fill_identity(coll_.combines[c].spec.op, acc->v);
     return acc->v;
   }
   cpu::copy_view(mine[0], acc->v);

@@ -8,6 +8,7 @@
 #include "kernels/cpu/kernels.hpp"
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/cpu/strided.hpp"
+#include "kernels/monoid.hpp"
 
 namespace tapestry::cpu {
 namespace {
@@ -15,14 +16,6 @@ namespace {
 constexpr int64_t kBlock = 256;
 constexpr int64_t kSerialWork = 1 << 15;
 constexpr int64_t kChunk = 1 << 16;  // flat scans: elements per partial result
-
-// True when x replaces `best` (strictly better, so the first of equals stays).
-template <bool Max, class T> inline bool better(T x, T best) {
-  if (best != best) return false;  // a NaN already won
-  if (x != x) return true;
-  if constexpr (Max) return x > best;
-  else return x < best;
-}
 
 template <bool Max, class T> struct Best {
   T v;
@@ -34,7 +27,7 @@ Best<Max, T> scan(const T* p, int64_t n, int64_t s, int64_t first) {
   Best<Max, T> b{p[0], first};
   for (int64_t i = 1; i < n; ++i) {
     T x = p[i * s];
-    if (better<Max>(x, b.v)) b = {x, first + i};
+    if (fn::arg_better<Max>(x, b.v)) b = {x, first + i};
   }
   return b;
 }
@@ -62,7 +55,7 @@ template <bool Max, class T> void flat(const View& in, int64_t* out) {
   });
   Best<Max, T> b = part[0];
   for (int64_t c = 1; c < nchunks; ++c)
-    if (better<Max>(part[c].v, b.v)) b = part[c];
+    if (fn::arg_better<Max>(part[c].v, b.v)) b = part[c];
   *out = b.i + 1;
 }
 
@@ -108,7 +101,7 @@ template <bool Max, class T> void along(const View& in, int dim, const View& out
         const T* row = base + i * s;
         for (int64_t j = 0; j < b; ++j) {
           T x = row[j * last.s[0]];
-          if (better<Max>(x, best[j])) best[j] = x, idx[j] = i;
+          if (fn::arg_better<Max>(x, best[j])) best[j] = x, idx[j] = i;
         }
       }
       int64_t* dst = o + k.off[1] + j0 * last.s[1];

@@ -10,6 +10,7 @@
 
 #include "engine/ir/node.hpp"
 #include "engine/ir/value.hpp"
+#include "kernels/monoid.hpp"
 
 namespace tapestry::cpu {
 
@@ -35,6 +36,11 @@ void run_map(const MapProgram& p, const View& out);
 // Reduce `in` over `dims` (0-based ascending) into `out` (in's shape without dims).
 // Sum/Prod of ints and bools accumulate in i64; floats accumulate in f64.
 void run_reduce(Op op, const View& in, const std::vector<int>& dims, const View& out);
+// acc = acc m part elementwise (same shape and dtype, any strides): merging the partial results
+// of a split reduction, bit for bit as run_reduce folds (kernels/monoid.hpp).
+void combine_into(Monoid m, const View& acc, const View& part);
+// Every element of v (contiguous) = m's identity: the partial of a member that computed none.
+void fill_identity(Monoid m, const View& v);
 
 // One-pass moments (moments.cpp): x (contiguous, f32 or f64) is `rows` rows of equal length;
 // out[r] gets row r's count, sum, mean and m2 = sum (x - mean)^2, in f64, from one read pass

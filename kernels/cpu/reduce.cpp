@@ -1,4 +1,5 @@
-// run_reduce: Sum Prod Max Min All Any over any set of dims of a strided input.
+// run_reduce: Sum Prod Max Min All Any over any set of dims of a strided input, with the monoids
+// of kernels/monoid.hpp; combine_into merges partial results with the same monoids.
 //
 // The dims are sorted by input stride and coalesced, then one of two loops runs:
 //  - inner-reduced (the densest dim is reduced): each output folds runs of the input
@@ -11,7 +12,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <memory>
 #include <type_traits>
 
@@ -20,63 +20,10 @@
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/cpu/strided.hpp"
 #include "kernels/functors.hpp"
+#include "kernels/monoid.hpp"
 
 namespace tapestry::cpu {
 namespace {
-
-// ---- The monoids. A is the accumulator type. ----
-
-template <class T>
-using sum_acc_t = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
-
-template <class T> struct SumR {
-  using A = sum_acc_t<T>;
-  static A init() { return A(0); }
-  static A join(A a, A b) {
-    if constexpr (std::is_floating_point_v<A>) return a + b;
-    else return fn::detail::wrap_add(a, b);
-  }
-  static A step(A a, T x) { return join(a, static_cast<A>(x)); }
-};
-template <class T> struct ProdR {
-  using A = sum_acc_t<T>;
-  static A init() { return A(1); }
-  static A join(A a, A b) {
-    if constexpr (std::is_floating_point_v<A>) return a * b;
-    else return fn::detail::wrap_mul(a, b);
-  }
-  static A step(A a, T x) { return join(a, static_cast<A>(x)); }
-};
-template <class T> struct MaxR {
-  using A = T;
-  static A init() {
-    if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
-    else return std::numeric_limits<T>::lowest();
-  }
-  static A join(A a, A b) { return fn::Maximum<T>{}(a, b); }  // NaN propagates
-  static A step(A a, T x) { return join(a, x); }
-};
-template <class T> struct MinR {
-  using A = T;
-  static A init() {
-    if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
-    else return std::numeric_limits<T>::max();
-  }
-  static A join(A a, A b) { return fn::Minimum<T>{}(a, b); }
-  static A step(A a, T x) { return join(a, x); }
-};
-template <class T> struct AllR {
-  using A = bool;
-  static A init() { return true; }
-  static A join(A a, A b) { return a && b; }
-  static A step(A a, T x) { return a && (x != T(0)); }
-};
-template <class T> struct AnyR {
-  using A = bool;
-  static A init() { return false; }
-  static A join(A a, A b) { return a || b; }
-  static A step(A a, T x) { return a || (x != T(0)); }
-};
 
 // ---- Loops. ----
 
@@ -263,9 +210,9 @@ std::vector<RDim> normalize(std::vector<RDim> dims) {
   return out;
 }
 
-template <template <class> class RT, class T>
+template <Monoid M, class T>
 void reduce_typed(const View& in, const std::vector<RDim>& dims, const View& out) {
-  using R = RT<T>;
+  using R = fn::Fold<M, T>;
   using A = typename R::A;
   const T* src = in.ptr<T>();
   const int64_t nout = out.numel();
@@ -301,9 +248,9 @@ void reduce_typed(const View& in, const std::vector<RDim>& dims, const View& out
 // Every element of a contiguous input into one output, below the size Reducer::run would
 // split: the one fold it would do (join(init, fold_run)), without building its dims. A dot
 // product observed in a loop of small observations takes this path.
-template <template <class> class RT, class T>
+template <Monoid M, class T>
 void fold_all(const View& in, const View& out) {
-  using R = RT<T>;
+  using R = fn::Fold<M, T>;
   using A = typename R::A;
   const A acc = R::join(R::init(), fold_run<R>(in.ptr<T>(), in.numel(), 1));
   if (out.dtype == dtype_of<A>()) {
@@ -318,32 +265,12 @@ void fold_all(const View& in, const View& out) {
   }
 }
 
-template <template <class> class RT>
-bool try_fold_all(const View& in, const View& out) {
-  if (out.numel() != 1 || in.numel() == 0 || in.numel() >= kSerialWork || !in.is_contiguous()) return false;
-  dispatch_dtype(in.dtype, [&](auto tag) { fold_all<RT, typename decltype(tag)::type>(in, out); });
-  return true;
-}
-
-template <template <class> class RT>
-void reduce_op(const View& in, const std::vector<RDim>& dims, const View& out) {
-  dispatch_dtype(in.dtype, [&](auto tag) {
-    reduce_typed<RT, typename decltype(tag)::type>(in, dims, out);
-  });
-}
-
-}  // namespace
-
-void run_reduce(Op op, const View& in, const std::vector<int>& dims, const View& out) {
-  internal_check(out.rank() == in.rank() - static_cast<int>(dims.size()));
-  switch (op) {  // small and whole: no dims to build (try_fold_all)
-    case Op::Sum: if (try_fold_all<SumR>(in, out)) return; break;
-    case Op::Prod: if (try_fold_all<ProdR>(in, out)) return; break;
-    case Op::Max: if (try_fold_all<MaxR>(in, out)) return; break;
-    case Op::Min: if (try_fold_all<MinR>(in, out)) return; break;
-    case Op::All: if (try_fold_all<AllR>(in, out)) return; break;
-    case Op::Any: if (try_fold_all<AnyR>(in, out)) return; break;
-    default: break;
+template <Monoid M>
+void reduce_monoid(const View& in, const std::vector<int>& dims, const View& out) {
+  // Small and whole: no dims to build (fold_all).
+  if (out.numel() == 1 && in.numel() > 0 && in.numel() < kSerialWork && in.is_contiguous()) {
+    dispatch_dtype(in.dtype, [&](auto tag) { fold_all<M, typename decltype(tag)::type>(in, out); });
+    return;
   }
   std::vector<bool> red(in.rank(), false);
   for (int d : dims) {
@@ -363,15 +290,51 @@ void run_reduce(Op op, const View& in, const std::vector<int>& dims, const View&
   }
   if (out.numel() == 0) return;
   const std::vector<RDim> nd = in.numel() == 0 ? rd : normalize(rd);
-  switch (op) {
-    case Op::Sum: return reduce_op<SumR>(in, nd, out);
-    case Op::Prod: return reduce_op<ProdR>(in, nd, out);
-    case Op::Max: return reduce_op<MaxR>(in, nd, out);
-    case Op::Min: return reduce_op<MinR>(in, nd, out);
-    case Op::All: return reduce_op<AllR>(in, nd, out);
-    case Op::Any: return reduce_op<AnyR>(in, nd, out);
-    default: internal_check(!"run_reduce: not a Reduce op");
-  }
+  dispatch_dtype(in.dtype, [&](auto tag) { reduce_typed<M, typename decltype(tag)::type>(in, nd, out); });
+}
+
+}  // namespace
+
+void run_reduce(Op op, const View& in, const std::vector<int>& dims, const View& out) {
+  internal_check(out.rank() == in.rank() - static_cast<int>(dims.size()));
+  const std::optional<Monoid> m = monoid_of(op);
+  internal_check(m.has_value() && "run_reduce: not a Reduce op");
+  dispatch_monoid(*m, [&](auto mc) { reduce_monoid<decltype(mc)::value>(in, dims, out); });
+}
+
+void combine_into(Monoid m, const View& acc, const View& part) {
+  internal_check(acc.shape == part.shape && acc.dtype == part.dtype);
+  if (acc.numel() == 0) return;
+  dispatch_monoid(m, [&](auto mc) {
+    dispatch_dtype(acc.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      constexpr Monoid M = decltype(mc)::value;
+      const auto dims = coalesce<2>(acc.shape, {&acc.strides, &part.strides});
+      Odometer<2> it(dims, 0);
+      for (int64_t left = acc.numel(); left > 0;) {
+        const int64_t run = it.run_left(), sa = it.inner_stride(0), sp = it.inner_stride(1);
+        T* a = acc.ptr<T>() + it.off[0];
+        const T* p = part.ptr<T>() + it.off[1];
+        if (sa == 1 && sp == 1) {  // the usual case, vectorized
+          for (int64_t e = 0; e < run; ++e) a[e] = fn::combine<M>(a[e], p[e]);
+        } else {
+          for (int64_t e = 0; e < run; ++e) a[e * sa] = fn::combine<M>(a[e * sa], p[e * sp]);
+        }
+        left -= run;
+        if (left > 0) it.advance(run);
+      }
+    });
+  });
+}
+
+void fill_identity(Monoid m, const View& v) {
+  internal_check(v.is_contiguous());
+  dispatch_monoid(m, [&](auto mc) {
+    dispatch_dtype(v.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      std::fill_n(v.ptr<T>(), v.numel(), fn::identity<decltype(mc)::value, T>());
+    });
+  });
 }
 
 }  // namespace tapestry::cpu

@@ -4,69 +4,25 @@
 // Two shapes of launch: one thread per output when each output folds few elements or there are
 // many outputs (the kept dims are then usually the dense ones, so loads coalesce), else one
 // block per output whose threads fold strided slices and then combine in shared memory. The
-// monoids use the shared functors (fn::Maximum propagates NaN exactly as on the CPU); f32 sums
-// accumulate in f64, so the GPU's different summation order moves results by ~1 ulp of f32 only.
+// monoids are the CPU's (kernels/monoid.hpp: NaN propagates through max exactly as there); f32
+// sums accumulate in f64, so the GPU's different summation order moves results by ~1 ulp of f32.
 #include <cuda_runtime.h>
 
-#include <limits>
+#include <optional>
 
 #include "engine/ir/error.hpp"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/functors.hpp"
+#include "kernels/monoid.hpp"
 
 namespace tapestry::cuda {
 namespace {
 
-template <class T> using SumAcc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
-
-template <class T> struct SumR {
-  using A = SumAcc<T>;
-  static __device__ A init() { return A(0); }
-  static __device__ A join(A a, A b) {
-    if constexpr (std::is_floating_point_v<A>) return a + b;
-    else return fn::detail::wrap_add(a, b);
-  }
-  static __device__ A step(A a, T x, int64_t) { return join(a, static_cast<A>(x)); }
-};
-template <class T> struct ProdR {
-  using A = SumAcc<T>;
-  static __device__ A init() { return A(1); }
-  static __device__ A join(A a, A b) {
-    if constexpr (std::is_floating_point_v<A>) return a * b;
-    else return fn::detail::wrap_mul(a, b);
-  }
-  static __device__ A step(A a, T x, int64_t) { return join(a, static_cast<A>(x)); }
-};
-template <class T> struct MaxR {
-  using A = T;
-  static __device__ A init() {
-    if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
-    else return std::numeric_limits<T>::lowest();
-  }
-  static __device__ A join(A a, A b) { return fn::Maximum<T>{}(a, b); }
-  static __device__ A step(A a, T x, int64_t) { return join(a, x); }
-};
-template <class T> struct MinR {
-  using A = T;
-  static __device__ A init() {
-    if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
-    else return std::numeric_limits<T>::max();
-  }
-  static __device__ A join(A a, A b) { return fn::Minimum<T>{}(a, b); }
-  static __device__ A step(A a, T x, int64_t) { return join(a, x); }
-};
-template <class T> struct AllR {
-  using A = bool;
-  static __device__ A init() { return true; }
-  static __device__ A join(A a, A b) { return a && b; }
-  static __device__ A step(A a, T x, int64_t) { return a && (x != T(0)); }
-};
-template <class T> struct AnyR {
-  using A = bool;
-  static __device__ A init() { return false; }
-  static __device__ A join(A a, A b) { return a || b; }
-  static __device__ A step(A a, T x, int64_t) { return a || (x != T(0)); }
+// A monoid's fold (kernels/monoid.hpp, as on the CPU); step also takes the position, for ArgR.
+template <Monoid M, class T> struct MonoidR : fn::Fold<M, T> {
+  using A = typename fn::Fold<M, T>::A;
+  static __device__ A step(A a, T x, int64_t) { return fn::Fold<M, T>::step(a, x); }
 };
 
 // The first extreme (NaN wins, as numpy): the index breaks ties, so any fold order agrees.
@@ -76,18 +32,12 @@ template <class T> struct Cand {
 };
 template <bool Max, class T> struct ArgR {
   using A = Cand<T>;
-  static __device__ bool better(T x, T best) {
-    if (best != best) return false;
-    if (x != x) return true;
-    if constexpr (Max) return x > best;
-    else return x < best;
-  }
   static __device__ A init() { return {T{}, -1}; }
   static __device__ A join(A a, A b) {
     if (a.i < 0) return b;
     if (b.i < 0) return a;
-    if (better(b.v, a.v)) return b;
-    if (better(a.v, b.v)) return a;
+    if (fn::arg_better<Max>(b.v, a.v)) return b;
+    if (fn::arg_better<Max>(a.v, b.v)) return a;
     return a.i < b.i ? a : b;
   }
   static __device__ A step(A a, T x, int64_t i) { return join(a, A{x, i}); }
@@ -146,9 +96,8 @@ __global__ void block_per_output(const T* in, void* out, DType ot, const Geometr
   }
 }
 
-template <template <class> class RT, class T>
+template <class R, class T>
 void launch(const DView& in, const DView& out, const Geometry& g) {
-  using R = RT<T>;
   const T* ip = static_cast<const T*>(in.data);
   cudaStream_t s = context().s();
   if (g.K <= 64 || g.M >= 65536)
@@ -184,26 +133,18 @@ Geometry geometry(const DView& in, const std::vector<int>& dims, const DView& ou
   return g;
 }
 
-template <bool Max> struct ArgMaxT {
-  template <class T> using R = ArgR<Max, T>;
-};
-
 }  // namespace
 
 void run_reduce(Op op, const DView& in, const std::vector<int>& dims, const DView& out) {
+  const std::optional<Monoid> m = monoid_of(op);
+  internal_check(m.has_value() && "run_reduce: not a Reduce op");
   if (out.numel() == 0) return;
   const Geometry g = geometry(in, dims, out);
-  dispatch_dtype(in.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    switch (op) {
-      case Op::Sum: return launch<SumR, T>(in, out, g);
-      case Op::Prod: return launch<ProdR, T>(in, out, g);
-      case Op::Max: return launch<MaxR, T>(in, out, g);
-      case Op::Min: return launch<MinR, T>(in, out, g);
-      case Op::All: return launch<AllR, T>(in, out, g);
-      case Op::Any: return launch<AnyR, T>(in, out, g);
-      default: internal_check(!"run_reduce: not a Reduce op");
-    }
+  dispatch_monoid(*m, [&](auto mc) {
+    dispatch_dtype(in.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      launch<MonoidR<decltype(mc)::value, T>, T>(in, out, g);
+    });
   });
 }
 
@@ -227,8 +168,8 @@ void run_argreduce(Op op, const DView& in, int dim, const DView& out) {
   const Geometry g = geometry(src, dims, out);
   dispatch_dtype(in.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (op == Op::ArgMax) launch<ArgMaxT<true>::R, T>(src, out, g);
-    else launch<ArgMaxT<false>::R, T>(src, out, g);
+    if (op == Op::ArgMax) launch<ArgR<true, T>, T>(src, out, g);
+    else launch<ArgR<false, T>, T>(src, out, g);
   });
   if (tmp.get()) synchronize();  // tmp is freed on return
 }

@@ -24,7 +24,7 @@ class Reducing final : public comm::Transport {
   std::shared_ptr<Value> try_recv(int, comm::Tag) override { return nullptr; }
   int64_t messages_sent() const override { return 0; }
   int64_t bytes_sent() const override { return 0; }
-  bool can_reduce(comm::ReduceOp, DType t) const override { return t != DType::F64; }
+  bool can_reduce(Monoid, DType t) const override { return t != DType::F64; }
 };
 
 NodeRef src(const Shape& s, DType t = DType::F32) { return make_source(Value::alloc(t, s), s, t); }
@@ -55,11 +55,11 @@ TEST_CASE("engine.comm.collective_plan.reduce_and_all_reduce_qualify") {
   REQUIRE(cp.combines.size() == 2);
   CHECK(cp.combines[0].collective);
   CHECK(cp.combines[0].spec.root == 2);
-  CHECK(cp.combines[0].spec.op == comm::ReduceOp::Sum);
+  CHECK(cp.combines[0].spec.op == Monoid::Sum);
   CHECK(cp.combines[0].spec.group == comm::Group{0, 1, 2});
   CHECK(cp.combines[1].collective);
   CHECK(cp.combines[1].spec.root == comm::kAllMembers);
-  CHECK(cp.combines[1].spec.op == comm::ReduceOp::Max);
+  CHECK(cp.combines[1].spec.op == Monoid::Max);
   CHECK(cp.groups == std::vector<comm::Group>{{0, 1, 2}});
   CHECK(cp.count() == 2);
 }
@@ -96,8 +96,8 @@ TEST_CASE("engine.comm.collective_plan.what_stays_point_to_point") {
     CHECK_FALSE(comm::plan_collectives(m.g, t).combines[0].collective);
   }
   SUBCASE("arg-reductions and a single participant") {
-    CHECK_FALSE(comm::reduce_op(poly::CombineKind::ArgMax).has_value());
-    CHECK_FALSE(comm::reduce_op(poly::CombineKind::ArgMin).has_value());
+    CHECK_FALSE(poly::monoid_of(poly::CombineKind::ArgMax).has_value());
+    CHECK_FALSE(poly::monoid_of(poly::CombineKind::ArgMin).has_value());
     Mm m({1, 1});
     m.g.add_combine(m.y->id, poly::CombineKind::Sum, m.parts, m.all(), {1});
     CHECK_FALSE(comm::plan_collectives(m.g, t).combines[0].collective);

@@ -372,7 +372,7 @@ TEST_CASE("mpi.collective.retired_groups_never_match_a_stale_contribution") {
   if (me() == 1) {
     auto stale = Value::alloc(DType::F32, k.y->shape);
     for (int64_t i = 0; i < numel(k.y->shape); ++i) stale->data<float>()[i] = 1000;
-    mpi().groups().start_reduce({{0, 1}, 0, comm::ReduceOp::Sum}, stale->v, View{});  // dropped unfinished
+    mpi().groups().start_reduce({{0, 1}, 0, Monoid::Sum}, stale->v, View{});  // dropped unfinished
   }
   MPI_Barrier(MPI_COMM_WORLD);
   const int64_t retired = mpi().groups().retired();
