@@ -1,9 +1,15 @@
 #include "engine/device/host_backend.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <new>
+#include <optional>
 
 #include "engine/ir/error.hpp"
+#include "engine/telemetry/cancel.hpp"
+#include "engine/telemetry/stats.hpp"
+#include "kernels/cpu/parallel.hpp"
+#include "kernels/monoid.hpp"
 
 namespace tapestry {
 
@@ -88,6 +94,123 @@ void HostBackend::conv2d(const DeviceView& x, const DeviceView& w, const cpu::Wi
 void HostBackend::pool2d(Op op, const DeviceView& x, int64_t kh, int64_t kw, const cpu::WindowAxis& h,
                          const cpu::WindowAxis& wd, const DeviceView& out) {
   cpu::run_pool2d(op, view(x), kh, kw, h, wd, view(out));
+}
+
+namespace {
+
+std::shared_ptr<Value> alloc(DType t, const Shape& s) {
+  const size_t bytes = static_cast<size_t>(numel(s)) * dtype_size(t);
+  try {
+    auto v = Value::alloc(t, s);
+    stats().bytes_allocated += bytes;
+    return v;
+  } catch (const std::bad_alloc&) {
+    user_error("out of memory allocating ", bytes, " bytes for a ", dtype_name(t), " tensor of shape ", shape_str(s));
+  }
+}
+
+}  // namespace
+
+void HostBackend::map_reduce(const DeviceMapProgram& p, const Shape& shape, Op op, const std::vector<int>& dims,
+                             const DeviceView& out) {
+  cpu::MapProgram hp;
+  for (const DeviceView& l : p.leaves) hp.leaves.push_back(view(l));
+  hp.instrs = p.instrs;
+  map_reduce(std::move(hp), shape, op, dims, view(out));
+}
+
+void HostBackend::map_reduce(cpu::MapProgram p, const Shape& shape, Op op, const std::vector<int>& dims,
+                             const View& out) {
+  const int64_t rows = shape.empty() ? 1 : shape[0];
+  const int64_t row_elems = shape.empty() ? 1 : numel(shape) / std::max<int64_t>(rows, 1);
+  constexpr int64_t kChunkElems = 1 << 18;  // 1 MiB of f32: fits in L2 with the leaves' tiles
+  const int64_t chunk_rows = std::max<int64_t>(1, kChunkElems / std::max<int64_t>(row_elems, 1));
+  const DType mapped = p.instrs.back().out;
+  if (shape.empty() || chunk_rows >= rows) {  // small: one chunk
+    auto tmp = alloc(mapped, shape);
+    cpu::run_map(p, tmp->v);
+    cpu::run_reduce(op, tmp->v, dims, out);
+    return;
+  }
+  const bool dim0_reduced = !dims.empty() && dims[0] == 0;
+  const std::optional<Monoid> monoid = monoid_of(op);
+  internal_check(monoid.has_value());
+  Shape chunk_shape = shape;
+  chunk_shape[0] = chunk_rows;
+  auto tmp = alloc(mapped, chunk_shape);
+  std::shared_ptr<Value> part = dim0_reduced ? alloc(out.dtype, out.shape) : nullptr;
+  const std::vector<View> leaves = p.leaves;
+  const int r = static_cast<int>(shape.size());
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
+    if (cancel_requested()) throw Cancelled();
+    const int64_t n = std::min(chunk_rows, rows - r0);
+    std::vector<int64_t> start(r, 0), step(r, 1);
+    start[0] = r0;
+    Shape count = shape;
+    count[0] = n;
+    for (size_t i = 0; i < leaves.size(); ++i) p.leaves[i] = leaves[i].sliced(start, step, count);
+    const View chunk = tmp->v.sliced(std::vector<int64_t>(r, 0), step, count);
+    cpu::run_map(p, chunk);
+    if (!dim0_reduced) {  // output rows r0 .. r0+n-1
+      std::vector<int64_t> ostart(out.rank(), 0), ostep(out.rank(), 1);
+      Shape ocount = out.shape;
+      ostart[0] = r0;
+      ocount[0] = n;
+      cpu::run_reduce(op, chunk, dims, out.sliced(ostart, ostep, ocount));
+    } else if (r0 == 0) {
+      cpu::run_reduce(op, chunk, dims, out);
+    } else {
+      cpu::run_reduce(op, chunk, dims, part->v);
+      cpu::combine_into(*monoid, out, part->v);
+    }
+  }
+}
+
+void HostBackend::map_banded(const cpu::MapProgram& p, const std::vector<Stencil>& stencils, const View& out) {
+  constexpr int64_t kBandElems = int64_t(1) << 17;  // a band: 512 KiB of f32, in L2
+  const Shape& shape = out.shape;
+  const int r = static_cast<int>(shape.size());
+  const int64_t rows = shape[0], row_elems = numel(shape) / rows;
+  const int64_t band = std::clamp<int64_t>(kBandElems / std::max<int64_t>(row_elems, 1), 1, rows);
+  const int64_t nbands = (rows + band - 1) / band;
+  const bool stream = out.numel() * static_cast<int64_t>(dtype_size(out.dtype)) >= (int64_t(32) << 20);
+  Shape band_shape = shape;
+  band_shape[0] = band;
+  int u_leaf = -1;
+  float c = 0;
+  const bool axpy = stencils.size() == 1 && cpu::axpy_form(p, stencils[0].leaf, u_leaf, c);
+  std::vector<std::vector<std::shared_ptr<Value>>> scratch(static_cast<size_t>(cpu::pool_width()));
+  cpu::parallel_for(nbands, 1, [&](int64_t lo, int64_t hi, int worker) {
+    auto& bufs = scratch[static_cast<size_t>(worker)];
+    if (bufs.empty())
+      for (const Stencil& s : stencils) bufs.push_back(alloc(s.x.dtype, band_shape));
+    cpu::MapProgram pb = p;
+    pb.stream_out = stream;
+    std::vector<int64_t> start(r, 0), zero(r, 0), step(r, 1);
+    for (int64_t b = lo; b < hi; ++b) {
+      if (cancel_requested()) throw Cancelled();
+      start[0] = b * band;
+      Shape count = shape;
+      count[0] = std::min(band, rows - start[0]);
+      for (size_t i = 0; i < p.leaves.size(); ++i)
+        if (p.leaves[i].buf) pb.leaves[i] = p.leaves[i].sliced(start, step, count);
+      if (axpy) {  // u + c * stencil: applied by the stencil kernel as it stores
+        std::vector<int64_t> origin = stencils[0].origin;
+        origin[0] += start[0];
+        if (cpu::run_correlate_axpy(stencils[0].x, stencils[0].k, origin, pb.leaves[static_cast<size_t>(u_leaf)], c,
+                                    out.sliced(start, step, count), stream))
+          continue;
+      }
+      for (size_t j = 0; j < stencils.size(); ++j) {
+        std::vector<int64_t> origin = stencils[j].origin;
+        origin[0] += start[0];
+        const View piece = bufs[j]->v.sliced(zero, step, count);
+        cpu::run_correlate(stencils[j].x, stencils[j].k, origin, piece);
+        pb.leaves[static_cast<size_t>(stencils[j].leaf)] = piece;
+      }
+      cpu::run_map(pb, out.sliced(start, step, count));
+    }
+  });
 }
 
 }  // namespace tapestry

@@ -16,6 +16,32 @@ namespace tapestry {
 
 class HostBackend : public DeviceBackend {
  public:
+  // The CPU's own entry points, over host views (the single-rank evaluator calls them directly;
+  // the DeviceBackend ones below wrap them for device views).
+  void map(const cpu::MapProgram& p, const View& out) { cpu::run_map(p, out); }
+  void reduce(Op op, const View& in, const std::vector<int>& dims, const View& out) { cpu::run_reduce(op, in, dims, out); }
+  void copy(const View& src, const View& dst) { cpu::copy_view(src, dst); }
+  // Per row of x (rows = x's element count / the reduced count): its sum and the moments of a
+  // variance in one pass (kernels/cpu/moments.cpp). x contiguous.
+  void moments(const View& x, int64_t rows, cpu::Moments* out) { cpu::run_moments(x, rows, out); }
+
+  // The CPU's fast paths.
+  // reduce(op, map(p) of `shape`, dims): each chunk of rows of the map is computed into a
+  // cache-sized buffer and reduced at once, so the map never exists whole; chunks that reduce
+  // dim 0 merge as partials, in order (deterministic).
+  void map_reduce(cpu::MapProgram p, const Shape& shape, Op op, const std::vector<int>& dims, const View& out);
+  // A stencil read by a map program: leaf `leaf` is correlate(x, k) with its windows starting at
+  // `origin` (-pad_before) of x, of the program's shape.
+  struct Stencil {
+    int leaf;
+    View x, k;
+    std::vector<int64_t> origin;
+  };
+  // The program with those leaves computed band by band of rows inside it (each band of a
+  // stencil in a per-thread buffer that stays in L2; u + c * stencil straight from the stencil
+  // kernel): a step like u + c * stencil(u) reads u and writes its result once.
+  void map_banded(const cpu::MapProgram& p, const std::vector<Stencil>& stencils, const View& out);
+
   // A device view over v's buffer (no copy, no allocation: a Buffer is a DeviceMemory).
   static DeviceView wrap(const View& v);
   // The host view of a view this backend made or wrapped.
@@ -32,6 +58,8 @@ class HostBackend : public DeviceBackend {
   void copy(const DeviceView& src, const DeviceView& dst) override;
   void map(const DeviceMapProgram& p, const DeviceView& out) override;
   void reduce(Op op, const DeviceView& in, const std::vector<int>& dims, const DeviceView& out) override;
+  void map_reduce(const DeviceMapProgram& p, const Shape& shape, Op op, const std::vector<int>& dims,
+                  const DeviceView& out) override;
   void argreduce(Op op, const DeviceView& in, int dim, const DeviceView& out) override;
   void matmul(const DeviceView& a, const DeviceView& b, const DeviceView& out) override;
   void generate(Op op, const Attrs& attrs, const Shape& global_shape, const std::vector<int64_t>& origin,

@@ -273,7 +273,7 @@ class Evaluation {
   std::shared_ptr<Value> contiguous(const std::shared_ptr<Value>& v) {
     if (whole(*v)) return v;
     auto out = alloc(v->v.dtype, v->v.shape);
-    cpu::copy_view(v->v, out->v);
+    cpu_backend().copy(v->v, out->v);
     return out;
   }
 
@@ -287,7 +287,7 @@ class Evaluation {
     if (s.program) {
       cpu::MapProgram p = build_program(i);
       auto out = alloc(n.dtype, n.shape);
-      if (banded_leaves_.empty()) cpu::run_map(p, out->v);
+      if (banded_leaves_.empty()) cpu_backend().map(p, out->v);
       else run_banded(i, p, out->v);
       return out;
     }
@@ -314,59 +314,13 @@ class Evaluation {
     const std::vector<int> dims = attrs_of<ReduceAttrs>(n).dims;
     const int in = input(i, 0);
     if (slot(in).inlined) run_map_reduce(n, in, dims, out->v);
-    else cpu::run_reduce(n.op, slot_view(in), dims, out->v);
+    else cpu_backend().reduce(n.op, slot_view(in), dims, out->v);
     return out;
   }
 
-  // reduce(map(...)) in chunks along dim 0 of the map: each chunk is computed into a small
-  // buffer that stays in cache and reduced at once. When dim 0 is reduced, chunk results are
-  // partials merged in order (deterministic); otherwise they are rows of the output.
-  void run_map_reduce(const Node& reduce, int map_slot, const std::vector<int>& dims,
-                      const View& out) {
-    const Node& map = node(map_slot);
-    cpu::MapProgram p = build_program(map_slot);
-    const Shape& shape = map.shape;
-    const int64_t rows = shape.empty() ? 1 : shape[0];
-    const int64_t row_elems = shape.empty() ? 1 : numel(shape) / rows;
-    constexpr int64_t kChunkElems = 1 << 18;  // 1 MiB of f32: fits in L2 with the leaves' tiles
-    const int64_t chunk_rows = std::max<int64_t>(1, kChunkElems / std::max<int64_t>(row_elems, 1));
-    if (shape.empty() || chunk_rows >= rows) {  // small: one chunk
-      auto tmp = alloc(map.dtype, shape);
-      cpu::run_map(p, tmp->v);
-      cpu::run_reduce(reduce.op, tmp->v, dims, out);
-      return;
-    }
-    const bool dim0_reduced = !dims.empty() && dims[0] == 0;
-    const poly::CombineKind combine = poly::signature_of(reduce).combine();
-    Shape chunk_shape = shape;
-    chunk_shape[0] = chunk_rows;
-    auto tmp = alloc(map.dtype, chunk_shape);
-    std::shared_ptr<Value> part = dim0_reduced ? alloc(reduce.dtype, reduce.shape) : nullptr;
-    const std::vector<View> leaves = p.leaves;
-    const int r = static_cast<int>(shape.size());
-    for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
-      if (cancel_requested()) throw Cancelled();
-      const int64_t n = std::min(chunk_rows, rows - r0);
-      std::vector<int64_t> start(r, 0), step(r, 1);
-      start[0] = r0;
-      Shape count = shape;
-      count[0] = n;
-      for (size_t i = 0; i < leaves.size(); ++i) p.leaves[i] = leaves[i].sliced(start, step, count);
-      const View chunk = tmp->v.sliced(std::vector<int64_t>(r, 0), step, count);
-      cpu::run_map(p, chunk);
-      if (!dim0_reduced) {  // output rows r0 .. r0+n-1
-        std::vector<int64_t> ostart(out.rank(), 0), ostep(out.rank(), 1);
-        Shape ocount = out.shape;
-        ostart[0] = r0;
-        ocount[0] = n;
-        cpu::run_reduce(reduce.op, chunk, dims, out.sliced(ostart, ostep, ocount));
-      } else if (r0 == 0) {
-        cpu::run_reduce(reduce.op, chunk, dims, out);
-      } else {
-        cpu::run_reduce(reduce.op, chunk, dims, part->v);
-        combine_partials(combine, out, part->v);
-      }
-    }
+  // reduce(map(...)): the CPU backend computes the map chunk by chunk (HostBackend::map_reduce).
+  void run_map_reduce(const Node& reduce, int map_slot, const std::vector<int>& dims, const View& out) {
+    cpu_backend().map_reduce(build_program(map_slot), node(map_slot).shape, reduce.op, dims, out);
   }
 
   // A variance (find_moments): the sum s = sum(x) computes, in the same pass
@@ -407,7 +361,7 @@ class Evaluation {
     internal_check(out.is_contiguous() && out.numel() == rows);
     Centred c;
     c.rows.resize(static_cast<size_t>(rows));
-    cpu::run_moments(x, rows, c.rows.data());
+    cpu_backend().moments(x, rows, c.rows.data());
     dispatch_float(n.dtype, [&](auto* tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
       T* o = out.ptr<T>();
@@ -426,67 +380,18 @@ class Evaluation {
     else internal_fail(__FILE__, __LINE__, "moments of a non-float dtype");
   }
 
-  // The map `root` whose program has banded stencils among its leaves (placeholders in p):
-  // rows in bands of ~kBandElems; per band each stencil computes its rows of output into a
-  // per-thread buffer (run_correlate with the band's origin, exactly the whole op's sums),
-  // then the program runs over the band. Bands are shared out over the threads.
+  // The map `root` whose program has banded stencils among its leaves (placeholders in p): the
+  // CPU backend computes each stencil band by band inside the map (HostBackend::map_banded).
   void run_banded(int root, cpu::MapProgram& p, const View& out) {
-    struct Win {
-      int leaf;
-      const Node* node;
-      View x, k;
-      std::vector<int64_t> origin;  // the whole op's: -pad_before
-    };
-    std::vector<Win> wins;
+    std::vector<HostBackend::Stencil> stencils;
     for (const auto& [leaf, j] : banded_leaves_) {
       const Node* w = slot(j).node;
-      Win win{leaf, w, input_view(j, 0), input_view(j, 1), {}};
-      for (int64_t pad : attrs_of<CorrelateAttrs>(*w).pad_before) win.origin.push_back(-pad);
-      wins.push_back(std::move(win));
+      HostBackend::Stencil st{leaf, input_view(j, 0), input_view(j, 1), {}};
+      for (int64_t pad : attrs_of<CorrelateAttrs>(*w).pad_before) st.origin.push_back(-pad);
+      stencils.push_back(std::move(st));
     }
-    const Shape& shape = node(root).shape;
-    const int r = static_cast<int>(shape.size());
-    const int64_t rows = shape[0], row_elems = numel(shape) / rows;
-    const int64_t band = std::clamp<int64_t>(kBandElems / std::max<int64_t>(row_elems, 1), 1, rows);
-    const int64_t nbands = (rows + band - 1) / band;
-    const bool stream = out.numel() * static_cast<int64_t>(dtype_size(out.dtype)) >= (int64_t(32) << 20);
-    Shape band_shape = shape;
-    band_shape[0] = band;
-    int u_leaf = -1;
-    float c = 0;
-    const bool axpy = wins.size() == 1 && cpu::axpy_form(p, wins[0].leaf, u_leaf, c);
-    std::vector<std::vector<std::shared_ptr<Value>>> scratch(static_cast<size_t>(cpu::pool_width()));
-    cpu::parallel_for(nbands, 1, [&](int64_t lo, int64_t hi, int worker) {
-      auto& bufs = scratch[static_cast<size_t>(worker)];
-      if (bufs.empty())
-        for (const Win& w : wins) bufs.push_back(alloc(w.node->dtype, band_shape));
-      cpu::MapProgram pb = p;
-      pb.stream_out = stream;
-      std::vector<int64_t> start(r, 0), zero(r, 0), step(r, 1);
-      for (int64_t b = lo; b < hi; ++b) {
-        if (cancel_requested()) throw Cancelled();
-        start[0] = b * band;
-        Shape count = shape;
-        count[0] = std::min(band, rows - start[0]);
-        for (size_t i = 0; i < p.leaves.size(); ++i)
-          if (p.leaves[i].buf) pb.leaves[i] = p.leaves[i].sliced(start, step, count);
-        if (axpy) {
-          std::vector<int64_t> origin = wins[0].origin;
-          origin[0] += start[0];
-          if (cpu::run_correlate_axpy(wins[0].x, wins[0].k, origin, pb.leaves[static_cast<size_t>(u_leaf)], c,
-                                      out.sliced(start, step, count), stream))
-            continue;
-        }
-        for (size_t j = 0; j < wins.size(); ++j) {
-          std::vector<int64_t> origin = wins[j].origin;
-          origin[0] += start[0];
-          const View piece = bufs[j]->v.sliced(zero, step, count);
-          cpu::run_correlate(wins[j].x, wins[j].k, origin, piece);
-          pb.leaves[static_cast<size_t>(wins[j].leaf)] = piece;
-        }
-        cpu::run_map(pb, out.sliced(start, step, count));
-      }
-    });
+    internal_check(out.shape == node(root).shape);
+    cpu_backend().map_banded(p, stencils, out);
   }
 
   std::shared_ptr<Value> view_of(int i) {
@@ -495,7 +400,7 @@ class Evaluation {
     if (view_layout(node(i), in, v->v)) return v;
     ++stats().kernels;  // a reshape the strides cannot express
     auto copy = alloc(in.dtype, in.shape);
-    cpu::copy_view(in, copy->v);
+    cpu_backend().copy(in, copy->v);
     internal_check(view_layout(node(i), copy->v, v->v));
     return v;
   }
@@ -567,7 +472,6 @@ class Evaluation {
   std::vector<std::pair<int, int>>& moments_;
   int walk_ = 0;                                       // numbers the graph walks (Slot::seen)
   int members_ = 0;                                    // group members of the last build_program
-  static constexpr int64_t kBandElems = int64_t(1) << 17;     // a band: 512 KiB of f32, in L2
   static constexpr int64_t kBandMinElems = int64_t(1) << 18;  // smaller stencils run whole
   static constexpr size_t kKeepMaxBytes = size_t(1) << 20;     // keep_if_held's bound
   struct Centred {

@@ -319,6 +319,7 @@ std::vector<NodeRef> observe_stored(const std::vector<NodeRef>& given) {
 }
 
 void materialize(Environment& env) {
+  if (!env.has_pending()) return release_unreferenced();  // every observation asks: keep it cheap
   // One at a time, so a failing binding names itself and cannot block the others.
   for (const std::string& name : env.names()) {
     const Environment::Entry& e = env.entries().at(name);
