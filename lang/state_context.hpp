@@ -16,7 +16,9 @@ struct StateContext {
   const void* tensor_meta = nullptr;
 };
 
-inline StateContext& state_context(lua_State* L) { return **static_cast<StateContext**>(lua_getextraspace(L)); }
+inline StateContext& state_context(lua_State* L) {
+  return **static_cast<StateContext**>(lua_getextraspace(L));
+}
 inline Session& session_of(lua_State* L) { return *state_context(L).session; }
 
 }  // namespace tapestry

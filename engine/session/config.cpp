@@ -19,7 +19,8 @@ bool set(const char* name) { return var(name) != nullptr; }
 Config Config::from_environment() {
   Config c;
   if (const char* e = var("TAPESTRY_RANKS")) c.ranks = std::max(1, std::atoi(e));
-  if (const char* e = var("TAPESTRY_MEMORY_PER_RANK")) c.memory_per_rank = std::max<int64_t>(0, std::atoll(e));
+  if (const char* e = var("TAPESTRY_MEMORY_PER_RANK"))
+    c.memory_per_rank = std::max<int64_t>(0, std::atoll(e));
   if (const char* e = var("TAPESTRY_VERIFY")) c.verify = std::string_view(e) == "1";
   if (const char* e = var("TAPESTRY_THREADS")) {
     char* end = nullptr;

@@ -61,8 +61,8 @@ void Session::start_coordinator(comm::Mpi& mpi) {
 
 int Session::serve(comm::Mpi& mpi) {
   const TelemetryScope in(telemetry_);  // a traced run captures into this session's trace
-  return worker_main(mpi, WorkerSetup{shard_store_, device(), device_peers_wanted(), config_.fault,
-                                      config_.io_fault_rank});
+  return worker_main(
+      mpi, WorkerSetup{shard_store_, device(), device_peers_wanted(), config_.fault, config_.io_fault_rank});
 }
 
 plan::PlannedGraph Session::plan_observed(const std::vector<NodeRef>& roots, const plan::Mesh& mesh,

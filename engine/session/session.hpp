@@ -50,8 +50,8 @@ class Session {
   // ranks; with the device's rates, and the memory limit as each rank's capacity (so the
   // search prefers plans that fit; engine/plan/memory_limit.hpp refuses plans beyond it).
   const plan::Mesh& mesh();
-  void set_ranks(int ranks);               // user_check: 1..4096
-  void set_memory_per_rank(int64_t bytes); // 0: no limit (--memory-per-rank)
+  void set_ranks(int ranks);                // user_check: 1..4096
+  void set_memory_per_rank(int64_t bytes);  // 0: no limit (--memory-per-rank)
   int64_t memory_per_rank() const { return config_.memory_per_rank; }
 
   // The device, selected on first use: the GPU probe loads the driver, which a plain start

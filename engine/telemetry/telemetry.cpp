@@ -12,9 +12,7 @@ std::atomic<Telemetry*> g_current{&g_default};
 
 }  // namespace
 
-Telemetry& current_telemetry() {
-  return *g_current.load(std::memory_order_relaxed);
-}
+Telemetry& current_telemetry() { return *g_current.load(std::memory_order_relaxed); }
 
 TelemetryScope::TelemetryScope(Telemetry& t) : previous_(g_current.exchange(&t)) {}
 

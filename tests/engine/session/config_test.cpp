@@ -33,11 +33,24 @@ class Env {
   std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
 
-const char* const kAll[] = {"TAPESTRY_RANKS", "TAPESTRY_MEMORY_PER_RANK", "TAPESTRY_VERIFY", "TAPESTRY_THREADS",
-                            "TAPESTRY_DEVICE", "TAPESTRY_DEVICE_PEERS", "OMPI_COMM_WORLD_LOCAL_RANK",
-                            "MPI_LOCALRANKID", "SLURM_LOCALID", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK",
-                            "TAPESTRY_MPI_TIMEOUT", "TAPESTRY_FAULT", "TAPESTRY_IO_FAULT", "PATH",
-                            "TAPESTRY_RELAUNCHED", "OMPI_MCA_odls_base_sigkill_timeout"};
+const char* const kAll[] = {"TAPESTRY_RANKS",
+                            "TAPESTRY_MEMORY_PER_RANK",
+                            "TAPESTRY_VERIFY",
+                            "TAPESTRY_THREADS",
+                            "TAPESTRY_DEVICE",
+                            "TAPESTRY_DEVICE_PEERS",
+                            "OMPI_COMM_WORLD_LOCAL_RANK",
+                            "MPI_LOCALRANKID",
+                            "SLURM_LOCALID",
+                            "OMPI_COMM_WORLD_SIZE",
+                            "PMI_SIZE",
+                            "PMIX_RANK",
+                            "TAPESTRY_MPI_TIMEOUT",
+                            "TAPESTRY_FAULT",
+                            "TAPESTRY_IO_FAULT",
+                            "PATH",
+                            "TAPESTRY_RELAUNCHED",
+                            "OMPI_MCA_odls_base_sigkill_timeout"};
 
 }  // namespace
 
