@@ -7,8 +7,9 @@
 #include <lua.h>
 
 #include "engine/session/observe.hpp"
-#include "engine/store/environment.hpp"
+#include "engine/session/session.hpp"
 #include "lang/lua_args.hpp"
+#include "lang/state_context.hpp"
 #include "lang/tensor_lua.hpp"
 
 namespace tapestry {
@@ -22,7 +23,7 @@ std::string check_name(lua_State* L) {
 
 int env_index(lua_State* L) {
   const std::string name = check_name(L);
-  NodeRef n = env().get(name);
+  NodeRef n = session_of(L).env().get(name);
   if (!n) lua_pushnil(L);
   else push_tensor(L, std::move(n), name);
   return 1;
@@ -30,18 +31,20 @@ int env_index(lua_State* L) {
 
 int env_newindex(lua_State* L) {
   const std::string name = check_name(L);
+  Session& s = session_of(L);
   if (lua_isnil(L, 3)) {
-    env().drop(name);
-    release_unreferenced();  // its shards, on every rank, unless something still reads them
+    s.env().drop(name);
+    release_unreferenced(s);  // its shards, on every rank, unless something still reads them
     return 0;
   }
-  env().bind(name, check_tensor_like(L, 3));
+  s.env().bind(name, check_tensor_like(L, 3));
   return 0;
 }
 
 // pairs(tp.env): name, Tensor in name order (a snapshot of the names).
 int env_next(lua_State* L) {
-  const auto names = env().names();
+  const Environment& env = session_of(L).env();
+  const auto names = env.names();
   size_t i = 0;
   if (!lua_isnil(L, 2)) {
     const std::string prev = lua_tostring(L, 2);
@@ -49,7 +52,7 @@ int env_next(lua_State* L) {
   }
   if (i >= names.size()) return 0;
   lua_pushstring(L, names[i].c_str());
-  push_tensor(L, env().get(names[i]), names[i]);
+  push_tensor(L, env.get(names[i]), names[i]);
   return 2;
 }
 

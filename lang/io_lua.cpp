@@ -18,11 +18,9 @@
 #include "engine/plan/planner.hpp"
 #include "engine/session/session.hpp"
 #include "engine/session/sharded_io.hpp"
-#include "engine/store/stored_tensor.hpp"
-#include "engine/store/environment.hpp"
-#include "engine/telemetry/cancel.hpp"
 #include "lang/bindings.hpp"
 #include "lang/lua_args.hpp"
+#include "lang/state_context.hpp"
 #include "lang/tensor_lua.hpp"
 
 namespace tapestry::lua {
@@ -60,10 +58,11 @@ int l_load(lua_State* L) {
   if (name)
     user_check(is_identifier(*name), "'", *name, "' is not a valid tensor name (use an identifier)");
   // A named tensor on N ranks: each rank reads its own rows into its shard store.
-  const int ranks = current_mesh().ranks;
+  Session& s = session_of(L);
+  const int ranks = s.mesh().ranks;
   NodeRef n;
   if (name && ranks > 1) {
-    n = io::load_npy_sharded(path, ranks);
+    n = io::load_npy_sharded(s, path, ranks);
   } else {
     auto value = io::load_npy(path);
     const Shape shape = value->view().shape;
@@ -71,7 +70,7 @@ int l_load(lua_State* L) {
     n = make_source(std::move(value), shape, stored);
   }
   if (dtype && *dtype != n->dtype) n = build::cast(n, *dtype);
-  if (name) env().bind(*name, n);
+  if (name) s.env().bind(*name, n);
   push_tensor(L, std::move(n), name.value_or(""));
   return 1;
 }
@@ -81,32 +80,34 @@ int l_save(lua_State* L) {
   const std::string path = check_path(L, 2);
   // On N ranks the value is computed (or already stored) sharded and each rank writes its
   // own boxes; rank 0 writes only the header.
-  if (current_mesh().ranks > 1 && !x->value) {
-    clear_cancel();
-    materialize(env());
-    NodeRef leaf = io::stored_leaf_of(x);
+  Session& ses = session_of(L);
+  if (ses.mesh().ranks > 1 && !x->value) {
+    ses.telemetry().clear_cancel();
+    materialize(ses);
+    NodeRef leaf = io::stored_leaf_of(ses, x);
     if (!leaf) {
-      NodeRef s = observe_stored({x})[0];
-      if (!s->value && stored_layout(s->id)) leaf = s;
+      NodeRef s = observe_stored(ses, {x})[0];
+      if (!s->value && ses.stored().layout(s->id)) leaf = s;
     }
     if (leaf) {
-      io::save_npy_sharded({{path, leaf}});
+      io::save_npy_sharded(ses, {{path, leaf}});
       return 0;
     }
   }
-  observe({x});
+  observe(L, {x});
   io::save_npy(path, x->value->view());
   return 0;
 }
 
 int l_save_env(lua_State* L) {
   const std::string dir = check_path(L, 1);
-  clear_cancel();
-  return push_names(L, io::save_env(dir));
+  Session& s = session_of(L);
+  s.telemetry().clear_cancel();
+  return push_names(L, io::save_env(s, dir));
 }
 
 int l_load_env(lua_State* L) {
-  return push_names(L, io::load_env(check_path(L, 1)));
+  return push_names(L, io::load_env(session_of(L), check_path(L, 1)));
 }
 
 }  // namespace tapestry::lua

@@ -14,16 +14,14 @@
 
 #include <unistd.h>
 
-#include "engine/device/probe.hpp"
-#include "engine/dist/coordinator.hpp"
 #include "engine/ir/attrs.hpp"
 #include "engine/ir/fused.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/poly/signature.hpp"
 #include "engine/session/session.hpp"
-#include "engine/store/environment.hpp"
 #include "lang/bindings.hpp"
 #include "lang/lua_args.hpp"
+#include "lang/state_context.hpp"
 #include "lang/tensor_lua.hpp"
 
 namespace tapestry {
@@ -46,7 +44,7 @@ PlanHandle* check_plan(lua_State* L, int i) {
 // opts.mesh: a rank count, or {ranks=, ranks_per_node=, flops=, bandwidth=, latency=,
 // network_bandwidth=, network_latency=, memory=}.
 plan::Mesh read_mesh(lua_State* L, int opts_idx) {
-  plan::Mesh m = current_mesh();
+  plan::Mesh m = session_of(L).mesh();
   if (opts_idx == 0) return m;
   lua_getfield(L, opts_idx, "mesh");
   const int t = lua_gettop(L);
@@ -123,7 +121,7 @@ PlanArgs plan_args(lua_State* L) {
 }
 
 plan::PlannedGraph plan_for(lua_State* L, const PlanArgs& a) {
-  return plan_observed(a.roots, read_mesh(L, a.opts), read_search(L, a.opts));
+  return session_of(L).plan_observed(a.roots, read_mesh(L, a.opts), read_search(L, a.opts));
 }
 
 std::string op_label(const Node& n) {
@@ -273,7 +271,7 @@ void push_layout(lua_State* L, const std::vector<int64_t>& grid) {
 // A layout table: {kind="replicated"} / {kind="split", dim=d, parts=p} / {grid={...}}.
 std::vector<int64_t> layout_grid(lua_State* L, int i, const Shape& shape) {
   if (!luaL_testudata(L, i, kLayoutMeta) && lua_type(L, i) != LUA_TTABLE) type_error(L, i, "layout");
-  const int ranks = current_mesh().ranks;
+  const int ranks = session_of(L).mesh().ranks;
   std::vector<int64_t> grid(shape.size(), 1);
   lua_getfield(L, i, "kind");
   const std::string kind = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "grid";
@@ -329,14 +327,14 @@ int layout_tostring(lua_State* L) {
 }
 
 // The shard map of x: its data's when materialized, else as planned on `mesh`.
-std::string layout_map_on(const NodeRef& x, const plan::Mesh& mesh,
+std::string layout_map_on(Session& s, const NodeRef& x, const plan::Mesh& mesh,
                           const plan::SearchOptions& search) {
   plan::LayoutInfo li;
   if (x->value) {
     li.grid.assign(x->shape.size(), 1);
     li.shards.push_back(plan::Shard{x->id, poly::Box::of_shape(x->shape), 0});
   } else {
-    li = plan::layout_of(plan_observed({x}, mesh, search), x->id);
+    li = plan::layout_of(s.plan_observed({x}, mesh, search), x->id);
   }
   return render_layout(x->shape, li.shards, plan::grid_string(li.grid), isatty(1) != 0);
 }
@@ -384,7 +382,8 @@ int l_layout(lua_State* L) {
     push_layout(L, std::vector<int64_t>(x->shape.size(), 1));
     return 1;
   }
-  const plan::PlannedGraph pg = plan_observed({x}, current_mesh(), read_search(L, 0));
+  Session& s = session_of(L);
+  const plan::PlannedGraph pg = s.plan_observed({x}, s.mesh(), read_search(L, 0));
   push_layout(L, plan::layout_of(pg, x->id).grid);
   return 1;
 }
@@ -428,13 +427,14 @@ int l_grid(lua_State* L) {
 }
 
 int l_mesh(lua_State* L) {
-  const plan::Mesh& m = current_mesh();
+  Session& s = session_of(L);
+  const plan::Mesh& m = s.mesh();
   lua_createtable(L, 0, 8);
   lua_pushinteger(L, m.ranks);
   lua_setfield(L, -2, "ranks");
   // The device the planner models: "cuda" when a GPU was selected (TAPESTRY_DEVICE or found),
   // and `gpu` says which, or why there is none ("none: no CUDA driver (...)").
-  const device::Selection& dev = device::current();
+  const device::Selection& dev = s.device_selection();
   const bool gpu = dev.kind == device::Kind::Cuda;
   lua_pushinteger(L, gpu ? m.devices_per_rank : 0);
   lua_setfield(L, -2, "devices_per_rank");
@@ -452,14 +452,14 @@ int l_mesh(lua_State* L) {
     lua_pushnumber(L, device::peak_hbm_bytes(dev.info));
     lua_setfield(L, -2, "gpu_hbm_bytes_per_s");
   }
-  lua_pushstring(L, mpi_job_ranks() == m.ranks && m.ranks > 1 ? "mpi"
-                   : m.ranks > 1                              ? "loopback (virtual ranks in one process)"
-                                                              : "single process");
+  lua_pushstring(L, s.mpi_job_ranks() == m.ranks && m.ranks > 1 ? "mpi"
+                   : m.ranks > 1                                ? "loopback (virtual ranks in one process)"
+                                                                : "single process");
   lua_setfield(L, -2, "transport");
   // How slices cross between the ranks' devices: device peers (NCCL), or through the host.
-  const bool on_mpi = mpi_job_ranks() == m.ranks && m.ranks > 1;
+  const bool on_mpi = s.mpi_job_ranks() == m.ranks && m.ranks > 1;
   const std::string between = dev.kind == device::Kind::Cpu ? "none"
-                              : on_mpi                        ? device_transport()
+                              : on_mpi                        ? s.coordinator()->device_transport()
                               : m.ranks > 1                   ? "in-process device copies"
                                                               : "none";
   lua_pushstring(L, between.c_str());
@@ -482,16 +482,17 @@ int l_layout_map(lua_State* L) {
     Options(L, 2, {"mesh", "search"});  // validates the keys
     opts = 2;
   }
-  const std::string s = opts == 0 ? describe_layout_map(x)
-                                  : layout_map_on(x, read_mesh(L, opts), read_search(L, opts));
+  Session& ses = session_of(L);
+  const std::string s = opts == 0 ? describe_layout_map(ses, x)
+                                  : layout_map_on(ses, x, read_mesh(L, opts), read_search(L, opts));
   lua_pushlstring(L, s.data(), s.size());
   return 1;
 }
 
 }  // namespace lua
 
-std::string describe_layout_map(const NodeRef& x) {
-  return layout_map_on(x, current_mesh(), {});
+std::string describe_layout_map(Session& s, const NodeRef& x) {
+  return layout_map_on(s, x, s.mesh(), {});
 }
 
 void register_plan_types(lua_State* L) {

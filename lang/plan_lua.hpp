@@ -1,6 +1,6 @@
 // Plans, layouts and the mesh in Lua (see plan_lua.cpp), and the shell's shard map.
 //   register_plan_types(L);                       // Plan and Layout metatables
-//   std::cout << describe_layout_map(node);        // :layout, a coloured map of who holds what
+//   std::cout << describe_layout_map(session, node);   // :layout, a coloured map of who holds what
 #pragma once
 
 #include <string>
@@ -13,10 +13,12 @@ struct lua_State;
 
 namespace tapestry {
 
+class Session;
+
 void register_plan_types(lua_State* L);
 
-// The shard map of a tensor (planned on the current mesh if it is an expression).
-std::string describe_layout_map(const NodeRef& x);
+// The shard map of a tensor (planned on the session's mesh if it is an expression).
+std::string describe_layout_map(Session& s, const NodeRef& x);
 
 // Draws which rank holds which box: 1-D as a bar, 2-D as a grid, n-D as 2-D faces of the
 // last two dims, one per index of the leading dims (up to a few), in ANSI colours when

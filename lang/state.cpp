@@ -10,6 +10,7 @@
 #include "lang/env_lua.hpp"
 #include "lang/lua_args.hpp"
 #include "lang/plan_lua.hpp"
+#include "lang/state_context.hpp"
 #include "lang/tensor_lua.hpp"
 #include "stdlib/stdlib.hpp"
 
@@ -57,9 +58,14 @@ void preload_stdlib(lua_State* L) {
 
 }  // namespace
 
-lua_State* new_tapestry_state() {
+lua_State* new_tapestry_state(Session& s) {
   lua_State* L = luaL_newstate();
   if (!L) return nullptr;
+  // The context lives in a userdata the registry keeps (Lua never moves it) as long as L.
+  auto* ctx = static_cast<StateContext*>(lua_newuserdatauv(L, sizeof(StateContext), 0));
+  *ctx = StateContext{&s, nullptr};
+  lua_rawsetp(L, LUA_REGISTRYINDEX, ctx);
+  *static_cast<StateContext**>(lua_getextraspace(L)) = ctx;
   luaL_openlibs(L);
   luaL_requiref(L, "tapestry", open_tp, 0);  // package.loaded.tapestry
   lua_setglobal(L, "tp");

@@ -8,11 +8,11 @@
 
 #include "engine/run/evaluator.hpp"
 #include "engine/session/observe.hpp"
-#include "engine/store/environment.hpp"
-#include "engine/telemetry/cancel.hpp"
+#include "engine/session/session.hpp"
 #include "lang/api.hpp"
 #include "lang/bindings.hpp"
 #include "lang/lua_args.hpp"
+#include "lang/state_context.hpp"
 
 namespace tapestry {
 
@@ -24,8 +24,8 @@ const char kMethodsKey = 0;  // the methods table's registry key (by address)
 const char kMetaKey = 0;
 
 // Every argument check asks "is this a Tensor?" (tens of times a CG iteration), so the
-// metatable's address lives in the state's extra space and the test is one comparison.
-const void*& tensor_meta_address(lua_State* L) { return *static_cast<const void**>(lua_getextraspace(L)); }
+// metatable's address lives in the state's context and the test is one comparison.
+const void*& tensor_meta_address(lua_State* L) { return state_context(L).tensor_meta; }
 
 int tensor_gc(lua_State* L) {
   if (auto* h = to_tensor_handle(L, 1)) h->~TensorHandle();
@@ -88,10 +88,11 @@ TensorHandle* to_tensor_handle(lua_State* L, int idx) {
   return tensor ? static_cast<TensorHandle*>(p) : nullptr;
 }
 
-void observe(const std::vector<NodeRef>& nodes) {
-  clear_cancel();
-  materialize(env());
-  observe_values(nodes);
+void observe(lua_State* L, const std::vector<NodeRef>& nodes) {
+  Session& s = session_of(L);
+  s.telemetry().clear_cancel();
+  materialize(s);
+  observe_values(s, nodes);
 }
 
 void register_tensor_type(lua_State* L) {

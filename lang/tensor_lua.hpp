@@ -25,7 +25,8 @@ TensorHandle* to_tensor_handle(lua_State* L, int idx);
 // Creates the metatable (methods from the API registry); called once per state.
 void register_tensor_type(lua_State* L);
 
-// Observes: makes sure the node holds a value (materializing pending env bindings too).
-void observe(const std::vector<NodeRef>& nodes);
+// Observes in the state's session: makes sure the node holds a value (materializing pending
+// env bindings too).
+void observe(lua_State* L, const std::vector<NodeRef>& nodes);
 
 }  // namespace tapestry

@@ -4,17 +4,16 @@
 
 #include <cmath>
 
-#include "engine/store/environment.hpp"
+#include "engine/session/session.hpp"
 #include "lang/bindings.hpp"
 #include "lang/convert.hpp"
 #include "lang/lua_args.hpp"
+#include "lang/state_context.hpp"
 #include "lang/tensor_lua.hpp"
 
 namespace tapestry::lua {
 
 namespace {
-
-uint64_t g_seed = 0x5eed;  // the environment's seed; advances per unseeded random tensor
 
 // Options shared by creators; binds opts.name in the environment.
 struct CreateOpts {
@@ -39,7 +38,7 @@ CreateOpts read_opts(lua_State* L, int arg, bool random = false) {
 
 int finish(lua_State* L, NodeRef n, const CreateOpts& c) {
   if (c.name) {
-    env().bind(*c.name, n);
+    session_of(L).env().bind(*c.name, n);
     push_tensor(L, std::move(n), *c.name);
   } else {
     push_tensor(L, std::move(n));
@@ -120,7 +119,7 @@ int l_linspace(lua_State* L) {
 static int random(lua_State* L, bool normal) {
   const Shape s = check_shape_arg(L, 1);
   const CreateOpts c = read_opts(L, 2, true);
-  const uint64_t seed = c.seed ? static_cast<uint64_t>(*c.seed) : g_seed++;
+  const uint64_t seed = c.seed ? static_cast<uint64_t>(*c.seed) : session_of(L).random_seed()++;
   return finish(L, normal ? build::randn(s, seed, c.dtype) : build::rand(s, seed, c.dtype), c);
 }
 int l_rand(lua_State* L) { return random(L, false); }
@@ -128,10 +127,10 @@ int l_randn(lua_State* L) { return random(L, true); }
 
 int l_seed(lua_State* L) {
   if (lua_isnoneornil(L, 1)) {
-    lua_pushinteger(L, static_cast<lua_Integer>(g_seed));
+    lua_pushinteger(L, static_cast<lua_Integer>(session_of(L).random_seed()));
     return 1;
   }
-  g_seed = static_cast<uint64_t>(check_int(L, 1));
+  session_of(L).random_seed() = static_cast<uint64_t>(check_int(L, 1));
   return 0;
 }
 

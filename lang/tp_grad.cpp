@@ -11,6 +11,7 @@
 #include "engine/session/observe.hpp"
 #include "lang/bindings.hpp"
 #include "lang/lua_args.hpp"
+#include "lang/state_context.hpp"
 #include "lang/tensor_lua.hpp"
 
 namespace tapestry::lua {
@@ -49,15 +50,15 @@ int l_detach(lua_State* L) {
   // Computed and kept where they were computed (no gather to rank 0). Every result must be
   // its own leaf, even for equal expressions (two tp.zeros{3} are one node): tp.grad tells
   // parameters apart by node, so a repeated stored leaf is gathered into a fresh source.
-  observe({});  // pending tp.env bindings first, as every observation point does
-  const std::vector<NodeRef> leaves = observe_stored(xs);
+  observe(L, {});  // pending tp.env bindings first, as every observation point does
+  const std::vector<NodeRef> leaves = observe_stored(session_of(L), xs);
   std::unordered_set<const Node*> pushed;
   for (const NodeRef& leaf : leaves) {
     if (!leaf->value && pushed.insert(leaf.get()).second) {
       push_tensor(L, leaf);
       continue;
     }
-    if (!leaf->value) observe({leaf});
+    if (!leaf->value) observe(L, {leaf});
     push_tensor(L, make_source(leaf->value, leaf->shape, leaf->dtype));
   }
   return n;

@@ -8,16 +8,12 @@
 #include "engine/run/evaluator.hpp"
 #include "engine/session/observe.hpp"
 #include "engine/session/session.hpp"
-#include "engine/telemetry/cancel.hpp"
-#include "engine/telemetry/stats.hpp"
-#include "engine/plan/planner.hpp"
 #include "engine/ir/value.hpp"
-#include "engine/store/environment.hpp"
-#include "engine/store/stored_tensor.hpp"
 #include "lang/bindings.hpp"
 #include "lang/convert.hpp"
 #include "lang/format.hpp"
 #include "lang/lua_args.hpp"
+#include "lang/state_context.hpp"
 #include "lang/tensor_lua.hpp"
 
 namespace tapestry::lua {
@@ -59,14 +55,14 @@ int l_item(lua_State* L) {
   if (numel(x->shape) != 1)  // (user_check would format the shape on every call)
     user_error("expects a tensor with exactly one element, got shape ", shape_str(x->shape), " (",
                numel(x->shape), " elements)");
-  observe({x});
+  observe(L, {x});
   push_element(L, x->value->view(), 0);
   return 1;
 }
 
 int l_totable(lua_State* L) {
   const NodeRef x = check_tensor(L, 1);
-  observe({x});
+  observe(L, {x});
   push_totable(L, x->value->view());
   return 1;
 }
@@ -76,9 +72,10 @@ int l_eval(lua_State* L) {
   std::vector<NodeRef> xs;
   for (int i = 1; i <= n; ++i) xs.push_back(check_tensor(L, i));
   // Computed is enough: results stay sharded where computed (printing one gathers it).
-  clear_cancel();
-  materialize(env());
-  observe_kept(xs);
+  Session& s = session_of(L);
+  s.telemetry().clear_cancel();
+  materialize(s);
+  observe_kept(s, xs);
   return n;  // the same Tensors, now backed by data
 }
 
@@ -91,9 +88,9 @@ int l_release(lua_State* L) {
 
 int l_tostring(lua_State* L) {
   const NodeRef x = check_tensor(L, 1);
-  observe({x});
+  observe(L, {x});
   FormatOptions opts;
-  opts.note = computed_layout(x->id);  // sharded results say how they were split
+  opts.note = session_of(L).layouts().find(x->id);  // sharded results say how they were split
   if (!opts.note.empty()) opts.note = "computed as " + opts.note;
   const std::string s = format_tensor(x->value->view(), opts);
   lua_pushlstring(L, s.data(), s.size());
@@ -101,7 +98,8 @@ int l_tostring(lua_State* L) {
 }
 
 int l_stats(lua_State* L) {
-  const Stats& s = stats();
+  Session& ses = session_of(L);
+  const Stats& s = ses.telemetry().stats;
   lua_createtable(L, 0, 9);
   auto set = [L](const char* k, double v) {
     lua_pushnumber(L, v);
@@ -127,7 +125,7 @@ int l_stats(lua_State* L) {
   set("time_schedule", s.time_schedule);
   set("time_run", s.time_run);
   set("time_move", s.time_move);
-  const plan::PlannerStats& ps = plan::planner_stats();
+  const plan::PlannerStats& ps = ses.planner().stats;
   seti("plans", ps.plans);
   seti("plan_cache_hits", ps.cache_hits);
   set("time_plan", ps.time_plan);
@@ -143,7 +141,8 @@ int l_clock(lua_State* L) {
 int l_tensors(lua_State* L) {
   lua_newtable(L);
   lua_Integer i = 1;
-  for (const auto& [name, e] : env().entries()) {
+  Session& s = session_of(L);
+  for (const auto& [name, e] : s.env().entries()) {
     const NodeRef& n = e.current();
     lua_createtable(L, 0, 6);
     lua_pushstring(L, name.c_str());
@@ -159,12 +158,12 @@ int l_tensors(lua_State* L) {
     lua_pushinteger(L, numel(n->shape) * dtype_size(n->dtype));
     lua_setfield(L, -2, "bytes");
     // Where it lies: a stored tensor's shards, else whole on rank 0 (or not computed yet).
-    const StoredLayout* st = e.pending ? nullptr : stored_layout(n->id);
+    const StoredLayout* st = e.pending ? nullptr : s.stored().layout(n->id);
     const std::string layout = st ? describe_shards(st->shards, n->shape.size())
                                   : e.pending ? "not computed" : "whole on rank 0";
     lua_pushstring(L, layout.c_str());
     lua_setfield(L, -2, "layout");
-    const int ranks = st ? st->ranks : current_mesh().ranks;
+    const int ranks = st ? st->ranks : s.mesh().ranks;
     std::vector<int64_t> per_rank(static_cast<size_t>(ranks), 0);
     if (st) per_rank = bytes_per_rank(*st, *n);
     else if (!e.pending) per_rank[0] = numel(n->shape) * dtype_size(n->dtype);

@@ -3,9 +3,10 @@
 #include <lauxlib.h>
 #include <lua.h>
 
-#include "engine/store/environment.hpp"
+#include "engine/session/session.hpp"
 #include "lang/bindings.hpp"
 #include "lang/lua_args.hpp"
+#include "lang/state_context.hpp"
 #include "lang/tensor_lua.hpp"
 
 namespace tapestry::lua {
@@ -269,7 +270,7 @@ int l_newindex(lua_State* L) {
     y.node = build::reshape(build::broadcast_to(y.node, g.kept), g.count);
   }
   NodeRef w = build::write_region(x, g.start, g.count, y);
-  env().bind(h->name, w);
+  session_of(L).env().bind(h->name, w);
   h->node = w;
   return 0;
 }

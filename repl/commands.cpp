@@ -12,6 +12,7 @@
 #include "repl/help.hpp"
 #include "repl/run.hpp"
 #include "repl/shell.hpp"
+#include "repl/shell_env.hpp"
 #include "repl/timing.hpp"
 
 namespace tapestry::repl {
@@ -30,8 +31,8 @@ std::string path_argument(std::string_view arg) {
   arg = trim(arg);
   if (arg.size() >= 2 && (arg.front() == '"' || arg.front() == '\'') && arg.back() == arg.front())
     arg = arg.substr(1, arg.size() - 2);
-  const char* home = std::getenv("HOME");
-  if (arg.starts_with("~/") && home != nullptr) return std::string(home) + std::string(arg.substr(1));
+  const std::optional<std::string>& home = shell_env().home;
+  if (arg.starts_with("~/") && home) return *home + std::string(arg.substr(1));
   return std::string(arg);
 }
 

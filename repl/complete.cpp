@@ -17,6 +17,7 @@
 #include "lang/api.hpp"
 #include "lang/tensor_lua.hpp"
 #include "repl/commands.hpp"
+#include "repl/shell_env.hpp"
 
 namespace tapestry::repl {
 
@@ -145,9 +146,8 @@ void complete_file_argument(std::string_view line, size_t start, size_t end) {
     if (m == nullptr) break;
     std::string match(m);
     std::free(m);
-    std::string path = match.starts_with("~/") && std::getenv("HOME")
-                           ? std::getenv("HOME") + match.substr(1)
-                           : match;
+    const std::optional<std::string>& home = shell_env().home;
+    std::string path = match.starts_with("~/") && home ? *home + match.substr(1) : match;
     struct stat st;
     if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) match += '/';
     if (match.size() >= skip) g_matches.push_back(match.substr(skip));

@@ -25,6 +25,7 @@
 #include "repl/run.hpp"
 #include "repl/serve.hpp"
 #include "repl/shell.hpp"
+#include "repl/shell_env.hpp"
 #include "repl/token.hpp"
 
 namespace tapestry::repl {
@@ -318,8 +319,7 @@ std::string connect_usage_text() {
 
 int connect_main(const ConnectOptions& o) {
   std::string token = o.token;
-  if (token.empty())
-    if (const char* env = std::getenv("TAPESTRY_TOKEN")) token = env;
+  if (token.empty()) token = shell_env().token;
   if (token.empty()) {
     const std::string path = o.token_file.empty() ? default_token_path() : o.token_file;
     try {

@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "repl/shell_env.hpp"
+
 namespace tapestry::repl {
 
 namespace {
@@ -81,9 +83,9 @@ void install(int sig, void (*handler)(int), struct sigaction* previous) {
 }  // namespace
 
 std::string LineReader::history_path() {
-  if (const char* p = std::getenv("TAPESTRY_HISTORY")) return p;
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
-    return std::string(home) + "/.tapestry_history";
+  const ShellEnv& e = shell_env();
+  if (e.history) return *e.history;
+  if (e.home && !e.home->empty()) return *e.home + "/.tapestry_history";
   return {};
 }
 

@@ -11,10 +11,7 @@
 #include <unistd.h>
 
 #include "engine/comm/mpi.hpp"
-#include "engine/device/probe.hpp"
-#include "engine/dist/coordinator.hpp"
-#include "engine/dist/worker.hpp"
-#include "engine/plan/planner.hpp"
+#include "engine/session/config.hpp"
 #include "engine/session/session.hpp"
 #include "lang/api.hpp"
 #include "lang/state.hpp"
@@ -88,11 +85,11 @@ int pmain(lua_State* L) {
 // Under mpirun every rank runs this binary. Ranks 1..N-1 are workers: they serve rank 0's
 // plans and never look at the command line. Returns their exit status, or -1 on rank 0 and
 // in a plain run (no MPI at all, so a plain start stays fast).
-int start_mpi() {
+int start_mpi(tapestry::Session& session) {
   namespace comm = tapestry::comm;
   comm::Mpi* mpi = nullptr;
   try {
-    mpi = comm::Mpi::start();
+    mpi = comm::Mpi::start(session.config().mpi_launched);
   } catch (const std::exception& e) {
     fprintf(stderr, "%s: %s\n", kProgname, e.what());
     return 1;
@@ -100,12 +97,11 @@ int start_mpi() {
   if (!mpi) return -1;
   if (mpi->rank() == 0) {
     unsetenv("TAPESTRY_RELAUNCHED");  // a script's own `tapestry -n` may launch again
-    tapestry::start_coordinator(*mpi);
-    if (mpi->size() > 1) tapestry::set_current_ranks(mpi->size());
+    session.start_coordinator(*mpi);
     return -1;
   }
   try {
-    const int status = tapestry::worker_main(*mpi);
+    const int status = session.serve(*mpi);
     comm::Mpi::finish(false);
     return status;
   } catch (const std::exception& e) {
@@ -119,15 +115,18 @@ int start_mpi() {
 
 int main(int argc, char** argv) {
   using namespace tapestry::repl;
+  // The process's one session: rank 0's (or a plain run's) works for the shell and scripts, a
+  // worker's serves rank 0. Ended before exit handlers run: its device pieces go first.
+  tapestry::Session session(tapestry::Config::from_environment());
   // TAPESTRY_DEVICE=cuda with no GPU fails here, on every rank, before MPI starts. Unset, the
   // GPU probe waits until a plan or tp.mesh() needs it (start-up stays free of the driver).
-  if (const char* want = getenv("TAPESTRY_DEVICE"); want && *want) {
-    if (const std::string& err = tapestry::device::current().error; !err.empty()) {
+  if (!session.config().device.empty()) {
+    if (const std::string& err = session.device_selection().error; !err.empty()) {
       fprintf(stderr, "%s: %s\n", kProgname, err.c_str());
       return 2;
     }
   }
-  if (const int worker_status = start_mpi(); worker_status >= 0) return worker_status;
+  if (const int worker_status = start_mpi(session); worker_status >= 0) return worker_status;
   CliResult cli = parse_cli(argc, argv);
   const CliOptions& o = cli.options;
   if (!cli.error.empty()) {
@@ -152,12 +151,12 @@ int main(int argc, char** argv) {
     if (const int status = prepare_serve(o.subcommand_args, serve_options); status >= 0) return status;
     cli.options.ranks = serve_options.ranks;  // serve -n N restarts under mpirun as -n N does
   }
-  if (o.memory_per_rank >= 0) tapestry::set_memory_per_rank(o.memory_per_rank);
-  if (const int job = tapestry::mpi_job_ranks(); o.ranks != 1 && job == 0) {
+  if (o.memory_per_rank >= 0) session.set_memory_per_rank(o.memory_per_rank);
+  if (const int job = session.mpi_job_ranks(); o.ranks != 1 && job == 0) {
     // Not under mpirun yet: become `mpirun -n N tapestry args...` (returns only on failure).
     // A worker that dies must not take rank 0 down before it reports it (it aborts itself).
     setenv("OMPI_MCA_orte_abort_on_non_zero_status", "0", 0);
-    const std::string why = tapestry::comm::relaunch_under_mpirun(o.ranks, argc, argv);
+    const std::string why = tapestry::comm::relaunch_under_mpirun(o.ranks, argc, argv, session.config().launch);
     fprintf(stderr, "%s: %s\n", kProgname, why.c_str());
     return 2;
   } else if (o.ranks != 1 && o.ranks != job) {
@@ -167,7 +166,7 @@ int main(int argc, char** argv) {
 
   lua_State* L = nullptr;
   try {
-    L = tapestry::new_tapestry_state();
+    L = tapestry::new_tapestry_state(session);
   } catch (const std::exception& e) {
     fprintf(stderr, "%s: cannot start: %s\n", kProgname, e.what());
     return 1;
@@ -177,8 +176,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   // Under mpirun stdout is Open MPI's pty even in a pipe: there only TAPESTRY_PROGRESS=1 shows it.
-  const bool terminal = isatty(STDOUT_FILENO) != 0 && tapestry::mpi_job_ranks() == 0;
-  if (progress_wanted(terminal) && o.subcommand.empty()) install_progress_bar();
+  const bool terminal = isatty(STDOUT_FILENO) != 0 && session.mpi_job_ranks() == 0;
+  if (progress_wanted(terminal) && o.subcommand.empty()) install_progress_bar(session.telemetry());
   Main m{&o, argc, argv, 0, o.subcommand == "serve" ? &serve_options : nullptr};
   lua_pushcfunction(L, pmain);
   lua_pushlightuserdata(L, &m);

@@ -15,6 +15,8 @@
 #include <thread>
 
 #include "engine/telemetry/progress.hpp"
+#include "engine/telemetry/telemetry.hpp"
+#include "repl/shell_env.hpp"
 
 namespace tapestry::repl {
 
@@ -120,13 +122,12 @@ class ProgressBar final : public ProgressListener {
 }  // namespace
 
 bool progress_wanted(bool stdout_is_terminal) {
-  if (const char* e = std::getenv("TAPESTRY_PROGRESS"); e != nullptr && *e != '\0') return *e != '0';
-  return stdout_is_terminal;
+  return shell_env().progress.value_or(stdout_is_terminal);
 }
 
-void install_progress_bar() {
+void install_progress_bar(Telemetry& t) {
   static ProgressBar bar;  // joined at exit, after the last evaluation
-  set_progress_listener(&bar);
+  t.progress_listener = &bar;
 }
 
 }  // namespace tapestry::repl

@@ -2,15 +2,20 @@
 // evaluation has run for a second, redraws one line on stderr about 10 times a second:
 //   [##########..........] 412/800 blocks  12.0 MiB moved  ETA 3s
 // erased when the evaluation ends. Only when stdout is a terminal, or TAPESTRY_PROGRESS=1.
-//   if (progress_wanted(isatty(STDOUT_FILENO))) install_progress_bar();
+//   if (progress_wanted(isatty(STDOUT_FILENO))) install_progress_bar(session);
 #pragma once
+
+namespace tapestry {
+struct Telemetry;
+}
 
 namespace tapestry::repl {
 
 // TAPESTRY_PROGRESS=1 forces the bar, =0 turns it off; otherwise whether stdout is a terminal.
 bool progress_wanted(bool stdout_is_terminal);
 
-// Starts the drawing thread (signals blocked in it) and listens to every evaluation.
-void install_progress_bar();
+// Starts the drawing thread (signals blocked in it) and listens to every evaluation of the
+// session whose telemetry `t` is.
+void install_progress_bar(Telemetry& t);
 
 }  // namespace tapestry::repl

@@ -13,13 +13,15 @@
 #include <cstdio>
 
 #include "engine/run/evaluator.hpp"
-#include "engine/telemetry/cancel.hpp"
+#include "engine/session/session.hpp"
+#include "lang/state_context.hpp"
 
 namespace tapestry::repl {
 
 namespace {
 
 lua_State* g_running = nullptr;           // the state docall is running, for the handler
+Telemetry* g_telemetry = nullptr;         // its session's, whose evaluation Ctrl-C cancels
 pthread_t g_running_thread;               // the thread running it
 volatile sig_atomic_t g_interrupts = 0;   // Ctrl-C presses during this call
 
@@ -47,7 +49,7 @@ void on_sigint(int sig) {
     raise(SIGINT);
     return;
   }
-  tapestry::request_cancel();
+  if (g_telemetry != nullptr) g_telemetry->request_cancel();
   if (g_running != nullptr) lua_sethook(g_running, lstop, LUA_MASKCOUNT, 1);
 }
 
@@ -73,17 +75,20 @@ int docall(lua_State* L, int narg, int nres) {
   struct sigaction action = {}, previous = {};
   action.sa_handler = on_sigint;
   sigemptyset(&action.sa_mask);
-  tapestry::clear_cancel();
+  Telemetry& telemetry = session_of(L).telemetry();
+  telemetry.clear_cancel();
   g_interrupts = 0;
+  g_telemetry = &telemetry;
   g_running = L;
   g_running_thread = pthread_self();
   sigaction(SIGINT, &action, &previous);
   int status = lua_pcall(L, narg, nres, base);
   sigaction(SIGINT, &previous, nullptr);
   g_running = nullptr;
+  g_telemetry = nullptr;
   // A cancel that ended inside the engine leaves our hook set; a user's own hook stays.
   if (lua_gethook(L) == lstop) lua_sethook(L, nullptr, 0, 0);
-  tapestry::clear_cancel();
+  telemetry.clear_cancel();
 
   lua_remove(L, base);
   return status;

@@ -21,7 +21,8 @@
 #include <string>
 
 #include "engine/run/evaluator.hpp"
-#include "engine/telemetry/cancel.hpp"
+#include "engine/session/session.hpp"
+#include "lang/state_context.hpp"
 #include "repl/cli.hpp"
 #include "repl/commands.hpp"
 #include "repl/complete.hpp"
@@ -30,6 +31,7 @@
 #include "repl/output_capture.hpp"
 #include "repl/run.hpp"
 #include "repl/shell.hpp"
+#include "repl/shell_env.hpp"
 #include "repl/token.hpp"
 
 namespace tapestry::repl {
@@ -128,7 +130,7 @@ void run_chunk(Shell& sh, Listener& net, const Job& job) {
   else
     net.send(client, encode_frame(FrameType::Result,
                                   result_payload(o.incomplete ? ResultStatus::Incomplete : ResultStatus::Done,
-                                                 prompt())));
+                                                 prompt(sh.L))));
 }
 
 bool is_loopback(const std::string& host) {
@@ -221,8 +223,7 @@ int prepare_serve(std::span<const std::string> args, ServeOptions& o) {
 
 int serve(lua_State* L, const ServeOptions& o) {
   std::string token = o.token;
-  if (token.empty())
-    if (const char* env = std::getenv("TAPESTRY_TOKEN")) token = env;
+  if (token.empty()) token = shell_env().token;
   std::string written_token_file;
   if (token.empty()) {
     const std::string path = o.token_file.empty() ? default_token_path() : o.token_file;
@@ -253,11 +254,12 @@ int serve(lua_State* L, const ServeOptions& o) {
   lo.host = o.host;
   lo.port = o.port;
   lo.token = token;
-  lo.hello = prompt() + "\n" + version_text() + " on " + LUA_RELEASE + ", served by pid " +
+  lo.hello = prompt(L) + "\n" + version_text() + " on " + LUA_RELEASE + ", served by pid " +
              std::to_string(getpid()) + ". Type :help for help, Ctrl-D to leave.";
-  lo.cancel_running = [] {
+  Telemetry& telemetry = session_of(L).telemetry();
+  lo.cancel_running = [&telemetry] {
     g_stop_lua = true;
-    tapestry::request_cancel();
+    telemetry.request_cancel();
   };
   lo.log_fd = log_fd;
   std::optional<Listener> net;
@@ -281,7 +283,7 @@ int serve(lua_State* L, const ServeOptions& o) {
   Shell sh{L, input};
   while (std::optional<Job> job = net->next_job()) {
     g_stop_lua = false;
-    tapestry::clear_cancel();
+    telemetry.clear_cancel();
     lua_sethook(L, cancel_hook, LUA_MASKCOUNT, 1000);
     if (job->cancelled) {
       net->send(job->client, encode_frame(FrameType::Error, "evaluation cancelled before it started"));

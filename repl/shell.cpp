@@ -11,6 +11,7 @@
 
 #include "engine/plan/planner.hpp"
 #include "engine/session/session.hpp"
+#include "lang/state_context.hpp"
 #include "repl/cli.hpp"
 #include "repl/commands.hpp"
 #include "repl/complete.hpp"
@@ -80,8 +81,8 @@ bool is_command(std::string_view line) {
 
 }  // namespace
 
-std::string prompt() {
-  const int ranks = current_mesh().ranks;
+std::string prompt(lua_State* L) {
+  const int ranks = session_of(L).mesh().ranks;
   return ranks > 1 ? "tapestry[" + std::to_string(ranks) + " ranks]> " : kPrompt;
 }
 
@@ -135,7 +136,7 @@ int run_shell(lua_State* L, bool terminal) {
   }
   std::string line;
   while (!sh.quit) {
-    LineReader::Status got = input.read(prompt().c_str(), line);
+    LineReader::Status got = input.read(prompt(L).c_str(), line);
     if (got == LineReader::Status::End) break;
     if (got == LineReader::Status::Interrupted) continue;
     if (!is_command(line)) {

@@ -1,7 +1,7 @@
 // The read-eval-print loop, modelled on lua.c's doREPL: an expression typed alone is
 // printed, an incomplete chunk waits for more lines, errors never end the session,
 // and lines starting with ':' are the shell's own commands (repl/commands.hpp).
-//   lua_State* L = tapestry::new_tapestry_state();
+//   lua_State* L = tapestry::new_tapestry_state(session);
 //   int status = tapestry::repl::run_shell(L, isatty(STDIN_FILENO));  // until Ctrl-D or :quit
 //   lua_close(L);
 #pragma once
@@ -38,7 +38,7 @@ void eval_line(Shell& shell, std::string_view line);
 // tab-separated; a tensor is observed) and keeps the first non-nil one in `_`.
 void print_values(Shell& shell, int base);
 
-// "tapestry> ", or "tapestry[4 ranks]> " when the mesh has more than one rank.
-std::string prompt();
+// "tapestry> ", or "tapestry[4 ranks]> " when L's session's mesh has more than one rank.
+std::string prompt(lua_State* L);
 
 }  // namespace tapestry::repl

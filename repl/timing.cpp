@@ -12,8 +12,8 @@
 #include <cstdio>
 #include <string>
 
-#include "engine/telemetry/stats.hpp"
-#include "engine/plan/planner.hpp"
+#include "engine/session/session.hpp"
+#include "lang/state_context.hpp"
 #include "lang/tensor_lua.hpp"
 #include "repl/run.hpp"
 #include "repl/shell.hpp"
@@ -31,9 +31,9 @@ struct Counters {
   double plan = 0, run = 0, move = 0;
   uint64_t plans = 0, cache_hits = 0, blocks = 0, kernels = 0, messages = 0, bytes = 0;
 
-  static Counters now() {
-    const Stats& s = stats();
-    const plan::PlannerStats& p = plan::planner_stats();
+  static Counters now(Session& ses) {
+    const Stats& s = ses.telemetry().stats;
+    const plan::PlannerStats& p = ses.planner().stats;
     return {p.time_plan + s.time_schedule, s.time_run, s.time_move, p.plans, p.cache_hits,
             s.blocks_run, s.kernels, s.messages, s.bytes_moved};
   }
@@ -107,12 +107,12 @@ void cmd_time(Shell& sh, std::string_view args) {
       return;
     }
   }
-  const Counters before = Counters::now();
+  const Counters before = Counters::now(session_of(L));
   const double t0 = now_s();
   int status = docall(L, 0, LUA_MULTRET);
   if (status == LUA_OK) status = eval_tensors(L, base);
   const double t1 = now_s();
-  const Counters d = Counters::now() - before;
+  const Counters d = Counters::now(session_of(L)) - before;
   if (status != LUA_OK) {
     report(L, status, "");
     ++sh.errors;

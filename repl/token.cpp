@@ -12,6 +12,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "repl/shell_env.hpp"
+
 namespace tapestry::repl {
 
 namespace {
@@ -41,9 +43,9 @@ std::string new_token() {
 }
 
 std::string default_token_path() {
-  const char* home = std::getenv("HOME");
-  if (home == nullptr || *home == '\0') return {};
-  return std::string(home) + "/.tapestry/serve.token";
+  const std::optional<std::string>& home = shell_env().home;
+  if (!home || home->empty()) return {};
+  return *home + "/.tapestry/serve.token";
 }
 
 void write_token_file(const std::string& path, std::string_view token) {

@@ -88,12 +88,6 @@ std::unique_ptr<Mpi>& session() {
 
 }  // namespace
 
-bool launched_by_mpirun() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
-    if (std::getenv(v)) return true;
-  return false;
-}
-
 struct Mpi::Impl {
   Communicator comm;
   ChunkType chunk;
@@ -125,9 +119,9 @@ Mpi::Mpi() : impl_(std::make_unique<Impl>()), groups_(std::make_unique<MpiGroups
 
 Mpi::~Mpi() = default;
 
-Mpi* Mpi::start() {
+Mpi* Mpi::start(bool launched) {
   if (session()) return session().get();
-  if (!launched_by_mpirun()) return nullptr;
+  if (!launched) return nullptr;
   int inited = 0;
   MPI_Initialized(&inited);
   if (!inited) {
@@ -331,12 +325,10 @@ namespace {
 
 bool executable(const std::string& path) { return !path.empty() && access(path.c_str(), X_OK) == 0; }
 
-std::string find_launcher() {
+std::string find_launcher(const std::string& dirs) {
 #ifdef TAPESTRY_MPIEXEC
   if (executable(TAPESTRY_MPIEXEC)) return TAPESTRY_MPIEXEC;
 #endif
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/bin:/bin";
   for (const char* name : {"mpirun", "mpiexec"}) {
     size_t start = 0;
     while (start <= dirs.size()) {
@@ -352,11 +344,11 @@ std::string find_launcher() {
 
 }  // namespace
 
-std::string relaunch_under_mpirun(int ranks, int argc, char** argv) {
+std::string relaunch_under_mpirun(int ranks, int argc, char** argv, const LaunchEnv& env) {
   // A launcher that starts us without the variables we recognize would loop forever.
-  if (std::getenv("TAPESTRY_RELAUNCHED"))
+  if (env.relaunched)
     return "the MPI launcher started tapestry without an MPI environment (OMPI_COMM_WORLD_SIZE unset)";
-  const std::string launcher = find_launcher();
+  const std::string launcher = find_launcher(env.path);
   if (launcher.empty()) return "-n needs mpirun (Open MPI), found neither mpirun nor mpiexec on PATH";
   char self[4096];
   const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -371,7 +363,7 @@ std::string relaunch_under_mpirun(int ranks, int argc, char** argv) {
   if (geteuid() == 0) args.push_back("--allow-run-as-root");
   // On SIGINT/SIGTERM mpirun forwards the signal and SIGKILLs the ranks 1 s later; rank 0's
   // orderly stop (cancel the evaluation, tell the clients, remove the token) can need longer.
-  if (!std::getenv("OMPI_MCA_odls_base_sigkill_timeout"))
+  if (!env.sigkill_timeout_set)
     args.insert(args.end(), {"--mca", "odls_base_sigkill_timeout", "10"});
 #endif
   args.push_back(self);

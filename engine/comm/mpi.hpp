@@ -1,5 +1,5 @@
 // MPI for the engine: the process's MPI session, its messages, and the transport over it.
-//   comm::Mpi* mpi = comm::Mpi::start();     // MPI_Init under mpirun; nullptr in a plain run
+//   comm::Mpi* mpi = comm::Mpi::start(config.mpi_launched);   // MPI_Init under mpirun; else nullptr
 //   comm::MpiTransport t(*mpi, epoch);        // one plan run: t.send(1, tag, view); t.try_recv(0, tag)
 //                                             //   and collectives: t.start_reduce(spec, in, out)
 //   comm::Mpi::finish(false);                 // MPI_Finalize once, at exit
@@ -26,9 +26,6 @@
 
 namespace tapestry::comm {
 
-// Whether an MPI launcher started this process (then Mpi::start initializes MPI).
-bool launched_by_mpirun();
-
 // MPI tags of the messages Tapestry sends on its communicator.
 enum MpiTag : int {
   kTagCommand = 11,  // rank 0 -> worker: run a plan, abort a run, shut down
@@ -39,9 +36,10 @@ enum MpiTag : int {
 
 class Mpi {
  public:
-  // Initializes MPI once when launched by mpirun (else returns nullptr); later calls return
-  // the same session. Throws Error when MPI_Init fails.
-  static Mpi* start();
+  // Initializes MPI once when an MPI launcher started this process (`launched`: the
+  // session's Config saw its variables; else returns nullptr); later calls return the same
+  // session. Throws Error when MPI_Init fails.
+  static Mpi* start(bool launched);
   static Mpi* get();  // the started session, or nullptr
   // MPI_Finalize (or MPI_Abort when `abort`: a peer no longer answers, so finalizing could
   // wait on it forever). Idempotent; the session is gone afterwards.
@@ -134,9 +132,16 @@ class Backoff {
   std::chrono::microseconds sleep_{0};
 };
 
+// What relaunching needs from the process environment (engine/session/config.hpp reads it).
+struct LaunchEnv {
+  std::string path = "/usr/bin:/bin";  // PATH, searched for mpirun (this when unset)
+  bool relaunched = false;             // TAPESTRY_RELAUNCHED: this process is the relaunch
+  bool sigkill_timeout_set = false;    // OMPI_MCA_odls_base_sigkill_timeout is given
+};
+
 // Replaces this process with `mpirun -n ranks <this executable> args...` (Open MPI gets
 // --oversubscribe, and --allow-run-as-root when run as root). Returns only on failure,
 // with the reason.
-std::string relaunch_under_mpirun(int ranks, int argc, char** argv);
+std::string relaunch_under_mpirun(int ranks, int argc, char** argv, const LaunchEnv& env);
 
 }  // namespace tapestry::comm

@@ -4,8 +4,6 @@
 #include <unistd.h>
 
 #include <climits>
-#include <string_view>
-#include <cstdlib>
 
 #include "engine/device/probe.hpp"
 #include "engine/device/sim_backend.hpp"
@@ -18,16 +16,6 @@ namespace {
 // The plugin's entry points (engine/device/cuda/cuda_device.cpp).
 using AbiFn = int (*)();
 using MakeFn = DeviceBackend* (*)(int index, char* why, size_t why_size);
-
-std::unique_ptr<DeviceBackend>& loaded() {
-  static std::unique_ptr<DeviceBackend> b;
-  return b;
-}
-
-DeviceBackend*& testing_backend() {
-  static DeviceBackend* b = nullptr;
-  return b;
-}
 
 }  // namespace
 
@@ -67,34 +55,24 @@ std::unique_ptr<DeviceBackend> load_backend_plugin(const std::string& path, int 
   return b;
 }
 
-void attach_backend(Selection& s, bool cuda_forced) {
-  if (s.kind == Kind::Sim) {
-    loaded() = std::make_unique<SimDevice>();
-    return;
-  }
-  if (s.kind != Kind::Cuda) return;
+std::unique_ptr<DeviceBackend> attach_backend(Selection& s, bool cuda_forced) {
+  if (s.kind == Kind::Sim) return std::make_unique<SimDevice>();
+  if (s.kind != Kind::Cuda) return nullptr;
   std::string why;
-  loaded() = load_backend_plugin(cuda_plugin_path(), s.index, why);
-  if (loaded()) return;
+  std::unique_ptr<DeviceBackend> b = load_backend_plugin(cuda_plugin_path(), s.index, why);
+  if (b) return b;
   s.kind = Kind::Cpu;
   s.index = -1;
   if (cuda_forced) s.error = "TAPESTRY_DEVICE=cuda but the CUDA backend cannot be used: " + why;
   else s.gpu += " (not used: " + why + ")";
+  return nullptr;
 }
 
-void set_backend_for_testing(DeviceBackend* b) { testing_backend() = b; }
-
-bool peers_wanted() {
-  const char* off = std::getenv("TAPESTRY_DEVICE_PEERS");
-  if (off && std::string_view(off) == "0") return false;
-  const DeviceBackend* b = backend();
-  return b && b->can_join_peers();
-}
-
-DeviceBackend* backend() {
-  if (DeviceBackend* b = testing_backend()) return b;
-  current();  // the selection loads the backend
-  return loaded().get();
+Device open_device(const std::string& want, int local_rank) {
+  Device d;
+  d.selection = select_device(want.c_str(), probe_gpus(), local_rank);
+  d.backend = attach_backend(d.selection, want == "cuda" || want == "gpu");
+  return d;
 }
 
 }  // namespace tapestry::device

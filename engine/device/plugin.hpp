@@ -1,5 +1,7 @@
-// The device backend of this process: the CUDA plugin, loaded when the selected device is cuda.
-//   if (DeviceBackend* dev = device::backend()) evaluate_on_device(roots, *dev);
+// A session's device: the selection, and the backend that computes on it (the CUDA plugin, or
+// the simulated device).
+//   device::Device d = device::open_device(config.device, config.local_rank);
+//   if (DeviceBackend* dev = d.backend.get()) evaluate_on_device(roots, *dev);
 // The plugin (libtapestry_cuda.so, built beside the tapestry executable when CUDA is on) holds
 // the CUDA kernels, cudart and cuBLAS, so the executable links none of them and starts as fast
 // on a laptop as on a GPU node. It resolves tapestry's own functions against the executable
@@ -14,16 +16,14 @@
 
 namespace tapestry::device {
 
-// The backend of the selected device, or nullptr when the process computes on the CPU.
-DeviceBackend* backend();
+struct Device {
+  Selection selection;
+  std::unique_ptr<DeviceBackend> backend;  // null: computes on the CPU
+};
 
-// Tests only: makes b the backend that backend() returns (nullptr: the selected device's
-// again), so the observation path runs on the simulated device (device_sim.hpp).
-void set_backend_for_testing(DeviceBackend* b);
-
-// Whether this process's device can join device peers (DeviceBackend::can_join_peers) and
-// TAPESTRY_DEVICE_PEERS=0 does not turn them off (slices then cross through the host).
-bool peers_wanted();
+// Probes the GPUs (probe.hpp) and selects: `want` is TAPESTRY_DEVICE's value ("" for auto),
+// `local_rank` the node-local rank. A cuda or sim selection gets its backend (attach_backend).
+Device open_device(const std::string& want, int local_rank);
 
 // Where the CUDA plugin is looked for: the directory of the running executable.
 std::string cuda_plugin_path();
@@ -33,9 +33,9 @@ std::string cuda_plugin_path();
 // or the device cannot be opened.
 std::unique_ptr<DeviceBackend> load_backend_plugin(const std::string& path, int index, std::string& why);
 
-// Called once by current() on its new selection: with kind cuda, loads the backend. When that
-// fails the selection falls back to the CPU, with `error` set when cuda was asked for
-// (TAPESTRY_DEVICE=cuda) and the reason added to `gpu` otherwise.
-void attach_backend(Selection& s, bool cuda_forced);
+// The backend of a new selection: with kind sim the simulated device, with kind cuda the
+// plugin's. When that cannot load the selection falls back to the CPU (nullptr), with `error`
+// set when cuda was asked for (TAPESTRY_DEVICE=cuda) and the reason added to `gpu` otherwise.
+std::unique_ptr<DeviceBackend> attach_backend(Selection& s, bool cuda_forced);
 
 }  // namespace tapestry::device

@@ -2,10 +2,6 @@
 
 #include <dlfcn.h>
 
-#include <cstdlib>
-#include <string_view>
-
-#include "engine/device/plugin.hpp"
 #include "engine/ir/error.hpp"
 
 namespace tapestry::device {
@@ -85,17 +81,6 @@ GpuInfo probe_gpus() {
   if (mem && mem(&bytes, dev) == 0) g.mem_bytes = double(bytes);
   return g;
 #endif
-}
-
-const Selection& current() {
-  static const Selection s = [] {
-    const char* env = std::getenv("TAPESTRY_DEVICE");
-    Selection sel = select_device(env, probe_gpus(), local_rank_from_env());
-    const std::string_view want = env ? env : "";
-    attach_backend(sel, want == "cuda" || want == "gpu");
-    return sel;
-  }();
-  return s;
 }
 
 }  // namespace tapestry::device

@@ -1,6 +1,5 @@
 #include "engine/device/select.hpp"
 
-#include <cstdlib>
 #include <string_view>
 
 #include "engine/ir/error.hpp"
@@ -34,12 +33,6 @@ Selection select_device(const char* env, const GpuInfo& probe, int local_rank) {
   }
   if (s.kind == Kind::Cuda) s.index = (local_rank < 0 ? 0 : local_rank) % probe.count;
   return s;
-}
-
-int local_rank_from_env() {
-  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
-    if (const char* e = std::getenv(v)) return std::atoi(e);
-  return 0;
 }
 
 namespace {

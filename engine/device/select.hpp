@@ -1,6 +1,6 @@
 // Which device a rank computes on, decided from TAPESTRY_DEVICE and what the probe found.
 //   GpuInfo g = probe_gpus();                             // probe.hpp (dlopen of the driver)
-//   Selection s = select_device(getenv("TAPESTRY_DEVICE"), g, local_rank_from_env());
+//   Selection s = select_device(config.device.c_str(), g, config.local_rank);   // engine/session/config.hpp
 //   if (!s.error.empty()) die(s.error);  mesh = apply_device(mesh, s);
 // Pure logic, no CUDA: the whole decision is unit-tested on machines without a GPU.
 #pragma once
@@ -38,9 +38,6 @@ struct Selection {
 
 // env: TAPESTRY_DEVICE's value: cpu, cuda (or gpu), sim, or auto (null or "": cuda when a GPU is present).
 Selection select_device(const char* env, const GpuInfo& probe, int local_rank);
-
-// The node-local rank: OMPI_COMM_WORLD_LOCAL_RANK, else MPI_LOCALRANKID / SLURM_LOCALID, else 0.
-int local_rank_from_env();
 
 // Peaks of one GPU (dense, per second): from the SM count and clocks, with per-architecture
 // throughput per SM; 0 when unknown.

@@ -4,10 +4,7 @@
 #include <cstdlib>
 #include <optional>
 
-#include "engine/device/peers.hpp"
-#include "engine/device/plugin.hpp"
 #include "engine/run/evaluator.hpp"
-#include "engine/dist/liveness.hpp"
 #include "engine/dist/plan_wire.hpp"
 #include "engine/telemetry/cancel.hpp"
 #include "engine/telemetry/trace.hpp"
@@ -20,28 +17,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct State {
-  comm::Mpi* mpi = nullptr;
-  uint64_t epoch = 0;
-  std::string broken;  // set when a worker stopped answering: the job cannot be trusted
-  bool shut = false;
-  Peers peers;
-  // Device peers every rank joined at start (comm/device_peers.hpp); retired after a failed
-  // run, whose device transfers may be half-matched.
-  std::unique_ptr<comm::DevicePeers> device_peers;
-  bool device_peers_retired = false;
-  std::string device_transport = "none: slices cross through the host over MPI";
-};
+// The coordinator of this process's job, shut down at exit if its session has not ended.
+Coordinator* g_running = nullptr;
 
-State& state() {
-  static State s;
-  return s;
-}
-
-double timeout_s() {
-  const char* e = std::getenv("TAPESTRY_MPI_TIMEOUT");
-  const double t = e ? std::atof(e) : 0.0;
-  return t > 0 ? t : 300.0;
+void shutdown_at_exit() {
+  if (g_running) g_running->shutdown();
 }
 
 // Worker w's status; a malformed one reads as w's internal failure.
@@ -53,12 +33,14 @@ Status received_status(std::span<const char> bytes, int w, uint64_t epoch) {
   }
 }
 
+}  // namespace
+
 // The statuses of one run, one per worker, as they arrive.
-class Statuses {
+class Coordinator::Statuses {
  public:
   // origin_us: when rank 0 sent the run; a worker's trace events are relative to its start.
-  Statuses(comm::Mpi& mpi, uint64_t epoch, double origin_us)
-      : mpi_(mpi), epoch_(epoch), origin_us_(origin_us), got_(mpi.size()) {}
+  Statuses(comm::Mpi& mpi, Peers& peers, uint64_t epoch, double origin_us)
+      : mpi_(mpi), peers_(peers), epoch_(epoch), origin_us_(origin_us), got_(mpi.size()) {}
 
   // Takes every status that has arrived; whether any did.
   bool collect() {
@@ -69,7 +51,7 @@ class Statuses {
         if (!bytes) break;
         Status s = received_status(*bytes, w, epoch_);
         if (s.kind == Status::Hello) {  // a late hello: not about this run
-          state().peers.hello(w, s.message);
+          peers_.hello(w, s.message);
           continue;
         }
         if (s.epoch != 0 && s.epoch < epoch_) continue;  // an aborted run's late answer
@@ -114,6 +96,7 @@ class Statuses {
   }
 
   comm::Mpi& mpi_;
+  Peers& peers_;
   uint64_t epoch_;
   double origin_us_;
   std::vector<std::optional<Status>> got_;
@@ -124,15 +107,16 @@ class Statuses {
 // grace period; one that does not is reported and marks the job broken. Workers that have
 // answered get it too, unanswered: it tells every rank to retire its collectives'
 // communicators (a collective of the failed run may be half-matched on them).
-void abort_run(comm::Mpi& mpi, uint64_t epoch, Statuses& st) {
+void Coordinator::abort_run(uint64_t epoch, Statuses& st) {
+  comm::Mpi& mpi = *mpi_;
   auto abort = std::make_shared<const std::vector<char>>(encode_command({Command::Abort, epoch, {}}));
   for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, abort);
-  const auto end = Clock::now() + std::chrono::duration<double>(std::min(timeout_s(), 10.0));
+  const auto end = Clock::now() + std::chrono::duration<double>(std::min(settings_.timeout_s, 10.0));
   comm::Backoff wait;
   while (!st.all() && Clock::now() < end) {
     if (st.collect()) continue;
-    if (const int dead = state().peers.dead()) {
-      state().broken = cat_str("the MPI job is broken: ", state().peers.obituary(dead));
+    if (const int dead = peers_.dead()) {
+      broken_ = cat_str("the MPI job is broken: ", peers_.obituary(dead));
       return;
     }
     mpi.drain(epoch);
@@ -140,29 +124,33 @@ void abort_run(comm::Mpi& mpi, uint64_t epoch, Statuses& st) {
     wait.pause();
   }
   if (!st.all())
-    state().broken = cat_str("the MPI job is broken: rank(s) ", st.missing(),
-                             " did not answer an abort; restart tapestry");
+    broken_ = cat_str("the MPI job is broken: rank(s) ", st.missing(), " did not answer an abort; restart tapestry");
 }
 
-}  // namespace
+void Coordinator::check_alive() {
+  if (const int dead = peers_.dead()) {
+    broken_ = cat_str("the MPI job is broken: ", peers_.obituary(dead));
+    throw Error(peers_.obituary(dead));
+  }
+}
 
 // Every rank joins the device peers at once (NCCL's set-up is collective): rank 0 makes the id,
 // sends it in a Peers command and joins; each worker joins and answers with one status.
-static void connect_device_peers(State& s) {
-  comm::Mpi& mpi = *s.mpi;
-  DeviceBackend& dev = *device::backend();
+void Coordinator::connect_device_peers() {
+  comm::Mpi& mpi = *mpi_;
+  DeviceBackend& dev = *settings_.dev;
   std::string failed;
   try {
     const std::string id = dev.make_peer_id();
     Command c{Command::Peers, 0, std::vector<char>(id.begin(), id.end())};
     auto cmd = std::make_shared<const std::vector<char>>(encode_command(c));
     for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, cmd);
-    s.device_peers = dev.join_peers(id, 0, mpi.size());
-    if (!s.device_peers) failed = "rank 0: the device cannot join peers";
+    device_peers_ = dev.join_peers(id, 0, mpi.size());
+    if (!device_peers_) failed = "rank 0: the device cannot join peers";
   } catch (const std::exception& e) {
     failed = cat_str("rank 0: ", e.what());
   }
-  const auto end = Clock::now() + std::chrono::duration<double>(timeout_s());
+  const auto end = Clock::now() + std::chrono::duration<double>(settings_.timeout_s);
   comm::Backoff wait;
   for (int w = 1; w < mpi.size(); ++w) {
     std::optional<Status> st;
@@ -174,38 +162,30 @@ static void connect_device_peers(State& s) {
         wait.pause();
       }
     }
-    if (!st) failed = cat_str("rank ", w, " did not join the device peers in ", timeout_s(), " s");
+    if (!st) failed = cat_str("rank ", w, " did not join the device peers in ", settings_.timeout_s, " s");
     else if (st->kind != Status::Done && failed.empty()) failed = st->message;
   }
   if (failed.empty()) {
-    s.device_transport = s.device_peers->name();
+    device_transport_ = device_peers_->name();
   } else {
-    s.device_peers_retired = true;
-    s.device_transport = "none: slices cross through the host over MPI (device peers failed: " + failed + ")";
+    device_peers_retired_ = true;
+    device_transport_ = "none: slices cross through the host over MPI (device peers failed: " + failed + ")";
   }
 }
 
-std::string device_transport() {
-  const State& s = state();
-  return s.mpi ? s.device_transport : std::string("none");
-}
-
-void start_coordinator(comm::Mpi& mpi) {
-  internal_check(mpi.rank() == 0);
-  State& s = state();
-  s.mpi = &mpi;
-  s.peers = Peers(mpi.size());
+Coordinator::Coordinator(comm::Mpi& mpi, Settings settings) : mpi_(&mpi), settings_(settings), peers_(mpi.size()) {
+  internal_check(mpi.rank() == 0 && settings_.store != nullptr && g_running == nullptr);
   // Every worker says who it is first; wait for them briefly (they start together).
   const auto end = Clock::now() + std::chrono::seconds(30);
   comm::Backoff wait;
-  bool all_can_join = device::peers_wanted();  // and every worker's device, from its Hello
+  bool all_can_join = settings_.device_peers;  // and every worker's device, from its Hello
   for (int w = 1; w < mpi.size(); ++w) {
     bool heard = false;
     while (!heard && Clock::now() < end) {
       auto bytes = mpi.poll(w, comm::kTagStatus);
       const Status st = bytes ? received_status(*bytes, w, 0) : Status{};
       if (st.kind == Status::Hello) {
-        s.peers.hello(w, st.message);
+        peers_.hello(w, st.message);
         heard = true;
         all_can_join = all_can_join && (st.caps & Status::CanJoinPeers);
         break;
@@ -214,41 +194,39 @@ void start_coordinator(comm::Mpi& mpi) {
       wait.pause();
     }
   }
-  static const bool registered = (std::atexit(shutdown_workers), true);
+  g_running = this;
+  static const bool registered = (std::atexit(shutdown_at_exit), true);
   (void)registered;
-  if (mpi.size() > 1 && all_can_join) connect_device_peers(s);
+  if (mpi.size() > 1 && all_can_join) connect_device_peers();
 }
 
-int mpi_job_ranks() {
-  const State& s = state();
-  return s.mpi && !s.shut ? s.mpi->size() : 0;
-}
+Coordinator::~Coordinator() { shutdown(); }
 
-void drop_on_workers(const std::vector<uint64_t>& keys) {
-  State& s = state();
-  if (!s.mpi || s.shut || !s.broken.empty() || keys.empty()) return;
+int Coordinator::ranks() const { return mpi_ && !shut_ ? mpi_->size() : 0; }
+
+void Coordinator::drop_on_workers(const std::vector<uint64_t>& keys) {
+  if (!mpi_ || shut_ || !broken_.empty() || keys.empty()) return;
   Command c{Command::Drop, 0, {}};
   c.drop = keys;
   auto cmd = std::make_shared<const std::vector<char>>(encode_command(c));
-  for (int w = 1; w < s.mpi->size(); ++w) s.mpi->post(w, comm::kTagCommand, cmd);
+  for (int w = 1; w < mpi_->size(); ++w) mpi_->post(w, comm::kTagCommand, cmd);
 }
 
-RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys) {
-  State& s = state();
-  internal_check(s.mpi && g.num_ranks == s.mpi->size());
-  if (!s.broken.empty()) throw Error(s.broken);
-  if (const int dead = s.peers.dead()) {
-    s.broken = cat_str("the MPI job is broken: ", s.peers.obituary(dead));
-    throw Error(s.broken);
+RunReport Coordinator::run_plan(const plan::ShardedGraph& g, const StoreKeys& keys) {
+  internal_check(mpi_ && !shut_ && g.num_ranks == mpi_->size());
+  if (!broken_.empty()) throw Error(broken_);
+  if (const int dead = peers_.dead()) {
+    broken_ = cat_str("the MPI job is broken: ", peers_.obituary(dead));
+    throw Error(broken_);
   }
   // Between plans a value lives whole on rank 0 or, stored, in the ranks' shard stores.
   for (size_t i = 0; i < g.initial.size(); ++i)
     if (g.initial[i].rank != 0 && (keys.initial.empty() || keys.initial[i] == 0))
       throw InternalError(cat_str("the plan holds %", g.initial[i].tensor, " on rank ", g.initial[i].rank,
                                   " initially, but it is not stored there"));
-  comm::Mpi& mpi = *s.mpi;
-  const uint64_t epoch = ++s.epoch;
-  const bool over_peers = s.device_peers && !s.device_peers_retired;
+  comm::Mpi& mpi = *mpi_;
+  const uint64_t epoch = ++epoch_;
+  const bool over_peers = device_peers_ && !device_peers_retired_;
   const uint8_t flags = (trace::enabled() ? Command::Trace : 0) | (over_peers ? Command::DevicePeers : 0);
   Command run{Command::Run, epoch, encode_plan(g), flags};
   run.store = keys;
@@ -256,19 +234,16 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys) {
   const double origin = trace::now_us();
   for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, cmd);
 
-  Statuses st(mpi, epoch, origin);
+  Statuses st(mpi, peers_, epoch, origin);
   comm::MpiTransport t(mpi, epoch);
   // Joining the plan's collective groups waits for their members: a dead one is reported.
-  const double limit = timeout_s();
-  t.set_join_check([&s, limit, since = Clock::now()] {
-    if (const int dead = s.peers.dead()) {
-      s.broken = cat_str("the MPI job is broken: ", s.peers.obituary(dead));
-      throw Error(s.peers.obituary(dead));
-    }
+  const double limit = settings_.timeout_s;
+  t.set_join_check([this, limit, since = Clock::now()] {
+    check_alive();
     if (std::chrono::duration<double>(Clock::now() - since).count() > limit) {
-      s.broken = cat_str("the MPI job is broken: a rank did not join a collective group in ", limit,
-                         " s (TAPESTRY_MPI_TIMEOUT); restart tapestry");
-      throw Error(s.broken);
+      broken_ = cat_str("the MPI job is broken: a rank did not join a collective group in ", limit,
+                        " s (TAPESTRY_MPI_TIMEOUT); restart tapestry");
+      throw Error(broken_);
     }
   });
   std::map<uint64_t, std::shared_ptr<Value>> values;
@@ -281,8 +256,8 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys) {
   for (const plan::Block& b : g.blocks) mine_total += b.rank == 0;
   Progress bar(static_cast<int64_t>(g.blocks.size()));
   try {
-    RankProgram me(g, t, keys, device::backend());
-    if (over_peers) me.use_device_peers(s.device_peers.get());
+    RankProgram me(g, t, keys, settings_.dev, settings_.store);
+    if (over_peers) me.use_device_peers(device_peers_.get());
     me.report_progress(&bar, mine_total ? double(g.blocks.size()) / double(mine_total) : 0.0);
     bool sent = false, gathered = false;
     comm::Backoff wait(std::chrono::microseconds(1000), std::chrono::milliseconds(5));  // a halo is usually near
@@ -299,10 +274,7 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys) {
         continue;
       }
       if (cancel_requested()) throw Cancelled();
-      if (const int dead = s.peers.dead()) {
-        s.broken = cat_str("the MPI job is broken: ", s.peers.obituary(dead));
-        throw Error(s.peers.obituary(dead));
-      }
+      check_alive();
       if (std::chrono::duration<double>(Clock::now() - quiet_since).count() > limit)
         throw Error(cat_str("rank 0: no progress for ", limit, " s (TAPESTRY_MPI_TIMEOUT) while ",
                             me.done() ? "waiting for rank(s) " + st.missing() : "at " + me.waiting_on()));
@@ -322,11 +294,11 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys) {
     mine = std::current_exception();
   }
   if (mine || st.any_failed()) {
-    if (s.broken.empty()) abort_run(mpi, epoch, st);
+    if (broken_.empty()) abort_run(epoch, st);
     mpi.groups().retire_all();  // as every worker does on the abort
     if (over_peers) {  // its device transfers may be half-matched: later runs go through the host
-      s.device_peers_retired = true;
-      s.device_transport = "none: slices cross through the host over MPI (device peers retired after a failed run)";
+      device_peers_retired_ = true;
+      device_transport_ = "none: slices cross through the host over MPI (device peers retired after a failed run)";
     }
     // Workers that finished kept their shards of the new results: free them again.
     std::vector<uint64_t> kept;
@@ -353,12 +325,11 @@ RunReport run_plan_mpi(const plan::ShardedGraph& g, const StoreKeys& keys) {
   return report;
 }
 
-void run_io_mpi(std::vector<char> job, const std::function<void()>& mine) {
-  State& s = state();
-  internal_check(s.mpi != nullptr);
-  if (!s.broken.empty()) throw Error(s.broken);
-  comm::Mpi& mpi = *s.mpi;
-  const uint64_t epoch = ++s.epoch;
+void Coordinator::run_io(std::vector<char> job, const std::function<void()>& mine) {
+  internal_check(mpi_ != nullptr && !shut_);
+  if (!broken_.empty()) throw Error(broken_);
+  comm::Mpi& mpi = *mpi_;
+  const uint64_t epoch = ++epoch_;
   Command io{Command::Io, epoch, std::move(job)};
   auto cmd = std::make_shared<const std::vector<char>>(encode_command(io));
   for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, cmd);
@@ -369,24 +340,21 @@ void run_io_mpi(std::vector<char> job, const std::function<void()>& mine) {
   } catch (const std::exception&) {
     my_failure = failure_status(0, epoch);
   }
-  Statuses st(mpi, epoch, trace::now_us());
+  Statuses st(mpi, peers_, epoch, trace::now_us());
   comm::Backoff wait;
   auto quiet_since = Clock::now();
-  const double limit = timeout_s();
+  const double limit = settings_.timeout_s;
   while (!st.all()) {
     if (st.collect()) {
       wait.reset();
       quiet_since = Clock::now();
       continue;
     }
-    if (const int dead = s.peers.dead()) {
-      s.broken = cat_str("the MPI job is broken: ", s.peers.obituary(dead));
-      throw Error(s.peers.obituary(dead));
-    }
+    check_alive();
     if (std::chrono::duration<double>(Clock::now() - quiet_since).count() > limit) {
-      s.broken = cat_str("the MPI job is broken: rank(s) ", st.missing(), " did not finish an I/O job in ", limit,
-                         " s (TAPESTRY_MPI_TIMEOUT); restart tapestry");
-      throw Error(s.broken);
+      broken_ = cat_str("the MPI job is broken: rank(s) ", st.missing(), " did not finish an I/O job in ", limit,
+                        " s (TAPESTRY_MPI_TIMEOUT); restart tapestry");
+      throw Error(broken_);
     }
     mpi.progress();
     wait.pause();
@@ -396,19 +364,19 @@ void run_io_mpi(std::vector<char> job, const std::function<void()>& mine) {
   if (st.any_failed()) throw_failure(st.first_failure());
 }
 
-void shutdown_workers() {
-  State& s = state();
-  if (!s.mpi || s.shut) return;
-  s.shut = true;
-  comm::Mpi& mpi = *s.mpi;
-  s.mpi = nullptr;
-  s.device_peers.reset();  // before MPI and the device runtime go
-  if (s.broken.empty()) {
+void Coordinator::shutdown() {
+  if (!mpi_ || shut_) return;
+  shut_ = true;
+  if (g_running == this) g_running = nullptr;
+  comm::Mpi& mpi = *mpi_;
+  mpi_ = nullptr;
+  device_peers_.reset();  // before MPI and the device runtime go
+  if (broken_.empty()) {
     auto bye = std::make_shared<const std::vector<char>>(encode_command({Command::Shutdown, 0, {}}));
     for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, bye);
-    if (!mpi.flush(5.0)) s.broken = "a worker did not take the shutdown";
+    if (!mpi.flush(5.0)) broken_ = "a worker did not take the shutdown";
   }
-  comm::Mpi::finish(!s.broken.empty());
+  comm::Mpi::finish(!broken_.empty());
 }
 
 }  // namespace tapestry

@@ -9,7 +9,6 @@
 
 #include <unistd.h>
 
-#include "engine/device/plugin.hpp"
 #include "engine/dist/plan_wire.hpp"
 #include "engine/io/parallel_io.hpp"
 #include "engine/shard/rank_program.hpp"
@@ -32,26 +31,25 @@ constexpr uint32_t kStatusMagic = 0x54535054;   // "TPST"
 //    I/O job.
 constexpr uint32_t kProtocolVersion = 6;
 
-// "rank r: " in front of a message, unless the executor already put it there.
-// TAPESTRY_FAULT=RANK:RUN[:oom]: whether this rank is to fail its run number `run`, and how.
-std::optional<std::string> injected_fault(int rank, int64_t run) {
-  const char* e = std::getenv("TAPESTRY_FAULT");
-  if (!e) return std::nullopt;
+// TAPESTRY_FAULT=RANK:RUN[:oom] (`spec`): whether this rank is to fail its run number `run`,
+// and how.
+std::optional<std::string> injected_fault(const std::string& spec, int rank, int64_t run) {
+  if (spec.empty()) return std::nullopt;
   long r = -1, n = -1;
   char kind[16] = "";
-  if (std::sscanf(e, "%ld:%ld:%15s", &r, &n, kind) < 2 || r != rank || n != run) return std::nullopt;
+  if (std::sscanf(spec.c_str(), "%ld:%ld:%15s", &r, &n, kind) < 2 || r != rank || n != run) return std::nullopt;
   return std::string(kind);
 }
 
 class Worker {
  public:
-  explicit Worker(comm::Mpi& mpi) : mpi_(mpi) {}
+  Worker(comm::Mpi& mpi, const WorkerSetup& setup) : mpi_(mpi), setup_(setup) {}
 
   int serve() {
     char host[256] = "";
     gethostname(host, sizeof host - 1);
     Status hello{Status::Hello, Status::User, 0, 0, 0, 0, cat_str(getpid(), " ", host), {}};
-    if (device::peers_wanted()) hello.caps |= Status::CanJoinPeers;
+    if (setup_.device_peers) hello.caps |= Status::CanJoinPeers;
     report(hello);
     // A script's loop sends the next run within milliseconds: stay awake for it.
     comm::Backoff idle(std::chrono::microseconds(2000), std::chrono::milliseconds(20));
@@ -73,7 +71,7 @@ class Worker {
         continue;
       }
       if (c->kind == Command::Drop) {
-        for (uint64_t k : c->drop) shard_store().drop(k);
+        for (uint64_t k : c->drop) setup_.store.drop(k);
         continue;
       }
       if (c->kind == Command::Io) {
@@ -132,7 +130,7 @@ class Worker {
     Status st;
     st.epoch = c.epoch;
     try {
-      io::run_io_part(io::decode_io(c.plan), mpi_.rank());
+      io::run_io_part(io::decode_io(c.plan), mpi_.rank(), setup_.store, setup_.io_fault_rank);
     } catch (const std::exception&) {
       st = failure_status(mpi_.rank(), c.epoch);
     }
@@ -143,7 +141,7 @@ class Worker {
   void join_peers(const Command& c) {
     Status st{Status::Done, Status::User, c.epoch, 0, 0, 0, {}, {}};
     try {
-      DeviceBackend* dev = device::backend();
+      DeviceBackend* dev = setup_.dev;
       if (dev) peers_ = dev->join_peers(std::string(c.plan.begin(), c.plan.end()), mpi_.rank(), mpi_.size());
       if (!peers_) throw Error(dev ? "the device cannot join peers" : "no device to join peers with");
     } catch (const std::exception&) {
@@ -176,12 +174,12 @@ class Worker {
       // The program first: it joins the groups of the plan's collectives, which the other
       // members wait for whether or not this rank fails afterwards.
       comm::MpiTransport t(mpi_, c.epoch);
-      RankProgram p(g, t, c.store, device::backend());
+      RankProgram p(g, t, c.store, setup_.dev, &setup_.store);
       if (c.flags & Command::DevicePeers) {
         if (!peers_) throw InternalError("rank 0 sent a run over device peers this rank has not joined");
         p.use_device_peers(peers_.get());
       }
-      if (auto fault = injected_fault(me, runs_)) {
+      if (auto fault = injected_fault(setup_.fault, me, runs_)) {
         if (*fault == "oom") {
           try {
             Value::alloc(DType::F64, {int64_t(1) << 47});  // 1 PiB: no machine has it
@@ -220,6 +218,7 @@ class Worker {
   }
 
   comm::Mpi& mpi_;
+  const WorkerSetup& setup_;
   uint64_t epoch_ = 0;
   int64_t runs_ = 0;
   std::optional<Command> deferred_;
@@ -303,9 +302,9 @@ Status failure_status(int rank, uint64_t epoch) {
 
 void throw_failure(const Status& s) { rethrow(Failure{static_cast<Failure::Kind>(s.error), s.message}); }
 
-int worker_main(comm::Mpi& mpi) {
+int worker_main(comm::Mpi& mpi, const WorkerSetup& setup) {
   internal_check(mpi.rank() != 0);
-  return Worker(mpi).serve();
+  return Worker(mpi, setup).serve();
 }
 
 }  // namespace tapestry

@@ -1,6 +1,6 @@
 // The worker ranks of the MPI engine, and the messages rank 0 and the workers exchange.
-//   comm::Mpi* mpi = comm::Mpi::start();
-//   if (mpi && mpi->rank() != 0) return worker_main(*mpi);   // serve rank 0 until shutdown
+//   comm::Mpi* mpi = comm::Mpi::start(config.mpi_launched);
+//   if (mpi && mpi->rank() != 0) return worker_main(*mpi, {store, dev});   // serve rank 0 until shutdown
 //   encode_command({Command::Run, epoch, encode_plan(g)})      // rank 0 (engine/dist/coordinator)
 // A worker waits for a command, runs its part of each plan over MpiTransport, and answers
 // every run with exactly one status: done (with its counts), failed (the error, naming this
@@ -16,6 +16,7 @@
 
 #include "engine/comm/mpi.hpp"
 #include "engine/shard/rank_program.hpp"
+#include "engine/store/shard_store.hpp"
 
 namespace tapestry {
 
@@ -65,9 +66,18 @@ Status decode_status(std::span<const char> bytes);
 Status failure_status(int rank, uint64_t epoch);
 [[noreturn]] void throw_failure(const Status& s);
 
+// What a worker serves with: its session's parts and settings (engine/session/session.hpp).
+struct WorkerSetup {
+  ShardStore& store;             // the stored shards of this rank
+  DeviceBackend* dev = nullptr;  // the rank's device, or nullptr: the CPU
+  bool device_peers = false;     // it offers to join device peers (rank 0 asks all or none)
+  // TAPESTRY_FAULT=RANK:RUN[:oom] makes rank RANK fail its RUN-th plan (1-based) with an
+  // injected error, or a real out-of-memory allocation — the tests' way to fail one worker.
+  std::string fault;
+  int io_fault_rank = -1;        // TAPESTRY_IO_FAULT: this rank fails its I/O jobs when it is it
+};
+
 // Ranks 1..N-1: serves rank 0's commands until shutdown; the process's exit status.
-// TAPESTRY_FAULT=RANK:RUN[:oom] makes rank RANK fail its RUN-th plan (1-based) with an
-// injected error, or a real out-of-memory allocation — the tests' way to fail one worker.
-int worker_main(comm::Mpi& mpi);
+int worker_main(comm::Mpi& mpi, const WorkerSetup& setup);
 
 }  // namespace tapestry

@@ -76,19 +76,17 @@ std::vector<IoTask> decode_io(std::span<const char> bytes) {
   return tasks;
 }
 
-void run_io_part(const std::vector<IoTask>& tasks, int rank) {
-  // TAPESTRY_IO_FAULT=RANK: that rank fails every I/O job (the tests' way to fail one rank).
-  if (const char* f = std::getenv("TAPESTRY_IO_FAULT"); f && std::atoi(f) == rank && *f)
-    throw Error("injected I/O failure (TAPESTRY_IO_FAULT)");
+void run_io_part(const std::vector<IoTask>& tasks, int rank, ShardStore& store, int fail_rank) {
+  if (rank == fail_rank) throw Error("injected I/O failure (TAPESTRY_IO_FAULT)");
   for (const IoTask& t : tasks) {
     for (const plan::Shard& s : t.shards) {
       if (s.rank != rank) continue;
       if (t.kind == IoTask::Read) {
         auto v = Value::alloc(t.header.dtype, s.box.extents());
         read_npy_box(t.path, t.header, s.box, v->view());
-        shard_store().put(rank, t.key, s.box, v->view());
+        store.put(rank, t.key, s.box, v->view());
       } else {
-        const std::optional<View> v = shard_store().find(rank, t.key, s.box);
+        const std::optional<View> v = store.find(rank, t.key, s.box);
         if (!v)
           throw InternalError(cat_str("'", t.path, "': no stored shard ", poly::to_string(s.box), " of %", t.key,
                                       " on rank ", rank));

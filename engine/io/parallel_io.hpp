@@ -1,7 +1,7 @@
 // Parallel .npy I/O of sharded tensors, one rank's part: the boxes of a job this rank reads or
 // writes, and the job's wire encoding (the Io command of engine/dist/worker.hpp).
 //   IoTask t = read_task("w.npy", read_npy_header("w.npy"), leaf, 4);   // rows over 4 ranks
-//   run_io_part({t}, rank);            // this rank's boxes, into / from its shard store
+//   run_io_part({t}, rank, store);     // this rank's boxes, into / from its shard store
 // engine/session/sharded_io.hpp runs every rank's part (over MPI or loopback).
 #pragma once
 
@@ -13,6 +13,7 @@
 #include "engine/io/npy.hpp"
 #include "engine/ir/node.hpp"
 #include "engine/plan/sharded_graph.hpp"
+#include "engine/store/shard_store.hpp"
 
 namespace tapestry::io {
 
@@ -29,9 +30,9 @@ std::vector<char> encode_io(const std::vector<IoTask>& tasks);
 // Throws Error ("io message rejected: ...") when the bytes are not well formed.
 std::vector<IoTask> decode_io(std::span<const char> bytes);
 
-// This rank's part of `tasks`: reads into / writes from shard_store() on `rank`.
-// TAPESTRY_IO_FAULT=RANK makes that rank fail (tests).
-void run_io_part(const std::vector<IoTask>& tasks, int rank);
+// This rank's part of `tasks`: reads into / writes from `store` on `rank`. The rank
+// `fail_rank` fails instead (TAPESTRY_IO_FAULT, the tests' way to fail one rank; -1: none).
+void run_io_part(const std::vector<IoTask>& tasks, int rank, ShardStore& store, int fail_rank = -1);
 
 // The default layout of a loaded tensor: rows (dimension 1) split as evenly as the ranks allow.
 std::vector<plan::Shard> row_split(uint64_t key, const Shape& shape, int ranks);

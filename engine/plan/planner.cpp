@@ -7,7 +7,6 @@
 #include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/fuse.hpp"
-#include "engine/plan/plan_cache.hpp"
 
 namespace tapestry::plan {
 
@@ -32,12 +31,7 @@ std::vector<NodeRef> observed_subgraph(const std::vector<NodeRef>& roots) {
   return topo;
 }
 
-PlannerStats& planner_stats() {
-  static PlannerStats s;
-  return s;
-}
-
-PlannedGraph plan_observation(const std::vector<NodeRef>& roots, const Mesh& mesh,
+PlannedGraph plan_observation(PlannerState& planner, const std::vector<NodeRef>& roots, const Mesh& mesh,
                               SearchOptions opts, bool fuse_maps, const StoredShards& stored) {
   const auto t0 = std::chrono::steady_clock::now();
   PlannedGraph pg;
@@ -60,11 +54,11 @@ PlannedGraph plan_observation(const std::vector<NodeRef>& roots, const Mesh& mes
     else if (n->value) pg.initial.push_back(Shard{n->id, Box::of_shape(n->shape), 0});
     if (n->op == Op::Constrain && !n->value) opts.output_grid[n->id] = attrs_of<ConstrainAttrs>(*n).parts;
   }
-  static PlanCache cache;
+  PlanCache& cache = planner.cache;
   const uint64_t hits = cache.hits();
   pg.plan = cache.plan(pg.topo, pg.initial, pg.roots, mesh, opts);
   pg.cache_hit = cache.hits() > hits;
-  PlannerStats& st = planner_stats();
+  PlannerStats& st = planner.stats;
   ++st.plans;
   if (pg.cache_hit) ++st.cache_hits;
   st.time_plan += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -1,5 +1,6 @@
 // Planning one observation: the observed subgraph, where its inputs lie, and the plan.
-//   PlannedGraph pg = plan_observation({y}, mesh, {});
+//   PlannerState planner;                  // a session's: its plan cache and counts
+//   PlannedGraph pg = plan_observation(planner, {y}, mesh, {});
 //   print(to_string(pg.plan.graph()));  pg.plan.cost.time;  layout_of(pg, y->id)
 // Nodes that already hold a value are inputs held whole on rank 0, stored tensors
 // (engine/store/stored_tensor.hpp) inputs where their shards lie; Constrain nodes fix the
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "engine/ir/node.hpp"
+#include "engine/plan/plan_cache.hpp"
 #include "engine/plan/search.hpp"
 
 namespace tapestry::plan {
@@ -34,8 +36,20 @@ std::vector<NodeRef> observed_subgraph(const std::vector<NodeRef>& roots);
 // whole on rank 0 when it has a value).
 using StoredShards = std::function<const std::vector<Shard>*(uint64_t id)>;
 
-// Fuses maps (plan::fuse, unless fuse_maps is false), then plans on `mesh`.
-PlannedGraph plan_observation(const std::vector<NodeRef>& roots, const Mesh& mesh,
+struct PlannerStats {
+  uint64_t plans = 0, cache_hits = 0;
+  double time_plan = 0;
+};
+
+// What planning keeps between observations: the plans made, by structure, and the counts.
+struct PlannerState {
+  PlanCache cache;
+  PlannerStats stats;
+};
+
+// Fuses maps (plan::fuse, unless fuse_maps is false), then plans on `mesh`, through the
+// planner's cache.
+PlannedGraph plan_observation(PlannerState& planner, const std::vector<NodeRef>& roots, const Mesh& mesh,
                               SearchOptions opts, bool fuse_maps = true, const StoredShards& stored = {});
 
 // How a planned value is split: parts per dim and which rank holds which box.
@@ -45,11 +59,5 @@ struct LayoutInfo {
 };
 LayoutInfo layout_of(const PlannedGraph& pg, uint64_t node);
 std::string grid_string(const std::vector<int64_t>& grid);  // "replicated" / "split(1, 4)" / "grid{2,2}"
-
-struct PlannerStats {
-  uint64_t plans = 0, cache_hits = 0;
-  double time_plan = 0;
-};
-PlannerStats& planner_stats();
 
 }  // namespace tapestry::plan

@@ -13,12 +13,9 @@
 #include "engine/io/manifest.hpp"
 #include "engine/io/npy.hpp"
 #include "engine/io/parallel_io.hpp"
-#include "engine/dist/coordinator.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/session/session.hpp"
 #include "engine/session/sharded_io.hpp"
-#include "engine/store/shard_store.hpp"
-#include "engine/store/stored_tensor.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
 
@@ -45,8 +42,9 @@ void check_entry(const std::string& manifest, const ManifestEntry& t) {
 
 }  // namespace
 
-std::vector<std::string> save_env(const std::string& dir, Environment& e) {
-  materialize(e);
+std::vector<std::string> save_env(Session& s, const std::string& dir) {
+  materialize(s);
+  const Environment& e = s.env();
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   user_check(!ec, "'", dir, "': cannot create the checkpoint directory: ", ec.message());
@@ -61,21 +59,21 @@ std::vector<std::string> save_env(const std::string& dir, Environment& e) {
     const NodeRef& n = entry.stored;
     internal_check(n != nullptr);
     const std::string file = name + ".npy";
-    if (!n->value && stored_layout(n->id)) {
+    if (!n->value && s.stored().layout(n->id)) {
       sharded.emplace_back(join(dir, file), n);
     } else {
-      if (!n->value) observe_values({n});
+      if (!n->value) observe_values(s, {n});
       save_npy(join(dir, file), n->value->view());
     }
     m.tensors.push_back({name, file, n->dtype, n->shape, numel(n->shape) * dtype_size(n->dtype)});
     names.push_back(name);
   }
-  save_npy_sharded(sharded);  // every rank reported success before the manifest is written
+  save_npy_sharded(s, sharded);  // every rank reported success before the manifest is written
   write_manifest(join(dir, kManifestName), m);
   return names;
 }
 
-std::vector<std::string> load_env(const std::string& dir, Environment& e) {
+std::vector<std::string> load_env(Session& s, const std::string& dir) {
   const std::string mpath = join(dir, kManifestName);
   const Manifest m = read_manifest(mpath);
   std::set<std::string> seen;
@@ -87,7 +85,7 @@ std::vector<std::string> load_env(const std::string& dir, Environment& e) {
   // Read everything before binding anything, so a bad file leaves the environment as it was.
   std::vector<std::pair<std::string, NodeRef>> loaded;
   // On N ranks each rank reads its own rows of every file into its shard store (one I/O job).
-  const int ranks = current_mesh().ranks;
+  const int ranks = s.mesh().ranks;
   std::vector<IoTask> tasks;
   for (const ManifestEntry& t : m.tensors) {
     const std::string path = join(dir, t.file);
@@ -109,18 +107,18 @@ std::vector<std::string> load_env(const std::string& dir, Environment& e) {
   }
   if (!tasks.empty()) {
     try {
-      run_io(tasks, ranks);
+      run_io(s, tasks, ranks);
     } catch (...) {  // cleanup, then the same exception goes on (no Lua runs here)
       std::vector<uint64_t> keys;
-      for (const IoTask& t : tasks) shard_store().drop(t.key), keys.push_back(t.key);
-      if (mpi_job_ranks() == ranks) drop_on_workers(keys);
+      for (const IoTask& t : tasks) s.shard_store().drop(t.key), keys.push_back(t.key);
+      if (s.mpi_job_ranks() == ranks) s.coordinator()->drop_on_workers(keys);
       throw;
     }
-    for (size_t i = 0; i < tasks.size(); ++i) register_stored(loaded[i].second, tasks[i].shards, ranks);
+    for (size_t i = 0; i < tasks.size(); ++i) s.stored().register_stored(loaded[i].second, tasks[i].shards, ranks);
   }
   std::vector<std::string> names;
   for (auto& [name, node] : loaded) {
-    e.bind(name, std::move(node));
+    s.env().bind(name, std::move(node));
     names.push_back(name);
   }
   return names;

@@ -1,7 +1,6 @@
 // Checkpoints of the environment: a directory of .npy files plus manifest.json.
-//   save_env("ckpt");                          // ckpt/w.npy, ckpt/b.npy, ckpt/manifest.json
-//   std::vector<std::string> names = load_env("ckpt");   // binds w and b again
-//   load_env("ckpt", my_env);                  // any Environment (tests use their own)
+//   save_env(session, "ckpt");                 // ckpt/w.npy, ckpt/b.npy, ckpt/manifest.json
+//   std::vector<std::string> names = load_env(session, "ckpt");   // binds w and b again
 // Files hold global shapes, not shards, so a checkpoint loads onto any number of ranks. On N
 // ranks (engine/io/parallel_io.hpp) nothing passes through rank 0 but headers: a save has each
 // rank write its stored boxes (write_npy_box) and writes the manifest only once every rank
@@ -14,18 +13,21 @@
 #include <string>
 #include <vector>
 
-#include "engine/store/environment.hpp"
+namespace tapestry {
+class Session;
+}
 
 namespace tapestry::io {
 
-// Computes pending bindings, then writes every named tensor; returns the names written.
-// Creates `dir` (and its parents) when missing. Files of names no longer bound are left
-// alone; the manifest no longer lists them.
-std::vector<std::string> save_env(const std::string& dir, Environment& e = env());
+// Computes the session's pending bindings, then writes every named tensor; returns the names
+// written. Creates `dir` (and its parents) when missing. Files of names no longer bound are
+// left alone; the manifest no longer lists them.
+std::vector<std::string> save_env(Session& s, const std::string& dir);
 
 // Reads every tensor the manifest lists, checking each file's header against it, then binds
-// them all (other names are kept). All or nothing: on any error, `e` is unchanged and the
-// message names the file. Returns the names bound, in manifest order.
-std::vector<std::string> load_env(const std::string& dir, Environment& e = env());
+// them all in the session (other names are kept). All or nothing: on any error, the
+// environment is unchanged and the message names the file. Returns the names bound, in
+// manifest order.
+std::vector<std::string> load_env(Session& s, const std::string& dir);
 
 }  // namespace tapestry::io

@@ -2,45 +2,22 @@
 #include "engine/session/observe.hpp"
 
 #include <chrono>
-#include <deque>
-#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "engine/device/plugin.hpp"
-#include "engine/dist/coordinator.hpp"
 #include "engine/run/device_eval.hpp"
 #include "engine/run/evaluator.hpp"
 #include "engine/plan/memory_limit.hpp"
 #include "engine/session/session.hpp"
-#include "engine/session/sharded_eval.hpp"
 #include "engine/telemetry/stats.hpp"
 #include "engine/telemetry/trace.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/plan/verifier.hpp"
-#include "engine/store/shard_store.hpp"
-#include "engine/store/stored_tensor.hpp"
 
 namespace tapestry {
 
 namespace {
-
-// How recent sharded results were split, by node id, for the printed footer. Bounded: only
-// the last results are printed, and ids are never reused.
-struct Layouts {
-  std::unordered_map<uint64_t, std::string> by_id;
-  std::deque<uint64_t> order;
-  void put(uint64_t id, std::string layout) {
-    if (by_id.insert_or_assign(id, std::move(layout)).second) order.push_back(id);
-    while (order.size() > 4096) by_id.erase(order.front()), order.pop_front();
-  }
-};
-
-Layouts& layouts() {
-  static Layouts l;
-  return l;
-}
 
 double seconds() {
   using namespace std::chrono;
@@ -62,13 +39,18 @@ std::string describe_layout(const plan::PlannedGraph& pg, size_t i) {
   }
 }
 
+bool on_mpi(Session& s, int ranks) { return ranks > 1 && s.mpi_job_ranks() == ranks; }
 
-bool on_mpi(int ranks) { return ranks > 1 && mpi_job_ranks() == ranks; }
-
-// Virtual ranks share this process's device, if it has one.
-std::vector<DeviceBackend*> rank_devices() {
-  if (DeviceBackend* dev = device::backend()) return {dev};
+// Virtual ranks share the session's device, if it has one.
+std::vector<DeviceBackend*> rank_devices(Session& s) {
+  if (DeviceBackend* dev = s.device()) return {dev};
   return {};
+}
+
+// Plans over MPI when the mesh is the job (rank 0 coordinates); else over virtual ranks.
+RunReport run(Session& s, const plan::ShardedGraph& g, const StoreKeys& keys) {
+  if (on_mpi(s, g.num_ranks)) return s.coordinator()->run_plan(g, keys);
+  return run_plan(g, keys, rank_devices(s), &s.shard_store());
 }
 
 void count(const RunReport& report) {
@@ -82,8 +64,8 @@ void count(const RunReport& report) {
 }
 
 // Brings a stored leaf's shards to rank 0 as its value (kept there as a cache).
-void gather_stored(const NodeRef& leaf) {
-  const StoredLayout* s = stored_layout(leaf->id);
+void gather_stored(Session& ses, const NodeRef& leaf) {
+  const StoredLayout* s = ses.stored().layout(leaf->id);
   internal_check(s != nullptr);
   plan::ShardedGraph g(s->ranks);
   g.nodes = {leaf};
@@ -95,14 +77,14 @@ void gather_stored(const NodeRef& leaf) {
   for (const plan::Shard& sh : s->shards) g.add_output(leaf->id, sh.box, sh.rank);
   keys.roots.assign(g.roots.size(), 0);
   const std::string layout = describe_shards(s->shards, leaf->shape.size());
-  count(on_mpi(s->ranks) ? run_plan_mpi(g, keys) : run_plan(g, keys, rank_devices()));
-  layouts().put(leaf->id, layout);
+  count(run(ses, g, keys));
+  ses.layouts().put(leaf->id, layout);
 }
 
 // The roots with every expression that was stored replaced by its leaf (rebuilt above it),
 // so a named value is read, not recomputed.
-std::vector<NodeRef> substitute_stored(const std::vector<NodeRef>& roots) {
-  if (!any_materialized()) return roots;
+std::vector<NodeRef> substitute_stored(Session& s, const std::vector<NodeRef>& roots) {
+  if (!s.stored().any_materialized()) return roots;
   std::unordered_map<const Node*, NodeRef> done;
   std::vector<std::pair<const Node*, size_t>> stack;
   for (const NodeRef& r : roots) {
@@ -116,7 +98,7 @@ std::vector<NodeRef> substitute_stored(const std::vector<NodeRef>& roots) {
         continue;
       }
       if (next == 0) {
-        if (NodeRef leaf = n->stored ? n->stored : materialized_as(*n)) {
+        if (NodeRef leaf = n->stored ? n->stored : s.stored().materialized_as(*n)) {
           done[n] = leaf;
           stack.pop_back();
           continue;
@@ -168,19 +150,19 @@ bool may_read_stored(const std::vector<NodeRef>& roots) {
 
 // Stored leaves this observation reads that cannot be read where they lie (one rank, or
 // stored on another mesh): gathered first. Stored roots are gathered: that is observing them.
-void gather_what_must_be_whole(const std::vector<NodeRef>& roots, int ranks) {
+void gather_what_must_be_whole(Session& s, const std::vector<NodeRef>& roots, int ranks) {
   if (!may_read_stored(roots)) return;
   for (const NodeRef& n : plan::observed_subgraph(roots)) {
-    if (n->value || !stored_layout(n->id)) continue;
+    if (n->value || !s.stored().layout(n->id)) continue;
     const bool root = std::find(roots.begin(), roots.end(), n) != roots.end();
-    if (root || !usable_stored(n->id, ranks)) gather_stored(n);
+    if (root || !s.stored().usable(n->id, ranks)) gather_stored(s, n);
   }
 }
 
 // Plans and runs the roots (none holds a value) on `mesh`; keep[i] != 0 keeps root i's
 // result in the shard store under that key. Returns the plan's result shards of each root.
-std::vector<std::vector<plan::Shard>> run_observation(const std::vector<NodeRef>& todo, const std::vector<uint64_t>& keep,
-                                                      const plan::Mesh& mesh) {
+std::vector<std::vector<plan::Shard>> run_observation(Session& s, const std::vector<NodeRef>& todo,
+                                                      const std::vector<uint64_t>& keep, const plan::Mesh& mesh) {
   ++stats().observations;
   // A short anneal: an interactive observation cannot wait seconds for its plan, and the
   // plan cache makes a loop pay for it once.
@@ -188,43 +170,33 @@ std::vector<std::vector<plan::Shard>> run_observation(const std::vector<NodeRef>
   opts.steps = 300;
   opts.time_budget_s = 0.05;
   const double t_plan = seconds();
-  const plan::PlannedGraph pg = plan_observed(todo, mesh, opts);
+  const plan::PlannedGraph pg = s.plan_observed(todo, mesh, opts);
   const double t_run = seconds();
   if (trace::enabled())
     trace::record({"phase", "plan", 0, trace::kPhases, t_plan * 1e6, (t_run - t_plan) * 1e6,
                    cat_str("\"blocks\":", pg.plan.graph().blocks.size(), ",\"cache_hit\":", pg.cache_hit ? "true" : "false")});
   for (const auto& [id, origin] : pg.fused_origin) stats().fused_ops += origin.size() - 1;
-  check_memory_limit(pg.plan, memory_per_rank());
+  check_memory_limit(pg.plan, s.memory_per_rank());
   const plan::ShardedGraph& g = pg.plan.graph();
   StoreKeys keys;
-  keys.initial = stored_initial_keys(g);
+  keys.initial = s.stored().initial_keys(g);
   if (!keep.empty()) {
     keys.roots.assign(g.roots.size(), 0);
     for (size_t j = 0; j < g.roots.size(); ++j)
       for (size_t i = 0; i < pg.observed.size(); ++i)
         if (pg.roots[i]->id == g.roots[j] && keep[i]) keys.roots[j] = keep[i];
   }
-  // Under mpirun the mesh is the job (rank 0 coordinates); otherwise its ranks are virtual.
-  RunReport report;
-  if (on_mpi(mesh.ranks)) {
-    if (verify_every_plan()) {
-      const plan::VerifyResult v = plan::verify(g, pg.topo);
-      if (!v.ok()) throw InternalError(cat_str("the plan fails verification:\n", v.message()));
-    }
-    report = run_plan_mpi(g, keys);
-  } else {
-    if (verify_every_plan()) {
-      const plan::VerifyResult v = plan::verify(g, pg.topo);
-      if (!v.ok()) throw InternalError(cat_str("the plan fails verification:\n", v.message()));
-    }
-    report = run_plan(g, keys, rank_devices());
+  if (s.config().verify) {
+    const plan::VerifyResult v = plan::verify(g, pg.topo);
+    if (!v.ok()) throw InternalError(cat_str("the plan fails verification:\n", v.message()));
   }
+  const RunReport report = run(s, g, keys);
   const double t_end = seconds();
   stats().time_run += t_end - t_run;
   if (trace::enabled())
     trace::record({"phase", "run", 0, trace::kPhases, t_run * 1e6, (t_end - t_run) * 1e6,
                    cat_str("\"blocks\":", report.blocks, ",\"messages\":", report.messages, ",\"bytes\":", report.bytes)});
-  for (size_t i = 0; i < pg.observed.size(); ++i) layouts().put(pg.observed[i]->id, describe_layout(pg, i));
+  for (size_t i = 0; i < pg.observed.size(); ++i) s.layouts().put(pg.observed[i]->id, describe_layout(pg, i));
   count(report);
   std::vector<std::vector<plan::Shard>> shards(pg.observed.size());
   for (size_t i = 0; i < pg.observed.size(); ++i) {
@@ -237,63 +209,60 @@ std::vector<std::vector<plan::Shard>> run_observation(const std::vector<NodeRef>
 
 }  // namespace
 
-std::string computed_layout(uint64_t node_id) {
-  auto it = layouts().by_id.find(node_id);
-  return it == layouts().by_id.end() ? std::string() : it->second;
+void release_unreferenced(Session& s) {
+  const std::vector<uint64_t> gone = s.stored().sweep();
+  for (uint64_t k : gone) s.shard_store().drop(k);
+  if (Coordinator* job = s.coordinator()) job->drop_on_workers(gone);
 }
 
-void release_unreferenced() {
-  const std::vector<uint64_t> gone = sweep_stored();
-  for (uint64_t k : gone) shard_store().drop(k);
-  drop_on_workers(gone);
-}
-
-void observe_values(const std::vector<NodeRef>& given) {
-  release_unreferenced();
-  const plan::Mesh& mesh = current_mesh();
-  std::vector<NodeRef> roots = substitute_stored(given);
-  gather_what_must_be_whole(roots, mesh.ranks);
+void observe_values(Session& s, const std::vector<NodeRef>& given) {
+  const TelemetryScope in(s.telemetry());
+  release_unreferenced(s);
+  const plan::Mesh& mesh = s.mesh();
+  std::vector<NodeRef> roots = substitute_stored(s, given);
+  gather_what_must_be_whole(s, roots, mesh.ranks);
   if (mesh.ranks == 1) {
-    if (DeviceBackend* dev = device::backend()) evaluate_on_device(roots, *dev);
+    if (DeviceBackend* dev = s.device()) evaluate_on_device(roots, *dev);
     else evaluate(roots);
   } else {
     std::vector<NodeRef> todo;  // each root once (a plan lists an output once)
     std::unordered_set<const Node*> seen;
     for (const NodeRef& r : roots)
       if (!r->value && seen.insert(r.get()).second) todo.push_back(r);
-    if (!todo.empty()) run_observation(todo, {}, mesh);
+    if (!todo.empty()) run_observation(s, todo, {}, mesh);
   }
   for (size_t i = 0; i < given.size(); ++i) {
     if (given[i] == roots[i] || given[i]->value) continue;
     set_value(*given[i], roots[i]->value);
-    const std::string l = computed_layout(roots[i]->id);
-    if (!l.empty()) layouts().put(given[i]->id, l);
+    const std::string l = s.layouts().find(roots[i]->id);
+    if (!l.empty()) s.layouts().put(given[i]->id, l);
   }
 }
 
-void observe_kept(const std::vector<NodeRef>& given) {
-  if (current_mesh().ranks == 1) return observe_values(given);
+void observe_kept(Session& s, const std::vector<NodeRef>& given) {
+  if (s.mesh().ranks == 1) return observe_values(s, given);
   std::vector<NodeRef> todo;
   for (const NodeRef& r : given)
-    if (!r->value && !r->stored && !stored_layout(r->id)) todo.push_back(r);
-  const std::vector<NodeRef> out = observe_stored(todo);
+    if (!r->value && !r->stored && !s.stored().layout(r->id)) todo.push_back(r);
+  const std::vector<NodeRef> out = observe_stored(s, todo);
   for (size_t i = 0; i < todo.size(); ++i)
-    if (out[i] != todo[i] && !todo[i]->value && stored_layout(out[i]->id)) set_stored(*todo[i], out[i]);
+    if (out[i] != todo[i] && !todo[i]->value && s.stored().layout(out[i]->id)) set_stored(*todo[i], out[i]);
 }
 
-std::vector<NodeRef> observe_stored(const std::vector<NodeRef>& given) {
-  release_unreferenced();
-  const plan::Mesh& mesh = current_mesh();
-  std::vector<NodeRef> out = substitute_stored(given);
+std::vector<NodeRef> observe_stored(Session& s, const std::vector<NodeRef>& given) {
+  const TelemetryScope in(s.telemetry());
+  release_unreferenced(s);
+  const plan::Mesh& mesh = s.mesh();
+  std::vector<NodeRef> out = substitute_stored(s, given);
   if (mesh.ranks == 1) {
-    observe_values(out);
+    observe_values(s, out);
     return out;
   }
   std::vector<NodeRef> todo, leaves;
   std::vector<uint64_t> keep;
   std::unordered_map<const Node*, size_t> index;
   for (const NodeRef& r : out) {
-    if (r->value || stored_layout(r->id) || index.count(r.get())) continue;
+    if (r->value || s.stored().layout(r->id) || index.count(r.get())) continue;
     index[r.get()] = todo.size();
     todo.push_back(r);
     leaves.push_back(make_stored_leaf(r->shape, r->dtype));
@@ -302,24 +271,25 @@ std::vector<NodeRef> observe_stored(const std::vector<NodeRef>& given) {
   if (todo.empty()) return out;
   // Inputs of this plan that cannot be read where they lie are gathered first.
   for (const NodeRef& n : plan::observed_subgraph(todo))
-    if (!n->value && stored_layout(n->id) && !usable_stored(n->id, mesh.ranks)) gather_stored(n);
-  const auto shards = run_observation(todo, keep, mesh);
+    if (!n->value && s.stored().layout(n->id) && !s.stored().usable(n->id, mesh.ranks)) gather_stored(s, n);
+  const auto shards = run_observation(s, todo, keep, mesh);
   for (size_t i = 0; i < todo.size(); ++i) {
-    register_stored(leaves[i], shards[i], mesh.ranks);
-    layouts().put(leaves[i]->id, describe_shards(shards[i], leaves[i]->shape.size()));
+    s.stored().register_stored(leaves[i], shards[i], mesh.ranks);
+    s.layouts().put(leaves[i]->id, describe_shards(shards[i], leaves[i]->shape.size()));
   }
   for (size_t i = 0; i < out.size(); ++i) {
     auto it = index.find(out[i].get());
     if (it == index.end()) continue;
-    record_materialized(given[i], leaves[it->second]);
-    record_materialized(out[i], leaves[it->second]);
+    s.stored().record_materialized(given[i], leaves[it->second]);
+    s.stored().record_materialized(out[i], leaves[it->second]);
     out[i] = leaves[it->second];
   }
   return out;
 }
 
-void materialize(Environment& env) {
-  if (!env.has_pending()) return release_unreferenced();  // every observation asks: keep it cheap
+void materialize(Session& s) {
+  Environment& env = s.env();
+  if (!env.has_pending()) return release_unreferenced(s);  // every observation asks: keep it cheap
   // One at a time, so a failing binding names itself and cannot block the others.
   for (const std::string& name : env.names()) {
     const Environment::Entry& e = env.entries().at(name);
@@ -327,7 +297,7 @@ void materialize(Environment& env) {
     NodeRef stored;
     try {
       // Kept sharded where computed; the previous version's shards stay until no one reads them.
-      stored = observe_stored({e.pending})[0];
+      stored = observe_stored(s, {e.pending})[0];
     } catch (const Error& err) {
       env.settle(name, nullptr);
       throw Error(cat_str("computing tp.env.", name, ": ", err.what(),
@@ -335,7 +305,7 @@ void materialize(Environment& env) {
     }
     env.settle(name, std::move(stored));
   }
-  release_unreferenced();
+  release_unreferenced(s);
 }
 
 }  // namespace tapestry

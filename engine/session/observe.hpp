@@ -1,43 +1,39 @@
-// The one entry point of an observation: computes the roots on the current mesh.
-//   observe_values({y});   // one rank: the fusing evaluator; N ranks: fuse, plan, verify, run
+// The one entry point of an observation: computes the roots on the session's mesh.
+//   observe_values(session, {y});   // one rank: the fusing evaluator; N ranks: fuse, plan, verify, run
 // Every observation point (print, item, totable, tp.eval, pending tp.env bindings) comes here,
 // so a script gives the same values whatever TAPESTRY_RANKS is. Named tensors stay sharded:
-//   std::vector<NodeRef> leaves = observe_stored({expr});   // tp.env.w = expr; no gather
+//   std::vector<NodeRef> leaves = observe_stored(session, {expr});   // tp.env.w = expr; no gather
+// Each makes the session's telemetry current while it runs (its counters, trace, cancel flag).
 #pragma once
 
-#include <cstdint>
-#include <string>
 #include <vector>
 
 #include "engine/ir/node.hpp"
-#include "engine/store/environment.hpp"
 
 namespace tapestry {
 
+class Session;
+
 // Stored tensors among the roots (or expressions stored as one) are gathered to rank 0.
-void observe_values(const std::vector<NodeRef>& roots);
+void observe_values(Session& s, const std::vector<NodeRef>& roots);
 
 // tp.eval: computes the roots and leaves each result where it was computed. On one rank that
 // is the node's value; on several, the node's stored leaf (its shards stay on the ranks that
 // computed them, so a loop `u = tp.eval(step(u))` moves only what a step needs, not the
 // whole state through rank 0). Stored tensors stay where they lie.
-void observe_kept(const std::vector<NodeRef>& roots);
+void observe_kept(Session& s, const std::vector<NodeRef>& roots);
 
 // Computes `exprs` and keeps each value sharded where the plan computed it, in the ranks'
 // shard stores (engine/store): returns, per expr, a stored leaf standing for its value (or
 // the expr itself when it already holds a value or one rank computed it). On a throw no
 // shard of the new values is left anywhere.
-std::vector<NodeRef> observe_stored(const std::vector<NodeRef>& exprs);
+std::vector<NodeRef> observe_stored(Session& s, const std::vector<NodeRef>& exprs);
 
-// Computes env's pending bindings. On failure the failing binding is dropped (its previous
-// value stays) and the error is rethrown prefixed with its name.
-void materialize(Environment& env);
+// Computes the session's pending bindings. On failure the failing binding is dropped (its
+// previous value stays) and the error is rethrown prefixed with its name.
+void materialize(Session& s);
 
 // Frees the shards of stored tensors no Tensor, binding or expression refers to any more.
-void release_unreferenced();
-
-// How the value of node `id` was split when a sharded observation computed it
-// ("split(1, 4)", "replicated", "grid{2,2}"); "" when it was computed on one rank.
-std::string computed_layout(uint64_t node_id);
+void release_unreferenced(Session& s);
 
 }  // namespace tapestry

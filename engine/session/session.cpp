@@ -1,66 +1,76 @@
 #include "engine/session/session.hpp"
 
-#include <algorithm>
-#include <cstdlib>
+#include <utility>
 
-#include "engine/device/probe.hpp"
+#include "engine/dist/worker.hpp"
 #include "engine/ir/error.hpp"
-#include "engine/store/stored_tensor.hpp"
+#include "kernels/cpu/kernels.hpp"
 
 namespace tapestry {
 
-namespace {
-
-int64_t& memory_limit() {
-  static int64_t bytes = [] {
-    const char* e = std::getenv("TAPESTRY_MEMORY_PER_RANK");
-    return e ? std::max<int64_t>(0, std::atoll(e)) : int64_t(0);
-  }();
-  return bytes;
+Session::Session(Config config) : config_(std::move(config)) {
+  if (config_.threads > 0) cpu::set_num_threads(config_.threads);
 }
 
-// The limit is the mesh's capacity, so the search prefers plans that fit it.
-plan::Mesh with_limit(plan::Mesh m) {
-  if (memory_limit() > 0) m.mem_bytes_per_rank = static_cast<double>(memory_limit());
+Session::~Session() = default;
+
+plan::Mesh Session::machine_mesh(int ranks) {
+  plan::Mesh m = device::apply_device(plan::Mesh::this_machine(ranks), device_selection());
+  if (config_.memory_per_rank > 0) m.mem_bytes_per_rank = static_cast<double>(config_.memory_per_rank);
   return m;
 }
 
-plan::Mesh machine_mesh(int ranks) {
-  return with_limit(device::apply_device(plan::Mesh::this_machine(ranks), device::current()));
+const plan::Mesh& Session::mesh() {
+  if (!mesh_) mesh_ = machine_mesh(config_.ranks);
+  return *mesh_;
 }
 
-plan::Mesh& mesh_storage() {
-  static plan::Mesh m = [] {
-    int ranks = 1;
-    if (const char* e = std::getenv("TAPESTRY_RANKS")) ranks = std::max(1, std::atoi(e));
-    return machine_mesh(ranks);
-  }();
-  return m;
-}
-
-}  // namespace
-
-const plan::Mesh& current_mesh() { return mesh_storage(); }
-
-void set_current_ranks(int ranks) {
+void Session::set_ranks(int ranks) {
   user_check(ranks >= 1 && ranks <= 4096, "ranks must be in 1..4096, got ", ranks);
-  mesh_storage() = machine_mesh(ranks);
+  config_.ranks = ranks;
+  mesh_.reset();  // made again when next needed
 }
 
-void set_memory_per_rank(int64_t bytes) {
+void Session::set_memory_per_rank(int64_t bytes) {
   user_check(bytes >= 0, "the memory per rank must be a number of bytes >= 0, got ", bytes);
-  memory_limit() = bytes;
-  mesh_storage() = machine_mesh(mesh_storage().ranks);
+  config_.memory_per_rank = bytes;
+  mesh_.reset();
 }
 
-int64_t memory_per_rank() { return memory_limit(); }
+const device::Selection& Session::device_selection() {
+  if (!device_) device_ = device::open_device(config_.device, config_.local_rank);
+  return device_->selection;
+}
 
-plan::PlannedGraph plan_observed(const std::vector<NodeRef>& roots, const plan::Mesh& mesh,
-                                 plan::SearchOptions opts) {
+DeviceBackend* Session::device() {
+  device_selection();
+  return device_->backend.get();
+}
+
+bool Session::device_peers_wanted() {
+  const DeviceBackend* dev = device();
+  return config_.device_peers && dev && dev->can_join_peers();
+}
+
+void Session::start_coordinator(comm::Mpi& mpi) {
+  internal_check(!coordinator_);
+  coordinator_ = std::make_unique<Coordinator>(
+      mpi, Coordinator::Settings{device(), &shard_store_, device_peers_wanted(), config_.mpi_timeout_s});
+  if (mpi.size() > 1) set_ranks(mpi.size());
+}
+
+int Session::serve(comm::Mpi& mpi) {
+  const TelemetryScope in(telemetry_);  // a traced run captures into this session's trace
+  return worker_main(
+      mpi, WorkerSetup{shard_store_, device(), device_peers_wanted(), config_.fault, config_.io_fault_rank});
+}
+
+plan::PlannedGraph Session::plan_observed(const std::vector<NodeRef>& roots, const plan::Mesh& mesh,
+                                          plan::SearchOptions opts) {
   const int ranks = mesh.ranks;
-  return plan::plan_observation(roots, mesh, std::move(opts), true,
-                                [ranks](uint64_t id) -> const std::vector<plan::Shard>* {
-                                  const StoredLayout* s = usable_stored(id, ranks);
+  return plan::plan_observation(planner_, roots, mesh, std::move(opts), true,
+                                [this, ranks](uint64_t id) -> const std::vector<plan::Shard>* {
+                                  const StoredLayout* s = stored_.usable(id, ranks);
                                   return s ? &s->shards : nullptr;
                                 });
 }

@@ -1,29 +1,95 @@
-// The session's configuration: the mesh observations run on and the per-rank memory limit.
-//   set_current_ranks(4);                       // TAPESTRY_RANKS=4: four virtual ranks
-//   const plan::Mesh& m = current_mesh();
-//   plan::PlannedGraph pg = plan_observed({y}, m, {});   // stored tensors read where they lie
+// A session: everything one user's work keeps between observations, owned in one place.
+//   Session s(Config::from_environment());     // the shell's, one per process (repl/main.cpp)
+//   s.env().bind("w", expr);  observe_values(s, {y});   // engine/session/observe.hpp
+//   Session t(Config{});  t.set_ranks(4);      // another, independent of s
+// A session has its own named tensors, stored tensors and their shards, plan cache, counters,
+// trace, cancel flag, mesh, device and random seed. Sessions share only the process: nodes are
+// interned process-wide (engine/ir/node.hpp) and so is the kernels' thread pool. One session
+// works at a time: its telemetry is current while it observes (engine/telemetry/telemetry.hpp).
+// Under MPI each process has one: rank 0's coordinates the job, a worker's serves it.
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <vector>
 
+#include "engine/comm/mpi.hpp"
+#include "engine/device/plugin.hpp"
+#include "engine/dist/coordinator.hpp"
 #include "engine/ir/node.hpp"
 #include "engine/plan/planner.hpp"
+#include "engine/session/computed_layouts.hpp"
+#include "engine/session/config.hpp"
+#include "engine/store/environment.hpp"
+#include "engine/store/shard_store.hpp"
+#include "engine/store/stored_tensor.hpp"
+#include "engine/telemetry/telemetry.hpp"
 
 namespace tapestry {
 
-// The mesh observations run on: TAPESTRY_RANKS virtual ranks (loopback), default 1; the job's
-// ranks under MPI; with the selected device's rates.
-const plan::Mesh& current_mesh();
-void set_current_ranks(int ranks);
-// The per-rank memory limit (bytes; 0: none), from --memory-per-rank or
-// TAPESTRY_MEMORY_PER_RANK: the mesh's capacity, so the search prefers plans that fit, and
-// what engine/plan/memory_limit.hpp refuses plans beyond.
-void set_memory_per_rank(int64_t bytes);
-int64_t memory_per_rank();
+class Session {
+ public:
+  // Sets the kernels' threads when the config names a number (the pool is the process's).
+  explicit Session(Config config);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
 
-// plan::plan_observation with the stored tensors of this session read where they lie.
-plan::PlannedGraph plan_observed(const std::vector<NodeRef>& roots, const plan::Mesh& mesh,
-                                 plan::SearchOptions opts);
+  const Config& config() const { return config_; }
+  Environment& env() { return env_; }
+  ShardStore& shard_store() { return shard_store_; }
+  StoredCatalog& stored() { return stored_; }
+  plan::PlannerState& planner() { return planner_; }
+  Telemetry& telemetry() { return telemetry_; }
+  ComputedLayouts& layouts() { return layouts_; }
+  // The seed of the next unseeded random tensor (tp.seed); each one advances it.
+  uint64_t& random_seed() { return seed_; }
+
+  // The mesh observations run on: config().ranks virtual ranks (loopback), or the MPI job's
+  // ranks; with the device's rates, and the memory limit as each rank's capacity (so the
+  // search prefers plans that fit; engine/plan/memory_limit.hpp refuses plans beyond it).
+  const plan::Mesh& mesh();
+  void set_ranks(int ranks);                // user_check: 1..4096
+  void set_memory_per_rank(int64_t bytes);  // 0: no limit (--memory-per-rank)
+  int64_t memory_per_rank() const { return config_.memory_per_rank; }
+
+  // The device, selected on first use: the GPU probe loads the driver, which a plain start
+  // avoids. device() is its backend, or nullptr when the session computes on the CPU.
+  const device::Selection& device_selection();
+  DeviceBackend* device();
+  // The device can join device peers and TAPESTRY_DEVICE_PEERS=0 does not turn them off.
+  bool device_peers_wanted();
+
+  // Rank 0 of an MPI job: coordinates it (the mesh becomes the job's ranks); the job shuts
+  // down with the session, or at exit.
+  void start_coordinator(comm::Mpi& mpi);
+  Coordinator* coordinator() { return coordinator_.get(); }  // nullptr outside an MPI job
+  int mpi_job_ranks() const { return coordinator_ ? coordinator_->ranks() : 0; }
+  // Ranks 1..N-1: serves rank 0's commands until shutdown; the exit status.
+  int serve(comm::Mpi& mpi);
+
+  // plan::plan_observation through this session's plan cache, with its stored tensors read
+  // where they lie.
+  plan::PlannedGraph plan_observed(const std::vector<NodeRef>& roots, const plan::Mesh& mesh,
+                                   plan::SearchOptions opts);
+
+ private:
+  plan::Mesh machine_mesh(int ranks);
+
+  Config config_;
+  Telemetry telemetry_;
+  std::optional<device::Device> device_;
+  // Declared after the device: its pieces in device memory are freed before the device goes.
+  ShardStore shard_store_;
+  StoredCatalog stored_;
+  Environment env_;
+  plan::PlannerState planner_;
+  ComputedLayouts layouts_;
+  std::optional<plan::Mesh> mesh_;
+  uint64_t seed_ = 0x5eed;
+  // Last: the job shuts down (device peers first) before anything it runs on goes.
+  std::unique_ptr<Coordinator> coordinator_;
+};
 
 }  // namespace tapestry

@@ -1,31 +1,21 @@
 #include "engine/session/sharded_eval.hpp"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
 #include "engine/ir/attrs.hpp"
 #include "engine/shard/rank_program.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/fuse.hpp"
 #include "engine/plan/verifier.hpp"
-#include "engine/store/stored_tensor.hpp"
 
 namespace tapestry {
 
-bool verify_every_plan() {
-  const char* e = std::getenv("TAPESTRY_VERIFY");
-  return e && std::strcmp(e, "1") == 0;
-}
-
 RunReport run_planned(const plan::PlannedGraph& pg, bool verify_plan, const std::vector<DeviceBackend*>& devices) {
-  if (verify_plan || verify_every_plan()) {
+  if (verify_plan) {
     const plan::VerifyResult r = plan::verify(pg.plan.graph(), pg.topo);
     if (!r.ok()) throw InternalError(cat_str("the plan fails verification:\n", r.message()));
   }
-  StoreKeys keys;
-  keys.initial = stored_initial_keys(pg.plan.graph());
-  return run_plan(pg.plan.graph(), keys, devices);
+  return run_plan(pg.plan.graph(), {}, devices);
 }
 
 RunReport evaluate_sharded(const std::vector<NodeRef>& roots, const plan::Mesh& mesh,
@@ -46,9 +36,7 @@ RunReport evaluate_sharded(const std::vector<NodeRef>& roots, const plan::Mesh& 
   pg.mesh = mesh;
   plan::SearchOptions o = opts;
   for (const NodeRef& n : pg.topo) {
-    if (const StoredLayout* s = usable_stored(n->id, mesh.ranks))
-      pg.initial.insert(pg.initial.end(), s->shards.begin(), s->shards.end());
-    else if (n->value) pg.initial.push_back(plan::Shard{n->id, poly::Box::of_shape(n->shape), 0});
+    if (n->value) pg.initial.push_back(plan::Shard{n->id, poly::Box::of_shape(n->shape), 0});
     else if (n->op == Op::Constrain) o.output_grid[n->id] = attrs_of<ConstrainAttrs>(*n).parts;
   }
   pg.plan = plan::search(pg.topo, pg.initial, pg.roots, mesh, o);

@@ -1,10 +1,10 @@
 // Evaluating an observation sharded: plan the observed subgraph on a mesh, verify, run.
 //   evaluate_sharded({y}, plan::Mesh::this_machine(4), {}, /*verify_plan=*/true);  // y->value set
-//   plan::PlannedGraph pg = plan::plan_observation({y}, mesh, {});  run_planned(pg, true);
-//   TAPESTRY_VERIFY=1 verifies every plan whatever verify_plan says.
-// The ranks are virtual (a loopback transport in this process) until the MPI transport lands;
-// the result is the single-rank evaluator's, exactly for maps and data movement, up to the
-// order of float additions for split reductions. On any throw no root is changed.
+//   plan::PlannedGraph pg = plan::plan_observation(planner, {y}, mesh, {});  run_planned(pg, true);
+// The tests' and the fuzzer's way to run a graph sharded, apart from any session: the ranks are
+// virtual (a loopback transport in this process), and nodes holding a value are the only
+// inputs. The result is the single-rank evaluator's, exactly for maps and data movement, up to
+// the order of float additions for split reductions. On any throw no root is changed.
 #pragma once
 
 #include <vector>
@@ -26,10 +26,7 @@ RunReport evaluate_sharded(const std::vector<NodeRef>& roots, const plan::Mesh& 
                            const plan::SearchOptions& opts, bool verify_plan,
                            const std::vector<DeviceBackend*>& devices = {});
 
-// Verifies (when asked, or TAPESTRY_VERIFY=1) and runs an already planned observation.
+// Verifies (when asked) and runs an already planned observation.
 RunReport run_planned(const plan::PlannedGraph& pg, bool verify_plan, const std::vector<DeviceBackend*>& devices = {});
-
-// Whether TAPESTRY_VERIFY=1 asks for every plan to be verified.
-bool verify_every_plan();
 
 }  // namespace tapestry

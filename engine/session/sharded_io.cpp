@@ -11,17 +11,15 @@
 #include <optional>
 #include <utility>
 
-#include "engine/dist/coordinator.hpp"
 #include "engine/dist/worker.hpp"
 #include "engine/ir/error.hpp"
-#include "engine/store/shard_store.hpp"
-#include "engine/store/stored_tensor.hpp"
+#include "engine/session/session.hpp"
 
 namespace tapestry::io {
 
 namespace {
 
-bool on_mpi(int ranks) { return ranks > 1 && mpi_job_ranks() == ranks; }
+bool on_mpi(Session& s, int ranks) { return ranks > 1 && s.mpi_job_ranks() == ranks; }
 
 // A message about the temporary names the file the user asked for.
 std::string rename_path(std::string msg, const std::string& tmp, const std::string& path) {
@@ -32,16 +30,17 @@ std::string rename_path(std::string msg, const std::string& tmp, const std::stri
 
 }  // namespace
 
-void run_io(const std::vector<IoTask>& tasks, int ranks) {
-  if (on_mpi(ranks)) {
-    run_io_mpi(encode_io(tasks), [&] { run_io_part(tasks, 0); });
+void run_io(Session& s, const std::vector<IoTask>& tasks, int ranks) {
+  const int fail_rank = s.config().io_fault_rank;
+  if (on_mpi(s, ranks)) {
+    s.coordinator()->run_io(encode_io(tasks), [&] { run_io_part(tasks, 0, s.shard_store(), fail_rank); });
     return;
   }
   // Loopback: this process holds every rank. Every rank runs, then the first failure is thrown.
   std::optional<Status> first;
   for (int r = 0; r < ranks; ++r) {
     try {
-      run_io_part(tasks, r);
+      run_io_part(tasks, r, s.shard_store(), fail_rank);
     } catch (const std::exception&) {
       if (!first) first = failure_status(r, 0);
     }
@@ -49,29 +48,29 @@ void run_io(const std::vector<IoTask>& tasks, int ranks) {
   if (first) throw_failure(*first);
 }
 
-NodeRef load_npy_sharded(const std::string& path, int ranks) {
+NodeRef load_npy_sharded(Session& s, const std::string& path, int ranks) {
   const NpyHeader h = read_npy_header(path);
   NodeRef leaf = make_stored_leaf(h.shape, h.dtype);
   const IoTask t = read_task(path, h, leaf, ranks);
   try {
-    run_io({t}, ranks);
+    run_io(s, {t}, ranks);
   } catch (...) {  // cleanup, then the same exception goes on (no Lua runs here)
-    shard_store().drop(t.key);
-    if (on_mpi(ranks)) drop_on_workers({t.key});
+    s.shard_store().drop(t.key);
+    if (on_mpi(s, ranks)) s.coordinator()->drop_on_workers({t.key});
     throw;
   }
-  register_stored(leaf, t.shards, ranks);
+  s.stored().register_stored(leaf, t.shards, ranks);
   return leaf;
 }
 
-NodeRef stored_leaf_of(const NodeRef& x) {
+NodeRef stored_leaf_of(Session& s, const NodeRef& x) {
   if (x->value) return nullptr;
-  if (stored_layout(x->id)) return x;
-  NodeRef leaf = materialized_as(*x);
-  return leaf && !leaf->value && stored_layout(leaf->id) ? leaf : nullptr;
+  if (s.stored().layout(x->id)) return x;
+  NodeRef leaf = s.stored().materialized_as(*x);
+  return leaf && !leaf->value && s.stored().layout(leaf->id) ? leaf : nullptr;
 }
 
-void save_npy_sharded(const std::vector<std::pair<std::string, NodeRef>>& files) {
+void save_npy_sharded(Session& ses, const std::vector<std::pair<std::string, NodeRef>>& files) {
   // Grouped by the mesh each was stored on (normally one group: the current mesh).
   std::map<int, std::vector<IoTask>> groups;
   std::vector<std::pair<std::string, std::string>> renames;  // tmp -> path
@@ -80,7 +79,7 @@ void save_npy_sharded(const std::vector<std::pair<std::string, NodeRef>>& files)
   };
   try {
     for (const auto& [path, leaf] : files) {
-      const StoredLayout* s = stored_layout(leaf->id);
+      const StoredLayout* s = ses.stored().layout(leaf->id);
       internal_check(s != nullptr);
       const std::string tmp = cat_str(path, ".partial-", ::getpid());
       renames.emplace_back(tmp, path);
@@ -103,7 +102,7 @@ void save_npy_sharded(const std::vector<std::pair<std::string, NodeRef>>& files)
     }
     for (const auto& [ranks, tasks] : groups) {
       try {
-        run_io(tasks, ranks);
+        run_io(ses, tasks, ranks);
       } catch (const InternalError&) {
         throw;
       } catch (const Error& e) {

@@ -1,6 +1,6 @@
 // Parallel .npy I/O of sharded tensors: every rank reads or writes only its own boxes.
-//   NodeRef leaf = load_npy_sharded("w.npy", 4);   // rows split over 4 ranks, in their shard stores
-//   save_npy_sharded({{"out.npy", leaf}});         // rank 0 writes the header, each rank its boxes
+//   NodeRef leaf = load_npy_sharded(session, "w.npy", 4);   // rows split over 4 ranks, in their shard stores
+//   save_npy_sharded(session, {{"out.npy", leaf}});         // rank 0 writes the header, each rank its boxes
 // Over MPI the ranks' parts travel as one Io command (engine/dist/worker.hpp) and every rank
 // answers with a status; over loopback (TAPESTRY_RANKS) this process does every rank's part.
 // Nothing passes through rank 0 but headers. A failure on any rank throws "rank r: ..." after
@@ -14,19 +14,23 @@
 
 #include "engine/io/parallel_io.hpp"
 
+namespace tapestry {
+class Session;
+}
+
 namespace tapestry::io {
 
 // Every rank's part, on `ranks` ranks (the MPI job when it has that many, else loopback).
-void run_io(const std::vector<IoTask>& tasks, int ranks);
+void run_io(Session& s, const std::vector<IoTask>& tasks, int ranks);
 
-// Loads `path` onto `ranks` ranks (> 1): returns a registered stored leaf.
-NodeRef load_npy_sharded(const std::string& path, int ranks);
+// Loads `path` onto `ranks` ranks (> 1): returns a stored leaf registered in the session.
+NodeRef load_npy_sharded(Session& s, const std::string& path, int ranks);
 
 // The stored leaf `x` stands for (itself, or the leaf it was stored as); nullptr if none.
-NodeRef stored_leaf_of(const NodeRef& x);
+NodeRef stored_leaf_of(Session& s, const NodeRef& x);
 
 // Writes each stored leaf (each with a layout, no value on rank 0) to its path in parallel:
 // headers by rank 0, boxes by their ranks, renames once all ranks reported success.
-void save_npy_sharded(const std::vector<std::pair<std::string, NodeRef>>& files);
+void save_npy_sharded(Session& s, const std::vector<std::pair<std::string, NodeRef>>& files);
 
 }  // namespace tapestry::io

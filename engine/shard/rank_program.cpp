@@ -41,12 +41,14 @@ uint64_t StoreKeys::root_key(uint64_t root_id, const plan::ShardedGraph& g) cons
   return 0;
 }
 
-RankProgram::RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreKeys keys, DeviceBackend* dev)
-    : g_(g), t_(t), keys_(std::move(keys)), me_(t.rank()), dev_(dev),
+RankProgram::RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreKeys keys, DeviceBackend* dev,
+                         ShardStore* store)
+    : g_(g), t_(t), keys_(std::move(keys)), shards_(store), me_(t.rank()), dev_(dev),
       store_(me_, dev, [this](uint64_t tensor) { return describe(tensor); }) {
   internal_check(t.size() == g.num_ranks && me_ >= 0 && me_ < g.num_ranks);
   internal_check(keys_.initial.empty() || keys_.initial.size() == g.initial.size());
   internal_check(keys_.roots.empty() || keys_.roots.size() == g.roots.size());
+  internal_check(shards_ || (keys_.initial.empty() && keys_.roots.empty()));
   // Before anything that can throw: the other members of a group wait for this rank here.
   coll_ = comm::plan_collectives(g, t);
   t.join_groups(coll_.groups);
@@ -58,13 +60,13 @@ RankProgram::RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreK
     const plan::Shard& h = g.initial[i];
     if (h.rank != me_) continue;
     if (!keys_.initial.empty() && keys_.initial[i] != 0) {
-      std::optional<ShardStore::Found> v = shard_store().find_piece(me_, keys_.initial[i], h.box);
+      std::optional<ShardStore::Found> v = shards_->find_piece(me_, keys_.initial[i], h.box);
       if (!v)
         throw InternalError(cat_str("rank ", me_, " is to hold ", poly::to_string(h.box), " of stored tensor #",
                                     keys_.initial[i], " initially, but its shard store lacks it"));
       if (!v->dev.mem) hold(h.tensor, h.box, v->host);
       else if (dev_) store_.hold(h.tensor, h.box, v->dev);  // in device memory, where device blocks read it
-      else hold(h.tensor, h.box, *shard_store().find(me_, keys_.initial[i], h.box));  // a downloaded copy
+      else hold(h.tensor, h.box, *shards_->find(me_, keys_.initial[i], h.box));  // a downloaded copy
       continue;
     }
     const Node& n = node(h.tensor);
@@ -499,12 +501,13 @@ void RankProgram::keep_outputs() {
     const uint64_t key = keys_.root_key(o.tensor, g_);
     if (!key) continue;
     // Computed on the device: kept there, for the next plan's device blocks.
-    if (dev_ && store_.on_device(o.tensor, o.box)) shard_store().put(me_, key, o.box, store_.device(o.tensor, o.box), *dev_);
-    else shard_store().put(me_, key, o.box, gather(o.tensor, o.box));
+    if (dev_ && store_.on_device(o.tensor, o.box)) shards_->put(me_, key, o.box, store_.device(o.tensor, o.box), *dev_);
+    else shards_->put(me_, key, o.box, gather(o.tensor, o.box));
   }
 }
 
-RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys, const std::vector<DeviceBackend*>& devices) {
+RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys, const std::vector<DeviceBackend*>& devices,
+                   ShardStore* store) {
   internal_check(devices.size() <= 1 || static_cast<int>(devices.size()) == g.num_ranks);
   comm::LoopbackHub hub(g.num_ranks);
   // With devices, slices go from device to device: copies on the device the virtual ranks share,
@@ -516,7 +519,7 @@ RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys, const std
   Progress bar(static_cast<int64_t>(g.blocks.size()));
   for (int r = 0; r < g.num_ranks; ++r) {
     DeviceBackend* dev = devices.empty() ? nullptr : devices.size() == 1 ? devices[0] : devices[static_cast<size_t>(r)];
-    ranks.push_back(std::make_unique<RankProgram>(g, hub.endpoint(r), keys, dev));
+    ranks.push_back(std::make_unique<RankProgram>(g, hub.endpoint(r), keys, dev, store));
     if (peers) ranks.back()->use_device_peers(&peers->endpoint(r));
     ranks.back()->report_progress(&bar, 1);
   }

@@ -32,6 +32,7 @@
 #include "engine/device/backend.hpp"
 #include "engine/telemetry/progress.hpp"
 #include "engine/shard/rank_store.hpp"
+#include "engine/store/shard_store.hpp"
 #include "engine/ir/value.hpp"
 #include "engine/plan/sharded_graph.hpp"
 
@@ -62,8 +63,10 @@ class RankProgram {
  public:
   // Joins the transport's groups for the plan's collectives first (every rank of a job
   // constructs its program at plan start, before anything that can fail). dev: the rank's
-  // device, or nullptr to run every block on the CPU.
-  RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreKeys keys = {}, DeviceBackend* dev = nullptr);
+  // device, or nullptr to run every block on the CPU. store: the session's shard store, which
+  // `keys` name pieces of (needed when they name any).
+  RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreKeys keys = {}, DeviceBackend* dev = nullptr,
+              ShardStore* store = nullptr);
 
   // Runs this rank's steps in program order until one must wait (a receive that has not
   // arrived, a combine missing a partial) or all have run; whether any step ran. Checks the
@@ -147,6 +150,7 @@ class RankProgram {
   const plan::ShardedGraph& g_;
   comm::Transport& t_;
   StoreKeys keys_;
+  ShardStore* shards_;
   int me_;
   DeviceBackend* dev_;
   size_t pc_ = 0;
@@ -190,8 +194,9 @@ class RankProgram {
 // until it must wait, then the next. On success sets each root's value (gathered on rank 0);
 // on any throw no root is changed. Throws InternalError on a deadlock or a missing slice,
 // Error / Cancelled as the blocks do, each message prefixed with the failing rank.
-// devices: none (the CPU), one device for every rank, or one per rank (tests).
+// devices: none (the CPU), one device for every rank, or one per rank (tests). store: the
+// shard store holding every rank's pieces, when `keys` name any.
 RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys = {},
-                   const std::vector<DeviceBackend*>& devices = {});
+                   const std::vector<DeviceBackend*>& devices = {}, ShardStore* store = nullptr);
 
 }  // namespace tapestry

@@ -3,14 +3,8 @@
 #include <cctype>
 
 #include "engine/ir/error.hpp"
-#include "engine/store/stored_tensor.hpp"
 
 namespace tapestry {
-
-Environment& env() {
-  static Environment e;
-  return e;
-}
 
 bool is_identifier(const std::string& name) {
   if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
@@ -23,7 +17,8 @@ void Environment::bind(const std::string& name, NodeRef value) {
   user_check(is_identifier(name), "'", name, "' is not a valid tensor name (use an identifier)");
   internal_check(value != nullptr);
   Entry& e = entries_[name];
-  if (value->value || stored_layout(value->id)) {  // already data (or stored shards, a loaded file)
+  // A Source is data already: its value, or a stored leaf's shards (a loaded file).
+  if (value->value || value->op == Op::Source) {
     e.stored = std::move(value);
     e.pending = nullptr;
   } else {

@@ -1,7 +1,7 @@
 // The environment: named tensors that outlive the Lua variables referring to them.
-//   env().bind("w", expr);            // lazy: computed at the next observation
-//   materialize(env());               // engine/session: computes every pending binding
-//   NodeRef w = env().get("w");       // the pending expression, or the stored value
+//   session.env().bind("w", expr);            // lazy: computed at the next observation
+//   materialize(session);                     // engine/session: computes every pending binding
+//   NodeRef w = session.env().get("w");       // the pending expression, or the stored value
 // A binding whose evaluation fails is dropped and the previous value stays. On several ranks
 // a computed value stays sharded where it was computed (a stored leaf, engine/store/
 // stored_tensor.hpp); the old version's shards are freed once nothing refers to them.
@@ -38,7 +38,6 @@ class Environment {
   std::map<std::string, Entry> entries_;
 };
 
-Environment& env();
 bool is_identifier(const std::string& name);
 
 }  // namespace tapestry

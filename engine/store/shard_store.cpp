@@ -1,6 +1,5 @@
 #include "engine/store/shard_store.hpp"
 
-#include <cstdlib>
 #include <mutex>
 
 #include "engine/ir/error.hpp"
@@ -13,21 +12,7 @@ namespace {
 
 int64_t payload(const View& v) { return v.numel() * static_cast<int64_t>(dtype_size(v.dtype)); }
 
-// Device pieces must be freed at exit before the device runtime's own teardown. That was
-// registered with atexit when the device started, before any piece existed, so a handler
-// registered now runs first (handlers and static destructors run in reverse order of
-// registration); the store itself, constructed before, is destroyed after it.
-void free_device_pieces_at_exit() {
-  static std::once_flag once;
-  std::call_once(once, [] { std::atexit([] { shard_store().clear(); }); });
-}
-
 }  // namespace
-
-ShardStore& shard_store() {
-  static ShardStore s;
-  return s;
-}
 
 void ShardStore::put(int rank, uint64_t key, const poly::Box& box, const View& v) {
   View kept = v;
@@ -46,7 +31,6 @@ void ShardStore::put(int rank, uint64_t key, const poly::Box& box, const DeviceV
     kept = device_alloc(dev, v.dtype(), v.shape());
     dev.copy(v, kept);
   }
-  if (this == &shard_store()) free_device_pieces_at_exit();
   std::lock_guard<std::mutex> lock(mu_);
   pieces_[{key, rank}].push_back({box, kept.layout, kept, &dev});
 }
@@ -92,11 +76,6 @@ int64_t ShardStore::device_bytes() const {
     for (const Piece& p : ps)
       if (p.dev.mem) b += payload(p.view);
   return b;
-}
-
-void ShardStore::clear() {
-  std::lock_guard<std::mutex> lock(mu_);
-  pieces_.clear();
 }
 
 void ShardStore::drop(uint64_t key) {

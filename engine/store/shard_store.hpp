@@ -1,13 +1,14 @@
 // The shard store: the pieces of stored (named) tensors that this process holds, per rank.
-//   shard_store().put(rank, key, box, view);              // a result shard kept where computed
-//   std::optional<View> v = shard_store().find(rank, key, box);   // a later plan's initial shard
-//   shard_store().drop(key);                              // a rebind or drop frees the old version
-//   shard_store().put(rank, key, box, device_view, dev);  // a shard computed on a GPU stays there
-// A key is rank 0's node id of the stored tensor's leaf (engine/store/stored_tensor.hpp), so
-// every version has its own key and a rebind never overwrites the pieces readers still use.
-// Under MPI each process holds its own rank; over loopback this process holds every rank.
-// A shard computed on a device is kept in device memory: the next plan's blocks read it there,
-// and a host reader (tp.save, a CPU block) gets a downloaded copy.
+//   store.put(rank, key, box, view);              // a result shard kept where computed
+//   std::optional<View> v = store.find(rank, key, box);   // a later plan's initial shard
+//   store.drop(key);                              // a rebind or drop frees the old version
+//   store.put(rank, key, box, device_view, dev);  // a shard computed on a GPU stays there
+// Each session has one (engine/session/session.hpp). A key is rank 0's node id of the stored
+// tensor's leaf (engine/store/stored_tensor.hpp), so every version has its own key and a
+// rebind never overwrites the pieces readers still use. Under MPI each process holds its own
+// rank; over loopback this process holds every rank. A shard computed on a device is kept in
+// device memory: the next plan's blocks read it there, and a host reader (tp.save, a CPU
+// block) gets a downloaded copy.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +30,8 @@ class ShardStore {
   // copied out, so a kept shard never pins the block output it came from.
   void put(int rank, uint64_t key, const poly::Box& box, const View& v);
   // Keeps `v` in the memory of `dev` (copied into an allocation of its own when it is a
-  // window); `dev` must outlive the piece (a process's device does).
+  // window); `dev` must outlive the piece (the session's device does: it is destroyed after
+  // the store, and the device runtime's exit handlers run later still).
   void put(int rank, uint64_t key, const poly::Box& box, const DeviceView& v, DeviceBackend& dev);
 
   // One kept piece's view of `box`: in host memory (host.buf set) or on a device (dev.mem set).
@@ -46,8 +48,6 @@ class ShardStore {
   int64_t total_bytes() const;                    // everything this process keeps
   bool has(uint64_t key) const;
   int64_t device_bytes() const;                   // of it, in device memory
-  // Drops every piece: at exit, before the device runtime goes (its buffers must be freed first).
-  void clear();
 
  private:
   struct Piece {
@@ -60,7 +60,5 @@ class ShardStore {
   mutable std::mutex mu_;
   std::map<std::pair<uint64_t, int>, std::vector<Piece>> pieces_;  // (key, rank)
 };
-
-ShardStore& shard_store();
 
 }  // namespace tapestry

@@ -10,51 +10,33 @@
 
 namespace tapestry {
 
-namespace {
-
-std::map<uint64_t, StoredLayout>& catalog() {
-  static std::map<uint64_t, StoredLayout> c;
-  return c;
-}
-
-struct Materialized {
-  std::weak_ptr<const Node> expr, leaf;
-};
-
-std::unordered_map<uint64_t, Materialized>& materialized() {
-  static std::unordered_map<uint64_t, Materialized> m;
-  return m;
-}
-
-}  // namespace
-
 NodeRef make_stored_leaf(const Shape& shape, DType dtype) { return make_source(nullptr, shape, dtype); }
 
-void register_stored(const NodeRef& leaf, std::vector<plan::Shard> shards, int ranks) {
+void StoredCatalog::register_stored(const NodeRef& leaf, std::vector<plan::Shard> shards, int ranks) {
   internal_check(leaf && leaf->op == Op::Source);
   for (plan::Shard& s : shards) s.tensor = leaf->id;
-  catalog()[leaf->id] = StoredLayout{std::move(shards), ranks, leaf};
+  catalog_[leaf->id] = StoredLayout{std::move(shards), ranks, leaf};
 }
 
-const StoredLayout* stored_layout(uint64_t id) {
-  auto it = catalog().find(id);
-  if (it == catalog().end() || it->second.leaf.expired()) return nullptr;
+const StoredLayout* StoredCatalog::layout(uint64_t id) const {
+  auto it = catalog_.find(id);
+  if (it == catalog_.end() || it->second.leaf.expired()) return nullptr;
   return &it->second;
 }
 
-std::vector<uint64_t> sweep_stored() {
+std::vector<uint64_t> StoredCatalog::sweep() {
   std::vector<uint64_t> gone;
-  for (auto it = catalog().begin(); it != catalog().end();) {
+  for (auto it = catalog_.begin(); it != catalog_.end();) {
     if (it->second.leaf.expired()) {
       gone.push_back(it->first);
-      it = catalog().erase(it);
+      it = catalog_.erase(it);
       continue;
     }
     ++it;
   }
-  for (auto it = materialized().begin(); it != materialized().end();) {
+  for (auto it = materialized_.begin(); it != materialized_.end();) {
     if (it->second.expr.expired() || it->second.leaf.expired()) {
-      it = materialized().erase(it);
+      it = materialized_.erase(it);
     } else {
       ++it;
     }
@@ -62,38 +44,34 @@ std::vector<uint64_t> sweep_stored() {
   return gone;
 }
 
-void forget_stored(uint64_t id) { catalog().erase(id); }
-
-const StoredLayout* usable_stored(uint64_t id, int ranks) {
-  const StoredLayout* s = stored_layout(id);
+const StoredLayout* StoredCatalog::usable(uint64_t id, int ranks) const {
+  const StoredLayout* s = layout(id);
   return s && ranks > 1 && s->ranks == ranks ? s : nullptr;
 }
 
-std::vector<uint64_t> stored_initial_keys(const plan::ShardedGraph& g) {
+std::vector<uint64_t> StoredCatalog::initial_keys(const plan::ShardedGraph& g) const {
   std::vector<uint64_t> keys;
   bool any = false;
   for (const plan::Shard& h : g.initial) {
-    keys.push_back(usable_stored(h.tensor, g.num_ranks) ? h.tensor : 0);
+    keys.push_back(usable(h.tensor, g.num_ranks) ? h.tensor : 0);
     any = any || keys.back();
   }
   if (!any) keys.clear();
   return keys;
 }
 
-void record_materialized(const NodeRef& expr, const NodeRef& leaf) {
+void StoredCatalog::record_materialized(const NodeRef& expr, const NodeRef& leaf) {
   if (expr == leaf) return;
-  materialized()[expr->id] = Materialized{expr, leaf};
+  materialized_[expr->id] = Materialized{expr, leaf};
 }
 
-NodeRef materialized_as(const Node& expr) {
-  auto it = materialized().find(expr.id);
-  if (it == materialized().end()) return nullptr;
+NodeRef StoredCatalog::materialized_as(const Node& expr) {
+  auto it = materialized_.find(expr.id);
+  if (it == materialized_.end()) return nullptr;
   NodeRef leaf = it->second.leaf.lock();
-  if (!leaf || it->second.expr.expired()) materialized().erase(it);
+  if (!leaf || it->second.expr.expired()) materialized_.erase(it);
   return leaf;
 }
-
-bool any_materialized() { return !materialized().empty(); }
 
 std::string describe_shards(const std::vector<plan::Shard>& shards, size_t rank_of_tensor) {
   std::vector<std::set<int64_t>> starts(rank_of_tensor);

@@ -1,16 +1,18 @@
-// Rank 0's catalog of stored tensors: a leaf node that stands for a value kept sharded on the
-// ranks that computed it, and where its shards lie.
-//   NodeRef w = make_stored_leaf(shape, dtype);           // its id is the store key
-//   register_stored(w, shards, mesh.ranks);               // after every rank kept its shards
-//   if (const StoredLayout* s = stored_layout(w->id)) ... // a plan's initial shards
+// A session's catalog of stored tensors (rank 0's): a leaf node that stands for a value kept
+// sharded on the ranks that computed it, and where its shards lie.
+//   NodeRef w = make_stored_leaf(shape, dtype);                 // its id is the store key
+//   catalog.register_stored(w, shards, mesh.ranks);             // after every rank kept its shards
+//   if (const StoredLayout* s = catalog.layout(w->id)) ...      // a plan's initial shards
 // A stored leaf is a Source without a value on rank 0 until it is observed (gathered). The
 // catalog holds it weakly: the shards live while some Tensor, binding or expression still
-// refers to that version, and sweep_stored() hands back the keys nobody can read any more.
+// refers to that version, and sweep() hands back the keys nobody can read any more.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/ir/node.hpp"
@@ -25,23 +27,32 @@ struct StoredLayout {
 };
 
 NodeRef make_stored_leaf(const Shape& shape, DType dtype);
-void register_stored(const NodeRef& leaf, std::vector<plan::Shard> shards, int ranks);
-// nullptr when `id` is not a live stored leaf.
-const StoredLayout* stored_layout(uint64_t id);
-// Forgets the leaves no one refers to; their keys, for the ranks to drop.
-std::vector<uint64_t> sweep_stored();
-// Forgets `id` (its shards are being dropped, or it was gathered for good).
-void forget_stored(uint64_t id);
-// The layout of `id` when a plan on `ranks` ranks can read it where it lies; else nullptr.
-const StoredLayout* usable_stored(uint64_t id, int ranks);
-// Per initial shard of `g`: the store key it is read from (0: a node's value on rank 0).
-std::vector<uint64_t> stored_initial_keys(const plan::ShardedGraph& g);
 
-// An expression whose value was stored as `leaf` (tp.env.w = expr): later observations read
-// the leaf instead of recomputing it, while the leaf lives. Both are held weakly.
-void record_materialized(const NodeRef& expr, const NodeRef& leaf);
-NodeRef materialized_as(const Node& expr);  // nullptr when none (or no longer stored)
-bool any_materialized();
+class StoredCatalog {
+ public:
+  void register_stored(const NodeRef& leaf, std::vector<plan::Shard> shards, int ranks);
+  // nullptr when `id` is not a live stored leaf.
+  const StoredLayout* layout(uint64_t id) const;
+  // Forgets the leaves no one refers to; their keys, for the ranks to drop.
+  std::vector<uint64_t> sweep();
+  // The layout of `id` when a plan on `ranks` ranks can read it where it lies; else nullptr.
+  const StoredLayout* usable(uint64_t id, int ranks) const;
+  // Per initial shard of `g`: the store key it is read from (0: a node's value on rank 0).
+  std::vector<uint64_t> initial_keys(const plan::ShardedGraph& g) const;
+
+  // An expression whose value was stored as `leaf` (tp.env.w = expr): later observations read
+  // the leaf instead of recomputing it, while the leaf lives. Both are held weakly.
+  void record_materialized(const NodeRef& expr, const NodeRef& leaf);
+  NodeRef materialized_as(const Node& expr);  // nullptr when none (or no longer stored)
+  bool any_materialized() const { return !materialized_.empty(); }
+
+ private:
+  struct Materialized {
+    std::weak_ptr<const Node> expr, leaf;
+  };
+  std::map<uint64_t, StoredLayout> catalog_;
+  std::unordered_map<uint64_t, Materialized> materialized_;
+};
 
 // "split(1, 4)", "grid{2,2}", "whole on rank 0", "replicated on 4 ranks".
 std::string describe_shards(const std::vector<plan::Shard>& shards, size_t rank_of_tensor);

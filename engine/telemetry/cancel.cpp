@@ -1,15 +1,11 @@
 #include "engine/telemetry/cancel.hpp"
 
-#include <atomic>
+#include "engine/telemetry/telemetry.hpp"
 
 namespace tapestry {
 
-namespace {
-std::atomic<bool> g_cancel{false};  // lock-free: set from a signal handler
-}  // namespace
-
-void request_cancel() { g_cancel.store(true); }
-void clear_cancel() { g_cancel.store(false); }
-bool cancel_requested() { return g_cancel.load(std::memory_order_relaxed); }
+void request_cancel() { current_telemetry().request_cancel(); }
+void clear_cancel() { current_telemetry().clear_cancel(); }
+bool cancel_requested() { return current_telemetry().cancel.load(std::memory_order_relaxed); }
 
 }  // namespace tapestry

@@ -2,25 +2,20 @@
 // sharded one (or the planner may evaluate), and the bar must show the outer evaluation only.
 #include "engine/telemetry/progress.hpp"
 
+#include "engine/telemetry/telemetry.hpp"
+
 namespace tapestry {
 
-namespace {
-ProgressListener* g_listener = nullptr;
-int g_depth = 0;
-}  // namespace
-
-void set_progress_listener(ProgressListener* l) { g_listener = l; }
-
-Progress::Progress(int64_t blocks_total) {
+Progress::Progress(int64_t blocks_total) : t_(current_telemetry()) {
   s_.blocks_total = blocks_total;
-  if (g_depth++ == 0 && g_listener) {
-    l_ = g_listener;
+  if (t_.progress_depth++ == 0 && t_.progress_listener) {
+    l_ = t_.progress_listener;
     l_->start(blocks_total);
   }
 }
 
 Progress::~Progress() {
-  --g_depth;
+  --t_.progress_depth;
   if (l_) l_->finish();
 }
 

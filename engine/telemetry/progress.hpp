@@ -1,6 +1,6 @@
 // How far the running evaluation has got, told to whoever listens (the shell's progress bar),
 // so the executor never prints. An observation opens one Progress scope; nested ones are quiet.
-//   set_progress_listener(&bar);                      // the shell, once
+//   session.telemetry().progress_listener = &bar;     // the shell, once (telemetry.hpp)
 //   Progress p(total_blocks);  p.advance(1, bytes);   // the executor, per block / transfer
 //   // ~Progress: listener->finish()
 #pragma once
@@ -24,9 +24,9 @@ class ProgressListener {
   virtual void finish() = 0;
 };
 
-// nullptr: nobody listens (the default; tests and pipes pay nothing).
-void set_progress_listener(ProgressListener* l);
+struct Telemetry;
 
+// Reports to the current telemetry's listener (engine/telemetry/telemetry.hpp).
 class Progress {
  public:
   explicit Progress(int64_t blocks_total);
@@ -38,6 +38,7 @@ class Progress {
   void set_total(int64_t blocks_total);
 
  private:
+  Telemetry& t_;
   ProgressListener* l_ = nullptr;  // null when nested or nobody listens
   ProgressState s_;
 };

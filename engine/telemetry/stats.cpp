@@ -1,11 +1,10 @@
 #include "engine/telemetry/stats.hpp"
 
+#include "engine/telemetry/telemetry.hpp"
+
 namespace tapestry {
 
-Stats& stats() {
-  static Stats s;
-  return s;
-}
+Stats& stats() { return current_telemetry().stats; }
 
 void reset_stats() { stats() = Stats{}; }
 

@@ -24,6 +24,7 @@ struct Stats {
   double time_move = 0;          // of which sends, receives, combines and gathering (sharded)
 };
 
+// The current telemetry's counters (engine/telemetry/telemetry.hpp: each session has its own).
 Stats& stats();
 void reset_stats();
 

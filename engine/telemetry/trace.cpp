@@ -3,7 +3,6 @@
 // opens at zero. A rank's first event also names its process ("rank 2") and lanes.
 #include "engine/telemetry/trace.hpp"
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -17,30 +16,26 @@
 
 #include "engine/ir/codec.hpp"
 #include "engine/ir/error.hpp"
+#include "engine/telemetry/telemetry.hpp"
 
 namespace tapestry::trace {
 
 namespace {
 
-struct State {
-  std::mutex mu;
-  FILE* file = nullptr;
-  std::string path;
-  double origin_us = 0;
-  bool first = true;
-  std::set<int> named;  // pids whose names were written
-  bool capturing = false;
-  std::vector<Event> captured;
-};
+State& state() { return current_telemetry().trace; }
 
-State& state() {
-  static State s;
-  return s;
+// The traces with a file open, finished at exit (a session may never end: os.exit).
+std::mutex g_open_mu;
+std::set<State*> g_open;
+
+void finish_at_exit() {
+  std::set<State*> open;
+  {
+    std::lock_guard<std::mutex> lock(g_open_mu);
+    open = g_open;
+  }
+  for (State* s : open) stop(*s);
 }
-
-std::atomic<bool> g_enabled{false};
-
-void finish_at_exit() { stop(); }
 
 using Json = nlohmann::ordered_json;  // keys in the order written, as in the X events below
 
@@ -76,13 +71,14 @@ double now_us() {
   return duration<double, std::micro>(steady_clock::now().time_since_epoch()).count();
 }
 
-bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
+State::~State() { stop(*this); }
 
-void start(const std::string& p) {
-  stop();
+bool enabled() { return state().enabled.load(std::memory_order_relaxed); }
+
+void start(State& s, const std::string& p) {
+  stop(s);
   FILE* f = std::fopen(p.c_str(), "w");
   if (!f) user_error("cannot write the trace '", p, "': ", std::strerror(errno));
-  State& s = state();
   {
     std::lock_guard<std::mutex> lock(s.mu);
     s.file = f;
@@ -92,24 +88,30 @@ void start(const std::string& p) {
     s.named.clear();
     std::fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", f);
   }
+  {
+    std::lock_guard<std::mutex> lock(g_open_mu);
+    g_open.insert(&s);
+  }
   static const bool registered = (std::atexit(finish_at_exit), true);
   (void)registered;
-  g_enabled = true;
+  s.enabled = true;
 }
 
-std::string stop() {
-  State& s = state();
+std::string stop(State& s) {
   std::lock_guard<std::mutex> lock(s.mu);
   if (!s.file) return {};
   std::fputs("\n]}\n", s.file);
   std::fclose(s.file);
   s.file = nullptr;
-  g_enabled = s.capturing;
+  s.enabled = s.capturing;
+  {
+    std::lock_guard<std::mutex> open_lock(g_open_mu);
+    g_open.erase(&s);
+  }
   return std::exchange(s.path, std::string());
 }
 
-std::string path() {
-  State& s = state();
+std::string path(State& s) {
   std::lock_guard<std::mutex> lock(s.mu);
   return s.path;
 }
@@ -126,14 +128,14 @@ void begin_capture() {
   std::lock_guard<std::mutex> lock(s.mu);
   s.capturing = true;
   s.captured.clear();
-  g_enabled = true;
+  s.enabled = true;
 }
 
 std::vector<Event> end_capture() {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   s.capturing = false;
-  g_enabled = s.file != nullptr;
+  s.enabled = s.file != nullptr;
   return std::exchange(s.captured, {});
 }
 

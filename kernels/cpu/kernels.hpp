@@ -109,7 +109,8 @@ void run_conv2d(const View& x, const View& w, const WindowAxis& h, const WindowA
 void run_pool2d(Op op, const View& x, int64_t kh, int64_t kw, const WindowAxis& h,
                 const WindowAxis& wd, const View& out);
 
-// Threads used by the kernels (default: hardware concurrency; TAPESTRY_THREADS).
+// Threads used by the kernels (default: hardware concurrency). The pool is the process's: a
+// session sets it from its Config (TAPESTRY_THREADS), before the first kernel when it can.
 int num_threads();
 void set_num_threads(int n);
 

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -16,12 +15,12 @@
 namespace tapestry::cpu {
 namespace {
 
+// The width set before the pool first ran (a session's TAPESTRY_THREADS), so the pool starts
+// with it instead of starting one thread per core and stopping most of them; 0: one per core.
+int g_initial_width = 0;
+
 int default_threads() {
-  if (const char* env = std::getenv("TAPESTRY_THREADS")) {
-    char* end = nullptr;
-    long n = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && n >= 1 && n <= 4096) return static_cast<int>(n);
-  }
+  if (g_initial_width > 0) return g_initial_width;
   unsigned hw = std::thread::hardware_concurrency();
   return hw == 0 ? 1 : static_cast<int>(hw);
 }
@@ -147,6 +146,7 @@ int num_threads() { return pool().width(); }
 void set_num_threads(int n) {
   internal_check(n >= 1);
   internal_check(!t_in_job);
+  g_initial_width = n;
   if (n != pool().width()) pool().resize(n);
 }
 

@@ -20,9 +20,11 @@
 
 #include "engine/device/sim_backend.hpp"
 #include "engine/run/evaluator.hpp"
+#include "engine/session/config.hpp"
 #include "engine/session/sharded_eval.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/planner.hpp"
+#include "kernels/cpu/kernels.hpp"
 #include "tests/fuzz/naive.hpp"
 #include "tests/fuzz/program.hpp"
 
@@ -330,6 +332,8 @@ void report_failure(const Args& a, int64_t g, const Program& p, const RunConfig*
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The kernels' threads, as a session would set them (TAPESTRY_THREADS; the suite sets 1).
+  if (const int n = Config::from_environment().threads; n > 0) cpu::set_num_threads(n);
   Args a;
   if (!parse(argc, argv, a)) {
     usage();

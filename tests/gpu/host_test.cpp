@@ -131,9 +131,3 @@ TEST_CASE("gpu.select.with_gpus") {
   CHECK(device::apply_device(plan::Mesh::this_machine(4), device::select_device("cpu", g, 0)) ==
         plan::Mesh::this_machine(4));
 }
-
-TEST_CASE("gpu.select.local_rank") {
-  setenv("OMPI_COMM_WORLD_LOCAL_RANK", "3", 1);
-  CHECK(device::local_rank_from_env() == 3);
-  unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
-}

@@ -32,16 +32,16 @@ TEST_CASE("gpu.plugin.a_cuda_selection_without_its_backend_falls_back") {
   // No plugin beside this test binary: attach_backend cannot load one.
   Selection forced = select_device("cuda", g, 0);
   REQUIRE(forced.kind == Kind::Cuda);
-  attach_backend(forced, true);
+  CHECK(attach_backend(forced, true) == nullptr);
   CHECK(forced.kind == Kind::Cpu);
   CHECK(forced.error.find("TAPESTRY_DEVICE=cuda but the CUDA backend cannot be used: cannot load ") == 0);
   Selection automatic = select_device(nullptr, g, 0);
-  attach_backend(automatic, false);
+  CHECK(attach_backend(automatic, false) == nullptr);
   CHECK(automatic.kind == Kind::Cpu);
   CHECK(automatic.error.empty());
   CHECK(automatic.gpu.find("NVIDIA H100 (sm_90), 2 on this node (not used: cannot load ") == 0);
   Selection cpu = select_device("cpu", g, 0);
-  attach_backend(cpu, false);
+  CHECK(attach_backend(cpu, false) == nullptr);
   CHECK(cpu.kind == Kind::Cpu);
   CHECK(cpu.error.empty());
   CHECK(cpu.gpu == "NVIDIA H100 (sm_90), 2 on this node");

@@ -20,6 +20,8 @@
 #include "engine/plan/lower.hpp"
 #include "engine/plan/verifier.hpp"
 #include "engine/poly/signature.hpp"
+#include "engine/session/config.hpp"
+#include "kernels/cpu/kernels.hpp"
 
 using namespace tapestry;
 using plan::Rank;
@@ -386,7 +388,9 @@ TEST_CASE("mpi.collective.retired_groups_never_match_a_stale_contribution") {
 }
 
 int main(int argc, char** argv) {
-  comm::Mpi* m = comm::Mpi::start();
+  const Config config = Config::from_environment();
+  if (config.threads > 0) cpu::set_num_threads(config.threads);  // as a session would
+  comm::Mpi* m = comm::Mpi::start(config.mpi_launched);
   if (!m) {
     std::fprintf(stderr, "run me under mpirun (-n 2 or more)\n");
     return 2;

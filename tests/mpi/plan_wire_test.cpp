@@ -32,7 +32,8 @@ struct Example {
     b = build::rand({8, 6}, 2, DType::F32);
     evaluate({a, b});  // values on rank 0: the plan's initial shards
     y = build::binary(Op::Add, build::reduce(Op::Sum, build::matmul(a, b), {1}, true), build::Operand::number(1));
-    pg = plan::plan_observation({y}, plan::Mesh::this_machine(ranks), {});
+    plan::PlannerState planner;
+    pg = plan::plan_observation(planner, {y}, plan::Mesh::this_machine(ranks), {});
   }
 };
 

@@ -5,6 +5,7 @@
 
 #include "engine/run/evaluator.hpp"
 #include "engine/session/checkpoint.hpp"
+#include "engine/session/session.hpp"
 #include "engine/io/manifest.hpp"
 #include "engine/io/npy.hpp"
 #include "engine/ir/build/builders.hpp"
@@ -151,9 +152,10 @@ TEST_CASE("engine.io.manifest.deep_unknown_members_are_ignored") {
 TEST_CASE("engine.session.checkpoint.round_trip") {
   TempDir d;
   const std::string dir = d.path("nested/ckpt");  // created with its parents
-  Environment e;
+  Session se{Config{}};
+  Environment& e = se.env();
   fill(e);
-  const auto saved = save_env(dir, e);
+  const auto saved = save_env(se, dir);
   CHECK(saved == std::vector<std::string>{"a", "b", "c", "d", "flags", "later"});
   CHECK_FALSE(e.has_pending());
   CHECK(std::filesystem::exists(dir + "/manifest.json"));
@@ -161,9 +163,11 @@ TEST_CASE("engine.session.checkpoint.round_trip") {
   for (const auto& entry : std::filesystem::directory_iterator(dir))  // no temporaries left
     CHECK(entry.path().filename().string().find("partial") == std::string::npos);
 
-  Environment f;
+  Session sf{Config{}};
+
+  Environment& f = sf.env();
   f.bind("other", source(DType::F32, {1}));
-  const auto loaded = load_env(dir, f);
+  const auto loaded = load_env(sf, dir);
   CHECK(loaded == saved);
   for (const std::string& n : saved) {
     CAPTURE(n);
@@ -174,28 +178,32 @@ TEST_CASE("engine.session.checkpoint.round_trip") {
 
   // Saving again over the same directory replaces the files.
   e.bind("a", source(DType::I64, {2}));
-  save_env(dir, e);
-  Environment g;
-  load_env(dir, g);
+  save_env(se, dir);
+  Session sg{Config{}};
+  Environment& g = sg.env();
+  load_env(sg, dir);
   check_same(g.get("a"), e.get("a"));
 }
 
 TEST_CASE("engine.session.checkpoint.empty_environment") {
   TempDir d;
-  Environment e;
-  CHECK(save_env(d.dir(), e).empty());
-  Environment f;
-  CHECK(load_env(d.dir(), f).empty());
-  CHECK(f.names().empty());
+  Session se{Config{}};
+  CHECK(save_env(se, d.dir()).empty());
+  Session sf{Config{}};
+  CHECK(load_env(sf, d.dir()).empty());
+  CHECK(sf.env().names().empty());
 }
 
 TEST_CASE("engine.session.checkpoint.failed_load_leaves_the_environment_unchanged") {
   TempDir d;
-  Environment e;
+  Session se{Config{}};
+  Environment& e = se.env();
   fill(e);
-  save_env(d.dir(), e);
+  save_env(se, d.dir());
 
-  Environment f;
+  Session sf{Config{}};
+
+  Environment& f = sf.env();
   f.bind("a", source(DType::F64, {9}));
   auto before = f.get("a");
   auto check_unchanged = [&] {
@@ -207,36 +215,37 @@ TEST_CASE("engine.session.checkpoint.failed_load_leaves_the_environment_unchange
   const std::string c = d.path("c.npy");
   const std::string good = read_file(c);
   write_file(c, good.substr(0, good.size() - 1));
-  std::string msg = error_of([&] { load_env(d.dir(), f); });
+  std::string msg = error_of([&] { load_env(sf, d.dir()); });
   CHECK(msg.find("'" + c + "': truncated") == 0);
   check_unchanged();
 
   // A file that disagrees with the manifest.
   save_npy(c, iota(DType::F32, {2, 2, 2})->view());
-  msg = error_of([&] { load_env(d.dir(), f); });
+  msg = error_of([&] { load_env(sf, d.dir()); });
   CHECK(msg.find("'" + c + "': holds f32 {2,2,2}, but the manifest says i32 {2,2,2}") == 0);
   check_unchanged();
 
   // A missing file.
   std::filesystem::remove(c);
-  msg = error_of([&] { load_env(d.dir(), f); });
+  msg = error_of([&] { load_env(sf, d.dir()); });
   CHECK(msg.find("'" + c + "': cannot open") == 0);
   check_unchanged();
 
   // A missing manifest.
-  msg = error_of([&] { load_env(d.path("nothing"), f); });
+  msg = error_of([&] { load_env(sf, d.path("nothing")); });
   CHECK(msg.find("manifest.json': cannot open the checkpoint manifest") != std::string::npos);
   check_unchanged();
 }
 
 TEST_CASE("engine.session.checkpoint.hostile_manifest_entries") {
   TempDir d;
-  Environment f;
+  Session sf{Config{}};
+  Environment& f = sf.env();
   auto with = [&](const std::string& name, const std::string& file) {
     Manifest m;
     m.tensors.push_back({name, file, DType::F32, {1}, 4});
     write_manifest(d.path("manifest.json"), m);
-    return error_of([&] { load_env(d.dir(), f); });
+    return error_of([&] { load_env(sf, d.dir()); });
   };
   CHECK(with("x", "../x.npy").find("not a plain file name") != std::string::npos);
   CHECK(with("x", "/etc/passwd").find("not a plain file name") != std::string::npos);
@@ -246,14 +255,15 @@ TEST_CASE("engine.session.checkpoint.hostile_manifest_entries") {
   m.tensors.push_back({"x", "x.npy", DType::F32, {1}, 4});
   m.tensors.push_back({"x", "y.npy", DType::F32, {1}, 4});
   write_manifest(d.path("manifest.json"), m);
-  CHECK(error_of([&] { load_env(d.dir(), f); }).find("listed twice") != std::string::npos);
+  CHECK(error_of([&] { load_env(sf, d.dir()); }).find("listed twice") != std::string::npos);
   CHECK(f.names().empty());
 }
 
 TEST_CASE("engine.session.checkpoint.save_errors") {
   TempDir d;
   write_file(d.path("file"), "x");
-  Environment e;
+  Session se{Config{}};
+  Environment& e = se.env();
   e.bind("a", source(DType::F32, {2}));
-  CHECK(error_of([&] { save_env(d.path("file"), e); }).find("'" + d.path("file") + "'") == 0);
+  CHECK(error_of([&] { save_env(se, d.path("file")); }).find("'" + d.path("file") + "'") == 0);
 }

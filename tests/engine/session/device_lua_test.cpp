@@ -1,5 +1,5 @@
 // Lua test scripts (tests/lua/ops) through the whole observation path with the simulated
-// device as the process's backend: every single-rank observation runs on evaluate_on_device,
+// device as the session's backend: every single-rank observation runs on evaluate_on_device,
 // and the scripts' own checks (against their reference values) must still hold.
 #include <doctest/doctest.h>
 
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/device/plugin.hpp"
 #include "engine/device/sim_backend.hpp"
+#include "engine/session/session.hpp"
 #include "lang/state.hpp"
 
 using namespace tapestry;
@@ -20,8 +20,8 @@ using namespace tapestry;
 namespace {
 
 // Runs one script as `tapestry path` would (arg[0] = path); returns the error, or "".
-std::string run_script(const std::string& path) {
-  lua_State* L = new_tapestry_state();
+std::string run_script(Session& s, const std::string& path) {
+  lua_State* L = new_tapestry_state(s);
   lua_newtable(L);
   lua_pushstring(L, path.c_str());
   lua_rawseti(L, -2, 0);
@@ -42,12 +42,14 @@ TEST_CASE("engine.session.device_lua.lua_ops_scripts_on_the_simulated_device") {
   REQUIRE(scripts.size() >= 10);
   for (const std::string& path : scripts) {
     CAPTURE(path);
-    SimDevice sim;
-    device::set_backend_for_testing(&sim);
-    const std::string err = run_script(path);
-    device::set_backend_for_testing(nullptr);
+    Config c;
+    c.device = "sim";
+    Session s(c);
+    auto* sim = dynamic_cast<SimDevice*>(s.device());
+    REQUIRE(sim != nullptr);
+    const std::string err = run_script(s, path);
     CHECK(err == "");
-    CHECK(sim.counts().downloads > 0);  // the script's observations ran on the device
-    CHECK(sim.counts().live_bytes == 0);
+    CHECK(sim->counts().downloads > 0);  // the script's observations ran on the device
+    CHECK(sim->counts().live_bytes == 0);
   }
 }

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/telemetry/telemetry.hpp"
 #include "engine/telemetry/trace.hpp"
 #include "engine/ir/error.hpp"
 
@@ -28,12 +29,14 @@ TEST_CASE("engine.telemetry.trace.json_string") {
 TEST_CASE("engine.telemetry.trace.file_is_json") {
   const std::string path =
       (std::filesystem::temp_directory_path() / ("tapestry-trace-" + std::to_string(::getpid()) + ".json")).string();
-  trace::start(path);
+  Telemetry t;  // a session's; record() writes to the current one
+  const TelemetryScope in(t);
+  trace::start(t.trace, path);
   const double t0 = trace::now_us();
   trace::record({"block", "mat\"mul\n\xff", 0, trace::kCompute, t0, 12.5,
                  "\"box\":" + trace::json_string("[0:4)") + ",\"bytes\":64"});
   trace::record({"send", "x", 3, trace::kComm, t0 + 1, -1, ""});  // a negative duration is written as 0
-  CHECK(trace::stop() == path);
+  CHECK(trace::stop(t.trace) == path);
 
   std::ifstream f(path);
   const nlohmann::json doc = nlohmann::json::parse(f);  // throws if the file is not JSON

@@ -18,7 +18,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   if (!dir) return 0;
   const NodeRef a = build::rand({7, 5}, 1, DType::F32), b = build::rand({5, 3}, 2, DType::F32);
   const NodeRef y = build::reduce(Op::Sum, build::matmul(a, b), {0}, false);
-  const plan::PlannedGraph pg = plan::plan_observation({y}, plan::Mesh::modelled(3), {});
+  plan::PlannerState planner;
+  const plan::PlannedGraph pg = plan::plan_observation(planner, {y}, plan::Mesh::modelled(3), {});
   const std::vector<char> bytes = encode_plan(pg.plan.graph());
   std::ofstream(std::string(dir) + "/plan_matmul_sum", std::ios::binary).write(bytes.data(), bytes.size());
   return 0;

@@ -1,0 +1,47 @@
+// Every engine setting taken from the environment: a value that does not parse keeps the
+// default, as each layer used to do on its own.
+#include "engine/session/config.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string_view>
+
+namespace tapestry {
+
+namespace {
+
+const char* var(const char* name) { return std::getenv(name); }
+
+bool set(const char* name) { return var(name) != nullptr; }
+
+}  // namespace
+
+Config Config::from_environment() {
+  Config c;
+  if (const char* e = var("TAPESTRY_RANKS")) c.ranks = std::max(1, std::atoi(e));
+  if (const char* e = var("TAPESTRY_MEMORY_PER_RANK"))
+    c.memory_per_rank = std::max<int64_t>(0, std::atoll(e));
+  if (const char* e = var("TAPESTRY_VERIFY")) c.verify = std::string_view(e) == "1";
+  if (const char* e = var("TAPESTRY_THREADS")) {
+    char* end = nullptr;
+    const long n = std::strtol(e, &end, 10);
+    if (end != e && *end == '\0' && n >= 1 && n <= 4096) c.threads = static_cast<int>(n);
+  }
+  if (const char* e = var("TAPESTRY_DEVICE")) c.device = e;
+  if (const char* e = var("TAPESTRY_DEVICE_PEERS")) c.device_peers = std::string_view(e) != "0";
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (const char* e = var(v)) {
+      c.local_rank = std::atoi(e);
+      break;
+    }
+  c.mpi_launched = set("OMPI_COMM_WORLD_SIZE") || set("PMI_SIZE") || set("PMIX_RANK");
+  if (const char* e = var("TAPESTRY_MPI_TIMEOUT"); e && std::atof(e) > 0) c.mpi_timeout_s = std::atof(e);
+  if (const char* e = var("TAPESTRY_FAULT")) c.fault = e;
+  if (const char* e = var("TAPESTRY_IO_FAULT"); e && *e) c.io_fault_rank = std::atoi(e);
+  if (const char* e = var("PATH")) c.launch.path = e;
+  c.launch.relaunched = set("TAPESTRY_RELAUNCHED");
+  c.launch.sigkill_timeout_set = set("OMPI_MCA_odls_base_sigkill_timeout");
+  return c;
+}
+
+}  // namespace tapestry

@@ -1,0 +1,33 @@
+// A session's settings, read from the process environment once (the one engine place that
+// does), then handed to the layers below as plain values.
+//   Config c = Config::from_environment();   // TAPESTRY_RANKS, TAPESTRY_DEVICE, ...
+//   c.ranks = 4;                             // the command line may override what it names
+//   Session s(c);                            // engine/session/session.hpp
+// docs/debug.md lists every variable.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "engine/comm/mpi.hpp"
+
+namespace tapestry {
+
+struct Config {
+  int ranks = 1;                // TAPESTRY_RANKS: virtual ranks (loopback) outside an MPI job
+  int64_t memory_per_rank = 0;  // TAPESTRY_MEMORY_PER_RANK: bytes; 0: no limit
+  bool verify = false;          // TAPESTRY_VERIFY=1: verify every plan before it runs
+  int threads = 0;              // TAPESTRY_THREADS: the kernels' threads; 0: one per core
+  std::string device;           // TAPESTRY_DEVICE: cpu, cuda (gpu), sim, auto ("": auto)
+  bool device_peers = true;     // TAPESTRY_DEVICE_PEERS=0: slices between devices go through the host
+  int local_rank = 0;           // OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or SLURM_LOCALID
+  bool mpi_launched = false;    // OMPI_COMM_WORLD_SIZE, PMI_SIZE or PMIX_RANK: mpirun started us
+  double mpi_timeout_s = 300;   // TAPESTRY_MPI_TIMEOUT: silence before a worker is reported
+  std::string fault;            // TAPESTRY_FAULT=RANK:RUN[:oom]: a worker fails a run (tests)
+  int io_fault_rank = -1;       // TAPESTRY_IO_FAULT=RANK: that rank fails every I/O job (tests)
+  comm::LaunchEnv launch;       // what relaunching under mpirun needs (PATH, ...)
+
+  static Config from_environment();
+};
+
+}  // namespace tapestry

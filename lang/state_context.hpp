@@ -1,0 +1,24 @@
+// What a tapestry lua_State keeps in its extra space: the session its bindings work in, and
+// the Tensor metatable's address (every argument check compares a metatable with it).
+//   Session& s = session_of(L);     // a binding that observes, binds a name or reads counters
+//   state_context(L).tensor_meta    // lang/tensor_lua.cpp
+// new_tapestry_state (lang/state.hpp) sets it up; coroutines share their main state's.
+#pragma once
+
+#include <lua.h>
+
+namespace tapestry {
+
+class Session;
+
+struct StateContext {
+  Session* session = nullptr;
+  const void* tensor_meta = nullptr;
+};
+
+inline StateContext& state_context(lua_State* L) {
+  return **static_cast<StateContext**>(lua_getextraspace(L));
+}
+inline Session& session_of(lua_State* L) { return *state_context(L).session; }
+
+}  // namespace tapestry
