@@ -53,12 +53,8 @@ struct DeviceView {
   }
 };
 
-// A fused elementwise program (cpu::MapProgram) whose leaves are on the device.
-struct DeviceMapProgram {
-  std::vector<DeviceView> leaves;  // each of the output's shape (strides may be 0)
-  std::vector<cpu::MapInstr> instrs;
-  bool stream_out = false;         // the output is far larger than the caches (cpu::MapProgram)
-};
+// A map program (engine/ir/fused.hpp) whose leaves are on the device.
+using DeviceMapProgram = MapProgramOf<DeviceView>;
 
 // The largest map program one kernel takes; bigger groups run op by op.
 struct MapLimits {

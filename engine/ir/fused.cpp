@@ -12,7 +12,7 @@ constexpr int kInstrInts = 7;  // op, out, in, a, b, c, integer
 
 void encode_program(const FusedProgram& p, Attrs& a) {
   a.ints.push_back(static_cast<int64_t>(p.instrs.size()));
-  for (const FusedInstr& i : p.instrs) {
+  for (const MapInstr& i : p.instrs) {
     a.ints.insert(a.ints.end(), {static_cast<int64_t>(i.op), static_cast<int64_t>(i.out),
                                  static_cast<int64_t>(i.in), i.a, i.b, i.c, i.integer});
     a.reals.push_back(i.real);
@@ -32,7 +32,7 @@ FusedProgram decode_program(const Attrs& a, size_t pos, int num_leaves) {
     const int64_t* f = &a.ints[pos + static_cast<size_t>(j) * kInstrInts];
     internal_check(f[0] >= 0 && f[0] < kNumOps && f[1] >= 0 && f[1] < kNumDTypes && f[2] >= 0 &&
                    f[2] < kNumDTypes);
-    FusedInstr i{static_cast<Op>(f[0]), static_cast<DType>(f[1]), static_cast<DType>(f[2]),
+    MapInstr i{static_cast<Op>(f[0]), static_cast<DType>(f[1]), static_cast<DType>(f[2]),
                  static_cast<int>(f[3]), static_cast<int>(f[4]), static_cast<int>(f[5]),
                  a.reals[static_cast<size_t>(j)], f[6]};
     const int arity = i.op == Op::Full ? 0 : op_def(i.op).arity;
@@ -84,7 +84,7 @@ std::string describe_program(const FusedProgram& p) {
     prec.push_back(9);
   }
   auto wrap = [&](int r, bool paren) { return paren ? cat_str("(", text[r], ")") : text[r]; };
-  for (const FusedInstr& i : p.instrs) {
+  for (const MapInstr& i : p.instrs) {
     std::string s;
     const int pr = precedence(i.op);
     if (i.op == Op::Full) {

@@ -18,21 +18,36 @@
 
 namespace tapestry {
 
-// One instruction, field for field cpu::MapInstr: register r < num_leaves is leaf r, register
+// One instruction, field for field MapInstr: register r < num_leaves is leaf r, register
 // num_leaves + j the result of instrs[j]; the last instruction is the program's result.
-struct FusedInstr {
+// One instruction of a map program: registers 0..L-1 are the leaves, instruction j writes
+// register L + j, and the last instruction is the result. The same struct everywhere a map
+// program exists: fused nodes' attributes, the CPU and CUDA map kernels, every backend.
+struct MapInstr {
   Op op = Op::Full;    // a Map-kind op, or Op::Full for a constant
   DType out = DType::F32;
   DType in = DType::F32;  // Cast: the source; Where: of a and b; Full: = out
-  int a = -1, b = -1, c = -1;
+  int a = -1, b = -1, c = -1;  // operand registers (Where: a = cond, b = then, c = else)
   double real = 0;       // Full: the value for float dtypes
   int64_t integer = 0;   // Full: the value for integer / bool dtypes
-  bool operator==(const FusedInstr&) const = default;
+  bool operator==(const MapInstr&) const = default;
 };
 
+// A map program over leaves of some kind: host Views (cpu::MapProgram), device views
+// (DeviceMapProgram), the CUDA kernels' views. Each leaf has the output's shape (strides may be 0).
+template <class Leaf>
+struct MapProgramOf {
+  std::vector<Leaf> leaves;
+  std::vector<MapInstr> instrs;
+  // The output is a piece of a tensor far larger than the caches (a band of it): write it with
+  // streaming stores as a whole output of that size would be (the kernel decides alone otherwise).
+  bool stream_out = false;
+};
+
+// A fused node's program without its leaves (they are the node's inputs).
 struct FusedProgram {
   int num_leaves = 0;
-  std::vector<FusedInstr> instrs;
+  std::vector<MapInstr> instrs;
   bool operator==(const FusedProgram&) const = default;
 };
 

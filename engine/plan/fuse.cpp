@@ -134,7 +134,7 @@ class Fusion {
   int emit(const Node* n, const Node* root, Group& grp, std::unordered_map<const Node*, int>& reg) const {
     if (auto it = reg.find(n); it != reg.end()) return it->second;
     internal_check(in_group(n, root));
-    FusedInstr ins{n->op, n->dtype, n->dtype};
+    MapInstr ins{n->op, n->dtype, n->dtype};
     if (n->op == Op::Full) {
       const FullAttrs c = attrs_of<FullAttrs>(*n);
       ins.real = c.real;

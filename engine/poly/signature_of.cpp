@@ -62,7 +62,7 @@ Signature map_sig(const Node& n, double flops) {
 // which sharding the planner prefers; constants cost nothing.
 double program_flops(const FusedProgram& p) {
   double f = 0;
-  for (const FusedInstr& i : p.instrs) f += i.op == Op::Full ? 0 : map_flops(i.op);
+  for (const MapInstr& i : p.instrs) f += i.op == Op::Full ? 0 : map_flops(i.op);
   return f;
 }
 

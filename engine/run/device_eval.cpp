@@ -295,8 +295,8 @@ class DeviceEvaluation {
 
   // m as one instruction; reg_of gives the register of each input in order.
   template <class RegOf>
-  static cpu::MapInstr instr(const Node& m, RegOf&& reg_of) {
-    cpu::MapInstr ins{m.op, m.dtype, m.dtype};
+  static MapInstr instr(const Node& m, RegOf&& reg_of) {
+    MapInstr ins{m.op, m.dtype, m.dtype};
     if (m.op == Op::Full) {
       const FullAttrs a = attrs_of<FullAttrs>(m);
       ins.real = a.real;

@@ -447,7 +447,7 @@ class Evaluation {
     if (s.reg_walk == walk_) return s.reg;
     internal_check(in_group(i, is_root));
     const Node* n = s.node;
-    cpu::MapInstr ins{n->op, n->dtype, n->dtype};
+    MapInstr ins{n->op, n->dtype, n->dtype};
     if (n->op == Op::Full) {
       const FullAttrs a = attrs_of<FullAttrs>(*n);
       ins.real = a.real;

@@ -59,8 +59,8 @@ class Where {
 };
 
 // A single map op as the one-instruction program over its inputs.
-cpu::MapInstr single_instr(const Node& n) {
-  cpu::MapInstr m{n.op, n.dtype, n.inputs.back()->dtype};  // Where: the dtype of a and b; Cast: the source
+MapInstr single_instr(const Node& n) {
+  MapInstr m{n.op, n.dtype, n.inputs.back()->dtype};  // Where: the dtype of a and b; Cast: the source
   int* regs[3] = {&m.a, &m.b, &m.c};
   for (size_t k = 0; k < n.inputs.size(); ++k) *regs[k] = static_cast<int>(k);
   return m;
@@ -72,7 +72,7 @@ DeviceMapProgram map_program(const Node& n, const std::vector<DeviceView>& input
     p.instrs.push_back(single_instr(n));
     return p;
   }
-  for (const FusedInstr& i : decode_fused_map(n).instrs) p.instrs.push_back(map_instr(i));
+  p.instrs = decode_fused_map(n).instrs;
   return p;
 }
 
@@ -213,8 +213,7 @@ void run_into(DeviceBackend& be, const Node& n, Where& w, const std::vector<Devi
       // The program over the block's slice, reduced over the dims (in cache-sized chunks on
       // the CPU: no temporary of the slice's size).
       const FusedReduction r = decode_fused_reduce(n);
-      DeviceMapProgram p{inputs, {}};
-      for (const FusedInstr& i : r.program.instrs) p.instrs.push_back(map_instr(i));
+      DeviceMapProgram p{inputs, r.program.instrs};
       return be.map_reduce(p, w.whole() ? r.shape : w.box().extents(), r.op, r.dims, out);
     }
   }
@@ -311,13 +310,6 @@ std::shared_ptr<Value> run_block(const Node& n, const poly::Signature& sig, cons
 void run_block_into(const Node& n, const poly::Signature& sig, const Box& box, const std::vector<View>& inputs,
                     const View& out, bool stream_out) {
   run_block_into(cpu_backend(), n, sig, box, wrap_inputs(inputs), HostBackend::wrap(out), stream_out);
-}
-
-cpu::MapInstr map_instr(const FusedInstr& i) {
-  cpu::MapInstr m{i.op, i.out, i.in, i.a, i.b, i.c};
-  m.real = i.real;
-  m.integer = i.integer;
-  return m;
 }
 
 cpu::MapProgram block_map_program(const Node& n) {

@@ -62,9 +62,6 @@ void run_block_into(const Node& n, const poly::Signature& sig, const poly::Box& 
 // The CPU backend the host paths run on (stateless).
 HostBackend& cpu_backend();
 
-// One instruction of a fused program as the map kernels take it (CPU and device alike).
-cpu::MapInstr map_instr(const FusedInstr& i);
-
 // The map program of a Map or FusedMap node (leaves left empty), e.g. for cpu::axpy_form.
 cpu::MapProgram block_map_program(const Node& n);
 // out = u + c * (correlate block `box` of w): cpu::run_correlate_axpy with the block's origin;

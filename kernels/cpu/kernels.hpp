@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/ir/fused.hpp"
 #include "engine/ir/node.hpp"
 #include "engine/ir/value.hpp"
 #include "kernels/monoid.hpp"
@@ -16,21 +17,7 @@ namespace tapestry::cpu {
 
 // A fused elementwise program. Register r < leaves.size() is leaf r; register
 // leaves.size() + j is the result of instrs[j]; the last instruction is the output.
-struct MapInstr {
-  Op op;              // a Map op, or Op::Full for a constant
-  DType out;          // result dtype
-  DType in;           // operand dtype (Cast: the source; Where: of a and b; Full: unused)
-  int a = -1, b = -1, c = -1;  // operand registers (Where: a = cond, b = then, c = else)
-  double real = 0;    // Full: the value (float dtypes)
-  int64_t integer = 0;  // Full: the value (integer / bool dtypes)
-};
-struct MapProgram {
-  std::vector<View> leaves;  // each has exactly the output's shape (strides may be 0)
-  std::vector<MapInstr> instrs;
-  // The output is a piece of a tensor far larger than the caches (a band of it): write it with
-  // streaming stores as a whole output of that size would be (run_map decides alone otherwise).
-  bool stream_out = false;
-};
+using MapProgram = MapProgramOf<View>;  // engine/ir/fused.hpp
 void run_map(const MapProgram& p, const View& out);
 
 // Reduce `in` over `dims` (0-based ascending) into `out` (in's shape without dims).

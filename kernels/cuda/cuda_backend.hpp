@@ -74,10 +74,7 @@ void to_host(const DView& src, const View& host);         // src any strides; ho
 
 // --- kernels, one family per .cu ---------------------------------------------------------
 // map.cu: the fused elementwise program of cpu::MapProgram, leaves on the device.
-struct MapProgram {
-  std::vector<DView> leaves;  // each has the output's shape (strides may be 0)
-  std::vector<cpu::MapInstr> instrs;
-};
+using MapProgram = MapProgramOf<DView>;
 void run_map(const MapProgram& p, const DView& out);
 // out[i] = op(a[i], b[i], c[i]) over n contiguous elements (a one-instruction program).
 void map_on_device(Op op, DType in, DType out_dtype, const void* a, const void* b, const void* c,

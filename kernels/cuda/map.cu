@@ -174,7 +174,7 @@ void run_map(const MapProgram& mp, const DView& out) {
     strides[l] = &v.strides;
   }
   for (int j = 0; j < p.ninstrs; ++j) {
-    const cpu::MapInstr& m = mp.instrs[j];
+    const MapInstr& m = mp.instrs[j];
     internal_check(is_map_op(m.op) && m.a < p.nleaves + j && m.b < p.nleaves + j && m.c < p.nleaves + j);
     p.ins[j] = Instr{m.op, m.out, m.in, int8_t(m.a < 0 ? 0 : m.a), int8_t(m.b < 0 ? 0 : m.b),
                      int8_t(m.c < 0 ? 0 : m.c), m.real, m.integer};
@@ -194,7 +194,7 @@ void map_on_device(Op op, DType in, DType out_dtype, const void* a, const void* 
   p.leaves.push_back(dview(const_cast<void*>(a), op == Op::Where ? DType::Bool : in, s));
   if (b) p.leaves.push_back(dview(const_cast<void*>(b), in, s));
   if (c) p.leaves.push_back(dview(const_cast<void*>(c), in, s));
-  p.instrs.push_back(cpu::MapInstr{op, out_dtype, in, 0, b ? 1 : -1, c ? 2 : -1});
+  p.instrs.push_back(MapInstr{op, out_dtype, in, 0, b ? 1 : -1, c ? 2 : -1});
   run_map(p, dview(out, out_dtype, s));
   synchronize();
 }

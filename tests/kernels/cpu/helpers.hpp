@@ -57,7 +57,7 @@ inline cpu::MapProgram single(Op op, DType out, DType in, std::vector<View> leav
   cpu::MapProgram p;
   int n = static_cast<int>(leaves.size());
   p.leaves = std::move(leaves);
-  cpu::MapInstr ins{op, out, in};
+  MapInstr ins{op, out, in};
   ins.a = 0;
   ins.b = n > 1 ? 1 : -1;
   ins.c = n > 2 ? 2 : -1;

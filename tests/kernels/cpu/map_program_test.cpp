@@ -8,7 +8,6 @@
 
 using namespace tapestry;
 using namespace tapestry::test;
-using cpu::MapInstr;
 using cpu::MapProgram;
 
 namespace {
