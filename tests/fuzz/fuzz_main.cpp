@@ -21,7 +21,7 @@
 #include "engine/device/sim_backend.hpp"
 #include "engine/run/evaluator.hpp"
 #include "engine/session/config.hpp"
-#include "engine/session/sharded_eval.hpp"
+#include "engine/session/run_sharded.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/planner.hpp"
 #include "kernels/cpu/kernels.hpp"
@@ -133,7 +133,7 @@ std::string sharded_problem(const Program& p, const RunConfig& cfg, const Expect
       if (r % 2) sims.back()->refuse(Op::Matmul);
       devices.push_back(sims.back().get());
     }
-    const RunReport rep = evaluate_sharded(roots, mesh, o, /*verify_plan=*/true, devices);
+    const RunReport rep = run_sharded(roots, mesh, o, /*verify_plan=*/true, devices);
     for (const auto& sim : sims)
       if (sim->counts().live_bytes != 0) return cat_str("device memory left after the run: ", sim->counts().live_bytes);
     if (c) c->blocks += rep.blocks, c->messages += rep.messages;

@@ -14,7 +14,7 @@
 
 #include "engine/device/sim_backend.hpp"
 #include "engine/run/evaluator.hpp"
-#include "engine/session/sharded_eval.hpp"
+#include "engine/session/run_sharded.hpp"
 #include "engine/shard/rank_program.hpp"
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
@@ -302,11 +302,11 @@ TEST_CASE("engine.session.consistency.sharded_equals_unsharded") {
       const plan::Mesh mesh = ranks % 2 ? plan::Mesh::this_machine(ranks) : plan::Mesh::modelled(ranks);
       std::vector<std::pair<std::string, std::function<RunReport()>>> ways;
       ways.push_back({"greedy", [&] {
-                        return evaluate_sharded(c.sharded, mesh, options(plan::SearchOptions::Greedy, 0, 1), true);
+                        return run_sharded(c.sharded, mesh, options(plan::SearchOptions::Greedy, 0, 1), true);
                       }});
       for (uint64_t seed : {1, 2})
         ways.push_back({cat_str("anneal seed ", seed), [&, seed] {
-                          return evaluate_sharded(c.sharded, mesh, options(plan::SearchOptions::Anneal, 60, seed), true);
+                          return run_sharded(c.sharded, mesh, options(plan::SearchOptions::Anneal, 60, seed), true);
                         }});
       for (int k = 0; k < 3; ++k)
         ways.push_back({cat_str("random ", k), [&] { return run_plan(random_plan(c.sharded, mesh, rng).graph()); }});
@@ -354,7 +354,7 @@ TEST_CASE("engine.session.consistency.sharded_on_devices_equals_unsharded") {
       const plan::Mesh mesh = plan::Mesh::modelled(ranks);
       std::vector<std::pair<std::string, std::function<RunReport()>>> ways;
       ways.push_back({"greedy", [&] {
-                        return evaluate_sharded(c.sharded, mesh, options(plan::SearchOptions::Greedy, 0, 1), true,
+                        return run_sharded(c.sharded, mesh, options(plan::SearchOptions::Greedy, 0, 1), true,
                                                 devices);
                       }});
       for (int k = 0; k < 2; ++k)

@@ -7,7 +7,7 @@
 
 #include "engine/comm/loopback.hpp"
 #include "engine/run/evaluator.hpp"
-#include "engine/session/sharded_eval.hpp"
+#include "engine/session/run_sharded.hpp"
 #include "engine/shard/rank_program.hpp"
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
@@ -177,32 +177,32 @@ TEST_CASE("engine.shard.rank_program.cancel_stops_between_steps") {
   CHECK(p.y->value == nullptr);
 }
 
-TEST_CASE("engine.shard.sharded_eval.plans_verifies_and_runs") {
+TEST_CASE("engine.shard.run_sharded.plans_verifies_and_runs") {
   NodeRef a = source({11, 7}, 6), b = source({7, 9}, 7);
   NodeRef y = build::unary(Op::Tanh, build::matmul(a, b));
   const std::vector<float> want = reference(y);
   for (int ranks : {1, 3, 4}) {
-    evaluate_sharded({y}, plan::Mesh::modelled(ranks), {}, /*verify_plan=*/true);
+    run_sharded({y}, plan::Mesh::modelled(ranks), {}, /*verify_plan=*/true);
     check_close(y, want, 1e-5);
     set_value(*y, nullptr);
   }
 }
 
-TEST_CASE("engine.shard.sharded_eval.mixed_and_repeated_roots") {
+TEST_CASE("engine.shard.run_sharded.mixed_and_repeated_roots") {
   NodeRef a = source({11, 7}, 8);
   NodeRef b = build::unary(Op::Exp, build::binary(Op::Mul, a, a));  // fused into one map
   NodeRef s = build::reduce(Op::Sum, b, {1}, false);
   const std::vector<float> want_b = reference(b), want_s = reference(s);
   evaluate({b});  // b is already known: an input of this observation and a root
   const auto b_before = b->value;
-  evaluate_sharded({b, s, s}, plan::Mesh::modelled(3), {}, true);
+  run_sharded({b, s, s}, plan::Mesh::modelled(3), {}, true);
   CHECK(b->value == b_before);
   check_close(s, want_s, 1e-5);
   set_value(*b, nullptr);
   set_value(*s, nullptr);
 }
 
-TEST_CASE("engine.shard.sharded_eval.a_plan_failing_verification_is_not_run") {
+TEST_CASE("engine.shard.run_sharded.a_plan_failing_verification_is_not_run") {
   RowSplit p;
   plan::PlannedGraph pg;
   pg.topo = p.topo;

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "engine/run/evaluator.hpp"
-#include "engine/session/sharded_eval.hpp"
+#include "engine/session/run_sharded.hpp"
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/build/einsum.hpp"
 #include "engine/ir/error.hpp"
@@ -77,7 +77,7 @@ void fd_check(const std::string& name, const Case& c, const Fn& f) {
     return build::reduce(Op::Sum, build::binary(Op::Mul, build::cast(f(in), DType::F64), r), {}, false);
   };
   const std::vector<NodeRef> gs = grad(loss_of(nodes), nodes);
-  if (c.ranks > 1) evaluate_sharded(gs, plan::Mesh::modelled(c.ranks), {}, true);
+  if (c.ranks > 1) run_sharded(gs, plan::Mesh::modelled(c.ranks), {}, true);
   else evaluate(gs);
   const double h = c.h;
   for (size_t i = 0; i < xs.size(); ++i) {

@@ -1,5 +1,5 @@
-// Evaluating an observation sharded: plan the observed subgraph on a mesh, verify, run.
-//   evaluate_sharded({y}, plan::Mesh::this_machine(4), {}, /*verify_plan=*/true);  // y->value set
+// Running an observation sharded, apart from any session: plan on a mesh, verify, run.
+//   run_sharded({y}, plan::Mesh::this_machine(4), {}, /*verify_plan=*/true);  // y->value set
 //   plan::PlannedGraph pg = plan::plan_observation(planner, {y}, mesh, {});  run_planned(pg, true);
 // The tests' and the fuzzer's way to run a graph sharded, apart from any session: the ranks are
 // virtual (a loopback transport in this process), and nodes holding a value are the only
@@ -22,7 +22,7 @@ namespace tapestry {
 // seed) always takes effect — then verifies and runs it over `mesh.ranks` virtual ranks.
 // Throws InternalError with the verifier's message when verification fails. Returns what
 // ran and moved (zero when every root already had a value). devices: as run_plan's.
-RunReport evaluate_sharded(const std::vector<NodeRef>& roots, const plan::Mesh& mesh,
+RunReport run_sharded(const std::vector<NodeRef>& roots, const plan::Mesh& mesh,
                            const plan::SearchOptions& opts, bool verify_plan,
                            const std::vector<DeviceBackend*>& devices = {});
 
