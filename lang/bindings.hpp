@@ -9,7 +9,7 @@ struct lua_State;
 
 namespace tapestry::lua {
 
-// create (tp_create.cpp)
+// create (create_lua.cpp)
 int l_tensor(lua_State* L);
 int l_zeros(lua_State* L);
 int l_ones(lua_State* L);
@@ -21,14 +21,14 @@ int l_rand(lua_State* L);
 int l_randn(lua_State* L);
 int l_seed(lua_State* L);
 
-// maps (tp_map.cpp)
+// maps (map_lua.cpp)
 template <Op op> int l_unary(lua_State* L);
 template <Op op> int l_binary(lua_State* L);
 int l_where(lua_State* L);
 int l_cast(lua_State* L);
 int l_clamp(lua_State* L);
 
-// reductions and contractions (tp_reduce.cpp)
+// reductions and contractions (reduce_lua.cpp)
 template <Op op> int l_reduce(lua_State* L);  // sum prod max min all any
 int l_mean(lua_State* L);
 int l_var(lua_State* L);
@@ -37,13 +37,13 @@ int l_norm(lua_State* L);
 template <Op op> int l_argreduce(lua_State* L);
 int l_matmul(lua_State* L);
 
-// contractions by index letters (tp_contract.cpp)
+// contractions by index letters (contract_lua.cpp)
 int l_einsum(lua_State* L);
 int l_einsum_path(lua_State* L);
 int l_tensordot(lua_State* L);
 int l_outer(lua_State* L);
 
-// shape (tp_shape.cpp)
+// shape (shape_lua.cpp)
 int l_reshape(lua_State* L);
 int l_permute(lua_State* L);
 int l_transpose(lua_State* L);
@@ -59,18 +59,18 @@ int l_select(lua_State* L);
 int l_index(lua_State* L);     // x[{...}]
 int l_newindex(lua_State* L);  // tp.env.w[{...}] = y
 
-// windows and padding (tp_window.cpp)
+// windows and padding (window_lua.cpp)
 int l_pad(lua_State* L);
 int l_roll(lua_State* L);
 int l_stencil(lua_State* L);
 int l_conv2d(lua_State* L);
 template <Op op> int l_pool2d(lua_State* L);  // maxpool2d avgpool2d
 
-// gradients (tp_grad.cpp)
+// gradients (grad_lua.cpp)
 int l_grad(lua_State* L);
 int l_detach(lua_State* L);
 
-// tensor metadata and observation (tp_observe.cpp)
+// tensor metadata and observation (observe_lua.cpp)
 int l_dim(lua_State* L);
 int l_size(lua_State* L);
 int l_numel(lua_State* L);
@@ -84,7 +84,7 @@ int l_stats(lua_State* L);
 int l_clock(lua_State* L);
 int l_tensors(lua_State* L);
 
-// tracing (tp_trace.cpp)
+// tracing (trace_lua.cpp)
 int l_trace(lua_State* L);
 
 // files (io_lua.cpp)
