@@ -19,8 +19,9 @@
 // does this itself under __FAST_MATH__). The map kernel keeps every element on the
 // vector path (tiles are padded), so results never depend on an element's position.
 // A file whose loops must stay scalar defines TP_SCALAR_MATH_ONLY before including this.
-#if !defined(TP_SCALAR_MATH_ONLY) && !defined(__CUDACC__) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
-    defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
+#if !defined(TP_SCALAR_MATH_ONLY) && !defined(__CUDACC__) && defined(__GNUC__) && !defined(__clang__) && \
+    defined(__x86_64__) && defined(__GLIBC__) &&                                                         \
+    (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
 #define TP_SIMD_DECL __attribute__((simd("notinbranch")))
 extern "C" {
 TP_SIMD_DECL float expf(float) noexcept;
@@ -354,12 +355,24 @@ template <class T> struct Atan2 {
     else return detail::float_to<T>(detail::m_atan2(double(a), double(b)));
   }
 };
-template <class T> struct Eq { TP_HD bool operator()(T a, T b) const { return a == b; } };
-template <class T> struct Ne { TP_HD bool operator()(T a, T b) const { return a != b; } };
-template <class T> struct Lt { TP_HD bool operator()(T a, T b) const { return a < b; } };
-template <class T> struct Le { TP_HD bool operator()(T a, T b) const { return a <= b; } };
-template <class T> struct Gt { TP_HD bool operator()(T a, T b) const { return a > b; } };
-template <class T> struct Ge { TP_HD bool operator()(T a, T b) const { return a >= b; } };
+template <class T> struct Eq {
+  TP_HD bool operator()(T a, T b) const { return a == b; }
+};
+template <class T> struct Ne {
+  TP_HD bool operator()(T a, T b) const { return a != b; }
+};
+template <class T> struct Lt {
+  TP_HD bool operator()(T a, T b) const { return a < b; }
+};
+template <class T> struct Le {
+  TP_HD bool operator()(T a, T b) const { return a <= b; }
+};
+template <class T> struct Gt {
+  TP_HD bool operator()(T a, T b) const { return a > b; }
+};
+template <class T> struct Ge {
+  TP_HD bool operator()(T a, T b) const { return a >= b; }
+};
 template <class T> struct LogicalAnd {
   TP_HD bool operator()(T a, T b) const { return (a != T(0)) && (b != T(0)); }
 };

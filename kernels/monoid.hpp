@@ -119,9 +119,9 @@ template <Monoid M, class T> TP_HD T combine(T a, T b) {
 // The accumulator of reducing T by M: sums and products of floats in f64 and of integers and
 // bools in i64 (a bool sum counts); max and min in T; and/or in bool.
 template <Monoid M, class T>
-using acc_t = std::conditional_t<
-    M == Monoid::Sum || M == Monoid::Prod, std::conditional_t<detail::is_fp<T>, double, int64_t>,
-    std::conditional_t<M == Monoid::And || M == Monoid::Or, bool, T>>;
+using acc_t = std::conditional_t<M == Monoid::Sum || M == Monoid::Prod,
+                                 std::conditional_t<detail::is_fp<T>, double, int64_t>,
+                                 std::conditional_t<M == Monoid::And || M == Monoid::Or, bool, T>>;
 
 // A reduction's fold: A acc = init(); acc = step(acc, x) per element; join(a, b) merges the
 // folds of two consecutive runs, a's first.

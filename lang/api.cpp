@@ -18,10 +18,11 @@ using K = ApiKind;
 constexpr bool M = true;  // also a Tensor method
 
 #define UNARY(name, op, doc) \
-  {"tp." name, K::Function, "map", "tp." name "(x) / x:" name "()", doc, l_unary<Op::op>, M}
+  { "tp." name, K::Function, "map", "tp." name "(x) / x:" name "()", doc, l_unary<Op::op>, M }
 #define BINARY(name, op, sym, doc) \
-  {"tp." name, K::Function, "map", "tp." name "(a, b) / a:" name "(b)" sym, doc, l_binary<Op::op>, M}
-#define META(name, op, usage, doc) {"Tensor." name, K::Metamethod, "operators", usage, doc, op}
+  { "tp." name, K::Function, "map", "tp." name "(a, b) / a:" name "(b)" sym, doc, l_binary<Op::op>, M }
+#define META(name, op, usage, doc) \
+  { "Tensor." name, K::Metamethod, "operators", usage, doc, op }
 
 const ApiEntry kApi[] = {
     // --- create ---------------------------------------------------------------------
@@ -32,8 +33,7 @@ const ApiEntry kApi[] = {
     {"tp.zeros", K::Function, "create", "tp.zeros(shape [,opts])",
      "All zeros. shape is a table of positive sizes, e.g. {2,3}. opts: dtype (default f32), name.",
      lua::l_zeros},
-    {"tp.ones", K::Function, "create", "tp.ones(shape [,opts])", "All ones. opts: dtype, name.",
-     lua::l_ones},
+    {"tp.ones", K::Function, "create", "tp.ones(shape [,opts])", "All ones. opts: dtype, name.", lua::l_ones},
     {"tp.full", K::Function, "create", "tp.full(shape, v [,opts])",
      "Every element equal to v (a number or boolean). opts: dtype, name.", lua::l_full},
     {"tp.eye", K::Function, "create", "tp.eye(n [,m] [,opts])",
@@ -43,8 +43,7 @@ const ApiEntry kApi[] = {
      "Example: tp.arange(1, 5) is [1. 2. 3. 4. 5.]. opts: dtype, name.",
      lua::l_arange},
     {"tp.linspace", K::Function, "create", "tp.linspace(a, b, n [,opts])",
-     "n evenly spaced points from a to b inclusive. opts: dtype (f32 or f64), name.",
-     lua::l_linspace},
+     "n evenly spaced points from a to b inclusive. opts: dtype (f32 or f64), name.", lua::l_linspace},
     {"tp.rand", K::Function, "create", "tp.rand(shape [,opts])",
      "Uniform in [0,1) from a counter-based generator (Philox-4x32) keyed by (seed, element "
      "index): the same seed gives the same values on any mesh. opts: seed, dtype, name.",
@@ -80,8 +79,7 @@ const ApiEntry kApi[] = {
     BINARY("sub", Sub, " / a - b", "Elementwise difference."),
     BINARY("mul", Mul, " / a * b", "Elementwise product (not matmul)."),
     BINARY("div", Div, " / a / b", "True division: integers give floats."),
-    BINARY("floordiv", FloorDiv, " / a // b",
-           "floor(a / b). Integer division by zero gives 0."),
+    BINARY("floordiv", FloorDiv, " / a // b", "floor(a / b). Integer division by zero gives 0."),
     BINARY("mod", Mod, " / a % b", "a - floor(a / b) * b: the sign of b, as Lua and numpy."),
     BINARY("pow", Pow, " / a ^ b", "a to the power b (integers stay integers)."),
     BINARY("maximum", Maximum, "", "Elementwise max; nan propagates."),
@@ -98,8 +96,8 @@ const ApiEntry kApi[] = {
     {"tp.where", K::Function, "map", "tp.where(cond, a, b)",
      "a where cond is true, else b; all three broadcast together.", lua::l_where},
     {"tp.cast", K::Function, "map", "tp.cast(x, dtype) / x:cast(dtype)",
-     "Convert to dtype ('f32', 'f64', 'i32', 'i64', 'bool'). Float to int truncates toward 0.",
-     lua::l_cast, M},
+     "Convert to dtype ('f32', 'f64', 'i32', 'i64', 'bool'). Float to int truncates toward 0.", lua::l_cast,
+     M},
     {"tp.clamp", K::Function, "map", "tp.clamp(x, lo, hi) / x:clamp(lo, hi)",
      "Limit x to [lo, hi]; either bound may be nil.", lua::l_clamp, M},
 
@@ -111,8 +109,7 @@ const ApiEntry kApi[] = {
     {"tp.prod", K::Function, "reduce", "x:prod([dims] [,opts])", "Product over dims; opts.keepdim.",
      l_reduce<Op::Prod>, M},
     {"tp.max", K::Function, "reduce", "x:max([dims] [,opts])",
-     "Maximum over dims (values only; see argmax); nan propagates. opts.keepdim.",
-     l_reduce<Op::Max>, M},
+     "Maximum over dims (values only; see argmax); nan propagates. opts.keepdim.", l_reduce<Op::Max>, M},
     {"tp.min", K::Function, "reduce", "x:min([dims] [,opts])", "Minimum over dims. opts.keepdim.",
      l_reduce<Op::Min>, M},
     {"tp.all", K::Function, "reduce", "x:all([dims] [,opts])", "True where every element is nonzero.",
@@ -122,13 +119,12 @@ const ApiEntry kApi[] = {
     {"tp.mean", K::Function, "reduce", "x:mean([dims] [,opts])",
      "Arithmetic mean over dims; integers give f64. opts.keepdim.", lua::l_mean, M},
     {"tp.var", K::Function, "reduce", "x:var([dims] [,opts])",
-     "Variance: sum((x - mean)^2) / (n - correction). opts.correction (default 0), opts.keepdim.",
-     lua::l_var, M},
+     "Variance: sum((x - mean)^2) / (n - correction). opts.correction (default 0), opts.keepdim.", lua::l_var,
+     M},
     {"tp.std", K::Function, "reduce", "x:std([dims] [,opts])",
      "Standard deviation, sqrt(var). opts.correction (default 0), opts.keepdim.", lua::l_std, M},
     {"tp.norm", K::Function, "reduce", "x:norm([dims] [,opts])",
-     "The p-norm over dims: opts.p (default 2; math.huge for the max norm), opts.keepdim.",
-     lua::l_norm, M},
+     "The p-norm over dims: opts.p (default 2; math.huge for the max norm), opts.keepdim.", lua::l_norm, M},
     {"tp.argmax", K::Function, "reduce", "x:argmax([dim] [,opts])",
      "1-based index (i64) of the first maximum along dim, or into the flattened tensor when "
      "dim is nil. opts.keepdim.",
@@ -159,22 +155,17 @@ const ApiEntry kApi[] = {
      "them explicitly. The result has a's remaining dims, then b's.",
      lua::l_tensordot},
     {"tp.outer", K::Function, "contract", "tp.outer(a, b) / a:outer(b)",
-     "Outer product, as numpy.outer: a and b are flattened, result {numel(a), numel(b)}.",
-     lua::l_outer, M},
+     "Outer product, as numpy.outer: a and b are flattened, result {numel(a), numel(b)}.", lua::l_outer, M},
 
     // --- shape ----------------------------------------------------------------------
     {"tp.reshape", K::Function, "shape", "x:reshape(shape)",
-     "Same elements in row-major order with another shape; one size may be -1.", lua::l_reshape,
-     M},
+     "Same elements in row-major order with another shape; one size may be -1.", lua::l_reshape, M},
     {"tp.permute", K::Function, "shape", "x:permute{d1, d2, ...}",
      "Reorder dims: output dim i is input dim d_i.", lua::l_permute, M},
-    {"tp.transpose", K::Function, "shape", "x:transpose(d1, d2)", "Swap two dims.",
-     lua::l_transpose, M},
-    {"tp.t", K::Function, "shape", "x:t()", "Transpose of a 2-D tensor (1-D: unchanged).", lua::l_t,
-     M},
+    {"tp.transpose", K::Function, "shape", "x:transpose(d1, d2)", "Swap two dims.", lua::l_transpose, M},
+    {"tp.t", K::Function, "shape", "x:t()", "Transpose of a 2-D tensor (1-D: unchanged).", lua::l_t, M},
     {"tp.expand", K::Function, "shape", "x:expand(shape)",
-     "Broadcast size-1 dims (and add leading dims) without copying; -1 keeps a size.",
-     lua::l_expand, M},
+     "Broadcast size-1 dims (and add leading dims) without copying; -1 keeps a size.", lua::l_expand, M},
     {"tp.squeeze", K::Function, "shape", "x:squeeze([d])",
      "Remove dim d, which must have size 1, or every size-1 dim.", lua::l_squeeze, M},
     {"tp.unsqueeze", K::Function, "shape", "x:unsqueeze(d)",
@@ -239,12 +230,10 @@ const ApiEntry kApi[] = {
     // --- observe --------------------------------------------------------------------
     {"Tensor:dim", K::Method, "tensor", "x:dim()", "Number of dimensions.", lua::l_dim},
     {"Tensor:size", K::Method, "tensor", "x:size([d])",
-     "Size of dim d, or the whole shape as a table. Also x.shape, #x (size of dim 1).",
-     lua::l_size},
+     "Size of dim d, or the whole shape as a table. Also x.shape, #x (size of dim 1).", lua::l_size},
     {"Tensor:numel", K::Method, "tensor", "x:numel()", "Number of elements.", lua::l_numel},
     {"Tensor:item", K::Method, "observe", "x:item()",
-     "Observe a one-element tensor as a Lua number (integer for int dtypes) or boolean.",
-     lua::l_item},
+     "Observe a one-element tensor as a Lua number (integer for int dtypes) or boolean.", lua::l_item},
     {"Tensor:totable", K::Method, "observe", "x:totable()",
      "Observe as nested Lua tables (a scalar gives a number).", lua::l_totable},
     {"Tensor:release", K::Method, "tensor", "x:release()",
@@ -256,9 +245,11 @@ const ApiEntry kApi[] = {
      "so `u = tp.eval(step(u))` in a loop holds one state, not every step's.",
      lua::l_eval},
     {"tp.stats", K::Function, "observe", "tp.stats()",
-     "Counters: observations, nodes_evaluated, kernels, fused_ops, bytes_allocated, bytes_live (tensor data alive now, on this process), live_nodes, "
+     "Counters: observations, nodes_evaluated, kernels, fused_ops, bytes_allocated, bytes_live (tensor data "
+     "alive now, on this process), live_nodes, "
      "plans, plan_cache_hits, blocks_run, messages, bytes_moved (between ranks), device_blocks, "
-     "bytes_to_device, bytes_from_device (sharded blocks run on a GPU and the host-device copies they needed; "
+     "bytes_to_device, bytes_from_device (sharded blocks run on a GPU and the host-device copies they "
+     "needed; "
      "rank 0's own under MPI), and "
      "time_schedule, time_run, time_plan, time_move (seconds; time_move is the part of time_run "
      "spent sending, receiving and combining between ranks).",
@@ -304,7 +295,8 @@ const ApiEntry kApi[] = {
      "and combines and the cost estimate; plan:cost() returns {time, bytes_moved, flops, "
      "peak_bytes, memory_penalty, estimated}; plan:dot(path) writes Graphviz. A big graph on a "
      "big mesh (ops x ranks > 4096) is chosen and costed by estimate from sampled blocks "
-     "(estimated=true) and its blocks are built only when it runs or is drawn. opts.mesh = N (or {ranks=, ranks_per_node=, "
+     "(estimated=true) and its blocks are built only when it runs or is drawn. opts.mesh = N (or {ranks=, "
+     "ranks_per_node=, "
      "flops=, memory=, bandwidth=, latency=, network_bandwidth=, network_latency=}) plans for "
      "another machine; opts.search = 'greedy', 'anneal' or {method=, steps=, budget=, seed=}.",
      lua::l_plan},
@@ -316,9 +308,11 @@ const ApiEntry kApi[] = {
      "Write the abstract expression graph of x as Graphviz.", lua::l_dot},
     {"tp.mesh", K::Function, "plan", "tp.mesh()",
      "The allocation: {ranks, devices_per_rank, device, gpu, transport, device_transport, memory_per_rank, "
-     "flops_per_rank, description}. device is \"cuda\", \"cpu\" or \"sim\" (TAPESTRY_DEVICE=sim, the simulated "
+     "flops_per_rank, description}. device is \"cuda\", \"cpu\" or \"sim\" (TAPESTRY_DEVICE=sim, the "
+     "simulated "
      "device); gpu says which GPU, or why none is used; device_transport how slices move between the ranks' "
-     "devices (\"nccl\", or \"none: ...\" through the host). TAPESTRY_RANKS=N runs N virtual ranks in one process.",
+     "devices (\"nccl\", or \"none: ...\" through the host). TAPESTRY_RANKS=N runs N virtual ranks in one "
+     "process.",
      lua::l_mesh},
     {"tp.layout_map", K::Function, "plan", "tp.layout_map(x [,opts])",
      "The shard map of x as text (what :layout prints): which rank holds which box. opts.mesh "
@@ -492,8 +486,7 @@ const ApiEntry* find_api(std::string_view name) {
   };
   const std::string s(name);
   // "nn.linear" finds the stdlib's "tapestry.nn.linear".
-  for (const std::string& n :
-       {s, "tp." + s, "Tensor:" + s, ":" + s, "Tensor." + s, "tapestry." + s})
+  for (const std::string& n : {s, "tp." + s, "Tensor:" + s, ":" + s, "Tensor." + s, "tapestry." + s})
     if (const ApiEntry* e = exact(n)) return e;
   return nullptr;
 }
@@ -509,14 +502,11 @@ std::string reference_markdown() {
       {"create", "Creating tensors"}, {"map", "Elementwise operations"},
       {"operators", "Operators"},     {"reduce", "Reductions"},
       {"contract", "Contractions"},   {"shape", "Shape operations"},
-      {"window", "Windows"},
-      {"slice", "Reading slices"},    {"tensor", "Tensor metadata"},
-      {"observe", "Observation"},     {"env", "The environment"},
-      {"io", "Files"},
-      {"grad", "Gradients"},
-      {"plan", "Plans, layouts and the mesh"},
-      {"stdlib", "Standard library"},
-      {"shell", "Shell commands"},
+      {"window", "Windows"},          {"slice", "Reading slices"},
+      {"tensor", "Tensor metadata"},  {"observe", "Observation"},
+      {"env", "The environment"},     {"io", "Files"},
+      {"grad", "Gradients"},          {"plan", "Plans, layouts and the mesh"},
+      {"stdlib", "Standard library"}, {"shell", "Shell commands"},
   };
   std::string out =
       "# Tapestry language reference\n\n"

@@ -18,19 +18,19 @@ using LuaFn = int (*)(lua_State*);
 enum class ApiKind { Function, Method, Metamethod, Command, Module };
 
 struct ApiEntry {
-  std::string_view name;     // "tp.zeros", "Tensor:sum", "Tensor.__add", ":help", "tapestry.nn.linear"
+  std::string_view name;  // "tp.zeros", "Tensor:sum", "Tensor.__add", ":help", "tapestry.nn.linear"
   ApiKind kind;
-  std::string_view group;    // "create", "map", "reduce", "shape", ... (sections of the reference)
-  std::string_view usage;    // "tp.zeros(shape [,opts])"
-  std::string_view doc;      // one paragraph, may hold a short example
-  LuaFn fn = nullptr;        // the binding (Function/Method/Metamethod); nullptr for commands
-  bool method = false;       // a Function that is also a Tensor method: x:sum() == tp.sum(x)
+  std::string_view group;  // "create", "map", "reduce", "shape", ... (sections of the reference)
+  std::string_view usage;  // "tp.zeros(shape [,opts])"
+  std::string_view doc;    // one paragraph, may hold a short example
+  LuaFn fn = nullptr;      // the binding (Function/Method/Metamethod); nullptr for commands
+  bool method = false;     // a Function that is also a Tensor method: x:sum() == tp.sum(x)
 };
 
 std::span<const ApiEntry> api_entries();
 // Exact name, or an unambiguous short form ("zeros", "sum" -> "tp.sum" / "Tensor:sum").
 const ApiEntry* find_api(std::string_view name);
-std::string format_help(const ApiEntry& e);   // usage line + doc, for :help
-std::string reference_markdown();             // the whole of docs/reference.md
+std::string format_help(const ApiEntry& e);  // usage line + doc, for :help
+std::string reference_markdown();            // the whole of docs/reference.md
 
 }  // namespace tapestry

@@ -101,8 +101,8 @@ int l_tensordot(lua_State* L) {
   std::vector<int> da, db;
   if (lua_isnoneornil(L, 3) || lua_type(L, 3) == LUA_TNUMBER) {
     const int64_t n = lua_isnoneornil(L, 3) ? 2 : check_int(L, 3);
-    user_check(n >= 0 && n <= ra && n <= rb, "cannot sum the last ", n, " dims of ",
-               shape_str(a->shape), " with the first ", n, " of ", shape_str(b->shape));
+    user_check(n >= 0 && n <= ra && n <= rb, "cannot sum the last ", n, " dims of ", shape_str(a->shape),
+               " with the first ", n, " of ", shape_str(b->shape));
     for (int i = 0; i < n; ++i) {
       da.push_back(ra - static_cast<int>(n) + i);
       db.push_back(i);

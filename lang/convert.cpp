@@ -49,8 +49,7 @@ struct Collector {
 
   void walk(int idx, size_t depth, const std::string& where) {
     if (lua_type(L, idx) != LUA_TTABLE) {
-      user_check(depth == shape.size(), "ragged table: element ", where,
-                 " is not a table like its siblings");
+      user_check(depth == shape.size(), "ragged table: element ", where, " is not a table like its siblings");
       leaf(idx, where);
       return;
     }

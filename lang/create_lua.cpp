@@ -26,7 +26,8 @@ struct CreateOpts {
 CreateOpts read_opts(lua_State* L, int arg, bool random = false) {
   Options o = random ? Options(L, arg, {"dtype", "name", "layout", "seed"})
                      : Options(L, arg, {"dtype", "name", "layout"});
-  user_check(!o.has("layout"), "option 'layout' needs the sharding planner, which this build does "
+  user_check(!o.has("layout"),
+             "option 'layout' needs the sharding planner, which this build does "
              "not have yet (single rank)");
   CreateOpts c;
   c.given = o.dtype();

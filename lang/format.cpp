@@ -26,8 +26,7 @@ struct Digits {
   int exp = 0;
 };
 
-template <class T>
-Digits shortest_digits(T x) {
+template <class T> Digits shortest_digits(T x) {
   char buf[64];
   auto r = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::scientific);
   std::string s(buf, r.ptr);
@@ -50,8 +49,7 @@ std::string trim_zeros(std::string s) {
 
 // dragon4_positional(unique, precision, trim='.'): shortest digits, at most
 // `precision` after the point (then correctly rounded from the exact value).
-template <class T>
-std::string positional(T x, int precision) {
+template <class T> std::string positional(T x, int precision) {
   const Digits g = shortest_digits(x);
   const int len = static_cast<int>(g.d.size());
   if (len - 1 - g.exp > precision) {
@@ -72,8 +70,7 @@ std::string positional(T x, int precision) {
 }
 
 // dragon4_scientific(unique, precision, trim='.'): mantissa and exponent apart.
-template <class T>
-std::pair<std::string, int> scientific(T x, int precision) {
+template <class T> std::pair<std::string, int> scientific(T x, int precision) {
   Digits g = shortest_digits(x);
   if (static_cast<int>(g.d.size()) - 1 > precision) {
     char buf[64];
@@ -93,8 +90,7 @@ std::string pad_left(const std::string& s, size_t w) {
 // --- element formats ------------------------------------------------------------------
 
 // numpy's FloatingFormat (floatmode 'maxprec', sign '-', no suppression).
-template <class T>
-class FloatFormat {
+template <class T> class FloatFormat {
  public:
   FloatFormat(const std::vector<T>& data, int precision) : precision_(precision) {
     std::vector<T> finite;
@@ -157,12 +153,11 @@ class FloatFormat {
  private:
   int precision_;
   bool exp_ = false;
-  int left_ = 0, right_ = 0;          // widths before / after the point (incl. exponent)
-  int frac_ = 0, exp_digits_ = 2;     // scientific: mantissa digits, exponent digits
+  int left_ = 0, right_ = 0;       // widths before / after the point (incl. exponent)
+  int frac_ = 0, exp_digits_ = 2;  // scientific: mantissa digits, exponent digits
 };
 
-template <class T>
-std::string plain_text(T x) {
+template <class T> std::string plain_text(T x) {
   if constexpr (std::is_same_v<T, bool>) return x ? "true" : "false";
   else return std::to_string(x);
 }
@@ -211,12 +206,10 @@ struct Layout {
         line += " ";
       }
       for (int64_t i = trail; i > 1; --i) {
-        extend(s, line, rec(axis + 1, off + (n - i) * stride, next_indent, next_width), elem_width,
-               indent);
+        extend(s, line, rec(axis + 1, off + (n - i) * stride, next_indent, next_width), elem_width, indent);
         line += " ";
       }
-      extend(s, line, rec(axis + 1, off + (n - 1) * stride, next_indent, next_width), elem_width,
-             indent);
+      extend(s, line, rec(axis + 1, off + (n - 1) * stride, next_indent, next_width), elem_width, indent);
       s += line;
     } else {
       const std::string sep(axes_left - 1, '\n');
@@ -241,8 +234,7 @@ struct Layout {
   }
 };
 
-template <class T>
-std::string format_body(const View& v, const FormatOptions& opts) {
+template <class T> std::string format_body(const View& v, const FormatOptions& opts) {
   const T* p = v.ptr<T>();
   Layout lay{v, v.numel() > opts.threshold, std::max(opts.edge_items, 1), {}};
   std::vector<T> shown;
@@ -260,8 +252,7 @@ std::string format_body(const View& v, const FormatOptions& opts) {
 
 // A 0-d tensor prints as numpy prints a scalar: shortest round-trip digits,
 // positional in [1e-4, 1e16), "2.0" for whole numbers.
-template <class T>
-std::string scalar_text(T x) {
+template <class T> std::string scalar_text(T x) {
   if constexpr (std::is_floating_point_v<T>) {
     if (std::isnan(x)) return "nan";
     if (std::isinf(x)) return x < 0 ? "-inf" : "inf";
@@ -294,8 +285,8 @@ std::string format_tensor(const View& v, const FormatOptions& opts) {
       return format_body<T>(v, opts);
     });
   if (!opts.footer) return body;
-  return body + "\n[" + std::string(dtype_name(v.dtype)) + " tensor of shape " +
-         shape_str(v.shape) + (opts.note.empty() ? "" : ", " + opts.note) + "]";
+  return body + "\n[" + std::string(dtype_name(v.dtype)) + " tensor of shape " + shape_str(v.shape) +
+         (opts.note.empty() ? "" : ", " + opts.note) + "]";
 }
 
 // Lua's tostring of a number: "%.14g" for floats (with ".0" when it looks like an

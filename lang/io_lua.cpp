@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "engine/run/evaluator.hpp"
-#include "engine/session/checkpoint.hpp"
 #include "engine/io/npy.hpp"
 #include "engine/io/parallel_io.hpp"
-#include "engine/session/observe.hpp"
 #include "engine/plan/planner.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/session/checkpoint.hpp"
+#include "engine/session/observe.hpp"
 #include "engine/session/session.hpp"
 #include "engine/session/sharded_io.hpp"
 #include "lang/bindings.hpp"
@@ -55,8 +55,7 @@ int l_load(lua_State* L) {
   const std::optional<DType> dtype = o.dtype();
   const std::optional<std::string> name = o.string("name");
   // Check the name before reading: a bad name should not cost a large read.
-  if (name)
-    user_check(is_identifier(*name), "'", *name, "' is not a valid tensor name (use an identifier)");
+  if (name) user_check(is_identifier(*name), "'", *name, "' is not a valid tensor name (use an identifier)");
   // A named tensor on N ranks: each rank reads its own rows into its shard store.
   Session& s = session_of(L);
   const int ranks = s.mesh().ranks;
@@ -106,8 +105,6 @@ int l_save_env(lua_State* L) {
   return push_names(L, io::save_env(s, dir));
 }
 
-int l_load_env(lua_State* L) {
-  return push_names(L, io::load_env(session_of(L), check_path(L, 1)));
-}
+int l_load_env(lua_State* L) { return push_names(L, io::load_env(session_of(L), check_path(L, 1))); }
 
 }  // namespace tapestry::lua

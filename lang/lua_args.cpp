@@ -79,13 +79,11 @@ NodeRef check_tensor(lua_State* L, int arg) {
 
 build::Operand check_operand(lua_State* L, int arg) {
   switch (lua_type(L, arg)) {
-    case LUA_TBOOLEAN:
-      return build::Operand::boolean(lua_toboolean(L, arg));
+    case LUA_TBOOLEAN: return build::Operand::boolean(lua_toboolean(L, arg));
     case LUA_TNUMBER:
       if (lua_isinteger(L, arg)) return build::Operand::integer_number(lua_tointeger(L, arg));
       return build::Operand::number(lua_tonumber(L, arg));
-    case LUA_TTABLE:
-      return build::Operand(tensor_from_lua(L, arg, std::nullopt));
+    case LUA_TTABLE: return build::Operand(tensor_from_lua(L, arg, std::nullopt));
     default:
       if (is_tensor(L, arg)) return build::Operand(check_tensor(L, arg));
       type_error(L, arg, "Tensor or number");
@@ -173,8 +171,7 @@ bool is_options_table(lua_State* L, int arg) {
   return !seq;
 }
 
-Options::Options(lua_State* L, int arg, std::initializer_list<const char*> allowed)
-    : L_(L), arg_(0) {
+Options::Options(lua_State* L, int arg, std::initializer_list<const char*> allowed) : L_(L), arg_(0) {
   if (lua_isnoneornil(L, arg)) return;
   if (lua_type(L, arg) != LUA_TTABLE || is_tensor(L, arg)) type_error(L, arg, "options table");
   arg_ = lua_absindex(L, arg);

@@ -1,8 +1,8 @@
 // Argument checking for the Lua bindings, and the one place where C++ errors
 // become Lua errors.
-//   NodeRef x = check_tensor(L, 1);                 // "bad argument #1 to 'tp.sum' (Tensor expected, got table)"
-//   Options o(L, 2, {"dtype", "name"});             // unknown keys are errors
-//   lua_pushcclosure(L, guarded, 2) with upvalues (fn, "tp.sum")  -- see push_guarded
+//   NodeRef x = check_tensor(L, 1);                 // "bad argument #1 to 'tp.sum' (Tensor expected, got
+//   table)" Options o(L, 2, {"dtype", "name"});             // unknown keys are errors lua_pushcclosure(L,
+//   guarded, 2) with upvalues (fn, "tp.sum")  -- see push_guarded
 #pragma once
 
 #include <lauxlib.h>
@@ -42,9 +42,9 @@ build::Operand check_operand(lua_State* L, int arg);
 // A tensor, or a number/boolean/nested table turned into one.
 NodeRef check_tensor_like(lua_State* L, int arg);
 
-int64_t check_int(lua_State* L, int arg);        // an integral number (2.0 is fine, 2.5 is not)
+int64_t check_int(lua_State* L, int arg);  // an integral number (2.0 is fine, 2.5 is not)
 double check_number(lua_State* L, int arg);
-Shape check_shape_arg(lua_State* L, int arg);    // {2,3} or a single number n (= {n})
+Shape check_shape_arg(lua_State* L, int arg);  // {2,3} or a single number n (= {n})
 // Dims for a reduction: nil (all), a number, or a sequence; 1-based in, 0-based out.
 std::vector<int> check_dims(lua_State* L, int arg, int rank);
 int check_dim(lua_State* L, int arg, int rank);  // 1-based (negative from the end) -> 0-based
@@ -54,7 +54,7 @@ class Options {
  public:
   Options(lua_State* L, int arg, std::initializer_list<const char*> allowed);
   bool has(const char* key) const;
-  std::optional<DType> dtype() const;          // "dtype"
+  std::optional<DType> dtype() const;  // "dtype"
   std::optional<std::string> string(const char* key) const;
   std::optional<double> number(const char* key) const;
   std::optional<int64_t> integer(const char* key) const;

@@ -8,14 +8,12 @@
 
 namespace tapestry::lua {
 
-template <Op op>
-int l_unary(lua_State* L) {
+template <Op op> int l_unary(lua_State* L) {
   push_tensor(L, build::unary(op, check_tensor_like(L, 1)));
   return 1;
 }
 
-template <Op op>
-int l_binary(lua_State* L) {
+template <Op op> int l_binary(lua_State* L) {
   const build::Operand a = check_operand(L, 1);
   const build::Operand b = check_operand(L, 2);
   push_tensor(L, build::binary(op, a, b));
@@ -49,7 +47,8 @@ int l_cast(lua_State* L) {
   const char* name = luaL_typename(L, 2);
   if (lua_type(L, 2) != LUA_TSTRING) arg_error(2, cat_str("dtype string expected, got ", name));
   const auto t = dtype_from_name(lua_tostring(L, 2));
-  if (!t) arg_error(2, cat_str("unknown dtype '", lua_tostring(L, 2), "' (expected f32, f64, i32, i64 or bool)"));
+  if (!t)
+    arg_error(2, cat_str("unknown dtype '", lua_tostring(L, 2), "' (expected f32, f64, i32, i64 or bool)"));
   push_tensor(L, build::cast(x, *t));
   return 1;
 }

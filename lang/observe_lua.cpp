@@ -5,10 +5,10 @@
 
 #include <chrono>
 
+#include "engine/ir/value.hpp"
 #include "engine/run/evaluator.hpp"
 #include "engine/session/observe.hpp"
 #include "engine/session/session.hpp"
-#include "engine/ir/value.hpp"
 #include "lang/bindings.hpp"
 #include "lang/convert.hpp"
 #include "lang/format.hpp"
@@ -159,8 +159,9 @@ int l_tensors(lua_State* L) {
     lua_setfield(L, -2, "bytes");
     // Where it lies: a stored tensor's shards, else whole on rank 0 (or not computed yet).
     const StoredLayout* st = e.pending ? nullptr : s.stored().layout(n->id);
-    const std::string layout = st ? describe_shards(st->shards, n->shape.size())
-                                  : e.pending ? "not computed" : "whole on rank 0";
+    const std::string layout = st          ? describe_shards(st->shards, n->shape.size())
+                               : e.pending ? "not computed"
+                                           : "whole on rank 0";
     lua_pushstring(L, layout.c_str());
     lua_setfield(L, -2, "layout");
     const int ranks = st ? st->ranks : s.mesh().ranks;

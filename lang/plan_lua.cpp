@@ -53,8 +53,9 @@ plan::Mesh read_mesh(lua_State* L, int opts_idx) {
     user_check(n >= 1 && n <= 1 << 20, "mesh must have 1..2^20 ranks, got ", n);
     m = n <= 8 ? plan::Mesh::this_machine(static_cast<int>(n)) : plan::Mesh::modelled(static_cast<int>(n));
   } else if (lua_type(L, t) == LUA_TTABLE) {
-    Options o(L, t, {"ranks", "ranks_per_node", "flops", "memory", "bandwidth", "latency",
-                     "network_bandwidth", "network_latency"});
+    Options o(L, t,
+              {"ranks", "ranks_per_node", "flops", "memory", "bandwidth", "latency", "network_bandwidth",
+               "network_latency"});
     const int64_t n = o.integer("ranks").value_or(m.ranks);
     user_check(n >= 1 && n <= 1 << 20, "mesh.ranks must be in 1..2^20, got ", n);
     m = plan::Mesh::modelled(static_cast<int>(n));
@@ -65,9 +66,9 @@ plan::Mesh read_mesh(lua_State* L, int opts_idx) {
     if (auto v = o.number("latency")) m.intra.latency = *v;
     if (auto v = o.number("network_bandwidth")) m.inter.bandwidth = *v;
     if (auto v = o.number("network_latency")) m.inter.latency = *v;
-    user_check(m.flops_per_s > 0 && m.intra.bandwidth > 0 && m.inter.bandwidth > 0 &&
-                   m.mem_bytes_per_rank > 0,
-               "mesh rates and sizes must be positive");
+    user_check(
+        m.flops_per_s > 0 && m.intra.bandwidth > 0 && m.inter.bandwidth > 0 && m.mem_bytes_per_rank > 0,
+        "mesh rates and sizes must be positive");
   } else if (!lua_isnil(L, t)) {
     arg_error(opts_idx, cat_str("option 'mesh' must be a number or a table, got ", luaL_typename(L, t)));
   }
@@ -113,7 +114,7 @@ PlanArgs plan_args(lua_State* L) {
   int i = 1;
   for (; i <= n && is_tensor(L, i); ++i) a.roots.push_back(check_tensor(L, i));
   if (a.roots.empty()) type_error(L, 1, "Tensor");
-  if (i <= n && !lua_isnil(L, i)) {  // tp.plan(x, nil): no options
+  if (i <= n && !lua_isnil(L, i)) {     // tp.plan(x, nil): no options
     Options(L, i, {"mesh", "search"});  // validates the keys
     a.opts = i;
   }
@@ -150,8 +151,7 @@ std::string plan_text(const plan::PlannedGraph& pg) {
   if (pg.plan.estimated && !pg.plan.lowered())
     os << pg.plan.blocks << " blocks, chosen by estimate from sampled blocks; the per-rank listing is "
        << "built when the plan runs or plan:dot() draws it\n";
-  else
-    os << plan::to_string(pg.plan.graph());
+  else os << plan::to_string(pg.plan.graph());
   os << "cost: " << plan::to_string(c) << "\n";
   return os.str();
 }
@@ -171,13 +171,12 @@ std::string explain_text(const plan::PlannedGraph& pg) {
     auto tr = pg.plan.tried.find(n->id);
     if (tr != pg.plan.tried.end()) {
       std::vector<plan::Tried> tried = tr->second;
-      std::sort(tried.begin(), tried.end(), [](const plan::Tried& a, const plan::Tried& b) {
-        return a.best_total < b.best_total;
-      });
+      std::sort(tried.begin(), tried.end(),
+                [](const plan::Tried& a, const plan::Tried& b) { return a.best_total < b.best_total; });
       for (const plan::Tried& t : tried) {
         const bool won = t.candidate == ch->second;
-        os << (won ? "  * " : "    ") << t.candidate.name(sig) << ": best plan with it "
-           << t.best_total << " s" << (won ? "   <- chosen" : "") << "\n";
+        os << (won ? "  * " : "    ") << t.candidate.name(sig) << ": best plan with it " << t.best_total
+           << " s" << (won ? "   <- chosen" : "") << "\n";
       }
     }
     if (n->op == Op::Constrain)
@@ -288,10 +287,11 @@ std::vector<int64_t> layout_grid(lua_State* L, int i, const Shape& shape) {
     return grid;
   }
   lua_getfield(L, i, "grid");
-  if (lua_type(L, -1) != LUA_TTABLE) arg_error(i, "layout expected (tp.replicated(), tp.split(d), tp.grid{...})");
+  if (lua_type(L, -1) != LUA_TTABLE)
+    arg_error(i, "layout expected (tp.replicated(), tp.split(d), tp.grid{...})");
   const lua_Integer n = luaL_len(L, -1);
-  user_check(n == static_cast<lua_Integer>(shape.size()), "layout grid has ", n,
-             " entries but the tensor ", shape_str(shape), " has ", shape.size(), " dims");
+  user_check(n == static_cast<lua_Integer>(shape.size()), "layout grid has ", n, " entries but the tensor ",
+             shape_str(shape), " has ", shape.size(), " dims");
   for (lua_Integer d = 1; d <= n; ++d) {
     lua_geti(L, -1, d);
     grid[d - 1] = lua_tointeger(L, -1);
@@ -453,15 +453,15 @@ int l_mesh(lua_State* L) {
     lua_setfield(L, -2, "gpu_hbm_bytes_per_s");
   }
   lua_pushstring(L, s.mpi_job_ranks() == m.ranks && m.ranks > 1 ? "mpi"
-                   : m.ranks > 1                                ? "loopback (virtual ranks in one process)"
+                    : m.ranks > 1                               ? "loopback (virtual ranks in one process)"
                                                                 : "single process");
   lua_setfield(L, -2, "transport");
   // How slices cross between the ranks' devices: device peers (NCCL), or through the host.
   const bool on_mpi = s.mpi_job_ranks() == m.ranks && m.ranks > 1;
   const std::string between = dev.kind == device::Kind::Cpu ? "none"
-                              : on_mpi                        ? s.coordinator()->device_transport()
-                              : m.ranks > 1                   ? "in-process device copies"
-                                                              : "none";
+                              : on_mpi                      ? s.coordinator()->device_transport()
+                              : m.ranks > 1                 ? "in-process device copies"
+                                                            : "none";
   lua_pushstring(L, between.c_str());
   lua_setfield(L, -2, "device_transport");
   lua_pushnumber(L, m.mem_bytes_per_rank);
@@ -491,9 +491,7 @@ int l_layout_map(lua_State* L) {
 
 }  // namespace lua
 
-std::string describe_layout_map(Session& s, const NodeRef& x) {
-  return layout_map_on(s, x, s.mesh(), {});
-}
+std::string describe_layout_map(Session& s, const NodeRef& x) { return layout_map_on(s, x, s.mesh(), {}); }
 
 void register_plan_types(lua_State* L) {
   luaL_newmetatable(L, kPlanMeta);

@@ -39,8 +39,7 @@ ReduceArgs reduce_args(lua_State* L, std::initializer_list<const char*> allowed)
 
 }  // namespace
 
-template <Op op>
-int l_reduce(lua_State* L) {
+template <Op op> int l_reduce(lua_State* L) {
   ReduceArgs r = reduce_args(L, {"keepdim"});
   push_tensor(L, build::reduce(op, r.x, r.dims, r.keepdim));
   return 1;
@@ -76,8 +75,7 @@ int l_norm(lua_State* L) {
   return 1;
 }
 
-template <Op op>
-int l_argreduce(lua_State* L) {
+template <Op op> int l_argreduce(lua_State* L) {
   const NodeRef x = check_tensor_like(L, 1);
   int oi = 3;
   std::optional<int> dim;

@@ -61,8 +61,8 @@ std::vector<NodeRef> tensor_list(lua_State* L, int arg) {
 // Resolves a 1-based (negative from the end) index along a dim of `size`.
 int64_t resolve_index(int64_t i, int64_t size, int dim, const Shape& shape) {
   const int64_t r = i < 0 ? size + i + 1 : i;
-  user_check(r >= 1 && r <= size, "index ", i, " is out of bounds for dimension ", dim + 1,
-             " of size ", size, " (shape ", shape_str(shape), ")");
+  user_check(r >= 1 && r <= size, "index ", i, " is out of bounds for dimension ", dim + 1, " of size ", size,
+             " (shape ", shape_str(shape), ")");
   return r - 1;
 }
 
@@ -82,7 +82,8 @@ int l_permute(lua_State* L) {
     for (lua_Integer i = 1; i <= n; ++i) {
       lua_geti(L, 2, i);
       const int top = lua_gettop(L);
-      if (lua_type(L, top) != LUA_TNUMBER) arg_error(2, cat_str("permutation entry ", i, " must be an integer"));
+      if (lua_type(L, top) != LUA_TNUMBER)
+        arg_error(2, cat_str("permutation entry ", i, " must be an integer"));
       p.push_back(check_int(L, top));
       lua_pop(L, 1);
     }

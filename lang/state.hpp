@@ -12,7 +12,7 @@ namespace tapestry {
 class Session;
 
 // Every binding of the state uses `s` (lang/state_context.hpp), which must outlive it.
-lua_State* new_tapestry_state(Session& s);   // lua_close() it when done
-int open_tp(lua_State* L);                   // luaopen-style: pushes the tp table
+lua_State* new_tapestry_state(Session& s);  // lua_close() it when done
+int open_tp(lua_State* L);                  // luaopen-style: pushes the tp table
 
 }  // namespace tapestry

@@ -15,8 +15,8 @@ namespace tapestry {
 inline constexpr const char* kTensorMeta = "tapestry.Tensor";
 
 struct TensorHandle {
-  HeldNode node;      // nullptr after release(); holding keeps the value (node.hpp)
-  std::string name;   // set when read from (or created into) tp.env
+  HeldNode node;     // nullptr after release(); holding keeps the value (node.hpp)
+  std::string name;  // set when read from (or created into) tp.env
 };
 
 void push_tensor(lua_State* L, NodeRef node, std::string name = {});

@@ -20,8 +20,7 @@ int rank_of(const NodeRef& x) { return static_cast<int>(x->shape.size()); }
 // The options table: the last argument when it is a table that is not a tensor. `first` is
 // the first position it may take.
 int options_index(lua_State* L, int first) {
-  return lua_gettop(L) >= first && lua_type(L, first) == LUA_TTABLE && !is_tensor(L, first) ? first
-                                                                                             : 0;
+  return lua_gettop(L) >= first && lua_type(L, first) == LUA_TTABLE && !is_tensor(L, first) ? first : 0;
 }
 
 // An integer at the top of the stack, for entry `what` of argument `arg`; pops it.
@@ -29,8 +28,7 @@ int64_t pop_int(lua_State* L, int arg, const std::string& what) {
   const int top = lua_gettop(L);
   const double v = lua_type(L, top) == LUA_TNUMBER ? lua_tonumber(L, top) : 0.5;
   if (!std::isfinite(v) || v != std::floor(v)) {
-    const std::string got =
-        lua_type(L, top) == LUA_TNUMBER ? num_str(v) : std::string(luaL_typename(L, top));
+    const std::string got = lua_type(L, top) == LUA_TNUMBER ? num_str(v) : std::string(luaL_typename(L, top));
     lua_pop(L, 1);
     arg_error(arg, cat_str(what, " must be an integer, got ", got));
   }
@@ -78,8 +76,7 @@ void kernel_arg(lua_State* L, int arg, int64_t out[2]) {
 }
 
 // pads: {{before, after}, ...} one pair per dim, or flat {b1, a1, b2, a2, ...}.
-void pads_arg(lua_State* L, int arg, int rank, std::vector<int64_t>& before,
-              std::vector<int64_t>& after) {
+void pads_arg(lua_State* L, int arg, int rank, std::vector<int64_t>& before, std::vector<int64_t>& after) {
   if (lua_type(L, arg) != LUA_TTABLE || is_tensor(L, arg))
     type_error(L, arg, "pads ({{before, after}, ...} or {b1, a1, b2, a2, ...})");
   const lua_Integer n = luaL_len(L, arg);
@@ -103,8 +100,8 @@ void pads_arg(lua_State* L, int arg, int rank, std::vector<int64_t>& before,
     lua_pop(L, 1);
   }
   if (static_cast<int>(flat.size()) != 2 * rank)
-    arg_error(arg, cat_str("pads must give {before, after} for each of the ", rank,
-                           " dimensions, got ", flat.size(), " numbers"));
+    arg_error(arg, cat_str("pads must give {before, after} for each of the ", rank, " dimensions, got ",
+                           flat.size(), " numbers"));
   for (int d = 0; d < rank; ++d) {
     before.push_back(flat[2 * d]);
     after.push_back(flat[2 * d + 1]);

@@ -77,7 +77,7 @@ class Formatter : public CLI::Formatter {
 void define(CLI::App& app, CliOptions& o) {
   app.formatter(std::make_shared<Formatter>());
   app.get_formatter()->column_width(17);
-  app.set_help_flag();  // -h is a plain flag: main() prints usage_text() and exits 0
+  app.set_help_flag();   // -h is a plain flag: main() prints usage_text() and exits 0
   app.prefix_command();  // the first argument that is no option, and all after it, are left over
   app.add_option("-e", o.chunks, "run the Lua chunk CHUNK (may repeat; they run in order)")
       ->type_name("CHUNK")
@@ -85,13 +85,21 @@ void define(CLI::App& app, CliOptions& o) {
   app.add_flag("-i", o.interactive, "enter the interactive shell after the script or chunks");
   app.add_option("-n", o.ranks, "run on N ranks: restarts itself as `mpirun -n N tapestry ...`")
       ->type_name("N")
-      ->check(check("-n", [](const std::string& v) { int n; return parse_ranks(v, n); }))
+      ->check(check("-n",
+                    [](const std::string& v) {
+                      int n;
+                      return parse_ranks(v, n);
+                    }))
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option_function<std::string>(
          "--memory-per-rank", [&o](const std::string& v) { parse_bytes(v, o.memory_per_rank); },
          "refuse plans that need more on a rank (512M, 2G;\nalso TAPESTRY_MEMORY_PER_RANK)")
       ->type_name("BYTES")
-      ->check(check("--memory-per-rank", [](const std::string& v) { long long b; return parse_bytes(v, b); }))
+      ->check(check("--memory-per-rank",
+                    [](const std::string& v) {
+                      long long b;
+                      return parse_bytes(v, b);
+                    }))
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_flag("-v,--version", o.version, "print the version and exit");
   app.add_flag("-h,--help", o.help, "print this help and exit");
@@ -137,7 +145,7 @@ CliResult parse_cli(std::span<const std::string_view> argv) {
   CLI::App app("", "tapestry");
   define(app, o);
   std::vector<std::string> reversed(argv.rbegin(), argv.rend());  // CLI11 pops from the back
-  if (!reversed.empty()) reversed.pop_back();                      // the program name
+  if (!reversed.empty()) reversed.pop_back();                     // the program name
   try {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {

@@ -16,14 +16,14 @@ struct CliOptions {
   std::vector<std::string> chunks;  // -e CHUNK, in command-line order
   std::string script;               // empty: none; "-" with script_is_stdin: standard input
   bool script_is_stdin = false;
-  int script_index = 0;             // index of the script in argv; 0 when there is none
-  bool interactive = false;         // -i
-  bool help = false;                // -h, --help
-  bool version = false;             // -v, --version
-  bool reference = false;           // --reference: print docs/reference.md and exit
-  int ranks = 1;                    // -n N
-  long long memory_per_rank = -1;   // --memory-per-rank BYTES (K/M/G suffixes); -1: not given
-  std::string subcommand;           // "serve" or "connect" (first argument only)
+  int script_index = 0;            // index of the script in argv; 0 when there is none
+  bool interactive = false;        // -i
+  bool help = false;               // -h, --help
+  bool version = false;            // -v, --version
+  bool reference = false;          // --reference: print docs/reference.md and exit
+  int ranks = 1;                   // -n N
+  long long memory_per_rank = -1;  // --memory-per-rank BYTES (K/M/G suffixes); -1: not given
+  std::string subcommand;          // "serve" or "connect" (first argument only)
   std::vector<std::string> subcommand_args;
 };
 

@@ -84,12 +84,8 @@ std::string tensor_expr(std::string_view args) {
   return "rawequal(tp.env." + a + ", nil) and " + a + " or tp.env." + a;
 }
 
-void cmd_plan(Shell& sh, std::string_view args) {
-  run_lua(sh, ":plan EXPR", args, "print(tp.plan$EXPR)");
-}
-void cmd_explain(Shell& sh, std::string_view args) {
-  run_lua(sh, ":explain EXPR", args, "tp.explain$EXPR");
-}
+void cmd_plan(Shell& sh, std::string_view args) { run_lua(sh, ":plan EXPR", args, "print(tp.plan$EXPR)"); }
+void cmd_explain(Shell& sh, std::string_view args) { run_lua(sh, ":explain EXPR", args, "tp.explain$EXPR"); }
 void cmd_layout(Shell& sh, std::string_view args) {
   if (args.empty()) return run_lua(sh, ":layout NAME-or-EXPR", args, "$EXPR");
   run_lua(sh, ":layout NAME-or-EXPR", tensor_expr(args), "io.write(tp.layout_map$EXPR)");
@@ -117,8 +113,7 @@ void cmd_trace_file(Shell& sh, std::string_view args) {
 
 constexpr Command kCommands[] = {
     {":explain", ":explain EXPR", "why the plan for EXPR was chosen (as tp.explain)", cmd_explain},
-    {":help", ":help [name]", "help for a function, method or command; the list without a name",
-     cmd_help},
+    {":help", ":help [name]", "help for a function, method or command; the list without a name", cmd_help},
     {":layout", ":layout NAME-or-EXPR", "draw which rank holds which block", cmd_layout},
     {":load", ":load FILE", "run a Lua script inside the session", cmd_load},
     {":mesh", ":mesh", "the allocation: ranks, devices, links", cmd_mesh},

@@ -23,13 +23,12 @@ namespace tapestry::repl {
 
 namespace {
 
-Completer g_completer;  // the words for a Lua name
+Completer g_completer;               // the words for a Lua name
 std::vector<std::string> g_matches;  // of the completion in progress
 
-constexpr const char* kKeywords[] = {
-    "and",   "break", "do",     "else", "elseif", "end",   "false", "for",   "function", "goto",
-    "if",    "in",    "local",  "nil",  "not",    "or",    "repeat", "return", "then",   "true",
-    "until", "while"};
+constexpr const char* kKeywords[] = {"and",      "break",  "do",   "else", "elseif", "end",  "false", "for",
+                                     "function", "goto",   "if",   "in",   "local",  "nil",  "not",   "or",
+                                     "repeat",   "return", "then", "true", "until",  "while"};
 
 // Everything that cannot be part of "a.b:c" ends a word ('.' and ':' do not).
 char g_word_breaks[] = " \t\n\"\\'`@$><=;|&{}()[],+-*/%^#~";
@@ -83,8 +82,7 @@ void value_keys(lua_State* L, int v, bool methods_only, std::vector<std::string>
   lua_settop(L, mt);
   if (luaL_testudata(L, v, kTensorMeta) != nullptr) {  // its __index is a function
     for (const ApiEntry& e : api_entries()) {
-      if (e.kind == ApiKind::Method && e.name.starts_with("Tensor:"))
-        keys.emplace_back(e.name.substr(7));
+      if (e.kind == ApiKind::Method && e.name.starts_with("Tensor:")) keys.emplace_back(e.name.substr(7));
       else if (e.method && e.name.starts_with("tp."))
         keys.emplace_back(e.name.substr(3));  // x:sum() == tp.sum(x)
     }

@@ -171,19 +171,14 @@ Reply wait_reply(Connection& c, std::string& prompt_text) {
         c.send(FrameType::Cancel);
         continue;
       }
-      case Connection::Got::Frame:
-        break;
+      case Connection::Got::Frame: break;
       case Connection::Got::Bad:
         print_error(kProgname, "the server sent a malformed frame");
         return Reply::Lost;
-      default:
-        print_error(kProgname, "the server closed the connection");
-        return Reply::Lost;
+      default: print_error(kProgname, "the server closed the connection"); return Reply::Lost;
     }
     switch (f.type) {
-      case FrameType::Output:
-        write_output(f.payload);
-        break;
+      case FrameType::Output: write_output(f.payload); break;
       case FrameType::Error:
         if (!f.payload.empty()) print_error("", f.payload);
         return Reply::Failed;
@@ -192,11 +187,8 @@ Reply wait_reply(Connection& c, std::string& prompt_text) {
         return !f.payload.empty() && f.payload[0] == static_cast<char>(ResultStatus::Incomplete)
                    ? Reply::Incomplete
                    : Reply::Done;
-      case FrameType::Bye:
-        print_error(kProgname, "the server is stopping");
-        return Reply::Lost;
-      default:
-        break;  // a late completion answer
+      case FrameType::Bye: print_error(kProgname, "the server is stopping"); return Reply::Lost;
+      default: break;  // a late completion answer
     }
   }
 }
@@ -344,8 +336,7 @@ int connect_main(const ConnectOptions& o) {
   if (got != Connection::Got::Frame || hello.type != FrameType::Hello) {
     if (got == Connection::Got::Frame && hello.type == FrameType::Error)
       print_error(kProgname, "the server refused the connection: " + hello.payload);
-    else
-      print_error(kProgname, "no greeting from the server at " + o.host + ":" + std::to_string(o.port));
+    else print_error(kProgname, "no greeting from the server at " + o.host + ":" + std::to_string(o.port));
     return 1;
   }
   const size_t nl = hello.payload.find('\n');

@@ -113,8 +113,9 @@ std::string help_overview() {
     for (std::string_view g : order) label_width = std::max(label_width, g.size());
     for (std::string_view g : order) append_wrapped(out, g, label_width, groups[g]);
   }
-  out += "\nAn expression typed alone is printed; the last value printed is in _.\n"
-         "Ctrl-C stops a running evaluation; Ctrl-D or :quit leaves.\n";
+  out +=
+      "\nAn expression typed alone is printed; the last value printed is in _.\n"
+      "Ctrl-C stops a running evaluation; Ctrl-D or :quit leaves.\n";
   return out;
 }
 

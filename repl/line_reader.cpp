@@ -109,8 +109,7 @@ LineReader::LineReader(bool terminal) : terminal_(terminal) {
   history_file_ = history_path();
   if (!history_file_.empty()) {
     read_history(history_file_.c_str());
-    if (HIST_ENTRY* e = history_get(history_base + history_length - 1); e && e->line)
-      last_ = e->line;
+    if (HIST_ENTRY* e = history_get(history_base + history_length - 1); e && e->line) last_ = e->line;
   }
 }
 

@@ -34,8 +34,8 @@ namespace {
 
 constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
 constexpr auto kAuthTimeout = 10s;
-constexpr auto kFailureDelay = 250ms;   // every failed login waits this long for its answer
-constexpr size_t kMaxFailures = 10;     // checked logins that may fail per minute, server-wide
+constexpr auto kFailureDelay = 250ms;  // every failed login waits this long for its answer
+constexpr size_t kMaxFailures = 10;    // checked logins that may fail per minute, server-wide
 constexpr size_t kMaxClients = 64;
 constexpr size_t kMaxQueuedPerClient = 8;
 constexpr size_t kMaxOutbox = size_t{64} << 20;  // unread output before a client is dropped
@@ -57,7 +57,7 @@ struct Listener::Impl {
   std::unordered_map<uint64_t, std::weak_ptr<Client>> clients;
   uint64_t next_id = 1;
   std::deque<Clock::time_point> failures;  // failed logins in the last minute
-  asio::steady_timer watchdog{io};  // re-sends a cancel until the running job ends
+  asio::steady_timer watchdog{io};         // re-sends a cancel until the running job ends
 
   // Shared with the Lua thread.
   std::mutex mu;
@@ -82,8 +82,7 @@ struct Listener::Impl {
 
 // One connection. Lives as long as its coroutine or a pending write holds it.
 struct Client : std::enable_shared_from_this<Client> {
-  Client(Listener::Impl& h, tcp::socket s, uint64_t i)
-      : hub(h), socket(std::move(s)), id(i), deadline(h.io) {
+  Client(Listener::Impl& h, tcp::socket s, uint64_t i) : hub(h), socket(std::move(s)), id(i), deadline(h.io) {
     boost::system::error_code ec;
     const tcp::endpoint ep = socket.remote_endpoint(ec);
     peer = ec ? "?" : ep.address().to_string() + ":" + std::to_string(ep.port());
@@ -156,7 +155,8 @@ asio::awaitable<bool> Client::handle(Frame f) {
   if (!authed) {
     if (f.type == FrameType::Bye) co_return false;
     if (f.type != FrameType::Auth) {
-      hub.log(name() + " sent a " + std::string(frame_type_name(f.type)) + " frame before logging in; closed");
+      hub.log(name() + " sent a " + std::string(frame_type_name(f.type)) +
+              " frame before logging in; closed");
       refuse("authenticate first");
       co_return false;
     }
@@ -190,11 +190,8 @@ asio::awaitable<bool> Client::handle(Frame f) {
         co_return false;
       }
       co_return true;
-    case FrameType::Cancel:
-      hub.cancel(id);
-      co_return true;
-    case FrameType::Bye:
-      co_return false;
+    case FrameType::Cancel: hub.cancel(id); co_return true;
+    case FrameType::Bye: co_return false;
     default:
       hub.log(name() + " sent an unexpected " + std::string(frame_type_name(f.type)) + " frame; closed");
       refuse("unexpected " + std::string(frame_type_name(f.type)) + " frame from a client");

@@ -18,14 +18,14 @@ namespace tapestry::repl {
 
 struct ListenerOptions {
   std::string host = "127.0.0.1";
-  uint16_t port = 0;            // 0: the kernel picks a free one (see Listener::port)
-  std::string token;            // what clients must send in their Auth frame
-  std::string hello;            // the payload of the Hello frame a client gets after Auth
+  uint16_t port = 0;  // 0: the kernel picks a free one (see Listener::port)
+  std::string token;  // what clients must send in their Auth frame
+  std::string hello;  // the payload of the Hello frame a client gets after Auth
   // Called on the network thread (never on the Lua thread) when the running job's client sends
   // Cancel or disconnects, and again every 100 ms while that job still runs: must be
   // thread-safe and quick (set flags).
   std::function<void()> cancel_running;
-  int log_fd = 2;               // where connections, failed logins and bad input are logged
+  int log_fd = 2;  // where connections, failed logins and bad input are logged
 };
 
 // A chunk or a completion request from one client, for the Lua thread.

@@ -4,11 +4,11 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include <unistd.h>
 #include <cstdio>
 #include <exception>
 #include <string>
 #include <vector>
-#include <unistd.h>
 
 #include "engine/comm/mpi.hpp"
 #include "engine/session/config.hpp"
@@ -61,8 +61,7 @@ int run(lua_State* L, Main& m) {
     const char* path = o.script_is_stdin ? nullptr : o.script.c_str();
     if (run_file(L, path, args, kProgname) != LUA_OK) return 1;
   }
-  if (o.interactive || (o.script.empty() && o.chunks.empty()))
-    return run_shell(L, isatty(STDIN_FILENO) != 0);
+  if (o.interactive || (o.script.empty() && o.chunks.empty())) return run_shell(L, isatty(STDIN_FILENO) != 0);
   return 0;
 }
 
@@ -156,7 +155,8 @@ int main(int argc, char** argv) {
     // Not under mpirun yet: become `mpirun -n N tapestry args...` (returns only on failure).
     // A worker that dies must not take rank 0 down before it reports it (it aborts itself).
     setenv("OMPI_MCA_orte_abort_on_non_zero_status", "0", 0);
-    const std::string why = tapestry::comm::relaunch_under_mpirun(o.ranks, argc, argv, session.config().launch);
+    const std::string why =
+        tapestry::comm::relaunch_under_mpirun(o.ranks, argc, argv, session.config().launch);
     fprintf(stderr, "%s: %s\n", kProgname, why.c_str());
     return 2;
   } else if (o.ranks != 1 && o.ranks != job) {

@@ -101,8 +101,9 @@ class ProgressBar final : public ProgressListener {
     const int fill = int(frac * kWidth + 0.5);
     std::string line = "\r\033[K[" + std::string(fill, '#') + std::string(kWidth - fill, '.') + "] ";
     char buf[160];
-    std::snprintf(buf, sizeof buf, "%lld/%lld blocks  %s moved  ", static_cast<long long>(s_.blocks_done + 0.5),
-                  static_cast<long long>(s_.blocks_total), human_bytes(double(s_.bytes_moved)).c_str());
+    std::snprintf(buf, sizeof buf, "%lld/%lld blocks  %s moved  ",
+                  static_cast<long long>(s_.blocks_done + 0.5), static_cast<long long>(s_.blocks_total),
+                  human_bytes(double(s_.bytes_moved)).c_str());
     line += buf;
     line += s_.blocks_done > 0 ? "ETA " + human_seconds(elapsed * (total - s_.blocks_done) / s_.blocks_done)
                                : "elapsed " + human_seconds(elapsed);
@@ -121,9 +122,7 @@ class ProgressBar final : public ProgressListener {
 
 }  // namespace
 
-bool progress_wanted(bool stdout_is_terminal) {
-  return shell_env().progress.value_or(stdout_is_terminal);
-}
+bool progress_wanted(bool stdout_is_terminal) { return shell_env().progress.value_or(stdout_is_terminal); }
 
 void install_progress_bar(Telemetry& t) {
   static ProgressBar bar;  // joined at exit, after the last evaluation

@@ -19,8 +19,8 @@ DecodeResult decode_frame(std::span<const uint8_t> bytes, size_t max_payload) {
   }
   if (length > max_payload) {
     r.status = DecodeStatus::Error;
-    r.error = "frame of " + std::to_string(length) + " bytes exceeds the limit of " +
-              std::to_string(max_payload);
+    r.error =
+        "frame of " + std::to_string(length) + " bytes exceeds the limit of " + std::to_string(max_payload);
     return r;
   }
   if (bytes.size() - kHeaderSize < length) return r;  // NeedMore

@@ -49,9 +49,9 @@ enum class DecodeStatus { Ok, NeedMore, Error };
 
 struct DecodeResult {
   DecodeStatus status = DecodeStatus::NeedMore;
-  Frame frame;           // when Ok
-  size_t consumed = 0;   // bytes of input the frame took (Ok only)
-  std::string error;     // when Error: why, for the log and the Error frame
+  Frame frame;          // when Ok
+  size_t consumed = 0;  // bytes of input the frame took (Ok only)
+  std::string error;    // when Error: why, for the log and the Error frame
 };
 
 // The first frame at the start of `bytes`. An oversized length or an unknown type is an

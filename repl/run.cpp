@@ -20,10 +20,10 @@ namespace tapestry::repl {
 
 namespace {
 
-lua_State* g_running = nullptr;           // the state docall is running, for the handler
-Telemetry* g_telemetry = nullptr;         // its session's, whose evaluation Ctrl-C cancels
-pthread_t g_running_thread;               // the thread running it
-volatile sig_atomic_t g_interrupts = 0;   // Ctrl-C presses during this call
+lua_State* g_running = nullptr;          // the state docall is running, for the handler
+Telemetry* g_telemetry = nullptr;        // its session's, whose evaluation Ctrl-C cancels
+pthread_t g_running_thread;              // the thread running it
+volatile sig_atomic_t g_interrupts = 0;  // Ctrl-C presses during this call
 
 // The hook the handler installs: the next Lua instruction stops the chunk.
 void lstop(lua_State* L, lua_Debug*) {
@@ -125,8 +125,7 @@ int run_string(lua_State* L, std::string_view chunk, const char* chunkname, std:
   return report(L, status, prefix);
 }
 
-int run_file(lua_State* L, const char* path, std::span<const std::string> args,
-             std::string_view prefix) {
+int run_file(lua_State* L, const char* path, std::span<const std::string> args, std::string_view prefix) {
   int status = luaL_loadfile(L, path);
   if (status == LUA_OK) {
     luaL_checkstack(L, static_cast<int>(args.size()) + 1, "too many script arguments");

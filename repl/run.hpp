@@ -29,7 +29,6 @@ void print_error(std::string_view prefix, std::string_view message);
 // Loads and runs a chunk / a file (nullptr: standard input) with `args` as `...`;
 // errors are reported with `prefix`. Return a Lua status.
 int run_string(lua_State* L, std::string_view chunk, const char* chunkname, std::string_view prefix);
-int run_file(lua_State* L, const char* path, std::span<const std::string> args,
-             std::string_view prefix);
+int run_file(lua_State* L, const char* path, std::span<const std::string> args, std::string_view prefix);
 
 }  // namespace tapestry::repl

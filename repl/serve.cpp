@@ -91,7 +91,8 @@ Outcome evaluate(Shell& sh, const std::string& chunk) {
     sh.quit = false;  // :quit is the client's to act on
     return {sh.errors > errors_before, false, {}};
   }
-  std::string_view expr = std::string_view(chunk).starts_with("=") ? std::string_view(chunk).substr(1) : chunk;
+  std::string_view expr =
+      std::string_view(chunk).starts_with("=") ? std::string_view(chunk).substr(1) : chunk;
   const std::string ret = "return " + std::string(expr) + ";";
   int status = luaL_loadbuffer(L, ret.data(), ret.size(), kChunkName);
   if (status != LUA_OK) {
@@ -133,9 +134,7 @@ void run_chunk(Shell& sh, Listener& net, const Job& job) {
                                                  prompt(sh.L))));
 }
 
-bool is_loopback(const std::string& host) {
-  return host.starts_with("127.") || host == "::1";
-}
+bool is_loopback(const std::string& host) { return host.starts_with("127.") || host == "::1"; }
 
 // Written then renamed, so a script polling for the file never reads half a number.
 void write_port_file(const std::string& path, uint16_t port) {

@@ -17,12 +17,12 @@ namespace tapestry::repl {
 inline constexpr uint16_t kDefaultServePort = 7181;
 
 struct ServeOptions {
-  std::string host = "127.0.0.1";  // loopback unless asked otherwise
+  std::string host = "127.0.0.1";     // loopback unless asked otherwise
   uint16_t port = kDefaultServePort;  // 0: any free port
-  std::string token;               // given with --token (else from $TAPESTRY_TOKEN, else generated)
-  std::string token_file;          // where a generated token is written (default ~/.tapestry/serve.token)
-  std::string port_file;           // if set, the bound port is written there (for scripts and tests)
-  int ranks = 1;                   // -n N: restart under mpirun, as the shell's -n
+  std::string token;                  // given with --token (else from $TAPESTRY_TOKEN, else generated)
+  std::string token_file;             // where a generated token is written (default ~/.tapestry/serve.token)
+  std::string port_file;              // if set, the bound port is written there (for scripts and tests)
+  int ranks = 1;                      // -n N: restart under mpirun, as the shell's -n
   bool help = false;
 };
 

@@ -115,7 +115,7 @@ void eval_line(Shell& sh, std::string_view line) {
     std::string more;
     LineReader::Status got = sh.input.read(kContinuationPrompt, more);
     if (got == LineReader::Status::Interrupted) return;  // Ctrl-C drops the whole chunk
-    if (got == LineReader::Status::End) {  // input ended inside the chunk: say why it is bad
+    if (got == LineReader::Status::End) {                // input ended inside the chunk: say why it is bad
       sh.input.remember(chunk);
       report(L, luaL_loadbuffer(L, chunk.data(), chunk.size(), kChunkName), "");
       ++sh.errors;

@@ -34,12 +34,26 @@ struct Counters {
   static Counters now(Session& ses) {
     const Stats& s = ses.telemetry().stats;
     const plan::PlannerStats& p = ses.planner().stats;
-    return {p.time_plan + s.time_schedule, s.time_run, s.time_move, p.plans, p.cache_hits,
-            s.blocks_run, s.kernels, s.messages, s.bytes_moved};
+    return {p.time_plan + s.time_schedule,
+            s.time_run,
+            s.time_move,
+            p.plans,
+            p.cache_hits,
+            s.blocks_run,
+            s.kernels,
+            s.messages,
+            s.bytes_moved};
   }
   Counters operator-(const Counters& o) const {
-    return {plan - o.plan, run - o.run, move - o.move, plans - o.plans, cache_hits - o.cache_hits,
-            blocks - o.blocks, kernels - o.kernels, messages - o.messages, bytes - o.bytes};
+    return {plan - o.plan,
+            run - o.run,
+            move - o.move,
+            plans - o.plans,
+            cache_hits - o.cache_hits,
+            blocks - o.blocks,
+            kernels - o.kernels,
+            messages - o.messages,
+            bytes - o.bytes};
   }
 };
 

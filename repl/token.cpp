@@ -58,8 +58,8 @@ void write_token_file(const std::string& path, std::string_view token) {
   if (fd < 0) throw file_error("cannot write the token file", path);
   std::string line(token);
   line += '\n';
-  const bool ok = fchmod(fd, 0600) == 0 &&
-                  write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  const bool ok =
+      fchmod(fd, 0600) == 0 && write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
   const int saved = errno;
   close(fd);
   errno = saved;

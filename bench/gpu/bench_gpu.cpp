@@ -33,8 +33,8 @@ double time_best(int reps, const std::function<void()>& f) {
 }
 
 void report(const char* w, const char* what, double s, double work, double peak, const char* unit) {
-  std::printf("RESULT %s gpu %-28s %9.3f ms  %8.1f %s  %5.1f%% of peak\n", w, what, s * 1e3, work / s / 1e9, unit,
-              peak > 0 ? 100.0 * work / s / peak : 0.0);
+  std::printf("RESULT %s gpu %-28s %9.3f ms  %8.1f %s  %5.1f%% of peak\n", w, what, s * 1e3, work / s / 1e9,
+              unit, peak > 0 ? 100.0 * work / s / peak : 0.0);
 }
 
 }  // namespace
@@ -46,9 +46,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   const device::GpuInfo g = device::probe_gpus();
-  const double fp32 = device::peak_fp32_flops(g), bf16 = device::peak_bf16_flops(g), hbm = device::peak_hbm_bytes(g);
-  std::printf("device: %s (sm_%d%d), peaks: fp32 %.1f TFLOP/s, bf16 %.1f TFLOP/s, HBM %.0f GB/s\n", g.name.c_str(),
-              g.cc_major, g.cc_minor, fp32 / 1e12, bf16 / 1e12, hbm / 1e9);
+  const double fp32 = device::peak_fp32_flops(g), bf16 = device::peak_bf16_flops(g),
+               hbm = device::peak_hbm_bytes(g);
+  std::printf("device: %s (sm_%d%d), peaks: fp32 %.1f TFLOP/s, bf16 %.1f TFLOP/s, HBM %.0f GB/s\n",
+              g.name.c_str(), g.cc_major, g.cc_minor, fp32 / 1e12, bf16 / 1e12, hbm / 1e9);
   const int reps = small ? 1 : 10;
   Attrs seed;
   seed.ints = {1};
@@ -72,7 +73,8 @@ int main(int argc, char** argv) {
   cuda::run_generate(Op::Rand, seed, {n}, {0}, zv);
   {  // W2: out = tanh(x * y) + z, fused: 3 reads + 1 write per element
     cuda::MapProgram p{{xv, yv, zv},
-                       {{Op::Mul, DType::F32, DType::F32, 0, 1}, {Op::Tanh, DType::F32, DType::F32, 3},
+                       {{Op::Mul, DType::F32, DType::F32, 0, 1},
+                        {Op::Tanh, DType::F32, DType::F32, 3},
                         {Op::Add, DType::F32, DType::F32, 4, 2}}};
     const double s = time_best(reps, [&] { cuda::run_map(p, ov); });
     report("W2", "fused tanh(x*y)+z", s, 16.0 * n, hbm, "GB/s");

@@ -119,8 +119,7 @@ double read_gbs(int threads, std::size_t n, int passes) {
 // copy-scale a = s*b (1 read, 1 write: a stencil step). Non-temporal stores skip the read of
 // the destination a plain store would make, as Tapestry's large outputs do.
 double stream_gbs(int threads, std::size_t n, int passes, bool triad) {
-  Array a = make_array(n, threads, 0.0f), b = make_array(n, threads, 1.0f),
-        c = make_array(n, threads, 2.0f);
+  Array a = make_array(n, threads, 0.0f), b = make_array(n, threads, 1.0f), c = make_array(n, threads, 2.0f);
   double secs = best_of(passes, [&] {
     return run_parallel(threads, [&](int t, int parts) {
       auto [lo, hi] = part(n, t, parts);
@@ -140,12 +139,12 @@ double stream_gbs(int threads, std::size_t n, int passes, bool triad) {
 double sgemm_gflops(int threads, int n, int passes) {
   openblas_set_num_threads(threads);
   std::vector<float> a(static_cast<std::size_t>(n) * n, 0.5f), b(a.size(), 0.25f), c(a.size());
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n,
-              0.0f, c.data(), n);  // warm-up: OpenBLAS starts its threads here
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
+              c.data(), n);  // warm-up: OpenBLAS starts its threads here
   double secs = best_of(passes, [&] {
     double t0 = now();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(),
-                n, 0.0f, c.data(), n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
+                c.data(), n);
     return now() - t0;
   });
   return 2.0 * n * n * static_cast<double>(n) / secs / 1e9;

@@ -26,7 +26,9 @@ using namespace tapestry::plan;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -50,7 +52,8 @@ Graph mlp_chain(int layers, int64_t batch, int64_t width, int ranks) {
   NodeRef x = src({batch, width});
   g.topo.push_back(x);
   for (int r = 0; r < ranks; ++r)
-    g.initial.push_back(Shard{x->id, Box({r * batch / ranks, 0}, {(r + 1) * batch / ranks - 1, width - 1}), r});
+    g.initial.push_back(
+        Shard{x->id, Box({r * batch / ranks, 0}, {(r + 1) * batch / ranks - 1, width - 1}), r});
   NodeRef h = x;
   for (int l = 0; l < layers; ++l) {
     NodeRef w = src({width, width}), b = src({width});
@@ -141,8 +144,8 @@ int main(int argc, char** argv) {
   if (std::getenv("BENCH_CHOICES"))
     for (const NodeRef& n : last.graph().nodes)
       if (last.choice.count(n->id))
-        std::printf("  %%%llu %s %s: %s\n", (unsigned long long)n->id, op_def(n->op).name.data(), shape_str(n->shape).c_str(),
-                    last.choice.at(n->id).name(poly::signature_of(*n)).c_str());
+        std::printf("  %%%llu %s %s: %s\n", (unsigned long long)n->id, op_def(n->op).name.data(),
+                    shape_str(n->shape).c_str(), last.choice.at(n->id).name(poly::signature_of(*n)).c_str());
   std::printf("plan: %d ops on %d modelled ranks: median %.3f s over %d runs (budget %.3f s)\n", ops, ranks,
               median(plan_s), reps, budget);
   std::printf("  plan: %lld blocks, %d evaluations, %s cost %s\n", (long long)last.blocks, last.evaluations,
@@ -152,9 +155,10 @@ int main(int argc, char** argv) {
     const ShardedGraph& g = last.graph();
     const double lower_s = seconds_since(t0);
     const PlanCost exact = last.exact_cost(mesh);
-    std::printf("  lowered in %.3f s: %zu blocks, %zu transfers, %zu combines; exact cost %s (costed in %.3f s)\n", lower_s,
-                g.blocks.size(), g.transfers.size(), g.combines.size(), to_string(exact).c_str(),
-                seconds_since(t0) - lower_s);
+    std::printf(
+        "  lowered in %.3f s: %zu blocks, %zu transfers, %zu combines; exact cost %s (costed in %.3f s)\n",
+        lower_s, g.blocks.size(), g.transfers.size(), g.combines.size(), to_string(exact).c_str(),
+        seconds_since(t0) - lower_s);
   }
 
   PlanCache cache;
@@ -171,15 +175,18 @@ int main(int argc, char** argv) {
     hit_s.push_back(seconds_since(t0));
     checksum += p.choice.size();
   }
-  std::printf("cache hit: median %.3f ms over %d hits (%zu hits, %zu misses, %zu)\n", median(hit_s) * 1e3, hits,
-              cache.hits(), cache.misses(), checksum);
+  std::printf("cache hit: median %.3f ms over %d hits (%zu hits, %zu misses, %zu)\n", median(hit_s) * 1e3,
+              hits, cache.hits(), cache.misses(), checksum);
 
   Plan mm;
   const int64_t n = 4096;
   const double ratio = summa_ratio(n, 64, &mm);
-  std::printf("SUMMA: %lld x %lld matmul on 64 ranks: %lld bytes moved by the plan (%s), %.0f by SUMMA: ratio %.3f\n",
-              (long long)n, (long long)n, (long long)mm.cost.bytes_moved,
-              mm.choice.empty() ? "?" : mm.choice.rbegin()->second.name(poly::signature_of(*mm.graph().nodes.back())).c_str(),
-              summa_bytes(n, 64, 4.0), ratio);
+  std::printf(
+      "SUMMA: %lld x %lld matmul on 64 ranks: %lld bytes moved by the plan (%s), %.0f by SUMMA: ratio %.3f\n",
+      (long long)n, (long long)n, (long long)mm.cost.bytes_moved,
+      mm.choice.empty()
+          ? "?"
+          : mm.choice.rbegin()->second.name(poly::signature_of(*mm.graph().nodes.back())).c_str(),
+      summa_bytes(n, 64, 4.0), ratio);
   return 0;
 }

@@ -25,7 +25,7 @@ inline constexpr int64_t kMaxCollectiveElements = std::numeric_limits<int32_t>::
 
 struct ReduceSpec {
   Group group;
-  int root = kAllMembers;  // the rank that receives the result, or kAllMembers
+  int root = kAllMembers;   // the rank that receives the result, or kAllMembers
   Monoid op = Monoid::Sum;  // the merge (kernels/monoid.hpp)
 };
 

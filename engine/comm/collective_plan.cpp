@@ -11,7 +11,8 @@ namespace tapestry::comm {
 using plan::Step;
 
 int CollectivePlan::count() const {
-  return static_cast<int>(std::count_if(combines.begin(), combines.end(), [](const CombineRoute& r) { return r.collective; }));
+  return static_cast<int>(
+      std::count_if(combines.begin(), combines.end(), [](const CombineRoute& r) { return r.collective; }));
 }
 
 namespace {

@@ -100,7 +100,8 @@ struct Mpi::Impl {
   std::map<Key, std::shared_ptr<Value>> mailbox;
   uint64_t epoch = 0;  // the newest run seen: older messages are stale
 
-  void isend(const void* data, int count, MPI_Datatype type, int to, int tag, std::shared_ptr<const void> keep) {
+  void isend(const void* data, int count, MPI_Datatype type, int to, int tag,
+             std::shared_ptr<const void> keep) {
     MPI_Request req;
     check(MPI_Isend(data, count, type, to, tag, comm.get(), &req), "MPI_Isend");
     pending.push_back({req, std::move(keep)});
@@ -208,7 +209,8 @@ void Mpi::send_slice(int to, uint64_t epoch, Tag tag, const View& slice) {
   std::memcpy(p, &h, sizeof h);
   std::memcpy(p + sizeof h, slice.shape.data(), 8 * dims);
   if (slice.numel() > 0) {
-    View dst{buf, slice.dtype, slice.shape, contiguous_strides(slice.shape), static_cast<int64_t>(head / dsize)};
+    View dst{buf, slice.dtype, slice.shape, contiguous_strides(slice.shape),
+             static_cast<int64_t>(head / dsize)};
     cpu::copy_view(slice, dst);
   }
   if (big) impl_->isend(p, static_cast<int>(padded / kChunk), impl_->chunk.get(), to, kTagDataBig, buf);
@@ -240,7 +242,9 @@ void Mpi::drain(uint64_t epoch) {
       if (bytes >= sizeof h) std::memcpy(&h, p, sizeof h);
       const bool ok = bytes >= sizeof h && h.magic == kDataMagic && h.dims <= kMaxDims &&
                       h.dtype < kNumDTypes && header_bytes(h.dims) <= bytes;
-      if (!ok) throw InternalError(cat_str("rank ", rank_, " got a malformed data message from rank ", st.MPI_SOURCE));
+      if (!ok)
+        throw InternalError(
+            cat_str("rank ", rank_, " got a malformed data message from rank ", st.MPI_SOURCE));
       Shape shape(h.dims);
       std::memcpy(shape.data(), p + sizeof h, 8 * h.dims);
       const auto dtype = static_cast<DType>(h.dtype);
@@ -252,7 +256,8 @@ void Mpi::drain(uint64_t epoch) {
                                     " shorter than its shape ", shape_str(shape)));
       if (h.epoch < impl_->epoch) continue;  // left over from an aborted run
       auto v = std::make_shared<Value>();
-      v->v = View{buf, dtype, shape, contiguous_strides(shape), static_cast<int64_t>(head / dtype_size(dtype))};
+      v->v =
+          View{buf, dtype, shape, contiguous_strides(shape), static_cast<int64_t>(head / dtype_size(dtype))};
       if (!impl_->mailbox.emplace(Impl::Key{st.MPI_SOURCE, h.epoch, h.tag}, std::move(v)).second)
         throw InternalError(cat_str("rank ", rank_, " got two messages from rank ", st.MPI_SOURCE,
                                     " under one tag in run ", h.epoch));
@@ -300,7 +305,8 @@ void MpiTransport::join_groups(const std::vector<Group>& groups) {
   if (!groups.empty()) mpi_.groups().join(groups, epoch_, join_check_);
 }
 
-std::unique_ptr<Collective> MpiTransport::start_reduce(const ReduceSpec& spec, const View& in, const View& out) {
+std::unique_ptr<Collective> MpiTransport::start_reduce(const ReduceSpec& spec, const View& in,
+                                                       const View& out) {
   auto c = mpi_.groups().start_reduce(spec, in, out);
   ++collectives_;
   // What this rank puts into the merge; the root of a reduce only receives.
@@ -363,8 +369,7 @@ std::string relaunch_under_mpirun(int ranks, int argc, char** argv, const Launch
   if (geteuid() == 0) args.push_back("--allow-run-as-root");
   // On SIGINT/SIGTERM mpirun forwards the signal and SIGKILLs the ranks 1 s later; rank 0's
   // orderly stop (cancel the evaluation, tell the clients, remove the token) can need longer.
-  if (!env.sigkill_timeout_set)
-    args.insert(args.end(), {"--mca", "odls_base_sigkill_timeout", "10"});
+  if (!env.sigkill_timeout_set) args.insert(args.end(), {"--mca", "odls_base_sigkill_timeout", "10"});
 #endif
   args.push_back(self);
   for (int i = 1; i < argc; ++i) args.push_back(argv[i]);

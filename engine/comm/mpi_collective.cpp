@@ -58,8 +58,12 @@ std::optional<Mapped> mapping(Monoid op, DType t, MPI_Op fmax, MPI_Op fmin) {
       // bools is `or` and their product `and`, which are MPI's logical ops on it.
       static_assert(sizeof(bool) == 1);
       switch (op) {
-        case Monoid::And: case Monoid::Min: case Monoid::Prod: return Mapped{MPI_C_BOOL, MPI_LAND};
-        case Monoid::Or: case Monoid::Max: case Monoid::Sum: return Mapped{MPI_C_BOOL, MPI_LOR};
+        case Monoid::And:
+        case Monoid::Min:
+        case Monoid::Prod: return Mapped{MPI_C_BOOL, MPI_LAND};
+        case Monoid::Or:
+        case Monoid::Max:
+        case Monoid::Sum: return Mapped{MPI_C_BOOL, MPI_LOR};
       }
       break;
     case DType::I32:
@@ -87,7 +91,8 @@ std::optional<Mapped> mapping(Monoid op, DType t, MPI_Op fmax, MPI_Op fmin) {
         case Monoid::Max: return Mapped{f, fmax};
         case Monoid::Min: return Mapped{f, fmin};
         // MPI defines its logical ops on integer types only.
-        case Monoid::And: case Monoid::Or: return std::nullopt;
+        case Monoid::And:
+        case Monoid::Or: return std::nullopt;
       }
       break;
     }
@@ -187,7 +192,8 @@ bool MpiGroups::supports(Monoid op, DType dtype) {
   return mapping(op, dtype, MPI_OP_NULL, MPI_OP_NULL).has_value();
 }
 
-void MpiGroups::join(const std::vector<Group>& groups, uint64_t epoch, const std::function<void()>& check_peers) {
+void MpiGroups::join(const std::vector<Group>& groups, uint64_t epoch,
+                     const std::function<void()>& check_peers) {
   Impl& m = *impl_;
   m.reap();
   for (const Group& group : groups) {
@@ -219,11 +225,13 @@ void MpiGroups::join(const std::vector<Group>& groups, uint64_t epoch, const std
         int count = 0;
         MPI_Get_count(&st, MPI_UINT64_T, &count);
         std::vector<uint64_t> in(static_cast<size_t>(std::max(count, 0)));
-        check(MPI_Recv(in.data(), count, MPI_UINT64_T, group[i], kTagReady, m.parent, MPI_STATUS_IGNORE), "MPI_Recv");
+        check(MPI_Recv(in.data(), count, MPI_UINT64_T, group[i], kTagReady, m.parent, MPI_STATUS_IGNORE),
+              "MPI_Recv");
         if (!in.empty() && in[0] < epoch) continue;  // from a run that gave up joining (the job broke)
         if (in != *note)
-          throw InternalError(cat_str("rank ", m.rank, " joins a group of ", group.size(), " ranks in run ", epoch,
-                                      ", rank ", group[i], " another (", in.size() - 1, " ranks, run ", in.empty() ? 0 : in[0], ")"));
+          throw InternalError(cat_str("rank ", m.rank, " joins a group of ", group.size(), " ranks in run ",
+                                      epoch, ", rank ", group[i], " another (", in.size() - 1, " ranks, run ",
+                                      in.empty() ? 0 : in[0], ")"));
         heard[i] = true;
         --left;
         got = true;
@@ -260,16 +268,18 @@ std::unique_ptr<Collective> MpiGroups::start_reduce(const ReduceSpec& spec, cons
   internal_check(in.buf && in.is_contiguous() && in.numel() > 0 && in.numel() <= kMaxCollectiveElements);
   const int count = static_cast<int>(in.numel());
   const bool receives = spec.root == kAllMembers || spec.root == m.rank;
-  if (receives) internal_check(out.buf && out.is_contiguous() && out.numel() == in.numel() && out.dtype == in.dtype);
+  if (receives)
+    internal_check(out.buf && out.is_contiguous() && out.numel() == in.numel() && out.dtype == in.dtype);
   MPI_Request req;
   if (spec.root == kAllMembers) {
-    check(MPI_Iallreduce(in.byte_ptr(), out.byte_ptr(), count, mp->type, mp->op, it->second, &req), "MPI_Iallreduce");
+    check(MPI_Iallreduce(in.byte_ptr(), out.byte_ptr(), count, mp->type, mp->op, it->second, &req),
+          "MPI_Iallreduce");
   } else {
     const auto at = std::lower_bound(spec.group.begin(), spec.group.end(), spec.root);
     internal_check(at != spec.group.end() && *at == spec.root);
     const int root = static_cast<int>(at - spec.group.begin());  // ranks in the group are in its order
-    check(MPI_Ireduce(in.byte_ptr(), receives ? out.byte_ptr() : nullptr, count, mp->type, mp->op, root, it->second,
-                      &req),
+    check(MPI_Ireduce(in.byte_ptr(), receives ? out.byte_ptr() : nullptr, count, mp->type, mp->op, root,
+                      it->second, &req),
           "MPI_Ireduce");
   }
   return std::make_unique<MpiCollective>(m, req, in, receives ? out : View{});

@@ -8,8 +8,8 @@ namespace tapestry {
 // No peers: slices between ranks cross through the host.
 std::unique_ptr<comm::DevicePeers> DeviceBackend::join_peers(const std::string&, int, int) { return nullptr; }
 
-void DeviceBackend::map_reduce(const DeviceMapProgram& p, const Shape& shape, Op op, const std::vector<int>& dims,
-                               const DeviceView& out) {
+void DeviceBackend::map_reduce(const DeviceMapProgram& p, const Shape& shape, Op op,
+                               const std::vector<int>& dims, const DeviceView& out) {
   DeviceView tmp = device_alloc(*this, p.instrs.back().out, shape);
   map(p, tmp);
   reduce(op, tmp, dims, out);

@@ -82,8 +82,7 @@ class DeviceBackend {
   // kernels/cpu/kernels.hpp over device views; outputs contiguous and allocated by the caller.
   virtual void copy(const DeviceView& src, const DeviceView& dst) = 0;  // any strides
   virtual void map(const DeviceMapProgram& p, const DeviceView& out) = 0;
-  virtual void reduce(Op op, const DeviceView& in, const std::vector<int>& dims,
-                      const DeviceView& out) = 0;
+  virtual void reduce(Op op, const DeviceView& in, const std::vector<int>& dims, const DeviceView& out) = 0;
   // reduce(op, map(p) of `shape`, dims) into out. The default maps into a temporary of the
   // program's whole shape and reduces it; the CPU computes it chunk by chunk in cache.
   virtual void map_reduce(const DeviceMapProgram& p, const Shape& shape, Op op, const std::vector<int>& dims,

@@ -105,14 +105,15 @@ std::shared_ptr<Value> alloc(DType t, const Shape& s) {
     stats().bytes_allocated += bytes;
     return v;
   } catch (const std::bad_alloc&) {
-    user_error("out of memory allocating ", bytes, " bytes for a ", dtype_name(t), " tensor of shape ", shape_str(s));
+    user_error("out of memory allocating ", bytes, " bytes for a ", dtype_name(t), " tensor of shape ",
+               shape_str(s));
   }
 }
 
 }  // namespace
 
-void HostBackend::map_reduce(const DeviceMapProgram& p, const Shape& shape, Op op, const std::vector<int>& dims,
-                             const DeviceView& out) {
+void HostBackend::map_reduce(const DeviceMapProgram& p, const Shape& shape, Op op,
+                             const std::vector<int>& dims, const DeviceView& out) {
   cpu::MapProgram hp;
   for (const DeviceView& l : p.leaves) hp.leaves.push_back(view(l));
   hp.instrs = p.instrs;
@@ -166,7 +167,8 @@ void HostBackend::map_reduce(cpu::MapProgram p, const Shape& shape, Op op, const
   }
 }
 
-void HostBackend::map_banded(const cpu::MapProgram& p, const std::vector<Stencil>& stencils, const View& out) {
+void HostBackend::map_banded(const cpu::MapProgram& p, const std::vector<Stencil>& stencils,
+                             const View& out) {
   constexpr int64_t kBandElems = int64_t(1) << 17;  // a band: 512 KiB of f32, in L2
   const Shape& shape = out.shape;
   const int r = static_cast<int>(shape.size());
@@ -197,8 +199,9 @@ void HostBackend::map_banded(const cpu::MapProgram& p, const std::vector<Stencil
       if (axpy) {  // u + c * stencil: applied by the stencil kernel as it stores
         std::vector<int64_t> origin = stencils[0].origin;
         origin[0] += start[0];
-        if (cpu::run_correlate_axpy(stencils[0].x, stencils[0].k, origin, pb.leaves[static_cast<size_t>(u_leaf)], c,
-                                    out.sliced(start, step, count), stream))
+        if (cpu::run_correlate_axpy(stencils[0].x, stencils[0].k, origin,
+                                    pb.leaves[static_cast<size_t>(u_leaf)], c, out.sliced(start, step, count),
+                                    stream))
           continue;
       }
       for (size_t j = 0; j < stencils.size(); ++j) {

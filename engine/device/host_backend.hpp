@@ -19,7 +19,9 @@ class HostBackend : public DeviceBackend {
   // The CPU's own entry points, over host views (the single-rank evaluator calls them directly;
   // the DeviceBackend ones below wrap them for device views).
   void map(const cpu::MapProgram& p, const View& out) { cpu::run_map(p, out); }
-  void reduce(Op op, const View& in, const std::vector<int>& dims, const View& out) { cpu::run_reduce(op, in, dims, out); }
+  void reduce(Op op, const View& in, const std::vector<int>& dims, const View& out) {
+    cpu::run_reduce(op, in, dims, out);
+  }
   void copy(const View& src, const View& dst) { cpu::copy_view(src, dst); }
   // Per row of x (rows = x's element count / the reduced count): its sum and the moments of a
   // variance in one pass (kernels/cpu/moments.cpp). x contiguous.
@@ -29,7 +31,8 @@ class HostBackend : public DeviceBackend {
   // reduce(op, map(p) of `shape`, dims): each chunk of rows of the map is computed into a
   // cache-sized buffer and reduced at once, so the map never exists whole; chunks that reduce
   // dim 0 merge as partials, in order (deterministic).
-  void map_reduce(cpu::MapProgram p, const Shape& shape, Op op, const std::vector<int>& dims, const View& out);
+  void map_reduce(cpu::MapProgram p, const Shape& shape, Op op, const std::vector<int>& dims,
+                  const View& out);
   // A stencil read by a map program: leaf `leaf` is correlate(x, k) with its windows starting at
   // `origin` (-pad_before) of x, of the program's shape.
   struct Stencil {

@@ -56,7 +56,8 @@ bool Handle::test() {
 
 }  // namespace
 
-LocalPeersHub::LocalPeersHub(int ranks, DeviceBackend& copier) : copier_(copier), queues_(static_cast<size_t>(ranks)) {
+LocalPeersHub::LocalPeersHub(int ranks, DeviceBackend& copier)
+    : copier_(copier), queues_(static_cast<size_t>(ranks)) {
   for (int r = 0; r < ranks; ++r) endpoints_.push_back(std::make_unique<Endpoint>(*this, r, ranks));
 }
 
@@ -95,9 +96,10 @@ void LocalPeersHub::progress() {
       if (r.send || r.peer != s.rank) continue;  // the receiver's next operation is another one
       if (r.label != s.label || r.buf.dtype() != s.buf.dtype() || r.buf.shape() != s.buf.shape())
         throw InternalError(cat_str("device peers: rank ", s.rank, "'s send of transfer ", s.label, " (",
-                                    dtype_name(s.buf.dtype()), " ", shape_str(s.buf.shape()), ") meets rank ", r.rank,
-                                    "'s receive of transfer ", r.label, " (", dtype_name(r.buf.dtype()), " ",
-                                    shape_str(r.buf.shape()), "): the ranks posted in different orders"));
+                                    dtype_name(s.buf.dtype()), " ", shape_str(s.buf.shape()), ") meets rank ",
+                                    r.rank, "'s receive of transfer ", r.label, " (",
+                                    dtype_name(r.buf.dtype()), " ", shape_str(r.buf.shape()),
+                                    "): the ranks posted in different orders"));
       copier_.copy(s.buf, r.buf);
       s.done = r.done = true;
       q.pop_front();

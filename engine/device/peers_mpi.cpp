@@ -42,14 +42,16 @@ class MpiSimulatedPeers final : public DevicePeers {
   std::unique_ptr<Collective> send(int to, const DeviceView& src, uint64_t label) override {
     auto op = start(true, to, src, label);
     std::memcpy(op->message.data() + sizeof label, src.first(), static_cast<size_t>(bytes_of(src)));
-    MPI_Issend(op->message.data(), static_cast<int>(op->message.size()), MPI_BYTE, to, kTag, comm_, &op->request);
+    MPI_Issend(op->message.data(), static_cast<int>(op->message.size()), MPI_BYTE, to, kTag, comm_,
+               &op->request);
     ++sends_, bytes_ += bytes_of(src);
     return std::make_unique<Handle>(*this, op);
   }
 
   std::unique_ptr<Collective> recv(int from, const DeviceView& dst, uint64_t label) override {
     auto op = start(false, from, dst, label);
-    MPI_Irecv(op->message.data(), static_cast<int>(op->message.size()), MPI_BYTE, from, kTag, comm_, &op->request);
+    MPI_Irecv(op->message.data(), static_cast<int>(op->message.size()), MPI_BYTE, from, kTag, comm_,
+              &op->request);
     return std::make_unique<Handle>(*this, op);
   }
 

@@ -11,8 +11,8 @@
 #include <memory>
 #include <string>
 
-#include "engine/device/select.hpp"
 #include "engine/device/backend.hpp"
+#include "engine/device/select.hpp"
 
 namespace tapestry::device {
 

@@ -50,13 +50,16 @@ GpuInfo probe_gpus() {
     return g;
   }
   if (const int e = init(0); e != 0) {
-    g.why_none = cat_str(e == 100 ? "no CUDA device" : e == 35 ? "CUDA driver too old" : "cuInit failed", " (",
-                         err_name(errn, e), ")");
+    g.why_none = cat_str(e == 100  ? "no CUDA device"
+                         : e == 35 ? "CUDA driver too old"
+                                   : "cuInit failed",
+                         " (", err_name(errn, e), ")");
     return g;
   }
   int n = 0;
   if (const int e = count(&n); e != 0 || n <= 0) {
-    g.why_none = e ? cat_str("cuDeviceGetCount failed (", err_name(errn, e), ")") : "the driver reports no CUDA device";
+    g.why_none = e ? cat_str("cuDeviceGetCount failed (", err_name(errn, e), ")")
+                   : "the driver reports no CUDA device";
     return g;
   }
   int dev = 0;

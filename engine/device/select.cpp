@@ -13,8 +13,7 @@ Selection select_device(const char* env, const GpuInfo& probe, int local_rank) {
   if (probe.count > 0)
     s.gpu = cat_str(probe.name.empty() ? "GPU" : probe.name, " (sm_", probe.cc_major, probe.cc_minor, "), ",
                     probe.count, " on this node");
-  else
-    s.gpu = "none: " + (probe.why_none.empty() ? std::string("no CUDA device") : probe.why_none);
+  else s.gpu = "none: " + (probe.why_none.empty() ? std::string("no CUDA device") : probe.why_none);
   if (want.empty() || want == "auto") {
     s.kind = probe.count > 0 ? Kind::Cuda : Kind::Cpu;
   } else if (want == "cpu") {
@@ -44,10 +43,10 @@ struct PerSm {
 PerSm per_sm(const GpuInfo& g) {
   switch (g.cc_major) {
     case 8: return g.cc_minor == 0 ? PerSm{64, 2048} : PerSm{128, 1024};  // A100 ; GA10x/AD10x
-    case 9: return {128, 4096};                                            // H100/H200
+    case 9: return {128, 4096};                                           // H100/H200
     case 10:
-    case 12: return {128, 8192};                                           // Blackwell
-    case 7: return {64, 1024};                                             // V100/T4 (fp16 rate)
+    case 12: return {128, 8192};  // Blackwell
+    case 7: return {64, 1024};    // V100/T4 (fp16 rate)
     default: return {0, 0};
   }
 }

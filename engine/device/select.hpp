@@ -30,9 +30,9 @@ enum class Kind { Cpu, Cuda, Sim };
 
 struct Selection {
   Kind kind = Kind::Cpu;
-  int index = -1;      // the GPU of this rank: local rank % count (cuda only)
-  std::string gpu;     // "NVIDIA H100 (sm_90), 8 on this node" or "none: <why>"
-  std::string error;   // set when TAPESTRY_DEVICE asks for what cannot be had
+  int index = -1;     // the GPU of this rank: local rank % count (cuda only)
+  std::string gpu;    // "NVIDIA H100 (sm_90), 8 on this node" or "none: <why>"
+  std::string error;  // set when TAPESTRY_DEVICE asks for what cannot be had
   GpuInfo info;
 };
 

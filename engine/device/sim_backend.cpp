@@ -10,7 +10,8 @@ namespace tapestry {
 // A separate host allocation that counts itself in and out of the device's live bytes.
 class SimDevice::Memory final : public tapestry::Memory {
  public:
-  Memory(std::shared_ptr<Buffer> b, std::shared_ptr<Counts> counts) : buf_(std::move(b)), counts_(std::move(counts)) {
+  Memory(std::shared_ptr<Buffer> b, std::shared_ptr<Counts> counts)
+      : buf_(std::move(b)), counts_(std::move(counts)) {
     counts_->live_bytes += static_cast<int64_t>(bytes());
     counts_->peak_bytes = std::max(counts_->peak_bytes, counts_->live_bytes);
     ++counts_->allocations;
@@ -34,7 +35,8 @@ View SimDevice::view(const DeviceView& d) const {
 
 std::shared_ptr<DeviceMemory> SimDevice::allocate(size_t bytes) {
   if (static_cast<int64_t>(bytes) > capacity_ - counts_->live_bytes)
-    user_error("out of device memory allocating ", bytes, " bytes (simulated device of ", capacity_, " bytes)");
+    user_error("out of device memory allocating ", bytes, " bytes (simulated device of ", capacity_,
+               " bytes)");
   return std::make_shared<Memory>(std::make_shared<Buffer>(bytes), counts_);
 }
 

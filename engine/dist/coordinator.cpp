@@ -4,12 +4,12 @@
 #include <cstdlib>
 #include <optional>
 
-#include "engine/run/evaluator.hpp"
 #include "engine/dist/plan_wire.hpp"
-#include "engine/telemetry/cancel.hpp"
-#include "engine/telemetry/trace.hpp"
 #include "engine/dist/worker.hpp"
 #include "engine/ir/error.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/telemetry/cancel.hpp"
+#include "engine/telemetry/trace.hpp"
 
 namespace tapestry {
 
@@ -124,7 +124,8 @@ void Coordinator::abort_run(uint64_t epoch, Statuses& st) {
     wait.pause();
   }
   if (!st.all())
-    broken_ = cat_str("the MPI job is broken: rank(s) ", st.missing(), " did not answer an abort; restart tapestry");
+    broken_ = cat_str("the MPI job is broken: rank(s) ", st.missing(),
+                      " did not answer an abort; restart tapestry");
 }
 
 void Coordinator::check_alive() {
@@ -173,7 +174,8 @@ void Coordinator::connect_device_peers() {
   }
 }
 
-Coordinator::Coordinator(comm::Mpi& mpi, Settings settings) : mpi_(&mpi), settings_(settings), peers_(mpi.size()) {
+Coordinator::Coordinator(comm::Mpi& mpi, Settings settings)
+    : mpi_(&mpi), settings_(settings), peers_(mpi.size()) {
   internal_check(mpi.rank() == 0 && settings_.store != nullptr && g_running == nullptr);
   // Every worker says who it is first; wait for them briefly (they start together).
   const auto end = Clock::now() + std::chrono::seconds(30);
@@ -260,7 +262,8 @@ RunReport Coordinator::run_plan(const plan::ShardedGraph& g, const StoreKeys& ke
     if (over_peers) me.use_device_peers(device_peers_.get());
     me.report_progress(&bar, mine_total ? double(g.blocks.size()) / double(mine_total) : 0.0);
     bool sent = false, gathered = false;
-    comm::Backoff wait(std::chrono::microseconds(1000), std::chrono::milliseconds(5));  // a halo is usually near
+    comm::Backoff wait(std::chrono::microseconds(1000),
+                       std::chrono::milliseconds(5));  // a halo is usually near
     auto quiet_since = Clock::now();
     for (;;) {
       bool moved = !me.done() && me.advance();
@@ -296,9 +299,10 @@ RunReport Coordinator::run_plan(const plan::ShardedGraph& g, const StoreKeys& ke
   if (mine || st.any_failed()) {
     if (broken_.empty()) abort_run(epoch, st);
     mpi.groups().retire_all();  // as every worker does on the abort
-    if (over_peers) {  // its device transfers may be half-matched: later runs go through the host
+    if (over_peers) {           // its device transfers may be half-matched: later runs go through the host
       device_peers_retired_ = true;
-      device_transport_ = "none: slices cross through the host over MPI (device peers retired after a failed run)";
+      device_transport_ =
+          "none: slices cross through the host over MPI (device peers retired after a failed run)";
     }
     // Workers that finished kept their shards of the new results: free them again.
     std::vector<uint64_t> kept;
@@ -310,8 +314,13 @@ RunReport Coordinator::run_plan(const plan::ShardedGraph& g, const StoreKeys& ke
   }
   mpi.progress();
   // Publish only now: any failure above left every root as it was.
-  RunReport report{my_blocks, t.messages_sent() + my_peer_messages, t.bytes_sent() + my_peer_bytes, my_move_s,
-                   mine_on_device.device_blocks, mine_on_device.bytes_to_device, mine_on_device.bytes_from_device};
+  RunReport report{my_blocks,
+                   t.messages_sent() + my_peer_messages,
+                   t.bytes_sent() + my_peer_bytes,
+                   my_move_s,
+                   mine_on_device.device_blocks,
+                   mine_on_device.bytes_to_device,
+                   mine_on_device.bytes_from_device};
   for (int w = 1; w < mpi.size(); ++w) {
     const Status& w_st = *st.of(w);
     report.blocks += w_st.blocks;
@@ -352,8 +361,8 @@ void Coordinator::run_io(std::vector<char> job, const std::function<void()>& min
     }
     check_alive();
     if (std::chrono::duration<double>(Clock::now() - quiet_since).count() > limit) {
-      broken_ = cat_str("the MPI job is broken: rank(s) ", st.missing(), " did not finish an I/O job in ", limit,
-                        " s (TAPESTRY_MPI_TIMEOUT); restart tapestry");
+      broken_ = cat_str("the MPI job is broken: rank(s) ", st.missing(), " did not finish an I/O job in ",
+                        limit, " s (TAPESTRY_MPI_TIMEOUT); restart tapestry");
       throw Error(broken_);
     }
     mpi.progress();

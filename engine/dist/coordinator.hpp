@@ -22,8 +22,8 @@
 #include "engine/comm/mpi.hpp"
 #include "engine/device/peers.hpp"
 #include "engine/dist/liveness.hpp"
-#include "engine/shard/rank_program.hpp"
 #include "engine/plan/sharded_graph.hpp"
+#include "engine/shard/rank_program.hpp"
 #include "engine/store/shard_store.hpp"
 
 namespace tapestry {

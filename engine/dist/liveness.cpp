@@ -27,7 +27,8 @@ bool process_dead(int pid) {
   std::string line;
   if (!std::getline(stat, line)) return false;
   const size_t close = line.rfind(')');
-  return close != std::string::npos && close + 2 < line.size() && (line[close + 2] == 'Z' || line[close + 2] == 'X');
+  return close != std::string::npos && close + 2 < line.size() &&
+         (line[close + 2] == 'Z' || line[close + 2] == 'X');
 }
 
 }  // namespace

@@ -203,7 +203,8 @@ class Decoder {
         if (arity >= 0 && static_cast<size_t>(arity) != inputs.size())
           r_.reject(cat_str("node ", wire_id, " (", op_def(static_cast<Op>(op)).name, ") has ", inputs.size(),
                             " inputs"));
-        made = make_node(static_cast<Op>(op), std::move(inputs), std::move(a), shape, static_cast<DType>(dtype));
+        made =
+            make_node(static_cast<Op>(op), std::move(inputs), std::move(a), shape, static_cast<DType>(dtype));
       }
       // Distinct nodes on rank 0 are distinct in structure, so they stay distinct here.
       if (!made_.insert(made.get()).second) r_.reject(cat_str("node ", wire_id, " duplicates another node"));

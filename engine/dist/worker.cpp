@@ -11,11 +11,11 @@
 
 #include "engine/dist/plan_wire.hpp"
 #include "engine/io/parallel_io.hpp"
-#include "engine/shard/rank_program.hpp"
-#include "engine/telemetry/trace.hpp"
 #include "engine/ir/codec.hpp"
 #include "engine/ir/error.hpp"
+#include "engine/shard/rank_program.hpp"
 #include "engine/store/shard_store.hpp"
+#include "engine/telemetry/trace.hpp"
 
 namespace tapestry {
 
@@ -37,7 +37,8 @@ std::optional<std::string> injected_fault(const std::string& spec, int rank, int
   if (spec.empty()) return std::nullopt;
   long r = -1, n = -1;
   char kind[16] = "";
-  if (std::sscanf(spec.c_str(), "%ld:%ld:%15s", &r, &n, kind) < 2 || r != rank || n != run) return std::nullopt;
+  if (std::sscanf(spec.c_str(), "%ld:%ld:%15s", &r, &n, kind) < 2 || r != rank || n != run)
+    return std::nullopt;
   return std::string(kind);
 }
 
@@ -113,7 +114,9 @@ class Worker {
     return false;
   }
 
-  void report(const Status& s) { mpi_.post(0, comm::kTagStatus, std::make_shared<const std::vector<char>>(encode_status(s))); }
+  void report(const Status& s) {
+    mpi_.post(0, comm::kTagStatus, std::make_shared<const std::vector<char>>(encode_status(s)));
+  }
 
   // Between blocks: has rank 0 aborted this run (Ctrl-C there, or another rank failed)?
   // Asked at most every 2 ms, so tiny blocks do not spend their time probing.
@@ -190,7 +193,8 @@ class Worker {
         throw Error("injected failure (TAPESTRY_FAULT)");
       }
       p.set_stop_check([this] { return abort_seen(); });
-      comm::Backoff wait(std::chrono::microseconds(1000), std::chrono::milliseconds(5));  // a halo is usually near
+      comm::Backoff wait(std::chrono::microseconds(1000),
+                         std::chrono::milliseconds(5));  // a halo is usually near
       while (!p.done()) {
         if (p.advance()) {
           wait.reset();
@@ -223,7 +227,7 @@ class Worker {
   int64_t runs_ = 0;
   std::optional<Command> deferred_;
   std::unique_ptr<comm::DevicePeers> peers_;  // after a Peers command
-  bool stopped_ = false;  // the current run saw rank 0's abort
+  bool stopped_ = false;                      // the current run saw rank 0's abort
   std::chrono::steady_clock::time_point last_probe_{};
 };
 

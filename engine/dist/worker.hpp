@@ -31,10 +31,10 @@ struct Command {
   // device to device, through the peers every rank joined (protocol 5).
   enum Flags : uint8_t { Trace = 1, DevicePeers = 2 };
   Kind kind = Run;
-  uint64_t epoch = 0;       // which run (Run and Abort)
-  std::vector<char> plan;   // Run: encode_plan's bytes
-  uint8_t flags = 0;        // (protocol version 2)
-  StoreKeys store;          // Run: initial shards read from / results kept in the shard store (3)
+  uint64_t epoch = 0;          // which run (Run and Abort)
+  std::vector<char> plan;      // Run: encode_plan's bytes
+  uint8_t flags = 0;           // (protocol version 2)
+  StoreKeys store;             // Run: initial shards read from / results kept in the shard store (3)
   std::vector<uint64_t> drop;  // Drop: the keys to free (3)
 };
 
@@ -47,7 +47,7 @@ struct Status {
   Error error = User;
   uint64_t epoch = 0;
   int64_t blocks = 0, messages = 0, bytes = 0;
-  std::string message;  // Failed: "rank 2: ..."
+  std::string message;      // Failed: "rank 2: ..."
   std::vector<char> trace;  // a traced run's events (trace::encode_events, from the run's start)
   uint8_t caps = 0;         // Hello
 };
@@ -74,7 +74,7 @@ struct WorkerSetup {
   // TAPESTRY_FAULT=RANK:RUN[:oom] makes rank RANK fail its RUN-th plan (1-based) with an
   // injected error, or a real out-of-memory allocation — the tests' way to fail one worker.
   std::string fault;
-  int io_fault_rank = -1;        // TAPESTRY_IO_FAULT: this rank fails its I/O jobs when it is it
+  int io_fault_rank = -1;  // TAPESTRY_IO_FAULT: this rank fails its I/O jobs when it is it
 };
 
 // Ranks 1..N-1: serves rank 0's commands until shutdown; the process's exit status.

@@ -21,8 +21,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-template <class... Args>
-[[noreturn]] void fail(const std::string& path, const Args&... args) {
+template <class... Args> [[noreturn]] void fail(const std::string& path, const Args&... args) {
   throw Error(cat_str("'", path, "': ", args...));
 }
 
@@ -41,7 +40,8 @@ const std::string& string_member(const std::string& path, const Json& obj, const
   return v.get_ref<const std::string&>();
 }
 
-const Json& array_member(const std::string& path, const Json& obj, const char* key, const std::string& where) {
+const Json& array_member(const std::string& path, const Json& obj, const char* key,
+                         const std::string& where) {
   const Json& v = member(path, obj, key, where);
   if (!v.is_array()) fail(path, where, " \"", key, "\" should be an array");
   return v;
@@ -60,8 +60,8 @@ Manifest manifest_of(const std::string& path, const Json& doc) {
   if (format != kManifestFormat) fail(path, "not a Tapestry checkpoint manifest (format \"", format, "\")");
   const int64_t version = integer(path, member(path, doc, "version", "manifest"), "manifest version");
   if (version != kManifestVersion)
-    fail(path, "manifest version ", version, " is not supported (this build reads version ",
-         kManifestVersion, ")");
+    fail(path, "manifest version ", version, " is not supported (this build reads version ", kManifestVersion,
+         ")");
   Manifest m;
   const Json& tensors = array_member(path, doc, "tensors", "manifest");
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -90,8 +90,11 @@ Manifest manifest_of(const std::string& path, const Json& doc) {
 std::string manifest_json(const Manifest& m) {
   nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
   for (const ManifestEntry& e : m.tensors)
-    tensors.push_back({{"name", e.name}, {"file", e.file}, {"dtype", dtype_name(e.dtype)},
-                       {"shape", e.shape}, {"bytes", e.bytes}});
+    tensors.push_back({{"name", e.name},
+                       {"file", e.file},
+                       {"dtype", dtype_name(e.dtype)},
+                       {"shape", e.shape},
+                       {"bytes", e.bytes}});
   const nlohmann::ordered_json doc = {
       {"format", kManifestFormat}, {"version", kManifestVersion}, {"tensors", std::move(tensors)}};
   return doc.dump(2) + "\n";

@@ -30,8 +30,7 @@ constexpr int64_t kAlign = 64;
 constexpr uint32_t kMaxHeaderLen = 1 << 20;
 constexpr int kMaxRank = 64;  // numpy's NPY_MAXDIMS
 
-template <class... Args>
-[[noreturn]] void fail(const std::string& path, const Args&... args) {
+template <class... Args> [[noreturn]] void fail(const std::string& path, const Args&... args) {
   throw Error(cat_str("'", path, "': ", args...));
 }
 
@@ -107,7 +106,8 @@ DType dtype_of_descr(const std::string& path, const std::string& d) {
       "(Tapestry reads '<f4' f32, '<f8' f64, '<i4' i32, '<i8' i64, '|b1' bool)";
   if (d.size() == 3 && d.substr(1) == "b1") return DType::Bool;  // one byte: any order mark
   if (d.size() == 3 && d[0] == '>')
-    fail(path, "big-endian data ('", d, "') is not supported; convert it with "
+    fail(path, "big-endian data ('", d,
+         "') is not supported; convert it with "
          "a.astype(a.dtype.newbyteorder('<'))");
   if (d.size() == 3 && (d[0] == '<' || d[0] == '=')) {
     const std::string k = d.substr(1);
@@ -165,8 +165,7 @@ class DictParser {
   }
 
  private:
-  template <class... Args>
-  [[noreturn]] void bad(const Args&... args) {
+  template <class... Args> [[noreturn]] void bad(const Args&... args) {
     // The dict ends in padding; show it trimmed, and not all of a hostile one.
     std::string shown = s_.substr(0, std::min<size_t>(s_.find_last_not_of(" \n") + 1, 200));
     fail(path_, "malformed .npy header: ", args..., " (at byte ", i_, " of ", shown, ")");
@@ -181,8 +180,7 @@ class DictParser {
     if (!eat(c)) bad("expected '", c, "'");
   }
   void skip_ws() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r'))
-      ++i_;
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
   }
   void dup(bool& seen, const std::string& key) {
     if (seen) bad("key '", key, "' given twice");
@@ -315,8 +313,7 @@ int64_t NpyHeader::data_bytes() const { return numel(shape) * dtype_size(dtype);
 
 std::string npy_header_bytes(DType dtype, const Shape& shape) {
   const std::string dict = cat_str("{'descr': '", descr_of(dtype),
-                                   "', 'fortran_order': False, 'shape': ", shape_literal(shape),
-                                   ", }");
+                                   "', 'fortran_order': False, 'shape': ", shape_literal(shape), ", }");
   // Version 1.0 has a 2-byte length; 2.0 (4 bytes) only when the dict would not fit.
   const bool v2 = dict.size() + 1 + 10 + kAlign > 0xffff;
   const int64_t prefix = v2 ? 12 : 10;
@@ -380,8 +377,7 @@ NpyHeader read_npy_header(const std::string& path) {
   int64_t n = 1;
   for (int64_t s : h.shape) {
     if (s <= 0)
-      fail(path, "shape ", shape_str(h.shape), " has a size ", s,
-           "; Tapestry tensors have positive sizes");
+      fail(path, "shape ", shape_str(h.shape), " has a size ", s, "; Tapestry tensors have positive sizes");
     if (__builtin_mul_overflow(n, s, &n)) fail(path, "shape ", shape_str(h.shape), " overflows");
   }
   int64_t bytes = 0;
@@ -393,8 +389,7 @@ NpyHeader read_npy_header(const std::string& path) {
   return h;
 }
 
-void read_npy_box(const std::string& path, const NpyHeader& h, const poly::Box& box,
-                  const View& out) {
+void read_npy_box(const std::string& path, const NpyHeader& h, const poly::Box& box, const View& out) {
   check_box_args(h, box, out);
   if (h.fortran_order) {
     // Column-major data of shape S is row-major data of shape reverse(S).
@@ -436,8 +431,7 @@ NpyHeader write_npy_header(const std::string& path, DType dtype, const Shape& sh
   return h;
 }
 
-void write_npy_box(const std::string& path, const NpyHeader& h, const poly::Box& box,
-                   const View& in) {
+void write_npy_box(const std::string& path, const NpyHeader& h, const poly::Box& box, const View& in) {
   check_box_args(h, box, in);
   internal_check(!h.fortran_order);
   if (box.rank() > 0 && box.empty()) return;
@@ -468,8 +462,7 @@ void save_npy(const std::string& path, const View& v) {
   try {
     const NpyHeader h = write_npy_header(tmp, v.dtype, v.shape);
     write_npy_box(tmp, h, poly::Box::of_shape(v.shape), v);
-    if (std::rename(tmp.c_str(), path.c_str()) != 0)
-      fail(path, "cannot write: ", std::strerror(errno));
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) fail(path, "cannot write: ", std::strerror(errno));
   } catch (const Error& e) {
     ::unlink(tmp.c_str());
     // Name the file the user asked for, not the temporary one.

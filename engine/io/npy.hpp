@@ -40,8 +40,7 @@ NpyHeader read_npy_header(const std::string& path);
 
 // Reads the elements of `box` (a box of h.shape) into `out` (shape = box extents, dtype
 // h.dtype, any strides): one pread per contiguous run of the file.
-void read_npy_box(const std::string& path, const NpyHeader& h, const poly::Box& box,
-                  const View& out);
+void read_npy_box(const std::string& path, const NpyHeader& h, const poly::Box& box, const View& out);
 
 // Creates or truncates `path` and writes the header, sizing the file for all its data, so
 // that ranks can then write their boxes concurrently. Returns the header to pass on.
@@ -49,8 +48,7 @@ NpyHeader write_npy_header(const std::string& path, DType dtype, const Shape& sh
 
 // Writes `in` (shape = box extents, dtype h.dtype, any strides) to the elements of `box`:
 // one pwrite per contiguous run. The file must exist (write_npy_header).
-void write_npy_box(const std::string& path, const NpyHeader& h, const poly::Box& box,
-                   const View& in);
+void write_npy_box(const std::string& path, const NpyHeader& h, const poly::Box& box, const View& in);
 
 // Whole-tensor helpers. save_npy writes a temporary file beside `path` and renames it, so
 // `path` never holds a half-written array.

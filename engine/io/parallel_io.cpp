@@ -88,8 +88,8 @@ void run_io_part(const std::vector<IoTask>& tasks, int rank, ShardStore& store, 
       } else {
         const std::optional<View> v = store.find(rank, t.key, s.box);
         if (!v)
-          throw InternalError(cat_str("'", t.path, "': no stored shard ", poly::to_string(s.box), " of %", t.key,
-                                      " on rank ", rank));
+          throw InternalError(cat_str("'", t.path, "': no stored shard ", poly::to_string(s.box), " of %",
+                                      t.key, " on rank ", rank));
         write_npy_box(t.path, t.header, s.box, *v);
       }
     }

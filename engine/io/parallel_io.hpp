@@ -21,9 +21,9 @@ struct IoTask {
   enum Kind : uint8_t { Read = 1, Write = 2 };
   Kind kind = Read;
   std::string path;
-  uint64_t key = 0;                  // the shard store key (a stored leaf's id)
+  uint64_t key = 0;  // the shard store key (a stored leaf's id)
   NpyHeader header;
-  std::vector<plan::Shard> shards;   // the boxes, each with the rank that reads/writes it
+  std::vector<plan::Shard> shards;  // the boxes, each with the rank that reads/writes it
 };
 
 std::vector<char> encode_io(const std::vector<IoTask>& tasks);

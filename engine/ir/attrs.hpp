@@ -85,14 +85,14 @@ struct CastAttrs {
   bool operator==(const CastAttrs&) const = default;
 };
 
-struct ReduceAttrs {  // Sum, Prod, Max, Min, All, Any; the output drops the dims
+struct ReduceAttrs {      // Sum, Prod, Max, Min, All, Any; the output drops the dims
   std::vector<int> dims;  // 0-based ascending
   Attrs encode() const;
   static ReduceAttrs decode(const Attrs& a);
   bool operator==(const ReduceAttrs&) const = default;
 };
 
-struct ArgReduceAttrs {  // ArgMax, ArgMin; the output drops the dim
+struct ArgReduceAttrs {    // ArgMax, ArgMin; the output drops the dim
   std::optional<int> dim;  // 0-based; none: the flat index over all dims
   Attrs encode() const;
   static ArgReduceAttrs decode(const Attrs& a);
@@ -106,14 +106,14 @@ struct PermuteAttrs {
   bool operator==(const PermuteAttrs&) const = default;
 };
 
-struct SliceAttrs {  // x[starts + steps * y]; the shape is the counts
+struct SliceAttrs {                    // x[starts + steps * y]; the shape is the counts
   std::vector<int64_t> starts, steps;  // 0-based, one per dim
   Attrs encode() const;
   static SliceAttrs decode(const Attrs& a);
   bool operator==(const SliceAttrs&) const = default;
 };
 
-struct ConstrainAttrs {  // the layout the planner must give the node
+struct ConstrainAttrs {        // the layout the planner must give the node
   std::vector<int64_t> parts;  // per dim; 1 = not split
   Attrs encode() const;
   static ConstrainAttrs decode(const Attrs& a);
@@ -127,7 +127,7 @@ struct CatAttrs {
   bool operator==(const CatAttrs&) const = default;
 };
 
-struct WriteAttrs {  // WriteRegion: inputs {base, value}; value's shape is the box
+struct WriteAttrs {            // WriteRegion: inputs {base, value}; value's shape is the box
   std::vector<int64_t> start;  // 0-based, per dim
   Attrs encode() const;
   static WriteAttrs decode(const Attrs& a);
@@ -152,7 +152,7 @@ struct Conv2dAttrs {
   bool operator==(const Conv2dAttrs&) const = default;
 };
 
-struct PoolAttrs {  // MaxPool2d, AvgPool2d over NCHW
+struct PoolAttrs {                                                   // MaxPool2d, AvgPool2d over NCHW
   std::array<int64_t, 2> kernel{1, 1}, stride{1, 1}, padding{0, 0};  // {h, w}
   Attrs encode() const;
   static PoolAttrs decode(const Attrs& a);
@@ -174,8 +174,10 @@ TAPESTRY_OPS(TAPESTRY_OP_ATTRS_TYPE)
 template <Op op> using attrs_type = typename attrs_type_of<op>::type;
 
 // Every struct but the fused ones (decoded with their node: fused.hpp) encodes and decodes.
+// clang-format off
 #define TAPESTRY_OP_ATTRS_CHECK(e, name, kind, arity, attrs, doc) \
   static_assert(OpKind::kind == OpKind::Fused || OpAttrs<attrs>, #attrs " of " #e " must encode and decode");
+// clang-format on
 TAPESTRY_OPS(TAPESTRY_OP_ATTRS_CHECK)
 #undef TAPESTRY_OP_ATTRS_CHECK
 
@@ -183,7 +185,7 @@ TAPESTRY_OPS(TAPESTRY_OP_ATTRS_CHECK)
 template <class A> constexpr bool carries(Op op) {
   switch (op) {
 #define TAPESTRY_OP_CARRIES(e, name, kind, arity, attrs, doc) \
-    case Op::e: return std::is_same_v<A, attrs>;
+  case Op::e: return std::is_same_v<A, attrs>;
     TAPESTRY_OPS(TAPESTRY_OP_CARRIES)
 #undef TAPESTRY_OP_CARRIES
     default: return false;

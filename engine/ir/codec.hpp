@@ -37,7 +37,7 @@ class ByteWriter {
     append(s.data(), s.size());
   }
   template <std::ranges::contiguous_range R>  // a vector, span, poly::Coords... of scalars
-    requires WireScalar<std::ranges::range_value_t<R>>
+  requires WireScalar<std::ranges::range_value_t<R>>
   void vec(const R& v) {
     size(std::ranges::size(v));
     append(std::ranges::data(v), std::ranges::size(v) * sizeof(std::ranges::range_value_t<R>));

@@ -44,8 +44,7 @@ template <DType T> using ctype_t = typename CType<T>::type;
 // Calls f(std::integral_constant-like tag) with the C++ type of t:
 //   dispatch_dtype(t, [&](auto tag) { using T = typename decltype(tag)::type; ... });
 template <class T> struct TypeTag { using type = T; };
-template <class F>
-decltype(auto) dispatch_dtype(DType t, F&& f) {
+template <class F> decltype(auto) dispatch_dtype(DType t, F&& f) {
   switch (t) {
     case DType::Bool: return f(TypeTag<bool>{});
     case DType::I32: return f(TypeTag<int32_t>{});

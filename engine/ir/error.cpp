@@ -5,8 +5,8 @@
 namespace tapestry {
 
 void internal_fail(const char* file, int line, const char* what) {
-  throw InternalError(cat_str("internal error at ", file, ":", line, ": ", what,
-                              " (please report this bug)"));
+  throw InternalError(
+      cat_str("internal error at ", file, ":", line, ": ", what, " (please report this bug)"));
 }
 
 std::string on_rank(int rank, const std::string& msg) {

@@ -29,8 +29,7 @@ class Cancelled : public std::runtime_error {
   Cancelled() : std::runtime_error("evaluation cancelled (interrupted)") {}
 };
 
-template <class... Args>
-std::string cat_str(const Args&... args) {
+template <class... Args> std::string cat_str(const Args&... args) {
   std::ostringstream os;
   (os << ... << args);
   return os.str();
@@ -44,13 +43,9 @@ inline std::string num_str(double d) {
   return os.str();
 }
 
-template <class... Args>
-[[noreturn]] void user_error(const Args&... args) {
-  throw Error(cat_str(args...));
-}
+template <class... Args> [[noreturn]] void user_error(const Args&... args) { throw Error(cat_str(args...)); }
 
-template <class... Args>
-inline void user_check(bool ok, const Args&... args) {
+template <class... Args> inline void user_check(bool ok, const Args&... args) {
   if (!ok) user_error(args...);
 }
 
@@ -74,5 +69,7 @@ std::string on_rank(int rank, const std::string& msg);
 
 }  // namespace tapestry
 
-#define internal_check(cond) \
-  do { if (!(cond)) ::tapestry::internal_fail(__FILE__, __LINE__, #cond); } while (0)
+#define internal_check(cond)                                           \
+  do {                                                                 \
+    if (!(cond)) ::tapestry::internal_fail(__FILE__, __LINE__, #cond); \
+  } while (0)

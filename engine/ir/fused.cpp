@@ -32,9 +32,10 @@ FusedProgram decode_program(const Attrs& a, size_t pos, int num_leaves) {
     const int64_t* f = &a.ints[pos + static_cast<size_t>(j) * kInstrInts];
     internal_check(f[0] >= 0 && f[0] < kNumOps && f[1] >= 0 && f[1] < kNumDTypes && f[2] >= 0 &&
                    f[2] < kNumDTypes);
-    MapInstr i{static_cast<Op>(f[0]), static_cast<DType>(f[1]), static_cast<DType>(f[2]),
-                 static_cast<int>(f[3]), static_cast<int>(f[4]), static_cast<int>(f[5]),
-                 a.reals[static_cast<size_t>(j)], f[6]};
+    MapInstr i{static_cast<Op>(f[0]),           static_cast<DType>(f[1]),
+               static_cast<DType>(f[2]),        static_cast<int>(f[3]),
+               static_cast<int>(f[4]),          static_cast<int>(f[5]),
+               a.reals[static_cast<size_t>(j)], f[6]};
     const int arity = i.op == Op::Full ? 0 : op_def(i.op).arity;
     internal_check(i.op == Op::Full || op_kind(i.op) == OpKind::Map);
     const int regs[3] = {i.a, i.b, i.c};
@@ -50,8 +51,10 @@ FusedProgram decode_program(const Attrs& a, size_t pos, int num_leaves) {
 // Infix operators print as the user wrote them; the rest as calls.
 int precedence(Op op) {
   switch (op) {
-    case Op::Add: case Op::Sub: return 1;
-    case Op::Mul: case Op::Div: return 2;
+    case Op::Add:
+    case Op::Sub: return 1;
+    case Op::Mul:
+    case Op::Div: return 2;
     case Op::Neg: return 3;
     case Op::Pow: return 4;
     default: return 9;  // calls, leaves and constants never need parentheses
@@ -88,7 +91,7 @@ std::string describe_program(const FusedProgram& p) {
     std::string s;
     const int pr = precedence(i.op);
     if (i.op == Op::Full) {
-      s = is_float(i.out) ? num_str(i.real)
+      s = is_float(i.out)        ? num_str(i.real)
           : i.out == DType::Bool ? std::string(i.integer ? "true" : "false")
                                  : std::to_string(i.integer);
     } else if (i.op == Op::Cast) {

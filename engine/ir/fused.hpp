@@ -24,19 +24,18 @@ namespace tapestry {
 // register L + j, and the last instruction is the result. The same struct everywhere a map
 // program exists: fused nodes' attributes, the CPU and CUDA map kernels, every backend.
 struct MapInstr {
-  Op op = Op::Full;    // a Map-kind op, or Op::Full for a constant
+  Op op = Op::Full;  // a Map-kind op, or Op::Full for a constant
   DType out = DType::F32;
-  DType in = DType::F32;  // Cast: the source; Where: of a and b; Full: = out
+  DType in = DType::F32;       // Cast: the source; Where: of a and b; Full: = out
   int a = -1, b = -1, c = -1;  // operand registers (Where: a = cond, b = then, c = else)
-  double real = 0;       // Full: the value for float dtypes
-  int64_t integer = 0;   // Full: the value for integer / bool dtypes
+  double real = 0;             // Full: the value for float dtypes
+  int64_t integer = 0;         // Full: the value for integer / bool dtypes
   bool operator==(const MapInstr&) const = default;
 };
 
 // A map program over leaves of some kind: host Views (cpu::MapProgram), device views
 // (DeviceMapProgram), the CUDA kernels' views. Each leaf has the output's shape (strides may be 0).
-template <class Leaf>
-struct MapProgramOf {
+template <class Leaf> struct MapProgramOf {
   std::vector<Leaf> leaves;
   std::vector<MapInstr> instrs;
   // The output is a piece of a tensor far larger than the caches (a band of it): write it with

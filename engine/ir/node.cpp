@@ -70,8 +70,8 @@ std::atomic<uint64_t> g_next_id{1};
 
 inline void mix(size_t& h, size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); }
 
-size_t structural_hash(Op op, const std::vector<NodeRef>& inputs, const Attrs& attrs,
-                       const Shape& shape, DType dtype) {
+size_t structural_hash(Op op, const std::vector<NodeRef>& inputs, const Attrs& attrs, const Shape& shape,
+                       DType dtype) {
   size_t h = std::hash<int>()(static_cast<int>(op));
   for (const NodeRef& in : inputs) mix(h, in->id);
   for (int64_t v : attrs.ints) mix(h, std::hash<int64_t>()(v));
@@ -92,12 +92,10 @@ bool same_reals(const std::vector<double>& a, const std::vector<double>& b) {
 
 bool same_structure(const Node& n, Op op, const std::vector<NodeRef>& inputs, const Attrs& attrs,
                     const Shape& shape, DType dtype) {
-  if (n.op != op || n.dtype != dtype || n.shape != shape || n.inputs.size() != inputs.size())
-    return false;
+  if (n.op != op || n.dtype != dtype || n.shape != shape || n.inputs.size() != inputs.size()) return false;
   for (size_t i = 0; i < inputs.size(); ++i)
     if (n.inputs[i].get() != inputs[i].get()) return false;
-  return n.attrs.ints == attrs.ints && n.attrs.dtype == attrs.dtype &&
-         same_reals(n.attrs.reals, attrs.reals);
+  return n.attrs.ints == attrs.ints && n.attrs.dtype == attrs.dtype && same_reals(n.attrs.reals, attrs.reals);
 }
 
 // The release rule. A node is "waiting" when it has no value and need > 0: its computation

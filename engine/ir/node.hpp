@@ -37,8 +37,8 @@ struct Node : std::enable_shared_from_this<Node> {
   std::vector<NodeRef> inputs;
   Shape shape;
   DType dtype;
-  uint64_t id;    // unique, increasing: creation order
-  size_t hash;    // structural hash (op, attrs, input ids, shape, dtype)
+  uint64_t id;  // unique, increasing: creation order
+  size_t hash;  // structural hash (op, attrs, input ids, shape, dtype)
 
   // The materialized data once an observation computed it; a cache, not identity. Written
   // only through set_value (below), which keeps `need` of the inputs right.

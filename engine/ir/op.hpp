@@ -12,18 +12,18 @@
 namespace tapestry {
 
 enum class OpKind : uint8_t {
-  Source,    // data held by the node (tp.tensor, materialized values)
-  Generate,  // values computed from the element index alone (full, arange, rand)
-  Map,       // elementwise over the output shape; inputs have the output's shape
-  Reduce,    // a monoid over some dims (sum, max, ...)
-  ArgReduce, // index of the max/min along one dim
-  Matmul,    // batched matrix product
-  View,      // reshape / permute / expand / slice: data movement only
-  Cat,       // concatenation along one dim
-  Write,     // a copy of a tensor with one box replaced (region writes)
-  Window,    // sliding windows: stencil correlation, conv2d, pooling (kernels/cpu/window.cpp)
-  Fused,     // made by fusion (engine/plan/fuse.hpp), never by a builder: a map program,
-             // optionally reduced; attrs encode the program (engine/ir/fused.hpp)
+  Source,     // data held by the node (tp.tensor, materialized values)
+  Generate,   // values computed from the element index alone (full, arange, rand)
+  Map,        // elementwise over the output shape; inputs have the output's shape
+  Reduce,     // a monoid over some dims (sum, max, ...)
+  ArgReduce,  // index of the max/min along one dim
+  Matmul,     // batched matrix product
+  View,       // reshape / permute / expand / slice: data movement only
+  Cat,        // concatenation along one dim
+  Write,      // a copy of a tensor with one box replaced (region writes)
+  Window,     // sliding windows: stencil correlation, conv2d, pooling (kernels/cpu/window.cpp)
+  Fused,      // made by fusion (engine/plan/fuse.hpp), never by a builder: a map program,
+              // optionally reduced; attrs encode the program (engine/ir/fused.hpp)
 };
 
 // X(enum, name, kind, arity(-1 = variadic), attrs struct (engine/ir/attrs.hpp), doc)
@@ -103,7 +103,7 @@ enum class Op : uint16_t {
 #define TAPESTRY_OP_ENUM(e, name, kind, arity, attrs, doc) e,
   TAPESTRY_OPS(TAPESTRY_OP_ENUM)
 #undef TAPESTRY_OP_ENUM
-  Count
+      Count
 };
 inline constexpr int kNumOps = static_cast<int>(Op::Count);
 

@@ -36,8 +36,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
     const int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
     const int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
     if (da != db && da != 1 && db != 1)  // not user_check: its message would be built every time
-      user_error("shapes ", shape_str(a), " and ", shape_str(b), " cannot be broadcast (", da, " vs ",
-                 db, " at dimension ", i + 1, " of the result)");
+      user_error("shapes ", shape_str(a), " and ", shape_str(b), " cannot be broadcast (", da, " vs ", db,
+                 " at dimension ", i + 1, " of the result)");
     out[i] = da == 1 ? db : da;
   }
   return out;

@@ -202,8 +202,7 @@ View View::expanded(const Shape& to) const {
 
 View View::sliced(const std::vector<int64_t>& start, const std::vector<int64_t>& step,
                   const Shape& count) const {
-  internal_check(start.size() == shape.size() && step.size() == shape.size() &&
-                 count.size() == shape.size());
+  internal_check(start.size() == shape.size() && step.size() == shape.size() && count.size() == shape.size());
   View v = *this;
   for (size_t d = 0; d < shape.size(); ++d) {
     internal_check(count[d] >= 0 && step[d] != 0);

@@ -63,10 +63,9 @@ struct View {
   template <class T> T* ptr() const { return static_cast<T*>(buf->data()) + offset; }
   char* byte_ptr() const { return static_cast<char*>(buf->data()) + offset * dtype_size(dtype); }
 
-  View permuted(const std::vector<int>& perm) const;   // out dim i = in dim perm[i]
-  View expanded(const Shape& to) const;                // numpy broadcast_to
-  View sliced(const std::vector<int64_t>& start, const std::vector<int64_t>& step,
-              const Shape& count) const;
+  View permuted(const std::vector<int>& perm) const;  // out dim i = in dim perm[i]
+  View expanded(const Shape& to) const;               // numpy broadcast_to
+  View sliced(const std::vector<int64_t>& start, const std::vector<int64_t>& step, const Shape& count) const;
   // A reshape that needs no copy, if the strides allow it; else returns false.
   bool try_reshape(const Shape& to, View& out) const;
 };

@@ -23,8 +23,8 @@ std::vector<NodeRef> collapse(const ShardedGraph& g) {
   for (const auto& [id, boxes] : blocks) {
     const NodeRef& n = lookup(id);
     const Box space = poly::signature_of(*n).space_box();
-    const bool ranks_agree = std::all_of(boxes.begin(), boxes.end(),
-                                         [&](const Box& b) { return b.rank() == space.rank(); });
+    const bool ranks_agree =
+        std::all_of(boxes.begin(), boxes.end(), [&](const Box& b) { return b.rank() == space.rank(); });
     user_check(ranks_agree && poly::covered_by(space, boxes), "the blocks of node %", id,
                " do not cover its index space ", to_string(space));
     out[id] = n;

@@ -132,8 +132,9 @@ PlanCost cost_of(const ShardedGraph& g, const Mesh& m) {
 }
 
 std::string to_string(const PlanCost& c) {
-  return cat_str(c.estimated ? "estimated: " : "", "time ", c.time * 1e6, " us, ", c.bytes_moved, " bytes moved, ", c.flops, " flops, peak ",
-                 c.peak_bytes, " bytes/rank", c.memory_penalty > 0 ? cat_str(", memory penalty ", c.memory_penalty * 1e6, " us") : "");
+  return cat_str(c.estimated ? "estimated: " : "", "time ", c.time * 1e6, " us, ", c.bytes_moved,
+                 " bytes moved, ", c.flops, " flops, peak ", c.peak_bytes, " bytes/rank",
+                 c.memory_penalty > 0 ? cat_str(", memory penalty ", c.memory_penalty * 1e6, " us") : "");
 }
 
 }  // namespace tapestry::plan

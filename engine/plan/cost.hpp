@@ -17,11 +17,11 @@
 namespace tapestry::plan {
 
 struct PlanCost {
-  double time = 0;            // makespan estimate, s
-  int64_t bytes_moved = 0;    // over all links (transfers and combines)
-  double flops = 0;           // over all ranks
-  int64_t peak_bytes = 0;     // the largest per-rank estimate (see cost_of)
-  double memory_penalty = 0;  // s, added to time by total()
+  double time = 0;                // makespan estimate, s
+  int64_t bytes_moved = 0;        // over all links (transfers and combines)
+  double flops = 0;               // over all ranks
+  int64_t peak_bytes = 0;         // the largest per-rank estimate (see cost_of)
+  double memory_penalty = 0;      // s, added to time by total()
   std::vector<double> rank_busy;  // per rank: compute seconds (for explain and balance)
   // From sampled blocks (estimate.hpp), not a simulation of the whole sharded graph; time is
   // then the sum of the ops' estimated times, and rank_busy is empty.

@@ -121,8 +121,12 @@ struct Model {
       const int64_t k = ns == nb ? q : q * (nb - 1) / (ns - 1);
       const Box box = grid_block(s, cand.parts, k);
       const poly::BlockCost bc = poly::block_cost(s, box);
-      Sample b{static_cast<Rank>((k + cand.rank) % m.ranks), m.compute_time(bc.flops, bc.bytes()), bc.flops,
-               double(bc.output_bytes), s.splits_reduction(box), {}};
+      Sample b{static_cast<Rank>((k + cand.rank) % m.ranks),
+               m.compute_time(bc.flops, bc.bytes()),
+               bc.flops,
+               double(bc.output_bytes),
+               s.splits_reduction(box),
+               {}};
       for (size_t j = 0; j < in[i].size(); ++j) b.need.push_back(s.input_slice(j, box));
       out.push_back(std::move(b));
     }
@@ -196,12 +200,14 @@ struct Model {
     }
     c.peak_bytes = static_cast<int64_t>(peak + held_peak);
     if (double(c.peak_bytes) > m.mem_bytes_per_rank)  // as if every rank were at the peak
-      c.memory_penalty = double(m.ranks) * (double(c.peak_bytes) - m.mem_bytes_per_rank) / (0.1 * m.mem_bytes_per_s);
+      c.memory_penalty =
+          double(m.ranks) * (double(c.peak_bytes) - m.mem_bytes_per_rank) / (0.1 * m.mem_bytes_per_s);
     return c;
   }
 };
 
-std::vector<Candidate> allowed(const poly::Signature& s, const NodeRef& n, const Mesh& m, const SearchOptions& opt) {
+std::vector<Candidate> allowed(const poly::Signature& s, const NodeRef& n, const Mesh& m,
+                               const SearchOptions& opt) {
   std::vector<Candidate> all = candidates(s, m.ranks);
   const auto constraint = opt.output_grid.find(n->id);
   if (constraint == opt.output_grid.end()) return all;
@@ -271,13 +277,17 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
       double ahead = local[i][c];
       for (int u : md.users[i]) {
         double r = INFINITY;
-        for (size_t cu = 0; cu < md.cands[u].size(); ++cu) r = std::min(r, md.estimate(u, cu, kLookaheadSamples));
+        for (size_t cu = 0; cu < md.cands[u].size(); ++cu)
+          r = std::min(r, md.estimate(u, cu, kLookaheadSamples));
         ahead += r;
       }
       if (ahead < best * (1 - 1e-9)) best = ahead, est[i] = local[i][c];
     }
     for (size_t c = 0; c < md.cands[i].size(); ++c)
-      if (local[i][c] == est[i]) { md.pick[i] = static_cast<int>(c); break; }
+      if (local[i][c] == est[i]) {
+        md.pick[i] = static_cast<int>(c);
+        break;
+      }
   }
   double cur = 0;
   for (double e : est) cur += e;
@@ -297,8 +307,7 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
     const int steps = std::max(opt.steps, 1);
     std::vector<double> user_est;
     for (int k = 0; k < steps; ++k) {
-      if ((k & 7) == 0 &&
-          std::chrono::duration<double>(Clock::now() - start).count() > opt.time_budget_s)
+      if ((k & 7) == 0 && std::chrono::duration<double>(Clock::now() - start).count() > opt.time_budget_s)
         break;
       const size_t i = std::uniform_int_distribution<size_t>(0, n_ops - 1)(rng);
       if (md.cands[i].size() < 2) continue;

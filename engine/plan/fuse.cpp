@@ -68,16 +68,16 @@ class Fusion {
     if (auto r = reduce_of_.find(&n); r != reduce_of_.end()) {
       const Group grp = group_of(r->second);
       FusedReduction fr{n.op, attrs_of<ReduceAttrs>(n).dims, r->second->shape, grp.program};
-      NodeRef f = make_node(Op::FusedReduce, rebuilt_inputs(grp.leaves), encode_fused_reduce(fr),
-                            n.shape, n.dtype);
+      NodeRef f =
+          make_node(Op::FusedReduce, rebuilt_inputs(grp.leaves), encode_fused_reduce(fr), n.shape, n.dtype);
       record(g, f, grp, &n);
       return f;
     }
     if (op_kind(n.op) == OpKind::Map) {
       const Group grp = group_of(&n);
       if (grp.program.instrs.size() > 1) {
-        NodeRef f = make_node(Op::FusedMap, rebuilt_inputs(grp.leaves),
-                              encode_fused_map(grp.program), n.shape, n.dtype);
+        NodeRef f = make_node(Op::FusedMap, rebuilt_inputs(grp.leaves), encode_fused_map(grp.program),
+                              n.shape, n.dtype);
         record(g, f, grp, nullptr);
         return f;
       }
@@ -116,8 +116,7 @@ class Fusion {
   }
 
   // Leaves (values computed outside the group) take the first registers, in input order.
-  void collect_leaves(const Node* n, const Node* root, Group& grp,
-                      std::unordered_map<const Node*, int>& reg,
+  void collect_leaves(const Node* n, const Node* root, Group& grp, std::unordered_map<const Node*, int>& reg,
                       std::unordered_set<const Node*>& visited) const {
     if (in_group(n, root)) {
       if (!visited.insert(n).second) return;  // a DAG: x*x must not double the walk
@@ -154,10 +153,10 @@ class Fusion {
 
   std::vector<NodeRef> roots_;
   std::vector<const Node*> topo_;
-  std::unordered_set<const Node*> inlined_;      // members of a map group other than its root
-  std::unordered_set<const Node*> into_reduce_;  // group roots folded into their reduction
+  std::unordered_set<const Node*> inlined_;                 // members of a map group other than its root
+  std::unordered_set<const Node*> into_reduce_;             // group roots folded into their reduction
   std::unordered_map<const Node*, const Node*> reduce_of_;  // reduction -> the map it absorbs
-  std::unordered_map<const Node*, NodeRef> new_;  // original -> its node in the fused graph
+  std::unordered_map<const Node*, NodeRef> new_;            // original -> its node in the fused graph
 };
 
 }  // namespace

@@ -130,7 +130,8 @@ class Lowering {
   void fetch(uint64_t t, const Box& need, Rank to) {
     if (need.empty()) return;
     auto mine = have_[to].find(t);
-    std::vector<Box> missing = mine == have_[to].end() ? std::vector<Box>{need} : poly::uncovered(need, mine->second);
+    std::vector<Box> missing =
+        mine == have_[to].end() ? std::vector<Box>{need} : poly::uncovered(need, mine->second);
     if (missing.empty()) return;
     std::vector<Box> arrived;  // added once the scan is over: `to` is skipped by it anyway
     for (const auto& [from, boxes] : by_rank_[t]) {
@@ -193,8 +194,7 @@ class Lowering {
 }  // namespace
 
 ShardedGraph lower(const std::vector<NodeRef>& topo, const Assignment& blocks,
-                   const std::vector<Shard>& initial, const std::vector<NodeRef>& roots,
-                   int num_ranks) {
+                   const std::vector<Shard>& initial, const std::vector<NodeRef>& roots, int num_ranks) {
   Lowering l(initial, num_ranks);
   static const std::vector<Placement> none;
   for (const NodeRef& n : topo) {

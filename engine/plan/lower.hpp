@@ -32,7 +32,6 @@ std::vector<Placement> grid_blocks(const poly::Signature& s, const std::vector<i
 // without blocks must be leaves held in `initial`. Throws Error when a needed slice lies
 // nowhere.
 ShardedGraph lower(const std::vector<NodeRef>& topo, const Assignment& blocks,
-                   const std::vector<Shard>& initial, const std::vector<NodeRef>& roots,
-                   int num_ranks);
+                   const std::vector<Shard>& initial, const std::vector<NodeRef>& roots, int num_ranks);
 
 }  // namespace tapestry::plan

@@ -38,15 +38,16 @@ void check_memory_limit(const plan::Plan& p, int64_t limit) {
   for (const plan::Transfer& t : g.transfers)
     if (const Node* n = g.find(t.tensor)) need[t.to] += bytes_of(*n, t.slice);
   for (const plan::Block& b : g.blocks)
-    if (const Node* n = g.find(b.node)) need[b.rank] += bytes_of(*n, poly::signature_of(*n).output_slice(b.box));
+    if (const Node* n = g.find(b.node))
+      need[b.rank] += bytes_of(*n, poly::signature_of(*n).output_slice(b.box));
   for (const plan::Combine& c : g.combines)
     if (const Node* n = g.find(c.node))
       for (plan::Rank d : c.dest) need[d] += bytes_of(*n, c.out);
   const auto worst = std::max_element(need.begin(), need.end());
   if (worst == need.end() || *worst <= limit) return;
-  throw Error(cat_str("the plan needs ", human(*worst), " on rank ", worst - need.begin(), " but --memory-per-rank is ",
-                      human(limit), " (", *worst, " > ", limit, " bytes); it was not run. Use more ranks, ",
-                      "smaller pieces, or a higher limit"));
+  throw Error(cat_str("the plan needs ", human(*worst), " on rank ", worst - need.begin(),
+                      " but --memory-per-rank is ", human(limit), " (", *worst, " > ", limit,
+                      " bytes); it was not run. Use more ranks, ", "smaller pieces, or a higher limit"));
 }
 
 }  // namespace tapestry

@@ -27,18 +27,17 @@ double Mesh::compute_time(double flops, double bytes) const {
 size_t Mesh::hash() const {
   size_t h = 0;
   auto mix = [&](double v) { h ^= std::hash<double>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
-  for (double v : {double(ranks), double(devices_per_rank), flops_per_s, mem_bytes_per_s,
-                   mem_bytes_per_rank, double(ranks_per_node), intra.bandwidth, intra.latency,
-                   inter.bandwidth, inter.latency})
+  for (double v : {double(ranks), double(devices_per_rank), flops_per_s, mem_bytes_per_s, mem_bytes_per_rank,
+                   double(ranks_per_node), intra.bandwidth, intra.latency, inter.bandwidth, inter.latency})
     mix(v);
   return h;
 }
 
 std::string to_string(const Mesh& m) {
   return cat_str("mesh of ", m.ranks, " ranks (", m.ranks_per_node, " per node), ", m.flops_per_s / 1e9,
-                 " GFLOP/s and ", m.mem_bytes_per_rank / 1e9, " GB per rank; links ",
-                 m.intra.bandwidth / 1e9, " GB/s ", m.intra.latency * 1e6, " us within a node, ",
-                 m.inter.bandwidth / 1e9, " GB/s ", m.inter.latency * 1e6, " us between nodes");
+                 " GFLOP/s and ", m.mem_bytes_per_rank / 1e9, " GB per rank; links ", m.intra.bandwidth / 1e9,
+                 " GB/s ", m.intra.latency * 1e6, " us within a node, ", m.inter.bandwidth / 1e9, " GB/s ",
+                 m.inter.latency * 1e6, " us between nodes");
 }
 
 }  // namespace tapestry::plan

@@ -13,8 +13,8 @@
 namespace tapestry::plan {
 
 struct Link {
-  double bandwidth = 5e9;  // bytes/s
-  double latency = 0.5e-6; // s per message
+  double bandwidth = 5e9;   // bytes/s
+  double latency = 0.5e-6;  // s per message
   double time(double bytes) const { return bytes > 0 ? latency + bytes / bandwidth : 0.0; }
   bool operator==(const Link&) const = default;
 };
@@ -22,12 +22,12 @@ struct Link {
 struct Mesh {
   int ranks = 1;
   int devices_per_rank = 1;
-  double flops_per_s = 100e9;          // per rank, fp32
-  double mem_bytes_per_s = 11e9;       // per rank: bounds memory-bound blocks and combines
-  double mem_bytes_per_rank = 16e9;    // capacity: beyond it a plan pays memory_penalty
+  double flops_per_s = 100e9;        // per rank, fp32
+  double mem_bytes_per_s = 11e9;     // per rank: bounds memory-bound blocks and combines
+  double mem_bytes_per_rank = 16e9;  // capacity: beyond it a plan pays memory_penalty
   int ranks_per_node = 8;
-  Link intra{5e9, 0.5e-6};             // shared-memory MPI between ranks of one node
-  Link inter{25e9, 2e-6};              // the network between nodes
+  Link intra{5e9, 0.5e-6};  // shared-memory MPI between ranks of one node
+  Link inter{25e9, 2e-6};   // the network between nodes
 
   // A modelled cluster of nodes of 8 ranks (ranks must be >= 1).
   static Mesh modelled(int ranks);

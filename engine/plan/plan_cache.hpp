@@ -34,11 +34,11 @@ class PlanCache {
 
  private:
   struct Entry {
-    std::vector<int64_t> key;     // the full structural key (the hash only buckets it)
-    std::vector<uint64_t> ids;    // node ids in traversal order (topo, then each one's inputs)
+    std::vector<int64_t> key;   // the full structural key (the hash only buckets it)
+    std::vector<uint64_t> ids;  // node ids in traversal order (topo, then each one's inputs)
     std::vector<std::pair<uint64_t, uint32_t>> by_id;  // (id, its first traversal index), by id
-    std::vector<uint64_t> listed; // ids of the graph's nodes
-    Plan plan;                    // choice, cost and candidates; never a graph or a node
+    std::vector<uint64_t> listed;                      // ids of the graph's nodes
+    Plan plan;                                         // choice, cost and candidates; never a graph or a node
     // An exact plan's sharded graph, its nodes cleared so the cache keeps no graph alive;
     // null for an estimated plan, which a hit lowers again only if it is run or drawn.
     std::shared_ptr<const ShardedGraph> graph;

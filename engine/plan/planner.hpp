@@ -18,9 +18,9 @@
 namespace tapestry::plan {
 
 struct PlannedGraph {
-  std::vector<NodeRef> topo;    // the observed subgraph (after fusion), inputs first
-  std::vector<Shard> initial;   // where its inputs lie
-  std::vector<NodeRef> roots;   // what the plan computes: observed[i]'s value is roots[i]'s
+  std::vector<NodeRef> topo;      // the observed subgraph (after fusion), inputs first
+  std::vector<Shard> initial;     // where its inputs lie
+  std::vector<NodeRef> roots;     // what the plan computes: observed[i]'s value is roots[i]'s
   std::vector<NodeRef> observed;  // the roots as the user gave them (each once)
   std::map<uint64_t, std::vector<NodeRef>> fused_origin;  // fused node id -> what it replaces
   Mesh mesh;

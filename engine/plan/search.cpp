@@ -70,7 +70,8 @@ std::vector<NodeRef> ops_to_place(const std::vector<NodeRef>& topo, const std::v
 }
 
 namespace {
-Assignment assignment_of(const std::vector<NodeRef>& ops, const std::map<uint64_t, Candidate>& choice, int ranks) {
+Assignment assignment_of(const std::vector<NodeRef>& ops, const std::map<uint64_t, Candidate>& choice,
+                         int ranks) {
   Assignment a;
   for (const NodeRef& n : ops) a[n->id] = place(poly::signature_of(*n), choice.at(n->id), ranks);
   return a;
@@ -161,14 +162,17 @@ std::vector<int> greedy(const Space& sp, const std::vector<Shard>& initial, cons
             if (h.rank == q.rank) mine.push_back(h.box);
           for (const Box& miss : poly::uncovered(need, mine)) {
             const Rank from = lies.empty() ? 0 : lies.front().rank;
-            busy[q.rank] += m.transfer_time(from, q.rank, double(miss.volume()) * dtype_size(s.inputs[k].dtype));
+            busy[q.rank] +=
+                m.transfer_time(from, q.rank, double(miss.volume()) * dtype_size(s.inputs[k].dtype));
           }
         }
       }
       double t = *std::max_element(busy.begin(), busy.end());
       if (partial) {  // one reduction round of the output per doubling of partials
-        const double parts = double(sp.placed[i][c].size()) / double(layout_of(n->id, s, sp.placed[i][c]).size());
-        t += std::ceil(std::log2(parts)) * m.inter.time(s.output.bytes() / double(sp.placed[i][c].size()) * parts);
+        const double parts =
+            double(sp.placed[i][c].size()) / double(layout_of(n->id, s, sp.placed[i][c]).size());
+        t += std::ceil(std::log2(parts)) *
+             m.inter.time(s.output.bytes() / double(sp.placed[i][c].size()) * parts);
       }
       if (t < best * (1 - 1e-9)) best = t, pick[i] = static_cast<int>(c);
     }
@@ -223,9 +227,8 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
       per.push_back(std::move(blocks));
     }
     if (kept.empty())  // only possible under a constraint
-      user_error("no plan on ", m.ranks, " ranks gives the requested layout ",
-                 grid_str(constraint->second), " to a ", op_def(n->op).name, " of shape ",
-                 shape_str(n->shape));
+      user_error("no plan on ", m.ranks, " ranks gives the requested layout ", grid_str(constraint->second),
+                 " to a ", op_def(n->op).name, " of shape ", shape_str(n->shape));
     sp.cands.push_back(std::move(kept));
     sp.placed.push_back(std::move(per));
   }
@@ -255,8 +258,8 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
     const double t0 = 0.05 * std::max(cur_cost, 1e-12), t1 = 1e-4 * std::max(cur_cost, 1e-12);
     const int steps = std::max(opt.steps, 1);
     for (int k = 0; k < steps; ++k) {
-      if ((k & 15) == 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
-                               opt.time_budget_s)
+      if ((k & 15) == 0 &&
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > opt.time_budget_s)
         break;
       const double temp = t0 * std::pow(t1 / t0, double(k) / steps);
       if (std::uniform_real_distribution<double>(0, 1)(rng) < 0.02) cur = best, cur_cost = best_cost;
@@ -266,7 +269,8 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
       int c = std::uniform_int_distribution<int>(0, int(sp.cands[i].size()) - 2)(rng);
       next[i] = c >= cur[i] ? c + 1 : c;
       const double nc = cost(next);
-      if (nc <= cur_cost || std::uniform_real_distribution<double>(0, 1)(rng) < std::exp((cur_cost - nc) / temp)) {
+      if (nc <= cur_cost ||
+          std::uniform_real_distribution<double>(0, 1)(rng) < std::exp((cur_cost - nc) / temp)) {
         cur = std::move(next);
         cur_cost = nc;
         if (cur_cost < best_cost) best = cur, best_cost = cur_cost;

@@ -38,8 +38,8 @@ std::vector<Placement> place(const poly::Signature& s, const Candidate& c, int r
 
 struct SearchOptions {
   enum Method { Greedy, Anneal } method = Anneal;
-  int steps = 2000;             // annealing moves at most
-  double time_budget_s = 1.0;   // and at most this long
+  int steps = 2000;            // annealing moves at most
+  double time_budget_s = 1.0;  // and at most this long
   uint64_t seed = 1;
   // Layout constraints (x:constrain): node id -> parts per output dim (1 = not split).
   // Only candidates whose blocks cut the output into exactly that grid are considered.
@@ -66,7 +66,7 @@ struct LoweringInput {
 
 struct Plan {
   PlanCost cost;
-  std::map<uint64_t, Candidate> choice;         // per op with blocks
+  std::map<uint64_t, Candidate> choice;          // per op with blocks
   std::map<uint64_t, std::vector<Tried>> tried;  // per op: candidates evaluated
   int evaluations = 0;
   // Chosen by estimate (a big graph on a big mesh, past SearchOptions::exact_limit): `cost` and

@@ -29,8 +29,8 @@ size_t ShardedGraph::add_transfer(uint64_t tensor, Box slice, Rank from, Rank to
   return transfers.size() - 1;
 }
 
-size_t ShardedGraph::add_combine(uint64_t node, poly::CombineKind kind, std::vector<size_t> partials,
-                                 Box out, std::vector<Rank> dest) {
+size_t ShardedGraph::add_combine(uint64_t node, poly::CombineKind kind, std::vector<size_t> partials, Box out,
+                                 std::vector<Rank> dest) {
   combines.push_back(Combine{node, kind, std::move(partials), std::move(out), std::move(dest)});
   const size_t c = combines.size() - 1;
   for (Rank r : participants(combines[c])) {
@@ -92,8 +92,8 @@ std::string to_string(const ShardedGraph& g) {
         }
         case Step::Kind::Combine: {
           const Combine& c = g.combines[st.index];
-          s += cat_str("  ", poly::combine_name(c.kind), "   ", node_name(g, c.node), " ",
-                       to_string(c.out), " of");
+          s += cat_str("  ", poly::combine_name(c.kind), "   ", node_name(g, c.node), " ", to_string(c.out),
+                       " of");
           for (size_t p : c.partials) s += cat_str(" block ", p);
           s += " to";
           for (Rank d : c.dest) s += cat_str(" ", d);

@@ -64,8 +64,8 @@ struct Step {
 
 struct ShardedGraph {
   int num_ranks = 1;
-  std::vector<NodeRef> nodes;            // every node the plan names, topological
-  std::vector<Shard> initial;            // what each rank holds before the plan starts
+  std::vector<NodeRef> nodes;  // every node the plan names, topological
+  std::vector<Shard> initial;  // what each rank holds before the plan starts
   std::vector<Block> blocks;
   std::vector<Transfer> transfers;
   std::vector<Combine> combines;
@@ -77,10 +77,10 @@ struct ShardedGraph {
 
   // Builders that also append the steps, so a plan written in program order is scheduled.
   void hold(uint64_t tensor, Box box, Rank rank);
-  size_t add_block(uint64_t node, Box box, Rank rank);                // Run on `rank`
+  size_t add_block(uint64_t node, Box box, Rank rank);                  // Run on `rank`
   size_t add_transfer(uint64_t tensor, Box slice, Rank from, Rank to);  // Send, then Recv
   size_t add_combine(uint64_t node, poly::CombineKind kind, std::vector<size_t> partials, Box out,
-                     std::vector<Rank> dest);  // a Combine step on every participant
+                     std::vector<Rank> dest);          // a Combine step on every participant
   void add_output(uint64_t root, Box box, Rank rank);  // also lists the root once
 
   // The ranks a combine involves: those of its partials and its destinations, sorted.

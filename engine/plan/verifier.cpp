@@ -30,8 +30,7 @@ using Have = std::unordered_map<uint64_t, std::vector<Box>>;  // tensor -> slice
 
 class Verifier {
  public:
-  Verifier(const ShardedGraph& g, const std::vector<NodeRef>& topo, VerifyResult& r)
-      : g_(g), r_(r) {
+  Verifier(const ShardedGraph& g, const std::vector<NodeRef>& topo, VerifyResult& r) : g_(g), r_(r) {
     for (const NodeRef& n : topo) {
       in_topo_.insert(n->id);
       known_[n->id] = n.get();
@@ -52,8 +51,7 @@ class Verifier {
   }
 
  private:
-  template <class... A>
-  void error(const char* check, const A&... a) {
+  template <class... A> void error(const char* check, const A&... a) {
     if (r_.errors.size() >= 64) {
       ++r_.dropped;
       return;
@@ -107,8 +105,7 @@ class Verifier {
       if (!in_topo_.count(k.node)) {
         error("partition", "block ", b, " computes ", node_str(k.node), ", which is not in the graph");
       } else if (k.box.rank() != sig(k.node).rank()) {
-        error("partition", block_str(b), " has rank ", k.box.rank(), ", the space has ",
-              sig(k.node).rank());
+        error("partition", block_str(b), " has rank ", k.box.rank(), ", the space has ", sig(k.node).rank());
       } else {
         block_ok_[b] = rank_ok(k.rank);
         blocks_of_[k.node].push_back(b);
@@ -126,7 +123,8 @@ class Verifier {
       for (Rank d : m.dest)
         if (!rank_ok(d)) error("schedule", "combine ", c, " delivers to rank ", d);
       for (size_t p : m.partials)
-        if (p >= g_.blocks.size()) error("schedule", "combine ", c, " lists block ", p, ", which does not exist");
+        if (p >= g_.blocks.size())
+          error("schedule", "combine ", c, " lists block ", p, ", which does not exist");
     }
     for (const Shard& o : g_.outputs) {
       if (!rank_ok(o.rank)) error("schedule", "a result shard lies on rank ", o.rank);
@@ -302,8 +300,7 @@ class Verifier {
                   node_str(n), ": its partials would be combined twice");
         }
       for (size_t b : blocks_of_[n])
-        if (times_combined[b] == 0)
-          error("combine", "the partial of ", block_str(b), " is never combined");
+        if (times_combined[b] == 0) error("combine", "the partial of ", block_str(b), " is never combined");
       std::vector<Box> outs;
       for (size_t c : cs) outs.push_back(g_.combines[c].out);
       const std::vector<Box> gap = poly::uncovered(Box::of_shape(s.output.shape), outs);
@@ -349,9 +346,9 @@ class Verifier {
       if (pc[r] == g_.steps[r].size()) continue;
       const Step& s = g_.steps[r][pc[r]];
       error("schedule", "deadlock: rank ", r, " waits forever at step ", pc[r], " (",
-            s.kind == Step::Kind::Recv ? cat_str("receive of transfer ", s.index, " from rank ",
-                                                 g_.transfers[s.index].from)
-                                       : cat_str("combine ", s.index),
+            s.kind == Step::Kind::Recv
+                ? cat_str("receive of transfer ", s.index, " from rank ", g_.transfers[s.index].from)
+                : cat_str("combine ", s.index),
             ")");
     }
   }
@@ -380,8 +377,8 @@ class Verifier {
     const Transfer& x = g_.transfers[t];
     const std::vector<Box> missing = poly::uncovered(x.slice, have_[x.from][x.tensor]);
     if (!missing.empty())
-      error("inputs", "transfer ", t, " sends ", to_string(x.slice), " of ", node_str(x.tensor), " from rank ",
-            x.from, ", which lacks ", to_string(missing[0]), " at that point");
+      error("inputs", "transfer ", t, " sends ", to_string(x.slice), " of ", node_str(x.tensor),
+            " from rank ", x.from, ", which lacks ", to_string(missing[0]), " at that point");
     sent[t] = true;
   }
 
@@ -413,8 +410,8 @@ class Verifier {
           const Shard& b = g_.outputs[list[k]];
           const Box common = intersect(a.box, b.box);
           if (!common.empty())
-            error("outputs", to_string(common), " of ", node_str(root), " is produced twice (on rank ", a.rank,
-                  " and on rank ", b.rank, ")");
+            error("outputs", to_string(common), " of ", node_str(root), " is produced twice (on rank ",
+                  a.rank, " and on rank ", b.rank, ")");
         }
         boxes.push_back(a.box);
         const std::vector<Box> missing = poly::uncovered(a.box, have_[a.rank][root]);

@@ -26,10 +26,10 @@ struct Box {
   static Box empty_box(int rank);           // [0..-1] per dimension (rank >= 1)
 
   int rank() const { return static_cast<int>(lo.size()); }
-  bool empty() const;                // some dimension has lo > hi
-  int64_t extent(int d) const;       // hi - lo + 1, 0 when empty
+  bool empty() const;           // some dimension has lo > hi
+  int64_t extent(int d) const;  // hi - lo + 1, 0 when empty
   Shape extents() const;
-  int64_t volume() const;            // number of points, 0 when empty
+  int64_t volume() const;                 // number of points, 0 when empty
   bool contains(const Box& inner) const;  // an empty inner box is contained everywhere
   bool contains_point(const std::vector<int64_t>& p) const;
 

@@ -20,7 +20,9 @@ class Coords {
   Coords() = default;
   explicit Coords(size_t n, int64_t v = 0) { resize(n, v); }
   Coords(std::initializer_list<int64_t> v) { assign_range(v.begin(), v.end()); }
-  Coords(const std::vector<int64_t>& v) { assign_range(v.data(), v.data() + v.size()); }  // NOLINT: implicit, like the vector it replaces
+  Coords(const std::vector<int64_t>& v) {
+    assign_range(v.data(), v.data() + v.size());
+  }  // NOLINT: implicit, like the vector it replaces
   Coords(const Coords& o) { assign_range(o.begin(), o.end()); }
   Coords(Coords&& o) noexcept { take(std::move(o)); }
   Coords& operator=(const Coords& o) {

@@ -23,8 +23,7 @@ std::vector<int64_t> prefix_products(const Shape& s, const std::vector<int>& dim
 }
 
 // Which factors [first, last] make up each dim, given the cut points (prefix products).
-std::vector<std::pair<int, int>> runs(const std::vector<int64_t>& cuts,
-                                      const std::vector<int64_t>& points) {
+std::vector<std::pair<int, int>> runs(const std::vector<int64_t>& cuts, const std::vector<int64_t>& points) {
   std::vector<std::pair<int, int>> r;
   int first = 0;
   for (int64_t c : points) {

@@ -9,9 +9,7 @@ std::string_view combine_name(CombineKind c) {
   return c == CombineKind::None ? "none" : c == CombineKind::ArgMax ? "argmax" : "argmin";
 }
 
-double Access::bytes() const {
-  return static_cast<double>(numel(shape)) * dtype_size(dtype);
-}
+double Access::bytes() const { return static_cast<double>(numel(shape)) * dtype_size(dtype); }
 
 Box Signature::space_box() const { return Box::of_shape(extents()); }
 
@@ -32,9 +30,7 @@ Box Signature::input_slice(size_t i, const Box& block) const {
   return inputs[i].proj.slice(block, inputs[i].shape);
 }
 
-Box Signature::output_slice(const Box& block) const {
-  return output.proj.slice(block, output.shape);
-}
+Box Signature::output_slice(const Box& block) const { return output.proj.slice(block, output.shape); }
 
 CombineKind Signature::combine() const {
   for (const IndexDim& d : space)
@@ -51,8 +47,7 @@ bool Signature::splits_reduction(const Box& block) const {
 
 namespace {
 
-std::string access_problem(const Signature& s, const Access& a, const std::string& what,
-                           bool must_be_full) {
+std::string access_problem(const Signature& s, const Access& a, const std::string& what, bool must_be_full) {
   const Projection& p = a.proj;
   if (p.space_rank != s.rank())
     return cat_str(what, ": projection has ", p.space_rank, " index dims, space has ", s.rank());
@@ -69,8 +64,7 @@ std::string access_problem(const Signature& s, const Access& a, const std::strin
   const Box full = Box::of_shape(a.shape);
   const Box img = p.slice(s.space_box(), a.shape);
   if (must_be_full ? !(img == full) : !full.contains(img))
-    return cat_str(what, ": the whole space reaches ", to_string(img), ", tensor is ",
-                   to_string(full));
+    return cat_str(what, ": the whole space reaches ", to_string(img), ", tensor is ", to_string(full));
   return "";
 }
 
@@ -81,9 +75,9 @@ std::string signature_problem(const Signature& s) {
     const IndexDim& d = s.space[j];
     if (d.extent < 1) return cat_str("index dim ", d.name, " has extent ", d.extent);
     if ((d.kind == IndexDim::Reduction) != (d.combine != CombineKind::None))
-      return cat_str("index dim ", d.name, " is ",
-                     d.kind == IndexDim::Reduction ? "a reduction without a combine"
-                                                   : "parallel but has a combine");
+      return cat_str(
+          "index dim ", d.name, " is ",
+          d.kind == IndexDim::Reduction ? "a reduction without a combine" : "parallel but has a combine");
     if (d.kind == IndexDim::Reduction && d.combine != s.combine())
       return cat_str("reduction dims disagree on the combine (", d.name, ")");
   }

@@ -25,9 +25,14 @@ namespace tapestry::poly {
 // index) pairs: the larger (smaller) value wins, ties go to the smaller index ("the first max").
 enum class CombineKind : uint8_t {
   None,
-  Sum = 1 + uint8_t(Monoid::Sum), Prod = 1 + uint8_t(Monoid::Prod), Max = 1 + uint8_t(Monoid::Max),
-  Min = 1 + uint8_t(Monoid::Min), And = 1 + uint8_t(Monoid::And), Or = 1 + uint8_t(Monoid::Or),
-  ArgMax, ArgMin
+  Sum = 1 + uint8_t(Monoid::Sum),
+  Prod = 1 + uint8_t(Monoid::Prod),
+  Max = 1 + uint8_t(Monoid::Max),
+  Min = 1 + uint8_t(Monoid::Min),
+  And = 1 + uint8_t(Monoid::And),
+  Or = 1 + uint8_t(Monoid::Or),
+  ArgMax,
+  ArgMin
 };
 constexpr CombineKind combine_of(Monoid m) { return CombineKind(1 + uint8_t(m)); }
 constexpr std::optional<Monoid> monoid_of(CombineKind c) {
@@ -42,7 +47,7 @@ struct IndexDim {
   int64_t extent = 1;
   Kind kind = Parallel;
   CombineKind combine = CombineKind::None;  // set exactly for reduction dims
-  bool splittable = true;           // false: every block spans the whole extent
+  bool splittable = true;                   // false: every block spans the whole extent
 };
 
 // One operand: the tensor it is, and how index points reach it.

@@ -36,16 +36,22 @@ Signature over_output(const Node& n, double flops) {
 // Rough relative costs: enough for the planner to weigh a gelu against an add.
 double map_flops(Op op) {
   switch (op) {
-    case Op::Sqrt: case Op::Rsqrt: case Op::Div: case Op::Reciprocal: case Op::FloorDiv:
-    case Op::Mod:
-      return 4;
-    case Op::Exp: case Op::Log: case Op::Sin: case Op::Cos: case Op::Tanh: case Op::Sigmoid:
-    case Op::Pow: case Op::Atan2:
-      return 8;
-    case Op::Gelu:
-      return 16;
-    default:
-      return 1;
+    case Op::Sqrt:
+    case Op::Rsqrt:
+    case Op::Div:
+    case Op::Reciprocal:
+    case Op::FloorDiv:
+    case Op::Mod: return 4;
+    case Op::Exp:
+    case Op::Log:
+    case Op::Sin:
+    case Op::Cos:
+    case Op::Tanh:
+    case Op::Sigmoid:
+    case Op::Pow:
+    case Op::Atan2: return 8;
+    case Op::Gelu: return 16;
+    default: return 1;
   }
 }
 
@@ -75,15 +81,13 @@ CombineKind reduce_combine(Op op) {
 // Space = `shape` (the reduced tensor's); `reduced` dims are reductions, the output keeps the
 // others. Every input is read with the identity (a reduce has one; a fused reduce's leaves
 // all have the program's shape).
-Signature reduce_over(const Node& n, const Shape& shape, const std::vector<int>& reduced,
-                      CombineKind c) {
+Signature reduce_over(const Node& n, const Shape& shape, const std::vector<int>& reduced, CombineKind c) {
   const int r = static_cast<int>(shape.size());
   Signature s;
   std::vector<int> kept;
   for (int d = 0; d < r; ++d) {
     const bool red = std::find(reduced.begin(), reduced.end(), d) != reduced.end();
-    s.space.push_back(red ? reduction(cat_str("d", d), shape[d], c)
-                          : parallel(cat_str("d", d), shape[d]));
+    s.space.push_back(red ? reduction(cat_str("d", d), shape[d], c) : parallel(cat_str("d", d), shape[d]));
     if (!red) kept.push_back(d);
   }
   for (const NodeRef& in : n.inputs) {
@@ -271,7 +275,8 @@ Signature reshape_sig(const Node& n) {
       add_dim(std::move(d));
     }
     for (size_t k = 0; k < g.in_dims.size(); ++k) set_row(in, g.in_dims[k], g.in_runs[k], base, g.factors);
-    for (size_t k = 0; k < g.out_dims.size(); ++k) set_row(out, g.out_dims[k], g.out_runs[k], base, g.factors);
+    for (size_t k = 0; k < g.out_dims.size(); ++k)
+      set_row(out, g.out_dims[k], g.out_runs[k], base, g.factors);
   }
   s.inputs.push_back(access_of(x, std::move(in)));
   s.output = access_of(n, std::move(out));
@@ -341,10 +346,10 @@ Signature conv2d_sig(const Node& n) {
 Signature pool2d_sig(const Node& n) {
   const auto [kernel, stride, pad] = attrs_of<PoolAttrs>(n);
   Signature s = over_output(n, static_cast<double>(kernel[0] * kernel[1]));
-  s.inputs.push_back(access_of(*n.inputs[0],
-                               window_input({WindowDim{1, 1, 1, 0, 0}, WindowDim{1, 1, 1, 0, 0},
-                                             WindowDim{stride[0], 1, kernel[0], pad[0], pad[0]},
-                                             WindowDim{stride[1], 1, kernel[1], pad[1], pad[1]}})));
+  s.inputs.push_back(
+      access_of(*n.inputs[0], window_input({WindowDim{1, 1, 1, 0, 0}, WindowDim{1, 1, 1, 0, 0},
+                                            WindowDim{stride[0], 1, kernel[0], pad[0], pad[0]},
+                                            WindowDim{stride[1], 1, kernel[1], pad[1], pad[1]}})));
   return s;
 }
 
@@ -354,55 +359,74 @@ Signature signature_of(const Node& n) {
   switch (n.op) {
     case Op::Source:  // data already lying somewhere: a generator with nothing to compute
       return over_output(n, 0);
-    case Op::Full:
-      return over_output(n, 0);
-    case Op::Arange: case Op::Linspace: case Op::Eye:
-      return over_output(n, 1);
-    case Op::Rand:
-      return over_output(n, 8);
-    case Op::Randn:
-      return over_output(n, 16);
+    case Op::Full: return over_output(n, 0);
+    case Op::Arange:
+    case Op::Linspace:
+    case Op::Eye: return over_output(n, 1);
+    case Op::Rand: return over_output(n, 8);
+    case Op::Randn: return over_output(n, 16);
     case Op::Constrain:  // an identity whose layout the search fixes (SearchOptions::output_grid)
-    case Op::Cast: case Op::Neg: case Op::Abs: case Op::Exp: case Op::Log: case Op::Sqrt:
-    case Op::Rsqrt: case Op::Sin: case Op::Cos: case Op::Tanh: case Op::Sigmoid: case Op::Relu:
-    case Op::Gelu: case Op::Floor: case Op::Ceil: case Op::Round: case Op::Sign: case Op::Square:
-    case Op::Reciprocal: case Op::LogicalNot: case Op::Add: case Op::Sub: case Op::Mul:
-    case Op::Div: case Op::FloorDiv: case Op::Mod: case Op::Pow: case Op::Maximum:
-    case Op::Minimum: case Op::Atan2: case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le:
-    case Op::Gt: case Op::Ge: case Op::LogicalAnd: case Op::LogicalOr: case Op::Where:
-      return map_sig(n, map_flops(n.op));
-    case Op::Sum: case Op::Prod: case Op::Max: case Op::Min: case Op::All: case Op::Any:
-      return reduce_sig(n, attrs_of<ReduceAttrs>(n).dims, reduce_combine(n.op));
-    case Op::ArgMax:
-      return argreduce_sig(n, CombineKind::ArgMax);
-    case Op::ArgMin:
-      return argreduce_sig(n, CombineKind::ArgMin);
-    case Op::Matmul:
-      return matmul_sig(n);
-    case Op::Correlate:
-      return correlate_sig(n);
-    case Op::Conv2d:
-      return conv2d_sig(n);
-    case Op::MaxPool2d: case Op::AvgPool2d:
-      return pool2d_sig(n);
-    case Op::Reshape:
-      return reshape_sig(n);
-    case Op::Permute:
-      return permute_sig(n);
-    case Op::Expand:
-      return expand_sig(n);
-    case Op::Slice:
-      return slice_sig(n);
-    case Op::Cat:
-      return cat_sig(n);
-    case Op::WriteRegion:
-      return write_region_sig(n);
-    case Op::FusedMap:
-      return map_sig(n, program_flops(decode_fused_map(n)));
-    case Op::FusedReduce:
-      return fused_reduce_sig(n);
-    case Op::Count:
-      break;
+    case Op::Cast:
+    case Op::Neg:
+    case Op::Abs:
+    case Op::Exp:
+    case Op::Log:
+    case Op::Sqrt:
+    case Op::Rsqrt:
+    case Op::Sin:
+    case Op::Cos:
+    case Op::Tanh:
+    case Op::Sigmoid:
+    case Op::Relu:
+    case Op::Gelu:
+    case Op::Floor:
+    case Op::Ceil:
+    case Op::Round:
+    case Op::Sign:
+    case Op::Square:
+    case Op::Reciprocal:
+    case Op::LogicalNot:
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Div:
+    case Op::FloorDiv:
+    case Op::Mod:
+    case Op::Pow:
+    case Op::Maximum:
+    case Op::Minimum:
+    case Op::Atan2:
+    case Op::Eq:
+    case Op::Ne:
+    case Op::Lt:
+    case Op::Le:
+    case Op::Gt:
+    case Op::Ge:
+    case Op::LogicalAnd:
+    case Op::LogicalOr:
+    case Op::Where: return map_sig(n, map_flops(n.op));
+    case Op::Sum:
+    case Op::Prod:
+    case Op::Max:
+    case Op::Min:
+    case Op::All:
+    case Op::Any: return reduce_sig(n, attrs_of<ReduceAttrs>(n).dims, reduce_combine(n.op));
+    case Op::ArgMax: return argreduce_sig(n, CombineKind::ArgMax);
+    case Op::ArgMin: return argreduce_sig(n, CombineKind::ArgMin);
+    case Op::Matmul: return matmul_sig(n);
+    case Op::Correlate: return correlate_sig(n);
+    case Op::Conv2d: return conv2d_sig(n);
+    case Op::MaxPool2d:
+    case Op::AvgPool2d: return pool2d_sig(n);
+    case Op::Reshape: return reshape_sig(n);
+    case Op::Permute: return permute_sig(n);
+    case Op::Expand: return expand_sig(n);
+    case Op::Slice: return slice_sig(n);
+    case Op::Cat: return cat_sig(n);
+    case Op::WriteRegion: return write_region_sig(n);
+    case Op::FusedMap: return map_sig(n, program_flops(decode_fused_map(n)));
+    case Op::FusedReduce: return fused_reduce_sig(n);
+    case Op::Count: break;
   }
   internal_check(false && "signature_of: not an op");
   return {};

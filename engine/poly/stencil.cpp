@@ -9,8 +9,8 @@ void check_window(const WindowDim& d) {
   user_check(d.stride >= 1, "stride must be positive, got ", d.stride);
   user_check(d.dilation >= 1, "dilation must be positive, got ", d.dilation);
   user_check(d.kernel >= 1, "kernel size must be positive, got ", d.kernel);
-  user_check(d.pad_before >= 0 && d.pad_after >= 0, "padding must not be negative, got ",
-             d.pad_before, " and ", d.pad_after);
+  user_check(d.pad_before >= 0 && d.pad_after >= 0, "padding must not be negative, got ", d.pad_before,
+             " and ", d.pad_after);
 }
 int64_t span(const WindowDim& d) { return d.dilation * (d.kernel - 1) + 1; }
 }  // namespace

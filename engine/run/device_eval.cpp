@@ -5,17 +5,17 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "engine/run/run_block.hpp"
 #include "engine/device/host_backend.hpp"
-#include "engine/run/evaluator.hpp"
-#include "engine/telemetry/cancel.hpp"
-#include "engine/telemetry/progress.hpp"
-#include "engine/telemetry/stats.hpp"
 #include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/fused.hpp"
 #include "engine/plan/fusion_groups.hpp"
 #include "engine/poly/signature.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/run/run_block.hpp"
+#include "engine/telemetry/cancel.hpp"
+#include "engine/telemetry/progress.hpp"
+#include "engine/telemetry/stats.hpp"
 
 namespace tapestry {
 
@@ -25,7 +25,6 @@ double now() {
   using namespace std::chrono;
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
-
 
 // One node of the observation and where its value is: on the device, on the host, or both.
 struct Slot {
@@ -94,7 +93,9 @@ class DeviceEvaluation {
 
   // Whether the value can be had without a transfer (a View is where its input is).
   bool on_host(const Slot& s) { return s.host.buf || (s.is_view && on_host(slot(s.node->inputs[0].get()))); }
-  bool on_device(const Slot& s) { return s.dev.mem || (s.is_view && on_device(slot(s.node->inputs[0].get()))); }
+  bool on_device(const Slot& s) {
+    return s.dev.mem || (s.is_view && on_device(slot(s.node->inputs[0].get())));
+  }
 
   // The value on the device, uploaded on first use (a View: its input's, reshaped).
   const DeviceView& device(Slot& s) {
@@ -294,8 +295,7 @@ class DeviceEvaluation {
   }
 
   // m as one instruction; reg_of gives the register of each input in order.
-  template <class RegOf>
-  static MapInstr instr(const Node& m, RegOf&& reg_of) {
+  template <class RegOf> static MapInstr instr(const Node& m, RegOf&& reg_of) {
     MapInstr ins{m.op, m.dtype, m.dtype};
     if (m.op == Op::Full) {
       const FullAttrs a = attrs_of<FullAttrs>(m);

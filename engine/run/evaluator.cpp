@@ -9,17 +9,17 @@
 #include <unordered_map>
 
 #include "engine/device/host_backend.hpp"
-#include "engine/run/run_block.hpp"
-#include "engine/run/find_moments.hpp"
-#include "engine/telemetry/cancel.hpp"
-#include "engine/telemetry/progress.hpp"
-#include "engine/telemetry/stats.hpp"
-#include "engine/telemetry/trace.hpp"
-#include "engine/poly/signature.hpp"
 #include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
 #include "engine/plan/fusion_groups.hpp"
+#include "engine/poly/signature.hpp"
+#include "engine/run/find_moments.hpp"
+#include "engine/run/run_block.hpp"
+#include "engine/telemetry/cancel.hpp"
+#include "engine/telemetry/progress.hpp"
+#include "engine/telemetry/stats.hpp"
+#include "engine/telemetry/trace.hpp"
 #include "kernels/cpu/kernels.hpp"
 #include "kernels/cpu/parallel.hpp"
 
@@ -42,21 +42,21 @@ struct Slot {
   int reg = -1, reg_walk = 0;    // its register in the program built in walk reg_walk
   int absorbs = -1;              // a reduction: the slot of the map it computes chunk by chunk
   bool root = false;
-  bool program = false;          // a map that runs its group (itself and what is inlined) as one program
-  bool inlined = false;          // lives only inside its consumer's map program
-  bool banded = false;           // a stencil computed band by band inside its map (run_banded)
-  bool kept = false;             // published with the roots (keep_if_held)
+  bool program = false;  // a map that runs its group (itself and what is inlined) as one program
+  bool inlined = false;  // lives only inside its consumer's map program
+  bool banded = false;   // a stencil computed band by band inside its map (run_banded)
+  bool kept = false;     // published with the roots (keep_if_held)
 };
 
 // What an evaluation works in, kept between evaluations (WorkspaceLease): a loop of small
 // observations then allocates nothing for its bookkeeping once warm.
 struct Workspace {
-  plan::FusionGroups groups;                     // slot i is node i of groups
+  plan::FusionGroups groups;  // slot i is node i of groups
   std::vector<Slot> slots;
-  std::vector<int> kept;                         // non-roots published with the roots
-  std::vector<int> pending;                      // release_inputs' work list
+  std::vector<int> kept;                           // non-roots published with the roots
+  std::vector<int> pending;                        // release_inputs' work list
   std::vector<std::pair<int, int>> banded_leaves;  // {register, slot} of the last build_program
-  std::vector<std::pair<int, int>> moments;      // find_moments' pairs
+  std::vector<std::pair<int, int>> moments;        // find_moments' pairs
 };
 
 // One workspace per evaluation in progress on this thread (an evaluation does not start
@@ -94,8 +94,13 @@ class WorkspaceLease {
 class Evaluation {
  public:
   Evaluation(const std::vector<NodeRef>& roots, Workspace& w)
-      : roots_(roots), g_(w.groups), slots_(w.slots), kept_(w.kept), pending_(w.pending),
-        banded_leaves_(w.banded_leaves), moments_(w.moments) {}
+      : roots_(roots),
+        g_(w.groups),
+        slots_(w.slots),
+        kept_(w.kept),
+        pending_(w.pending),
+        banded_leaves_(w.banded_leaves),
+        moments_(w.moments) {}
 
   void run() {
     const double t0 = now();
@@ -166,8 +171,8 @@ class Evaluation {
     int fused = 0;
     for (size_t k = 0; k < n.inputs.size(); ++k) fused += slot(input(i, k)).inlined ? 1 : 0;
     trace::record({"kernel", std::string(op_def(n.op).name), 0, trace::kCompute, t0_us, dur,
-                   cat_str("\"shape\":", trace::json_string(shape_str(n.shape)), ",\"bytes\":",
-                           numel(n.shape) * static_cast<int64_t>(dtype_size(n.dtype)),
+                   cat_str("\"shape\":", trace::json_string(shape_str(n.shape)),
+                           ",\"bytes\":", numel(n.shape) * static_cast<int64_t>(dtype_size(n.dtype)),
                            fused ? ",\"fused_inputs\":" + std::to_string(fused) : std::string())});
   }
 
@@ -373,8 +378,7 @@ class Evaluation {
     return true;
   }
 
-  template <class F>
-  static void dispatch_float(DType t, F&& f) {
+  template <class F> static void dispatch_float(DType t, F&& f) {
     if (t == DType::F32) f(static_cast<float*>(nullptr));
     else if (t == DType::F64) f(static_cast<double*>(nullptr));
     else internal_fail(__FILE__, __LINE__, "moments of a non-float dtype");
@@ -464,16 +468,16 @@ class Evaluation {
   }
 
   const std::vector<NodeRef>& roots_;
-  plan::FusionGroups& g_;                              // the workspace's (see Workspace)
+  plan::FusionGroups& g_;  // the workspace's (see Workspace)
   std::vector<Slot>& slots_;
   std::vector<int>& kept_;
   std::vector<int>& pending_;
   std::vector<std::pair<int, int>>& banded_leaves_;
   std::vector<std::pair<int, int>>& moments_;
-  int walk_ = 0;                                       // numbers the graph walks (Slot::seen)
-  int members_ = 0;                                    // group members of the last build_program
+  int walk_ = 0;                                              // numbers the graph walks (Slot::seen)
+  int members_ = 0;                                           // group members of the last build_program
   static constexpr int64_t kBandMinElems = int64_t(1) << 18;  // smaller stencils run whole
-  static constexpr size_t kKeepMaxBytes = size_t(1) << 20;     // keep_if_held's bound
+  static constexpr size_t kKeepMaxBytes = size_t(1) << 20;    // keep_if_held's bound
   struct Centred {
     std::vector<cpu::Moments> rows;  // per output element of the centred sum
     int mean = -1;                   // the slot of the broadcast m
@@ -491,6 +495,5 @@ void evaluate(const std::vector<NodeRef>& roots) {
   WorkspaceLease ws;
   Evaluation(roots, ws.get()).run();
 }
-
 
 }  // namespace tapestry

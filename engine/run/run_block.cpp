@@ -87,9 +87,7 @@ DeviceView slice_input(const DeviceView& in, const std::vector<int64_t>& lo, con
 // needs the data contiguous first.
 bool view_geometry(const Node& n, Where& w, const View& l, View& out) {
   switch (n.op) {
-    case Op::Permute:
-      out = l.permuted(attrs_of<PermuteAttrs>(n).perm);
-      return true;
+    case Op::Permute: out = l.permuted(attrs_of<PermuteAttrs>(n).perm); return true;
     case Op::Constrain:  // an identity: its layout is the planner's business
       out = l;
       return true;
@@ -111,8 +109,7 @@ bool view_geometry(const Node& n, Where& w, const View& l, View& out) {
       // Only the leading factor of a tensor dim is ever split (reshape_sig), so both slices
       // list the same factor boxes in the same row-major order: the reshape of the data.
       return l.try_reshape(w.out_shape(), out);
-    default:
-      internal_fail(__FILE__, __LINE__, "not a view op");
+    default: internal_fail(__FILE__, __LINE__, "not a view op");
   }
 }
 
@@ -142,13 +139,15 @@ void place_clipped(DeviceBackend& be, Where& w, size_t i, const DeviceView& in, 
 // The window ops. A block's windows start at image(box).lo of input 0 (stride * first output -
 // padding), its slice at input_slice(0, box).lo (clipped to the tensor): the kernels' origin is
 // the difference, so padding and halos are the same arithmetic.
-void run_window(DeviceBackend& be, const Node& n, Where& w, std::vector<DeviceView> in, const DeviceView& out) {
+void run_window(DeviceBackend& be, const Node& n, Where& w, std::vector<DeviceView> in,
+                const DeviceView& out) {
   const poly::Signature& sig = w.sig();
   const Box img = sig.inputs[0].proj.image(w.box());
   const Box got = sig.input_slice(0, w.box());
   internal_check(!got.empty());  // builders keep padding below a window: every block reads x
-  if (w.whole())  // a strided conv may skip the last rows: the kernels take the slice read
-    for (size_t i = 0; i < in.size(); ++i) in[i] = slice_input(in[i], w.input_lo(i), sig.input_slice(i, w.box()));
+  if (w.whole())                 // a strided conv may skip the last rows: the kernels take the slice read
+    for (size_t i = 0; i < in.size(); ++i)
+      in[i] = slice_input(in[i], w.input_lo(i), sig.input_slice(i, w.box()));
   auto origin = [&](int t) { return img.lo[t] - got.lo[t]; };
   const int64_t channel0 = w.whole() ? 0 : w.box().lo[1];
   switch (n.op) {
@@ -160,27 +159,25 @@ void run_window(DeviceBackend& be, const Node& n, Where& w, std::vector<DeviceVi
     case Op::Conv2d: {
       const Conv2dAttrs a = attrs_of<Conv2dAttrs>(n);
       const int64_t per_group = a.groups > 1 ? n.shape[1] / a.groups : std::numeric_limits<int64_t>::max();
-      return be.conv2d(in[0], in[1], {a.stride[0], a.dilation[0], origin(2)}, {a.stride[1], a.dilation[1], origin(3)},
-                       per_group, channel0, out);
+      return be.conv2d(in[0], in[1], {a.stride[0], a.dilation[0], origin(2)},
+                       {a.stride[1], a.dilation[1], origin(3)}, per_group, channel0, out);
     }
     case Op::MaxPool2d:
     case Op::AvgPool2d: {
       const PoolAttrs a = attrs_of<PoolAttrs>(n);
-      return be.pool2d(n.op, in[0], a.kernel[0], a.kernel[1], {a.stride[0], 1, origin(2)}, {a.stride[1], 1, origin(3)},
-                       out);
+      return be.pool2d(n.op, in[0], a.kernel[0], a.kernel[1], {a.stride[0], 1, origin(2)},
+                       {a.stride[1], 1, origin(3)}, out);
     }
-    default:
-      internal_fail(__FILE__, __LINE__, "not a window op");
+    default: internal_fail(__FILE__, __LINE__, "not a window op");
   }
 }
 
 // The one switch over op kinds: computes the block `w` of n into `out` (its output slice's
 // shape and n's dtype; allocated by the caller).
-void run_into(DeviceBackend& be, const Node& n, Where& w, const std::vector<DeviceView>& inputs, const DeviceView& out,
-              bool stream_out) {
+void run_into(DeviceBackend& be, const Node& n, Where& w, const std::vector<DeviceView>& inputs,
+              const DeviceView& out, bool stream_out) {
   switch (op_kind(n.op)) {
-    case OpKind::Source:
-      internal_fail(__FILE__, __LINE__, "a source is held, never run");
+    case OpKind::Source: internal_fail(__FILE__, __LINE__, "a source is held, never run");
     case OpKind::Generate:  // the space is the output: the block's first point is the origin
       return be.generate(n.op, n.attrs, n.shape, w.origin(), out);
     case OpKind::Map: {
@@ -188,22 +185,20 @@ void run_into(DeviceBackend& be, const Node& n, Where& w, const std::vector<Devi
       p.stream_out = stream_out;
       return be.map(p, out);
     }
-    case OpKind::Reduce:
-      return be.reduce(n.op, inputs[0], attrs_of<ReduceAttrs>(n).dims, out);
-    case OpKind::ArgReduce:  // signature_of never lets a block split the reduced dim: local indices are global
+    case OpKind::Reduce: return be.reduce(n.op, inputs[0], attrs_of<ReduceAttrs>(n).dims, out);
+    case OpKind::ArgReduce:  // signature_of never lets a block split the reduced dim: local indices are
+                             // global
       return be.argreduce(n.op, inputs[0], attrs_of<ArgReduceAttrs>(n).dim.value_or(-1), out);
     case OpKind::Matmul:  // A[b, i, k-range] @ B[b, k-range, j]: a partial sum when k is split
       return be.matmul(inputs[0], inputs[1], out);
-    case OpKind::View:
-      return be.copy(view_of(be, n, w, inputs[0]), out);
+    case OpKind::View: return be.copy(view_of(be, n, w, inputs[0]), out);
     case OpKind::Cat:
       for (size_t i = 0; i < inputs.size(); ++i) place_clipped(be, w, i, inputs[i], out);
       return;
     case OpKind::Write:
       be.copy(inputs[0], out);  // the base: identity, the whole block
       return place_clipped(be, w, 1, inputs[1], out);
-    case OpKind::Window:
-      return run_window(be, n, w, inputs, out);
+    case OpKind::Window: return run_window(be, n, w, inputs, out);
     case OpKind::Fused: {
       if (n.op == Op::FusedMap) {
         DeviceMapProgram p = map_program(n, inputs);
@@ -307,8 +302,8 @@ std::shared_ptr<Value> run_block(const Node& n, const poly::Signature& sig, cons
   return v;
 }
 
-void run_block_into(const Node& n, const poly::Signature& sig, const Box& box, const std::vector<View>& inputs,
-                    const View& out, bool stream_out) {
+void run_block_into(const Node& n, const poly::Signature& sig, const Box& box,
+                    const std::vector<View>& inputs, const View& out, bool stream_out) {
   run_block_into(cpu_backend(), n, sig, box, wrap_inputs(inputs), HostBackend::wrap(out), stream_out);
 }
 

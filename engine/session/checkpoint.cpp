@@ -9,15 +9,15 @@
 #include <system_error>
 #include <utility>
 
-#include "engine/run/evaluator.hpp"
 #include "engine/io/manifest.hpp"
 #include "engine/io/npy.hpp"
 #include "engine/io/parallel_io.hpp"
-#include "engine/plan/planner.hpp"
-#include "engine/session/session.hpp"
-#include "engine/session/sharded_io.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
+#include "engine/plan/planner.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/session/session.hpp"
+#include "engine/session/sharded_io.hpp"
 
 namespace tapestry::io {
 
@@ -32,10 +32,9 @@ std::string join(const std::string& dir, const std::string& file) {
 // A manifest comes from disk and may have been edited: its names must be identifiers and its
 // files plain names inside the directory, never paths that climb out of it.
 void check_entry(const std::string& manifest, const ManifestEntry& t) {
-  user_check(is_identifier(t.name), "'", manifest, "': '", t.name,
-             "' is not a valid tensor name");
-  user_check(!t.file.empty() && t.file != "." && t.file != ".." &&
-                 t.file.find('/') == std::string::npos && t.file.find('\0') == std::string::npos,
+  user_check(is_identifier(t.name), "'", manifest, "': '", t.name, "' is not a valid tensor name");
+  user_check(!t.file.empty() && t.file != "." && t.file != ".." && t.file.find('/') == std::string::npos &&
+                 t.file.find('\0') == std::string::npos,
              "'", manifest, "': file '", t.file, "' of tensor '", t.name,
              "' is not a plain file name in the checkpoint directory");
 }
@@ -90,11 +89,11 @@ std::vector<std::string> load_env(Session& s, const std::string& dir) {
   for (const ManifestEntry& t : m.tensors) {
     const std::string path = join(dir, t.file);
     const NpyHeader h = read_npy_header(path);
-    user_check(h.dtype == t.dtype && h.shape == t.shape, "'", path, "': holds ",
-               dtype_name(h.dtype), " ", shape_str(h.shape), ", but the manifest says ",
-               dtype_name(t.dtype), " ", shape_str(t.shape), " for '", t.name, "'");
-    user_check(h.data_bytes() == t.bytes, "'", path, "': the manifest says ", t.bytes,
-               " bytes for '", t.name, "', the header ", h.data_bytes());
+    user_check(h.dtype == t.dtype && h.shape == t.shape, "'", path, "': holds ", dtype_name(h.dtype), " ",
+               shape_str(h.shape), ", but the manifest says ", dtype_name(t.dtype), " ", shape_str(t.shape),
+               " for '", t.name, "'");
+    user_check(h.data_bytes() == t.bytes, "'", path, "': the manifest says ", t.bytes, " bytes for '", t.name,
+               "', the header ", h.data_bytes());
     if (ranks > 1) {
       NodeRef leaf = make_stored_leaf(h.shape, h.dtype);
       tasks.push_back(read_task(path, h, leaf, ranks));
@@ -114,7 +113,8 @@ std::vector<std::string> load_env(Session& s, const std::string& dir) {
       if (s.mpi_job_ranks() == ranks) s.coordinator()->drop_on_workers(keys);
       throw;
     }
-    for (size_t i = 0; i < tasks.size(); ++i) s.stored().register_stored(loaded[i].second, tasks[i].shards, ranks);
+    for (size_t i = 0; i < tasks.size(); ++i)
+      s.stored().register_stored(loaded[i].second, tasks[i].shards, ranks);
   }
   std::vector<std::string> names;
   for (auto& [name, node] : loaded) {

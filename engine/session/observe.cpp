@@ -5,15 +5,15 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "engine/ir/error.hpp"
+#include "engine/plan/memory_limit.hpp"
+#include "engine/plan/planner.hpp"
+#include "engine/plan/verifier.hpp"
 #include "engine/run/device_eval.hpp"
 #include "engine/run/evaluator.hpp"
-#include "engine/plan/memory_limit.hpp"
 #include "engine/session/session.hpp"
 #include "engine/telemetry/stats.hpp"
 #include "engine/telemetry/trace.hpp"
-#include "engine/ir/error.hpp"
-#include "engine/plan/planner.hpp"
-#include "engine/plan/verifier.hpp"
 
 namespace tapestry {
 
@@ -162,7 +162,8 @@ void gather_what_must_be_whole(Session& s, const std::vector<NodeRef>& roots, in
 // Plans and runs the roots (none holds a value) on `mesh`; keep[i] != 0 keeps root i's
 // result in the shard store under that key. Returns the plan's result shards of each root.
 std::vector<std::vector<plan::Shard>> run_observation(Session& s, const std::vector<NodeRef>& todo,
-                                                      const std::vector<uint64_t>& keep, const plan::Mesh& mesh) {
+                                                      const std::vector<uint64_t>& keep,
+                                                      const plan::Mesh& mesh) {
   ++stats().observations;
   // A short anneal: an interactive observation cannot wait seconds for its plan, and the
   // plan cache makes a loop pay for it once.
@@ -174,7 +175,8 @@ std::vector<std::vector<plan::Shard>> run_observation(Session& s, const std::vec
   const double t_run = seconds();
   if (trace::enabled())
     trace::record({"phase", "plan", 0, trace::kPhases, t_plan * 1e6, (t_run - t_plan) * 1e6,
-                   cat_str("\"blocks\":", pg.plan.graph().blocks.size(), ",\"cache_hit\":", pg.cache_hit ? "true" : "false")});
+                   cat_str("\"blocks\":", pg.plan.graph().blocks.size(),
+                           ",\"cache_hit\":", pg.cache_hit ? "true" : "false")});
   for (const auto& [id, origin] : pg.fused_origin) stats().fused_ops += origin.size() - 1;
   check_memory_limit(pg.plan, s.memory_per_rank());
   const plan::ShardedGraph& g = pg.plan.graph();
@@ -195,7 +197,8 @@ std::vector<std::vector<plan::Shard>> run_observation(Session& s, const std::vec
   stats().time_run += t_end - t_run;
   if (trace::enabled())
     trace::record({"phase", "run", 0, trace::kPhases, t_run * 1e6, (t_end - t_run) * 1e6,
-                   cat_str("\"blocks\":", report.blocks, ",\"messages\":", report.messages, ",\"bytes\":", report.bytes)});
+                   cat_str("\"blocks\":", report.blocks, ",\"messages\":", report.messages,
+                           ",\"bytes\":", report.bytes)});
   for (size_t i = 0; i < pg.observed.size(); ++i) s.layouts().put(pg.observed[i]->id, describe_layout(pg, i));
   count(report);
   std::vector<std::vector<plan::Shard>> shards(pg.observed.size());

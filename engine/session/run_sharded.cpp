@@ -1,13 +1,14 @@
 #include "engine/session/run_sharded.hpp"
 
-#include "engine/shard/rank_program.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/plan/verifier.hpp"
+#include "engine/shard/rank_program.hpp"
 
 namespace tapestry {
 
-RunReport run_planned(const plan::PlannedGraph& pg, bool verify_plan, const std::vector<DeviceBackend*>& devices) {
+RunReport run_planned(const plan::PlannedGraph& pg, bool verify_plan,
+                      const std::vector<DeviceBackend*>& devices) {
   if (verify_plan) {
     const plan::VerifyResult r = plan::verify(pg.plan.graph(), pg.topo);
     if (!r.ok()) throw InternalError(cat_str("the plan fails verification:\n", r.message()));
@@ -16,8 +17,8 @@ RunReport run_planned(const plan::PlannedGraph& pg, bool verify_plan, const std:
 }
 
 RunReport run_sharded(const std::vector<NodeRef>& roots, const plan::Mesh& mesh,
-                           const plan::SearchOptions& opts, bool verify_plan,
-                           const std::vector<DeviceBackend*>& devices) {
+                      const plan::SearchOptions& opts, bool verify_plan,
+                      const std::vector<DeviceBackend*>& devices) {
   bool all_done = true;
   for (const NodeRef& r : roots) all_done = all_done && r->value;
   if (all_done) return {};

@@ -9,24 +9,25 @@
 
 #include <vector>
 
-#include "engine/shard/rank_program.hpp"
 #include "engine/ir/node.hpp"
 #include "engine/plan/mesh.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/plan/search.hpp"
+#include "engine/shard/rank_program.hpp"
 
 namespace tapestry {
 
 // Fuses (plan::fuse) and plans the subgraph the roots need (nodes holding a value are
-// inputs, held whole on rank 0; Constrain nodes fix their layout) with plan::search — no plan cache, so `opts` (method,
-// seed) always takes effect — then verifies and runs it over `mesh.ranks` virtual ranks.
+// inputs, held whole on rank 0; Constrain nodes fix their layout) with plan::search — no plan cache, so
+// `opts` (method, seed) always takes effect — then verifies and runs it over `mesh.ranks` virtual ranks.
 // Throws InternalError with the verifier's message when verification fails. Returns what
 // ran and moved (zero when every root already had a value). devices: as run_plan's.
 RunReport run_sharded(const std::vector<NodeRef>& roots, const plan::Mesh& mesh,
-                           const plan::SearchOptions& opts, bool verify_plan,
-                           const std::vector<DeviceBackend*>& devices = {});
+                      const plan::SearchOptions& opts, bool verify_plan,
+                      const std::vector<DeviceBackend*>& devices = {});
 
 // Verifies (when asked) and runs an already planned observation.
-RunReport run_planned(const plan::PlannedGraph& pg, bool verify_plan, const std::vector<DeviceBackend*>& devices = {});
+RunReport run_planned(const plan::PlannedGraph& pg, bool verify_plan,
+                      const std::vector<DeviceBackend*>& devices = {});
 
 }  // namespace tapestry

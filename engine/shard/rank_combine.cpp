@@ -4,9 +4,9 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/ir/error.hpp"
 #include "engine/run/run_block.hpp"
 #include "engine/shard/rank_program.hpp"
-#include "engine/ir/error.hpp"
 #include "kernels/cpu/kernels.hpp"
 
 namespace tapestry {
@@ -86,7 +86,8 @@ bool RankProgram::combine(size_t c) {
     }
   }
   if (!acc || !poly::covered_by(m.out, filled))
-    throw InternalError(cat_str("combine ", c, " of %", m.node, ": no partial reaches part of ", poly::to_string(m.out)));
+    throw InternalError(
+        cat_str("combine ", c, " of %", m.node, ": no partial reaches part of ", poly::to_string(m.out)));
   hold(m.node, m.out, acc->view());
   return true;
 }

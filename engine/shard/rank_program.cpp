@@ -5,15 +5,15 @@
 #include <limits>
 #include <optional>
 
-#include "engine/device/peers_local.hpp"
 #include "engine/comm/loopback.hpp"
-#include "engine/run/run_block.hpp"
 #include "engine/device/host_backend.hpp"
+#include "engine/device/peers_local.hpp"
+#include "engine/ir/error.hpp"
 #include "engine/run/evaluator.hpp"
+#include "engine/run/run_block.hpp"
+#include "engine/store/shard_store.hpp"
 #include "engine/telemetry/cancel.hpp"
 #include "engine/telemetry/trace.hpp"
-#include "engine/ir/error.hpp"
-#include "engine/store/shard_store.hpp"
 #include "kernels/cpu/kernels.hpp"
 
 namespace tapestry {
@@ -43,7 +43,12 @@ uint64_t StoreKeys::root_key(uint64_t root_id, const plan::ShardedGraph& g) cons
 
 RankProgram::RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreKeys keys, DeviceBackend* dev,
                          ShardStore* store)
-    : g_(g), t_(t), keys_(std::move(keys)), shards_(store), me_(t.rank()), dev_(dev),
+    : g_(g),
+      t_(t),
+      keys_(std::move(keys)),
+      shards_(store),
+      me_(t.rank()),
+      dev_(dev),
       store_(me_, dev, [this](uint64_t tensor) { return describe(tensor); }) {
   internal_check(t.size() == g.num_ranks && me_ >= 0 && me_ < g.num_ranks);
   internal_check(keys_.initial.empty() || keys_.initial.size() == g.initial.size());
@@ -62,8 +67,9 @@ RankProgram::RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreK
     if (!keys_.initial.empty() && keys_.initial[i] != 0) {
       std::optional<ShardStore::Found> v = shards_->find_piece(me_, keys_.initial[i], h.box);
       if (!v)
-        throw InternalError(cat_str("rank ", me_, " is to hold ", poly::to_string(h.box), " of stored tensor #",
-                                    keys_.initial[i], " initially, but its shard store lacks it"));
+        throw InternalError(cat_str("rank ", me_, " is to hold ", poly::to_string(h.box),
+                                    " of stored tensor #", keys_.initial[i],
+                                    " initially, but its shard store lacks it"));
       if (!v->dev.mem) hold(h.tensor, h.box, v->host);
       else if (dev_) store_.hold(h.tensor, h.box, v->dev);  // in device memory, where device blocks read it
       else hold(h.tensor, h.box, *shards_->find(me_, keys_.initial[i], h.box));  // a downloaded copy
@@ -71,8 +77,8 @@ RankProgram::RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreK
     }
     const Node& n = node(h.tensor);
     if (!n.value)
-      throw InternalError(cat_str("rank ", me_, " is to hold ", poly::to_string(h.box), " of %", h.tensor, " (",
-                                  op_def(n.op).name, ") initially, but that node has no value"));
+      throw InternalError(cat_str("rank ", me_, " is to hold ", poly::to_string(h.box), " of %", h.tensor,
+                                  " (", op_def(n.op).name, ") initially, but that node has no value"));
     hold(h.tensor, h.box, window(n.value->view(), Box::of_shape(n.shape), h.box));
   }
   find_banded_pairs();
@@ -115,20 +121,11 @@ bool RankProgram::step(const Step& s) {
   const double t0 = trace::now_us();
   bool ok = true;
   switch (s.kind) {
-    case Step::Kind::Run:
-      run(s.index);
-      break;
-    case Step::Kind::Send:
-      send(s.index);
-      break;
-    case Step::Kind::Recv:
-      ok = recv(s.index);
-      break;
-    case Step::Kind::Combine:
-      ok = combine(s.index);
-      break;
-    default:
-      internal_fail(__FILE__, __LINE__, "unknown step kind");
+    case Step::Kind::Run: run(s.index); break;
+    case Step::Kind::Send: send(s.index); break;
+    case Step::Kind::Recv: ok = recv(s.index); break;
+    case Step::Kind::Combine: ok = combine(s.index); break;
+    default: internal_fail(__FILE__, __LINE__, "unknown step kind");
   }
   if (!ok) return false;  // waiting is not moving: the time goes to whoever we wait for
   const double dur = trace::now_us() - t0;
@@ -136,7 +133,8 @@ bool RankProgram::step(const Step& s) {
   if (trace::enabled()) trace_step(s, t0, dur);
   if (progress_) {
     if (s.kind == Step::Kind::Run) progress_->advance(block_weight_);
-    else if (s.kind == Step::Kind::Send) progress_->advance(0, bytes_of(node(g_.transfers[s.index].tensor), g_.transfers[s.index].slice));
+    else if (s.kind == Step::Kind::Send)
+      progress_->advance(0, bytes_of(node(g_.transfers[s.index].tensor), g_.transfers[s.index].slice));
   }
   return true;
 }
@@ -158,8 +156,8 @@ void RankProgram::trace_step(const Step& s, double t0_us, double dur_us) {
       e.cat = "block";
       e.tid = trace::kCompute;
       e.name = std::string(op_def(n.op).name);
-      e.args = cat_str("\"op\":", trace::json_string(e.name), ",\"block\":", s.index, ",", box_args(k.box, bytes_of(n, out)),
-                       split_.count(k.node) ? ",\"partial\":true" : "");
+      e.args = cat_str("\"op\":", trace::json_string(e.name), ",\"block\":", s.index, ",",
+                       box_args(k.box, bytes_of(n, out)), split_.count(k.node) ? ",\"partial\":true" : "");
       break;
     }
     case Step::Kind::Send:
@@ -179,11 +177,12 @@ void RankProgram::trace_step(const Step& s, double t0_us, double dur_us) {
       e.cat = "combine";
       e.name = cat_str("combine ", op_def(n.op).name);
       const comm::CombineRoute& route = coll_.combines[s.index];
-      e.args = cat_str("\"op\":", trace::json_string(op_def(n.op).name), ",\"combine\":", s.index,
-                       ",\"partials\":", m.partials.size(), ",", box_args(m.out, bytes_of(n, m.out)),
-                       route.collective ? (route.spec.root == comm::kAllMembers ? ",\"collective\":\"all-reduce\""
-                                                                                 : ",\"collective\":\"reduce\"")
-                                        : "");
+      e.args =
+          cat_str("\"op\":", trace::json_string(op_def(n.op).name), ",\"combine\":", s.index,
+                  ",\"partials\":", m.partials.size(), ",", box_args(m.out, bytes_of(n, m.out)),
+                  route.collective ? (route.spec.root == comm::kAllMembers ? ",\"collective\":\"all-reduce\""
+                                                                           : ",\"collective\":\"reduce\"")
+                                   : "");
       break;
     }
   }
@@ -193,12 +192,14 @@ void RankProgram::trace_step(const Step& s, double t0_us, double dur_us) {
 std::string RankProgram::waiting_on() const {
   if (done()) return "nothing";
   if (pc_ == steps().size())
-    return cat_str("the end, for ", trailing_.size(), " collective(s) it contributed to and ", peer_sends_.size(),
-                   " device send(s)");
+    return cat_str("the end, for ", trailing_.size(), " collective(s) it contributed to and ",
+                   peer_sends_.size(), " device send(s)");
   const Step& s = steps()[pc_];
   if (s.kind == Step::Kind::Recv)
-    return cat_str("step ", pc_, ", the receive of transfer ", s.index, " from rank ", g_.transfers[s.index].from);
-  if (s.kind == Step::Kind::Combine) return cat_str("step ", pc_, ", combine ", s.index, " (a partial is missing)");
+    return cat_str("step ", pc_, ", the receive of transfer ", s.index, " from rank ",
+                   g_.transfers[s.index].from);
+  if (s.kind == Step::Kind::Combine)
+    return cat_str("step ", pc_, ", combine ", s.index, " (a partial is missing)");
   return cat_str("step ", pc_);
 }
 
@@ -223,7 +224,8 @@ void RankProgram::find_banded_pairs() {
     if (st.kind != Step::Kind::Run) continue;
     const plan::Block& k = g_.blocks[st.index];
     const Node& w = node(k.node);
-    if (w.op != Op::Correlate || split_.count(k.node) || leaves.count(k.node) || blocks_of[k.node] != 1) continue;
+    if (w.op != Op::Correlate || split_.count(k.node) || leaves.count(k.node) || blocks_of[k.node] != 1)
+      continue;
     const std::vector<size_t>& r = readers[k.node];
     if (r.size() != 1) continue;
     const plan::Block& m = g_.blocks[r[0]];
@@ -275,7 +277,8 @@ void RankProgram::run_banded(size_t b) {
   const bool stream = out_box.volume() * static_cast<int64_t>(dtype_size(n.dtype)) >= (int64_t(32) << 20);
   int u_leaf = -1;
   float c = 0;
-  const bool axpy = stencils.size() == 1 && cpu::axpy_form(block_map_program(n), static_cast<int>(stencils[0].input), u_leaf, c);
+  const bool axpy = stencils.size() == 1 &&
+                    cpu::axpy_form(block_map_program(n), static_cast<int>(stencils[0].input), u_leaf, c);
   std::vector<View> ins(n.inputs.size());
   for (int64_t r0 = 0; r0 < rows; r0 += band) {
     Box cb = k.box;
@@ -290,7 +293,8 @@ void RankProgram::run_banded(size_t b) {
       const Node& w = *st.node;
       const View x = gather(w.inputs[0]->id, st.sig->input_slice(0, wb));
       const View taps = gather(w.inputs[1]->id, st.sig->input_slice(1, wb));
-      if (run_stencil_axpy_into(w, *st.sig, wb, {x, taps}, ins[static_cast<size_t>(u_leaf)], c, out_band, stream))
+      if (run_stencil_axpy_into(w, *st.sig, wb, {x, taps}, ins[static_cast<size_t>(u_leaf)], c, out_band,
+                                stream))
         continue;
     }
     for (Stencil& st : stencils) {
@@ -305,7 +309,8 @@ void RankProgram::run_banded(size_t b) {
       }
       Shape part = st.band->v.shape;
       part[0] = wb.extent(0);
-      const View bv = st.band->v.sliced(std::vector<int64_t>(part.size(), 0), std::vector<int64_t>(part.size(), 1), part);
+      const View bv =
+          st.band->v.sliced(std::vector<int64_t>(part.size(), 0), std::vector<int64_t>(part.size(), 1), part);
       run_block_into(w, *st.sig, wb, {x, taps}, bv);
       ins[st.input] = bv;
     }
@@ -336,7 +341,8 @@ void RankProgram::run(size_t b) {
   }
   std::vector<View> ins;
   ins.reserve(n.inputs.size());
-  for (size_t i = 0; i < n.inputs.size(); ++i) ins.push_back(gather(n.inputs[i]->id, s.input_slice(i, k.box)));
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    ins.push_back(gather(n.inputs[i]->id, s.input_slice(i, k.box)));
   std::shared_ptr<Value> out = run_block(n, s, k.box, ins);
   ++blocks_run_;
   // A partial is no value yet: consumers read the combined result.
@@ -352,7 +358,8 @@ void RankProgram::run_on_device(size_t b) {
   const poly::Signature& s = sig(k.node);
   std::vector<DeviceView> ins;
   ins.reserve(n.inputs.size());
-  for (size_t i = 0; i < n.inputs.size(); ++i) ins.push_back(store_.device(n.inputs[i]->id, s.input_slice(i, k.box)));
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    ins.push_back(store_.device(n.inputs[i]->id, s.input_slice(i, k.box)));
   DeviceView out = run_block(*dev_, n, s, k.box, ins);
   ++blocks_run_;
   ++device_blocks_;
@@ -490,7 +497,8 @@ bool RankProgram::gather_outputs(std::map<uint64_t, std::shared_ptr<Value>>& roo
   const double dur = trace::now_us() - t0;
   move_us_ += dur;
   if (trace::enabled())
-    trace::record({"output", "gather outputs", 0, trace::kComm, t0, dur, cat_str("\"roots\":", g_.roots.size())});
+    trace::record(
+        {"output", "gather outputs", 0, trace::kComm, t0, dur, cat_str("\"roots\":", g_.roots.size())});
   return true;
 }
 
@@ -501,13 +509,14 @@ void RankProgram::keep_outputs() {
     const uint64_t key = keys_.root_key(o.tensor, g_);
     if (!key) continue;
     // Computed on the device: kept there, for the next plan's device blocks.
-    if (dev_ && store_.on_device(o.tensor, o.box)) shards_->put(me_, key, o.box, store_.device(o.tensor, o.box), *dev_);
+    if (dev_ && store_.on_device(o.tensor, o.box))
+      shards_->put(me_, key, o.box, store_.device(o.tensor, o.box), *dev_);
     else shards_->put(me_, key, o.box, gather(o.tensor, o.box));
   }
 }
 
-RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys, const std::vector<DeviceBackend*>& devices,
-                   ShardStore* store) {
+RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys,
+                   const std::vector<DeviceBackend*>& devices, ShardStore* store) {
   internal_check(devices.size() <= 1 || static_cast<int>(devices.size()) == g.num_ranks);
   comm::LoopbackHub hub(g.num_ranks);
   // With devices, slices go from device to device: copies on the device the virtual ranks share,
@@ -518,7 +527,9 @@ RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys, const std
   std::vector<std::unique_ptr<RankProgram>> ranks;
   Progress bar(static_cast<int64_t>(g.blocks.size()));
   for (int r = 0; r < g.num_ranks; ++r) {
-    DeviceBackend* dev = devices.empty() ? nullptr : devices.size() == 1 ? devices[0] : devices[static_cast<size_t>(r)];
+    DeviceBackend* dev = devices.empty()       ? nullptr
+                         : devices.size() == 1 ? devices[0]
+                                               : devices[static_cast<size_t>(r)];
     ranks.push_back(std::make_unique<RankProgram>(g, hub.endpoint(r), keys, dev, store));
     if (peers) ranks.back()->use_device_peers(&peers->endpoint(r));
     ranks.back()->report_progress(&bar, 1);
@@ -530,7 +541,8 @@ RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys, const std
   }
   std::string stuck;
   for (int r = 0; r < g.num_ranks; ++r)
-    if (!ranks[r]->done()) stuck += cat_str(stuck.empty() ? "" : "; ", "rank ", r, " waits at ", ranks[r]->waiting_on());
+    if (!ranks[r]->done())
+      stuck += cat_str(stuck.empty() ? "" : "; ", "rank ", r, " waits at ", ranks[r]->waiting_on());
   if (!stuck.empty()) throw InternalError(cat_str("the plan deadlocks: ", stuck));
   for (auto& p : ranks) p->send_outputs();
   std::map<uint64_t, std::shared_ptr<Value>> values;

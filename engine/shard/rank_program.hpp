@@ -27,14 +27,14 @@
 #include <vector>
 
 #include "engine/comm/collective_plan.hpp"
-#include "engine/device/peers.hpp"
 #include "engine/comm/transport.hpp"
 #include "engine/device/backend.hpp"
-#include "engine/telemetry/progress.hpp"
-#include "engine/shard/rank_store.hpp"
-#include "engine/store/shard_store.hpp"
+#include "engine/device/peers.hpp"
 #include "engine/ir/value.hpp"
 #include "engine/plan/sharded_graph.hpp"
+#include "engine/shard/rank_store.hpp"
+#include "engine/store/shard_store.hpp"
+#include "engine/telemetry/progress.hpp"
 
 namespace tapestry {
 
@@ -43,17 +43,17 @@ namespace tapestry {
 // under that key instead of a node's value; roots[i] != 0 keeps root i's result shards in
 // the store under that key instead of gathering them to rank 0. Empty vectors: none.
 struct StoreKeys {
-  std::vector<uint64_t> initial;  // one per g.initial, or empty
-  std::vector<uint64_t> roots;    // one per g.roots, or empty
+  std::vector<uint64_t> initial;                                           // one per g.initial, or empty
+  std::vector<uint64_t> roots;                                             // one per g.roots, or empty
   uint64_t root_key(uint64_t root_id, const plan::ShardedGraph& g) const;  // 0: gathered
 };
 
 struct RunReport {
-  int64_t blocks = 0;      // blocks run, over all ranks
-  int64_t messages = 0;    // transfers, partials and gathered outputs
-  int64_t bytes = 0;       // their payload
-  double move_s = 0;       // seconds rank 0 (loopback: all ranks) spent moving them
-  int64_t device_blocks = 0;   // of the blocks, those run on a device
+  int64_t blocks = 0;         // blocks run, over all ranks
+  int64_t messages = 0;       // transfers, partials and gathered outputs
+  int64_t bytes = 0;          // their payload
+  double move_s = 0;          // seconds rank 0 (loopback: all ranks) spent moving them
+  int64_t device_blocks = 0;  // of the blocks, those run on a device
   int64_t bytes_to_device = 0, bytes_from_device = 0;  // host <-> device copies
 };
 
@@ -65,8 +65,8 @@ class RankProgram {
   // constructs its program at plan start, before anything that can fail). dev: the rank's
   // device, or nullptr to run every block on the CPU. store: the session's shard store, which
   // `keys` name pieces of (needed when they name any).
-  RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreKeys keys = {}, DeviceBackend* dev = nullptr,
-              ShardStore* store = nullptr);
+  RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreKeys keys = {},
+              DeviceBackend* dev = nullptr, ShardStore* store = nullptr);
 
   // Runs this rank's steps in program order until one must wait (a receive that has not
   // arrived, a combine missing a partial) or all have run; whether any step ran. Checks the
@@ -125,8 +125,8 @@ class RankProgram {
   bool recv(size_t t);
   bool combine(size_t c);
   bool combine_collective(size_t c);
-  View partial_over(size_t c, size_t p);        // partial p of combine c over its region
-  View contribution(size_t c);                  // this rank's input to combine c's collective
+  View partial_over(size_t c, size_t p);  // partial p of combine c over its region
+  View contribution(size_t c);            // this rank's input to combine c's collective
   bool reap_trailing();
   // Device peers: posts this rank's transfers in transfer order while the next one can be
   // posted (a send once its step was reached, a receive at once).
@@ -139,9 +139,9 @@ class RankProgram {
   void hold(uint64_t tensor, poly::Box box, View v) { store_.hold(tensor, std::move(box), std::move(v)); }
   std::string describe(uint64_t tensor) const;
   // Banded pairs: a stencil (Correlate) block whose output only one map block of this rank
-  // reads, exactly, is not run alone (CPU ranks only: a device runs both as kernels). The map block computes it band by band of rows
-  // (run_banded): the stencil's output never exists whole, its input is read in place (only
-  // the band at a seam between held pieces is assembled), and the map writes its output once.
+  // reads, exactly, is not run alone (CPU ranks only: a device runs both as kernels). The map block computes
+  // it band by band of rows (run_banded): the stencil's output never exists whole, its input is read in place
+  // (only the band at a seam between held pieces is assembled), and the map writes its output once.
   void find_banded_pairs();
   void run_banded(size_t b);
   std::unordered_map<size_t, size_t> banded_into_;  // stencil block -> the map block computing it
@@ -166,16 +166,16 @@ class RankProgram {
   std::unordered_map<uint64_t, poly::Signature> sigs_;
   std::unordered_set<uint64_t> split_;  // nodes whose blocks leave partials (they have combines)
   RankStore store_;
-  std::unordered_map<size_t, std::shared_ptr<Value>> partials_;  // block index -> its partial
-  std::unordered_set<size_t> combine_started_;                   // partials sent out
+  std::unordered_map<size_t, std::shared_ptr<Value>> partials_;          // block index -> its partial
+  std::unordered_set<size_t> combine_started_;                           // partials sent out
   std::map<std::pair<size_t, size_t>, std::shared_ptr<Value>> arrived_;  // (combine, block)
-  std::map<size_t, std::shared_ptr<Value>> outputs_in_;           // rank 0: output shards
+  std::map<size_t, std::shared_ptr<Value>> outputs_in_;                  // rank 0: output shards
   comm::CollectivePlan coll_;
   struct Running {
     std::unique_ptr<comm::Collective> handle;
     std::shared_ptr<Value> out;
   };
-  std::map<size_t, Running> running_;                          // combine -> its collective here
+  std::map<size_t, Running> running_;                        // combine -> its collective here
   std::vector<std::unique_ptr<comm::Collective>> trailing_;  // contributed, not yet complete
   struct PeerOp {
     std::unique_ptr<comm::Collective> handle;

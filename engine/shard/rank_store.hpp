@@ -46,8 +46,8 @@ class RankStore {
  private:
   struct Piece {
     poly::Box box;
-    View host;        // buf == nullptr: not on the host
-    DeviceView dev;   // mem == nullptr: not on the device
+    View host;       // buf == nullptr: not on the host
+    DeviceView dev;  // mem == nullptr: not on the device
   };
   std::vector<Piece>& pieces(uint64_t tensor);
   void check_covered(uint64_t tensor, const poly::Box& need, const std::vector<Piece>& ps) const;

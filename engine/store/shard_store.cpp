@@ -27,7 +27,8 @@ void ShardStore::put(int rank, uint64_t key, const poly::Box& box, const View& v
 
 void ShardStore::put(int rank, uint64_t key, const poly::Box& box, const DeviceView& v, DeviceBackend& dev) {
   DeviceView kept = v;
-  if (!v.is_contiguous() || v.layout.offset != 0 || static_cast<int64_t>(v.mem->bytes()) > payload(v.layout)) {
+  if (!v.is_contiguous() || v.layout.offset != 0 ||
+      static_cast<int64_t>(v.mem->bytes()) > payload(v.layout)) {
     kept = device_alloc(dev, v.dtype(), v.shape());
     dev.copy(v, kept);
   }

@@ -43,17 +43,17 @@ class ShardStore {
   std::optional<Found> find_piece(int rank, uint64_t key, const poly::Box& box) const;
   // `box` on the host: a window, or a downloaded copy of a device piece; nullopt otherwise.
   std::optional<View> find(int rank, uint64_t key, const poly::Box& box) const;
-  void drop(uint64_t key);                        // every rank's pieces of it
-  int64_t bytes(int rank, uint64_t key) const;    // payload of its pieces on `rank`
-  int64_t total_bytes() const;                    // everything this process keeps
+  void drop(uint64_t key);                      // every rank's pieces of it
+  int64_t bytes(int rank, uint64_t key) const;  // payload of its pieces on `rank`
+  int64_t total_bytes() const;                  // everything this process keeps
   bool has(uint64_t key) const;
-  int64_t device_bytes() const;                   // of it, in device memory
+  int64_t device_bytes() const;  // of it, in device memory
 
  private:
   struct Piece {
     poly::Box box;
-    View view;                       // host, or the device data's layout (buf null)
-    DeviceView dev;                  // mem set: in device memory
+    View view;       // host, or the device data's layout (buf null)
+    DeviceView dev;  // mem set: in device memory
     DeviceBackend* backend = nullptr;
   };
   const Piece* covering(int rank, uint64_t key, const poly::Box& box) const;  // under mu_

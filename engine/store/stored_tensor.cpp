@@ -1,8 +1,8 @@
 #include "engine/store/stored_tensor.hpp"
 
 #include <map>
-#include <unordered_map>
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "engine/ir/error.hpp"

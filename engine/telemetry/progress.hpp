@@ -10,7 +10,7 @@
 namespace tapestry {
 
 struct ProgressState {
-  double blocks_done = 0;    // may be fractional: an MPI run counts rank 0's share
+  double blocks_done = 0;  // may be fractional: an MPI run counts rank 0's share
   int64_t blocks_total = 0;
   int64_t bytes_moved = 0;
 };

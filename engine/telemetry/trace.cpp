@@ -58,9 +58,11 @@ void write_event(State& s, const Event& e) {
     static const char* const kLanes[] = {"phases", "compute", "comm"};
     for (int t = 0; t < 3; ++t) meta("thread_name", t, {{"name", kLanes[t]}});
   }
-  fprintf(s.file, "%s{\"ph\":\"X\",\"cat\":%s,\"name\":%s,\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{%s}}",
-          s.first ? "" : ",\n", json_string(e.cat).c_str(), json_string(e.name).c_str(), e.pid, e.tid,
-          e.ts_us - s.origin_us, e.dur_us < 0 ? 0.0 : e.dur_us, e.args.c_str());
+  fprintf(
+      s.file,
+      "%s{\"ph\":\"X\",\"cat\":%s,\"name\":%s,\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{%s}}",
+      s.first ? "" : ",\n", json_string(e.cat).c_str(), json_string(e.name).c_str(), e.pid, e.tid,
+      e.ts_us - s.origin_us, e.dur_us < 0 ? 0.0 : e.dur_us, e.args.c_str());
   s.first = false;
 }
 

@@ -22,8 +22,7 @@ template <bool Max, class T> struct Best {
   int64_t i;  // 0-based
 };
 
-template <bool Max, class T>
-Best<Max, T> scan(const T* p, int64_t n, int64_t s, int64_t first) {
+template <bool Max, class T> Best<Max, T> scan(const T* p, int64_t n, int64_t s, int64_t first) {
   Best<Max, T> b{p[0], first};
   for (int64_t i = 1; i < n; ++i) {
     T x = p[i * s];
@@ -78,7 +77,8 @@ template <bool Max, class T> void along(const View& in, int dim, const View& out
   const Dim<2> last = kd.back();
   const bool blocked = last.n > 1 && std::abs(last.s[0]) < std::abs(s);
   if (!blocked) {
-    const int64_t grain = nout * n < kSerialWork ? nout : grain_for(nout, std::max<int64_t>(1, kSerialWork / n));
+    const int64_t grain =
+        nout * n < kSerialWork ? nout : grain_for(nout, std::max<int64_t>(1, kSerialWork / n));
     parallel_for(nout, grain, [&](int64_t lo, int64_t hi, int) {
       Odometer<2> k(kd, lo);
       for (int64_t i = lo; i < hi; ++i, k.advance(1)) o[k.off[1]] = scan<Max>(p + k.off[0], n, s, 0).i + 1;

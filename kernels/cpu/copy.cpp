@@ -35,8 +35,7 @@ void copy_range(const E* src, E* dst, const std::vector<Dim<2>>& dims, int64_t l
 // A transpose (the source's unit-stride dim is not the destination's) goes in square
 // tiles that fit in L1, so neither side is walked one element per cache line.
 // Returns false when the layouts are not of that kind.
-template <class E>
-bool copy_tiled(const E* src, E* dst, const std::vector<Dim<2>>& dims, int64_t n) {
+template <class E> bool copy_tiled(const E* src, E* dst, const std::vector<Dim<2>>& dims, int64_t n) {
   constexpr int64_t B = 64;
   const size_t r = dims.size();
   if (r < 2 || dims[r - 1].s[1] != 1 || dims[r - 1].s[0] == 1) return false;
@@ -66,8 +65,7 @@ bool copy_tiled(const E* src, E* dst, const std::vector<Dim<2>>& dims, int64_t n
   return true;
 }
 
-template <class E>
-void copy_typed(const View& src, const View& dst, int64_t n) {
+template <class E> void copy_typed(const View& src, const View& dst, int64_t n) {
   const auto dims = coalesce<2>(src.shape, {&src.strides, &dst.strides});
   const E* s = reinterpret_cast<const E*>(src.byte_ptr());
   E* d = reinterpret_cast<E*>(dst.byte_ptr());

@@ -27,8 +27,7 @@ void for_rows(const View& out, const Shape& gshape, const std::vector<int64_t>& 
   const int rank = out.rank();
   internal_check(static_cast<int>(gshape.size()) == rank && static_cast<int>(origin.size()) == rank);
   internal_check(out.is_contiguous());
-  for (int d = 0; d < rank; ++d)
-    internal_check(origin[d] >= 0 && origin[d] + out.shape[d] <= gshape[d]);
+  for (int d = 0; d < rank; ++d) internal_check(origin[d] >= 0 && origin[d] + out.shape[d] <= gshape[d]);
   const int64_t n = out.numel();
   if (n == 0) return;
   T* base = out.ptr<T>();
@@ -170,15 +169,14 @@ void generate_typed(Op op, const Attrs& a, const Shape& gshape, const std::vecto
       }
       return;
     }
-    default:
-      internal_check(!"run_generate: not a Generate op");
+    default: internal_check(!"run_generate: not a Generate op");
   }
 }
 
 }  // namespace
 
-void run_generate(Op op, const Attrs& attrs, const Shape& global_shape,
-                  const std::vector<int64_t>& origin, const View& out) {
+void run_generate(Op op, const Attrs& attrs, const Shape& global_shape, const std::vector<int64_t>& origin,
+                  const View& out) {
   dispatch_dtype(out.dtype, [&](auto tag) {
     generate_typed<typename decltype(tag)::type>(op, attrs, global_shape, origin, out);
   });

@@ -56,8 +56,8 @@ void run_matmul(const View& a, const View& b, const View& out);
 
 // Fill `out`, the box of a generated tensor of `global_shape` whose first element
 // sits at `origin` (so a shard computes the same values as the whole).
-void run_generate(Op op, const Attrs& attrs, const Shape& global_shape,
-                  const std::vector<int64_t>& origin, const View& out);
+void run_generate(Op op, const Attrs& attrs, const Shape& global_shape, const std::vector<int64_t>& origin,
+                  const View& out);
 
 // Elementwise copy between two views of the same shape and dtype.
 void copy_view(const View& src, const View& dst);
@@ -75,13 +75,12 @@ struct WindowAxis {
 // x, k and out share a non-bool dtype; each element sums its taps in the same order always.
 // Taps whose weight is exactly 0 are skipped (as scipy.ndimage does): the same sums for finite
 // x, and an inf or NaN under a zero weight does not spread.
-void run_correlate(const View& x, const View& k, const std::vector<int64_t>& origin,
-                   const View& out);
+void run_correlate(const View& x, const View& k, const std::vector<int64_t>& origin, const View& out);
 // out = u + c * correlate(x, k) in one pass, bit for bit the map program Add(u, Mul(c, s)) in
 // f32 over run_correlate's s: a stencil step (heat, diffusion) without its output ever stored.
 // 2-D f32 with a small kernel and u rows contiguous only; false (nothing written) otherwise.
-bool run_correlate_axpy(const View& x, const View& k, const std::vector<int64_t>& origin,
-                        const View& u, float c, const View& out, bool stream);
+bool run_correlate_axpy(const View& x, const View& k, const std::vector<int64_t>& origin, const View& u,
+                        float c, const View& out, bool stream);
 // Whether p (over leaves 0 and 1) is u + c * s with s = leaf s_leaf, in f32, either operand
 // order: then u_leaf and c say what run_correlate_axpy needs.
 bool axpy_form(const MapProgram& p, int s_leaf, int& u_leaf, float& c);
@@ -93,8 +92,8 @@ void run_conv2d(const View& x, const View& w, const WindowAxis& h, const WindowA
                 int64_t out_per_group, int64_t o_origin, const View& out);
 // Max or average over kh x kw windows of NCHW; padding never wins a max and counts as 0 in an
 // average, which always divides by kh*kw. Avg's out is float (x is cast by the builder).
-void run_pool2d(Op op, const View& x, int64_t kh, int64_t kw, const WindowAxis& h,
-                const WindowAxis& wd, const View& out);
+void run_pool2d(Op op, const View& x, int64_t kh, int64_t kw, const WindowAxis& h, const WindowAxis& wd,
+                const View& out);
 
 // Threads used by the kernels (default: hardware concurrency). The pool is the process's: a
 // session sets it from its Config (TAPESTRY_THREADS), before the first kernel when it can.

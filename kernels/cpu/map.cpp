@@ -31,15 +31,14 @@ namespace {
 // with 2,048 elements a*b+c streamed at 23 GB/s on one thread against 34 GB/s at 512
 // (tanh(a*b+c) at 11 against 16 GB/s; see docs/performance.md, W2).
 constexpr int64_t kTile = 512;
-constexpr int64_t kPad = 64;     // the widest vector step (64 bools in a 512-bit register)
+constexpr int64_t kPad = 64;  // the widest vector step (64 bools in a 512-bit register)
 constexpr int64_t kSlotBytes = kTile * 8;
 
 using Kernel = void (*)(void* o, const void* a, const void* b, const void* c, int64_t n);
 
 // ---- One loop per (functor, dtype); restrict lets GCC vectorize without checks. ----
 
-template <class F, class T, class R>
-void unary_loop(R* __restrict o, const T* __restrict a, int64_t n) {
+template <class F, class T, class R> void unary_loop(R* __restrict o, const T* __restrict a, int64_t n) {
   F f;
   for (int64_t i = 0; i < n; ++i) o[i] = f(a[i]);
 }
@@ -49,8 +48,8 @@ void binary_loop(R* __restrict o, const T* __restrict a, const T* __restrict b, 
   for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i]);
 }
 template <class T>
-void where_loop(T* __restrict o, const bool* __restrict c, const T* __restrict a,
-                const T* __restrict b, int64_t n) {
+void where_loop(T* __restrict o, const bool* __restrict c, const T* __restrict a, const T* __restrict b,
+                int64_t n) {
   // Read the mask as bytes and both values first: GCC then vectorizes the select (a
   // blend), where a bool load kept the loop scalar, with an unpredictable branch.
   fn::Where<T> f;
@@ -69,11 +68,9 @@ void unary_kernel(void* o, const void* a, const void*, const void*, int64_t n) {
 template <template <class> class F, class T>
 void binary_kernel(void* o, const void* a, const void* b, const void*, int64_t n) {
   using R = decltype(F<T>{}(T{}, T{}));
-  binary_loop<F<T>, T, R>(static_cast<R*>(o), static_cast<const T*>(a),
-                          static_cast<const T*>(b), n);
+  binary_loop<F<T>, T, R>(static_cast<R*>(o), static_cast<const T*>(a), static_cast<const T*>(b), n);
 }
-template <class T>
-void where_kernel(void* o, const void* c, const void* a, const void* b, int64_t n) {
+template <class T> void where_kernel(void* o, const void* c, const void* a, const void* b, int64_t n) {
   where_loop<T>(static_cast<T*>(o), static_cast<const bool*>(c), static_cast<const T*>(a),
                 static_cast<const T*>(b), n);
 }
@@ -87,8 +84,7 @@ struct Resolved {
   DType out;
 };
 
-template <template <class> class F, int Arity>
-Resolved pick(DType t) {
+template <template <class> class F, int Arity> Resolved pick(DType t) {
   return dispatch_dtype(t, [](auto tag) -> Resolved {
     using T = typename decltype(tag)::type;
     if constexpr (Arity == 1) {
@@ -123,10 +119,8 @@ constexpr bool has_kernel(Op op) {
     TAPESTRY_BINARY_FUNCTORS(TP_CASE)
 #undef TP_CASE
     case Op::Cast:
-    case Op::Where:
-      return true;
-    default:
-      return false;
+    case Op::Where: return true;
+    default: return false;
   }
 }
 
@@ -146,46 +140,36 @@ int arity_of(Op op) {
     TAPESTRY_BINARY_FUNCTORS(TP_CASE)
 #undef TP_CASE
     return 2;
-    case Op::Where:
-      return 3;
-    default:
-      return 1;
+    case Op::Where: return 3;
+    default: return 1;
   }
 }
 
 Resolved resolve(const MapInstr& ins) {
   switch (ins.op) {
 #define TP_CASE(name) \
-  case Op::name:      \
-    return pick<fn::name, 1>(ins.in);
+  case Op::name: return pick<fn::name, 1>(ins.in);
     TAPESTRY_UNARY_FUNCTORS(TP_CASE)
 #undef TP_CASE
 #define TP_CASE(name) \
-  case Op::name:      \
-    return pick<fn::name, 2>(ins.in);
+  case Op::name: return pick<fn::name, 2>(ins.in);
     TAPESTRY_BINARY_FUNCTORS(TP_CASE)
 #undef TP_CASE
-    case Op::Cast:
-      return pick_cast(ins.in, ins.out);
-    case Op::Where:
-      return pick_where(ins.in);
-    default:
-      internal_check(!"run_map: not a Map op");
-      return {};
+    case Op::Cast: return pick_cast(ins.in, ins.out);
+    case Op::Where: return pick_where(ins.in);
+    default: internal_check(!"run_map: not a Map op"); return {};
   }
 }
 
 // ---- Moving elements between views and tiles, by element size. ----
 
-template <class E>
-void fill_run(E* dst, const E* src, int64_t n) {
+template <class E> void fill_run(E* dst, const E* src, int64_t n) {
   E v = *src;
   for (int64_t i = 0; i < n; ++i) dst[i] = v;
 }
 
 template <class E>
-void gather_t(char* dst, const char* base, const std::vector<Dim<1>>& dims, int64_t start,
-              int64_t n) {
+void gather_t(char* dst, const char* base, const std::vector<Dim<1>>& dims, int64_t start, int64_t n) {
   E* d = reinterpret_cast<E*>(dst);
   const E* b = reinterpret_cast<const E*>(base);
   Odometer<1> it(dims, start);
@@ -195,15 +179,15 @@ void gather_t(char* dst, const char* base, const std::vector<Dim<1>>& dims, int6
     const E* src = b + it.off[0];
     if (s == 1) std::memcpy(d + done, src, len * sizeof(E));
     else if (s == 0) fill_run(d + done, src, len);
-    else for (int64_t i = 0; i < len; ++i) d[done + i] = src[i * s];
+    else
+      for (int64_t i = 0; i < len; ++i) d[done + i] = src[i * s];
     done += len;
     it.advance(len);
   }
 }
 
 template <class E>
-void scatter_t(char* base, const char* src, const std::vector<Dim<1>>& dims, int64_t start,
-               int64_t n) {
+void scatter_t(char* base, const char* src, const std::vector<Dim<1>>& dims, int64_t start, int64_t n) {
   E* b = reinterpret_cast<E*>(base);
   const E* s = reinterpret_cast<const E*>(src);
   Odometer<1> it(dims, start);
@@ -217,8 +201,7 @@ void scatter_t(char* base, const char* src, const std::vector<Dim<1>>& dims, int
   }
 }
 
-template <class Fn>
-void by_size(int esize, Fn&& f) {
+template <class Fn> void by_size(int esize, Fn&& f) {
   switch (esize) {
     case 1: return f(uint8_t{});
     case 4: return f(uint32_t{});
@@ -235,10 +218,10 @@ struct Reg {
   RegKind kind = RegKind::Temp;
   DType dtype = DType::F32;
   int esize = 4;
-  const char* base = nullptr;   // Direct, Gather: the leaf's element 0 (offset applied)
-  std::vector<Dim<1>> dims;     // Gather: the leaf's coalesced dims
-  alignas(8) char splat[8]{};   // Splat: one element
-  int slot = -1;                // scratch tile
+  const char* base = nullptr;  // Direct, Gather: the leaf's element 0 (offset applied)
+  std::vector<Dim<1>> dims;    // Gather: the leaf's coalesced dims
+  alignas(8) char splat[8]{};  // Splat: one element
+  int slot = -1;               // scratch tile
 };
 
 struct Step {
@@ -496,8 +479,7 @@ void run_tile(const Program& g, const Scratch& s, std::vector<const char*>& ptr,
       ptr[st.r] = s.slot(r.slot);
       continue;
     }
-    char* dst = (j == last && exact && g.out_direct && !g.stream) ? g.out + start * r.esize
-                                                                   : s.slot(r.slot);
+    char* dst = (j == last && exact && g.out_direct && !g.stream) ? g.out + start * r.esize : s.slot(r.slot);
     st.fn(dst, ptr[st.a], st.b >= 0 ? ptr[st.b] : nullptr, st.c >= 0 ? ptr[st.c] : nullptr, npad);
     ptr[st.r] = dst;
   }

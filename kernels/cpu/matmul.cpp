@@ -31,8 +31,7 @@ struct Operand {
 Operand operand(const View& v, const View& out) {
   const int r = v.rank(), ob = out.rank() - 2;
   internal_check(r >= 2 && r - 2 <= ob);
-  Operand o{v.byte_ptr(), v.shape[r - 2], v.shape[r - 1], v.strides[r - 2], v.strides[r - 1],
-            Strides(ob, 0)};
+  Operand o{v.byte_ptr(), v.shape[r - 2], v.shape[r - 1], v.strides[r - 2], v.strides[r - 1], Strides(ob, 0)};
   for (int i = 0; i < r - 2; ++i) {
     const int d = ob - (r - 2) + i;
     internal_check(v.shape[i] == out.shape[d] || v.shape[i] == 1);
@@ -71,8 +70,8 @@ int matmul_threads() { return std::max(1, std::min(num_threads(), openblas_get_n
 // c = a @ b on oneDNN, one thread per piece: the larger of c's row and column ranges is cut
 // into pieces run on the pool. (oneDNN's own OpenMP threads spin at barriers, which stalls
 // them whenever another process shares the cores; the pool's threads block instead.)
-void sgemm_dnnl(const BlasMat& la, const BlasMat& lb, int64_t n, int64_t m, int64_t k,
-                const float* a, const float* b, float* c, int threads) {
+void sgemm_dnnl(const BlasMat& la, const BlasMat& lb, int64_t n, int64_t m, int64_t k, const float* a,
+                const float* b, float* c, int threads) {
   const char ta = la.trans == CblasTrans ? 'T' : 'N', tb = lb.trans == CblasTrans ? 'T' : 'N';
   const bool by_rows = n >= m;
   // Column pieces are multiples of 16 floats so that no cache line of c is shared.
@@ -97,8 +96,7 @@ void sgemm_dnnl(const BlasMat& la, const BlasMat& lb, int64_t n, int64_t m, int6
         pc += i0;
         pm = i1 - i0;
       }
-      const dnnl_status_t st =
-          dnnl_sgemm(ta, tb, pn, pm, k, 1.0f, pa, la.ld, pb, lb.ld, 0.0f, pc, m);
+      const dnnl_status_t st = dnnl_sgemm(ta, tb, pn, pm, k, 1.0f, pa, la.ld, pb, lb.ld, 0.0f, pc, m);
       internal_check(st == dnnl_success);
     }
   };
@@ -114,38 +112,40 @@ bool as_gemv(Gemv gemv, const BlasMat& la, const BlasMat& lb, int64_t n, int64_t
              const T* b, T* c) {
   if (m == 1) {  // c = op(a) x, with x the k x 1 column of b
     const int incx = lb.trans == CblasNoTrans ? int(lb.ld) : 1;
-    if (la.trans == CblasNoTrans) gemv(CblasRowMajor, CblasNoTrans, int(n), int(k), T(1), a, int(la.ld), b, incx, T(0), c, 1);
+    if (la.trans == CblasNoTrans)
+      gemv(CblasRowMajor, CblasNoTrans, int(n), int(k), T(1), a, int(la.ld), b, incx, T(0), c, 1);
     else gemv(CblasRowMajor, CblasTrans, int(k), int(n), T(1), a, int(la.ld), b, incx, T(0), c, 1);
     return true;
   }
   if (n == 1) {  // c = op(b)^T x, with x the 1 x k row of a
     const int incx = la.trans == CblasNoTrans ? 1 : int(la.ld);
-    if (lb.trans == CblasNoTrans) gemv(CblasRowMajor, CblasTrans, int(k), int(m), T(1), b, int(lb.ld), a, incx, T(0), c, 1);
+    if (lb.trans == CblasNoTrans)
+      gemv(CblasRowMajor, CblasTrans, int(k), int(m), T(1), b, int(lb.ld), a, incx, T(0), c, 1);
     else gemv(CblasRowMajor, CblasNoTrans, int(m), int(k), T(1), b, int(lb.ld), a, incx, T(0), c, 1);
     return true;
   }
   return false;
 }
 
-void gemm(float, const BlasMat& la, const BlasMat& lb, int64_t n, int64_t m, int64_t k,
-          const char* a, const char* b, char* c, int threads) {
+void gemm(float, const BlasMat& la, const BlasMat& lb, int64_t n, int64_t m, int64_t k, const char* a,
+          const char* b, char* c, int threads) {
   const auto* fa = reinterpret_cast<const float*>(a);
   const auto* fb = reinterpret_cast<const float*>(b);
   auto* fc = reinterpret_cast<float*>(c);
   if (as_gemv<float>(cblas_sgemv, la, lb, n, m, k, fa, fb, fc)) return;
   // Below 128^3 OpenBLAS's lighter set-up wins (oneDNN takes 2.4x as long at 32^3).
   if (n * m * k >= (int64_t(1) << 21)) return sgemm_dnnl(la, lb, n, m, k, fa, fb, fc, threads);
-  cblas_sgemm(CblasRowMajor, la.trans, lb.trans, int(n), int(m), int(k), 1.0f, fa, int(la.ld),
-              fb, int(lb.ld), 0.0f, fc, int(m));
+  cblas_sgemm(CblasRowMajor, la.trans, lb.trans, int(n), int(m), int(k), 1.0f, fa, int(la.ld), fb, int(lb.ld),
+              0.0f, fc, int(m));
 }
-void gemm(double, const BlasMat& la, const BlasMat& lb, int64_t n, int64_t m, int64_t k,
-          const char* a, const char* b, char* c, int) {
+void gemm(double, const BlasMat& la, const BlasMat& lb, int64_t n, int64_t m, int64_t k, const char* a,
+          const char* b, char* c, int) {
   if (as_gemv<double>(cblas_dgemv, la, lb, n, m, k, reinterpret_cast<const double*>(a),
                       reinterpret_cast<const double*>(b), reinterpret_cast<double*>(c)))
     return;
   cblas_dgemm(CblasRowMajor, la.trans, lb.trans, int(n), int(m), int(k), 1.0,
-              reinterpret_cast<const double*>(a), int(la.ld), reinterpret_cast<const double*>(b),
-              int(lb.ld), 0.0, reinterpret_cast<double*>(c), int(m));
+              reinterpret_cast<const double*>(a), int(la.ld), reinterpret_cast<const double*>(b), int(lb.ld),
+              0.0, reinterpret_cast<double*>(c), int(m));
 }
 
 // A contiguous copy of v when its rows are not (the naive loop walks b's rows).
@@ -159,8 +159,8 @@ View rows_ready(const View& v, std::shared_ptr<Value>& keep) {
 
 // c (n x m, contiguous) = a @ b for integer and bool T: sums wrap, bool is OR of ANDs.
 template <class T>
-void naive(const T* a, int64_t sar, int64_t sac, const T* b, int64_t sbr, int64_t sbc, T* c,
-           int64_t n, int64_t m, int64_t k, int64_t i0, int64_t i1) {
+void naive(const T* a, int64_t sar, int64_t sac, const T* b, int64_t sbr, int64_t sbc, T* c, int64_t n,
+           int64_t m, int64_t k, int64_t i0, int64_t i1) {
   fn::Add<T> add;
   fn::Mul<T> mul;
   internal_check(sbc == 1 || m == 1);
@@ -176,8 +176,7 @@ void naive(const T* a, int64_t sar, int64_t sac, const T* b, int64_t sbr, int64_
   }
 }
 
-template <class T>
-void matmul_typed(const View& a0, const View& b0, const View& out) {
+template <class T> void matmul_typed(const View& a0, const View& b0, const View& out) {
   const int r = out.rank();
   const int64_t n = out.shape[r - 2], m = out.shape[r - 1];
   const int64_t k = a0.shape[a0.rank() - 1];
@@ -217,8 +216,8 @@ void matmul_typed(const View& a0, const View& b0, const View& out) {
         internal_check(la.ok && lb.ok && la.ld < INT_MAX && lb.ld < INT_MAX);
         gemm(T{}, la, lb, n, m, k, pa, pb, pc, threads);
       } else {
-        naive<T>(reinterpret_cast<const T*>(pa), oa.srow, oa.scol, reinterpret_cast<const T*>(pb),
-                 ob.srow, ob.scol, reinterpret_cast<T*>(pc), n, m, k, 0, n);
+        naive<T>(reinterpret_cast<const T*>(pa), oa.srow, oa.scol, reinterpret_cast<const T*>(pb), ob.srow,
+                 ob.scol, reinterpret_cast<T*>(pc), n, m, k, 0, n);
       }
     }
   };

@@ -26,8 +26,7 @@ namespace {
 constexpr int64_t kChunk = int64_t(1) << 14;  // 64 KiB of f32: a chunk's merge is noise
 constexpr int kLanes = 16;
 
-template <class T>
-Moments chunk_moments(const T* p, int64_t n) {
+template <class T> Moments chunk_moments(const T* p, int64_t n) {
   const double x0 = static_cast<double>(p[0]);
   // Two sums a lane (s, q) in 16 lanes: eight AVX2 registers.
   double s[kLanes] = {}, q[kLanes] = {};
@@ -51,8 +50,10 @@ Moments chunk_moments(const T* p, int64_t n) {
       q2 = _mm256_fmadd_pd(d2, d2, q2);
       q3 = _mm256_fmadd_pd(d3, d3, q3);
     }
-    _mm256_storeu_pd(s, s0), _mm256_storeu_pd(s + 4, s1), _mm256_storeu_pd(s + 8, s2), _mm256_storeu_pd(s + 12, s3);
-    _mm256_storeu_pd(q, q0), _mm256_storeu_pd(q + 4, q1), _mm256_storeu_pd(q + 8, q2), _mm256_storeu_pd(q + 12, q3);
+    _mm256_storeu_pd(s, s0), _mm256_storeu_pd(s + 4, s1), _mm256_storeu_pd(s + 8, s2),
+        _mm256_storeu_pd(s + 12, s3);
+    _mm256_storeu_pd(q, q0), _mm256_storeu_pd(q + 4, q1), _mm256_storeu_pd(q + 8, q2),
+        _mm256_storeu_pd(q + 12, q3);
   }
 #endif
   for (; i + kLanes <= n; i += kLanes) {
@@ -92,15 +93,13 @@ Moments chunk_moments(const T* p, int64_t n) {
   return m;
 }
 
-template <class T>
-Moments row_moments(const T* p, int64_t n) {
+template <class T> Moments row_moments(const T* p, int64_t n) {
   Moments acc;
   for (int64_t c = 0; c < n; c += kChunk) merge_moments(acc, chunk_moments(p + c, std::min(kChunk, n - c)));
   return acc;
 }
 
-template <class T>
-void moments_typed(const T* p, int64_t rows, int64_t len, Moments* out) {
+template <class T> void moments_typed(const T* p, int64_t rows, int64_t len, Moments* out) {
   if (rows == 1) {  // one row: its chunks in parallel, merged in order
     const int64_t nchunks = (len + kChunk - 1) / kChunk;
     std::vector<Moments> part(static_cast<size_t>(nchunks));

@@ -33,7 +33,7 @@ struct RDim {
 };
 
 constexpr int kLanes = 16;
-constexpr int64_t kBlock = 512;         // outputs accumulated together (outer-reduced)
+constexpr int64_t kBlock = 512;           // outputs accumulated together (outer-reduced)
 constexpr int64_t kSerialWork = 1 << 15;  // inputs below which one thread reduces
 constexpr int64_t kChunkWork = 1 << 14;   // least inputs per partial chunk
 constexpr int64_t kMaxChunks = 64;
@@ -42,8 +42,7 @@ constexpr int64_t kMaxChunks = 64;
 constexpr int64_t kSplitBelow = 32;
 
 // Folds n elements at stride s.
-template <class R, class T>
-typename R::A fold_run(const T* p, int64_t n, int64_t s) {
+template <class R, class T> typename R::A fold_run(const T* p, int64_t n, int64_t s) {
   using A = typename R::A;
   A acc = R::init();
   int64_t i = 0;
@@ -73,8 +72,7 @@ std::vector<Dim<2>> as_dims(const std::vector<RDim>& ds) {
   return out;
 }
 
-template <class R, class T, class O>
-class Reducer {
+template <class R, class T, class O> class Reducer {
  public:
   using A = typename R::A;
 
@@ -143,8 +141,8 @@ class Reducer {
  private:
   // Too few outputs to share out: cut the longest reduced dim into chunks, reduce each
   // into a partial result (a new kept dim), then fold the partials in chunk order.
-  static void split(const T* in, O* out, const std::vector<RDim>& dims,
-                    const std::vector<RDim>& kept, int64_t nout, int64_t total) {
+  static void split(const T* in, O* out, const std::vector<RDim>& dims, const std::vector<RDim>& kept,
+                    int64_t nout, int64_t total) {
     size_t di = 0;
     int64_t best = 0;
     for (size_t i = 0; i < dims.size(); ++i) {
@@ -188,11 +186,9 @@ class Reducer {
 // Sorts dims by input stride, densest last (a stable sort keeps row-major order among
 // equals), and merges neighbours that are one run for both input and output.
 std::vector<RDim> normalize(std::vector<RDim> dims) {
-  dims.erase(std::remove_if(dims.begin(), dims.end(), [](const RDim& d) { return d.n == 1; }),
-             dims.end());
-  std::stable_sort(dims.begin(), dims.end(), [](const RDim& a, const RDim& b) {
-    return std::abs(a.sin) > std::abs(b.sin);
-  });
+  dims.erase(std::remove_if(dims.begin(), dims.end(), [](const RDim& d) { return d.n == 1; }), dims.end());
+  std::stable_sort(dims.begin(), dims.end(),
+                   [](const RDim& a, const RDim& b) { return std::abs(a.sin) > std::abs(b.sin); });
   std::vector<RDim> out;
   for (const RDim& d : dims) {
     if (!out.empty()) {
@@ -222,8 +218,7 @@ void reduce_typed(const View& in, const std::vector<RDim>& dims, const View& out
       View o = out;
       auto od = coalesce<1>(o.shape, {&o.strides});
       Odometer<1> it(od, 0);
-      for (int64_t i = 0; i < nout; ++i, it.advance(1))
-        o.ptr<O>()[it.off[0]] = static_cast<O>(R::init());
+      for (int64_t i = 0; i < nout; ++i, it.advance(1)) o.ptr<O>()[it.off[0]] = static_cast<O>(R::init());
     });
     return;
   }
@@ -248,8 +243,7 @@ void reduce_typed(const View& in, const std::vector<RDim>& dims, const View& out
 // Every element of a contiguous input into one output, below the size Reducer::run would
 // split: the one fold it would do (join(init, fold_run)), without building its dims. A dot
 // product observed in a loop of small observations takes this path.
-template <Monoid M, class T>
-void fold_all(const View& in, const View& out) {
+template <Monoid M, class T> void fold_all(const View& in, const View& out) {
   using R = fn::Fold<M, T>;
   using A = typename R::A;
   const A acc = R::join(R::init(), fold_run<R>(in.ptr<T>(), in.numel(), 1));
@@ -265,8 +259,7 @@ void fold_all(const View& in, const View& out) {
   }
 }
 
-template <Monoid M>
-void reduce_monoid(const View& in, const std::vector<int>& dims, const View& out) {
+template <Monoid M> void reduce_monoid(const View& in, const std::vector<int>& dims, const View& out) {
   // Small and whole: no dims to build (fold_all).
   if (out.numel() == 1 && in.numel() > 0 && in.numel() < kSerialWork && in.is_contiguous()) {
     dispatch_dtype(in.dtype, [&](auto tag) { fold_all<M, typename decltype(tag)::type>(in, out); });

@@ -26,8 +26,7 @@ namespace {
 
 // Accumulators: f64 for floats; unsigned 64-bit for integers, so that overflow wraps as the
 // other integer kernels do, without signed-overflow UB.
-template <class T>
-using Acc = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
+template <class T> using Acc = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
 
 template <class T> Acc<T> widen(T v) {
   if constexpr (std::is_floating_point_v<T>) return static_cast<double>(v);
@@ -51,8 +50,7 @@ void valid_range(int64_t n, int64_t stride, int64_t off, int64_t size, int64_t& 
 // the last dim adds x[row, y + r + origin] * k over the valid y. Taps run in row-major order for
 // every element, so a block computes bit for bit what the whole tensor does.
 template <class T>
-void correlate_typed(const View& x, const View& k, const std::vector<int64_t>& origin,
-                     const View& out) {
+void correlate_typed(const View& x, const View& k, const std::vector<int64_t>& origin, const View& out) {
   const int r = out.rank();
   const int64_t ow = out.shape[r - 1], xw = x.shape[r - 1], kw = k.shape[r - 1];
   const int64_t rows = out.numel() / ow, ktaps = k.numel() / kw;
@@ -113,7 +111,7 @@ struct AxpyEpilogue {
   const float* u;  // row-major rows of out's shape
   int64_t u_row;   // u's row stride
   float c;
-  bool stream;     // out is far larger than the caches: streaming stores
+  bool stream;  // out is far larger than the caches: streaming stores
 };
 
 // u + c * s with the product rounded on its own, as the map's separate Mul and Add passes do
@@ -128,8 +126,8 @@ inline float axpy_one(float u, float c, float s) {
   return _mm_cvtss_f32(_mm_add_ss(_mm_set_ss(u), rounded_product(_mm_set_ss(c), _mm_set_ss(s))));
 }
 
-void correlate2d_f32(const View& x, const View& k, const std::vector<int64_t>& origin,
-                     const View& out, const AxpyEpilogue* ep = nullptr) {
+void correlate2d_f32(const View& x, const View& k, const std::vector<int64_t>& origin, const View& out,
+                     const AxpyEpilogue* ep = nullptr) {
   const int64_t oh = out.shape[0], ow = out.shape[1], xh = x.shape[0], xw = x.shape[1];
   const int64_t kh = k.shape[0], kw = k.shape[1], sx = x.strides[0];
   const int64_t o0 = origin[0], o1 = origin[1];
@@ -242,8 +240,7 @@ int64_t channel_base(const ConvGeom& g, int64_t o) {
 }
 
 // Direct loop for integers (and the reference the BLAS path is tested against).
-template <class T>
-void conv_direct(const View& x, const View& w, const ConvGeom& g, const View& out) {
+template <class T> void conv_direct(const View& x, const View& w, const ConvGeom& g, const View& out) {
   const T* xp = x.ptr<T>();
   const T* wp = w.ptr<T>();
   T* op = out.ptr<T>();
@@ -260,10 +257,9 @@ void conv_direct(const View& x, const View& w, const ConvGeom& g, const View& ou
               for (int64_t j = 0; j < g.KW; ++j) {
                 const int64_t ix = g.w.stride * ox + g.w.dilation * j + g.w.origin;
                 if (ix < 0 || ix >= g.W) continue;
-                const T xv = xp[n * x.strides[0] + (cb + c) * x.strides[1] + iy * x.strides[2] +
-                                ix * x.strides[3]];
-                const T wv = wp[o * w.strides[0] + c * w.strides[1] + i * w.strides[2] +
-                                j * w.strides[3]];
+                const T xv =
+                    xp[n * x.strides[0] + (cb + c) * x.strides[1] + iy * x.strides[2] + ix * x.strides[3]];
+                const T wv = wp[o * w.strides[0] + c * w.strides[1] + i * w.strides[2] + j * w.strides[3]];
                 acc += widen<T>(xv) * widen<T>(wv);
               }
             }
@@ -278,18 +274,17 @@ void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, 
           int64_t ldc) {
   if constexpr (std::is_same_v<T, float>)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-                static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f,
-                c, static_cast<int>(ldc));
+                static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f, c,
+                static_cast<int>(ldc));
   else
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-                static_cast<int>(k), 1.0, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0,
-                c, static_cast<int>(ldc));
+                static_cast<int>(k), 1.0, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0, c,
+                static_cast<int>(ldc));
 }
 
 // im2col + gemm: per image and group, a [Cg*KH*KW, rows*OW] column matrix of a band of output
 // rows (bounded so it stays a few MiB), then out[o-range, band] = w[o-range, :] @ cols.
-template <class T>
-void conv_blas(const View& x, const View& w, const ConvGeom& g, const View& out) {
+template <class T> void conv_blas(const View& x, const View& w, const ConvGeom& g, const View& out) {
   std::shared_ptr<Value> wc;  // BLAS reads w as a dense [O, Cg*KH*KW] matrix
   const T* wp = w.ptr<T>();
   if (!w.is_contiguous()) {
@@ -298,7 +293,8 @@ void conv_blas(const View& x, const View& w, const ConvGeom& g, const View& out)
     wp = wc->data<T>();
   }
   const int64_t K = g.Cg * g.KH * g.KW;
-  const int64_t band = std::max<int64_t>(1, std::min(g.OH, (int64_t{1} << 21) / std::max<int64_t>(1, K * g.OW)));
+  const int64_t band =
+      std::max<int64_t>(1, std::min(g.OH, (int64_t{1} << 21) / std::max<int64_t>(1, K * g.OW)));
   std::vector<T> cols(static_cast<size_t>(K * band * g.OW));
   const T* xp = x.ptr<T>();
   T* op = out.ptr<T>();
@@ -350,8 +346,8 @@ template <class T> T max_nan(T best, T v) {
 }
 
 template <class T>
-void pool_typed(Op op, const View& x, int64_t kh, int64_t kw, const WindowAxis& h,
-                const WindowAxis& wd, const View& out) {
+void pool_typed(Op op, const View& x, int64_t kh, int64_t kw, const WindowAxis& h, const WindowAxis& wd,
+                const View& out) {
   const int64_t N = out.shape[0], C = out.shape[1], OH = out.shape[2], OW = out.shape[3];
   const int64_t H = x.shape[2], W = x.shape[3];
   const T* xp = x.ptr<T>();
@@ -399,27 +395,27 @@ bool axpy_form(const MapProgram& p, int s_leaf, int& u_leaf, float& c) {
   const MapInstr &k = p.instrs[0], &mul = p.instrs[1], &add = p.instrs[2];
   const int kreg = L, mreg = L + 1;
   u_leaf = 1 - s_leaf;
-  auto is = [](const MapInstr& in, int x, int y) { return (in.a == x && in.b == y) || (in.a == y && in.b == x); };
+  auto is = [](const MapInstr& in, int x, int y) {
+    return (in.a == x && in.b == y) || (in.a == y && in.b == x);
+  };
   if (k.op != Op::Full || mul.op != Op::Mul || add.op != Op::Add) return false;
   if (!is(mul, kreg, s_leaf) || !is(add, u_leaf, mreg)) return false;
   c = static_cast<float>(k.real);
   return true;
 }
 
-bool run_correlate_axpy(const View& x, const View& k, const std::vector<int64_t>& origin,
-                        const View& u, float c, const View& out, bool stream) {
-  if (x.dtype != DType::F32 || k.dtype != DType::F32 || u.dtype != DType::F32 ||
-      out.dtype != DType::F32 || out.rank() != 2 || !out.is_contiguous() ||
-      static_cast<int>(origin.size()) != 2 || !correlate2d_f32_fits(x, k, out) ||
-      u.shape != out.shape || u.strides[1] != 1 || out.numel() == 0)
+bool run_correlate_axpy(const View& x, const View& k, const std::vector<int64_t>& origin, const View& u,
+                        float c, const View& out, bool stream) {
+  if (x.dtype != DType::F32 || k.dtype != DType::F32 || u.dtype != DType::F32 || out.dtype != DType::F32 ||
+      out.rank() != 2 || !out.is_contiguous() || static_cast<int>(origin.size()) != 2 ||
+      !correlate2d_f32_fits(x, k, out) || u.shape != out.shape || u.strides[1] != 1 || out.numel() == 0)
     return false;
   const AxpyEpilogue ep{u.ptr<float>(), u.strides[0], c, stream};
   correlate2d_f32(x, k, origin, out, &ep);
   return true;
 }
 
-void run_correlate(const View& x, const View& k, const std::vector<int64_t>& origin,
-                   const View& out) {
+void run_correlate(const View& x, const View& k, const std::vector<int64_t>& origin, const View& out) {
   internal_check(x.rank() == out.rank() && k.rank() == out.rank() && out.rank() >= 1 &&
                  static_cast<int>(origin.size()) == out.rank() && out.is_contiguous());
   internal_check(x.dtype == out.dtype && k.dtype == out.dtype);
@@ -440,8 +436,9 @@ void run_conv2d(const View& x, const View& w, const WindowAxis& h, const WindowA
                 int64_t out_per_group, int64_t o_origin, const View& out) {
   internal_check(x.rank() == 4 && w.rank() == 4 && out.rank() == 4 && out.is_contiguous());
   internal_check(x.dtype == out.dtype && w.dtype == out.dtype && w.shape[0] == out.shape[1]);
-  const ConvGeom g{out.shape[0], out.shape[1], out.shape[2], out.shape[3], w.shape[1], w.shape[2],
-                   w.shape[3], x.shape[2], x.shape[3], h, wd, out_per_group, o_origin};
+  const ConvGeom g{out.shape[0], out.shape[1],  out.shape[2], out.shape[3], w.shape[1],
+                   w.shape[2],   w.shape[3],    x.shape[2],   x.shape[3],   h,
+                   wd,           out_per_group, o_origin};
   if (out.numel() == 0) return;
   dispatch_dtype(out.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -451,8 +448,8 @@ void run_conv2d(const View& x, const View& w, const WindowAxis& h, const WindowA
   });
 }
 
-void run_pool2d(Op op, const View& x, int64_t kh, int64_t kw, const WindowAxis& h,
-                const WindowAxis& wd, const View& out) {
+void run_pool2d(Op op, const View& x, int64_t kh, int64_t kw, const WindowAxis& h, const WindowAxis& wd,
+                const View& out) {
   internal_check(x.rank() == 4 && out.rank() == 4 && out.is_contiguous() && x.dtype == out.dtype);
   if (out.numel() == 0) return;
   dispatch_dtype(out.dtype, [&](auto tag) {

@@ -41,8 +41,8 @@ inline size_t size_class(size_t bytes) {
 
 struct AllocatorStats {
   int64_t raw_allocs = 0, raw_frees = 0;  // calls into the raw allocator
-  int64_t hits = 0;                        // allocations served from a free list
-  size_t in_use = 0, cached = 0;           // bytes (by size class)
+  int64_t hits = 0;                       // allocations served from a free list
+  size_t in_use = 0, cached = 0;          // bytes (by size class)
 };
 
 class CachingAllocator {

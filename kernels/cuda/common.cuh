@@ -17,7 +17,7 @@
 
 namespace tapestry::cuda {
 
-constexpr int kMaxDims = 8;     // coalesced dims; views of higher rank are rare and checked
+constexpr int kMaxDims = 8;  // coalesced dims; views of higher rank are rare and checked
 constexpr int kThreads = 256;
 
 // Row-major dims and K operands' strides; offset(i, k) is operand k's element offset of flat i.
@@ -36,8 +36,7 @@ template <int K> struct Strided {
   }
 };
 
-template <int K>
-Strided<K> make_strided(const Shape& shape, const std::array<const Strides*, K>& strides) {
+template <int K> Strided<K> make_strided(const Shape& shape, const std::array<const Strides*, K>& strides) {
   const auto dims = cpu::coalesce<K>(shape, strides);
   user_check(dims.size() <= size_t(kMaxDims), "CUDA kernels take views of at most ", kMaxDims,
              " non-mergeable dims, got ", dims.size());
@@ -55,7 +54,7 @@ inline int blocks_for(int64_t n) {
   const int64_t b = (n + kThreads - 1) / kThreads;
   return static_cast<int>(b < 1 ? 1 : (b > 65535 * 4 ? 65535 * 4 : b));
 }
-#define TP_GRID_LOOP(i, n)                                                        \
+#define TP_GRID_LOOP(i, n)                                                  \
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
        i += int64_t(gridDim.x) * blockDim.x)
 

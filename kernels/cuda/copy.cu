@@ -38,15 +38,15 @@ void copy_view(const DView& src, const DView& dst) {
   switch (w) {
     case 1:
       copy_kernel<<<blocks_for(n), kThreads, 0, cx.s()>>>(static_cast<const uint8_t*>(src.data),
-                                                         static_cast<uint8_t*>(dst.data), st, n);
+                                                          static_cast<uint8_t*>(dst.data), st, n);
       break;
     case 4:
       copy_kernel<<<blocks_for(n), kThreads, 0, cx.s()>>>(static_cast<const uint32_t*>(src.data),
-                                                         static_cast<uint32_t*>(dst.data), st, n);
+                                                          static_cast<uint32_t*>(dst.data), st, n);
       break;
     default:
       copy_kernel<<<blocks_for(n), kThreads, 0, cx.s()>>>(static_cast<const uint64_t*>(src.data),
-                                                         static_cast<uint64_t*>(dst.data), st, n);
+                                                          static_cast<uint64_t*>(dst.data), st, n);
   }
   check_launch("copy kernel");
 }

@@ -68,20 +68,20 @@ struct DView {
 DView dview(void* data, DType t, const Shape& shape);  // contiguous row-major
 
 // --- copies (copy.cu) --------------------------------------------------------------------
-void copy_view(const DView& src, const DView& dst);       // same shape and dtype, any strides
-void to_device(const View& host, const DView& dst);       // dst contiguous; host any strides
-void to_host(const DView& src, const View& host);         // src any strides; host contiguous
+void copy_view(const DView& src, const DView& dst);  // same shape and dtype, any strides
+void to_device(const View& host, const DView& dst);  // dst contiguous; host any strides
+void to_host(const DView& src, const View& host);    // src any strides; host contiguous
 
 // --- kernels, one family per .cu ---------------------------------------------------------
 // map.cu: the fused elementwise program of cpu::MapProgram, leaves on the device.
 using MapProgram = MapProgramOf<DView>;
 void run_map(const MapProgram& p, const DView& out);
 // out[i] = op(a[i], b[i], c[i]) over n contiguous elements (a one-instruction program).
-void map_on_device(Op op, DType in, DType out_dtype, const void* a, const void* b, const void* c,
-                   void* out, int64_t n);
+void map_on_device(Op op, DType in, DType out_dtype, const void* a, const void* b, const void* c, void* out,
+                   int64_t n);
 // The same on host arrays, copied to and from the device (for tests). False without a device.
-bool map_through_device(Op op, DType in, DType out_dtype, const void* a, const void* b,
-                        const void* c, void* out, int64_t n);
+bool map_through_device(Op op, DType in, DType out_dtype, const void* a, const void* b, const void* c,
+                        void* out, int64_t n);
 
 // reduce.cu: as cpu::run_reduce (floats accumulate in f64, ints in i64).
 void run_reduce(Op op, const DView& in, const std::vector<int>& dims, const DView& out);
@@ -89,11 +89,10 @@ void run_argreduce(Op op, const DView& in, int dim, const DView& out);  // ArgMa
 // matmul.cu: cuBLAS for f32/f64 (strided batched when the batch is regular); a kernel for ints.
 void run_matmul(const DView& a, const DView& b, const DView& out);
 // generate.cu: the same Philox streams as the CPU, so a tensor generated on either matches.
-void run_generate(Op op, const Attrs& attrs, const Shape& global_shape,
-                  const std::vector<int64_t>& origin, const DView& out);
+void run_generate(Op op, const Attrs& attrs, const Shape& global_shape, const std::vector<int64_t>& origin,
+                  const DView& out);
 // window.cu: as kernels/cpu/window.cpp.
-void run_correlate(const DView& x, const DView& k, const std::vector<int64_t>& origin,
-                   const DView& out);
+void run_correlate(const DView& x, const DView& k, const std::vector<int64_t>& origin, const DView& out);
 void run_conv2d(const DView& x, const DView& w, const cpu::WindowAxis& h, const cpu::WindowAxis& wd,
                 int64_t out_per_group, int64_t o_origin, const DView& out);
 void run_pool2d(Op op, const DView& x, int64_t kh, int64_t kw, const cpu::WindowAxis& h,

@@ -129,35 +129,28 @@ DView dview(void* data, DType t, const Shape& shape) {
 
 bool cuda_supports(Op op, DType dtype) {
   switch (op_def(op).kind) {
-    case OpKind::Map:
-      return true;  // every functor compiles for all five dtypes
+    case OpKind::Map: return true;  // every functor compiles for all five dtypes
     case OpKind::Reduce:
     case OpKind::ArgReduce:
     case OpKind::Fused:  // a map program, optionally reduced: run_map then run_reduce
     case OpKind::View:   // data movement: copy_view
     case OpKind::Cat:
-    case OpKind::Write:
-      return true;
-    case OpKind::Generate:
-      return (op != Op::Rand && op != Op::Randn) || is_float(dtype);
-    default:
-      break;
+    case OpKind::Write: return true;
+    case OpKind::Generate: return (op != Op::Rand && op != Op::Randn) || is_float(dtype);
+    default: break;
   }
   switch (op) {
     case Op::Matmul:
     case Op::Correlate:
-    case Op::Conv2d:
-      return dtype != DType::Bool || op == Op::Matmul;
+    case Op::Conv2d: return dtype != DType::Bool || op == Op::Matmul;
     case Op::MaxPool2d:
-    case Op::AvgPool2d:
-      return dtype != DType::Bool;
-    default:
-      return false;  // gathers, scatters, sorts: the block runs on the CPU
+    case Op::AvgPool2d: return dtype != DType::Bool;
+    default: return false;  // gathers, scatters, sorts: the block runs on the CPU
   }
 }
 
-bool map_through_device(Op op, DType in, DType out_dtype, const void* a, const void* b,
-                        const void* c, void* out, int64_t n) {
+bool map_through_device(Op op, DType in, DType out_dtype, const void* a, const void* b, const void* c,
+                        void* out, int64_t n) {
   if (cuda_device_count() == 0) return false;
   const size_t isz = dtype_size(in), osz = dtype_size(out_dtype);
   const size_t asz = op == Op::Where ? 1 : isz;  // Where's condition is bool
@@ -166,8 +159,7 @@ bool map_through_device(Op op, DType in, DType out_dtype, const void* a, const v
   check(cudaMemcpyAsync(da.get(), a, asz * n, cudaMemcpyHostToDevice, cx.s()), "copy a");
   if (b) check(cudaMemcpyAsync(db.get(), b, isz * n, cudaMemcpyHostToDevice, cx.s()), "copy b");
   if (c) check(cudaMemcpyAsync(dc.get(), c, isz * n, cudaMemcpyHostToDevice, cx.s()), "copy c");
-  map_on_device(op, in, out_dtype, da.get(), b ? db.get() : nullptr, c ? dc.get() : nullptr,
-                dout.get(), n);
+  map_on_device(op, in, out_dtype, da.get(), b ? db.get() : nullptr, c ? dc.get() : nullptr, dout.get(), n);
   check(cudaMemcpyAsync(out, dout.get(), osz * n, cudaMemcpyDeviceToHost, cx.s()), "copy out");
   synchronize();
   return true;

@@ -20,9 +20,9 @@ using cpu::PhiloxKey;
 
 struct Box {
   int nd;
-  int64_t n[kMaxDims];       // the box's extents
-  int64_t origin[kMaxDims];  // where it starts in the whole tensor
-  int64_t gstride[kMaxDims]; // the whole tensor's row-major strides
+  int64_t n[kMaxDims];        // the box's extents
+  int64_t origin[kMaxDims];   // where it starts in the whole tensor
+  int64_t gstride[kMaxDims];  // the whole tensor's row-major strides
 };
 
 struct Params {
@@ -56,9 +56,7 @@ template <class T> __global__ void generate_kernel(T* out, const Box box, const 
     }
     T v{};
     switch (p.op) {
-      case Op::Full:
-        v = p.int_args ? from_int<T>(p.i0) : from_double<T>(p.r0);
-        break;
+      case Op::Full: v = p.int_args ? from_int<T>(p.i0) : from_double<T>(p.r0); break;
       case Op::Arange:
         v = p.int_args ? from_int<T>(fn::detail::wrap_add(p.i0, fn::detail::wrap_mul(p.i1, g)))
                        : from_double<T>(p.r0 + p.r1 * double(g));
@@ -68,9 +66,7 @@ template <class T> __global__ void generate_kernel(T* out, const Box box, const 
         v = from_double<T>(g == p.total - 1 && p.total > 1 ? p.r1 : p.r0 + double(g) * step);
         break;
       }
-      case Op::Eye:
-        v = from_int<T>(gi0 == gi1 ? 1 : 0);
-        break;
+      case Op::Eye: v = from_int<T>(gi0 == gi1 ? 1 : 0); break;
       case Op::Rand:
       case Op::Randn:
         if constexpr (kFloat) {
@@ -98,8 +94,7 @@ template <class T> __global__ void generate_kernel(T* out, const Box box, const 
           }
         }
         break;
-      default:
-        break;
+      default: break;
     }
     out[i] = v;
   }
@@ -146,9 +141,7 @@ void run_generate(Op op, const Attrs& a, const Shape& gshape, const std::vector<
       p.r0 = l.first, p.r1 = l.last, p.total = gshape[0];
       break;
     }
-    case Op::Eye:
-      internal_check(gshape.size() == 2);
-      break;
+    case Op::Eye: internal_check(gshape.size() == 2); break;
     case Op::Rand:
     case Op::Randn: {
       internal_check(fl);
@@ -156,8 +149,7 @@ void run_generate(Op op, const Attrs& a, const Shape& gshape, const std::vector<
       p.key = {{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)}};
       break;
     }
-    default:
-      internal_check(!"run_generate: not a Generate op");
+    default: internal_check(!"run_generate: not a Generate op");
   }
   dispatch_dtype(out.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

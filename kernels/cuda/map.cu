@@ -155,10 +155,10 @@ void run_map(const MapProgram& mp, const DView& out) {
   const int64_t n = out.numel();
   if (n == 0) return;
   // Bigger programs are rare (the fuser caps them); the caller runs them on the CPU.
-  user_check(mp.leaves.size() <= size_t(kMaxLeaves) && mp.instrs.size() <= size_t(kMaxInstrs) &&
-                 !mp.instrs.empty(),
-             "CUDA map: program of ", mp.leaves.size(), " leaves and ", mp.instrs.size(),
-             " instructions exceeds ", kMaxLeaves, "/", kMaxInstrs);
+  user_check(
+      mp.leaves.size() <= size_t(kMaxLeaves) && mp.instrs.size() <= size_t(kMaxInstrs) && !mp.instrs.empty(),
+      "CUDA map: program of ", mp.leaves.size(), " leaves and ", mp.instrs.size(), " instructions exceeds ",
+      kMaxLeaves, "/", kMaxInstrs);
   Prog p{};
   p.nleaves = static_cast<int>(mp.leaves.size());
   p.ninstrs = static_cast<int>(mp.instrs.size());
@@ -176,8 +176,14 @@ void run_map(const MapProgram& mp, const DView& out) {
   for (int j = 0; j < p.ninstrs; ++j) {
     const MapInstr& m = mp.instrs[j];
     internal_check(is_map_op(m.op) && m.a < p.nleaves + j && m.b < p.nleaves + j && m.c < p.nleaves + j);
-    p.ins[j] = Instr{m.op, m.out, m.in, int8_t(m.a < 0 ? 0 : m.a), int8_t(m.b < 0 ? 0 : m.b),
-                     int8_t(m.c < 0 ? 0 : m.c), m.real, m.integer};
+    p.ins[j] = Instr{m.op,
+                     m.out,
+                     m.in,
+                     int8_t(m.a < 0 ? 0 : m.a),
+                     int8_t(m.b < 0 ? 0 : m.b),
+                     int8_t(m.c < 0 ? 0 : m.c),
+                     m.real,
+                     m.integer};
   }
   internal_check(mp.instrs.back().out == out.dtype);
   p.idx = make_strided<kMaxLeaves + 1>(out.shape, strides);
@@ -186,8 +192,8 @@ void run_map(const MapProgram& mp, const DView& out) {
   check_launch("map kernel");
 }
 
-void map_on_device(Op op, DType in, DType out_dtype, const void* a, const void* b, const void* c,
-                   void* out, int64_t n) {
+void map_on_device(Op op, DType in, DType out_dtype, const void* a, const void* b, const void* c, void* out,
+                   int64_t n) {
   internal_check(op_def(op).kind == OpKind::Map);
   MapProgram p;
   const Shape s{n};

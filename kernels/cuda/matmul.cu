@@ -43,14 +43,16 @@ Layout layout_of(int64_t rows, int64_t cols, int64_t sr, int64_t sc) {
 }
 
 template <class T>
-cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                            int k, const T* A, int lda, long long sa, const T* B, int ldb, long long sb,
-                            T* C, int ldc, long long sc, int count) {
+cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                            const T* A, int lda, long long sa, const T* B, int ldb, long long sb, T* C,
+                            int ldc, long long sc, int count) {
   const T one = 1, zero = 0;
   if constexpr (std::is_same_v<T, float>)
-    return cublasSgemmStridedBatched(h, ta, tb, m, n, k, &one, A, lda, sa, B, ldb, sb, &zero, C, ldc, sc, count);
+    return cublasSgemmStridedBatched(h, ta, tb, m, n, k, &one, A, lda, sa, B, ldb, sb, &zero, C, ldc, sc,
+                                     count);
   else
-    return cublasDgemmStridedBatched(h, ta, tb, m, n, k, &one, A, lda, sa, B, ldb, sb, &zero, C, ldc, sc, count);
+    return cublasDgemmStridedBatched(h, ta, tb, m, n, k, &one, A, lda, sa, B, ldb, sb, &zero, C, ldc, sc,
+                                     count);
 }
 
 template <class T> void blas_matmul(DView a, DView b, const DView& out) {
@@ -88,10 +90,11 @@ template <class T> void blas_matmul(DView a, DView b, const DView& out) {
   const T* B = static_cast<const T*>(b.data);
   T* C = static_cast<T*>(out.data);
   for (int64_t o = 0; o < outer; ++o) {
-    check(gemm_batched<T>(cx.blas(), lb.trans ? CUBLAS_OP_T : CUBLAS_OP_N, la.trans ? CUBLAS_OP_T : CUBLAS_OP_N,
-                          int(m), int(n), int(k), B + it.off[1], int(lb.ld), is[1], A + it.off[0], int(la.ld),
-                          is[0], C + it.off[2], int(m), is[2], int(inner)),
-          "gemm");
+    check(
+        gemm_batched<T>(cx.blas(), lb.trans ? CUBLAS_OP_T : CUBLAS_OP_N, la.trans ? CUBLAS_OP_T : CUBLAS_OP_N,
+                        int(m), int(n), int(k), B + it.off[1], int(lb.ld), is[1], A + it.off[0], int(la.ld),
+                        is[0], C + it.off[2], int(m), is[2], int(inner)),
+        "gemm");
     if (o + 1 < outer) it.advance(1);
   }
   if (pa.get() || pb.get()) synchronize();  // the packed copies are freed on return
@@ -122,8 +125,8 @@ void run_matmul(const DView& a, const DView& b, const DView& out) {
       const Strided<3> batch = make_strided<3>(bshape, {&sa, &sb, &so});
       const int64_t total = out.numel();
       int_matmul<T><<<blocks_for(total), kThreads, 0, context().s()>>>(
-          static_cast<const T*>(a.data), static_cast<const T*>(b.data), static_cast<T*>(out.data), batch, n, k,
-          m, a.strides[r - 2], a.strides[r - 1], b.strides[r - 2], b.strides[r - 1], total);
+          static_cast<const T*>(a.data), static_cast<const T*>(b.data), static_cast<T*>(out.data), batch, n,
+          k, m, a.strides[r - 2], a.strides[r - 1], b.strides[r - 2], b.strides[r - 1], total);
       check_launch("int matmul kernel");
     }
   });

@@ -61,8 +61,7 @@ template <class A> __device__ void store_as(void* out, DType t, int64_t off, A a
     default: static_cast<double*>(out)[off] = fn::Cast<A, double>{}(a); break;
   }
 }
-template <class R, class T>
-__device__ void write(void* out, DType t, int64_t off, typename R::A acc) {
+template <class R, class T> __device__ void write(void* out, DType t, int64_t off, typename R::A acc) {
   if constexpr (std::is_same_v<typename R::A, Cand<T>>) static_cast<int64_t*>(out)[off] = acc.i + 1;
   else store_as(out, t, off, acc);
 }
@@ -96,14 +95,14 @@ __global__ void block_per_output(const T* in, void* out, DType ot, const Geometr
   }
 }
 
-template <class R, class T>
-void launch(const DView& in, const DView& out, const Geometry& g) {
+template <class R, class T> void launch(const DView& in, const DView& out, const Geometry& g) {
   const T* ip = static_cast<const T*>(in.data);
   cudaStream_t s = context().s();
   if (g.K <= 64 || g.M >= 65536)
     thread_per_output<R, T><<<blocks_for(g.M), kThreads, 0, s>>>(ip, out.data, out.dtype, g);
   else
-    block_per_output<R, T><<<static_cast<int>(g.M < 65535 ? g.M : 65535), kThreads, 0, s>>>(ip, out.data, out.dtype, g);
+    block_per_output<R, T>
+        <<<static_cast<int>(g.M < 65535 ? g.M : 65535), kThreads, 0, s>>>(ip, out.data, out.dtype, g);
   check_launch("reduce kernel");
 }
 

@@ -16,7 +16,8 @@
 namespace tapestry::cuda {
 
 inline void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) user_error("CUDA ", what, ": ", cudaGetErrorName(e), " (", cudaGetErrorString(e), ")");
+  if (e != cudaSuccess)
+    user_error("CUDA ", what, ": ", cudaGetErrorName(e), " (", cudaGetErrorString(e), ")");
 }
 inline void check(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS) user_error("cuBLAS ", what, ": status ", static_cast<int>(s));

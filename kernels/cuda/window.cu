@@ -70,7 +70,8 @@ struct Conv {
 
 template <class T> __global__ void conv_direct(const T* x, const T* w, T* out, const Conv g, int64_t n) {
   TP_GRID_LOOP(i, n) {
-    const int64_t ox = i % g.OW, oy = (i / g.OW) % g.OH, o = (i / (g.OW * g.OH)) % g.O, b = i / (g.OW * g.OH * g.O);
+    const int64_t ox = i % g.OW, oy = (i / g.OW) % g.OH, o = (i / (g.OW * g.OH)) % g.O,
+                  b = i / (g.OW * g.OH * g.O);
     const int64_t cb = g.cbase(o);
     Acc<T> acc = 0;
     for (int64_t c = 0; c < g.Cg; ++c)
@@ -102,12 +103,12 @@ __global__ void im2col(const T* x, T* cols, const Conv g, int64_t b, int64_t cb,
 }
 
 template <class T>
-cublasStatus_t gemm(cublasHandle_t h, int m, int n, int k, const T* A, int lda, const T* B, int ldb, T* C, int ldc) {
+cublasStatus_t gemm(cublasHandle_t h, int m, int n, int k, const T* A, int lda, const T* B, int ldb, T* C,
+                    int ldc) {
   const T one = 1, zero = 0;
   if constexpr (std::is_same_v<T, float>)
     return cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, A, lda, B, ldb, &zero, C, ldc);
-  else
-    return cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, A, lda, B, ldb, &zero, C, ldc);
+  else return cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, A, lda, B, ldb, &zero, C, ldc);
 }
 
 // Per image and group: out[b, o0:o1] (rows x P) = W[o0:o1] (rows x CK) @ cols (CK x P), i.e. in
@@ -131,8 +132,9 @@ template <class T> void conv_gemm(const DView& x, DView w, const Conv& g, const 
       im2col<T><<<blocks_for(CK * P), kThreads, 0, cx.s()>>>(static_cast<const T*>(x.data), cp, g, b,
                                                              g.cbase(o0), CK * P);
       check_launch("im2col kernel");
-      check(gemm<T>(cx.blas(), int(P), int(o1 - o0), int(CK), cp, int(P), static_cast<const T*>(w.data) + o0 * CK,
-                    int(CK), static_cast<T*>(out.data) + (b * g.O + o0) * P, int(P)),
+      check(gemm<T>(cx.blas(), int(P), int(o1 - o0), int(CK), cp, int(P),
+                    static_cast<const T*>(w.data) + o0 * CK, int(CK),
+                    static_cast<T*>(out.data) + (b * g.O + o0) * P, int(P)),
             "conv gemm");
       o0 = o1;
     }
@@ -140,7 +142,8 @@ template <class T> void conv_gemm(const DView& x, DView w, const Conv& g, const 
 }
 
 template <class T>
-__global__ void pool_kernel(const T* x, T* out, bool is_max, const Conv g, int64_t kh, int64_t kw, int64_t n) {
+__global__ void pool_kernel(const T* x, T* out, bool is_max, const Conv g, int64_t kh, int64_t kw,
+                            int64_t n) {
   TP_GRID_LOOP(i, n) {
     const int64_t ox = i % g.OW, oy = (i / g.OW) % g.OH, nc = i / (g.OW * g.OH);
     const T* plane = x + (nc / g.O) * g.xs[0] + (nc % g.O) * g.xs[1];
@@ -160,7 +163,8 @@ __global__ void pool_kernel(const T* x, T* out, bool is_max, const Conv g, int64
       }
     }
     if (is_max) out[i] = best;
-    else if constexpr (std::is_floating_point_v<T>) out[i] = static_cast<T>(sum / static_cast<double>(kh * kw));
+    else if constexpr (std::is_floating_point_v<T>)
+      out[i] = static_cast<T>(sum / static_cast<double>(kh * kw));
   }
 }
 
@@ -196,8 +200,9 @@ void run_conv2d(const DView& x, const DView& w, const cpu::WindowAxis& h, const 
                  x.dtype == out.dtype && w.dtype == out.dtype);
   const int64_t n = out.numel();
   if (n == 0) return;
-  Conv g{out.shape[0], out.shape[1], out.shape[2], out.shape[3], w.shape[1], w.shape[2], w.shape[3],
-         x.shape[2], x.shape[3], {}, {}, h, wd, out_per_group, o_origin};
+  Conv g{out.shape[0], out.shape[1],  out.shape[2], out.shape[3], w.shape[1], w.shape[2],
+         w.shape[3],   x.shape[2],    x.shape[3],   {},           {},         h,
+         wd,           out_per_group, o_origin};
   for (int d = 0; d < 4; ++d) g.xs[d] = x.strides[d], g.ws[d] = w.strides[d];
   dispatch_dtype(out.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -219,15 +224,28 @@ void run_pool2d(Op op, const DView& x, int64_t kh, int64_t kw, const cpu::Window
   const int64_t n = out.numel();
   if (n == 0) return;
   const bool is_max = op == Op::MaxPool2d;
-  Conv g{out.shape[0], out.shape[1], out.shape[2], out.shape[3], 0, kh, kw, x.shape[2], x.shape[3],
-         {}, {}, h, wd, 0, 0};
+  Conv g{out.shape[0],
+         out.shape[1],
+         out.shape[2],
+         out.shape[3],
+         0,
+         kh,
+         kw,
+         x.shape[2],
+         x.shape[3],
+         {},
+         {},
+         h,
+         wd,
+         0,
+         0};
   for (int d = 0; d < 4; ++d) g.xs[d] = x.strides[d];
   dispatch_dtype(out.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool>) {
       internal_check(is_max || std::is_floating_point_v<T>);
-      pool_kernel<T><<<blocks_for(n), kThreads, 0, context().s()>>>(static_cast<const T*>(x.data),
-                                                                    static_cast<T*>(out.data), is_max, g, kh, kw, n);
+      pool_kernel<T><<<blocks_for(n), kThreads, 0, context().s()>>>(
+          static_cast<const T*>(x.data), static_cast<T*>(out.data), is_max, g, kh, kw, n);
     } else {
       internal_check(!"pool of bool");
     }

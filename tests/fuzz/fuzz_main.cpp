@@ -19,11 +19,11 @@
 #include <string>
 
 #include "engine/device/sim_backend.hpp"
+#include "engine/ir/error.hpp"
+#include "engine/plan/planner.hpp"
 #include "engine/run/evaluator.hpp"
 #include "engine/session/config.hpp"
 #include "engine/session/run_sharded.hpp"
-#include "engine/ir/error.hpp"
-#include "engine/plan/planner.hpp"
 #include "kernels/cpu/kernels.hpp"
 #include "tests/fuzz/naive.hpp"
 #include "tests/fuzz/program.hpp"
@@ -71,7 +71,11 @@ std::vector<bool> inexact_steps(const Program& p, const std::vector<NodeRef>& no
     bool x = false;
     switch (s.kind) {
       case Kind::Reduce: x = s.op == Op::Sum || s.op == Op::Prod; break;
-      case Kind::Mean: case Kind::Matmul: case Kind::Einsum: case Kind::Stencil: case Kind::Conv2d: x = true; break;
+      case Kind::Mean:
+      case Kind::Matmul:
+      case Kind::Einsum:
+      case Kind::Stencil:
+      case Kind::Conv2d: x = true; break;
       case Kind::Pool: x = s.op == Op::AvgPool2d; break;
       default: break;
     }
@@ -110,7 +114,8 @@ Expected reference(const Program& p, Counters* c, std::string* naive_failure) {
 
 double scale_of(const std::vector<double>& v) {
   double s = 1;
-  for (double d : v) if (std::isfinite(d)) s = std::max(s, std::abs(d));
+  for (double d : v)
+    if (std::isfinite(d)) s = std::max(s, std::abs(d));
   return s;
 }
 
@@ -120,7 +125,8 @@ std::string sharded_problem(const Program& p, const RunConfig& cfg, const Expect
     std::vector<NodeRef> nodes = build(p);
     std::vector<NodeRef> roots;
     for (int r : p.roots) roots.push_back(nodes[r]);
-    const plan::Mesh mesh = cfg.modelled ? plan::Mesh::modelled(cfg.ranks) : plan::Mesh::this_machine(cfg.ranks);
+    const plan::Mesh mesh =
+        cfg.modelled ? plan::Mesh::modelled(cfg.ranks) : plan::Mesh::this_machine(cfg.ranks);
     plan::SearchOptions o;
     o.method = cfg.method;
     o.steps = cfg.steps;
@@ -135,7 +141,8 @@ std::string sharded_problem(const Program& p, const RunConfig& cfg, const Expect
     }
     const RunReport rep = run_sharded(roots, mesh, o, /*verify_plan=*/true, devices);
     for (const auto& sim : sims)
-      if (sim->counts().live_bytes != 0) return cat_str("device memory left after the run: ", sim->counts().live_bytes);
+      if (sim->counts().live_bytes != 0)
+        return cat_str("device memory left after the run: ", sim->counts().live_bytes);
     if (c) c->blocks += rep.blocks, c->messages += rep.messages;
     for (size_t r = 0; r < roots.size(); ++r) {
       const NodeRef& n = roots[r];
@@ -185,7 +192,10 @@ Program fit_constraints(const Program& p, int ranks, std::mt19937_64& rng, bool 
         r /= f;
         for (size_t t = 0; t < shape.size(); ++t) {
           const size_t d = (rng() + t) % shape.size();
-          if (parts[d] * f <= shape[d]) { parts[d] *= f; break; }
+          if (parts[d] * f <= shape[d]) {
+            parts[d] *= f;
+            break;
+          }
         }
       }
     }
@@ -219,7 +229,10 @@ Program minimize(Program p, const RunConfig& cfg, int budget = 300) {
     for (int r : p.roots) {
       Program q = p;
       q.roots = {r};
-      if (tries(q)) { p = prune(q); break; }
+      if (tries(q)) {
+        p = prune(q);
+        break;
+      }
     }
   p = prune(p);
   for (bool changed = true; changed && budget > 0;) {
@@ -234,7 +247,11 @@ Program minimize(Program p, const RunConfig& cfg, int budget = 300) {
       s.dt = nodes[i]->dtype;
       s.n = i;
       q.steps[i] = s;
-      if (tries(q)) { p = prune(q); changed = true; break; }
+      if (tries(q)) {
+        p = prune(q);
+        changed = true;
+        break;
+      }
     }
     if (changed) continue;
     for (size_t i = 0; i < p.steps.size() && !changed && budget > 0; ++i) {
@@ -244,7 +261,11 @@ Program minimize(Program p, const RunConfig& cfg, int budget = 300) {
           if (to < 1 || to >= p.steps[i].a[d]) continue;
           Program q = p;
           q.steps[i].a[d] = to;
-          if (tries(q)) { p = prune(q); changed = true; break; }
+          if (tries(q)) {
+            p = prune(q);
+            changed = true;
+            break;
+          }
         }
       }
     }
@@ -281,8 +302,14 @@ bool parse(int argc, char** argv, Args& a) {
     const std::string s = argv[i];
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     const char* v = nullptr;
-    if (s == "-v") { a.verbose = true; continue; }
-    if (s == "--devices") { a.devices = true; continue; }
+    if (s == "-v") {
+      a.verbose = true;
+      continue;
+    }
+    if (s == "--devices") {
+      a.devices = true;
+      continue;
+    }
     if (s == "-h" || s == "--help") return false;
     if (!(v = next())) return false;
     if (s == "--seconds") a.seconds = std::atof(v);
@@ -301,14 +328,16 @@ bool parse(int argc, char** argv, Args& a) {
 }
 
 std::string header(const Args& a, int64_t g, const std::string& what) {
-  return cat_str("-- tapestry_fuzz --seed ", a.seed, " --graph ", g, "\n-- ", what,
-                 "\n-- Run: TAPESTRY_RANKS=3 TAPESTRY_VERIFY=1 tapestry this.lua   (or mpirun -n 3 tapestry this.lua)\n"
-                 "-- Expected values come from the single-rank evaluator.\n");
+  return cat_str(
+      "-- tapestry_fuzz --seed ", a.seed, " --graph ", g, "\n-- ", what,
+      "\n-- Run: TAPESTRY_RANKS=3 TAPESTRY_VERIFY=1 tapestry this.lua   (or mpirun -n 3 tapestry this.lua)\n"
+      "-- Expected values come from the single-rank evaluator.\n");
 }
 
-void report_failure(const Args& a, int64_t g, const Program& p, const RunConfig* cfg, const std::string& problem) {
-  std::printf("FAIL seed %llu graph %lld%s: %s\n", static_cast<unsigned long long>(a.seed), static_cast<long long>(g),
-              cfg ? (" on " + cfg->str()).c_str() : "", problem.c_str());
+void report_failure(const Args& a, int64_t g, const Program& p, const RunConfig* cfg,
+                    const std::string& problem) {
+  std::printf("FAIL seed %llu graph %lld%s: %s\n", static_cast<unsigned long long>(a.seed),
+              static_cast<long long>(g), cfg ? (" on " + cfg->str()).c_str() : "", problem.c_str());
   Program m = cfg ? minimize(p, *cfg) : prune(p);
   std::string lua;
   try {
@@ -319,7 +348,8 @@ void report_failure(const Args& a, int64_t g, const Program& p, const RunConfig*
       const std::string again = sharded_problem(m, *cfg, want, nullptr);
       if (!again.empty()) what += cat_str("\n-- minimized: ", again);
     }
-    for (char& ch : what) if (ch == '\n') ch = '\n';
+    for (char& ch : what)
+      if (ch == '\n') ch = '\n';
     lua = to_lua(m, want.values, want.tol, header(a, g, what));
   } catch (const std::exception& e) {
     lua = cat_str("-- could not write a reproducer: ", e.what(), "\n");
@@ -394,8 +424,9 @@ int main(int argc, char** argv) {
         ++c.rejected;
         problem.clear();
       }
-      if (a.verbose) std::printf("graph %lld (%zu steps) on %s: %s\n", static_cast<long long>(g), p.steps.size(),
-                                 cfg.str().c_str(), problem.empty() ? "ok" : problem.c_str());
+      if (a.verbose)
+        std::printf("graph %lld (%zu steps) on %s: %s\n", static_cast<long long>(g), p.steps.size(),
+                    cfg.str().c_str(), problem.empty() ? "ok" : problem.c_str());
       if (!problem.empty()) {
         ++c.failures;
         report_failure(a, g, q, &cfg, problem);
@@ -403,13 +434,15 @@ int main(int argc, char** argv) {
       }
     }
   }
-  std::printf("tapestry_fuzz seed %llu: %lld graphs (%lld steps), %lld sharded runs (%lld blocks, %lld messages), "
-              "%lld nodes checked against the naive reference (%lld of unsupported ops), %lld layouts no plan gives, "
-              "%lld failures, %.1f s\n",
-              static_cast<unsigned long long>(a.seed), static_cast<long long>(c.graphs), static_cast<long long>(c.steps),
-              static_cast<long long>(c.runs), static_cast<long long>(c.blocks), static_cast<long long>(c.messages),
-              static_cast<long long>(c.naive_checked), static_cast<long long>(c.naive_unsupported),
-              static_cast<long long>(c.rejected), static_cast<long long>(c.failures), elapsed());
+  std::printf(
+      "tapestry_fuzz seed %llu: %lld graphs (%lld steps), %lld sharded runs (%lld blocks, %lld messages), "
+      "%lld nodes checked against the naive reference (%lld of unsupported ops), %lld layouts no plan gives, "
+      "%lld failures, %.1f s\n",
+      static_cast<unsigned long long>(a.seed), static_cast<long long>(c.graphs),
+      static_cast<long long>(c.steps), static_cast<long long>(c.runs), static_cast<long long>(c.blocks),
+      static_cast<long long>(c.messages), static_cast<long long>(c.naive_checked),
+      static_cast<long long>(c.naive_unsupported), static_cast<long long>(c.rejected),
+      static_cast<long long>(c.failures), elapsed());
   std::printf("meshes:");
   for (auto [r, n] : c.meshes) std::printf(" %d:%lld", r, static_cast<long long>(n));
   std::printf("\nsteps by kind:");

@@ -96,7 +96,10 @@ double binary(Op op, double a, double b, bool ints, bool& care) {
       if (b == 0) return ints ? 0 : a / b;  // numpy: 1.0 // 0.0 is inf
       return py_divmod(a, b).first;
     case Op::Mod:
-      if (b == 0) { care = false; return 0; }
+      if (b == 0) {
+        care = false;
+        return 0;
+      }
       return py_divmod(a, b).second;
     case Op::Pow:
       if (ints) care = false;  // integer powers: overflow and negative exponents undocumented
@@ -153,7 +156,8 @@ std::vector<double> to_doubles(const View& v) {
 
 NaiveResult naive_check(const Node& n, std::string& why) {
   if (!n.value) return NaiveResult::Unsupported;
-  for (const NodeRef& i : n.inputs) if (!i->value) return NaiveResult::Unsupported;
+  for (const NodeRef& i : n.inputs)
+    if (!i->value) return NaiveResult::Unsupported;
   std::vector<std::vector<double>> in;
   for (const NodeRef& i : n.inputs) in.push_back(to_doubles(i->value->view()));
   const int64_t count = numel(n.shape);
@@ -165,7 +169,8 @@ NaiveResult naive_check(const Node& n, std::string& why) {
   switch (n.op) {
     case Op::Full: {
       const FullAttrs a = attrs_of<FullAttrs>(n);
-      for (int64_t i = 0; i < count; ++i) w.v[i] = is_float(n.dtype) ? a.real : static_cast<double>(a.integer);
+      for (int64_t i = 0; i < count; ++i)
+        w.v[i] = is_float(n.dtype) ? a.real : static_cast<double>(a.integer);
       break;
     }
     case Op::Arange: {
@@ -176,7 +181,10 @@ NaiveResult naive_check(const Node& n, std::string& why) {
       break;
     }
     case Op::Eye:
-      for (int64_t i = 0; i < count; ++i) { auto ix = out_idx(i); w.v[i] = ix[0] == ix[1]; }
+      for (int64_t i = 0; i < count; ++i) {
+        auto ix = out_idx(i);
+        w.v[i] = ix[0] == ix[1];
+      }
       break;
     case Op::Cast:
       for (int64_t i = 0; i < count; ++i) {
@@ -187,9 +195,8 @@ NaiveResult naive_check(const Node& n, std::string& why) {
     case Op::Where:
       for (int64_t i = 0; i < count; ++i) w.v[i] = in[0][i] != 0 ? in[1][i] : in[2][i];
       break;
-    case Op::Reshape: case Op::Constrain:
-      w.v = in[0];
-      break;
+    case Op::Reshape:
+    case Op::Constrain: w.v = in[0]; break;
     case Op::Permute: {
       const std::vector<int> perm = attrs_of<PermuteAttrs>(n).perm;
       for (int64_t i = 0; i < count; ++i) {
@@ -226,7 +233,10 @@ NaiveResult naive_check(const Node& n, std::string& why) {
         auto ix = out_idx(i);
         for (size_t k = 0; k < n.inputs.size(); ++k) {
           const Shape& s = n.inputs[k]->shape;
-          if (ix[dim] < s[dim]) { w.v[i] = in[k][ravel(ix, s)]; break; }
+          if (ix[dim] < s[dim]) {
+            w.v[i] = in[k][ravel(ix, s)];
+            break;
+          }
           ix[dim] -= s[dim];
         }
       }
@@ -246,24 +256,38 @@ NaiveResult naive_check(const Node& n, std::string& why) {
       }
       break;
     }
-    case Op::Sum: case Op::Prod: case Op::Max: case Op::Min: case Op::All: case Op::Any: {
+    case Op::Sum:
+    case Op::Prod:
+    case Op::Max:
+    case Op::Min:
+    case Op::All:
+    case Op::Any: {
       const Shape& is = n.inputs[0]->shape;
       std::vector<bool> red(is.size(), false);
       for (int d : attrs_of<ReduceAttrs>(n).dims) red[d] = true;
-      const double init = n.op == Op::Sum || n.op == Op::Any ? 0 : n.op == Op::Prod || n.op == Op::All ? 1
-                          : n.op == Op::Max ? -INFINITY : INFINITY;
+      const double init = n.op == Op::Sum || n.op == Op::Any    ? 0
+                          : n.op == Op::Prod || n.op == Op::All ? 1
+                          : n.op == Op::Max                     ? -INFINITY
+                                                                : INFINITY;
       std::fill(w.v.begin(), w.v.end(), init);
       std::vector<double> mag(count, 0);
       for (int64_t j = 0; j < numel(is); ++j) {
         auto ix = unravel(j, is);
         std::vector<int64_t> o;
-        for (size_t d = 0; d < ix.size(); ++d) if (!red[d]) o.push_back(ix[d]);
+        for (size_t d = 0; d < ix.size(); ++d)
+          if (!red[d]) o.push_back(ix[d]);
         const int64_t k = ravel(o, n.shape);
         const double x = in[0][j];
         double& acc = w.v[k];
         switch (n.op) {
-          case Op::Sum: acc += x; mag[k] += std::abs(x); break;
-          case Op::Prod: acc *= x; mag[k] = std::max(mag[k], 1.0) * std::max(std::abs(x), 1.0); break;
+          case Op::Sum:
+            acc += x;
+            mag[k] += std::abs(x);
+            break;
+          case Op::Prod:
+            acc *= x;
+            mag[k] = std::max(mag[k], 1.0) * std::max(std::abs(x), 1.0);
+            break;
           case Op::Max: acc = std::isnan(x) || std::isnan(acc) ? kNaN : std::max(acc, x); break;
           case Op::Min: acc = std::isnan(x) || std::isnan(acc) ? kNaN : std::min(acc, x); break;
           case Op::All: acc = acc != 0 && x != 0; break;
@@ -273,7 +297,8 @@ NaiveResult naive_check(const Node& n, std::string& why) {
       for (int64_t k = 0; k < count; ++k) w.slack[k] = tol * mag[k] * 4;
       break;
     }
-    case Op::ArgMax: case Op::ArgMin: {
+    case Op::ArgMax:
+    case Op::ArgMin: {
       const Shape& is = n.inputs[0]->shape;
       const std::optional<int> along = attrs_of<ArgReduceAttrs>(n).dim;
       const bool flat = !along;
@@ -290,7 +315,10 @@ NaiveResult naive_check(const Node& n, std::string& why) {
         const double x = in[0][j];
         if (std::isnan(x)) w.care[k] = false;
         const bool better = std::isnan(best[k]) || (n.op == Op::ArgMax ? x > best[k] : x < best[k]);
-        if (better && !std::isnan(x)) { best[k] = x; w.v[k] = static_cast<double>(pos + 1); }
+        if (better && !std::isnan(x)) {
+          best[k] = x;
+          w.v[k] = static_cast<double>(pos + 1);
+        }
       }
       break;
     }
@@ -298,7 +326,8 @@ NaiveResult naive_check(const Node& n, std::string& why) {
       const Shape &as = n.inputs[0]->shape, &bs = n.inputs[1]->shape;
       const size_t r = as.size();
       if (r < 2 || bs.size() != r || n.shape.size() != r) return NaiveResult::Unsupported;
-      for (size_t d = 0; d + 2 < r; ++d) if (as[d] != bs[d]) return NaiveResult::Unsupported;
+      for (size_t d = 0; d + 2 < r; ++d)
+        if (as[d] != bs[d]) return NaiveResult::Unsupported;
       const int64_t K = as[r - 1];
       for (int64_t i = 0; i < count; ++i) {
         auto ix = out_idx(i);

@@ -44,23 +44,27 @@ DType random_dtype(Rng& r) {
   return k < 5 ? DType::F32 : k < 7 ? DType::F64 : k < 8 ? DType::I32 : k < 9 ? DType::I64 : DType::Bool;
 }
 
-const std::vector<Op> kUnary{Op::Neg, Op::Abs, Op::Exp, Op::Log, Op::Sqrt, Op::Rsqrt, Op::Sin, Op::Cos,
-                             Op::Tanh, Op::Sigmoid, Op::Relu, Op::Gelu, Op::Floor, Op::Ceil, Op::Round,
-                             Op::Sign, Op::Square, Op::Reciprocal, Op::LogicalNot};
-const std::vector<Op> kBinary{Op::Add, Op::Sub, Op::Mul, Op::Div, Op::FloorDiv, Op::Mod, Op::Pow,
-                              Op::Maximum, Op::Minimum, Op::Atan2, Op::Eq, Op::Ne, Op::Lt, Op::Le,
-                              Op::Gt, Op::Ge, Op::LogicalAnd, Op::LogicalOr};
+const std::vector<Op> kUnary{Op::Neg,   Op::Abs,    Op::Exp,        Op::Log,       Op::Sqrt,
+                             Op::Rsqrt, Op::Sin,    Op::Cos,        Op::Tanh,      Op::Sigmoid,
+                             Op::Relu,  Op::Gelu,   Op::Floor,      Op::Ceil,      Op::Round,
+                             Op::Sign,  Op::Square, Op::Reciprocal, Op::LogicalNot};
+const std::vector<Op> kBinary{Op::Add, Op::Sub,     Op::Mul,     Op::Div,   Op::FloorDiv,   Op::Mod,
+                              Op::Pow, Op::Maximum, Op::Minimum, Op::Atan2, Op::Eq,         Op::Ne,
+                              Op::Lt,  Op::Le,      Op::Gt,      Op::Ge,    Op::LogicalAnd, Op::LogicalOr};
 const std::vector<Op> kReduce{Op::Sum, Op::Prod, Op::Max, Op::Min, Op::All, Op::Any};
 
 // Ops whose result jumps when their input moves by a rounding error: never fed a value that
 // a split float reduction computed (the sharded result may differ in the last bit).
 bool discontinuous(const Step& s) {
   switch (s.kind) {
-    case Kind::Unary: return s.op == Op::Floor || s.op == Op::Ceil || s.op == Op::Round ||
-                             s.op == Op::Sign || s.op == Op::LogicalNot;
-    case Kind::Binary: case Kind::BinaryScalar:
+    case Kind::Unary:
+      return s.op == Op::Floor || s.op == Op::Ceil || s.op == Op::Round || s.op == Op::Sign ||
+             s.op == Op::LogicalNot;
+    case Kind::Binary:
+    case Kind::BinaryScalar:
       return s.op == Op::FloorDiv || s.op == Op::Mod || (s.op >= Op::Eq && s.op <= Op::LogicalOr);
-    case Kind::Where: case Kind::ArgReduce: return true;
+    case Kind::Where:
+    case Kind::ArgReduce: return true;
     case Kind::Cast: return !is_float(s.dt);
     case Kind::Reduce: return s.op == Op::All || s.op == Op::Any;
     default: return false;
@@ -73,8 +77,11 @@ bool reorders(const Step& s, DType out) {
   if (!is_float(out)) return false;
   switch (s.kind) {
     case Kind::Reduce: return s.op == Op::Sum || s.op == Op::Prod;
-    case Kind::Mean: case Kind::Matmul: case Kind::Einsum: case Kind::Stencil: case Kind::Conv2d:
-      return true;
+    case Kind::Mean:
+    case Kind::Matmul:
+    case Kind::Einsum:
+    case Kind::Stencil:
+    case Kind::Conv2d: return true;
     case Kind::Pool: return s.op == Op::AvgPool2d;
     default: return false;
   }
@@ -184,7 +191,8 @@ class Gen {
   // An operand from the pool, recent ones more often.
   int any() {
     const int n = static_cast<int>(p_.steps.size());
-    return coin(r_, 0.6) ? static_cast<int>(uni(r_, std::max(0, n - 3), n - 1)) : static_cast<int>(uni(r_, 0, n - 1));
+    return coin(r_, 0.6) ? static_cast<int>(uni(r_, std::max(0, n - 3), n - 1))
+                         : static_cast<int>(uni(r_, 0, n - 1));
   }
   const Shape& shape(int i) const { return nodes_[i]->shape; }
   DType dtype(int i) const { return nodes_[i]->dtype; }
@@ -200,7 +208,8 @@ class Gen {
       }
     }
     Shape s = shape(x);
-    for (auto& d : s) if (coin(r_, 0.3)) d = 1;
+    for (auto& d : s)
+      if (coin(r_, 0.3)) d = 1;
     if (!s.empty() && coin(r_, 0.3)) s.erase(s.begin());
     return src(s, coin(r_, 0.7) ? dtype(x) : random_dtype(r_));
   }
@@ -214,11 +223,15 @@ class Gen {
     const int k = static_cast<int>(uni(r_, 0, 27));
     switch (k) {
       case 0: add_leaf(); return;
-      case 1: case 2: case 3:
+      case 1:
+      case 2:
+      case 3:
         s.kind = Kind::Unary;
         s.op = pick(r_, kUnary);
         break;
-      case 4: case 5: case 6:
+      case 4:
+      case 5:
+      case 6:
         s.kind = Kind::Binary;
         s.op = pick(r_, kBinary);
         s.in.push_back(partner(x));
@@ -242,10 +255,12 @@ class Gen {
         s.kind = Kind::Cast;
         s.dt = random_dtype(r_);
         break;
-      case 10: case 11: {
+      case 10:
+      case 11: {
         s.kind = coin(r_, 0.8) ? Kind::Reduce : Kind::Mean;
         s.op = pick(r_, kReduce);
-        for (int d = 0; d < rank; ++d) if (coin(r_, 0.4)) s.a.push_back(d);
+        for (int d = 0; d < rank; ++d)
+          if (coin(r_, 0.4)) s.a.push_back(d);
         s.flag = coin(r_);
         break;
       }
@@ -263,7 +278,12 @@ class Gen {
         const int form = static_cast<int>(uni(r_, 0, 2));
         if (form == 0) b = {k_};
         else if (form == 1) b = {k_, size(r_, o_.max_dim)};
-        else { b = xs; if (rank >= 2) b[rank - 2] = k_; b.back() = size(r_, o_.max_dim); if (rank == 1) b = {k_, b.back()}; }
+        else {
+          b = xs;
+          if (rank >= 2) b[rank - 2] = k_;
+          b.back() = size(r_, o_.max_dim);
+          if (rank == 1) b = {k_, b.back()};
+        }
         const int y = src(b, dtype(x));
         if (y < 0) return;
         s.in.push_back(y);
@@ -271,10 +291,14 @@ class Gen {
       }
       case 14: {
         s.kind = Kind::Einsum;
-        struct T { int rank; const char* spec; int second; };  // second: 0 none, 1 {j,K}, 2 same, 3 {K}, 4 batch
-        static const std::vector<T> ts{{2, "ij,jk->ik", 1}, {2, "ij->ji", 0}, {2, "ii->i", 0},
-                                       {2, "ij->", 0},       {3, "ijk->ki", 0}, {2, "ij,ij->i", 2},
-                                       {1, "i,j->ij", 3},    {3, "bij,bjk->bik", 4}, {2, "ij,j->i", 5}};
+        struct T {
+          int rank;
+          const char* spec;
+          int second;
+        };  // second: 0 none, 1 {j,K}, 2 same, 3 {K}, 4 batch
+        static const std::vector<T> ts{{2, "ij,jk->ik", 1}, {2, "ij->ji", 0},       {2, "ii->i", 0},
+                                       {2, "ij->", 0},      {3, "ijk->ki", 0},      {2, "ij,ij->i", 2},
+                                       {1, "i,j->ij", 3},   {3, "bij,bjk->bik", 4}, {2, "ij,j->i", 5}};
         const T& t = pick(r_, ts);
         if (t.rank != rank) return;
         s.spec = t.spec;
@@ -306,11 +330,13 @@ class Gen {
       case 17: {
         s.kind = Kind::Expand;
         s.a = xs;
-        for (auto& d : s.a) if (d == 1) d = size(r_, o_.max_dim);
+        for (auto& d : s.a)
+          if (d == 1) d = size(r_, o_.max_dim);
         if (coin(r_, 0.4)) s.a.insert(s.a.begin(), size(r_, 5));
         break;
       }
-      case 18: case 19: {
+      case 18:
+      case 19: {
         s.kind = Kind::Slice;
         for (int d = 0; d < rank; ++d) {
           const int64_t start = uni(r_, 0, xs[d] - 1);
@@ -375,14 +401,22 @@ class Gen {
         const int wi = src({g * uni(r_, 1, 2), c / g, kh, kw}, dt);
         if (xi < 0 || wi < 0) return;
         s.in = {xi, wi};
-        s.c = {uni(r_, 1, 2), uni(r_, 1, 2), uni(r_, 0, kh / 2), uni(r_, 0, kw / 2), uni(r_, 1, 2), uni(r_, 1, 2), g};
+        s.c = {uni(r_, 1, 2),
+               uni(r_, 1, 2),
+               uni(r_, 0, kh / 2),
+               uni(r_, 0, kw / 2),
+               uni(r_, 1, 2),
+               uni(r_, 1, 2),
+               g};
         break;
       }
       case 26: {
         s.kind = Kind::Pool;
         s.op = coin(r_) ? Op::MaxPool2d : Op::AvgPool2d;
         int in = x;
-        if (rank != 4) in = src({uni(r_, 1, 2), uni(r_, 1, 3), uni(r_, 3, 9), uni(r_, 3, 9)}, coin(r_, 0.8) ? DType::F32 : DType::I32);
+        if (rank != 4)
+          in = src({uni(r_, 1, 2), uni(r_, 1, 3), uni(r_, 3, 9), uni(r_, 3, 9)},
+                   coin(r_, 0.8) ? DType::F32 : DType::I32);
         if (in < 0) return;
         s.in = {in};
         const int64_t kh = uni(r_, 1, 3), kw = uni(r_, 1, 3);
@@ -449,12 +483,14 @@ NodeRef build_step(const Step& s, const std::vector<NodeRef>& in) {
       auto v = Value::alloc(s.dt, s.a);
       dispatch_dtype(s.dt, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        for (int64_t i = 0; i < numel(s.a); ++i) v->template data<T>()[i] = static_cast<T>(source_value(i, s.n, s.dt));
+        for (int64_t i = 0; i < numel(s.a); ++i)
+          v->template data<T>()[i] = static_cast<T>(source_value(i, s.n, s.dt));
       });
       return make_source(v, s.a, s.dt);
     }
     case Kind::Full:
-      return is_float(s.dt) ? build::full(s.a, s.v, s.dt) : build::full_int(s.a, static_cast<int64_t>(s.v), s.dt);
+      return is_float(s.dt) ? build::full(s.a, s.v, s.dt)
+                            : build::full_int(s.a, static_cast<int64_t>(s.v), s.dt);
     case Kind::Arange: return build::arange(s.a[0], s.a[1], s.a[2], s.dt);
     case Kind::Rand: return s.flag ? build::randn(s.a, s.n, s.dt) : build::rand(s.a, s.n, s.dt);
     case Kind::Eye: return build::eye(s.a[0], s.a[1], s.dt);
@@ -466,7 +502,8 @@ NodeRef build_step(const Step& s, const std::vector<NodeRef>& in) {
     case Kind::Reduce: return build::reduce(s.op, in[0], dims_of(s.a), s.flag);
     case Kind::Mean: return build::mean(in[0], dims_of(s.a), s.flag);
     case Kind::ArgReduce:
-      return build::argreduce(s.op, in[0], s.n < 0 ? std::nullopt : std::optional<int>(static_cast<int>(s.n)), s.flag);
+      return build::argreduce(s.op, in[0], s.n < 0 ? std::nullopt : std::optional<int>(static_cast<int>(s.n)),
+                              s.flag);
     case Kind::Matmul: return build::matmul(in[0], in[1]);
     case Kind::Einsum: return build::einsum(s.spec, in);
     case Kind::Reshape: return build::reshape(in[0], s.a);
@@ -476,10 +513,10 @@ NodeRef build_step(const Step& s, const std::vector<NodeRef>& in) {
     case Kind::Narrow: return build::narrow(in[0], static_cast<int>(s.n), s.a[0], s.a[1]);
     case Kind::Select: return build::select(in[0], static_cast<int>(s.n), s.a[0]);
     case Kind::Cat: return build::cat(in, static_cast<int>(s.n));
-    case Kind::Pad:
-      return build::pad(in[0], s.a, s.b, static_cast<build::PadMode>(s.n), s.v);
+    case Kind::Pad: return build::pad(in[0], s.a, s.b, static_cast<build::PadMode>(s.n), s.v);
     case Kind::Roll:
-      return build::roll(in[0], static_cast<int64_t>(s.v), s.n < 0 ? std::nullopt : std::optional<int>(static_cast<int>(s.n)));
+      return build::roll(in[0], static_cast<int64_t>(s.v),
+                         s.n < 0 ? std::nullopt : std::optional<int>(static_cast<int>(s.n)));
     case Kind::Stencil: return build::stencil(in[0], in[1], static_cast<build::Boundary>(s.n));
     case Kind::Conv2d: {
       build::Conv2dOptions o;
@@ -518,7 +555,8 @@ Program prune(const Program& p) {
   std::vector<bool> live(p.steps.size(), false);
   for (int r : p.roots) live[r] = true;
   for (int i = static_cast<int>(p.steps.size()) - 1; i >= 0; --i)
-    if (live[i]) for (int j : p.steps[i].in) live[j] = true;
+    if (live[i])
+      for (int j : p.steps[i].in) live[j] = true;
   std::vector<int> renum(p.steps.size(), -1);
   Program q;
   for (size_t i = 0; i < p.steps.size(); ++i) {
@@ -586,18 +624,23 @@ end
     std::string e;
     switch (s.kind) {
       case Kind::Src:
-        e = s.a.empty() ? cat_str("tp.tensor(", s.dt == DType::Bool ? (source_value(0, s.n, s.dt) ? "true" : "false")
-                                                                     : lnum(source_value(0, s.n, s.dt)),
+        e = s.a.empty() ? cat_str("tp.tensor(",
+                                  s.dt == DType::Bool ? (source_value(0, s.n, s.dt) ? "true" : "false")
+                                                      : lnum(source_value(0, s.n, s.dt)),
                                   s.dt == DType::Bool ? ")" : cat_str(", {dtype = ", dq(s.dt), "})"))
                         : cat_str("src(", ilist(s.a), ", ", s.n, ", ", dq(s.dt), ")");
         break;
       case Kind::Full:
-        e = cat_str("tp.full(", ilist(s.a), ", ", is_float(s.dt) ? lnum(s.v) : std::to_string(static_cast<int64_t>(s.v)),
+        e = cat_str("tp.full(", ilist(s.a), ", ",
+                    is_float(s.dt) ? lnum(s.v) : std::to_string(static_cast<int64_t>(s.v)),
                     ", {dtype = ", dq(s.dt), "})");
         break;
-      case Kind::Arange: e = cat_str("tp.arange(", s.a[0], ", ", s.a[1], ", ", s.a[2], ", {dtype = ", dq(s.dt), "})"); break;
+      case Kind::Arange:
+        e = cat_str("tp.arange(", s.a[0], ", ", s.a[1], ", ", s.a[2], ", {dtype = ", dq(s.dt), "})");
+        break;
       case Kind::Rand:
-        e = cat_str(s.flag ? "tp.randn(" : "tp.rand(", ilist(s.a), ", {seed = ", s.n, ", dtype = ", dq(s.dt), "})");
+        e = cat_str(s.flag ? "tp.randn(" : "tp.rand(", ilist(s.a), ", {seed = ", s.n, ", dtype = ", dq(s.dt),
+                    "})");
         break;
       case Kind::Eye: e = cat_str("tp.eye(", s.a[0], ", ", s.a[1], ", {dtype = ", dq(s.dt), "})"); break;
       case Kind::Unary: e = cat_str("tp.", op_def(s.op).name, "(", v(0), ")"); break;
@@ -605,7 +648,8 @@ end
       case Kind::BinaryScalar: e = cat_str("tp.", op_def(s.op).name, "(", v(0), ", ", lnum(s.v), ")"); break;
       case Kind::Where: e = cat_str("tp.where(", v(0), ", ", v(1), ", ", v(2), ")"); break;
       case Kind::Cast: e = cat_str("tp.cast(", v(0), ", ", dq(s.dt), ")"); break;
-      case Kind::Reduce: case Kind::Mean:
+      case Kind::Reduce:
+      case Kind::Mean:
         e = cat_str(v(0), ":", s.kind == Kind::Mean ? std::string_view("mean") : op_def(s.op).name, "(",
                     s.a.empty() ? "nil" : ilist(s.a, 1), ", {keepdim = ", s.flag ? "true" : "false", "})");
         break;
@@ -625,7 +669,8 @@ end
       case Kind::Slice: {
         e = v(0) + "[{";
         for (size_t d = 0; d < s.a.size(); ++d)
-          e += cat_str(d ? ", " : "", "{", s.a[d] + 1, ", ", s.a[d] + 1 + (s.c[d] - 1) * s.b[d], ", ", s.b[d], "}");
+          e += cat_str(d ? ", " : "", "{", s.a[d] + 1, ", ", s.a[d] + 1 + (s.c[d] - 1) * s.b[d], ", ", s.b[d],
+                       "}");
         e += "}]";
         break;
       }
@@ -641,11 +686,13 @@ end
         e = v(0) + ":pad({";
         for (size_t d = 0; d < s.a.size(); ++d) e += cat_str(d ? ", " : "", "{", s.a[d], ", ", s.b[d], "}");
         static const char* modes[] = {"constant", "reflect", "periodic"};
-        e += cat_str("}, {mode = \"", modes[s.n], "\"", s.n == 0 ? ", value = " + lnum(s.v) : std::string(), "})");
+        e += cat_str("}, {mode = \"", modes[s.n], "\"", s.n == 0 ? ", value = " + lnum(s.v) : std::string(),
+                     "})");
         break;
       }
       case Kind::Roll:
-        e = cat_str(v(0), ":roll(", static_cast<int64_t>(s.v), s.n < 0 ? std::string() : cat_str(", ", s.n + 1), ")");
+        e = cat_str(v(0), ":roll(", static_cast<int64_t>(s.v),
+                    s.n < 0 ? std::string() : cat_str(", ", s.n + 1), ")");
         break;
       case Kind::Stencil: {
         static const char* b[] = {"zero", "periodic", "reflect"};
@@ -653,18 +700,20 @@ end
         break;
       }
       case Kind::Conv2d:
-        e = cat_str("tp.conv2d(", v(0), ", ", v(1), ", {stride = {", s.c[0], ", ", s.c[1], "}, padding = {", s.c[2], ", ",
-                    s.c[3], "}, dilation = {", s.c[4], ", ", s.c[5], "}, groups = ", s.c[6], "})");
+        e = cat_str("tp.conv2d(", v(0), ", ", v(1), ", {stride = {", s.c[0], ", ", s.c[1], "}, padding = {",
+                    s.c[2], ", ", s.c[3], "}, dilation = {", s.c[4], ", ", s.c[5], "}, groups = ", s.c[6],
+                    "})");
         break;
       case Kind::Pool:
-        e = cat_str("tp.", op_def(s.op).name, "(", v(0), ", {", s.c[0], ", ", s.c[1], "}, {stride = {", s.c[2], ", ",
-                    s.c[3], "}, padding = {", s.c[4], ", ", s.c[5], "}})");
+        e = cat_str("tp.", op_def(s.op).name, "(", v(0), ", {", s.c[0], ", ", s.c[1], "}, {stride = {",
+                    s.c[2], ", ", s.c[3], "}, padding = {", s.c[4], ", ", s.c[5], "}})");
         break;
       case Kind::Constrain: e = cat_str(v(0), ":constrain(tp.grid", ilist(s.a), ")"); break;
       case Kind::WriteRegion: {
         const std::string name = cat_str("tp.env.fuzz_w", env++);
         o += cat_str(name, " = ", v(0), "\n", name, "[{");
-        for (size_t d = 0; d < s.a.size(); ++d) o += cat_str(d ? ", " : "", "{", s.a[d] + 1, ", ", s.a[d] + s.b[d], "}");
+        for (size_t d = 0; d < s.a.size(); ++d)
+          o += cat_str(d ? ", " : "", "{", s.a[d] + 1, ", ", s.a[d] + s.b[d], "}");
         o += cat_str("}] = ", s.flag ? lnum(s.v) : v(1), "\n");
         e = name;
         break;
@@ -686,10 +735,11 @@ end
 }
 
 const char* kind_name(Kind k) {
-  static const char* names[] = {"src", "full", "arange", "rand", "eye", "unary", "binary", "binary_scalar",
-                                "where", "cast", "reduce", "mean", "argreduce", "matmul", "einsum", "reshape",
-                                "permute", "expand", "slice", "narrow", "select", "cat", "pad", "roll",
-                                "stencil", "conv2d", "pool", "constrain", "write_region"};
+  static const char* names[] = {"src",       "full",          "arange", "rand",      "eye",         "unary",
+                                "binary",    "binary_scalar", "where",  "cast",      "reduce",      "mean",
+                                "argreduce", "matmul",        "einsum", "reshape",   "permute",     "expand",
+                                "slice",     "narrow",        "select", "cat",       "pad",         "roll",
+                                "stencil",   "conv2d",        "pool",   "constrain", "write_region"};
   return names[static_cast<int>(k)];
 }
 

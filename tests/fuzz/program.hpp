@@ -18,9 +18,35 @@
 namespace tapestry::fuzz {
 
 enum class Kind {
-  Src, Full, Arange, Rand, Eye, Unary, Binary, BinaryScalar, Where, Cast, Reduce, Mean, ArgReduce,
-  Matmul, Einsum, Reshape, Permute, Expand, Slice, Narrow, Select, Cat, Pad, Roll, Stencil,
-  Conv2d, Pool, Constrain, WriteRegion,
+  Src,
+  Full,
+  Arange,
+  Rand,
+  Eye,
+  Unary,
+  Binary,
+  BinaryScalar,
+  Where,
+  Cast,
+  Reduce,
+  Mean,
+  ArgReduce,
+  Matmul,
+  Einsum,
+  Reshape,
+  Permute,
+  Expand,
+  Slice,
+  Narrow,
+  Select,
+  Cat,
+  Pad,
+  Roll,
+  Stencil,
+  Conv2d,
+  Pool,
+  Constrain,
+  WriteRegion,
 };
 
 struct Step {
@@ -33,8 +59,8 @@ struct Step {
   double v = 0;            // scalar value
   int64_t n = 0;           // seed, dim, shift, mode...
   DType dt = DType::F32;
-  bool flag = false;       // keepdim, has-dim...
-  std::string spec;        // einsum
+  bool flag = false;  // keepdim, has-dim...
+  std::string spec;   // einsum
 };
 
 struct Program {

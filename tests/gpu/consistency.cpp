@@ -71,8 +71,8 @@ void compare(const std::string& what, const Value& cpu, const Value& gpu, double
              std::fabs(double(a[i]) - double(b[i])) <= rtol * std::max(1.0, std::fabs(double(a[i])));
       else ok = a[i] == b[i];
       if (!ok && bad++ < 3)
-        std::fprintf(stderr, "MISMATCH %s [%lld]: cpu %.17g gpu %.17g\n", what.c_str(), (long long)i, double(a[i]),
-                     double(b[i]));
+        std::fprintf(stderr, "MISMATCH %s [%lld]: cpu %.17g gpu %.17g\n", what.c_str(), (long long)i,
+                     double(a[i]), double(b[i]));
     }
   });
   if (bad) ++failures;
@@ -88,9 +88,9 @@ void check_map() {
     Dev da = upload(a->view()), db = upload(b->view());
     const cuda::DView dbt = like(db.v, bt);
     auto run = [&](Op op, bool binary) {
-      const DType rt = (op_def(op).name == std::string("lt") || op == Op::Eq || op == Op::Ne || op == Op::Le ||
-                        op == Op::Gt || op == Op::Ge || op == Op::Lt || op == Op::LogicalAnd ||
-                        op == Op::LogicalOr || op == Op::LogicalNot)
+      const DType rt = (op_def(op).name == std::string("lt") || op == Op::Eq || op == Op::Ne ||
+                        op == Op::Le || op == Op::Gt || op == Op::Ge || op == Op::Lt ||
+                        op == Op::LogicalAnd || op == Op::LogicalOr || op == Op::LogicalNot)
                            ? DType::Bool
                            : t;
       cpu::MapProgram cp;
@@ -115,8 +115,10 @@ void check_map() {
     // a fused program: where(a < b, a * 2 (a Full), cast(b)) over the strided leaf
     cpu::MapProgram cp;
     cp.leaves = {a->view(), bt};
-    cp.instrs = {{Op::Lt, DType::Bool, t, 0, 1}, {Op::Full, t, t, -1, -1, -1, 2.0, 2},
-                 {Op::Mul, t, t, 0, 3},          {Op::Where, t, t, 2, 4, 1},
+    cp.instrs = {{Op::Lt, DType::Bool, t, 0, 1},
+                 {Op::Full, t, t, -1, -1, -1, 2.0, 2},
+                 {Op::Mul, t, t, 0, 3},
+                 {Op::Where, t, t, 2, 4, 1},
                  {Op::Cast, DType::F64, t, 5}};
     auto want = Value::alloc(DType::F64, s);
     cpu::run_map(cp, want->view());
@@ -140,7 +142,7 @@ void check_reduce() {
         Shape os;
         for (int d = 0; d < 3; ++d)
           if (std::find(dims.begin(), dims.end(), d) == dims.end()) os.push_back(xp.shape[d]);
-        const DType ot = (op == Op::All || op == Op::Any) ? DType::Bool
+        const DType ot = (op == Op::All || op == Op::Any)                    ? DType::Bool
                          : (op == Op::Sum || op == Op::Prod) && !is_float(t) ? DType::I64
                                                                              : t;
         auto want = Value::alloc(ot, os);
@@ -197,8 +199,8 @@ void check_generate() {
       cpu::run_generate(op, at, g, org, want->view());
       Dev out = upload(want->view());
       cuda::run_generate(op, at, g, org, out.v);
-      compare(std::string("generate ") + std::string(op_def(op).name) + " " + std::string(dtype_name(t)), *want,
-              *download(out.v), op == Op::Randn ? 1e-12 : 0);
+      compare(std::string("generate ") + std::string(op_def(op).name) + " " + std::string(dtype_name(t)),
+              *want, *download(out.v), op == Op::Randn ? 1e-12 : 0);
     }
 }
 

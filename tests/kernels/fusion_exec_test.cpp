@@ -10,10 +10,10 @@
 #include <cstring>
 #include <random>
 
-#include "engine/run/evaluator.hpp"
-#include "engine/telemetry/stats.hpp"
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/value.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/telemetry/stats.hpp"
 
 using namespace tapestry;
 using build::Operand;
@@ -56,7 +56,8 @@ std::vector<float> data(const NodeRef& n) {
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
-    if (std::bit_cast<uint32_t>(a[i]) != std::bit_cast<uint32_t>(b[i]) && !(std::isnan(a[i]) && std::isnan(b[i])))
+    if (std::bit_cast<uint32_t>(a[i]) != std::bit_cast<uint32_t>(b[i]) &&
+        !(std::isnan(a[i]) && std::isnan(b[i])))
       return false;
   return true;
 }
@@ -69,10 +70,9 @@ TEST_CASE("kernels.fusion.variance_is_one_pass_and_matches_two_passes") {
     std::vector<int> dims;
     double mean, sd, correction;
   };
-  for (const Case& c : {Case{{(1 << 20) + 3}, {}, 1e4, 1e-2, 0},   // large mean, small spread
-                        Case{{300001}, {0}, -5, 3, 1},
-                        Case{{37, 5000}, {1}, 100, 0.5, 1},         // per row
-                        Case{{6, 7, 3001}, {1, 2}, 3e3, 1, 0}}) {  // trailing dims
+  for (const Case& c : {Case{{(1 << 20) + 3}, {}, 1e4, 1e-2, 0},  // large mean, small spread
+                        Case{{300001}, {0}, -5, 3, 1}, Case{{37, 5000}, {1}, 100, 0.5, 1},  // per row
+                        Case{{6, 7, 3001}, {1, 2}, 3e3, 1, 0}}) {                           // trailing dims
     CAPTURE(shape_str(c.shape));
     const auto xs = normal(numel(c.shape), c.mean, c.sd, 11);
     NodeRef x = source(c.shape, xs);
@@ -99,7 +99,8 @@ TEST_CASE("kernels.fusion.variance_of_a_transposed_view_takes_two_passes") {
   for (int64_t c = 0; c < 300; ++c)
     for (int64_t r = 0; r < 400; ++r) cols.push_back(xs[static_cast<size_t>(r * 300 + c)]);
   const auto want = two_pass_var(cols, 300, 1);
-  for (int64_t c = 0; c < 300; ++c) CHECK(v->value->data<float>()[c] == doctest::Approx(want[c]).epsilon(1e-5));
+  for (int64_t c = 0; c < 300; ++c)
+    CHECK(v->value->data<float>()[c] == doctest::Approx(want[c]).epsilon(1e-5));
 }
 
 TEST_CASE("kernels.fusion.variance_with_the_mean_observed_too") {

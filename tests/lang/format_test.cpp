@@ -11,8 +11,7 @@ using namespace tapestry;
 
 namespace {
 
-template <class T>
-View make(DType t, const Shape& s, const std::vector<T>& xs) {
+template <class T> View make(DType t, const Shape& s, const std::vector<T>& xs) {
   auto v = Value::alloc(t, s);
   for (size_t i = 0; i < xs.size(); ++i) v->data<T>()[i] = xs[i];
   return v->view();
@@ -97,8 +96,7 @@ TEST_CASE("format.summary") {
 
 TEST_CASE("format.wrap") {
   const std::string s = i64({100}, iota(100));
-  CHECK(s.substr(0, 76) ==
-        "[ 0  1  2  3  4  5  6  7  8  9 10 11 12 13 14 15 16 17 18 19 20 21 22 23\n 24");
+  CHECK(s.substr(0, 76) == "[ 0  1  2  3  4  5  6  7  8  9 10 11 12 13 14 15 16 17 18 19 20 21 22 23\n 24");
   CHECK(s.substr(s.size() - 14) == "\n 96 97 98 99]");
 }
 

@@ -13,14 +13,14 @@
 
 #include "engine/comm/collective_plan.hpp"
 #include "engine/comm/mpi.hpp"
-#include "engine/run/evaluator.hpp"
-#include "engine/shard/rank_program.hpp"
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/value.hpp"
 #include "engine/plan/lower.hpp"
 #include "engine/plan/verifier.hpp"
 #include "engine/poly/signature.hpp"
+#include "engine/run/evaluator.hpp"
 #include "engine/session/config.hpp"
+#include "engine/shard/rank_program.hpp"
 #include "kernels/cpu/kernels.hpp"
 
 using namespace tapestry;
@@ -40,9 +40,15 @@ NodeRef source(DType t, const Shape& s, int seed) {
   for (int64_t i = 0; i < numel(s); ++i) {
     const int64_t k = (i * 37 + seed * 11) % 17;
     switch (t) {
-      case DType::F32: v->data<float>()[i] = static_cast<float>(k - 8) / 4 + 0.01f * static_cast<float>(i % 7); break;
-      case DType::F64: v->data<double>()[i] = 1.0 + static_cast<double>(k - 8) / 64; break;  // near 1: products stay finite
-      case DType::I32: v->data<int32_t>()[i] = static_cast<int32_t>(k - 8) * 100003; break;  // sums wrap: as the kernels
+      case DType::F32:
+        v->data<float>()[i] = static_cast<float>(k - 8) / 4 + 0.01f * static_cast<float>(i % 7);
+        break;
+      case DType::F64:
+        v->data<double>()[i] = 1.0 + static_cast<double>(k - 8) / 64;
+        break;  // near 1: products stay finite
+      case DType::I32:
+        v->data<int32_t>()[i] = static_cast<int32_t>(k - 8) * 100003;
+        break;  // sums wrap: as the kernels
       case DType::I64: v->data<int64_t>()[i] = (k - 8) * (int64_t(1) << 40); break;
       case DType::Bool: v->data<bool>()[i] = k != 3; break;
     }
@@ -113,16 +119,19 @@ void check_value(const Outcome& o, const std::shared_ptr<const Value>& want, dou
     using T = typename decltype(tag)::type;
     for (int64_t i = 0; i < g.numel(); ++i) {
       const T a = o.value->data<T>()[i], b = want->data<T>()[i];
-      const bool ok = std::is_floating_point_v<T> ? same_or_close(static_cast<double>(a), static_cast<double>(b), rel) : a == b;
-      if (!ok && ++bad <= 3) MESSAGE("element ", i, ": got ", static_cast<double>(a), ", want ", static_cast<double>(b));
+      const bool ok = std::is_floating_point_v<T>
+                          ? same_or_close(static_cast<double>(a), static_cast<double>(b), rel)
+                          : a == b;
+      if (!ok && ++bad <= 3)
+        MESSAGE("element ", i, ": got ", static_cast<double>(a), ", want ", static_cast<double>(b));
     }
   });
   CHECK(bad == 0);
 }
 
 // Collective on and off: same values, and the on run used `n` collectives on every member.
-void check_both_paths(const ShardedGraph& g, const NodeRef& y, const std::shared_ptr<const Value>& want, double rel,
-                      int64_t started_here) {
+void check_both_paths(const ShardedGraph& g, const NodeRef& y, const std::shared_ptr<const Value>& want,
+                      double rel, int64_t started_here) {
   const Outcome on = run(g, y, true), off = run(g, y, false);
   check_value(on, want, rel);
   check_value(off, want, rel);
@@ -262,7 +271,7 @@ TEST_CASE("mpi.collective.lowered_reductions_of_every_kind") {
     DType dtype;
     double rel;
   };
-  const Kind kinds[] = {{Op::Sum, DType::F32, 1e-5}, {Op::Sum, DType::F64, 1e-12}, {Op::Sum, DType::I32, 0},
+  const Kind kinds[] = {{Op::Sum, DType::F32, 1e-5}, {Op::Sum, DType::F64, 1e-12},  {Op::Sum, DType::I32, 0},
                         {Op::Sum, DType::I64, 0},    {Op::Prod, DType::F64, 1e-12}, {Op::Max, DType::F32, 0},
                         {Op::Min, DType::F32, 0},    {Op::Max, DType::I32, 0},      {Op::Min, DType::F64, 0},
                         {Op::All, DType::Bool, 0},   {Op::Any, DType::Bool, 0}};
@@ -330,8 +339,8 @@ TEST_CASE("mpi.collective.overlapping_groups_are_created_in_order_and_cached") {
     wants.push_back(reference(ys.back()));
   }
   for (const NodeRef& y : ys) topo.push_back(y);
-  const std::vector<std::vector<Rank>> groups = {{0, 1}, n > 2 ? std::vector<Rank>{1, 2} : std::vector<Rank>{0, 1},
-                                                 all_ranks()};
+  const std::vector<std::vector<Rank>> groups = {
+      {0, 1}, n > 2 ? std::vector<Rank>{1, 2} : std::vector<Rank>{0, 1}, all_ranks()};
   ShardedGraph g(n);
   g.nodes = topo;
   for (Rank r = 0; r < n; ++r) {
@@ -345,7 +354,8 @@ TEST_CASE("mpi.collective.overlapping_groups_are_created_in_order_and_cached") {
       const auto [lo, hi] = part(24, parts, j);
       partials.push_back(g.add_block(ys[i]->id, Box({0, 0, lo}, {5, 3, hi}), groups[i][j]));
     }
-    g.add_combine(ys[i]->id, poly::CombineKind::Sum, partials, Box::of_shape(ys[i]->shape), {groups[i].back()});
+    g.add_combine(ys[i]->id, poly::CombineKind::Sum, partials, Box::of_shape(ys[i]->shape),
+                  {groups[i].back()});
     g.add_output(ys[i]->id, Box::of_shape(ys[i]->shape), groups[i].back());
   }
   REQUIRE(plan::verify(g, topo).ok());

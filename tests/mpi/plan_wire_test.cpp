@@ -7,10 +7,7 @@
 #include <new>
 #include <stdexcept>
 
-#include "engine/run/evaluator.hpp"
 #include "engine/dist/plan_wire.hpp"
-#include "engine/shard/rank_program.hpp"
-#include "engine/telemetry/trace.hpp"
 #include "engine/dist/worker.hpp"
 #include "engine/io/parallel_io.hpp"
 #include "engine/ir/build/builders.hpp"
@@ -18,6 +15,9 @@
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
 #include "engine/plan/planner.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/shard/rank_program.hpp"
+#include "engine/telemetry/trace.hpp"
 
 using namespace tapestry;
 
@@ -31,7 +31,8 @@ struct Example {
     a = build::rand({12, 8}, 1, DType::F32);
     b = build::rand({8, 6}, 2, DType::F32);
     evaluate({a, b});  // values on rank 0: the plan's initial shards
-    y = build::binary(Op::Add, build::reduce(Op::Sum, build::matmul(a, b), {1}, true), build::Operand::number(1));
+    y = build::binary(Op::Add, build::reduce(Op::Sum, build::matmul(a, b), {1}, true),
+                      build::Operand::number(1));
     plan::PlannerState planner;
     pg = plan::plan_observation(planner, {y}, plan::Mesh::this_machine(ranks), {});
   }

@@ -6,9 +6,9 @@
 #include <exception>
 
 #include "engine/device/backend.hpp"
+#include "engine/device/cuda/nccl_peers.hpp"
 #include "engine/ir/error.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
-#include "engine/device/cuda/nccl_peers.hpp"
 
 namespace tapestry::cuda {
 namespace {
@@ -41,7 +41,9 @@ class CudaDevice final : public DeviceBackend {
   }
 
   std::string name() const override { return cat_str("cuda (device ", index_, ")"); }
-  std::shared_ptr<DeviceMemory> allocate(size_t bytes) override { return std::make_shared<CudaMemory>(bytes); }
+  std::shared_ptr<DeviceMemory> allocate(size_t bytes) override {
+    return std::make_shared<CudaMemory>(bytes);
+  }
   void upload(const View& host, const DeviceView& dst) override { to_device(host, dv(dst)); }
   void download(const DeviceView& src, const View& host) override { to_host(dv(src), host); }
 

@@ -117,7 +117,8 @@ std::unique_ptr<comm::DevicePeers> join_nccl_peers(const std::string& id, int ra
   int version = 0, theirs = 0;
   check_nccl(ncclGetVersion(&version), "ncclGetVersion");
   ncclUniqueId uid;
-  user_check(id.size() == sizeof theirs + sizeof uid.internal, "NCCL peers: a malformed id of ", id.size(), " bytes");
+  user_check(id.size() == sizeof theirs + sizeof uid.internal, "NCCL peers: a malformed id of ", id.size(),
+             " bytes");
   std::memcpy(&theirs, id.data(), sizeof theirs);
   user_check(theirs == version, "NCCL peers: rank 0 runs NCCL ", theirs, ", this rank ", version,
              " (every rank needs the same NCCL)");

@@ -15,9 +15,7 @@ namespace {
 std::string dt(DType t) { return std::string(dtype_name(t)); }
 
 // The dtype an operand takes when combined with a tensor of dtype `other`.
-DType operand_dtype(const Operand& o) {
-  return o.weak ? scalar_default_dtype(o.kind) : o.node->dtype;
-}
+DType operand_dtype(const Operand& o) { return o.weak ? scalar_default_dtype(o.kind) : o.node->dtype; }
 
 // Common dtype of map operands: tensors promote among themselves, then weak
 // scalars fit into the result (numpy NEP 50).
@@ -41,13 +39,13 @@ Shape operand_shape(const Operand& o) { return o.weak ? Shape{} : o.node->shape;
 // The operand as a node of `dtype` and `shape` (casting and broadcasting).
 NodeRef materialize(const Operand& o, DType dtype, const Shape& shape) {
   if (o.weak) {
-    if (is_float(dtype)) return full(shape, o.kind == ScalarKind::Float ? o.real
-                                            : static_cast<double>(o.integer), dtype);
+    if (is_float(dtype))
+      return full(shape, o.kind == ScalarKind::Float ? o.real : static_cast<double>(o.integer), dtype);
     if (o.kind == ScalarKind::Float) {  // only reachable for an explicit cast target
       return full_int(shape, static_cast<int64_t>(o.real), dtype);
     }
-    user_check(dtype != DType::I32 || (o.integer >= INT32_MIN && o.integer <= INT32_MAX),
-               "the number ", o.integer, " does not fit in i32 (cast the tensor to i64 first)");
+    user_check(dtype != DType::I32 || (o.integer >= INT32_MIN && o.integer <= INT32_MAX), "the number ",
+               o.integer, " does not fit in i32 (cast the tensor to i64 first)");
     return full_int(shape, o.integer, dtype);
   }
   return broadcast_to(cast(o.node, dtype), shape);
@@ -67,8 +65,7 @@ std::vector<int> normalize_dims(std::vector<int> dims, int rank) {
   std::sort(dims.begin(), dims.end());
   for (size_t i = 0; i < dims.size(); ++i) {
     internal_check(dims[i] >= 0 && dims[i] < rank);
-    user_check(i == 0 || dims[i] != dims[i - 1], "dimension ", dims[i] + 1,
-               " is listed twice in dims");
+    user_check(i == 0 || dims[i] != dims[i - 1], "dimension ", dims[i] + 1, " is listed twice in dims");
   }
   return dims;
 }
@@ -135,8 +132,8 @@ NodeRef full(const Shape& shape, double value, DType dtype) {
     const double v = dtype == DType::F32 ? static_cast<double>(static_cast<float>(value)) : value;
     return make_node(Op::Full, {}, FullAttrs{dtype, v, 0}.encode(), shape, dtype);
   }
-  user_check(std::isfinite(value) || dtype == DType::Bool, "cannot fill a ", dt(dtype),
-             " tensor with ", value);
+  user_check(std::isfinite(value) || dtype == DType::Bool, "cannot fill a ", dt(dtype), " tensor with ",
+             value);
   const int64_t iv = dtype == DType::Bool ? (value != 0) : static_cast<int64_t>(value);
   return full_int(shape, iv, dtype);
 }
@@ -219,15 +216,13 @@ NodeRef unary(Op op, const NodeRef& x) {
     case Op::Abs:
     case Op::Relu:
     case Op::Square:
-    case Op::Sign:
-      return map_node(op, {x}, t);
+    case Op::Sign: return map_node(op, {x}, t);
     case Op::Floor:
     case Op::Ceil:
     case Op::Round:
       if (!is_float(t)) return x;  // integers are already whole
       return map_node(op, {x}, t);
-    case Op::LogicalNot:
-      return map_node(op, {cast(x, DType::Bool)}, DType::Bool);
+    case Op::LogicalNot: return map_node(op, {cast(x, DType::Bool)}, DType::Bool);
     default: {  // float-valued math: exp log sqrt rsqrt sin cos tanh sigmoid gelu reciprocal
       const DType f = float_result(t);
       return map_node(op, {cast(x, f)}, f);
@@ -242,38 +237,36 @@ NodeRef binary(Op op, const Operand& a, const Operand& b) {
   DType out = t;
   switch (op) {
     case Op::Sub:
-      user_check(t != DType::Bool, "subtraction of bool tensors is not supported (use tp.logical_xor or cast)");
+      user_check(t != DType::Bool,
+                 "subtraction of bool tensors is not supported (use tp.logical_xor or cast)");
       break;
     case Op::Div:
-    case Op::Atan2:
-      t = out = float_result(t);
-      break;
+    case Op::Atan2: t = out = float_result(t); break;
     case Op::FloorDiv:
     case Op::Mod:
     case Op::Pow:
       if (t == DType::Bool) t = out = DType::I64;
       break;
-    case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
-      out = DType::Bool;
-      break;
+    case Op::Eq:
+    case Op::Ne:
+    case Op::Lt:
+    case Op::Le:
+    case Op::Gt:
+    case Op::Ge: out = DType::Bool; break;
     case Op::LogicalAnd:
-    case Op::LogicalOr:
-      t = out = DType::Bool;
-      break;
-    default:
-      break;
+    case Op::LogicalOr: t = out = DType::Bool; break;
+    default: break;
   }
   return make_node(op, {materialize(a, t, shape), materialize(b, t, shape)}, Attrs{}, shape, out);
 }
 
 NodeRef where(const Operand& cond, const Operand& a, const Operand& b) {
-  const Shape shape = broadcast_shapes(broadcast_shapes(operand_shape(cond), operand_shape(a)),
-                                       operand_shape(b));
+  const Shape shape =
+      broadcast_shapes(broadcast_shapes(operand_shape(cond), operand_shape(a)), operand_shape(b));
   const DType t = common_dtype({&a, &b});
-  return make_node(Op::Where,
-                   {materialize(cond, DType::Bool, shape), materialize(a, t, shape),
-                    materialize(b, t, shape)},
-                   Attrs{}, shape, t);
+  return make_node(
+      Op::Where, {materialize(cond, DType::Bool, shape), materialize(a, t, shape), materialize(b, t, shape)},
+      Attrs{}, shape, t);
 }
 
 NodeRef clamp(const NodeRef& x, std::optional<Operand> lo, std::optional<Operand> hi) {
@@ -361,28 +354,26 @@ NodeRef matmul(const NodeRef& a0, const NodeRef& b0) {
   const DType t = promote(a0->dtype, b0->dtype);
   NodeRef a = cast(a0, t), b = cast(b0, t);
   const bool a_vec = a->shape.size() == 1, b_vec = b->shape.size() == 1;
-  if (a_vec) a = unsqueeze(a, 0);                     // {k} -> {1,k}
-  if (b_vec) b = unsqueeze(b, 1);                     // {k} -> {k,1}
+  if (a_vec) a = unsqueeze(a, 0);  // {k} -> {1,k}
+  if (b_vec) b = unsqueeze(b, 1);  // {k} -> {k,1}
   const Shape& as = a->shape;
   const Shape& bs = b->shape;
   const int64_t n = as[as.size() - 2], k = as.back(), k2 = bs[bs.size() - 2], m = bs.back();
   if (k != k2)
-    user_error("inner dimensions differ: ", shape_str(a0->shape), " @ ", shape_str(b0->shape), " (",
-               k, " ~= ", k2, ")");
+    user_error("inner dimensions differ: ", shape_str(a0->shape), " @ ", shape_str(b0->shape), " (", k,
+               " ~= ", k2, ")");
   const Shape abatch(as.begin(), as.end() - 2), bbatch(bs.begin(), bs.end() - 2);
   Shape batch;
   try {
     batch = broadcast_shapes(abatch, bbatch);
   } catch (const Error&) {
-    user_error("batch dimensions cannot be broadcast: ", shape_str(a0->shape), " @ ",
-               shape_str(b0->shape));
+    user_error("batch dimensions cannot be broadcast: ", shape_str(a0->shape), " @ ", shape_str(b0->shape));
   }
   Shape ashape = batch, bshape = batch, out = batch;
   ashape.insert(ashape.end(), {n, k});
   bshape.insert(bshape.end(), {k, m});
   out.insert(out.end(), {n, m});
-  NodeRef r = make_node(Op::Matmul, {broadcast_to(a, ashape), broadcast_to(b, bshape)}, Attrs{},
-                        out, t);
+  NodeRef r = make_node(Op::Matmul, {broadcast_to(a, ashape), broadcast_to(b, bshape)}, Attrs{}, out, t);
   if (a_vec || b_vec) {
     Shape final_shape = batch;
     if (!a_vec) final_shape.push_back(n);
@@ -396,8 +387,8 @@ NodeRef constrain(const NodeRef& x, std::vector<int64_t> parts) {
   user_check(parts.size() == x->shape.size(), "layout has ", parts.size(), " dims but the tensor ",
              shape_str(x->shape), " has ", x->shape.size());
   for (size_t d = 0; d < parts.size(); ++d)
-    user_check(parts[d] >= 1 && parts[d] <= x->shape[d], "cannot split dimension ", d + 1,
-               " of size ", x->shape[d], " into ", parts[d], " parts");
+    user_check(parts[d] >= 1 && parts[d] <= x->shape[d], "cannot split dimension ", d + 1, " of size ",
+               x->shape[d], " into ", parts[d], " parts");
   const NodeRef& src = x->op == Op::Constrain ? x->inputs[0] : x;  // the last constraint wins
   return make_node(Op::Constrain, {src}, ConstrainAttrs{std::move(parts)}.encode(), x->shape, x->dtype);
 }

@@ -32,8 +32,8 @@ struct Operand {
 
 // --- generators ----------------------------------------------------------------
 NodeRef full(const Shape& shape, double value, DType dtype);
-NodeRef full_int(const Shape& shape, int64_t value, DType dtype);  // exact for i64
-NodeRef scalar(const Operand& s, DType dtype);  // a weak operand as a {} tensor
+NodeRef full_int(const Shape& shape, int64_t value, DType dtype);     // exact for i64
+NodeRef scalar(const Operand& s, DType dtype);                        // a weak operand as a {} tensor
 NodeRef arange(double first, double last, double step, DType dtype);  // inclusive
 NodeRef linspace(double a, double b, int64_t n, DType dtype);
 NodeRef eye(int64_t n, int64_t m, DType dtype);
@@ -63,14 +63,13 @@ NodeRef matmul(const NodeRef& a, const NodeRef& b);  // numpy's matmul rules
 NodeRef reshape(const NodeRef& x, Shape shape);  // one -1 allowed
 NodeRef permute(const NodeRef& x, const std::vector<int>& perm);
 NodeRef transpose(const NodeRef& x, int d1, int d2);
-NodeRef expand(const NodeRef& x, Shape shape);    // -1 keeps a dim
+NodeRef expand(const NodeRef& x, Shape shape);  // -1 keeps a dim
 NodeRef squeeze(const NodeRef& x, std::optional<int> dim);
 NodeRef unsqueeze(const NodeRef& x, int dim);  // dim in 0..rank
 NodeRef flatten(const NodeRef& x, int first, int last);
-NodeRef slice(const NodeRef& x, std::vector<int64_t> start, std::vector<int64_t> step,
-              Shape count);
+NodeRef slice(const NodeRef& x, std::vector<int64_t> start, std::vector<int64_t> step, Shape count);
 NodeRef narrow(const NodeRef& x, int dim, int64_t first, int64_t len);  // first 0-based
-NodeRef select(const NodeRef& x, int dim, int64_t index);             // index 0-based
+NodeRef select(const NodeRef& x, int dim, int64_t index);               // index 0-based
 NodeRef cat(const std::vector<NodeRef>& xs, int dim);
 NodeRef stack(const std::vector<NodeRef>& xs, int dim);  // dim in 0..rank
 NodeRef broadcast_to(const NodeRef& x, const Shape& shape);
@@ -89,8 +88,8 @@ NodeRef write_region(const NodeRef& base, std::vector<int64_t> start, const Shap
 enum class PadMode { Constant, Reflect, Periodic };
 // before/after per dim (>= 0). Constant fills with `value` (cast to x's dtype); Reflect mirrors
 // without repeating the edge (numpy "reflect", pads < size); Periodic wraps (pads <= size).
-NodeRef pad(const NodeRef& x, const std::vector<int64_t>& before,
-            const std::vector<int64_t>& after, PadMode mode, double value);
+NodeRef pad(const NodeRef& x, const std::vector<int64_t>& before, const std::vector<int64_t>& after,
+            PadMode mode, double value);
 // numpy.roll: out[i] = x[(i - shift) mod n] along dim, or over the flattened tensor (nullopt).
 NodeRef roll(const NodeRef& x, int64_t shift, std::optional<int> dim);
 // n-D correlation with a centred kernel of odd sizes; the output has x's shape. Zero boundary

@@ -28,13 +28,13 @@ NodeRef reshape(const NodeRef& x, Shape shape) {
   }
   const int64_t n = numel(x->shape);
   if (infer >= 0) {
-    user_check(n % known == 0, "cannot reshape ", shape_str(x->shape), " (", n,
-               " elements) to ", shape_str(shape));
+    user_check(n % known == 0, "cannot reshape ", shape_str(x->shape), " (", n, " elements) to ",
+               shape_str(shape));
     shape[infer] = n / known;
   }
   if (numel(shape) != n)
-    user_error("cannot reshape ", shape_str(x->shape), " (", n, " elements) to ", shape_str(shape),
-               " (", numel(shape), " elements)");
+    user_error("cannot reshape ", shape_str(x->shape), " (", n, " elements) to ", shape_str(shape), " (",
+               numel(shape), " elements)");
   if (shape == x->shape) return x;
   // reshape(reshape(y)) == reshape(y): keeps loop bodies structurally equal.
   const NodeRef& src = x->op == Op::Reshape ? x->inputs[0] : x;
@@ -69,8 +69,7 @@ NodeRef transpose(const NodeRef& x, int d1, int d2) {
 
 NodeRef expand(const NodeRef& x, Shape shape) {
   const size_t r = shape.size(), xr = x->shape.size();
-  user_check(r >= xr, "cannot expand ", shape_str(x->shape), " to fewer dimensions: ",
-             shape_str(shape));
+  user_check(r >= xr, "cannot expand ", shape_str(x->shape), " to fewer dimensions: ", shape_str(shape));
   for (size_t i = 0; i < r; ++i) {
     if (shape[i] == -1) {
       user_check(i >= r - xr, "-1 is only allowed for existing dimensions, got ", shape_str(shape));
@@ -95,8 +94,8 @@ NodeRef broadcast_to(const NodeRef& x, const Shape& shape) {
 NodeRef squeeze(const NodeRef& x, std::optional<int> dim) {
   Shape out;
   if (dim) {
-    user_check(x->shape[*dim] == 1, "dimension ", *dim + 1, " of ", shape_str(x->shape),
-               " has size ", x->shape[*dim], ", not 1");
+    user_check(x->shape[*dim] == 1, "dimension ", *dim + 1, " of ", shape_str(x->shape), " has size ",
+               x->shape[*dim], ", not 1");
     out = x->shape;
     out.erase(out.begin() + *dim);
   } else {
@@ -124,8 +123,7 @@ NodeRef flatten(const NodeRef& x, int first, int last) {
   return reshape(x, out);
 }
 
-NodeRef slice(const NodeRef& x, std::vector<int64_t> start, std::vector<int64_t> step,
-              Shape count) {
+NodeRef slice(const NodeRef& x, std::vector<int64_t> start, std::vector<int64_t> step, Shape count) {
   const size_t r = x->shape.size();
   internal_check(start.size() == r && step.size() == r && count.size() == r);
   bool whole = true;
@@ -145,8 +143,8 @@ NodeRef narrow(const NodeRef& x, int dim, int64_t first, int64_t len) {
   const int64_t size = x->shape[dim];
   user_check(len >= 1, "length must be positive, got ", len);
   user_check(first >= 0 && first + len <= size, "range ", first + 1, "..", first + len,
-             " is out of bounds for dimension ", dim + 1, " of size ", size, " (shape ",
-             shape_str(x->shape), ")");
+             " is out of bounds for dimension ", dim + 1, " of size ", size, " (shape ", shape_str(x->shape),
+             ")");
   std::vector<int64_t> start(x->shape.size(), 0), step(x->shape.size(), 1);
   Shape count = x->shape;
   start[dim] = first;
@@ -156,8 +154,8 @@ NodeRef narrow(const NodeRef& x, int dim, int64_t first, int64_t len) {
 
 NodeRef select(const NodeRef& x, int dim, int64_t index) {
   const int64_t size = x->shape[dim];
-  user_check(index >= 0 && index < size, "index ", index + 1, " is out of bounds for dimension ",
-             dim + 1, " of size ", size, " (shape ", shape_str(x->shape), ")");
+  user_check(index >= 0 && index < size, "index ", index + 1, " is out of bounds for dimension ", dim + 1,
+             " of size ", size, " (shape ", shape_str(x->shape), ")");
   return squeeze(narrow(x, dim, index, 1), dim);
 }
 
@@ -169,12 +167,11 @@ NodeRef cat(const std::vector<NodeRef>& xs, int dim) {
   out[dim] = 0;
   for (size_t i = 0; i < xs.size(); ++i) {
     const Shape& s = xs[i]->shape;
-    user_check(s.size() == s0.size(), "tensor ", i + 1, " has shape ", shape_str(s),
-               " but tensor 1 has ", shape_str(s0), " (ranks differ)");
+    user_check(s.size() == s0.size(), "tensor ", i + 1, " has shape ", shape_str(s), " but tensor 1 has ",
+               shape_str(s0), " (ranks differ)");
     for (size_t d = 0; d < s.size(); ++d)
-      user_check(static_cast<int>(d) == dim || s[d] == s0[d], "tensor ", i + 1, " has shape ",
-                 shape_str(s), " but tensor 1 has ", shape_str(s0), " (dimension ", d + 1,
-                 " differs)");
+      user_check(static_cast<int>(d) == dim || s[d] == s0[d], "tensor ", i + 1, " has shape ", shape_str(s),
+                 " but tensor 1 has ", shape_str(s0), " (dimension ", d + 1, " differs)");
     out[dim] += s[dim];
     t = promote(t, xs[i]->dtype);
   }
@@ -188,8 +185,8 @@ NodeRef stack(const std::vector<NodeRef>& xs, int dim) {
   user_check(!xs.empty(), "expects at least one tensor");
   std::vector<NodeRef> ys;
   for (size_t i = 0; i < xs.size(); ++i) {
-    user_check(xs[i]->shape == xs[0]->shape, "tensor ", i + 1, " has shape ",
-               shape_str(xs[i]->shape), " but tensor 1 has ", shape_str(xs[0]->shape));
+    user_check(xs[i]->shape == xs[0]->shape, "tensor ", i + 1, " has shape ", shape_str(xs[i]->shape),
+               " but tensor 1 has ", shape_str(xs[0]->shape));
     ys.push_back(unsqueeze(xs[i], dim));
   }
   return cat(ys, dim);

@@ -29,8 +29,7 @@ NodeRef constant_like(const Shape& s, double value, DType t) {
 }
 
 // Pads of one dim by one mode: the pieces to cat around x.
-NodeRef pad_dim(const NodeRef& x, int d, int64_t before, int64_t after, PadMode mode,
-                double value) {
+NodeRef pad_dim(const NodeRef& x, int d, int64_t before, int64_t after, PadMode mode, double value) {
   const int64_t n = x->shape[d];
   std::vector<NodeRef> parts;
   auto block = [&](int64_t len) {
@@ -51,9 +50,8 @@ NodeRef pad_dim(const NodeRef& x, int d, int64_t before, int64_t after, PadMode 
   } else {
     // Mirror images are single-row slices in reverse order: slices have positive steps,
     // and a pad is a few rows wide.
-    user_check(before < n && after < n, "reflect padding of ", before, " and ", after,
-               " needs dimension ", d + 1, " larger than both, got size ", n, " (shape ",
-               shape_str(x->shape), ")");
+    user_check(before < n && after < n, "reflect padding of ", before, " and ", after, " needs dimension ",
+               d + 1, " larger than both, got size ", n, " (shape ", shape_str(x->shape), ")");
     for (int64_t i = before; i >= 1; --i) parts.push_back(narrow(x, d, i, 1));
     parts.push_back(x);
     for (int64_t i = 1; i <= after; ++i) parts.push_back(narrow(x, d, n - 1 - i, 1));
@@ -72,28 +70,26 @@ void check_axis(const char* what, int64_t v, int64_t least) {
 }
 
 // Output extent of a windowed dim; the window (dilated kernel) must fit in the padded input.
-int64_t out_extent(int64_t n, int64_t span, int64_t pad, int64_t stride, const char* dim,
-                   const Shape& xs) {
+int64_t out_extent(int64_t n, int64_t span, int64_t pad, int64_t stride, const char* dim, const Shape& xs) {
   const int64_t room = n + 2 * pad - span;
-  user_check(room >= 0, "a window of ", span, " does not fit in ", dim, " of size ", n,
-             " plus padding ", pad, " (x has shape ", shape_str(xs), ")");
+  user_check(room >= 0, "a window of ", span, " does not fit in ", dim, " of size ", n, " plus padding ", pad,
+             " (x has shape ", shape_str(xs), ")");
   return room / stride + 1;
 }
 
 }  // namespace
 
-NodeRef pad(const NodeRef& x, const std::vector<int64_t>& before,
-            const std::vector<int64_t>& after, PadMode mode, double value) {
+NodeRef pad(const NodeRef& x, const std::vector<int64_t>& before, const std::vector<int64_t>& after,
+            PadMode mode, double value) {
   const size_t r = x->shape.size();
   user_check(r >= 1, "cannot pad a scalar");
   user_check(before.size() == r && after.size() == r, "pads give ", before.size(),
              " dimensions but x has shape ", shape_str(x->shape));
   NodeRef y = x;
   for (size_t d = 0; d < r; ++d) {
-    user_check(before[d] >= 0 && after[d] >= 0, "pads must not be negative, got ", before[d],
-               " and ", after[d], " for dimension ", d + 1);
-    if (before[d] > 0 || after[d] > 0)
-      y = pad_dim(y, static_cast<int>(d), before[d], after[d], mode, value);
+    user_check(before[d] >= 0 && after[d] >= 0, "pads must not be negative, got ", before[d], " and ",
+               after[d], " for dimension ", d + 1);
+    if (before[d] > 0 || after[d] > 0) y = pad_dim(y, static_cast<int>(d), before[d], after[d], mode, value);
   }
   return y;
 }
@@ -122,8 +118,8 @@ NodeRef correlate(const NodeRef& x, const NodeRef& k, const std::vector<int64_t>
     // an empty slice.
     internal_check(before[d] < k->shape[d] && after[d] < k->shape[d]);
     out[d] = x->shape[d] + before[d] + after[d] - k->shape[d] + 1;
-    user_check(out[d] >= 1, "kernel ", shape_str(k->shape), " is larger than x ",
-               shape_str(x->shape), " plus padding");
+    user_check(out[d] >= 1, "kernel ", shape_str(k->shape), " is larger than x ", shape_str(x->shape),
+               " plus padding");
   }
   return make_node(Op::Correlate, {cast(x, t), cast(k, t)}, CorrelateAttrs{before, after}.encode(),
                    std::move(out), t);
@@ -132,8 +128,8 @@ NodeRef correlate(const NodeRef& x, const NodeRef& k, const std::vector<int64_t>
 NodeRef stencil(const NodeRef& x, const NodeRef& k, Boundary boundary) {
   const size_t r = x->shape.size();
   user_check(r >= 1, "x must have at least one dimension, got a scalar");
-  user_check(k->shape.size() == r, "kernel k has shape ", shape_str(k->shape),
-             " but x has shape ", shape_str(x->shape), " (ranks must match)");
+  user_check(k->shape.size() == r, "kernel k has shape ", shape_str(k->shape), " but x has shape ",
+             shape_str(x->shape), " (ranks must match)");
   std::vector<int64_t> radius(r), zeros(r, 0);
   for (size_t d = 0; d < r; ++d) {
     user_check(k->shape[d] % 2 == 1, "kernel k has shape ", shape_str(k->shape),
@@ -152,11 +148,10 @@ NodeRef conv2d(const NodeRef& x, const NodeRef& w, const Conv2dOptions& o) {
   const DType t = window_dtype(x, w, "w");
   const int64_t C = x->shape[1], O = w->shape[0], g = o.groups;
   check_axis("groups", g, 1);
-  user_check(C % g == 0 && O % g == 0, "groups = ", g, " must divide the ", C,
-             " input channels of x ", shape_str(x->shape), " and the ", O, " output channels of w ",
-             shape_str(w->shape));
-  user_check(w->shape[1] == C / g, "w has shape ", shape_str(w->shape), " but x ",
-             shape_str(x->shape), " with groups = ", g, " needs ", C / g, " channels in w's dim 2");
+  user_check(C % g == 0 && O % g == 0, "groups = ", g, " must divide the ", C, " input channels of x ",
+             shape_str(x->shape), " and the ", O, " output channels of w ", shape_str(w->shape));
+  user_check(w->shape[1] == C / g, "w has shape ", shape_str(w->shape), " but x ", shape_str(x->shape),
+             " with groups = ", g, " needs ", C / g, " channels in w's dim 2");
   Shape out{x->shape[0], O, 0, 0};
   const char* names[2] = {"H", "W"};
   for (int i = 0; i < 2; ++i) {
@@ -164,8 +159,8 @@ NodeRef conv2d(const NodeRef& x, const NodeRef& w, const Conv2dOptions& o) {
     check_axis("dilation", o.dilation[i], 1);
     check_axis("padding", o.padding[i], 0);
     const int64_t span = o.dilation[i] * (w->shape[2 + i] - 1) + 1;
-    user_check(o.padding[i] < span, "padding ", o.padding[i], " must be less than the dilated kernel ",
-               span, " (w has shape ", shape_str(w->shape), ")");
+    user_check(o.padding[i] < span, "padding ", o.padding[i], " must be less than the dilated kernel ", span,
+               " (w has shape ", shape_str(w->shape), ")");
     out[2 + i] = out_extent(x->shape[2 + i], span, o.padding[i], o.stride[i], names[i], x->shape);
   }
   const Conv2dAttrs a{
@@ -185,8 +180,8 @@ NodeRef pool2d(Op op, const NodeRef& x, const int64_t kernel[2], const int64_t s
     check_axis("kernel size", kernel[i], 1);
     check_axis("stride", stride[i], 1);
     check_axis("padding", padding[i], 0);
-    user_check(2 * padding[i] <= kernel[i], "padding ", padding[i],
-               " must be at most half the kernel size ", kernel[i]);
+    user_check(2 * padding[i] <= kernel[i], "padding ", padding[i], " must be at most half the kernel size ",
+               kernel[i]);
     out[2 + i] = out_extent(x->shape[2 + i], kernel[i], padding[i], stride[i], names[i], x->shape);
   }
   const PoolAttrs a{{kernel[0], kernel[1]}, {stride[0], stride[1]}, {padding[0], padding[1]}};

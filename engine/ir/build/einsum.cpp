@@ -118,9 +118,9 @@ Spec parse(std::string_view spec, size_t n_operands) {
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  user_check(out.inputs.size() == n_operands, "spec '", spec, "' names ", out.inputs.size(),
-             " operand", out.inputs.size() == 1 ? "" : "s", " but ", n_operands,
-             n_operands == 1 ? " was" : " were", " given");
+  user_check(out.inputs.size() == n_operands, "spec '", spec, "' names ", out.inputs.size(), " operand",
+             out.inputs.size() == 1 ? "" : "s", " but ", n_operands, n_operands == 1 ? " was" : " were",
+             " given");
   std::array<int, 128> count{};
   for (const std::string& in : out.inputs)
     for (char c : in) ++count[static_cast<unsigned char>(c)];
@@ -130,8 +130,7 @@ Spec parse(std::string_view spec, size_t n_operands) {
     return out;
   }
   for (size_t i = 0; i < rhs.size(); ++i) {
-    user_check(rhs.find(rhs[i]) == i, "output index '", rhs[i], "' appears twice in spec '",
-               spec, "'");
+    user_check(rhs.find(rhs[i]) == i, "output index '", rhs[i], "' appears twice in spec '", spec, "'");
     user_check(count[static_cast<unsigned char>(rhs[i])] > 0, "output index '", rhs[i],
                "' does not appear in any operand of spec '", spec, "'");
   }
@@ -147,8 +146,7 @@ double naive_flops(const Spec& s, const Sizes& sizes) {
   return p.elements(all) * (std::max(1.0, terms - 1) + ((all & ~p.out) ? 1 : 0));
 }
 
-double path_flops(const Spec& s, const Sizes& sizes,
-                  const std::vector<std::pair<int, int>>& steps) {
+double path_flops(const Spec& s, const Sizes& sizes, const std::vector<std::pair<int, int>>& steps) {
   return finish(s, sizes, steps).flops;
 }
 
@@ -160,8 +158,7 @@ Path optimal_path(const Spec& s, const Sizes& sizes) {
   // For every subset S of operands: the letters of S contracted into one tensor (those
   // needed outside S), and the cheapest way to get there from a split S = S1 | S2.
   std::vector<Mask> uni(full + 1, 0), lab(full + 1, 0);
-  for (uint32_t S = 1; S <= full; ++S)
-    uni[S] = uni[S & (S - 1)] | p.leaves[std::countr_zero(S)];
+  for (uint32_t S = 1; S <= full; ++S) uni[S] = uni[S & (S - 1)] | p.leaves[std::countr_zero(S)];
   for (uint32_t S = 1; S <= full; ++S) lab[S] = uni[S] & (p.out | uni[full ^ S]);
   std::vector<double> cost(full + 1, std::numeric_limits<double>::infinity());
   std::vector<uint32_t> split(full + 1, 0);
@@ -329,8 +326,7 @@ Term contract_pair(Term a, Term b, const std::string& keep) {
   if (!batch.empty() && free_a.empty() && free_b.empty()) {
     // Batched dot products: multiply and sum rather than a batch of 1x1 matmuls.
     std::vector<int> dims;
-    for (size_t d = batch.size(); d < batch.size() + summed.size(); ++d)
-      dims.push_back(static_cast<int>(d));
+    for (size_t d = batch.size(); d < batch.size() + summed.size(); ++d) dims.push_back(static_cast<int>(d));
     NodeRef m = binary(Op::Mul, permute_to(a, batch + summed).x, permute_to(b, batch + summed).x);
     r.x = cast(reduce(Op::Sum, m, dims, false), a.x->dtype);
     return r;
@@ -351,7 +347,7 @@ Term contract_pair(Term a, Term b, const std::string& keep) {
 // The operands checked, promoted, with diagonals taken and broadcast 1-sized dims dropped
 // (an operand of size 1 along a letter is constant along it), ready for the path search.
 struct Prepared {
-  Spec raw, spec;           // as written; and after diagonals and broadcasting
+  Spec raw, spec;  // as written; and after diagonals and broadcasting
   einsum::Sizes sizes;
   std::vector<Term> terms;
 };
@@ -365,16 +361,15 @@ Prepared prepare(std::string_view spec, const std::vector<NodeRef>& xs) {
   std::map<char, size_t> from;  // the operand a letter's size came from, for messages
   for (size_t i = 0; i < xs.size(); ++i) {
     const std::string& letters = p.raw.inputs[i];
-    user_check(xs[i]->shape.size() == letters.size(), "operand ", i + 1, " has ",
-               xs[i]->shape.size(), " dims but '", letters, "' names ", letters.size(),
-               " (shape ", shape_str(xs[i]->shape), ")");
+    user_check(xs[i]->shape.size() == letters.size(), "operand ", i + 1, " has ", xs[i]->shape.size(),
+               " dims but '", letters, "' names ", letters.size(), " (shape ", shape_str(xs[i]->shape), ")");
     Term term{cast(xs[i], t), letters};
     for (size_t d2 = 0; d2 < term.labels.size(); ++d2) {
       const size_t d1 = term.labels.find(term.labels[d2]);
       if (d1 == d2) continue;
-      user_check(term.x->shape[d1] == term.x->shape[d2], "repeated index '", term.labels[d2],
-                 "' in operand ", i + 1, " needs equal sizes, got ", term.x->shape[d1], " and ",
-                 term.x->shape[d2], " (shape ", shape_str(xs[i]->shape), ")");
+      user_check(term.x->shape[d1] == term.x->shape[d2], "repeated index '", term.labels[d2], "' in operand ",
+                 i + 1, " needs equal sizes, got ", term.x->shape[d1], " and ", term.x->shape[d2], " (shape ",
+                 shape_str(xs[i]->shape), ")");
       term = diagonal(term, d1, d2);
       d2 = 0;  // labels were reordered: scan again
     }
@@ -389,9 +384,9 @@ Prepared prepare(std::string_view spec, const std::vector<NodeRef>& xs) {
         }
         continue;
       }
-      user_check(n == 1 || n == it->second, "sizes of index '", c, "' differ: ", it->second,
-                 " in operand ", from[c] + 1, " ", shape_str(xs[from[c]]->shape), " and ", n,
-                 " in operand ", i + 1, " ", shape_str(xs[i]->shape));
+      user_check(n == 1 || n == it->second, "sizes of index '", c, "' differ: ", it->second, " in operand ",
+                 from[c] + 1, " ", shape_str(xs[from[c]]->shape), " and ", n, " in operand ", i + 1, " ",
+                 shape_str(xs[i]->shape));
     }
     p.terms.push_back(std::move(term));
   }
@@ -454,8 +449,8 @@ einsum::Path einsum_path(std::string_view spec, const std::vector<NodeRef>& oper
 NodeRef tensordot(const NodeRef& a, const NodeRef& b, const std::vector<int>& da,
                   const std::vector<int>& db) {
   const std::string shapes = shape_str(a->shape) + " and " + shape_str(b->shape);
-  user_check(da.size() == db.size(), "names ", da.size(), " dims of a but ", db.size(),
-             " of b (", shapes, ")");
+  user_check(da.size() == db.size(), "names ", da.size(), " dims of a but ", db.size(), " of b (", shapes,
+             ")");
   const size_t ra = a->shape.size(), rb = b->shape.size();
   user_check(ra + rb <= 52, "supports at most 52 dims in all, got ", ra + rb);
   // Spelled as an einsum: a gets letters 0..ra-1, b's summed dims reuse a's letters.
@@ -468,9 +463,8 @@ NodeRef tensordot(const NodeRef& a, const NodeRef& b, const std::vector<int>& da
     internal_check(db[i] >= 0 && db[i] < static_cast<int>(rb));
     user_check(!used_a[da[i]], "dimension ", da[i] + 1, " of a is listed twice");
     user_check(lb[db[i]] == ' ', "dimension ", db[i] + 1, " of b is listed twice");
-    user_check(a->shape[da[i]] == b->shape[db[i]], "dimension ", da[i] + 1, " of a (size ",
-               a->shape[da[i]], ") and dimension ", db[i] + 1, " of b (size ", b->shape[db[i]],
-               ") differ (", shapes, ")");
+    user_check(a->shape[da[i]] == b->shape[db[i]], "dimension ", da[i] + 1, " of a (size ", a->shape[da[i]],
+               ") and dimension ", db[i] + 1, " of b (size ", b->shape[db[i]], ") differ (", shapes, ")");
     used_a[da[i]] = true;
     lb[db[i]] = la[da[i]];
   }

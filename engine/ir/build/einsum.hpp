@@ -35,9 +35,9 @@ using Sizes = std::map<char, int64_t>;  // size of every letter (after broadcast
 struct Path {
   std::vector<std::pair<int, int>> steps;
   std::vector<std::string> step_specs;  // "jk,kl->jl" per step (filled by build::einsum_path)
-  double naive_flops = 0;  // one loop nest over every letter at once
-  double flops = 0;        // following `steps`
-  int64_t largest = 0;     // elements of the largest intermediate
+  double naive_flops = 0;               // one loop nest over every letter at once
+  double flops = 0;                     // following `steps`
+  int64_t largest = 0;                  // elements of the largest intermediate
 };
 
 // Exhaustive dynamic programming over subsets (opt_einsum's "dp"/"optimal"): the cheapest
@@ -67,8 +67,7 @@ einsum::Path einsum_path(std::string_view spec, const std::vector<NodeRef>& oper
 
 // Sums a's dims da against b's dims db (0-based, pairwise equal sizes); the result has a's
 // remaining dims, then b's, as numpy.tensordot.
-NodeRef tensordot(const NodeRef& a, const NodeRef& b, const std::vector<int>& da,
-                  const std::vector<int>& db);
+NodeRef tensordot(const NodeRef& a, const NodeRef& b, const std::vector<int>& da, const std::vector<int>& db);
 // numpy.outer: both operands flattened, result {numel(a), numel(b)}.
 NodeRef outer(const NodeRef& a, const NodeRef& b);
 

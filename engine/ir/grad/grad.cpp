@@ -45,12 +45,9 @@ std::vector<NodeRef> vjp_inputs(const NodeRef& n, const NodeRef& g, const std::v
   switch (op_kind(n->op)) {
     case OpKind::Source:
     case OpKind::Generate:
-    case OpKind::ArgReduce:
-      return std::vector<NodeRef>(n->inputs.size());
-    case OpKind::Map:
-      return map_vjp(n, g, need);
-    case OpKind::Reduce:
-      return reduce_vjp(n, g);
+    case OpKind::ArgReduce: return std::vector<NodeRef>(n->inputs.size());
+    case OpKind::Map: return map_vjp(n, g, need);
+    case OpKind::Reduce: return reduce_vjp(n, g);
     case OpKind::Matmul: {
       // Batch dims were broadcast by explicit Expand nodes, so both operands have g's batch.
       const int r = static_cast<int>(g->shape.size());
@@ -61,12 +58,9 @@ std::vector<NodeRef> vjp_inputs(const NodeRef& n, const NodeRef& g, const std::v
     }
     case OpKind::View:
     case OpKind::Cat:
-    case OpKind::Write:
-      return view_vjp(n, g);
-    case OpKind::Window:
-      return window_vjp(n, g, need);
-    case OpKind::Fused:
-      break;
+    case OpKind::Write: return view_vjp(n, g);
+    case OpKind::Window: return window_vjp(n, g, need);
+    case OpKind::Fused: break;
   }
   // Fusion builds its own graph from a copy; a user graph never holds a fused node.
   internal_check(!"a fused node in a graph being differentiated");

@@ -28,8 +28,7 @@ Operand num(double v) { return Operand::number(v); }
 // The share of g that goes to `a` of max(a, b) (or min, with `wins` = Lt): all of it where
 // a wins, half where they tie.
 NodeRef route(Op wins, const NodeRef& g, const NodeRef& a, const NodeRef& b) {
-  return where(build::binary(wins, a, b), g,
-               where(build::binary(Op::Eq, a, b), mul(g, num(0.5)), num(0)));
+  return where(build::binary(wins, a, b), g, where(build::binary(Op::Eq, a, b), mul(g, num(0.5)), num(0)));
 }
 
 // Unary rules: dy/dx * g, with y the node itself where that is cheaper.
@@ -56,17 +55,18 @@ NodeRef unary_vjp(const NodeRef& n, const NodeRef& x, const NodeRef& g) {
       // away from 0 (and 1/2 at 0), and phi is a plain Gaussian.
       const NodeRef zero = build::binary(Op::Eq, x, num(0));
       const NodeRef cdf = where(zero, num(0.5), div(n, x));
-      const NodeRef pdf = mul(un(Op::Exp, mul(un(Op::Square, x), num(-0.5))),
-                              num(1 / std::sqrt(2 * std::numbers::pi)));
+      const NodeRef pdf =
+          mul(un(Op::Exp, mul(un(Op::Square, x), num(-0.5))), num(1 / std::sqrt(2 * std::numbers::pi)));
       return mul(g, add(cdf, mul(x, pdf)));
     }
     case Op::Square: return mul(g, mul(x, num(2)));
     case Op::Reciprocal: return un(Op::Neg, mul(g, un(Op::Square, n)));
-    case Op::Floor: case Op::Ceil: case Op::Round: case Op::Sign: case Op::LogicalNot:
-      return nullptr;
-    default:
-      internal_check(!"unary op without a gradient rule");
-      return nullptr;
+    case Op::Floor:
+    case Op::Ceil:
+    case Op::Round:
+    case Op::Sign:
+    case Op::LogicalNot: return nullptr;
+    default: internal_check(!"unary op without a gradient rule"); return nullptr;
   }
 }
 
@@ -80,11 +80,22 @@ std::vector<NodeRef> map_vjp(const NodeRef& n, const NodeRef& g, const std::vect
   }
   const NodeRef& a = n->inputs[0];
   const NodeRef& b = n->inputs[1];
-  auto set = [&](size_t i, auto&& f) { if (need[i]) out[i] = f(); };
+  auto set = [&](size_t i, auto&& f) {
+    if (need[i]) out[i] = f();
+  };
   switch (n->op) {
-    case Op::Add: set(0, [&] { return g; }); set(1, [&] { return g; }); break;
-    case Op::Sub: set(0, [&] { return g; }); set(1, [&] { return un(Op::Neg, g); }); break;
-    case Op::Mul: set(0, [&] { return mul(g, b); }); set(1, [&] { return mul(g, a); }); break;
+    case Op::Add:
+      set(0, [&] { return g; });
+      set(1, [&] { return g; });
+      break;
+    case Op::Sub:
+      set(0, [&] { return g; });
+      set(1, [&] { return un(Op::Neg, g); });
+      break;
+    case Op::Mul:
+      set(0, [&] { return mul(g, b); });
+      set(1, [&] { return mul(g, a); });
+      break;
     case Op::Div:
       set(0, [&] { return div(g, b); });
       set(1, [&] { return un(Op::Neg, div(mul(g, n), b)); });
@@ -93,14 +104,11 @@ std::vector<NodeRef> map_vjp(const NodeRef& n, const NodeRef& g, const std::vect
       set(0, [&] { return g; });
       set(1, [&] { return un(Op::Neg, mul(g, un(Op::Floor, div(a, b)))); });
       break;
-    case Op::FloorDiv:
-      break;  // piecewise constant
+    case Op::FloorDiv: break;  // piecewise constant
     case Op::Pow:
       set(0, [&] { return mul(mul(g, b), build::binary(Op::Pow, a, sub(b, num(1)))); });
       // d(a^b)/db = a^b·log(a); 0 where a == 0 (the limit for b > 0), as Torch.
-      set(1, [&] {
-        return where(build::binary(Op::Eq, a, num(0)), num(0), mul(mul(g, n), un(Op::Log, a)));
-      });
+      set(1, [&] { return where(build::binary(Op::Eq, a, num(0)), num(0), mul(mul(g, n), un(Op::Log, a))); });
       break;
     case Op::Maximum:
       set(0, [&] { return route(Op::Gt, g, a, b); });
@@ -122,8 +130,7 @@ std::vector<NodeRef> map_vjp(const NodeRef& n, const NodeRef& g, const std::vect
       if (need[2]) out[2] = where(c, num(0), g);
       break;
     }
-    default:
-      break;  // comparisons and logic: bool results, never reached with an adjoint
+    default: break;  // comparisons and logic: bool results, never reached with an adjoint
   }
   return out;
 }
@@ -137,8 +144,7 @@ std::vector<NodeRef> reduce_vjp(const NodeRef& n, const NodeRef& g) {
   auto back = [&](const NodeRef& v) { return build::broadcast_to(build::reshape(v, kept), x->shape); };
   const NodeRef gb = back(g);
   switch (n->op) {
-    case Op::Sum:
-      return {gb};
+    case Op::Sum: return {gb};
     case Op::Prod: {
       // Exact with zeros: the gradient at x_i is the product of the others. With no zero it
       // is prod/x_i; with one zero only that zero gets the product of the rest; with two or
@@ -159,8 +165,7 @@ std::vector<NodeRef> reduce_vjp(const NodeRef& n, const NodeRef& g) {
       const NodeRef count = build::reduce(Op::Sum, build::cast(hit, x->dtype), dims, true);
       return {where(hit, div(gb, build::broadcast_to(count, x->shape)), num(0))};
     }
-    default:
-      return {nullptr};  // all / any: bool
+    default: return {nullptr};  // all / any: bool
   }
 }
 
@@ -198,9 +203,7 @@ std::vector<NodeRef> view_vjp(const NodeRef& n, const NodeRef& g) {
       const std::vector<int64_t> ones(start.size(), 1);
       return {base, build::slice(g, start, ones, v->shape)};
     }
-    default:
-      internal_check(!"view op without a gradient rule");
-      return {};
+    default: internal_check(!"view op without a gradient rule"); return {};
   }
 }
 

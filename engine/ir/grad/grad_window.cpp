@@ -18,8 +18,8 @@ namespace {
 
 using build::Operand;
 
-NodeRef pad_zero(const NodeRef& x, const std::vector<int64_t>& before,
-                 const std::vector<int64_t>& after, double value = 0) {
+NodeRef pad_zero(const NodeRef& x, const std::vector<int64_t>& before, const std::vector<int64_t>& after,
+                 double value = 0) {
   for (size_t d = 0; d < before.size(); ++d)
     if (before[d] || after[d]) return build::pad(x, before, after, build::PadMode::Constant, value);
   return x;
@@ -155,9 +155,7 @@ std::vector<NodeRef> window_vjp(const NodeRef& n, const NodeRef& g, const std::v
     case Op::Conv2d: return conv2d_vjp(n, g, need);
     case Op::MaxPool2d: return {maxpool_grad(n, g)};
     case Op::AvgPool2d: return {avgpool_grad(n, g)};
-    default:
-      internal_check(!"window op without a gradient rule");
-      return {};
+    default: internal_check(!"window op without a gradient rule"); return {};
   }
 }
 

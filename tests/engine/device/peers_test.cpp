@@ -5,11 +5,11 @@
 
 #include "engine/device/peers_local.hpp"
 #include "engine/device/sim_backend.hpp"
-#include "engine/run/evaluator.hpp"
-#include "engine/shard/rank_program.hpp"
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/verifier.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/shard/rank_program.hpp"
 
 using namespace tapestry;
 using poly::Box;
@@ -82,7 +82,8 @@ TEST_CASE("engine.device.peers.a_mismatched_pair_is_an_internal_error") {
   comm::LocalPeersHub hub(2, dev);
   const DeviceView a = filled(dev, 1), x = filled(dev, 0), small = filled(dev, 0, 2);
   auto s = hub.endpoint(0).send(1, a, 1);
-  CHECK_THROWS_WITH_AS(hub.endpoint(1).recv(0, x, 2), doctest::Contains("posted in different orders"), InternalError);
+  CHECK_THROWS_WITH_AS(hub.endpoint(1).recv(0, x, 2), doctest::Contains("posted in different orders"),
+                       InternalError);
   comm::LocalPeersHub other(2, dev);
   auto s2 = other.endpoint(0).send(1, a, 1);
   CHECK_THROWS_AS(other.endpoint(1).recv(0, small, 1), InternalError);  // same label, other shape
@@ -111,7 +112,8 @@ TEST_CASE("engine.device.peers.transfer_order_not_program_order") {
   g.add_output(z->id, Box::of_shape({3}), 1);
   // Each rank sends first, as lower() orders held data.
   for (auto& steps : g.steps)
-    std::stable_partition(steps.begin(), steps.end(), [](const plan::Step& s) { return s.kind == plan::Step::Kind::Send; });
+    std::stable_partition(steps.begin(), steps.end(),
+                          [](const plan::Step& s) { return s.kind == plan::Step::Kind::Send; });
   REQUIRE(g.steps[0].front() == plan::Step{plan::Step::Kind::Send, to_rank1});
   REQUIRE(g.steps[1].front() == plan::Step{plan::Step::Kind::Send, to_rank0});
   REQUIRE(plan::verify(g, {a, b, y, z}).ok());

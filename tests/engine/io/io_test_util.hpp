@@ -96,8 +96,7 @@ inline double at(const View& v, int64_t flat) {
 }
 
 inline bool has_numpy() {
-  static const bool ok =
-      std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0;
+  static const bool ok = std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0;
   return ok;
 }
 

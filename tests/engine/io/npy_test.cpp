@@ -23,8 +23,7 @@ void check_same(const View& got, const View& want) {
 }
 
 // The message of the Error fn throws ("" when it throws none).
-template <class F>
-std::string error_of(F&& fn) {
+template <class F> std::string error_of(F&& fn) {
   try {
     fn();
   } catch (const Error& e) {
@@ -62,8 +61,8 @@ bool python(const std::string& code) {
 TEST_CASE("engine.io.npy.round_trip_every_dtype_and_shape") {
   TempDir d;
   for (DType t : kAll) {
-    for (const Shape& s : {Shape{}, Shape{1}, Shape{7}, Shape{3, 4}, Shape{2, 3, 5}, Shape{1, 1, 1},
-                           Shape{2, 1, 3, 2}}) {
+    for (const Shape& s :
+         {Shape{}, Shape{1}, Shape{7}, Shape{3, 4}, Shape{2, 3, 5}, Shape{1, 1, 1}, Shape{2, 1, 3, 2}}) {
       CAPTURE(dtype_name(t));
       CAPTURE(shape_str(s));
       const std::string p = d.path("a.npy");
@@ -158,8 +157,7 @@ TEST_CASE("engine.io.npy.boxes_tile_a_file") {
   for (int64_t r = 0; r < 6; r += 2)
     for (int64_t c = 0; c < 5; c += 3) {
       poly::Box b({r, c}, {r + 1, std::min<int64_t>(c + 2, 4)});
-      write_npy_box(p, make_npy_header(DType::F64, s), b,
-                    whole->view().sliced(b.lo, {1, 1}, b.extents()));
+      write_npy_box(p, make_npy_header(DType::F64, s), b, whole->view().sliced(b.lo, {1, 1}, b.extents()));
     }
   CHECK(h.data_offset == make_npy_header(DType::F64, s).data_offset);
   check_same(load_npy(p)->view(), whole->view());
@@ -238,16 +236,13 @@ TEST_CASE("engine.io.npy.hostile_files_are_errors_naming_the_file") {
       {"empty", "", "too short"},
       {"bad magic", "\x93NUMPZ" + raw_npy(dict("<f4", "False", "(1,)"), 4).substr(6), "bad magic"},
       {"text file", "hello, this is not numpy at all", "bad magic"},
-      {"version", std::string("\x93NUMPY\x09\x00\x10\x00", 10) + std::string(16, ' '),
-       "version 9.0"},
+      {"version", std::string("\x93NUMPY\x09\x00\x10\x00", 10) + std::string(16, ' '), "version 9.0"},
       {"truncated data", raw_npy(dict("<f4", "False", "(3, 4)"), 47), "truncated"},
       {"truncated header", raw_npy(dict("<f4", "False", "(3, 4)"), 48).substr(0, 30), "truncated"},
       {"header_len beyond file", beyond, "truncated .npy header"},
       {"huge header_len", huge_len, "implausible"},
-      {"huge shape overflows", raw_npy(dict("<f8", "False", "(4294967296, 4294967296)"), 8),
-       "overflows"},
-      {"huge shape past the file", raw_npy(dict("<f4", "False", "(1099511627776,)"), 8),
-       "truncated"},
+      {"huge shape overflows", raw_npy(dict("<f8", "False", "(4294967296, 4294967296)"), 8), "overflows"},
+      {"huge shape past the file", raw_npy(dict("<f4", "False", "(1099511627776,)"), 8), "truncated"},
       {"size overflows 64 bits", raw_npy(dict("<f4", "False", "(99999999999999999999,)"), 8),
        "overflows 64 bits"},
       {"zero size", raw_npy(dict("<f4", "False", "(3, 0)"), 0), "positive sizes"},
@@ -256,14 +251,12 @@ TEST_CASE("engine.io.npy.hostile_files_are_errors_naming_the_file") {
       {"complex", raw_npy(dict("<c8", "False", "(2,)"), 16), "unsupported dtype '<c8'"},
       {"object", raw_npy(dict("|O", "False", "(2,)"), 16), "object arrays"},
       {"uint8", raw_npy(dict("|u1", "False", "(2,)"), 2), "unsupported dtype '|u1'"},
-      {"structured", raw_npy("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }",
-                             8),
+      {"structured", raw_npy("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }", 8),
        "structured"},
       {"missing key", raw_npy("{'descr': '<f4', 'shape': (2,), }", 8), "needs the keys"},
       {"extra key", raw_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}", 8),
        "unexpected key 'x'"},
-      {"twice", raw_npy("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2,)}",
-                        8),
+      {"twice", raw_npy("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2,)}", 8),
        "given twice"},
       {"not a dict", raw_npy("[1, 2, 3]", 8), "malformed"},
       {"unterminated", raw_npy("{'descr': '<f4", 8), "unterminated string"},
@@ -280,8 +273,7 @@ TEST_CASE("engine.io.npy.hostile_files_are_errors_naming_the_file") {
     CHECK(msg.find(c.expect) != std::string::npos);
     if (msg.find(c.expect) == std::string::npos) MESSAGE(msg);
   }
-  CHECK(error_of([&] { load_npy(d.path("missing.npy")); }).find("cannot open") !=
-        std::string::npos);
+  CHECK(error_of([&] { load_npy(d.path("missing.npy")); }).find("cannot open") != std::string::npos);
   CHECK(error_of([&] { load_npy(d.dir()); }).find("not a regular file") != std::string::npos);
 }
 
@@ -290,8 +282,7 @@ TEST_CASE("engine.io.npy.too_many_dims") {
   std::string shape = "(";
   for (int i = 0; i < 65; ++i) shape += "1, ";
   shape += ")";
-  write_file(d.path("r.npy"),
-             raw_npy("{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + "}", 4));
+  write_file(d.path("r.npy"), raw_npy("{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + "}", 4));
   CHECK(error_of([&] { load_npy(d.path("r.npy")); }).find("more than 64") != std::string::npos);
 }
 
@@ -312,36 +303,35 @@ TEST_CASE("engine.io.npy.numpy_reads_ours_and_we_read_numpy_s") {
   TempDir d;
   // Ours, read back by np.load with the values checked.
   for (DType t : kAll) {
-    save_npy(d.path(std::string("ours_") + std::string(dtype_name(t)) + ".npy"),
-             iota(t, {3, 4})->view());
+    save_npy(d.path(std::string("ours_") + std::string(dtype_name(t)) + ".npy"), iota(t, {3, 4})->view());
   }
   save_npy(d.path("ours_scalar.npy"), iota(DType::F64, {})->view());
-  CHECK(python(
-      "d = '" + d.dir() + "'\n"
-      "i = np.arange(12).reshape(3, 4)\n"
-      "want = {'bool': i % 3 == 1, 'i32': (i * 7 - 20).astype('<i4'),\n"
-      "        'i64': (i * 1000003 - 5).astype('<i8'), 'f32': (i * 0.25 - 1.5).astype('<f4'),\n"
-      "        'f64': i / 3.0 - 2}\n"
-      "for k, w in want.items():\n"
-      "    a = np.load(d + '/ours_' + k + '.npy')\n"
-      "    assert a.dtype == w.dtype and a.shape == w.shape, (k, a.dtype, a.shape)\n"
-      "    assert (a == w).all(), k\n"
-      "s = np.load(d + '/ours_scalar.npy')\n"
-      "assert s.shape == () and s == -2.0, s\n"));
+  CHECK(python("d = '" + d.dir() +
+               "'\n"
+               "i = np.arange(12).reshape(3, 4)\n"
+               "want = {'bool': i % 3 == 1, 'i32': (i * 7 - 20).astype('<i4'),\n"
+               "        'i64': (i * 1000003 - 5).astype('<i8'), 'f32': (i * 0.25 - 1.5).astype('<f4'),\n"
+               "        'f64': i / 3.0 - 2}\n"
+               "for k, w in want.items():\n"
+               "    a = np.load(d + '/ours_' + k + '.npy')\n"
+               "    assert a.dtype == w.dtype and a.shape == w.shape, (k, a.dtype, a.shape)\n"
+               "    assert (a == w).all(), k\n"
+               "s = np.load(d + '/ours_scalar.npy')\n"
+               "assert s.shape == () and s == -2.0, s\n"));
 
   // numpy's, read by us: every dtype, a scalar, a Fortran-order array, version 2.0.
-  REQUIRE(python(
-      "d = '" + d.dir() + "'\n"
-      "i = np.arange(24).reshape(2, 3, 4)\n"
-      "np.save(d + '/np_f32.npy', (i * 0.5).astype(np.float32))\n"
-      "np.save(d + '/np_f64.npy', i / 7.0)\n"
-      "np.save(d + '/np_i32.npy', (i - 5).astype(np.int32))\n"
-      "np.save(d + '/np_i64.npy', (i * 10**10).astype(np.int64))\n"
-      "np.save(d + '/np_bool.npy', i % 2 == 0)\n"
-      "np.save(d + '/np_scalar.npy', np.float64(3.25))\n"
-      "np.save(d + '/np_fortran.npy', np.asfortranarray((i - 5).astype(np.int32)))\n"
-      "with open(d + '/np_v2.npy', 'wb') as f:\n"
-      "    np.lib.format.write_array(f, i / 7.0, version=(2, 0))\n"));
+  REQUIRE(python("d = '" + d.dir() +
+                 "'\n"
+                 "i = np.arange(24).reshape(2, 3, 4)\n"
+                 "np.save(d + '/np_f32.npy', (i * 0.5).astype(np.float32))\n"
+                 "np.save(d + '/np_f64.npy', i / 7.0)\n"
+                 "np.save(d + '/np_i32.npy', (i - 5).astype(np.int32))\n"
+                 "np.save(d + '/np_i64.npy', (i * 10**10).astype(np.int64))\n"
+                 "np.save(d + '/np_bool.npy', i % 2 == 0)\n"
+                 "np.save(d + '/np_scalar.npy', np.float64(3.25))\n"
+                 "np.save(d + '/np_fortran.npy', np.asfortranarray((i - 5).astype(np.int32)))\n"
+                 "with open(d + '/np_v2.npy', 'wb') as f:\n"
+                 "    np.lib.format.write_array(f, i / 7.0, version=(2, 0))\n"));
   auto v = load_npy(d.path("np_f32.npy"));
   REQUIRE(v->view().shape == Shape{2, 3, 4});
   for (int k = 0; k < 24; ++k) {

@@ -4,11 +4,11 @@
 #include <functional>
 #include <map>
 
-#include "engine/run/run_block.hpp"
-#include "engine/run/evaluator.hpp"
 #include "engine/ir/build/builders.hpp"
 #include "engine/plan/fuse.hpp"
 #include "engine/poly/signature.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/run/run_block.hpp"
 
 using namespace tapestry;
 using build::Operand;
@@ -42,8 +42,9 @@ std::vector<std::shared_ptr<Value>> run_whole(const std::vector<NodeRef>& roots)
     std::vector<View> ins;
     for (size_t i = 0; i < n->inputs.size(); ++i) {
       const poly::Box need = sig.input_slice(i, box);
-      ins.push_back(get(n->inputs[i].get())->view().sliced(need.lo, std::vector<int64_t>(need.lo.size(), 1),
-                                                          need.extents()));
+      ins.push_back(get(n->inputs[i].get())
+                        ->view()
+                        .sliced(need.lo, std::vector<int64_t>(need.lo.size(), 1), need.extents()));
     }
     std::shared_ptr<const Value> v = run_block(*n, sig, box, ins);
     vals[n] = v;
@@ -56,7 +57,8 @@ std::vector<std::shared_ptr<Value>> run_whole(const std::vector<NodeRef>& roots)
 
 bool bitwise_equal(const Value& a, const Value& b) {
   return a.v.shape == b.v.shape && a.v.dtype == b.v.dtype &&
-         std::memcmp(a.v.byte_ptr(), b.v.byte_ptr(), static_cast<size_t>(a.v.numel()) * dtype_size(a.v.dtype)) == 0;
+         std::memcmp(a.v.byte_ptr(), b.v.byte_ptr(),
+                     static_cast<size_t>(a.v.numel()) * dtype_size(a.v.dtype)) == 0;
 }
 
 }  // namespace
@@ -156,7 +158,8 @@ TEST_CASE("engine.plan.fuse.describe_parenthesizes") {
   NodeRef a = vec({1, 2}), b = vec({3, 4}), c = vec({5, 6});
   NodeRef y = bin(Op::Mul, bin(Op::Sub, a, bin(Op::Sub, b, c)), un(Op::Neg, bin(Op::Pow, a, b)));
   CHECK(describe_fused(*plan::fuse({y}).roots[0]) == "(x0 - (x1 - x2)) * -x0^x1");  // Lua: -a^b is -(a^b)
-  NodeRef w = build::where(bin(Op::Gt, a, b), build::cast(bin(Op::Div, a, c), DType::F64), Operand::number(0));
+  NodeRef w =
+      build::where(bin(Op::Gt, a, b), build::cast(bin(Op::Div, a, c), DType::F64), Operand::number(0));
   CHECK(describe_fused(*plan::fuse({w}).roots[0]) == "where(gt(x0, x1), f64(x0 / x2), 0)");
 }
 
@@ -174,7 +177,11 @@ TEST_CASE("engine.plan.fuse.groups_are_bounded") {
   walk(f.roots[0]);
   CHECK(nodes >= 3);  // 200 maps need several programs
   CHECK(nodes <= 5);
-  CHECK(bitwise_equal(*run_whole(f.roots)[0], *[&] { evaluate({x}); return x->value; }()));
+  CHECK(bitwise_equal(
+      *run_whole(f.roots)[0], *[&] {
+        evaluate({x});
+        return x->value;
+      }()));
 }
 
 TEST_CASE("engine.plan.fuse.fused_roots_compute_what_the_originals_do") {

@@ -26,8 +26,8 @@ int position(const plan::FusionGroups& g, const NodeRef& n) {
 
 TEST_CASE("group_fusion: indices, edges, uses and the fusion rules") {
   const NodeRef a = source({8}), b = source({8});
-  const NodeRef prod = build::binary(Op::Mul, a, b);       // inlined into the add
-  const NodeRef sum = build::binary(Op::Add, prod, a);     // absorbed by the reduction
+  const NodeRef prod = build::binary(Op::Mul, a, b);    // inlined into the add
+  const NodeRef sum = build::binary(Op::Add, prod, a);  // absorbed by the reduction
   const NodeRef total = build::reduce(Op::Sum, sum, {0}, false);
   plan::FusionGroups g;
   plan::group_fusion({total}, g);

@@ -24,16 +24,16 @@ std::vector<NodeRef> network() {
   using build::Operand;
   NodeRef x = src({8, 6}), w1 = src({6, 10}), b1 = src({10}), w2 = src({10, 4});
   NodeRef h = build::unary(Op::Relu, build::binary(Op::Add, build::matmul(x, w1), b1));
-  NodeRef z = build::matmul(h, w2);                                  // {8,4}
-  NodeRef m = build::reduce(Op::Max, z, {1}, true);                   // {8,1} via reshape
+  NodeRef z = build::matmul(h, w2);                  // {8,4}
+  NodeRef m = build::reduce(Op::Max, z, {1}, true);  // {8,1} via reshape
   NodeRef e = build::unary(Op::Exp, build::binary(Op::Sub, z, m));
   NodeRef p = build::binary(Op::Div, e, build::reduce(Op::Sum, e, {1}, true));
-  NodeRef t = build::transpose(p, 0, 1);                              // {4,8}
+  NodeRef t = build::transpose(p, 0, 1);                                              // {4,8}
   NodeRef c = build::cat({build::narrow(t, 1, 0, 3), build::narrow(t, 1, 5, 3)}, 1);  // {4,6}
   NodeRef r = build::reshape(build::binary(Op::Mul, c, Operand::number(2)), {2, 12});
-  NodeRef a = build::argreduce(Op::ArgMax, p, 1, false);              // {8}
+  NodeRef a = build::argreduce(Op::ArgMax, p, 1, false);  // {8}
   NodeRef n = build::binary(Op::Add, build::rand({2, 12}, 7, DType::F32), r);
-  NodeRef s = build::reduce(Op::Sum, h, {}, false);                   // a scalar
+  NodeRef s = build::reduce(Op::Sum, h, {}, false);  // a scalar
   return {n, a, s};
 }
 

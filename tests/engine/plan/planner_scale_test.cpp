@@ -25,7 +25,8 @@ TEST_CASE("engine.plan.scale.grid_block_matches_grid_blocks") {
   const poly::Signature s = poly::signature_of(*y);
   for (const std::vector<int64_t>& parts : {std::vector<int64_t>{3, 2, 1}, {1, 5, 7}, {11, 1, 2}}) {
     const std::vector<Placement> all = grid_blocks(s, parts, 6);
-    for (size_t k = 0; k < all.size(); ++k) CHECK(grid_block(s, parts, static_cast<int64_t>(k)) == all[k].box);
+    for (size_t k = 0; k < all.size(); ++k)
+      CHECK(grid_block(s, parts, static_cast<int64_t>(k)) == all[k].box);
   }
 }
 
@@ -50,7 +51,8 @@ TEST_CASE("engine.plan.scale.matmul_moves_within_1.5x_of_summa") {
   const VerifyResult v = verify(p.graph(), topo);
   CHECK_MESSAGE(v.ok(), v.message());
   const double summa = 2.0 * double(n) * double(n) * (q - 1) * 4.0;
-  INFO("chose ", p.choice.at(c->id).name(poly::signature_of(*c)), ", ", p.cost.bytes_moved, " bytes vs SUMMA ", summa);
+  INFO("chose ", p.choice.at(c->id).name(poly::signature_of(*c)), ", ", p.cost.bytes_moved,
+       " bytes vs SUMMA ", summa);
   CHECK(double(p.cost.bytes_moved) <= 1.5 * summa);
   CHECK(p.cost.bytes_moved > 0);
 }

@@ -131,9 +131,9 @@ TEST_CASE("engine.plan.search.matmul_splits_the_weight_when_it_dominates") {
   const Plan p = search(topo, initial, {y}, Mesh::modelled(P), {SearchOptions::Anneal, 300, 1.0, 3});
   check_verifies(p, topo);
   const Candidate& c = p.choice.at(y->id);
-  CHECK(c.parts[0] == 1);                             // not data parallel: W would move
-  CHECK(c.parts[1] * c.parts[2] == P);                // W's dims carry the split
-  CHECK(p.cost.bytes_moved < 4096 * 4096 * 4 / 16);   // far less than W
+  CHECK(c.parts[0] == 1);                            // not data parallel: W would move
+  CHECK(c.parts[1] * c.parts[2] == P);               // W's dims carry the split
+  CHECK(p.cost.bytes_moved < 4096 * 4096 * 4 / 16);  // far less than W
 }
 
 TEST_CASE("engine.plan.search.stencil_moves_only_halo_rows") {

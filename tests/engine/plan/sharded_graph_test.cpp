@@ -18,8 +18,10 @@ TEST_CASE("engine.plan.sharded_graph.builders_append_steps") {
   const size_t c = g.add_combine(y->id, poly::CombineKind::Sum, {b0, b1}, Box::of_shape({4, 5}), {2});
   g.add_output(y->id, Box::of_shape({4, 5}), 2);
   CHECK(g.participants(g.combines[c]) == std::vector<Rank>{0, 1, 2});
-  CHECK(g.steps[0] == std::vector<Step>{{Step::Kind::Send, t}, {Step::Kind::Run, b0}, {Step::Kind::Combine, c}});
-  CHECK(g.steps[1] == std::vector<Step>{{Step::Kind::Recv, t}, {Step::Kind::Run, b1}, {Step::Kind::Combine, c}});
+  CHECK(g.steps[0] ==
+        std::vector<Step>{{Step::Kind::Send, t}, {Step::Kind::Run, b0}, {Step::Kind::Combine, c}});
+  CHECK(g.steps[1] ==
+        std::vector<Step>{{Step::Kind::Recv, t}, {Step::Kind::Run, b1}, {Step::Kind::Combine, c}});
   CHECK(g.steps[2] == std::vector<Step>{{Step::Kind::Combine, c}});
   CHECK(g.roots == std::vector<uint64_t>{y->id});
   CHECK(g.find(y->id) == y.get());

@@ -266,7 +266,7 @@ TEST_CASE("engine.plan.verifier.cat_blocks_read_clipped_slices") {
   g.hold(b->id, Box::of_shape({3, 4}), 1);
   g.add_transfer(b->id, rows(0, 0, 4), 1, 0);  // rows 0..2 of c need row 0 of b
   g.add_block(c->id, rows(0, 2, 4), 0);
-  g.add_block(c->id, rows(3, 4, 4), 1);        // rows 3..4 need no row of a
+  g.add_block(c->id, rows(3, 4, 4), 1);  // rows 3..4 need no row of a
   g.add_output(c->id, rows(0, 2, 4), 0);
   g.add_output(c->id, rows(3, 4, 4), 1);
   expect_ok(g, {a, b, c});

@@ -93,7 +93,7 @@ TEST_CASE("engine.poly.projection.clipping") {
   p.b[0] = -4;
   p.clip = true;
   const Shape in{3, 5};
-  CHECK(p.image_clipped(Box({0, 0}, {3, 4}), in).empty());            // none of it
+  CHECK(p.image_clipped(Box({0, 0}, {3, 4}), in).empty());                 // none of it
   CHECK(p.image_clipped(Box({2, 0}, {5, 4}), in) == Box({0, 0}, {1, 4}));  // part
   CHECK(p.image_clipped(Box({0, 0}, {6, 4}), in) == Box::of_shape(in));    // all
   CHECK(p.slice(Box({0, 0}, {3, 4}), in).empty());

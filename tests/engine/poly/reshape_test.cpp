@@ -146,11 +146,13 @@ std::set<int64_t> flat(const Box& b, const Shape& shape) {
 TEST_CASE("engine.poly.reshape.split_blocks_read_exactly_what_they_write") {
   // Halving every splittable dim gives blocks whose input slice holds exactly the elements
   // of their output slice: the model is exact, not a bounding box.
-  const std::vector<std::pair<Shape, Shape>> cases = {
-      {{6}, {2, 3}}, {{2, 3}, {6}}, {{2, 3}, {3, 2}}, {{4, 6}, {2, 2, 6}},
-      {{2, 3, 4}, {6, 4}}, {{4, 1, 6}, {24}}, {{8, 6}, {2, 4, 3, 2}}, {{6, 4}, {2, 12}},
-      {{4, 6}, {2, 12}}, {{8, 6}, {4, 12}}, {{12, 10}, {4, 30}}, {{2, 3, 4, 5}, {6, 20}},
-      {{6, 10}, {4, 15}}, {{2, 3, 1, 4}, {4, 3, 2}}};
+  const std::vector<std::pair<Shape, Shape>> cases = {{{6}, {2, 3}},          {{2, 3}, {6}},
+                                                      {{2, 3}, {3, 2}},       {{4, 6}, {2, 2, 6}},
+                                                      {{2, 3, 4}, {6, 4}},    {{4, 1, 6}, {24}},
+                                                      {{8, 6}, {2, 4, 3, 2}}, {{6, 4}, {2, 12}},
+                                                      {{4, 6}, {2, 12}},      {{8, 6}, {4, 12}},
+                                                      {{12, 10}, {4, 30}},    {{2, 3, 4, 5}, {6, 20}},
+                                                      {{6, 10}, {4, 15}},     {{2, 3, 1, 4}, {4, 3, 2}}};
   for (const auto& [in, out] : cases) {
     CAPTURE(shape_str(in));
     CAPTURE(shape_str(out));

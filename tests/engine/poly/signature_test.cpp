@@ -14,8 +14,7 @@ namespace {
 
 NodeRef src(const Shape& s, DType t = DType::F32) { return make_source(nullptr, s, t); }
 
-NodeRef node(Op op, std::vector<NodeRef> ins, std::vector<int64_t> ints, Shape shape,
-             DType t = DType::F32) {
+NodeRef node(Op op, std::vector<NodeRef> ins, std::vector<int64_t> ints, Shape shape, DType t = DType::F32) {
   Attrs a;
   a.ints = std::move(ints);
   return make_node(op, std::move(ins), std::move(a), std::move(shape), t);
@@ -25,10 +24,8 @@ NodeRef node(Op op, std::vector<NodeRef> ins, std::vector<int64_t> ints, Shape s
 std::vector<NodeRef> samples(Op op) {
   const OpDef& d = op_def(op);
   switch (d.kind) {
-    case OpKind::Source:
-      return {src({3, 4}), src({})};
-    case OpKind::Generate:
-      return {node(op, {}, {}, {3, 4}), node(op, {}, {}, {5})};
+    case OpKind::Source: return {src({3, 4}), src({})};
+    case OpKind::Generate: return {node(op, {}, {}, {3, 4}), node(op, {}, {}, {5})};
     case OpKind::Map: {
       std::vector<NodeRef> ins;
       for (int i = 0; i < d.arity; ++i) ins.push_back(src({3, 4}));
@@ -49,12 +46,13 @@ std::vector<NodeRef> samples(Op op) {
       return {node(op, {src({2, 4}), src({3, 4}), src({1, 4})}, {0}, {6, 4}),
               node(op, {src({3, 2}), src({3, 5})}, {1}, {3, 7})};
     case OpKind::Write:
-      return {node(op, {src({4, 5}), src({2, 3})}, {1, 2}, {4, 5}),
-              node(op, {src({4}), src({4})}, {0}, {4})};
+      return {node(op, {src({4, 5}), src({2, 3})}, {1, 2}, {4, 5}), node(op, {src({4}), src({4})}, {0}, {4})};
     case OpKind::Fused: {
       // x0 * x1 + 2, and sum over dims {0, 2} of exp(x0).
-      FusedProgram p{2, {{Op::Mul, DType::F32, DType::F32, 0, 1}, {Op::Full, DType::F32, DType::F32, -1, -1, -1, 2, 2},
-                         {Op::Add, DType::F32, DType::F32, 2, 3}}};
+      FusedProgram p{2,
+                     {{Op::Mul, DType::F32, DType::F32, 0, 1},
+                      {Op::Full, DType::F32, DType::F32, -1, -1, -1, 2, 2},
+                      {Op::Add, DType::F32, DType::F32, 2, 3}}};
       if (op == Op::FusedMap)
         return {make_node(op, {src({3, 4}), src({3, 4})}, encode_fused_map(p), {3, 4}, DType::F32),
                 make_node(op, {src({}), src({})}, encode_fused_map(p), {}, DType::F32)};
@@ -73,16 +71,14 @@ std::vector<NodeRef> samples(Op op) {
       // {kh, kw, sh, sw, ph, pw}
       return {node(op, {src({1, 2, 6, 6})}, {2, 2, 2, 2, 0, 0}, {1, 2, 3, 3}),
               node(op, {src({2, 1, 8, 7})}, {3, 2, 3, 1, 1, 1}, {2, 1, 3, 8})};
-    case OpKind::View:
-      break;
+    case OpKind::View: break;
   }
   if (op == Op::Reshape)
     return {node(op, {src({4, 6})}, {}, {2, 2, 6}), node(op, {src({2, 3})}, {}, {3, 2}),
             node(op, {src({6})}, {}, {1, 2, 3})};
   if (op == Op::Constrain) return {node(op, {src({3, 4})}, {2, 1}, {3, 4})};
   if (op == Op::Permute) return {node(op, {src({2, 3, 4})}, {2, 0, 1}, {4, 2, 3})};
-  if (op == Op::Expand)
-    return {node(op, {src({3, 1})}, {}, {2, 3, 4}), node(op, {src({})}, {}, {2, 2})};
+  if (op == Op::Expand) return {node(op, {src({3, 1})}, {}, {2, 3, 4}), node(op, {src({})}, {}, {2, 2})};
   if (op == Op::Slice)
     return {node(op, {src({10, 8})}, {1, 2, 3, 2}, {3, 3}), node(op, {src({5})}, {4, 1}, {1})};
   FAIL("no sample for op ", d.name);
@@ -177,8 +173,7 @@ TEST_CASE("engine.poly.signature.views") {
 }
 
 TEST_CASE("engine.poly.signature.cat_blocks_need_none_part_or_all") {
-  const Signature s =
-      signature_of(*node(Op::Cat, {src({2, 4}), src({3, 4}), src({1, 4})}, {0}, {6, 4}));
+  const Signature s = signature_of(*node(Op::Cat, {src({2, 4}), src({3, 4}), src({1, 4})}, {0}, {6, 4}));
   CHECK(to_string(s.inputs[1].proj, s.dim_names()) == "(d0-2, d1) clipped");
   const Box rows_0_2({0, 0}, {2, 3});
   CHECK(s.input_slice(0, rows_0_2) == Box({0, 0}, {1, 3}));  // all of input 0
@@ -188,7 +183,7 @@ TEST_CASE("engine.poly.signature.cat_blocks_need_none_part_or_all") {
 
 TEST_CASE("engine.poly.signature.write_region_reads_the_value_only_inside_the_box") {
   const Signature s = signature_of(*node(Op::WriteRegion, {src({4, 5}), src({2, 3})}, {1, 2}, {4, 5}));
-  CHECK(s.input_slice(1, Box({0, 0}, {0, 4})).empty());              // row 0: no value
+  CHECK(s.input_slice(1, Box({0, 0}, {0, 4})).empty());                 // row 0: no value
   CHECK(s.input_slice(1, Box({2, 0}, {3, 2})) == Box({1, 0}, {1, 0}));  // one corner of it
   CHECK(s.input_slice(0, Box({2, 0}, {3, 2})) == Box({2, 0}, {3, 2}));
 }
@@ -221,7 +216,7 @@ TEST_CASE("engine.poly.signature.problems_are_reported") {
   bad.output.proj.w[0] = 2;  // reaches row 3 of a 3-row output
   CHECK(signature_problem(bad).find("output") != std::string::npos);
   bad = s;
-  bad.inputs[0].proj.A[1][2] = 0;  // input 0 would only ever read column 0
+  bad.inputs[0].proj.A[1][2] = 0;       // input 0 would only ever read column 0
   CHECK(signature_problem(bad) == "");  // within the tensor: allowed (a slice does this)
   bad.inputs[0].proj.b[1] = 4;
   CHECK(signature_problem(bad).find("input 0") != std::string::npos);

@@ -28,7 +28,7 @@ TEST_CASE("engine.poly.stencil.stride_and_dilation") {
   CHECK(s2.image(Box({0}, {3})) == Box({0}, {8}));
   CHECK(s2.image(Box({4}, {7})) == Box({8}, {16}));
   CHECK(halo(s2, Box({0}, {3}), Box({4}, {7})) == 1);  // r - s
-  const Projection d2 = conv_input(1, 2, 3);  // taps y, y+2, y+4
+  const Projection d2 = conv_input(1, 2, 3);           // taps y, y+2, y+4
   CHECK(d2.w[0] == 5);
   CHECK(halo(d2, Box({0}, {3}), Box({4}, {7})) == 4);  // dilation * (r - 1)
 }

@@ -4,14 +4,14 @@
 
 #include <cmath>
 
-#include "engine/run/device_eval.hpp"
 #include "engine/device/sim_backend.hpp"
-#include "engine/run/evaluator.hpp"
-#include "engine/telemetry/cancel.hpp"
-#include "engine/telemetry/stats.hpp"
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
+#include "engine/run/device_eval.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/telemetry/cancel.hpp"
+#include "engine/telemetry/stats.hpp"
 
 using namespace tapestry;
 
@@ -21,7 +21,8 @@ build::Operand num(double v) { return build::Operand::number(v); }
 
 // A leaf holding seeded data in [-10, 10) (integers truncated, bools x > 0).
 NodeRef data(const Shape& s, DType t, uint64_t seed) {
-  NodeRef x = build::binary(Op::Sub, build::binary(Op::Mul, build::rand(s, seed, DType::F64), num(20)), num(10));
+  NodeRef x =
+      build::binary(Op::Sub, build::binary(Op::Mul, build::rand(s, seed, DType::F64), num(20)), num(10));
   if (t == DType::Bool) x = build::binary(Op::Gt, x, num(0));
   else if (t != DType::F64) x = build::cast(x, t);
   evaluate({x});
@@ -71,10 +72,13 @@ TEST_CASE("engine.run.device_eval.maps_in_every_dtype") {
   SimDevice sim;
   for (DType t : {DType::F32, DType::F64, DType::I32, DType::I64}) {
     NodeRef a = data({5, 7}, t, 1), b = data({5, 7}, t, 2);
-    check_like_cpu(build::where(build::binary(Op::Gt, a, b), build::binary(Op::Mul, a, b),
-                                build::binary(Op::Sub, a, b)),
-                   sim);
-    check_like_cpu(build::binary(Op::FloorDiv, a, build::binary(Op::Add, build::unary(Op::Abs, b), build::Operand::integer_number(1))), sim);
+    check_like_cpu(
+        build::where(build::binary(Op::Gt, a, b), build::binary(Op::Mul, a, b), build::binary(Op::Sub, a, b)),
+        sim);
+    check_like_cpu(
+        build::binary(Op::FloorDiv, a,
+                      build::binary(Op::Add, build::unary(Op::Abs, b), build::Operand::integer_number(1))),
+        sim);
     check_like_cpu(build::cast(build::unary(Op::Neg, a), DType::F64), sim);
   }
   NodeRef p = data({9}, DType::Bool, 3), q = data({9}, DType::Bool, 4);
@@ -85,7 +89,8 @@ TEST_CASE("engine.run.device_eval.fused_chain_is_one_kernel_over_leaves_uploaded
   SimDevice sim;
   NodeRef a = data({64, 33}, DType::F32, 5), b = data({64, 33}, DType::F32, 6), c = data({33}, DType::F32, 7);
   // c is broadcast: an Expand view of the uploaded leaf, not an expanded copy.
-  NodeRef y = build::unary(Op::Tanh, build::binary(Op::Add, build::binary(Op::Mul, a, build::binary(Op::Mul, a, b)), c));
+  NodeRef y = build::unary(
+      Op::Tanh, build::binary(Op::Add, build::binary(Op::Mul, a, build::binary(Op::Mul, a, b)), c));
   const uint64_t k0 = stats().kernels;
   check_like_cpu(y, sim);
   CHECK(stats().kernels - k0 == 2);  // one fused map on the device, one on the CPU
@@ -112,7 +117,8 @@ TEST_CASE("engine.run.device_eval.reductions") {
     check_like_cpu(build::reduce(op, x, {1}, false), sim, 1e-12);
     check_like_cpu(build::reduce(op, build::permute(x, {2, 0, 1}), {0, 2}, true), sim, 1e-12);
   }
-  check_like_cpu(build::reduce(Op::Sum, build::unary(Op::Square, x), {}, false), sim, 1e-12);  // a map feeding a sum
+  check_like_cpu(build::reduce(Op::Sum, build::unary(Op::Square, x), {}, false), sim,
+                 1e-12);  // a map feeding a sum
   check_like_cpu(build::argreduce(Op::ArgMax, x, 1, false), sim);
   check_like_cpu(build::argreduce(Op::ArgMin, x, std::nullopt, false), sim);
   NodeRef b = data({6, 5}, DType::Bool, 12);
@@ -141,8 +147,10 @@ TEST_CASE("engine.run.device_eval.stencils_convolutions_pools") {
   check_like_cpu(build::correlate(u, k, {1, 1}, {1, 1}), sim, 1e-12);
   check_like_cpu(build::correlate(u, k, {0, 2}, {2, 0}), sim, 1e-12);
   // A heat step: the stencil read by a map (the CPU bands it inside the map; here it is a kernel).
-  check_like_cpu(build::binary(Op::Add, u, build::binary(Op::Mul, num(0.1), build::stencil(u, k, build::Boundary::Periodic))),
-                 sim, 1e-12);
+  check_like_cpu(
+      build::binary(Op::Add, u,
+                    build::binary(Op::Mul, num(0.1), build::stencil(u, k, build::Boundary::Periodic))),
+      sim, 1e-12);
   NodeRef x = data({2, 4, 9, 8}, DType::F32, 17), w = data({6, 2, 3, 3}, DType::F32, 18);
   build::Conv2dOptions o;
   o.stride[0] = 2;
@@ -161,7 +169,8 @@ TEST_CASE("engine.run.device_eval.generators_need_no_upload") {
   check_like_cpu(build::eye(4, 5, DType::F64), sim);
   check_like_cpu(build::rand({7, 3}, 42, DType::F32), sim);
   check_like_cpu(build::randn({7, 3}, 42, DType::F64), sim);
-  check_like_cpu(build::binary(Op::Mul, build::full({3, 2}, 2.5, DType::F32), build::arange(1, 2, 1, DType::F32)), sim);
+  check_like_cpu(
+      build::binary(Op::Mul, build::full({3, 2}, 2.5, DType::F32), build::arange(1, 2, 1, DType::F32)), sim);
   CHECK(sim.counts().uploads == 0);
   CHECK(sim.counts().downloads == 6);
 }
@@ -215,7 +224,8 @@ TEST_CASE("engine.run.device_eval.unsupported_ops_run_on_the_cpu") {
   SUBCASE("a matmul: leaves read in place, its result uploaded for the map") {
     SimDevice sim;
     sim.refuse(Op::Matmul);
-    NodeRef a = data({8, 5}, DType::F64, 22), b = data({5, 3}, DType::F64, 23), c = data({8, 3}, DType::F64, 24);
+    NodeRef a = data({8, 5}, DType::F64, 22), b = data({5, 3}, DType::F64, 23),
+            c = data({8, 3}, DType::F64, 24);
     NodeRef y = build::unary(Op::Relu, build::binary(Op::Add, build::matmul(a, b), c));
     check_like_cpu(y, sim, 1e-12);
     CHECK(sim.counts().uploads == 2);  // the matmul's result and c; a and b never go up

@@ -2,10 +2,10 @@
 
 #include <cmath>
 
-#include "engine/run/evaluator.hpp"
-#include "engine/telemetry/stats.hpp"
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/value.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/telemetry/stats.hpp"
 
 using namespace tapestry;
 using build::Operand;
@@ -22,8 +22,8 @@ TEST_CASE("engine.run.evaluator.fuses_a_map_chain") {
   NodeRef y = build::unary(Op::Tanh, build::binary(Op::Add, build::binary(Op::Mul, a, b), c));
   const Stats before = stats();
   evaluate({y});
-  CHECK(stats().kernels == before.kernels + 1);          // one pass over memory
-  CHECK(stats().fused_ops >= before.fused_ops + 2);      // mul and add folded into tanh
+  CHECK(stats().kernels == before.kernels + 1);      // one pass over memory
+  CHECK(stats().fused_ops >= before.fused_ops + 2);  // mul and add folded into tanh
   const float* out = y->value->data<float>();
   CHECK(out[0] == doctest::Approx(0.0));
   CHECK(out[1] == doctest::Approx(0.0));
@@ -44,7 +44,8 @@ TEST_CASE("engine.run.evaluator.runs_only_what_roots_need") {
 TEST_CASE("engine.run.evaluator.shared_values_are_computed_once") {
   NodeRef a = vec({1, 2, 3});
   NodeRef e = build::unary(Op::Exp, a);
-  NodeRef y = build::binary(Op::Add, build::reduce(Op::Sum, e, {}, false), build::reduce(Op::Max, e, {}, false));
+  NodeRef y =
+      build::binary(Op::Add, build::reduce(Op::Sum, e, {}, false), build::reduce(Op::Max, e, {}, false));
   evaluate({y});
   const double ex = std::exp(1.0) + std::exp(2.0) + std::exp(3.0) + std::exp(3.0);
   CHECK(y->value->data<float>()[0] == doctest::Approx(ex).epsilon(1e-6));
@@ -52,8 +53,8 @@ TEST_CASE("engine.run.evaluator.shared_values_are_computed_once") {
 
 TEST_CASE("engine.run.evaluator.views_and_cat") {
   NodeRef m = build::reshape(build::arange(1, 6, 1, DType::F32), {2, 3});
-  NodeRef t = build::transpose(m, 0, 1);                  // {3,2}: 1 4 / 2 5 / 3 6
-  NodeRef c = build::cat({t, t}, 1);                      // {3,4}
+  NodeRef t = build::transpose(m, 0, 1);  // {3,2}: 1 4 / 2 5 / 3 6
+  NodeRef c = build::cat({t, t}, 1);      // {3,4}
   evaluate({c});
   const float* p = c->value->data<float>();
   const float expect[] = {1, 4, 1, 4, 2, 5, 2, 5, 3, 6, 3, 6};
@@ -76,8 +77,8 @@ TEST_CASE("engine.run.evaluator.matmul") {
 TEST_CASE("engine.run.evaluator.held_materialized_node_keeps_its_value") {
   NodeRef a = vec({1, 2, 3});
   HeldNode e = build::unary(Op::Exp, a);  // two consumers: a buffer of its own
-  NodeRef y = build::reduce(Op::Sum, build::binary(Op::Add, e.get(), build::unary(Op::Neg, e.get())),
-                            {}, false);
+  NodeRef y =
+      build::reduce(Op::Sum, build::binary(Op::Add, e.get(), build::unary(Op::Neg, e.get())), {}, false);
   evaluate({y});
   REQUIRE(e->value != nullptr);
   CHECK(e->value->data<float>()[2] == doctest::Approx(std::exp(3.0)));

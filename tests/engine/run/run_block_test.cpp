@@ -8,12 +8,12 @@
 #include <map>
 #include <random>
 
-#include "engine/run/run_block.hpp"
-#include "engine/run/evaluator.hpp"
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/fuse.hpp"
 #include "engine/poly/signature.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/run/run_block.hpp"
 #include "kernels/cpu/kernels.hpp"
 
 using namespace tapestry;
@@ -30,7 +30,8 @@ NodeRef random_source(const Shape& s, DType t, std::mt19937& g, double lo = -2, 
     T* p = v->data<T>();
     for (int64_t i = 0; i < numel(s); ++i) {
       if constexpr (std::is_same_v<T, bool>) p[i] = std::bernoulli_distribution(0.5)(g);
-      else if constexpr (std::is_integral_v<T>) p[i] = static_cast<T>(std::uniform_int_distribution<int>(-9, 9)(g));
+      else if constexpr (std::is_integral_v<T>)
+        p[i] = static_cast<T>(std::uniform_int_distribution<int>(-9, 9)(g));
       else p[i] = static_cast<T>(std::uniform_real_distribution<double>(lo, hi)(g));
     }
   });
@@ -293,8 +294,8 @@ TEST_CASE("engine.run.run_block.views") {
 TEST_CASE("engine.run.run_block.reshape_every_allowed_block") {
   std::mt19937 g(61);
   const std::vector<std::pair<Shape, Shape>> cases = {
-      {{4, 6}, {2, 2, 6}}, {{6, 4}, {3, 8}}, {{2, 3}, {3, 2}},    {{1, 6}, {6}},
-      {{2, 3, 4}, {6, 4}}, {{12}, {3, 4}},   {{3, 4, 5}, {3, 20}}, {{2, 2, 2, 3}, {4, 6}},
+      {{4, 6}, {2, 2, 6}},       {{6, 4}, {3, 8}}, {{2, 3}, {3, 2}},     {{1, 6}, {6}},
+      {{2, 3, 4}, {6, 4}},       {{12}, {3, 4}},   {{3, 4, 5}, {3, 20}}, {{2, 2, 2, 3}, {4, 6}},
       {{6, 1, 4}, {2, 3, 4, 1}}, {{8}, {2, 2, 2}}};
   for (const auto& [from, to] : cases) {
     CAPTURE(shape_str(from));

@@ -9,16 +9,17 @@
 #include <cmath>
 #include <vector>
 
-#include "engine/run/evaluator.hpp"
 #include "engine/ir/node.hpp"
 #include "engine/ir/value.hpp"
 #include "engine/poly/box.hpp"
+#include "engine/run/evaluator.hpp"
 
 namespace tapestry::test {
 
 inline NodeRef source(const Shape& s, int seed) {
   auto v = Value::alloc(DType::F32, s);
-  for (int64_t i = 0; i < numel(s); ++i) v->data<float>()[i] = static_cast<float>((i * 37 + seed * 11) % 17 - 8) / 4;
+  for (int64_t i = 0; i < numel(s); ++i)
+    v->data<float>()[i] = static_cast<float>((i * 37 + seed * 11) % 17 - 8) / 4;
   return make_source(v, s, DType::F32);
 }
 

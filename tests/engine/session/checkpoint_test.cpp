@@ -3,13 +3,13 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/run/evaluator.hpp"
-#include "engine/session/checkpoint.hpp"
-#include "engine/session/session.hpp"
 #include "engine/io/manifest.hpp"
 #include "engine/io/npy.hpp"
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/session/checkpoint.hpp"
+#include "engine/session/session.hpp"
 #include "tests/engine/io/io_test_util.hpp"
 
 using namespace tapestry;
@@ -18,8 +18,7 @@ using namespace tapestry::io_test;
 
 namespace {
 
-template <class F>
-std::string error_of(F&& fn) {
+template <class F> std::string error_of(F&& fn) {
   try {
     fn();
   } catch (const Error& e) {
@@ -66,8 +65,8 @@ TEST_CASE("engine.io.manifest.json_round_trip") {
   const Manifest back = parse_manifest("m.json", text);
   CHECK(back.tensors == m.tensors);
   // Other key orders, whitespace and unknown keys are fine.
-  const Manifest other = parse_manifest(
-      "m.json", R"({ "tensors" : [ {"bytes":8,"shape":[2],"dtype":"i32","file":"x.npy",
+  const Manifest other =
+      parse_manifest("m.json", R"({ "tensors" : [ {"bytes":8,"shape":[2],"dtype":"i32","file":"x.npy",
                    "name":"x","extra":{"a":[1,true,null]}} ], "version":1, "format":"tapestry-env",
                    "note": "caf\u00e9" })");
   REQUIRE(other.tensors.size() == 1);
@@ -84,7 +83,8 @@ TEST_CASE("engine.io.manifest.old_files_load") {
   REQUIRE(m.tensors.size() == 2);
   CHECK(m.tensors[0] == ManifestEntry{"w", "w.npy", DType::F32, {3, 4}, 48});
   CHECK(m.tensors[1] == ManifestEntry{"s", "s.npy", DType::Bool, {}, 1});
-  CHECK(parse_manifest("m.json", R"({"format": "tapestry-env", "version": 1, "tensors": []})").tensors.empty());
+  CHECK(
+      parse_manifest("m.json", R"({"format": "tapestry-env", "version": 1, "tensors": []})").tensors.empty());
 }
 
 TEST_CASE("engine.io.manifest.bad_manifests_name_the_file") {
@@ -144,8 +144,8 @@ TEST_CASE("engine.io.manifest.bad_manifests_name_the_file") {
 TEST_CASE("engine.io.manifest.deep_unknown_members_are_ignored") {
   const int depth = 200000;
   const std::string deep = std::string(depth, '[') + std::string(depth, ']');
-  const Manifest m =
-      parse_manifest("m.json", R"({"format": "tapestry-env", "version": 1, "tensors": [], "x": )" + deep + "}");
+  const Manifest m = parse_manifest(
+      "m.json", R"({"format": "tapestry-env", "version": 1, "tensors": [], "x": )" + deep + "}");
   CHECK(m.tensors.empty());
 }
 

@@ -13,9 +13,6 @@
 #include <string>
 
 #include "engine/device/sim_backend.hpp"
-#include "engine/run/evaluator.hpp"
-#include "engine/session/run_sharded.hpp"
-#include "engine/shard/rank_program.hpp"
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
@@ -24,6 +21,9 @@
 #include "engine/plan/planner.hpp"
 #include "engine/plan/search.hpp"
 #include "engine/plan/verifier.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/session/run_sharded.hpp"
+#include "engine/shard/rank_program.hpp"
 
 using namespace tapestry;
 using build::Operand;
@@ -82,7 +82,8 @@ std::vector<Case> cases() {
   for (Op op : {Op::Neg, Op::Abs, Op::Exp, Op::Sin, Op::Cos, Op::Tanh, Op::Sigmoid, Op::Relu, Op::Gelu,
                 Op::Floor, Op::Ceil, Op::Round, Op::Sign, Op::Square, Op::Reciprocal})
     c.push_back(exact(std::string(op_def(op).name), {un(op, x)}));
-  for (Op op : {Op::Log, Op::Sqrt, Op::Rsqrt}) c.push_back(exact(std::string(op_def(op).name), {un(op, pos)}));
+  for (Op op : {Op::Log, Op::Sqrt, Op::Rsqrt})
+    c.push_back(exact(std::string(op_def(op).name), {un(op, pos)}));
   c.push_back(exact("logical_not", {un(Op::LogicalNot, xb)}));
   for (Op op : {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Maximum, Op::Minimum, Op::Atan2, Op::Eq, Op::Ne,
                 Op::Lt, Op::Le, Op::Gt, Op::Ge})
@@ -98,13 +99,15 @@ std::vector<Case> cases() {
   c.push_back(approx("sum", {build::reduce(Op::Sum, x, {0}, false), build::reduce(Op::Sum, x, {1}, true),
                              build::reduce(Op::Sum, x, {}, false), build::reduce(Op::Sum, xi, {0}, false)}));
   const NodeRef near1 = bin(Op::Add, bin(Op::Div, x, Operand::number(16)), Operand::number(1));
-  c.push_back(approx("prod", {build::reduce(Op::Prod, near1, {0}, false), build::reduce(Op::Prod, xi, {1}, false)}));
+  c.push_back(
+      approx("prod", {build::reduce(Op::Prod, near1, {0}, false), build::reduce(Op::Prod, xi, {1}, false)}));
   c.push_back(exact("max", {build::reduce(Op::Max, x, {0}, false), build::reduce(Op::Max, xi, {}, false)}));
   c.push_back(exact("min", {build::reduce(Op::Min, x, {1}, false)}));
   c.push_back(exact("all", {build::reduce(Op::All, xb, {0}, false), build::reduce(Op::All, xb, {}, false)}));
   c.push_back(exact("any", {build::reduce(Op::Any, xb, {1}, false)}));
   c.push_back(approx("mean var", {build::mean(x, {0}, false), build::var(x, {1}, 1, false)}));
-  c.push_back(exact("argmax", {build::argreduce(Op::ArgMax, x, 1, false), build::argreduce(Op::ArgMax, x, {}, false)}));
+  c.push_back(exact("argmax",
+                    {build::argreduce(Op::ArgMax, x, 1, false), build::argreduce(Op::ArgMax, x, {}, false)}));
   c.push_back(exact("argmin", {build::argreduce(Op::ArgMin, x, 0, true)}));
   // Contractions.
   c.push_back(approx("matmul", {build::matmul(x, source({7, 5}, 7))}));
@@ -113,12 +116,15 @@ std::vector<Case> cases() {
   // Data movement.
   c.push_back(exact("reshape", {build::reshape(x, {77}), build::reshape(source({6, 4}, 11), {4, 3, 2}),
                                 build::reshape(source({2, 3, 4}, 12), {3, 8})}));
-  c.push_back(exact("permute", {build::transpose(x, 0, 1), build::permute(source({3, 4, 5}, 13), {2, 0, 1})}));
-  c.push_back(exact("expand", {build::expand(source({1, 7}, 14), {11, 7}), build::expand(source({11, 1}, 15), {2, 11, 7})}));
+  c.push_back(
+      exact("permute", {build::transpose(x, 0, 1), build::permute(source({3, 4, 5}, 13), {2, 0, 1})}));
+  c.push_back(exact("expand", {build::expand(source({1, 7}, 14), {11, 7}),
+                               build::expand(source({11, 1}, 15), {2, 11, 7})}));
   c.push_back(exact("slice", {build::narrow(x, 0, 1, 10), build::slice(x, {1, 0}, {3, 2}, {4, 4}),
                               bin(Op::Sub, build::narrow(x, 0, 1, 10), build::narrow(x, 0, 0, 10))}));
   c.push_back(exact("constrain", {build::constrain(bin(Op::Add, x, y), {1, 1})}));
-  c.push_back(exact("cat", {build::cat({x, source({5, 7}, 16), y}, 0), build::cat({x, source({11, 2}, 17)}, 1)}));
+  c.push_back(
+      exact("cat", {build::cat({x, source({5, 7}, 16), y}, 0), build::cat({x, source({11, 2}, 17)}, 1)}));
   c.push_back(exact("write_region", {build::write_region(x, {2, 1}, {4, 3}, Operand(source({4, 3}, 18))),
                                      build::write_region(x, {0, 5}, {11, 2}, Operand::number(7))}));
   // Windows: halos and padded borders fall out of the projections (stride = coefficient,
@@ -127,10 +133,11 @@ std::vector<Case> cases() {
                                  build::pad(x, {2, 1}, {1, 2}, build::PadMode::Reflect, 0),
                                  build::pad(xi, {3, 0}, {1, 7}, build::PadMode::Periodic, 0),
                                  build::roll(x, 3, 0), build::roll(x, -9, std::nullopt)}));
-  c.push_back(exact("correlate", {build::stencil(x, source({3, 3}, 23), build::Boundary::Zero),
-                                  build::stencil(x, source({5, 3}, 24), build::Boundary::Periodic),
-                                  build::stencil(source({13}, 25), source({5}, 26), build::Boundary::Reflect),
-                                  build::stencil(xi, source({3, 1}, 27, DType::I32), build::Boundary::Zero)}));
+  c.push_back(
+      exact("correlate", {build::stencil(x, source({3, 3}, 23), build::Boundary::Zero),
+                          build::stencil(x, source({5, 3}, 24), build::Boundary::Periodic),
+                          build::stencil(source({13}, 25), source({5}, 26), build::Boundary::Reflect),
+                          build::stencil(xi, source({3, 1}, 27, DType::I32), build::Boundary::Zero)}));
   {
     build::Conv2dOptions strided, grouped;
     strided.stride[0] = 2;
@@ -147,10 +154,11 @@ std::vector<Case> cases() {
     const NodeRef im = source({2, 3, 9, 8}, 34);
     const int64_t k3[2] = {3, 3}, k2[2] = {2, 3}, s1[2] = {1, 1}, s2[2] = {2, 3}, p1[2] = {1, 1},
                   p0[2] = {0, 1};
-    c.push_back(exact("pool2d", {build::pool2d(Op::MaxPool2d, im, k3, s2, p1),
-                                 build::pool2d(Op::MaxPool2d, source({1, 2, 7, 7}, 35, DType::I32), k2, s1, p0),
-                                 build::pool2d(Op::AvgPool2d, im, k3, s1, p1),
-                                 build::pool2d(Op::AvgPool2d, im, k2, s2, p0)}));
+    c.push_back(
+        exact("pool2d",
+              {build::pool2d(Op::MaxPool2d, im, k3, s2, p1),
+               build::pool2d(Op::MaxPool2d, source({1, 2, 7, 7}, 35, DType::I32), k2, s1, p0),
+               build::pool2d(Op::AvgPool2d, im, k3, s1, p1), build::pool2d(Op::AvgPool2d, im, k2, s2, p0)}));
   }
   // A small model: matmul, bias, relu, softmax-like normalisation.
   {
@@ -189,7 +197,8 @@ struct Expected {
 // sum's cancellation makes a per-element relative error meaningless.
 double scale_of(const std::vector<double>& v) {
   double s = 1;
-  for (double d : v) if (std::isfinite(d)) s = std::max(s, std::abs(d));
+  for (double d : v)
+    if (std::isfinite(d)) s = std::max(s, std::abs(d));
   return s;
 }
 
@@ -306,10 +315,12 @@ TEST_CASE("engine.session.consistency.sharded_equals_unsharded") {
                       }});
       for (uint64_t seed : {1, 2})
         ways.push_back({cat_str("anneal seed ", seed), [&, seed] {
-                          return run_sharded(c.sharded, mesh, options(plan::SearchOptions::Anneal, 60, seed), true);
+                          return run_sharded(c.sharded, mesh, options(plan::SearchOptions::Anneal, 60, seed),
+                                             true);
                         }});
       for (int k = 0; k < 3; ++k)
-        ways.push_back({cat_str("random ", k), [&] { return run_plan(random_plan(c.sharded, mesh, rng).graph()); }});
+        ways.push_back(
+            {cat_str("random ", k), [&] { return run_plan(random_plan(c.sharded, mesh, rng).graph()); }});
       for (auto& [how, run] : ways) {
         INFO("case '", c.name, "' on ", ranks, " ranks, ", how);
         std::string problem;
@@ -355,7 +366,7 @@ TEST_CASE("engine.session.consistency.sharded_on_devices_equals_unsharded") {
       std::vector<std::pair<std::string, std::function<RunReport()>>> ways;
       ways.push_back({"greedy", [&] {
                         return run_sharded(c.sharded, mesh, options(plan::SearchOptions::Greedy, 0, 1), true,
-                                                devices);
+                                           devices);
                       }});
       for (int k = 0; k < 2; ++k)
         ways.push_back({cat_str("random ", k),
@@ -424,9 +435,12 @@ TEST_CASE("engine.session.consistency.eleven_rows_over_three_ranks") {
   std::vector<NodeRef> topo = plan::observed_subgraph({y});
   plan::Assignment a;
   for (const NodeRef& n : topo)
-    if (!n->value) a[n->id] = plan::grid_blocks(poly::signature_of(*n), std::vector<int64_t>(poly::signature_of(*n).rank(), 1), 3);
+    if (!n->value)
+      a[n->id] = plan::grid_blocks(poly::signature_of(*n),
+                                   std::vector<int64_t>(poly::signature_of(*n).rank(), 1), 3);
   a[y->inputs[0]->id] = plan::grid_blocks(poly::signature_of(*y->inputs[0]), {3, 1}, 3);
-  a[y->inputs[0]->inputs[0]->id] = plan::grid_blocks(poly::signature_of(*y->inputs[0]->inputs[0]), {3, 1, 1}, 3);
+  a[y->inputs[0]->inputs[0]->id] =
+      plan::grid_blocks(poly::signature_of(*y->inputs[0]->inputs[0]), {3, 1, 1}, 3);
   a[y->id] = plan::grid_blocks(poly::signature_of(*y), {3, 1}, 3);  // rows are y's reduction dim
   const plan::ShardedGraph g = plan::lower(topo, a,
                                            {{x->id, poly::Box({0, 0}, {3, 6}), 0},

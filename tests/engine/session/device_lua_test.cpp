@@ -36,7 +36,8 @@ std::string run_script(Session& s, const std::string& path) {
 
 TEST_CASE("engine.session.device_lua.lua_ops_scripts_on_the_simulated_device") {
   std::vector<std::string> scripts;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(TAPESTRY_SOURCE_DIR) + "/tests/lua/ops"))
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::string(TAPESTRY_SOURCE_DIR) + "/tests/lua/ops"))
     if (e.path().extension() == ".lua") scripts.push_back(e.path().string());
   std::sort(scripts.begin(), scripts.end());
   REQUIRE(scripts.size() >= 10);

@@ -7,13 +7,13 @@
 #include <cmath>
 
 #include "engine/device/sim_backend.hpp"
-#include "engine/run/evaluator.hpp"
-#include "engine/shard/rank_program.hpp"
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/lower.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/plan/verifier.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/shard/rank_program.hpp"
 #include "tests/engine/run/test_values.hpp"
 
 using namespace tapestry;
@@ -114,7 +114,8 @@ TEST_CASE("engine.shard.device.a_refused_op_runs_on_the_cpu_between_device_block
   const std::vector<float> want = reference(y);
   const std::vector<NodeRef> topo = plan::observed_subgraph({y});
   const ShardedGraph g = plan::lower(topo, by_rows(topo, 2),
-                                     {{x->id, Box::of_shape(x->shape), 0}, {w->id, Box::of_shape(w->shape), 0},
+                                     {{x->id, Box::of_shape(x->shape), 0},
+                                      {w->id, Box::of_shape(w->shape), 0},
                                       {w->id, Box::of_shape(w->shape), 1}},
                                      {y}, 2);
   SimDevice d0, d1;
@@ -156,7 +157,8 @@ TEST_CASE("engine.shard.device.out_of_device_memory_changes_nothing") {
   const NodeRef y = build::matmul(x, w);
   const std::vector<NodeRef> topo = plan::observed_subgraph({y});
   const ShardedGraph g = plan::lower(topo, by_rows(topo, 2),
-                                     {{x->id, Box::of_shape(x->shape), 0}, {w->id, Box::of_shape(w->shape), 0},
+                                     {{x->id, Box::of_shape(x->shape), 0},
+                                      {w->id, Box::of_shape(w->shape), 0},
                                       {w->id, Box::of_shape(w->shape), 1}},
                                      {y}, 2);
   SimDevice d0, d1(MapLimits{}, 64 * 64 * kF32);  // rank 1 holds w, then nothing more fits

@@ -6,14 +6,14 @@
 #include <cstdlib>
 
 #include "engine/comm/loopback.hpp"
-#include "engine/run/evaluator.hpp"
-#include "engine/session/run_sharded.hpp"
-#include "engine/shard/rank_program.hpp"
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
 #include "engine/plan/lower.hpp"
 #include "engine/plan/verifier.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/session/run_sharded.hpp"
+#include "engine/shard/rank_program.hpp"
 #include "engine/telemetry/cancel.hpp"
 #include "tests/engine/run/test_values.hpp"
 
@@ -62,7 +62,8 @@ TEST_CASE("engine.comm.loopback.delivers_a_strided_slice_once") {
   auto got = hub.endpoint(2).try_recv(0, tag);
   REQUIRE(got);
   CHECK(got->view().shape == Shape{2, 2});
-  CHECK(std::vector<int32_t>(got->data<int32_t>(), got->data<int32_t>() + 4) == std::vector<int32_t>{1, 3, 9, 11});
+  CHECK(std::vector<int32_t>(got->data<int32_t>(), got->data<int32_t>() + 4) ==
+        std::vector<int32_t>{1, 3, 9, 11});
   CHECK(hub.endpoint(2).try_recv(0, tag) == nullptr);  // received once
   CHECK(hub.undelivered() == 0);
   CHECK(hub.messages_sent() == 1);
@@ -77,7 +78,7 @@ TEST_CASE("engine.shard.rank_program.row_split_map") {
   const RunReport r = run_plan(p.g);
   check_close(p.y, want, 0);
   CHECK(r.blocks == 2);
-  CHECK(r.messages == 2);                  // the transfer of x, rank 1's result shard to rank 0
+  CHECK(r.messages == 2);  // the transfer of x, rank 1's result shard to rank 0
   CHECK(r.bytes == 2 * 5 * 7 * 4);
   set_value(*p.y, nullptr);
 }
@@ -137,9 +138,10 @@ TEST_CASE("engine.shard.rank_program.halo_exchange_of_a_row_split_difference") {
   const std::vector<float> want = reference(y);
   std::vector<NodeRef> topo{x, y->inputs[0], y->inputs[1], y};
   plan::Assignment a;
-  for (size_t i = 1; i < topo.size(); ++i) a[topo[i]->id] = plan::grid_blocks(poly::signature_of(*topo[i]), {2, 1}, 2);
-  const ShardedGraph g = plan::lower(topo, a, {{x->id, rows(x->shape, 0, 5), 0}, {x->id, rows(x->shape, 6, 10), 1}},
-                                     {y}, 2);
+  for (size_t i = 1; i < topo.size(); ++i)
+    a[topo[i]->id] = plan::grid_blocks(poly::signature_of(*topo[i]), {2, 1}, 2);
+  const ShardedGraph g =
+      plan::lower(topo, a, {{x->id, rows(x->shape, 0, 5), 0}, {x->id, rows(x->shape, 6, 10), 1}}, {y}, 2);
   REQUIRE(plan::verify(g, topo).ok());
   REQUIRE(g.transfers.size() == 1);
   CHECK(g.transfers[0].slice == rows(x->shape, 5, 5));  // the halo: x's row 5 moves to rank 1

@@ -1,9 +1,9 @@
 #include <doctest/doctest.h>
 
-#include "engine/run/evaluator.hpp"
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
+#include "engine/run/evaluator.hpp"
 #include "engine/store/environment.hpp"
 
 using namespace tapestry;

@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/ir/error.hpp"
 #include "engine/telemetry/telemetry.hpp"
 #include "engine/telemetry/trace.hpp"
-#include "engine/ir/error.hpp"
 
 using namespace tapestry;
 
@@ -21,14 +21,15 @@ TEST_CASE("engine.telemetry.trace.json_string") {
   CHECK(trace::json_string("box") == "\"box\"");
   CHECK(trace::json_string("a\"b\\c") == "\"a\\\"b\\\\c\"");
   CHECK(trace::json_string("\n\x01") == "\"\\n\\u0001\"");
-  CHECK(trace::json_string("caf\xc3\xa9") == "\"caf\xc3\xa9\"");        // UTF-8 stays as it is
-  CHECK(trace::json_string("bad\xff") == "\"bad\xef\xbf\xbd\"");        // not UTF-8: U+FFFD
+  CHECK(trace::json_string("caf\xc3\xa9") == "\"caf\xc3\xa9\"");  // UTF-8 stays as it is
+  CHECK(trace::json_string("bad\xff") == "\"bad\xef\xbf\xbd\"");  // not UTF-8: U+FFFD
   CHECK(trace::json_string(std::string("\0", 1)) == "\"\\u0000\"");
 }
 
 TEST_CASE("engine.telemetry.trace.file_is_json") {
   const std::string path =
-      (std::filesystem::temp_directory_path() / ("tapestry-trace-" + std::to_string(::getpid()) + ".json")).string();
+      (std::filesystem::temp_directory_path() / ("tapestry-trace-" + std::to_string(::getpid()) + ".json"))
+          .string();
   Telemetry t;  // a session's; record() writes to the current one
   const TelemetryScope in(t);
   trace::start(t.trace, path);

@@ -11,8 +11,7 @@ using namespace tapestry::test;
 namespace {
 
 // Naive reference over row-major values.
-template <class T>
-std::vector<int64_t> reference(bool is_max, const Elems<T>& x, const Shape& s, int dim) {
+template <class T> std::vector<int64_t> reference(bool is_max, const Elems<T>& x, const Shape& s, int dim) {
   auto better = [&](T v, T best) {
     if constexpr (std::is_floating_point_v<T>) {
       if (std::isnan(best)) return false;

@@ -52,7 +52,8 @@ void check(const View& x, const View& k, int64_t o0, int64_t o1, int64_t oh, int
   int64_t wrong = 0, first = -1;
   for (int64_t i = 0; i < oh * ow; ++i) {
     const float a = out->data<float>()[i], b = want[static_cast<size_t>(i)];
-    const bool same = (std::isnan(a) && std::isnan(b)) || std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b);
+    const bool same =
+        (std::isnan(a) && std::isnan(b)) || std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b);
     if (!same && wrong++ == 0) first = i;
   }
   CAPTURE(first);
@@ -68,11 +69,11 @@ TEST_CASE("kernels.cpu.correlate2d.bit_identical_to_the_definition") {
     CAPTURE(kh);
     CAPTURE(kw);
     const int64_t ph = kh / 2, pw = kw / 2;
-    check(x->view(), k->view(), -ph, -pw, 67, 203);            // zero boundary, same shape
+    check(x->view(), k->view(), -ph, -pw, 67, 203);                // zero boundary, same shape
     check(x->view(), k->view(), 0, 0, 67 - kh + 1, 203 - kw + 1);  // valid only
-    check(x->view(), k->view(), -ph + 20, -pw, 16, 203);       // a band of rows 20..35
-    check(x->view(), k->view(), -ph + 60, -pw, 7, 203);        // the last band, reading past x
-    check(x->view(), k->view(), -ph, -pw - 3, 67, 190);        // shifted columns
+    check(x->view(), k->view(), -ph + 20, -pw, 16, 203);           // a band of rows 20..35
+    check(x->view(), k->view(), -ph + 60, -pw, 7, 203);            // the last band, reading past x
+    check(x->view(), k->view(), -ph, -pw - 3, 67, 190);            // shifted columns
   }
 }
 

@@ -52,8 +52,7 @@ TEST_CASE("kernels.cpu.generate.philox_known_answers") {
   cpu::philox4x32_10({{~0u, ~0u, ~0u, ~0u}}, {{~0u, ~0u}}, r);
   CHECK(r[0] == 0x408f276du);
   CHECK(r[3] == 0x6d5451fdu);
-  cpu::philox4x32_10({{0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}},
-                     {{0xa4093822u, 0x299f31d0u}}, r);
+  cpu::philox4x32_10({{0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}}, {{0xa4093822u, 0x299f31d0u}}, r);
   CHECK(r[0] == 0xd16cfe09u);
   CHECK(r[1] == 0x94fdccebu);
   CHECK(r[2] == 0x5001e420u);

@@ -15,8 +15,7 @@
 
 namespace tapestry::test {
 
-template <class T>
-std::shared_ptr<Value> tensor(const Shape& s, const std::vector<T>& data) {
+template <class T> std::shared_ptr<Value> tensor(const Shape& s, const std::vector<T>& data) {
   auto v = Value::alloc(cpu::dtype_of<T>(), s);
   for (size_t i = 0; i < data.size(); ++i) v->template data<T>()[i] = data[i];  // vector<bool> too
   return v;
@@ -29,8 +28,7 @@ template <class T> struct Elems {
   T operator[](int64_t i) const { return p[i]; }
   int64_t size() const { return n; }
 };
-template <class T>
-Elems<T> values(const View& v) {
+template <class T> Elems<T> values(const View& v) {
   auto c = Value::alloc(v.dtype, v.shape);
   cpu::copy_view(v, c->view());
   Elems<T> e{std::unique_ptr<T[]>(new T[v.numel()]), v.numel()};
@@ -39,8 +37,7 @@ Elems<T> values(const View& v) {
 }
 
 // Equal, NaN equal to NaN, within a relative tolerance (absolute near zero).
-template <class T>
-bool close(T got, T want, double rtol = 0) {
+template <class T> bool close(T got, T want, double rtol = 0) {
   if constexpr (std::is_floating_point_v<T>) {
     if (std::isnan(got) || std::isnan(want)) return std::isnan(got) && std::isnan(want);
     if (got == want) return true;

@@ -13,8 +13,7 @@ using namespace tapestry::test;
 
 namespace {
 
-template <class T>
-std::vector<T> binary(Op op, DType rt, const std::vector<T>& a, const std::vector<T>& b) {
+template <class T> std::vector<T> binary(Op op, DType rt, const std::vector<T>& a, const std::vector<T>& b) {
   const DType t = cpu::dtype_of<T>();
   const Shape s{int64_t(a.size())};
   auto va = tensor<T>(s, a), vb = tensor<T>(s, b);
@@ -52,8 +51,7 @@ const float kNaN = std::numeric_limits<float>::quiet_NaN();
 TEST_CASE("kernels.cpu.map.float_floordiv_mod_as_numpy") {
   const std::vector<float> a{7.5, -7.5, 7.5, -7.5, 1, -1, 1, 0, -0.0f, 5, 3};
   const std::vector<float> b{2, 2, -2, -2, kInf, kInf, -kInf, -3, 3, 0, 0.1f};
-  check_all(binary<float>(Op::FloorDiv, DType::F32, a, b),
-            {3, -4, -4, 3, 0, -1, -1, -0.0f, -0.0f, kInf, 29});
+  check_all(binary<float>(Op::FloorDiv, DType::F32, a, b), {3, -4, -4, 3, 0, -1, -1, -0.0f, -0.0f, kInf, 29});
   check_all(binary<float>(Op::Mod, DType::F32, a, b),
             {1.5, 0.5, -0.5, -1.5, 1, kInf, -kInf, -0.0f, 0, kNaN, 0.09999995678663254f});
 }
@@ -65,15 +63,14 @@ TEST_CASE("kernels.cpu.map.int_division_never_traps") {
   check_all(binary<int32_t>(Op::FloorDiv, DType::I32, a, b), {3, -4, -4, 3, 0, 0, mn, mn, 0});
   check_all(binary<int32_t>(Op::Mod, DType::I32, a, b), {1, 1, -1, -1, 0, 0, 0, 0, 0});
   const int64_t mn64 = INT64_MIN;
-  check_all(binary<int64_t>(Op::FloorDiv, DType::I64, {mn64, 9, -9}, {-1, 0, 4}),
-            {mn64, 0, -3});
+  check_all(binary<int64_t>(Op::FloorDiv, DType::I64, {mn64, 9, -9}, {-1, 0, 4}), {mn64, 0, -3});
   check_all(binary<int64_t>(Op::Mod, DType::I64, {mn64, 9, -9}, {-1, 0, 4}), {0, 0, 3});
 }
 
 TEST_CASE("kernels.cpu.map.int_pow") {
-  check_all(binary<int32_t>(Op::Pow, DType::I32, {2, 2, 1, -1, -1, 3, 0, 0, 5},
-                            {10, -1, -5, -3, -4, 0, 0, 3, 1}),
-            {1024, 0, 1, -1, 1, 1, 1, 0, 5});
+  check_all(
+      binary<int32_t>(Op::Pow, DType::I32, {2, 2, 1, -1, -1, 3, 0, 0, 5}, {10, -1, -5, -3, -4, 0, 0, 3, 1}),
+      {1024, 0, 1, -1, 1, 1, 1, 0, 5});
   // Overflow wraps: 3^40 mod 2^64.
   uint64_t w = 1;
   for (int i = 0; i < 40; ++i) w *= 3;
@@ -82,8 +79,7 @@ TEST_CASE("kernels.cpu.map.int_pow") {
 }
 
 TEST_CASE("kernels.cpu.map.round_half_to_even") {
-  check_all(unary<float>(Op::Round, {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4999f}),
-            {0, 2, 2, -0.0f, -2, -2, 2});
+  check_all(unary<float>(Op::Round, {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4999f}), {0, 2, 2, -0.0f, -2, -2, 2});
   check_all(unary<double>(Op::Round, {0.5, 1.5, 2.5, -0.5, 1e300}), {0, 2, 2, -0.0, 1e300});
 }
 
@@ -128,8 +124,9 @@ TEST_CASE("kernels.cpu.map.cast") {
     auto back = Value::alloc(DType::F64, {6});
     cpu::run_map(single(Op::Cast, DType::F64, to, {mid->view()}), back->view());
     for (int i = 0; i < 6; ++i) {
-      double want = to == DType::Bool ? double(xs[i] != 0)
-                    : (to == DType::I32 || to == DType::I64) ? std::trunc(xs[i]) : xs[i];
+      double want = to == DType::Bool                        ? double(xs[i] != 0)
+                    : (to == DType::I32 || to == DType::I64) ? std::trunc(xs[i])
+                                                             : xs[i];
       CAPTURE(dtype_name(to));
       CHECK(back->data<double>()[i] == want);
     }

@@ -93,9 +93,9 @@ TEST_CASE("kernels.cpu.map.constants_and_dtypes") {
   MapProgram p;
   p.leaves = {x->view()};
   MapInstr gt{Op::Gt, DType::Bool, DType::I64, 0, 1};
-  p.instrs = {constant(2, DType::I64), gt, constant(10, DType::I64),
-              instr(Op::Mul, 0, 3, -1, DType::I64), constant(-1, DType::I64),
-              instr(Op::Where, 2, 4, 5, DType::I64)};
+  p.instrs = {constant(2, DType::I64),  gt,
+              constant(10, DType::I64), instr(Op::Mul, 0, 3, -1, DType::I64),
+              constant(-1, DType::I64), instr(Op::Where, 2, 4, 5, DType::I64)};
   auto out = Value::alloc(DType::I64, {n});
   cpu::run_map(p, out->view());
   for (int64_t i = 0; i < n; ++i) {

@@ -18,8 +18,11 @@ template <class T> std::vector<T> samples() {
     return {false, true};
   } else if constexpr (std::is_floating_point_v<T>) {
     const T inf = std::numeric_limits<T>::infinity();
-    return {-100, -7.25, -3.5, -2.5, -1.5, -1, -0.75, -0.5, T(-1e-3), T(-0.0), 0, T(1e-3), 0.5,
-            0.75, 1, 1.5, 2.5, 3, 3.5, 7.25, 20, 100, inf, -inf, std::numeric_limits<T>::quiet_NaN()};
+    return {-100, -7.25,   -3.5, -2.5,     -1.5,
+            -1,   -0.75,   -0.5, T(-1e-3), T(-0.0),
+            0,    T(1e-3), 0.5,  0.75,     1,
+            1.5,  2.5,     3,    3.5,      7.25,
+            20,   100,     inf,  -inf,     std::numeric_limits<T>::quiet_NaN()};
   } else {
     using L = std::numeric_limits<T>;
     return {L::min(), T(L::min() + 1), -1000, -7, -3, -2, -1, 0, 1, 2, 3, 7, 1000, L::max()};
@@ -33,11 +36,17 @@ template <class T> T wrap(__int128 x) {  // two's complement wrap, as numpy
 
 bool transcendental(Op op) {
   switch (op) {
-    case Op::Exp: case Op::Log: case Op::Sin: case Op::Cos: case Op::Tanh: case Op::Sigmoid:
-    case Op::Gelu: case Op::Rsqrt: case Op::Pow: case Op::Atan2:
-      return true;
-    default:
-      return false;
+    case Op::Exp:
+    case Op::Log:
+    case Op::Sin:
+    case Op::Cos:
+    case Op::Tanh:
+    case Op::Sigmoid:
+    case Op::Gelu:
+    case Op::Rsqrt:
+    case Op::Pow:
+    case Op::Atan2: return true;
+    default: return false;
   }
 }
 
@@ -82,7 +91,9 @@ template <class T> T ref_unary(Op op, T x) {
       case Op::Neg: return wrap<T>(-v);
       case Op::Abs: return wrap<T>(v < 0 ? -v : v);
       case Op::Relu: return x > 0 ? x : 0;
-      case Op::Floor: case Op::Ceil: case Op::Round: return x;
+      case Op::Floor:
+      case Op::Ceil:
+      case Op::Round: return x;
       case Op::Sign: return T((x > 0) - (x < 0));
       case Op::Square: return wrap<T>(v * v);
       case Op::Reciprocal: return x == 1 ? 1 : (x == -1 ? -1 : 0);
@@ -127,9 +138,13 @@ template <class T> double ref_binary(Op op, T a, T b, bool& skip) {
   }
   if constexpr (std::is_same_v<T, bool>) {
     switch (op) {
-      case Op::Add: case Op::Maximum: return a || b;
+      case Op::Add:
+      case Op::Maximum: return a || b;
       case Op::Sub: return a != b;
-      case Op::Mul: case Op::Div: case Op::FloorDiv: case Op::Minimum: return a && b;
+      case Op::Mul:
+      case Op::Div:
+      case Op::FloorDiv:
+      case Op::Minimum: return a && b;
       case Op::Mod: return false;
       case Op::Pow: return a || !b;
       default: skip = true; return 0;
@@ -160,7 +175,8 @@ template <class T> double ref_binary(Op op, T a, T b, bool& skip) {
       case Op::Add: return wrap<T>(x + y);
       case Op::Sub: return wrap<T>(x - y);
       case Op::Mul: return wrap<T>(x * y);
-      case Op::FloorDiv: case Op::Div: {
+      case Op::FloorDiv:
+      case Op::Div: {
         if (y == 0) return 0;
         __int128 q = x / y;
         if (q * y != x && ((x < 0) != (y < 0))) --q;
@@ -169,7 +185,10 @@ template <class T> double ref_binary(Op op, T a, T b, bool& skip) {
       case Op::Mod: return py_mod(a, b);
       case Op::Pow: {
         if (y < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
-        if (y > 64) { skip = true; return 0; }
+        if (y > 64) {
+          skip = true;
+          return 0;
+        }
         T r = 1;
         for (int i = 0; i < int(y); ++i) r = wrap<T>(__int128(r) * x);
         return r;
@@ -181,16 +200,16 @@ template <class T> double ref_binary(Op op, T a, T b, bool& skip) {
   }
 }
 
-const Op kUnary[] = {Op::Neg, Op::Abs, Op::Exp, Op::Log, Op::Sqrt, Op::Rsqrt, Op::Sin,
-                     Op::Cos, Op::Tanh, Op::Sigmoid, Op::Relu, Op::Gelu, Op::Floor, Op::Ceil,
-                     Op::Round, Op::Sign, Op::Square, Op::Reciprocal, Op::LogicalNot};
-const Op kBinary[] = {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::FloorDiv, Op::Mod,
-                      Op::Pow, Op::Maximum, Op::Minimum, Op::Atan2, Op::Eq, Op::Ne,
-                      Op::Lt, Op::Le, Op::Gt, Op::Ge, Op::LogicalAnd, Op::LogicalOr};
+const Op kUnary[] = {Op::Neg,   Op::Abs,  Op::Exp,     Op::Log,        Op::Sqrt,      Op::Rsqrt, Op::Sin,
+                     Op::Cos,   Op::Tanh, Op::Sigmoid, Op::Relu,       Op::Gelu,      Op::Floor, Op::Ceil,
+                     Op::Round, Op::Sign, Op::Square,  Op::Reciprocal, Op::LogicalNot};
+const Op kBinary[] = {Op::Add, Op::Sub,     Op::Mul,     Op::Div,   Op::FloorDiv,   Op::Mod,
+                      Op::Pow, Op::Maximum, Op::Minimum, Op::Atan2, Op::Eq,         Op::Ne,
+                      Op::Lt,  Op::Le,      Op::Gt,      Op::Ge,    Op::LogicalAnd, Op::LogicalOr};
 
 bool is_compare(Op op) {
-  return op == Op::Eq || op == Op::Ne || op == Op::Lt || op == Op::Le || op == Op::Gt ||
-         op == Op::Ge || op == Op::LogicalAnd || op == Op::LogicalOr || op == Op::LogicalNot;
+  return op == Op::Eq || op == Op::Ne || op == Op::Lt || op == Op::Le || op == Op::Gt || op == Op::Ge ||
+         op == Op::LogicalAnd || op == Op::LogicalOr || op == Op::LogicalNot;
 }
 
 template <class T> void check_unary() {
@@ -198,8 +217,7 @@ template <class T> void check_unary() {
   const std::vector<T> xs = samples<T>();
   const auto a = tensor<T>({int64_t(xs.size())}, xs);
   for (Op op : kUnary) {
-    const bool float_only = !std::is_floating_point_v<T> &&
-        (transcendental(op) || op == Op::Sqrt);
+    const bool float_only = !std::is_floating_point_v<T> && (transcendental(op) || op == Op::Sqrt);
     if (float_only) continue;  // builders cast integers to floats first
     const DType rt = is_compare(op) ? DType::Bool : t;
     auto out = Value::alloc(rt, a->view().shape);
@@ -237,7 +255,8 @@ template <class T> void check_binary() {
       bool skip = false;
       const double want = ref_binary<T>(op, av[i], bv[i], skip);
       if (skip) continue;
-      const double got = rt == DType::Bool ? double(out->template data<bool>()[i]) : double(out->template data<T>()[i]);
+      const double got =
+          rt == DType::Bool ? double(out->template data<bool>()[i]) : double(out->template data<T>()[i]);
       CAPTURE(op_def(op).name);
       CAPTURE(dtype_name(t));
       CAPTURE(double(av[i]));

@@ -24,8 +24,16 @@ template <class T> void check(const View& a, const View& b, const Shape& out_sha
   const int r = static_cast<int>(out_shape.size());
   auto out = Value::alloc(cpu::dtype_of<T>(), out_shape);
   cpu::run_matmul(a, b, out->view());
-  const View ae = a.expanded([&] { Shape s = out_shape; s[r - 1] = a.shape.back(); return s; }());
-  const View be = b.expanded([&] { Shape s = out_shape; s[r - 2] = b.shape[b.rank() - 2]; return s; }());
+  const View ae = a.expanded([&] {
+    Shape s = out_shape;
+    s[r - 1] = a.shape.back();
+    return s;
+  }());
+  const View be = b.expanded([&] {
+    Shape s = out_shape;
+    s[r - 2] = b.shape[b.rank() - 2];
+    return s;
+  }());
   const auto av = values<T>(ae), bv = values<T>(be);
   const int64_t n = out_shape[r - 2], m = out_shape[r - 1], k = a.shape.back();
   const int64_t batches = numel(out_shape) / std::max<int64_t>(1, n * m);

@@ -39,7 +39,8 @@ template <class T> void check_rows(const std::shared_ptr<Value>& v, int64_t rows
     CAPTURE(r);
     const Ref want = two_pass(v->data<T>() + r * len, len);
     CHECK(got[r].count == len);
-    CHECK(std::abs(got[r].sum - double(want.sum)) <= rtol * (std::abs(double(want.sum)) + len * 1e-30) + 1e-9);
+    CHECK(std::abs(got[r].sum - double(want.sum)) <=
+          rtol * (std::abs(double(want.sum)) + len * 1e-30) + 1e-9);
     CHECK(std::abs(got[r].mean() - double(want.mean)) <= rtol * std::abs(double(want.mean)) + 1e-12);
     CHECK(std::abs(got[r].m2 - double(want.m2)) <= rtol * double(want.m2));
   }

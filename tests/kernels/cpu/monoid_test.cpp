@@ -24,8 +24,8 @@ template <class T> std::vector<T> probes() {
   if constexpr (std::is_same_v<T, bool>) {
     return {false, true};
   } else if constexpr (std::is_floating_point_v<T>) {
-    return {T(0), -T(0), T(1), T(-2.5), L::infinity(), -L::infinity(), L::quiet_NaN(), -L::quiet_NaN(),
-            L::max(), L::lowest(), L::denorm_min()};
+    return {T(0),           -T(0),           T(1),     T(-2.5),     L::infinity(),  -L::infinity(),
+            L::quiet_NaN(), -L::quiet_NaN(), L::max(), L::lowest(), L::denorm_min()};
   } else {
     return {T(0), T(1), T(-1), T(7), L::max(), L::lowest()};
   }

@@ -101,6 +101,7 @@ TEST_CASE("kernels.cpu.tanh_f32.run_map_matches_the_function") {
     CAPTURE(xs[i]);
     const float want = fn::tanh_f32(xs[i]);
     const float got = out->data<float>()[i];
-    CHECK((std::isnan(want) ? std::isnan(got) : std::bit_cast<uint32_t>(got) == std::bit_cast<uint32_t>(want)));
+    CHECK(
+        (std::isnan(want) ? std::isnan(got) : std::bit_cast<uint32_t>(got) == std::bit_cast<uint32_t>(want)));
   }
 }

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <vector>
 
+#include "../cpu/helpers.hpp"
 #include "kernels/cpu/kernels.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
-#include "../cpu/helpers.hpp"
 
 using namespace tapestry;
 

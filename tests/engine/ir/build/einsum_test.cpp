@@ -31,9 +31,9 @@ TEST_CASE("engine.ir.einsum.parse") {
   Spec s = einsum::parse("ik,kj->ij", 2);
   CHECK(s.inputs == std::vector<std::string>{"ik", "kj"});
   CHECK(s.output == "ij");
-  CHECK(einsum::parse("ij,jk", 2).output == "ik");    // implicit: letters seen once, sorted
+  CHECK(einsum::parse("ij,jk", 2).output == "ik");  // implicit: letters seen once, sorted
   CHECK(einsum::parse("ba", 1).output == "ab");
-  CHECK(einsum::parse("ii", 1).output == "");         // trace
+  CHECK(einsum::parse("ii", 1).output == "");  // trace
   CHECK(einsum::parse("bA,Ac", 2).output == "bc");
   CHECK(einsum::parse(" i j , j k -> i k ", 2).output == "ik");
   CHECK(einsum::parse("ij->", 1).output == "");
@@ -150,16 +150,17 @@ TEST_CASE("engine.ir.einsum.builder_shapes_and_errors") {
   CHECK(build::einsum("ij->ji", {m34})->shape == Shape{4, 3});
   CHECK(build::einsum("ij->", {m34})->shape == Shape{});
   CHECK(build::einsum("ii->i", {build::full({4, 4}, 1, DType::F32)})->shape == Shape{4});
-  CHECK(build::einsum("ij,kj->ik", {m34, build::full({1, 4}, 1, DType::F32)})->shape ==
-        Shape{3, 1});
-  CHECK(build::einsum("i,j", {build::full({3}, 1, DType::F32), build::full({2}, 1, DType::F32)})
-            ->shape == Shape{3, 2});
-  CHECK(build::tensordot(build::full({2, 3, 4}, 1, DType::F32), build::full({4, 3, 5}, 1,
-                         DType::F32), {1, 2}, {1, 0})->shape == Shape{2, 5});
+  CHECK(build::einsum("ij,kj->ik", {m34, build::full({1, 4}, 1, DType::F32)})->shape == Shape{3, 1});
+  CHECK(build::einsum("i,j", {build::full({3}, 1, DType::F32), build::full({2}, 1, DType::F32)})->shape ==
+        Shape{3, 2});
+  CHECK(build::tensordot(build::full({2, 3, 4}, 1, DType::F32), build::full({4, 3, 5}, 1, DType::F32), {1, 2},
+                         {1, 0})
+            ->shape == Shape{2, 5});
   CHECK(build::outer(m34, m45)->shape == Shape{12, 20});
 
-  CHECK(error_of([&] { build::einsum("ijk,jk->ik", {m34, m45}); }) ==
-        "operand 1 has 2 dims but 'ijk' names 3 (shape {3,4})");
+  CHECK(error_of([&] {
+          build::einsum("ijk,jk->ik", {m34, m45});
+        }) == "operand 1 has 2 dims but 'ijk' names 3 (shape {3,4})");
   const std::string e = error_of([&] { build::einsum("ij,jk->ik", {m34, m34}); });
   CHECK(contains(e, "sizes of index 'j' differ: 4 in operand 1 {3,4} and 3 in operand 2 {3,4}"));
   CHECK(contains(error_of([&] { build::einsum("ii->i", {m34}); }), "repeated index 'i'"));

@@ -9,13 +9,13 @@
 #include <random>
 #include <string>
 
-#include "engine/run/evaluator.hpp"
-#include "engine/session/run_sharded.hpp"
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/build/einsum.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/grad/grad.hpp"
 #include "engine/ir/value.hpp"
+#include "engine/run/evaluator.hpp"
+#include "engine/session/run_sharded.hpp"
 
 using namespace tapestry;
 using build::Operand;
@@ -58,8 +58,8 @@ double eval_scalar(const NodeRef& n) {
 
 struct Case {
   std::vector<Shape> shapes;
-  double lo = -2, hi = 2;  // input range
-  int ranks = 1;           // > 1: evaluate the gradients sharded on a modelled mesh
+  double lo = -2, hi = 2;                  // input range
+  int ranks = 1;                           // > 1: evaluate the gradients sharded on a modelled mesh
   std::vector<std::vector<double>> given;  // fixed inputs (ties), else random
   double h = 1e-6;                         // the finite-difference step
 };
@@ -106,25 +106,21 @@ NodeRef bin(Op op, const Operand& a, const Operand& b) { return build::binary(op
 }  // namespace
 
 TEST_CASE("engine.ir.grad.unary") {
-  const Op any[] = {Op::Neg, Op::Abs, Op::Exp, Op::Sin, Op::Cos, Op::Tanh, Op::Sigmoid,
-                    Op::Relu, Op::Gelu, Op::Square, Op::Reciprocal, Op::Floor, Op::Ceil,
-                    Op::Round, Op::Sign};
-  for (Op op : any)
-    fd_check(std::string(op_def(op).name), {{{2, 3}}}, [op](Xs x) { return un(op, x[0]); });
+  const Op any[] = {Op::Neg,        Op::Abs,     Op::Exp,  Op::Sin,   Op::Cos,
+                    Op::Tanh,       Op::Sigmoid, Op::Relu, Op::Gelu,  Op::Square,
+                    Op::Reciprocal, Op::Floor,   Op::Ceil, Op::Round, Op::Sign};
+  for (Op op : any) fd_check(std::string(op_def(op).name), {{{2, 3}}}, [op](Xs x) { return un(op, x[0]); });
   for (Op op : {Op::Log, Op::Sqrt, Op::Rsqrt})
-    fd_check(std::string(op_def(op).name), {{{2, 3}}, 0.3, 3},
-             [op](Xs x) { return un(op, x[0]); });
-  fd_check("gelu_at_0", {{{3}}, -2, 2, 1, {{0.0, -1.3, 0.7}}},
-           [](Xs x) { return un(Op::Gelu, x[0]); });
+    fd_check(std::string(op_def(op).name), {{{2, 3}}, 0.3, 3}, [op](Xs x) { return un(op, x[0]); });
+  fd_check("gelu_at_0", {{{3}}, -2, 2, 1, {{0.0, -1.3, 0.7}}}, [](Xs x) { return un(Op::Gelu, x[0]); });
   // f64 -> f32 -> f64: the adjoint returns through both casts (a wide step: f32 rounding).
-  fd_check("cast", {{{4}}, -2, 2, 1, {}, 0.05}, [](Xs x) {
-    return bin(Op::Mul, build::cast(build::cast(x[0], DType::F32), DType::F64), x[0]);
-  });
+  fd_check("cast", {{{4}}, -2, 2, 1, {}, 0.05},
+           [](Xs x) { return bin(Op::Mul, build::cast(build::cast(x[0], DType::F32), DType::F64), x[0]); });
 }
 
 TEST_CASE("engine.ir.grad.binary") {
-  for (Op op : {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Maximum, Op::Minimum, Op::Atan2, Op::Mod,
-                Op::FloorDiv}) {
+  for (Op op :
+       {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Maximum, Op::Minimum, Op::Atan2, Op::Mod, Op::FloorDiv}) {
     const std::string n(op_def(op).name);
     fd_check(n, {{{2, 3}, {2, 3}}, 0.2, 3}, [op](Xs x) { return bin(op, x[0], x[1]); });
     // Broadcasting: {2,1} with {3}: Expand's rule sums the adjoint back.
@@ -133,12 +129,10 @@ TEST_CASE("engine.ir.grad.binary") {
   fd_check("pow", {{{2, 3}, {2, 3}}, 0.3, 2}, [](Xs x) { return bin(Op::Pow, x[0], x[1]); });
   fd_check("pow.scalar", {{{4}}, 0.3, 2}, [](Xs x) { return bin(Op::Pow, x[0], Operand::number(3)); });
   fd_check("mul.scalar", {{{4}}}, [](Xs x) { return bin(Op::Mul, Operand::number(2.5), x[0]); });
-  fd_check("where", {{{2, 3}, {3}, {2, 1}}}, [](Xs x) {
-    return build::where(bin(Op::Gt, x[0], Operand::number(0)), x[1], x[2]);
-  });
-  fd_check("clamp", {{{6}}}, [](Xs x) {
-    return build::clamp(x[0], Operand::number(-0.5), Operand::number(0.5));
-  });
+  fd_check("where", {{{2, 3}, {3}, {2, 1}}},
+           [](Xs x) { return build::where(bin(Op::Gt, x[0], Operand::number(0)), x[1], x[2]); });
+  fd_check("clamp", {{{6}}},
+           [](Xs x) { return build::clamp(x[0], Operand::number(-0.5), Operand::number(0.5)); });
   // Ties split evenly: for two tied operands, exactly what a central difference sees (with
   // k > 2 tied the difference still reads 1/2 each, the even split 1/k; both are subgradients).
   fd_check("maximum.tie", {{{3}, {3}}, -2, 2, 1, {{1, 2, 3}, {1, 0, 3}}},
@@ -152,8 +146,7 @@ TEST_CASE("engine.ir.grad.reductions") {
     const std::string n(op_def(op).name);
     fd_check(n + ".all", {{{2, 3}}}, [op](Xs x) { return build::reduce(op, x[0], {}, false); });
     fd_check(n + ".dim", {{{2, 3, 2}}}, [op](Xs x) { return build::reduce(op, x[0], {1}, false); });
-    fd_check(n + ".keepdim", {{{2, 3, 2}}},
-             [op](Xs x) { return build::reduce(op, x[0], {0, 2}, true); });
+    fd_check(n + ".keepdim", {{{2, 3, 2}}}, [op](Xs x) { return build::reduce(op, x[0], {0, 2}, true); });
   }
   fd_check("prod.one_zero", {{{2, 3}}, -2, 2, 1, {{0, 2, 3, 1.5, 0, 0}}},
            [](Xs x) { return build::reduce(Op::Prod, x[0], {1}, false); });
@@ -175,11 +168,12 @@ TEST_CASE("engine.ir.grad.contractions") {
   fd_check("matmul.batch_both", {{{2, 1, 2, 3}, {3, 3, 2}}}, mm);
   fd_check("matmul.vectors", {{{4}, {4, 3}}}, mm);
   fd_check("matmul.dot", {{{4}, {4}}}, mm);
-  fd_check("einsum.chain", {{{2, 3}, {3, 4}, {4, 2}}},
-           [](Xs x) { return build::einsum("ij,jk,kl->il", x); });
+  fd_check("einsum.chain", {{{2, 3}, {3, 4}, {4, 2}}}, [](Xs x) { return build::einsum("ij,jk,kl->il", x); });
   fd_check("einsum.diag", {{{3, 3}}}, [](Xs x) { return build::einsum("ii->i", x); });
   fd_check("einsum.batch", {{{2, 3, 2}, {2, 2, 3}}}, [](Xs x) { return build::einsum("bij,bjk->bk", x); });
-  fd_check("tensordot", {{{2, 3, 4}, {4, 3}}}, [](Xs x) { return build::tensordot(x[0], x[1], {1, 2}, {1, 0}); });
+  fd_check("tensordot", {{{2, 3, 4}, {4, 3}}}, [](Xs x) {
+    return build::tensordot(x[0], x[1], {1, 2}, {1, 0});
+  });
 }
 
 TEST_CASE("engine.ir.grad.shape_ops") {
@@ -202,7 +196,8 @@ TEST_CASE("engine.ir.grad.shape_ops") {
 TEST_CASE("engine.ir.grad.windows") {
   for (auto b : {build::Boundary::Zero, build::Boundary::Periodic, build::Boundary::Reflect})
     fd_check("stencil", {{{5, 4}, {3, 3}}}, [b](Xs x) { return build::stencil(x[0], x[1], b); });
-  fd_check("stencil.1d_wide", {{{3}, {5}}}, [](Xs x) { return build::stencil(x[0], x[1], build::Boundary::Zero); });
+  fd_check("stencil.1d_wide", {{{3}, {5}}},
+           [](Xs x) { return build::stencil(x[0], x[1], build::Boundary::Zero); });
   fd_check("correlate.valid", {{{6, 5}, {2, 3}}}, [](Xs x) {
     return build::correlate(x[0], x[1], {0, 0}, {0, 0});
   });
@@ -240,9 +235,8 @@ TEST_CASE("engine.ir.grad.graphs") {
     const NodeRef h = un(Op::Tanh, bin(Op::Add, build::matmul(x[0], x[1]), x[2]));
     return build::reduce(Op::Max, h, {1}, false);
   });
-  fd_check("sharded.conv", {{{2, 2, 5, 4}, {3, 2, 3, 3}}, -1, 1, 3}, [](Xs x) {
-    return build::conv2d(x[0], x[1], build::Conv2dOptions{});
-  });
+  fd_check("sharded.conv", {{{2, 2, 5, 4}, {3, 2, 3, 3}}, -1, 1, 3},
+           [](Xs x) { return build::conv2d(x[0], x[1], build::Conv2dOptions{}); });
 }
 
 TEST_CASE("engine.ir.grad.deep_chain") {
@@ -272,8 +266,9 @@ TEST_CASE("engine.ir.grad.errors_and_zeros") {
   const NodeRef loss = build::reduce(Op::Sum, x, {}, false);
   const NodeRef ints = build::arange(1, 3, 1, DType::I64);
   CHECK(error_of([&] { grad(loss, {ints}); }).find("params[1] is i64") != std::string::npos);
-  CHECK(error_of([&] { grad(loss, {x, build::full({2}, 0, DType::F64)}); }).find("constant") !=
-        std::string::npos);
+  CHECK(error_of([&] {
+          grad(loss, {x, build::full({2}, 0, DType::F64)});
+        }).find("constant") != std::string::npos);
   // Unrelated params get zeros of their shape; a one-element {1,1} loss is accepted.
   const NodeRef other = source({2, 2}, {1, 1, 1, 1});
   const NodeRef l11 = build::reshape(loss, {1, 1});
