@@ -248,11 +248,16 @@ DeviceView run_block(DeviceBackend& be, const Node& n, const poly::Signature& si
 }
 
 DeviceView run_node(DeviceBackend& be, const Node& n, const std::vector<DeviceView>& inputs) {
-  internal_check(inputs.size() == n.inputs.size());
-  Where w(n);
   DeviceView out = device_alloc(be, n.dtype, n.shape);
-  run_into(be, n, w, inputs, out, false);
+  run_node_into(be, n, inputs, out);
   return out;
+}
+
+void run_node_into(DeviceBackend& be, const Node& n, const std::vector<DeviceView>& inputs,
+                   const DeviceView& out) {
+  internal_check(inputs.size() == n.inputs.size() && out.shape() == n.shape && out.dtype() == n.dtype);
+  Where w(n);
+  run_into(be, n, w, inputs, out, false);
 }
 
 bool is_view_op(const Node& n) { return op_kind(n.op) == OpKind::View; }

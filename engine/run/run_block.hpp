@@ -35,6 +35,9 @@ DeviceView run_block(DeviceBackend& be, const Node& n, const poly::Signature& si
 // needs one (windows, slices, cat, region writes), so a loop of small observations pays for
 // none on its maps, reductions and products.
 DeviceView run_node(DeviceBackend& be, const Node& n, const std::vector<DeviceView>& inputs);
+// The same into `out` (n's shape and dtype, contiguous; allocated by the caller).
+void run_node_into(DeviceBackend& be, const Node& n, const std::vector<DeviceView>& inputs,
+                   const DeviceView& out);
 
 // View ops (reshape, permute, expand, slice, constrain) move no data: the whole node as a view
 // of its whole input (a reshape the strides cannot express copies first).
