@@ -80,6 +80,7 @@ class Lowering {
       if (produced_[r->id].empty()) g_.roots.push_back(r->id);  // verify reports it
     }
     send_held_data_first();
+    post_sends_before_receives();
     return std::move(g_);
   }
 
@@ -102,6 +103,43 @@ class Lowering {
       std::stable_partition(steps.begin(), steps.end(), [&](const Step& st) {
         return st.kind == Step::Kind::Send && held_from_start(g_.transfers[st.index]);
       });
+  }
+
+  // Within each run of transfers between two computations of a rank, its sends go before its
+  // receives (sends are buffered, so they never wait): a redistribution then proceeds on every
+  // rank at once, where receive-then-send would pass it down a chain of ranks (an all-to-all
+  // among p ranks took p rounds). A send of data received in the same run (a relay) stays
+  // after that receive.
+  void post_sends_before_receives() {
+    for (Rank r = 0; r < g_.num_ranks; ++r) {
+      std::vector<Step>& steps = g_.steps[static_cast<size_t>(r)];
+      const auto is_comm = [](const Step& st) {
+        return st.kind == Step::Kind::Send || st.kind == Step::Kind::Recv;
+      };
+      for (auto begin = steps.begin(); begin != steps.end();) {
+        if (!is_comm(*begin)) {
+          ++begin;
+          continue;
+        }
+        auto end = std::find_if_not(begin, steps.end(), is_comm);
+        std::vector<const Transfer*> received;  // receives of this run before the step looked at
+        std::vector<Step> early, late;
+        for (auto it = begin; it != end; ++it) {
+          const Transfer& t = g_.transfers[it->index];
+          if (it->kind == Step::Kind::Recv) {
+            received.push_back(&t);
+            late.push_back(*it);
+            continue;
+          }
+          const bool relay = std::any_of(received.begin(), received.end(), [&](const Transfer* u) {
+            return u->tensor == t.tensor && meet(u->slice, t.slice);
+          });
+          (relay ? late : early).push_back(*it);
+        }
+        std::copy(late.begin(), late.end(), std::copy(early.begin(), early.end(), begin));
+        begin = end;
+      }
+    }
   }
 
   void list(const NodeRef& n) {

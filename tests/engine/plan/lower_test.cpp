@@ -118,3 +118,27 @@ TEST_CASE("engine.plan.lower.reports_data_that_lies_nowhere") {
   CHECK_THROWS_AS(lower({x, y}, a, {{x->id, Box({0}, {1}), 0}}, {y}, 1), Error);
   CHECK_THROWS_AS(lower({x, y}, {}, {{x->id, Box({0}, {3}), 0}}, {y}, 1), Error);
 }
+
+// Rows to columns on 4 ranks: an all-to-all of computed data. Every rank posts its three sends
+// before its three receives, so no rank waits on another's receive before it sends (receive then
+// send passed the redistribution down a chain of ranks).
+TEST_CASE("engine.plan.lower.redistribution_posts_sends_first") {
+  NodeRef in = src({8, 8});
+  NodeRef x = build::unary(Op::Exp, in), y = build::unary(Op::Neg, x);
+  Assignment a;
+  a[x->id] = grid_blocks(poly::signature_of(*x), {4, 1}, 4);  // rows
+  a[y->id] = grid_blocks(poly::signature_of(*y), {1, 4}, 4);  // columns
+  std::vector<Shard> initial;
+  for (Rank r = 0; r < 4; ++r) initial.push_back(Shard{in->id, Box({2 * r, 0}, {2 * r + 1, 7}), r});
+  const ShardedGraph g = lower({in, x, y}, a, initial, {y}, 4);
+  CHECK(verify(g, {in, x, y}).ok());
+  CHECK(g.transfers.size() == 12);
+  for (Rank r = 0; r < 4; ++r) {
+    const std::vector<Step>& st = g.steps[static_cast<size_t>(r)];
+    REQUIRE(st.size() == 8);  // x's block, 3 sends, 3 receives, y's block
+    CHECK(st[0].kind == Step::Kind::Run);
+    for (size_t i = 1; i < 4; ++i) CHECK(st[i].kind == Step::Kind::Send);
+    for (size_t i = 4; i < 7; ++i) CHECK(st[i].kind == Step::Kind::Recv);
+    CHECK(st[7].kind == Step::Kind::Run);
+  }
+}
