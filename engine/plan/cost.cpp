@@ -79,6 +79,7 @@ PlanCost cost_of(const ShardedGraph& g, const Mesh& m) {
 
   // The schedule: advance every rank as far as its dependencies allow, until all are done.
   std::vector<double> clock(R, 0.0);
+  std::vector<double> out_free(R, 0.0), in_free(R, 0.0);  // when each rank's link is free again
   std::vector<size_t> pc(R, 0);
   std::vector<double> sent(g.transfers.size(), -1.0);
   std::vector<int> arrived(g.combines.size(), 0);
@@ -95,15 +96,24 @@ PlanCost cost_of(const ShardedGraph& g, const Mesh& m) {
         if (st.kind == Step::Kind::Run) {
           clock[r] += block_time[st.index];
         } else if (st.kind == Step::Kind::Send) {
-          // Buffered: the sender pays only the message overhead.
+          // Buffered: the sender's program pays only the message overhead, but its link
+          // carries one message at a time (a broadcast from one rank to 63 takes 63 times
+          // as long as one message, not the same time).
           const Transfer& t = g.transfers[st.index];
-          clock[r] += m.link(t.from, t.to).latency;
-          sent[st.index] = clock[r];
+          const Link& l = m.link(t.from, t.to);
+          const double bytes = slice_bytes(node_of(t.tensor), t.slice);
+          clock[r] += l.latency;
+          const double start = std::max(clock[r], out_free[r]);
+          out_free[r] = start + bytes / l.bandwidth;
+          sent[st.index] = out_free[r] + l.latency;
         } else if (st.kind == Step::Kind::Recv) {
           if (sent[st.index] < 0) break;
+          // The receiver's link, too, takes one message at a time.
           const Transfer& t = g.transfers[st.index];
           const double bytes = slice_bytes(node_of(t.tensor), t.slice);
-          clock[r] = std::max(clock[r], sent[st.index]) + m.transfer_time(t.from, t.to, bytes);
+          const double in = std::max(sent[st.index], in_free[r] + bytes / m.link(t.from, t.to).bandwidth);
+          in_free[r] = in;
+          clock[r] = std::max(clock[r], in);
         } else {  // Combine: arrive once, then wait until every participant has arrived
           const size_t k = st.index;
           if (!waiting[r]) {

@@ -251,7 +251,22 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
 
   std::vector<int> cur = greedy(sp, initial, m), best = cur;
   double cur_cost = cost(cur), best_cost = cur_cost;
-  if (opt.method == SearchOptions::Anneal && n_ops > 0) {
+  // A joint space no larger than the move budget is searched whole: exact, and the same plan
+  // whatever the seed or the machine's load (annealing moves one op at a time, and the best
+  // plan can need a producer and its consumers to change together).
+  double joint = 1;
+  for (const auto& c : sp.cands) joint = std::min(joint * double(c.size()), 1e18);
+  if (opt.method == SearchOptions::Anneal && n_ops > 0 && joint <= std::max(opt.steps, 1)) {
+    std::vector<int> st(n_ops, 0);
+    while (true) {
+      const double c = cost(st);
+      if (c < best_cost * (1 - 1e-12)) best = st, best_cost = c;
+      size_t i = n_ops;
+      while (i > 0 && st[i - 1] == int(sp.cands[i - 1].size()) - 1) st[--i] = 0;
+      if (i == 0) break;
+      ++st[i - 1];
+    }
+  } else if (opt.method == SearchOptions::Anneal && n_ops > 0) {
     std::mt19937_64 rng(opt.seed);
     // Geometric cooling from 5% of the start's cost to 0.01% of it: early moves may lose a
     // little to leave a local optimum, late moves only improve.
