@@ -9,10 +9,11 @@
 // them and the combine is regular (engine/comm/collective_plan.hpp): a started collective is
 // polled like a receive, so the loop keeps its shape.
 // With a device (a GPU, or the simulated one of the tests) a rank runs every block the device
-// takes there (run_block over its DeviceBackend) and keeps its output in device memory; data crosses between
-// host and device only where a reader on the other side needs it (rank_store.hpp): slices sent
-// over MPI, partials merged on the host, CPU-only blocks and the gather to rank 0.
-// With device peers as well (NCCL between GPUs, comm/device_peers.hpp) every transfer goes from
+// takes there (run_block over its DeviceBackend; backend_takes) and keeps its output in device
+// memory; data crosses between host and device only where a reader on the other side needs it
+// (rank_store.hpp): slices sent over MPI, partials merged on the host, CPU-only blocks and the
+// gather to rank 0.
+// With device peers as well (NCCL between GPUs, engine/device/peers.hpp) every transfer goes from
 // device to device; each rank posts its sends and receives in the plan's transfer order, which
 // NCCL's order-matching needs and which cannot deadlock (docs/gpu.md).
 #pragma once
