@@ -140,9 +140,10 @@ class RankProgram {
   void hold(uint64_t tensor, poly::Box box, View v) { store_.hold(tensor, std::move(box), std::move(v)); }
   std::string describe(uint64_t tensor) const;
   // Banded pairs: a stencil (Correlate) block whose output only one map block of this rank
-  // reads, exactly, is not run alone (CPU ranks only: a device runs both as kernels). The map block computes
-  // it band by band of rows (run_banded): the stencil's output never exists whole, its input is read in place
-  // (only the band at a seam between held pieces is assembled), and the map writes its output once.
+  // reads, exactly, is not run alone (CPU ranks only: a device runs both as kernels). The map
+  // block computes it band by band of rows (run_banded): the stencil's output never exists
+  // whole, its input is read in place (only the band at a seam between held pieces is
+  // assembled), and the map writes its output once.
   void find_banded_pairs();
   void run_banded(size_t b);
   std::unordered_map<size_t, size_t> banded_into_;  // stencil block -> the map block computing it
