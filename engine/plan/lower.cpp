@@ -38,7 +38,8 @@ namespace {
 
 class Lowering {
  public:
-  Lowering(const std::vector<Shard>& initial, int num_ranks) : g_(num_ranks), have_(num_ranks) {
+  Lowering(const std::vector<Shard>& initial, int num_ranks)
+      : g_(num_ranks), have_(num_ranks), link_busy_(static_cast<size_t>(num_ranks), 0.0) {
     for (const Shard& h : initial) {
       g_.hold(h.tensor, h.box, h.rank);
       add_held(h.tensor, h.box, h.rank);
@@ -162,6 +163,29 @@ class Lowering {
     return true;
   }
 
+  // A slice some ranks hold whole comes from the holder that can start sending it first: the
+  // holders it was made or held on, and the ranks it already reached, whose links each send one
+  // message at a time. Many ranks fetching the same slice then form a binomial tree (the number
+  // of holders doubles every round) instead of a star whose root sends every copy.
+  bool relay(uint64_t t, const Box& m, Rank to) {
+    const double bytes = static_cast<double>(m.volume());
+    Rank best = -1;
+    double best_start = 0;
+    for (const auto& [from, boxes] : by_rank_[t]) {
+      if (from == to) continue;
+      if (std::none_of(boxes.begin(), boxes.end(), [&](const Box& h) { return h.contains(m); })) continue;
+      auto r = ready_[t].find(from);
+      const double start = std::max(r == ready_[t].end() ? 0.0 : r->second, link_busy_[from]);
+      if (best < 0 || start < best_start) best = from, best_start = start;
+    }
+    if (best < 0) return false;
+    g_.add_transfer(t, m, best, to);
+    link_busy_[best] = best_start + bytes;
+    ready_[t][to] = best_start + bytes;
+    add_held(t, m, to);
+    return true;
+  }
+
   // Brings the parts of `need` that rank `to` lacks, piece by piece from the lowest rank
   // holding each piece. Only the ranks holding some of `t` are visited: on a big mesh most
   // hold nothing of a given tensor.
@@ -171,6 +195,7 @@ class Lowering {
     std::vector<Box> missing =
         mine == have_[to].end() ? std::vector<Box>{need} : poly::uncovered(need, mine->second);
     if (missing.empty()) return;
+    if (missing.size() == 1 && relay(t, missing[0], to)) return;
     std::vector<Box> arrived;  // added once the scan is over: `to` is skipped by it anyway
     for (const auto& [from, boxes] : by_rank_[t]) {
       if (missing.empty()) break;
@@ -225,6 +250,10 @@ class Lowering {
   std::vector<std::unordered_map<uint64_t, std::vector<Box>>> have_;
   // have_ again, by tensor then rank in order: a fetch visits only the ranks holding some of it.
   std::unordered_map<uint64_t, std::map<Rank, std::vector<Box>>> by_rank_;
+  // relay(): when a rank that received a tensor's slice has it (in bytes sent before, a proxy
+  // for time), and how many bytes each rank's link has been given to send.
+  std::unordered_map<uint64_t, std::unordered_map<Rank, double>> ready_;
+  std::vector<double> link_busy_;
   std::unordered_map<uint64_t, std::vector<Shard>> produced_;  // final pieces, in order
   std::unordered_set<uint64_t> listed_;
 };
