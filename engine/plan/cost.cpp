@@ -16,14 +16,15 @@ double slice_bytes(const Node& n, const Box& b) {
 }
 
 // A combine as a tree reduction over its participants: ceil(log2 p) rounds of one message
-// (the slowest link involved), plus the arithmetic of merging p partials at memory speed.
-double combine_time(const Mesh& m, const std::vector<Rank>& who, double bytes) {
+// (the slowest link involved), plus the arithmetic of merging p partials at memory speed; with
+// several destinations (an all-reduce) the result comes back down the tree as well.
+double combine_time(const Mesh& m, const std::vector<Rank>& who, size_t dests, double bytes) {
   const size_t p = who.size();
   if (p <= 1) return bytes / m.mem_bytes_per_s;
   bool spans_nodes = false;
   for (Rank r : who) spans_nodes = spans_nodes || m.node_of(r) != m.node_of(who[0]);
   const Link& l = spans_nodes ? m.inter : m.intra;
-  const double rounds = std::ceil(std::log2(static_cast<double>(p)));
+  const double rounds = std::ceil(std::log2(static_cast<double>(p))) * (dests > 1 ? 2 : 1);
   return rounds * l.time(bytes) + static_cast<double>(p - 1) * bytes / m.mem_bytes_per_s;
 }
 
@@ -72,8 +73,10 @@ PlanCost cost_of(const ShardedGraph& g, const Mesh& m) {
     const Combine& k = g.combines[i];
     who[i] = g.participants(k);
     combine_bytes[i] = slice_bytes(node_of(k.node), k.out);
-    // Every participant but one destination sends its merged partial once.
-    c.bytes_moved += static_cast<int64_t>(combine_bytes[i] * static_cast<double>(who[i].size() - 1));
+    // Every participant but one destination sends its merged partial once; every other
+    // destination receives the result once.
+    c.bytes_moved +=
+        static_cast<int64_t>(combine_bytes[i] * static_cast<double>(who[i].size() - 1 + k.dest.size() - 1));
     for (Rank d : k.dest) mem[d] += combine_bytes[i];
   }
 
@@ -120,7 +123,7 @@ PlanCost cost_of(const ShardedGraph& g, const Mesh& m) {
             waiting[r] = true;
             ready[k] = std::max(ready[k], clock[r]);
             if (++arrived[k] == static_cast<int>(who[k].size()))
-              done[k] = ready[k] + combine_time(m, who[k], combine_bytes[k]);
+              done[k] = ready[k] + combine_time(m, who[k], g.combines[k].dest.size(), combine_bytes[k]);
           }
           if (done[k] < 0) break;
           waiting[r] = false;

@@ -47,7 +47,7 @@ class Lowering {
     }
   }
 
-  void node(const NodeRef& n, const std::vector<Placement>& blocks) {
+  void node(const NodeRef& n, const std::vector<Placement>& blocks, CombineMode mode) {
     for (const NodeRef& in : n->inputs) list(in);  // leaves outside topo: named, kept alive
     list(n);
     if (blocks.empty()) {
@@ -67,7 +67,7 @@ class Lowering {
       ids.push_back(g_.add_block(n->id, p.box, p.rank));
       if (!split) produce(n->id, s.output_slice(p.box), p.rank);
     }
-    if (split) combine(n, s, ids);
+    if (split) combine(n, s, ids, mode);
   }
 
   ShardedGraph finish(const std::vector<NodeRef>& roots) {
@@ -225,7 +225,7 @@ class Lowering {
                " lies on no rank");
   }
 
-  void combine(const NodeRef& n, const poly::Signature& s, const std::vector<size_t>& ids) {
+  void combine(const NodeRef& n, const poly::Signature& s, const std::vector<size_t>& ids, CombineMode mode) {
     // Group the partials by output slice; a regular grid gives equal-or-disjoint slices.
     std::vector<std::pair<Box, std::vector<size_t>>> groups;
     for (size_t b : ids) {
@@ -240,9 +240,33 @@ class Lowering {
         regular = regular && !overlaps(groups[i].first, groups[k].first);
     if (!regular) groups = {{Box::of_shape(n->shape), ids}};
     for (const auto& [out, partials] : groups) {
-      const Rank dest = g_.blocks[partials[0]].rank;
-      g_.add_combine(n->id, s.combine(), partials, out, {dest});
-      produce(n->id, out, dest);
+      std::vector<Rank> holders;  // the ranks with a partial of this slice, in block order
+      for (size_t b : partials)
+        if (std::find(holders.begin(), holders.end(), g_.blocks[b].rank) == holders.end())
+          holders.push_back(g_.blocks[b].rank);
+      if (mode == CombineMode::AllReduce) {
+        g_.add_combine(n->id, s.combine(), partials, out, holders);
+        for (Rank d : holders) produce(n->id, out, d);
+      } else if (mode == CombineMode::ReduceScatter && out.rank() > 0) {
+        int dim = 0;
+        for (int d = 1; d < out.rank(); ++d)
+          if (out.extent(d) > out.extent(dim)) dim = d;
+        const int64_t e = out.extent(dim), k = std::min<int64_t>(e, static_cast<int64_t>(holders.size()));
+        for (int64_t i = 0; i < k; ++i) {
+          Box piece = out;
+          piece.lo[dim] = out.lo[dim] + i * e / k;
+          piece.hi[dim] = out.lo[dim] + (i + 1) * e / k - 1;
+          std::vector<size_t> reach;  // the partials this piece needs: all of them, as they cover `out`
+          for (size_t b : partials)
+            if (overlaps(s.output_slice(g_.blocks[b].box), piece)) reach.push_back(b);
+          g_.add_combine(n->id, s.combine(), reach, piece, {holders[static_cast<size_t>(i)]});
+          produce(n->id, piece, holders[static_cast<size_t>(i)]);
+        }
+      } else {
+        const Rank dest = g_.blocks[partials[0]].rank;
+        g_.add_combine(n->id, s.combine(), partials, out, {dest});
+        produce(n->id, out, dest);
+      }
     }
   }
 
@@ -260,13 +284,25 @@ class Lowering {
 
 }  // namespace
 
+const char* combine_mode_name(CombineMode m) {
+  switch (m) {
+    case CombineMode::Reduce: return "reduce";
+    case CombineMode::AllReduce: return "all-reduce";
+    case CombineMode::ReduceScatter: return "reduce-scatter";
+  }
+  return "?";
+}
+
 ShardedGraph lower(const std::vector<NodeRef>& topo, const Assignment& blocks,
-                   const std::vector<Shard>& initial, const std::vector<NodeRef>& roots, int num_ranks) {
+                   const std::vector<Shard>& initial, const std::vector<NodeRef>& roots, int num_ranks,
+                   const CombineModes& modes) {
   Lowering l(initial, num_ranks);
   static const std::vector<Placement> none;
   for (const NodeRef& n : topo) {
     auto it = blocks.find(n->id);
-    l.node(n, it == blocks.end() ? none : it->second);
+    auto mode = modes.find(n->id);
+    l.node(n, it == blocks.end() ? none : it->second,
+           mode == modes.end() ? CombineMode::Reduce : mode->second);
   }
   return l.finish(roots);
 }
