@@ -273,6 +273,14 @@ DeviceView view_node(DeviceBackend& be, const Node& n, const DeviceView& input) 
   return view_of(be, n, w, input);
 }
 
+DeviceView view_block(DeviceBackend& be, const Node& n, const poly::Signature& sig, const Box& box,
+                      const DeviceView& input) {
+  internal_check(is_view_op(n));
+  check_inputs(sig, box, {input});
+  Where w(n, sig, box);
+  return view_of(be, n, w, input);
+}
+
 bool backend_takes(const DeviceBackend& be, const Node& n) {
   if (!be.supports(n)) return false;
   if (n.op != Op::FusedMap && n.op != Op::FusedReduce) return true;
