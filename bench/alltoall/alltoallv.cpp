@@ -40,7 +40,8 @@ int main(int argc, char** argv) {
     MPI_Alltoallv(sendbuf.data(), scount.data(), sdisp.data(), MPI_FLOAT, recvbuf.data(), rcount.data(),
                   rdisp.data(), MPI_FLOAT, MPI_COMM_WORLD);
     for (int r = 0; r < p; ++r)  // unpack: r's rows of my columns
-      std::copy_n(&recvbuf[static_cast<size_t>(rdisp[r])], rcount[r], &cols[static_cast<size_t>(lo(r) * my_cols)]);
+      std::copy_n(&recvbuf[static_cast<size_t>(rdisp[r])], rcount[r],
+                  &cols[static_cast<size_t>(lo(r) * my_cols)]);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rep > 0) times.push_back(MPI_Wtime() - t0);
   }
