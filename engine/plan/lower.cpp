@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "engine/ir/error.hpp"
+#include "engine/plan/piece_index.hpp"
 
 namespace tapestry::plan {
 
@@ -38,8 +39,12 @@ namespace {
 
 class Lowering {
  public:
-  Lowering(const std::vector<Shard>& initial, int num_ranks)
+  Lowering(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial, int num_ranks)
       : g_(num_ranks), have_(num_ranks), link_busy_(static_cast<size_t>(num_ranks), 0.0) {
+    for (const NodeRef& n : topo) {
+      shape_of_[n->id] = n->shape;
+      for (const NodeRef& in : n->inputs) shape_of_[in->id] = in->shape;
+    }
     for (const Shard& h : initial) {
       g_.hold(h.tensor, h.box, h.rank);
       add_held(h.tensor, h.box, h.rank);
@@ -154,7 +159,15 @@ class Lowering {
 
   void add_held(uint64_t t, const Box& box, Rank r) {
     have_[r][t].push_back(box);
-    by_rank_[t][r].push_back(box);
+    index(t).add(box, r);
+  }
+
+  PieceIndex& index(uint64_t t) {
+    auto it = where_.find(t);
+    if (it != where_.end()) return it->second;
+    auto shape = shape_of_.find(t);
+    internal_check(shape != shape_of_.end());  // every tensor a plan names is in topo or feeds it
+    return where_.emplace(t, PieceIndex(shape->second)).first->second;
   }
 
   static bool meet(const Box& a, const Box& b) {
@@ -171,12 +184,11 @@ class Lowering {
     const double bytes = static_cast<double>(m.volume());
     Rank best = -1;
     double best_start = 0;
-    for (const auto& [from, boxes] : by_rank_[t]) {
-      if (from == to) continue;
-      if (std::none_of(boxes.begin(), boxes.end(), [&](const Box& h) { return h.contains(m); })) continue;
-      auto r = ready_[t].find(from);
-      const double start = std::max(r == ready_[t].end() ? 0.0 : r->second, link_busy_[from]);
-      if (best < 0 || start < best_start) best = from, best_start = start;
+    for (const PieceIndex::Piece* p : index(t).overlapping(m)) {
+      if (p->rank == to || p->rank == best || !p->box.contains(m)) continue;
+      auto r = ready_[t].find(p->rank);
+      const double start = std::max(r == ready_[t].end() ? 0.0 : r->second, link_busy_[p->rank]);
+      if (best < 0 || start < best_start) best = p->rank, best_start = start;
     }
     if (best < 0) return false;
     g_.add_transfer(t, m, best, to);
@@ -187,8 +199,8 @@ class Lowering {
   }
 
   // Brings the parts of `need` that rank `to` lacks, piece by piece from the lowest rank
-  // holding each piece. Only the ranks holding some of `t` are visited: on a big mesh most
-  // hold nothing of a given tensor.
+  // holding each piece. Only the pieces near `need` are visited (PieceIndex): on a big mesh
+  // most ranks hold nothing of it.
   void fetch(uint64_t t, const Box& need, Rank to) {
     if (need.empty()) return;
     auto mine = have_[to].find(t);
@@ -197,28 +209,25 @@ class Lowering {
     if (missing.empty()) return;
     if (missing.size() == 1 && relay(t, missing[0], to)) return;
     std::vector<Box> arrived;  // added once the scan is over: `to` is skipped by it anyway
-    for (const auto& [from, boxes] : by_rank_[t]) {
+    for (const PieceIndex::Piece* p : index(t).overlapping(need)) {
       if (missing.empty()) break;
-      if (from == to) continue;
-      for (const Box& h : boxes) {
-        if (!meet(need, h)) continue;
-        bool any = false;
-        for (const Box& m : missing) any = any || meet(m, h);
-        if (!any) continue;
-        std::vector<Box> still;
-        for (const Box& m : missing) {
-          if (!meet(m, h)) {
-            still.push_back(m);
-            continue;
-          }
-          const Box part = intersect(m, h);
-          g_.add_transfer(t, part, from, to);
-          arrived.push_back(part);
-          for (const Box& rest : poly::subtract(m, part)) still.push_back(rest);
+      if (p->rank == to) continue;
+      const Box& h = p->box;
+      bool any = false;
+      for (const Box& m : missing) any = any || meet(m, h);
+      if (!any) continue;
+      std::vector<Box> still;
+      for (const Box& m : missing) {
+        if (!meet(m, h)) {
+          still.push_back(m);
+          continue;
         }
-        missing = std::move(still);
-        if (missing.empty()) break;
+        const Box part = intersect(m, h);
+        g_.add_transfer(t, part, p->rank, to);
+        arrived.push_back(part);
+        for (const Box& rest : poly::subtract(m, part)) still.push_back(rest);
       }
+      missing = std::move(still);
     }
     for (const Box& b : arrived) add_held(t, b, to);
     user_check(missing.empty(), "slice ", to_string(missing.empty() ? need : missing[0]), " of node %", t,
@@ -272,8 +281,9 @@ class Lowering {
 
   ShardedGraph g_;
   std::vector<std::unordered_map<uint64_t, std::vector<Box>>> have_;
-  // have_ again, by tensor then rank in order: a fetch visits only the ranks holding some of it.
-  std::unordered_map<uint64_t, std::map<Rank, std::vector<Box>>> by_rank_;
+  // have_ again, by tensor and box: a fetch visits only the pieces near the slice it needs.
+  std::unordered_map<uint64_t, PieceIndex> where_;
+  std::unordered_map<uint64_t, Shape> shape_of_;
   // relay(): when a rank that received a tensor's slice has it (in bytes sent before, a proxy
   // for time), and how many bytes each rank's link has been given to send.
   std::unordered_map<uint64_t, std::unordered_map<Rank, double>> ready_;
@@ -296,7 +306,7 @@ const char* combine_mode_name(CombineMode m) {
 ShardedGraph lower(const std::vector<NodeRef>& topo, const Assignment& blocks,
                    const std::vector<Shard>& initial, const std::vector<NodeRef>& roots, int num_ranks,
                    const CombineModes& modes) {
-  Lowering l(initial, num_ranks);
+  Lowering l(topo, initial, num_ranks);
   static const std::vector<Placement> none;
   for (const NodeRef& n : topo) {
     auto it = blocks.find(n->id);
