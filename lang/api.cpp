@@ -254,6 +254,16 @@ const ApiEntry kApi[] = {
      "time_schedule, time_run, time_plan, time_move (seconds; time_move is the part of time_run "
      "spent sending, receiving and combining between ranks).",
      lua::l_stats},
+    {"tp.set_printoptions", K::Function, "observe",
+     "tp.set_printoptions{threshold=, edgeitems=, precision=, linewidth=}",
+     "How tensors print, as numpy's np.set_printoptions (defaults 1000, 3, 8, 75): a tensor of more than "
+     "threshold elements shows only edgeitems at each end of every dim longer than 2*edgeitems, floats "
+     "keep at most precision digits after the point, lines wrap at linewidth. On several ranks only the "
+     "elements shown are gathered to rank 0 (tp.stats().bytes_moved counts them). Keys left out keep their "
+     "value.",
+     lua::l_set_printoptions},
+    {"tp.get_printoptions", K::Function, "observe", "tp.get_printoptions()",
+     "The print options as a table {threshold, edgeitems, precision, linewidth}.", lua::l_get_printoptions},
     {"tp.trace", K::Function, "observe", "tp.trace(path) / tp.trace(nil)",
      "Start writing a Chrome/Perfetto trace (JSON trace events; open it in ui.perfetto.dev or "
      "chrome://tracing) of every block, transfer and combine on every rank (pid = rank), of "
@@ -342,7 +352,9 @@ const ApiEntry kApi[] = {
     META("__idiv", (l_binary<Op::FloorDiv>), "a // b", "tp.floordiv"),
     META("__unm", (l_unary<Op::Neg>), "-a", "tp.neg"),
     META("__tostring", lua::l_tostring, "tostring(x) / print(x)",
-         "Observe and format numpy-style, with a footer giving dtype and shape."),
+         "Observe and format numpy-style, with a footer giving dtype and shape (and, on several ranks, how "
+         "the value is split). Over the print threshold only the printed corners are gathered "
+         "(tp.set_printoptions)."),
     META("__len", lua::l_len, "#x", "Size of dim 1."),
 
     // --- gradients ------------------------------------------------------------------
