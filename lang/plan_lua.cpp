@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "engine/ir/attrs.hpp"
@@ -371,7 +372,10 @@ plan::LayoutInfo where_it_lies(Session& s, const NodeRef& x, const plan::Mesh& m
 std::string layout_map_on(Session& s, const NodeRef& x, const plan::Mesh& mesh,
                           const plan::SearchOptions& search) {
   const plan::LayoutInfo li = where_it_lies(s, x, mesh, search);
-  return render_layout(x->shape, li.shards, describe_shards(li.shards, x->shape.size()), isatty(1) != 0);
+  const bool tty = isatty(STDOUT_FILENO) != 0;
+  winsize ws = {};
+  const int width = tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 52;
+  return render_layout(x->shape, li.shards, describe_shards(li.shards, x->shape.size()), tty, std::min(width, 132));
 }
 
 }  // namespace
