@@ -85,7 +85,7 @@ const ApiEntry kApi[] = {
     BINARY("maximum", Maximum, "", "Elementwise max; nan propagates."),
     BINARY("minimum", Minimum, "", "Elementwise min; nan propagates."),
     BINARY("atan2", Atan2, "", "The angle of the point (b, a), in radians."),
-    BINARY("eq", Eq, "", "a == b, as a bool tensor."),
+    BINARY("eq", Eq, "", "a == b elementwise, as a bool tensor (Lua's own == cannot do it: see :help ==)."),
     BINARY("ne", Ne, "", "a ~= b, as a bool tensor."),
     BINARY("lt", Lt, "", "a < b, as a bool tensor (Lua's < cannot return a tensor)."),
     BINARY("le", Le, "", "a <= b, as a bool tensor."),
@@ -123,8 +123,10 @@ const ApiEntry kApi[] = {
      M},
     {"tp.std", K::Function, "reduce", "x:std([dims] [,opts])",
      "Standard deviation, sqrt(var). opts.correction (default 0), opts.keepdim.", lua::l_std, M},
-    {"tp.norm", K::Function, "reduce", "x:norm([dims] [,opts])",
-     "The p-norm over dims: opts.p (default 2; math.huge for the max norm), opts.keepdim.", lua::l_norm, M},
+    {"tp.norm", K::Function, "reduce", "tp.norm(x [,p] [,dims] [,opts]) / x:norm([p] [,dims] [,opts])",
+     "The entrywise p-norm over dims (nil: all), as torch's x.norm(p, dim): p defaults to 2, \"fro\" is 2, "
+     "math.huge or \"inf\" the max norm; so x:norm(1, 2) is the 1-norm of each row. opts.keepdim.",
+     lua::l_norm, M},
     {"tp.argmax", K::Function, "reduce", "x:argmax([dim] [,opts])",
      "1-based index (i64) of the first maximum along dim, or into the flattened tensor when "
      "dim is nil. opts.keepdim.",
@@ -356,6 +358,13 @@ const ApiEntry kApi[] = {
          "the value is split). Over the print threshold only the printed corners are gathered "
          "(tp.set_printoptions)."),
     META("__len", lua::l_len, "#x", "Size of dim 1."),
+    // Documentation only (no binding): Lua turns whatever __eq returns into a boolean.
+    {"Tensor.__eq", K::Metamethod, "operators", "a == b (not elementwise)",
+     "Lua's == cannot give a tensor: on two tensors it is a plain boolean, true only for the same "
+     "tensor (false for equal values), and x == 0 is always false (Lua never asks Tapestry about a "
+     "tensor and a number). For elementwise comparison use tp.eq(a, b) / a:eq(b) (and ne, lt, le, gt, "
+     "ge), e.g. x:eq(0):any():item().",
+     nullptr},
 
     // --- gradients ------------------------------------------------------------------
     {"tp.grad", K::Function, "grad", "tp.grad(loss, {p1, p2, ...})",

@@ -375,7 +375,8 @@ std::string layout_map_on(Session& s, const NodeRef& x, const plan::Mesh& mesh,
   const bool tty = isatty(STDOUT_FILENO) != 0;
   winsize ws = {};
   const int width = tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 52;
-  return render_layout(x->shape, li.shards, describe_shards(li.shards, x->shape.size()), tty, std::min(width, 132));
+  return render_layout(x->shape, li.shards, describe_shards(li.shards, x->shape.size()), tty,
+                       std::min(width, 132));
 }
 
 }  // namespace
