@@ -51,7 +51,7 @@ const ApiEntry kApi[] = {
     {"tp.randn", K::Function, "create", "tp.randn(shape [,opts])",
      "Standard normal, keyed like tp.rand. opts: seed, dtype, name.", lua::l_randn},
     {"tp.seed", K::Function, "create", "tp.seed([n])",
-     "Sets the environment's seed, used by tp.rand/randn without opts.seed (each such call "
+     "Sets the session's seed, used by tp.rand/randn without opts.seed (each such call "
      "advances it). Without n, returns the current seed.",
      lua::l_seed},
 

@@ -82,7 +82,7 @@ class Coordinator {
   std::string broken_;  // set when a worker stopped answering: the job cannot be trusted
   bool shut_ = false;
   Peers peers_;
-  // Device peers every rank joined at start (comm/device_peers.hpp); retired after a failed
+  // Device peers every rank joined at start (engine/device/peers.hpp); retired after a failed
   // run, whose device transfers may be half-matched.
   std::unique_ptr<comm::DevicePeers> device_peers_;
   bool device_peers_retired_ = false;

@@ -186,8 +186,7 @@ void run_into(DeviceBackend& be, const Node& n, Where& w, const std::vector<Devi
       return be.map(p, out);
     }
     case OpKind::Reduce: return be.reduce(n.op, inputs[0], attrs_of<ReduceAttrs>(n).dims, out);
-    case OpKind::ArgReduce:  // signature_of never lets a block split the reduced dim: local indices are
-                             // global
+    case OpKind::ArgReduce:  // signature_of splits no block along the reduced dim: indices are global
       return be.argreduce(n.op, inputs[0], attrs_of<ArgReduceAttrs>(n).dim.value_or(-1), out);
     case OpKind::Matmul:  // A[b, i, k-range] @ B[b, k-range, j]: a partial sum when k is split
       return be.matmul(inputs[0], inputs[1], out);
