@@ -337,7 +337,9 @@ const ApiEntry kApi[] = {
     {"tp.grid", K::Function, "plan", "tp.grid{p1, p2, ...}",
      "A layout with p_i pieces along dim i (1 = not split).", lua::l_grid},
     {"Tensor:layout", K::Method, "plan", "x:layout()",
-     "The layout of x: of its data when materialized, else the planned one on the current mesh.",
+     "Where x lies, as a layout: a computed (stored) tensor's shards, a value whole on rank 0, else "
+     "the plan's result on the current mesh. tostring gives the notation of the print footer, "
+     ":tensors and :layout (\"split(1, 4)\", \"grid{2,2}\", \"whole on rank 0\"); x:constrain takes it.",
      lua::l_layout},
     {"Tensor:constrain", K::Method, "plan", "x:constrain(layout)",
      "x with its layout fixed: the planner must produce it split this way (a hint it honours). "
