@@ -318,8 +318,15 @@ const ApiEntry kApi[] = {
      lua::l_explain},
     {"tp.dot", K::Function, "plan", "tp.dot(x, path)",
      "Write the abstract expression graph of x as Graphviz.", lua::l_dot},
-    {"tp.mesh", K::Function, "plan", "tp.mesh()",
-     "The allocation: {ranks, devices_per_rank, device, gpu, transport, device_transport, memory_per_rank, "
+    {"tp.mesh", K::Function, "plan",
+     "tp.mesh() / tp.mesh{nodes=, gpus=, ... [,order=] [,links=] [,flops=] [,memory=]}",
+     "With a table: a modelled mesh of named axes for tp.plan(y, {mesh = tp.mesh{nodes = 16, gpus = 8}}), as "
+     "JAX's Mesh: rank r has row-major coordinates over the axes, outermost first (the order given, else "
+     "racks, nodes, hosts, sockets, ranks, gpus, devices, then other names alphabetically), and two ranks "
+     "talk over the link of the outermost axis where they differ. Default links: 25 GB/s and 2 us along "
+     "racks/nodes/hosts, 300 GB/s and 1 us along gpus/devices, 5 GB/s and 0.5 us otherwise; links = "
+     "{gpus = {bandwidth=, latency=}} sets them. Without arguments: "
+     "the allocation: {ranks, devices_per_rank, device, gpu, transport, device_transport, memory_per_rank, "
      "flops_per_rank, description}. device is \"cuda\", \"cpu\" or \"sim\" (TAPESTRY_DEVICE=sim, the "
      "simulated "
      "device); gpu says which GPU, or why none is used; device_transport how slices move between the ranks' "

@@ -46,6 +46,58 @@ PlanHandle* check_plan(lua_State* L, int i) {
 
 // opts.mesh: a rank count, or {ranks=, ranks_per_node=, flops=, bandwidth=, latency=,
 // network_bandwidth=, network_latency=, memory=}.
+// The axes of a mesh description made by tp.mesh{...}: {axes = {{name=, size=, bandwidth=,
+// latency=}, ...}, flops_per_rank=, memory_per_rank=} (outermost axis first).
+bool has_axes(lua_State* L, int t) {
+  lua_getfield(L, t, "axes");
+  const bool yes = lua_type(L, -1) == LUA_TTABLE;
+  lua_pop(L, 1);
+  return yes;
+}
+
+plan::Mesh mesh_of_description(lua_State* L, int t) {
+  std::vector<plan::MeshAxis> axes;
+  lua_getfield(L, t, "axes");
+  const int a = lua_gettop(L);
+  user_check(lua_type(L, a) == LUA_TTABLE,
+             "option 'mesh': a mesh description needs 'axes' (make it with tp.mesh{...})");
+  const lua_Integer n = luaL_len(L, a);
+  user_check(n >= 1 && n <= 8, "option 'mesh': a mesh has 1..8 axes, got ", n);
+  int64_t ranks = 1;
+  for (lua_Integer i = 1; i <= n; ++i) {
+    lua_geti(L, a, i);
+    user_check(lua_type(L, -1) == LUA_TTABLE, "option 'mesh': axis ", i, " is not a table");
+    plan::MeshAxis ax;
+    lua_getfield(L, -1, "name");
+    ax.name = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : cat_str("axis", i);
+    lua_getfield(L, -2, "size");
+    const lua_Integer size = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;
+    lua_getfield(L, -3, "bandwidth");
+    ax.link.bandwidth = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : 0;
+    lua_getfield(L, -4, "latency");
+    ax.link.latency = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : -1;
+    lua_pop(L, 5);
+    user_check(size >= 1 && size <= (1 << 20), "option 'mesh': axis '", ax.name,
+               "' needs a size in 1..2^20, got ", size);
+    user_check(ax.link.bandwidth > 0 && ax.link.latency >= 0, "option 'mesh': axis '", ax.name,
+               "' needs a positive bandwidth and a latency >= 0");
+    ax.size = static_cast<int>(size);
+    ranks *= size;
+    user_check(ranks <= (1 << 20), "option 'mesh': the axes multiply to more than 2^20 ranks");
+    axes.push_back(std::move(ax));
+  }
+  lua_pop(L, 1);
+  plan::Mesh m = plan::Mesh::of_axes(std::move(axes));
+  lua_getfield(L, t, "flops_per_rank");
+  if (lua_isnumber(L, -1)) m.flops_per_s = lua_tonumber(L, -1);
+  lua_getfield(L, t, "memory_per_rank");
+  if (lua_isnumber(L, -1)) m.mem_bytes_per_rank = lua_tonumber(L, -1);
+  lua_pop(L, 2);
+  user_check(m.flops_per_s > 0 && m.mem_bytes_per_rank > 0,
+             "option 'mesh': rates and sizes must be positive");
+  return m;
+}
+
 plan::Mesh read_mesh(lua_State* L, int opts_idx) {
   plan::Mesh m = session_of(L).mesh();
   if (opts_idx == 0) return m;
@@ -55,6 +107,8 @@ plan::Mesh read_mesh(lua_State* L, int opts_idx) {
     const int64_t n = check_int(L, t);
     user_check(n >= 1 && n <= 1 << 20, "mesh must have 1..2^20 ranks, got ", n);
     m = n <= 8 ? plan::Mesh::this_machine(static_cast<int>(n)) : plan::Mesh::modelled(static_cast<int>(n));
+  } else if (lua_type(L, t) == LUA_TTABLE && has_axes(L, t)) {
+    m = mesh_of_description(L, t);
   } else if (lua_type(L, t) == LUA_TTABLE) {
     Options o(L, t,
               {"ranks", "ranks_per_node", "flops", "memory", "bandwidth", "latency", "network_bandwidth",
@@ -189,8 +243,8 @@ std::string explain_text(const plan::PlannedGraph& pg) {
       }
     }
     if (n->op == Op::Constrain)
-      os << "  (layout fixed by x:constrain to " << plan::grid_string(attrs_of<ConstrainAttrs>(*n).parts)
-         << ")\n";
+      os << "  (layout fixed by x:constrain to "
+         << plan::grid_string(attrs_of<ConstrainAttrs>(*n).on(pg.mesh.ranks, n->shape)) << ")\n";
   }
   os << "\nThe chosen candidate gives the lowest estimated makespan of the whole plan (compute "
         "overlapped with transfers, plus a penalty past per-rank memory).\n";
@@ -279,7 +333,6 @@ void push_layout(lua_State* L, const std::vector<int64_t>& grid) {
 // A layout table: {kind="replicated"} / {kind="split", dim=d, parts=p} / {grid={...}}.
 std::vector<int64_t> layout_grid(lua_State* L, int i, const Shape& shape) {
   if (!luaL_testudata(L, i, kLayoutMeta) && lua_type(L, i) != LUA_TTABLE) type_error(L, i, "layout");
-  const int ranks = session_of(L).mesh().ranks;
   std::vector<int64_t> grid(shape.size(), 1);
   lua_getfield(L, i, "kind");
   const std::string kind = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "grid";
@@ -289,10 +342,11 @@ std::vector<int64_t> layout_grid(lua_State* L, int i, const Shape& shape) {
     lua_getfield(L, i, "dim");
     const int64_t d = lua_tointeger(L, -1);
     lua_getfield(L, i, "parts");
-    const int64_t p = lua_isnil(L, -1) ? ranks : lua_tointeger(L, -1);
+    // Without parts: one per rank of the mesh a plan is made for, resolved when planning.
+    const int64_t p = lua_isnil(L, -1) ? kPartsPerRank : lua_tointeger(L, -1);
     lua_pop(L, 2);
     const int dd = normalize_dim(d, static_cast<int>(shape.size()));
-    grid[dd] = std::min<int64_t>(p, shape[dd]);
+    grid[dd] = p == kPartsPerRank ? p : std::min<int64_t>(p, shape[dd]);
     return grid;
   }
   lua_getfield(L, i, "grid");
@@ -465,7 +519,114 @@ int l_grid(lua_State* L) {
   return 1;
 }
 
+// tp.mesh{nodes = 16, gpus = 8 [,order=] [,links=] [,flops=] [,memory=]}: a modelled mesh of
+// named axes, for tp.plan's {mesh = ...}.
+int new_mesh(lua_State* L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  static const std::vector<std::string> kOuterFirst = {"racks", "nodes", "hosts",  "sockets",
+                                                       "ranks", "gpus",  "devices"};
+  std::vector<std::pair<std::string, int64_t>> axes;
+  lua_pushnil(L);
+  while (lua_next(L, 1) != 0) {
+    if (lua_type(L, -2) != LUA_TSTRING)
+      arg_error(1, "tp.mesh takes named axes, e.g. tp.mesh{nodes = 16, gpus = 8}");
+    const std::string key = lua_tostring(L, -2);
+    if (key != "order" && key != "links" && key != "flops" && key != "memory") {
+      const bool ok = lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 1 && lua_tointeger(L, -1) <= (1 << 20);
+      if (!ok) user_error("axis '", key, "' needs a size in 1..2^20, got ", luaL_tolstring(L, -1, nullptr));
+      axes.push_back({key, lua_tointeger(L, -1)});
+    }
+    lua_pop(L, 1);
+  }
+  user_check(!axes.empty() && axes.size() <= 8, "needs 1..8 named axes, e.g. tp.mesh{nodes = 16, gpus = 8}");
+  // Outermost first: the order given, else nodes before ranks before gpus (the usual nesting),
+  // unknown names after them in alphabetical order.
+  auto rank_of = [&](const std::string& name) {
+    auto it = std::find(kOuterFirst.begin(), kOuterFirst.end(), name);
+    return it - kOuterFirst.begin();
+  };
+  std::sort(axes.begin(), axes.end(), [&](const auto& a, const auto& b) {
+    return rank_of(a.first) != rank_of(b.first) ? rank_of(a.first) < rank_of(b.first) : a.first < b.first;
+  });
+  lua_getfield(L, 1, "order");
+  if (!lua_isnil(L, -1)) {
+    user_check(lua_type(L, -1) == LUA_TTABLE && luaL_len(L, -1) == static_cast<lua_Integer>(axes.size()),
+               "'order' must list every axis once, outermost first");
+    std::vector<std::pair<std::string, int64_t>> ordered;
+    for (lua_Integer i = 1; i <= static_cast<lua_Integer>(axes.size()); ++i) {
+      lua_geti(L, -1, i);
+      const std::string name = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
+      lua_pop(L, 1);
+      auto it = std::find_if(axes.begin(), axes.end(), [&](const auto& a) { return a.first == name; });
+      user_check(it != axes.end() && std::none_of(ordered.begin(), ordered.end(),
+                                                  [&](const auto& a) { return a.first == name; }),
+                 "'order' names '", name, "', which is not an axis or is listed twice");
+      ordered.push_back(*it);
+    }
+    axes = std::move(ordered);
+  }
+  lua_pop(L, 1);
+  std::vector<plan::MeshAxis> out;
+  for (const auto& [name, size] : axes) {
+    // A network between nodes, NVLink-class links between GPUs, shared memory otherwise.
+    plan::Link link{5e9, 0.5e-6};
+    if (name == "racks" || name == "nodes" || name == "hosts") link = {25e9, 2e-6};
+    if (name == "gpus" || name == "devices") link = {300e9, 1e-6};
+    lua_getfield(L, 1, "links");
+    if (lua_type(L, -1) == LUA_TTABLE) {
+      lua_getfield(L, -1, name.c_str());
+      if (lua_type(L, -1) == LUA_TTABLE) {
+        lua_getfield(L, -1, "bandwidth");
+        if (lua_isnumber(L, -1)) link.bandwidth = lua_tonumber(L, -1);
+        lua_getfield(L, -2, "latency");
+        if (lua_isnumber(L, -1)) link.latency = lua_tonumber(L, -1);
+        lua_pop(L, 2);
+      }
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    user_check(link.bandwidth > 0 && link.latency >= 0, "the link of axis '", name,
+               "' needs a positive bandwidth and a latency >= 0");
+    out.push_back({name, static_cast<int>(size), link});
+  }
+  int64_t ranks = 1;
+  for (const plan::MeshAxis& a : out) ranks *= a.size;
+  user_check(ranks <= (1 << 20), "the axes multiply to ", ranks, " ranks, more than 2^20");
+  plan::Mesh m = plan::Mesh::of_axes(std::move(out));
+  lua_getfield(L, 1, "flops");
+  if (lua_isnumber(L, -1)) m.flops_per_s = lua_tonumber(L, -1);
+  lua_getfield(L, 1, "memory");
+  if (lua_isnumber(L, -1)) m.mem_bytes_per_rank = lua_tonumber(L, -1);
+  lua_pop(L, 2);
+  user_check(m.flops_per_s > 0 && m.mem_bytes_per_rank > 0, "flops and memory must be positive");
+  lua_createtable(L, 0, 5);
+  lua_pushinteger(L, m.ranks);
+  lua_setfield(L, -2, "ranks");
+  lua_createtable(L, static_cast<int>(m.axes.size()), 0);
+  for (size_t i = 0; i < m.axes.size(); ++i) {
+    lua_createtable(L, 0, 4);
+    lua_pushstring(L, m.axes[i].name.c_str());
+    lua_setfield(L, -2, "name");
+    lua_pushinteger(L, m.axes[i].size);
+    lua_setfield(L, -2, "size");
+    lua_pushnumber(L, m.axes[i].link.bandwidth);
+    lua_setfield(L, -2, "bandwidth");
+    lua_pushnumber(L, m.axes[i].link.latency);
+    lua_setfield(L, -2, "latency");
+    lua_seti(L, -2, static_cast<lua_Integer>(i + 1));
+  }
+  lua_setfield(L, -2, "axes");
+  lua_pushnumber(L, m.flops_per_s);
+  lua_setfield(L, -2, "flops_per_rank");
+  lua_pushnumber(L, m.mem_bytes_per_rank);
+  lua_setfield(L, -2, "memory_per_rank");
+  lua_pushstring(L, plan::to_string(m).c_str());
+  lua_setfield(L, -2, "description");
+  return 1;
+}
+
 int l_mesh(lua_State* L) {
+  if (!lua_isnoneornil(L, 1)) return new_mesh(L);
   Session& s = session_of(L);
   const plan::Mesh& m = s.mesh();
   lua_createtable(L, 0, 8);

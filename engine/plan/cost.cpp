@@ -21,11 +21,11 @@ double slice_bytes(const Node& n, const Box& b) {
 double combine_time(const Mesh& m, const std::vector<Rank>& who, size_t dests, double bytes) {
   const size_t p = who.size();
   if (p <= 1) return bytes / m.mem_bytes_per_s;
-  bool spans_nodes = false;
-  for (Rank r : who) spans_nodes = spans_nodes || m.node_of(r) != m.node_of(who[0]);
-  const Link& l = spans_nodes ? m.inter : m.intra;
+  const Link* l = &m.link(who[0], who[0]);  // the slowest link between the participants
+  for (Rank r : who)
+    if (m.link(who[0], r).time(bytes) > l->time(bytes)) l = &m.link(who[0], r);
   const double rounds = std::ceil(std::log2(static_cast<double>(p))) * (dests > 1 ? 2 : 1);
-  return rounds * l.time(bytes) + static_cast<double>(p - 1) * bytes / m.mem_bytes_per_s;
+  return rounds * l->time(bytes) + static_cast<double>(p - 1) * bytes / m.mem_bytes_per_s;
 }
 
 }  // namespace
