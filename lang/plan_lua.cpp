@@ -10,8 +10,10 @@
 #include <algorithm>
 #include <fstream>
 #include <new>
+#include <set>
 #include <sstream>
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "engine/ir/attrs.hpp"
@@ -19,6 +21,7 @@
 #include "engine/plan/planner.hpp"
 #include "engine/poly/signature.hpp"
 #include "engine/session/session.hpp"
+#include "engine/store/stored_tensor.hpp"
 #include "lang/bindings.hpp"
 #include "lang/lua_args.hpp"
 #include "lang/state_context.hpp"
@@ -217,7 +220,13 @@ std::string explain_text(const plan::PlannedGraph& pg) {
   for (const NodeRef& n : pg.topo) {
     auto ch = pg.plan.choice.find(n->id);
     if (ch == pg.plan.choice.end()) {
-      os << "\n" << op_label(*n) << ": an input, held whole on rank 0\n";
+      std::vector<plan::Shard> held;  // a stored tensor is read where it lies
+      if (!pg.plan.estimated || pg.plan.lowered())
+        for (const plan::Shard& sh : pg.plan.graph().initial)
+          if (sh.tensor == n->id) held.push_back(sh);
+      os << "\n"
+         << op_label(*n) << ": an input, "
+         << (held.empty() ? "whole on rank 0" : describe_shards(held, n->shape.size())) << "\n";
       continue;
     }
     const poly::Signature sig = poly::signature_of(*n);
@@ -355,42 +364,73 @@ std::vector<int64_t> layout_grid(lua_State* L, int i, const Shape& shape) {
   return grid;
 }
 
+// The notation of the footer, :tensors and :layout: "split(1, 4)", "grid{2,2}", "replicated";
+// a reported layout (x:layout()) says where the data lies: "whole on rank 0".
 int layout_tostring(lua_State* L) {
+  lua_getfield(L, 1, "where");
+  if (lua_type(L, -1) == LUA_TSTRING) return 1;
   lua_getfield(L, 1, "kind");
   std::string s;
   if (lua_type(L, -1) == LUA_TSTRING && std::string(lua_tostring(L, -1)) == "replicated") {
-    s = "tp.replicated()";
+    s = "replicated";
   } else if (lua_type(L, -1) == LUA_TSTRING && std::string(lua_tostring(L, -1)) == "split") {
     lua_getfield(L, 1, "dim");
     lua_getfield(L, 1, "parts");
-    s = lua_isnil(L, -1) ? cat_str("tp.split(", lua_tointeger(L, -2), ")")
-                         : cat_str("tp.split(", lua_tointeger(L, -2), ", ", lua_tointeger(L, -1), ")");
+    s = lua_isnil(L, -1) ? cat_str("split(", lua_tointeger(L, -2), ")")
+                         : cat_str("split(", lua_tointeger(L, -2), ", ", lua_tointeger(L, -1), ")");
   } else {
     lua_getfield(L, 1, "grid");
-    s = "tp.grid{";
+    std::vector<int64_t> grid;
     const lua_Integer n = lua_type(L, -1) == LUA_TTABLE ? luaL_len(L, -1) : 0;
     for (lua_Integer d = 1; d <= n; ++d) {
       lua_geti(L, -1, d);
-      s += (d > 1 ? "," : "") + std::to_string(lua_tointeger(L, -1));
+      grid.push_back(lua_tointeger(L, -1));
       lua_pop(L, 1);
     }
-    s += "}";
+    s = plan::grid_string(grid);
   }
   lua_pushstring(L, s.c_str());
   return 1;
 }
 
-// The shard map of x: its data's when materialized, else as planned on `mesh`.
-std::string layout_map_on(Session& s, const NodeRef& x, const plan::Mesh& mesh,
-                          const plan::SearchOptions& search) {
+// Parts per dim of a set of shards: the distinct starts along each dim.
+std::vector<int64_t> grid_of(const std::vector<plan::Shard>& shards, size_t rank) {
+  std::vector<std::set<int64_t>> starts(rank);
+  for (const plan::Shard& sh : shards)
+    for (size_t d = 0; d < rank && d < sh.box.lo.size(); ++d) starts[d].insert(sh.box.lo[d]);
+  std::vector<int64_t> grid;
+  for (const auto& st : starts) grid.push_back(std::max<int64_t>(1, static_cast<int64_t>(st.size())));
+  return grid;
+}
+
+// Where x's data lies: the one answer of x:layout(), :layout, :tensors and the footer. A stored
+// tensor's shards (a copy an observation gathered to rank 0 does not move them), a value
+// computed whole on rank 0, else x's result as planned on `mesh`.
+plan::LayoutInfo where_it_lies(Session& s, const NodeRef& x, const plan::Mesh& mesh,
+                               const plan::SearchOptions& search) {
   plan::LayoutInfo li;
-  if (x->value) {
+  const NodeRef& held = x->stored ? x->stored : x;
+  if (const StoredLayout* st = s.stored().layout(held->id)) {
+    li.shards = st->shards;
+    li.grid = grid_of(li.shards, x->shape.size());
+  } else if (x->value) {
     li.grid.assign(x->shape.size(), 1);
     li.shards.push_back(plan::Shard{x->id, poly::Box::of_shape(x->shape), 0});
   } else {
     li = plan::layout_of(s.plan_observed({x}, mesh, search), x->id);
   }
-  return render_layout(x->shape, li.shards, plan::grid_string(li.grid), isatty(1) != 0);
+  return li;
+}
+
+// The shard map of x (where_it_lies).
+std::string layout_map_on(Session& s, const NodeRef& x, const plan::Mesh& mesh,
+                          const plan::SearchOptions& search) {
+  const plan::LayoutInfo li = where_it_lies(s, x, mesh, search);
+  const bool tty = isatty(STDOUT_FILENO) != 0;
+  winsize ws = {};
+  const int width = tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 52;
+  return render_layout(x->shape, li.shards, describe_shards(li.shards, x->shape.size()), tty,
+                       std::min(width, 132));
 }
 
 }  // namespace
@@ -432,13 +472,12 @@ int l_dot(lua_State* L) {
 
 int l_layout(lua_State* L) {
   const NodeRef x = check_tensor(L, 1);
-  if (x->value) {  // materialized on this process
-    push_layout(L, std::vector<int64_t>(x->shape.size(), 1));
-    return 1;
-  }
   Session& s = session_of(L);
-  const plan::PlannedGraph pg = s.plan_observed({x}, s.mesh(), read_search(L, 0));
-  push_layout(L, plan::layout_of(pg, x->id).grid);
+  const plan::LayoutInfo li = where_it_lies(s, x, s.mesh(), read_search(L, 0));
+  push_layout(L, li.grid);
+  const std::string where = describe_shards(li.shards, x->shape.size());
+  lua_pushlstring(L, where.data(), where.size());
+  lua_setfield(L, -2, "where");
   return 1;
 }
 

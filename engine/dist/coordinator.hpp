@@ -51,6 +51,9 @@ class Coordinator {
   // "none: <why>" (through the host over MPI).
   const std::string& device_transport() const { return device_transport_; }
 
+  // Why the job cannot be trusted any more (a worker died or stopped answering), or "".
+  const std::string& broken() const { return broken_; }
+
   // Runs `g` (planned for ranks() ranks) on the job. Throws as described above.
   // `keys`: initial shards read from each rank's shard store, results kept there.
   RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys = {});

@@ -27,9 +27,9 @@ assert(slowed >= fast * (1 - 1e-9), ("slower links, faster plan? %g < %g"):forma
 local s = x:constrain(tp.split(1))
 for _, ranks in ipairs({2, 8}) do
   local text = tostring(tp.plan(s * 2, {mesh = ranks}))
-  assert(text:find("constrain #%d+ {256,64} f32: d0/" .. ranks), ("split(1) on %d ranks:\n%s"):format(ranks, text))
+  assert(text:find("constrain #%d+ {256,64} f32: d1/" .. ranks), ("split(1) on %d ranks:\n%s"):format(ranks, text))
 end
-assert(tostring(tp.split(1)) == "tp.split(1)", "the layout prints as written")
+assert(tostring(tp.split(1)) == "split(1)", "the layout prints in the footer's notation")
 assert(math.abs((s * 2):sum():item() - (x * 2):sum():item()) < 1e-3, "values do not depend on the layout")
 
 -- Bad meshes: clear errors, nothing changed.
