@@ -37,7 +37,8 @@ template <class F> void PieceIndex::cells_of(const poly::Box& b, F&& f) const {
   }
   while (true) {
     size_t cell = 0;
-    for (size_t d = 0; d < r; ++d) cell = cell * static_cast<size_t>(cells_per_dim_[d]) + static_cast<size_t>(at[d]);
+    for (size_t d = 0; d < r; ++d)
+      cell = cell * static_cast<size_t>(cells_per_dim_[d]) + static_cast<size_t>(at[d]);
     f(cell);
     size_t d = r;
     while (d > 0 && at[d - 1] == hi[d - 1]) at[d - 1] = lo[d - 1], --d;
@@ -64,8 +65,9 @@ std::vector<const PieceIndex::Piece*> PieceIndex::overlapping(const poly::Box& q
       if (overlaps(pieces_[id].box, q)) out.push_back(&pieces_[id]);
     }
   });
-  std::sort(out.begin(), out.end(),
-            [](const Piece* a, const Piece* b) { return a->rank != b->rank ? a->rank < b->rank : a->seq < b->seq; });
+  std::sort(out.begin(), out.end(), [](const Piece* a, const Piece* b) {
+    return a->rank != b->rank ? a->rank < b->rank : a->seq < b->seq;
+  });
   return out;
 }
 
