@@ -303,9 +303,11 @@ const ApiEntry kApi[] = {
 
     // --- plans and layouts ------------------------------------------------------------
     {"tp.plan", K::Function, "plan", "tp.plan(a, b, ... [,opts])",
-     "Plan without running and return a Plan: print(plan) shows every rank's blocks, transfers "
-     "and combines and the cost estimate; plan:cost() returns {time, bytes_moved, flops, "
-     "peak_bytes, memory_penalty, estimated}; plan:dot(path) writes Graphviz. A big graph on a "
+     "Plan without running and return a Plan: print(plan) shows one line per op (its placement, "
+     "the bytes its output sends and how its partials merge) and the totals, on any mesh; "
+     "plan:blocks() lists every rank's blocks, transfers and combines; plan:cost() returns {time, "
+     "bytes_moved, flops, peak_bytes, memory_penalty, estimated}; plan:dot(path) writes Graphviz. A big "
+     "graph on a "
      "big mesh (ops x ranks > 4096) is chosen and costed by estimate from sampled blocks "
      "(estimated=true) and its blocks are built only when it runs or is drawn. opts.mesh = N (or {ranks=, "
      "ranks_per_node=, "
@@ -477,7 +479,8 @@ const ApiEntry kApi[] = {
      "Help for a function, method or command; without a name, the list of topics.", nullptr},
     {":quit", K::Command, "shell", ":quit", "Leave the shell (Ctrl-D too).", nullptr},
     {":load", K::Command, "shell", ":load FILE", "Run a Lua script inside this session.", nullptr},
-    {":plan", K::Command, "shell", ":plan EXPR", "Print the sharded plan of EXPR (tp.plan).", nullptr},
+    {":plan", K::Command, "shell", ":plan [--blocks] EXPR",
+     "Print the sharded plan of EXPR (tp.plan), one line per op; --blocks: every rank's program.", nullptr},
     {":explain", K::Command, "shell", ":explain EXPR",
      "Why the plan of EXPR was chosen: candidates and costs per op (tp.explain).", nullptr},
     {":layout", K::Command, "shell", ":layout NAME-or-EXPR",
