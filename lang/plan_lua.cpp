@@ -140,7 +140,6 @@ plan::Mesh read_mesh(lua_State* L, int opts_idx) {
 // opts.search: "greedy", "anneal", or {method=, steps=, budget=, seed=}.
 plan::SearchOptions read_search(lua_State* L, int opts_idx) {
   plan::SearchOptions s;
-  s.time_budget_s = 0.5;
   if (opts_idx == 0) return s;
   lua_getfield(L, opts_idx, "search");
   const int t = lua_gettop(L);
@@ -155,7 +154,10 @@ plan::SearchOptions read_search(lua_State* L, int opts_idx) {
     Options o(L, t, {"method", "steps", "budget", "seed"});
     if (auto m = o.string("method")) method(*m);
     if (auto v = o.integer("steps")) s.steps = static_cast<int>(std::max<int64_t>(1, *v));
-    if (auto v = o.number("budget")) s.time_budget_s = *v;
+    if (auto v = o.integer("budget")) {
+      user_check(*v >= 1, "search budget must be a positive count of blocks and transfers lowered, got ", *v);
+      s.work_budget = *v;
+    }
     if (auto v = o.integer("seed")) s.seed = static_cast<uint64_t>(*v);
   } else if (!lua_isnil(L, t)) {
     arg_error(opts_idx, cat_str("option 'search' must be a string or a table, got ", luaL_typename(L, t)));

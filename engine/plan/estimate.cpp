@@ -24,8 +24,6 @@ Box grid_block(const poly::Signature& s, const poly::Coords& parts, int64_t k) {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 // Blocks sampled per candidate: the first and last few carry the uneven pieces and the ranks
 // at the ends of the mesh; the rest are spread evenly between them.
 constexpr int64_t kSamples = 24;
@@ -232,8 +230,7 @@ std::vector<Candidate> allowed(const poly::Signature& s, const NodeRef& n, const
 }  // namespace
 
 Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
-                      const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt,
-                      Clock::time_point start) {
+                      const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt) {
   Model md(m);
   md.ops = ops_to_place(topo, initial, roots);
   const size_t n_ops = md.ops.size();
@@ -306,7 +303,7 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
     for (size_t c = 0; c < md.cands[i].size(); ++c) seen[i][c] = cur - est[i] + local[i][c];
   }
 
-  // Annealing on the estimate, within the time budget: nothing is lowered afterwards.
+  // Annealing on the estimate, for opt.steps moves: nothing is lowered afterwards.
   std::vector<int> best = md.pick;
   double best_cost = cur;
   int evaluations = 1;  // joint choices costed: the greedy start, then each annealing move
@@ -316,8 +313,6 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
     const int steps = std::max(opt.steps, 1);
     std::vector<double> user_est;
     for (int k = 0; k < steps; ++k) {
-      if ((k & 7) == 0 && std::chrono::duration<double>(Clock::now() - start).count() > opt.time_budget_s)
-        break;
       const size_t i = std::uniform_int_distribution<size_t>(0, n_ops - 1)(rng);
       if (md.cands[i].size() < 2) continue;
       const int old = md.pick[i];

@@ -166,10 +166,11 @@ std::vector<std::vector<plan::Shard>> run_observation(Session& s, const std::vec
                                                       const plan::Mesh& mesh) {
   ++stats().observations;
   // A short anneal: an interactive observation cannot wait seconds for its plan, and the
-  // plan cache makes a loop pay for it once.
+  // plan cache makes a loop pay for it once. Budgets count work, so a plan is the same on any
+  // load.
   plan::SearchOptions opts;
   opts.steps = 300;
-  opts.time_budget_s = 0.05;
+  opts.work_budget = 200'000;
   const double t_plan = seconds();
   const plan::PlannedGraph pg = s.plan_observed(todo, mesh, opts);
   const double t_run = seconds();

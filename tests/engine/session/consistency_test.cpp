@@ -242,7 +242,7 @@ plan::SearchOptions options(plan::SearchOptions::Method method, int steps, uint6
   plan::SearchOptions o;
   o.method = method;
   o.steps = steps;
-  o.time_budget_s = 0.05;
+  o.work_budget = 200000;
   o.seed = seed;
   return o;
 }
