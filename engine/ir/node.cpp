@@ -215,6 +215,8 @@ NodeRef make_node(Op op, std::vector<NodeRef> inputs, Attrs attrs, Shape shape, 
   const OpDef& def = op_def(op);
   internal_check(def.arity < 0 || static_cast<size_t>(def.arity) == inputs.size());
   for (const NodeRef& in : inputs) internal_check(in != nullptr);
+  user_check(shape.size() <= static_cast<size_t>(kMaxDims), "the result would have ", shape.size(),
+             " dims; a tensor has at most ", kMaxDims);
 
   const size_t h = structural_hash(op, inputs, attrs, shape, dtype);
   InternTable& t = table();
@@ -237,6 +239,8 @@ NodeRef make_node(Op op, std::vector<NodeRef> inputs, Attrs attrs, Shape shape, 
 }
 
 NodeRef make_source(std::shared_ptr<const Value> value, Shape shape, DType dtype) {
+  user_check(shape.size() <= static_cast<size_t>(kMaxDims), "a tensor of ", shape.size(),
+             " dims; a tensor has at most ", kMaxDims);
   auto n = std::make_shared<Node>();
   n->op = Op::Source;
   n->id = g_next_id++;
