@@ -277,11 +277,15 @@ const ApiEntry kApi[] = {
      lua::l_load},
     {"tp.save", K::Function, "io", "tp.save(x, path)",
      "Observe x and write it as a NumPy .npy file (version 1.0, C order) that np.load reads. "
-     "The file is written beside path and renamed, so path never holds half an array.",
+     "The file is written beside path and renamed, so path never holds half an array. Only a "
+     "regular file is replaced: a link, device, FIFO or folder at path is an error.",
      lua::l_save},
     {"tp.save_env", K::Function, "io", "tp.save_env(dir)",
-     "Checkpoint every named tensor: computes pending bindings, then writes dir/NAME.npy for "
-     "each and dir/manifest.json last (creating dir). Returns the names written.",
+     "Checkpoint every named tensor: computes pending bindings, writes each as NAME.npy in a "
+     "fresh folder dir/v-XXXX, then commits by renaming dir/manifest.json over the old one "
+     "(creating dir). A failure at any point leaves the previous checkpoint whole and no new "
+     "folder; after the commit the previous checkpoint's files are removed. Returns the names "
+     "written.",
      lua::l_save_env},
     {"tp.load_env", K::Function, "io", "tp.load_env(dir)",
      "Restore a checkpoint written by tp.save_env: binds every tensor its manifest lists "
