@@ -66,9 +66,12 @@ bool parse_byte_count(std::string_view s, int64_t& bytes) {
   int64_t mult = 1;
   if (!s.empty()) {
     switch (s.back()) {
-      case 'K': case 'k': mult = int64_t{1} << 10; break;
-      case 'M': case 'm': mult = int64_t{1} << 20; break;
-      case 'G': case 'g': mult = int64_t{1} << 30; break;
+      case 'K':
+      case 'k': mult = int64_t{1} << 10; break;
+      case 'M':
+      case 'm': mult = int64_t{1} << 20; break;
+      case 'G':
+      case 'g': mult = int64_t{1} << 30; break;
       default: break;
     }
     if (mult != 1) s.remove_suffix(1);
