@@ -238,10 +238,20 @@ NodeRef make_node(Op op, std::vector<NodeRef> inputs, Attrs attrs, Shape shape, 
   return n;
 }
 
-NodeRef make_source(std::shared_ptr<const Value> value, Shape shape, DType dtype) {
+NodeRef make_source(std::shared_ptr<const Value> value, Shape shape, DType dtype,
+                    std::function<void(uint64_t)> on_destroy) {
   user_check(shape.size() <= static_cast<size_t>(kMaxDims), "a tensor of ", shape.size(),
              " dims; a tensor has at most ", kMaxDims);
-  auto n = std::make_shared<Node>();
+  std::shared_ptr<Node> n;
+  if (on_destroy) {
+    n = std::shared_ptr<Node>(new Node, [done = std::move(on_destroy)](Node* p) {
+      const uint64_t id = p->id;
+      delete p;
+      done(id);
+    });
+  } else {
+    n = std::make_shared<Node>();
+  }
   n->op = Op::Source;
   n->id = g_next_id++;
   n->attrs = SourceAttrs{n->id}.encode();

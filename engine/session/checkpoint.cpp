@@ -182,7 +182,7 @@ std::vector<std::string> load_env(Session& s, const std::string& dir) {
     user_check(h.data_bytes() == t.bytes, "'", path, "': the manifest says ", t.bytes, " bytes for '", t.name,
                "', the header ", h.data_bytes());
     if (ranks > 1) {
-      NodeRef leaf = make_stored_leaf(h.shape, h.dtype);
+      NodeRef leaf = s.stored().new_leaf(h.shape, h.dtype);
       tasks.push_back(read_task(path, h, leaf, ranks));
       loaded.emplace_back(t.name, std::move(leaf));
       continue;

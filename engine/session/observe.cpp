@@ -269,7 +269,7 @@ std::vector<NodeRef> observe_stored(Session& s, const std::vector<NodeRef>& give
     if (r->value || s.stored().layout(r->id) || index.count(r.get())) continue;
     index[r.get()] = todo.size();
     todo.push_back(r);
-    leaves.push_back(make_stored_leaf(r->shape, r->dtype));
+    leaves.push_back(s.stored().new_leaf(r->shape, r->dtype));
     keep.push_back(leaves.back()->id);
   }
   if (todo.empty()) return out;

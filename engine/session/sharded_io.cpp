@@ -50,7 +50,7 @@ void run_io(Session& s, const std::vector<IoTask>& tasks, int ranks) {
 
 NodeRef load_npy_sharded(Session& s, const std::string& path, int ranks) {
   const NpyHeader h = read_npy_header(path);
-  NodeRef leaf = make_stored_leaf(h.shape, h.dtype);
+  NodeRef leaf = s.stored().new_leaf(h.shape, h.dtype);
   const IoTask t = read_task(path, h, leaf, ranks);
   try {
     run_io(s, {t}, ranks);

@@ -147,9 +147,16 @@ TEST_CASE("engine.session.config.values_that_do_not_parse_keep_the_default") {
 // "100M" gave 100).
 TEST_CASE("engine.session.config.memory_per_rank_suffixes") {
   Env env;
-  for (const auto& [text, bytes] : std::vector<std::pair<const char*, int64_t>>{
-           {"100M", int64_t{100} << 20}, {"4K", 4096}, {"2G", int64_t{2} << 30}, {"3g", int64_t{3} << 30},
-           {"1048576", 1048576}, {"5X", 0}, {"-1M", 0}, {"M", 0}, {"99999999999G", 0}, {"", 0}}) {
+  for (const auto& [text, bytes] : std::vector<std::pair<const char*, int64_t>>{{"100M", int64_t{100} << 20},
+                                                                                {"4K", 4096},
+                                                                                {"2G", int64_t{2} << 30},
+                                                                                {"3g", int64_t{3} << 30},
+                                                                                {"1048576", 1048576},
+                                                                                {"5X", 0},
+                                                                                {"-1M", 0},
+                                                                                {"M", 0},
+                                                                                {"99999999999G", 0},
+                                                                                {"", 0}}) {
     CAPTURE(text);
     env.set("TAPESTRY_MEMORY_PER_RANK", text);
     CHECK(Config::from_environment().memory_per_rank == bytes);

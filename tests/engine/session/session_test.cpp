@@ -109,9 +109,9 @@ TEST_CASE("engine.session.lua_states_work_in_their_own_session") {
 TEST_CASE("engine.session.memory_budget") {
   CHECK(default_memory_per_rank(int64_t{16} << 30, 1) == (int64_t{14} << 30));  // less an eighth
   CHECK(default_memory_per_rank(int64_t{16} << 30, 4) == (int64_t{14} << 30) / 4);
-  CHECK(default_memory_per_rank(int64_t{1} << 30, 1) == (int64_t{768} << 20));  // at least 256 MiB off
+  CHECK(default_memory_per_rank(int64_t{1} << 30, 1) == (int64_t{768} << 20));   // at least 256 MiB off
   CHECK(default_memory_per_rank(int64_t{100} << 20, 8) == (int64_t{64} << 20));  // a floor
-  CHECK(default_memory_per_rank(0, 1) == int64_t{16} * 1000 * 1000 * 1000);    // unknown
+  CHECK(default_memory_per_rank(0, 1) == int64_t{16} * 1000 * 1000 * 1000);      // unknown
   CHECK(available_memory() > 0);
 
   Config c;
