@@ -626,6 +626,13 @@ def cancel_c_call(binary):
     kind, payload = b.frame()
     if kind != OUTPUT or payload[1:] != b"b after a\n":
         fail(f"b's chunk behind the stuck one gave {kind} {payload!r}")
+    for chunk in ["return (string.rep('a', 3000):gsub('.-.-b', ''))",
+                  "return (string.rep('a', 3000):gsub('.-.-b', function() end))",
+                  "for x in string.rep('a', 3000):gmatch('.-.-b') do end",
+                  "return string.rep('a', 3000):match('(.-)(.-)b')"]:
+        a.send(CHUNK, chunk)
+        time.sleep(0.5)
+        cancelled(a, chunk)
     expect_run(a, "('x'):rep(3):find('x+')", "1\t3\n")  # small calls as before
     expect_run(a, "string.match('key = value', '(%w+) = (%w+)')", "key\tvalue\n")
     a.send(CHUNK, "while true do pcall(function() while true do end end) end")
@@ -646,7 +653,7 @@ def stop_stuck(binary):
     s = Server(binary)
     a = Client(s)
     a.hello()
-    a.send(CHUNK, "return (string.rep('a', 4000):gsub('.-.-.-b', ''))")
+    a.send(CHUNK, "os.execute('sleep 20')")  # a C call nothing interrupts
     time.sleep(1.0)
     start = time.time()
     s.proc.send_signal(signal.SIGTERM)
