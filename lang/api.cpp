@@ -246,7 +246,7 @@ const ApiEntry kApi[] = {
      lua::l_eval},
     {"tp.stats", K::Function, "observe", "tp.stats()",
      "Counters: observations, nodes_evaluated, kernels, fused_ops, bytes_allocated, bytes_live (tensor data "
-     "alive now, on this process), live_nodes, "
+     "alive now, on this process; a refused allocation is never counted), live_nodes, "
      "plans, plan_cache_hits, blocks_run, messages, bytes_moved (between ranks), device_blocks, "
      "bytes_to_device, bytes_from_device (sharded blocks run on a GPU and the host-device copies they "
      "needed; "
@@ -266,7 +266,10 @@ const ApiEntry kApi[] = {
      "The environment as rows {name, shape, dtype, bytes, layout, computed}.", lua::l_tensors},
     {"tp.env", K::Module, "env", "tp.env.name = expr / tp.env.name / tp.env.name = nil",
      "Named tensors that outlive Lua variables. A binding is computed at the next observation; "
-     "if that fails the previous value is kept. pairs(tp.env) iterates names in order.",
+     "if that fails the previous value is kept. A computed value is stored as a leaf: its history "
+     "is cut (tp.grad sees a parameter), and 1000 unobserved rebinds of a name in a row are "
+     "computed at the binding. Names are identifiers (no NUL bytes); the metatable is protected. "
+     "pairs(tp.env) iterates names in order.",
      nullptr},
 
     // --- io -------------------------------------------------------------------------
@@ -311,7 +314,8 @@ const ApiEntry kApi[] = {
     {"tp.dot", K::Function, "plan", "tp.dot(x, path)",
      "Write the abstract expression graph of x as Graphviz.", lua::l_dot},
     {"tp.mesh", K::Function, "plan", "tp.mesh()",
-     "The allocation: {ranks, devices_per_rank, device, gpu, transport, device_transport, memory_per_rank, "
+     "The allocation: {ranks, devices_per_rank, device, gpu, transport, device_transport, memory_per_rank "
+     "(the memory budget: --memory-per-rank, by default the available memory less a margin), "
      "flops_per_rank, description}. device is \"cuda\", \"cpu\" or \"sim\" (TAPESTRY_DEVICE=sim, the "
      "simulated "
      "device); gpu says which GPU, or why none is used; device_transport how slices move between the ranks' "
