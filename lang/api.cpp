@@ -51,7 +51,7 @@ const ApiEntry kApi[] = {
     {"tp.randn", K::Function, "create", "tp.randn(shape [,opts])",
      "Standard normal, keyed like tp.rand. opts: seed, dtype, name.", lua::l_randn},
     {"tp.seed", K::Function, "create", "tp.seed([n])",
-     "Sets the environment's seed, used by tp.rand/randn without opts.seed (each such call "
+     "Sets the session's seed, used by tp.rand/randn without opts.seed (each such call "
      "advances it). Without n, returns the current seed.",
      lua::l_seed},
 
@@ -85,7 +85,7 @@ const ApiEntry kApi[] = {
     BINARY("maximum", Maximum, "", "Elementwise max; nan propagates."),
     BINARY("minimum", Minimum, "", "Elementwise min; nan propagates."),
     BINARY("atan2", Atan2, "", "The angle of the point (b, a), in radians."),
-    BINARY("eq", Eq, "", "a == b, as a bool tensor."),
+    BINARY("eq", Eq, "", "a == b elementwise, as a bool tensor (Lua's own == cannot do it: see :help ==)."),
     BINARY("ne", Ne, "", "a ~= b, as a bool tensor."),
     BINARY("lt", Lt, "", "a < b, as a bool tensor (Lua's < cannot return a tensor)."),
     BINARY("le", Le, "", "a <= b, as a bool tensor."),
@@ -123,8 +123,10 @@ const ApiEntry kApi[] = {
      M},
     {"tp.std", K::Function, "reduce", "x:std([dims] [,opts])",
      "Standard deviation, sqrt(var). opts.correction (default 0), opts.keepdim.", lua::l_std, M},
-    {"tp.norm", K::Function, "reduce", "x:norm([dims] [,opts])",
-     "The p-norm over dims: opts.p (default 2; math.huge for the max norm), opts.keepdim.", lua::l_norm, M},
+    {"tp.norm", K::Function, "reduce", "tp.norm(x [,p] [,dims] [,opts]) / x:norm([p] [,dims] [,opts])",
+     "The entrywise p-norm over dims (nil: all), as torch's x.norm(p, dim): p defaults to 2, \"fro\" is 2, "
+     "math.huge or \"inf\" the max norm; so x:norm(1, 2) is the 1-norm of each row. opts.keepdim.",
+     lua::l_norm, M},
     {"tp.argmax", K::Function, "reduce", "x:argmax([dim] [,opts])",
      "1-based index (i64) of the first maximum along dim, or into the flattened tensor when "
      "dim is nil. opts.keepdim.",
@@ -254,6 +256,16 @@ const ApiEntry kApi[] = {
      "time_schedule, time_run, time_plan, time_move (seconds; time_move is the part of time_run "
      "spent sending, receiving and combining between ranks).",
      lua::l_stats},
+    {"tp.set_printoptions", K::Function, "observe",
+     "tp.set_printoptions{threshold=, edgeitems=, precision=, linewidth=}",
+     "How tensors print, as numpy's np.set_printoptions (defaults 1000, 3, 8, 75): a tensor of more than "
+     "threshold elements shows only edgeitems at each end of every dim longer than 2*edgeitems, floats "
+     "keep at most precision digits after the point, lines wrap at linewidth. On several ranks only the "
+     "elements shown are gathered to rank 0 (tp.stats().bytes_moved counts them). Keys left out keep their "
+     "value.",
+     lua::l_set_printoptions},
+    {"tp.get_printoptions", K::Function, "observe", "tp.get_printoptions()",
+     "The print options as a table {threshold, edgeitems, precision, linewidth}.", lua::l_get_printoptions},
     {"tp.trace", K::Function, "observe", "tp.trace(path) / tp.trace(nil)",
      "Start writing a Chrome/Perfetto trace (JSON trace events; open it in ui.perfetto.dev or "
      "chrome://tracing) of every block, transfer and combine on every rank (pid = rank), of "
@@ -298,9 +310,11 @@ const ApiEntry kApi[] = {
 
     // --- plans and layouts ------------------------------------------------------------
     {"tp.plan", K::Function, "plan", "tp.plan(a, b, ... [,opts])",
-     "Plan without running and return a Plan: print(plan) shows every rank's blocks, transfers "
-     "and combines and the cost estimate; plan:cost() returns {time, bytes_moved, flops, "
-     "peak_bytes, memory_penalty, estimated}; plan:dot(path) writes Graphviz. A big graph on a "
+     "Plan without running and return a Plan: print(plan) shows one line per op (its placement, "
+     "the bytes its output sends and how its partials merge) and the totals, on any mesh; "
+     "plan:blocks() lists every rank's blocks, transfers and combines; plan:cost() returns {time, "
+     "bytes_moved, flops, peak_bytes, memory_penalty, estimated}; plan:dot(path) writes Graphviz. A big "
+     "graph on a "
      "big mesh (ops x ranks > 4096) is chosen and costed by estimate from sampled blocks "
      "(estimated=true) and its blocks are built only when it runs or is drawn. opts.mesh = N (or {ranks=, "
      "ranks_per_node=, "
@@ -313,8 +327,15 @@ const ApiEntry kApi[] = {
      lua::l_explain},
     {"tp.dot", K::Function, "plan", "tp.dot(x, path)",
      "Write the abstract expression graph of x as Graphviz.", lua::l_dot},
-    {"tp.mesh", K::Function, "plan", "tp.mesh()",
-     "The allocation: {ranks, devices_per_rank, device, gpu, transport, device_transport, memory_per_rank "
+    {"tp.mesh", K::Function, "plan",
+     "tp.mesh() / tp.mesh{nodes=, gpus=, ... [,order=] [,links=] [,flops=] [,memory=]}",
+     "With a table: a modelled mesh of named axes for tp.plan(y, {mesh = tp.mesh{nodes = 16, gpus = 8}}), as "
+     "JAX's Mesh: rank r has row-major coordinates over the axes, outermost first (the order given, else "
+     "racks, nodes, hosts, sockets, ranks, gpus, devices, then other names alphabetically), and two ranks "
+     "talk over the link of the outermost axis where they differ. Default links: 25 GB/s and 2 us along "
+     "racks/nodes/hosts, 300 GB/s and 1 us along gpus/devices, 5 GB/s and 0.5 us otherwise; links = "
+     "{gpus = {bandwidth=, latency=}} sets them. Without arguments: "
+     "the allocation: {ranks, devices_per_rank, device, gpu, transport, device_transport, memory_per_rank "
      "(the memory budget: --memory-per-rank, by default the available memory less a margin), "
      "flops_per_rank, description}. device is \"cuda\", \"cpu\" or \"sim\" (TAPESTRY_DEVICE=sim, the "
      "simulated "
@@ -333,7 +354,9 @@ const ApiEntry kApi[] = {
     {"tp.grid", K::Function, "plan", "tp.grid{p1, p2, ...}",
      "A layout with p_i pieces along dim i (1 = not split).", lua::l_grid},
     {"Tensor:layout", K::Method, "plan", "x:layout()",
-     "The layout of x: of its data when materialized, else the planned one on the current mesh.",
+     "Where x lies, as a layout: a computed (stored) tensor's shards, a value whole on rank 0, else "
+     "the plan's result on the current mesh. tostring gives the notation of the print footer, "
+     ":tensors and :layout (\"split(1, 4)\", \"grid{2,2}\", \"whole on rank 0\"); x:constrain takes it.",
      lua::l_layout},
     {"Tensor:constrain", K::Method, "plan", "x:constrain(layout)",
      "x with its layout fixed: the planner must produce it split this way (a hint it honours). "
@@ -350,8 +373,17 @@ const ApiEntry kApi[] = {
     META("__idiv", (l_binary<Op::FloorDiv>), "a // b", "tp.floordiv"),
     META("__unm", (l_unary<Op::Neg>), "-a", "tp.neg"),
     META("__tostring", lua::l_tostring, "tostring(x) / print(x)",
-         "Observe and format numpy-style, with a footer giving dtype and shape."),
+         "Observe and format numpy-style, with a footer giving dtype and shape (and, on several ranks, how "
+         "the value is split). Over the print threshold only the printed corners are gathered "
+         "(tp.set_printoptions)."),
     META("__len", lua::l_len, "#x", "Size of dim 1."),
+    // Documentation only (no binding): Lua turns whatever __eq returns into a boolean.
+    {"Tensor.__eq", K::Metamethod, "operators", "a == b (not elementwise)",
+     "Lua's == cannot give a tensor: on two tensors it is a plain boolean, true only for the same "
+     "tensor (false for equal values), and x == 0 is always false (Lua never asks Tapestry about a "
+     "tensor and a number). For elementwise comparison use tp.eq(a, b) / a:eq(b) (and ne, lt, le, gt, "
+     "ge), e.g. x:eq(0):any():item().",
+     nullptr},
 
     // --- gradients ------------------------------------------------------------------
     {"tp.grad", K::Function, "grad", "tp.grad(loss, {p1, p2, ...})",
@@ -455,7 +487,8 @@ const ApiEntry kApi[] = {
      "Help for a function, method or command; without a name, the list of topics.", nullptr},
     {":quit", K::Command, "shell", ":quit", "Leave the shell (Ctrl-D too).", nullptr},
     {":load", K::Command, "shell", ":load FILE", "Run a Lua script inside this session.", nullptr},
-    {":plan", K::Command, "shell", ":plan EXPR", "Print the sharded plan of EXPR (tp.plan).", nullptr},
+    {":plan", K::Command, "shell", ":plan [--blocks] EXPR",
+     "Print the sharded plan of EXPR (tp.plan), one line per op; --blocks: every rank's program.", nullptr},
     {":explain", K::Command, "shell", ":explain EXPR",
      "Why the plan of EXPR was chosen: candidates and costs per op (tp.explain).", nullptr},
     {":layout", K::Command, "shell", ":layout NAME-or-EXPR",

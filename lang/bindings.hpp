@@ -78,11 +78,15 @@ int l_item(lua_State* L);
 int l_totable(lua_State* L);
 int l_eval(lua_State* L);
 int l_release(lua_State* L);
-int l_tostring(lua_State* L);
 int l_len(lua_State* L);
 int l_stats(lua_State* L);
 int l_clock(lua_State* L);
 int l_tensors(lua_State* L);
+
+// printing (print_lua.cpp)
+int l_tostring(lua_State* L);
+int l_set_printoptions(lua_State* L);
+int l_get_printoptions(lua_State* L);
 
 // tracing (trace_lua.cpp)
 int l_trace(lua_State* L);

@@ -10,11 +10,11 @@
 #include <functional>
 #include <vector>
 
+#include "engine/ir/error.hpp"
+
 namespace tapestry {
 
 namespace {
-
-constexpr int kLineWidth = 75;  // numpy's default linewidth
 
 // --- float digits ------------------------------------------------------------------
 
@@ -166,11 +166,16 @@ template <class T> std::string plain_text(T x) {
 
 struct Layout {
   const View& v;
+  const Shape& shape;  // the tensor's; v holds only the corners of summarized dims
   bool summarize;
   int64_t edge;
   std::function<std::string(int64_t)> word;  // element text, given its offset in elements
 
-  bool summarized(int axis) const { return summarize && 2 * edge < v.shape[axis]; }
+  bool summarized(int axis) const { return summarize && 2 * edge < shape[axis]; }
+  // Where index i of the tensor's dim `axis` is in v.
+  int64_t at(int axis, int64_t i) const {
+    return (i < edge ? i : i - (shape[axis] - v.shape[axis])) * v.strides[axis];
+  }
 
   // numpy's _extendLine: wrap before `w` unless the line holds only the indent.
   static void extend(std::string& s, std::string& line, const std::string& w, int width,
@@ -188,8 +193,7 @@ struct Layout {
     if (axis == v.rank()) return word(off);
     const std::string next_indent = indent + " ";
     const int next_width = width - 1;
-    const int64_t n = v.shape[axis];
-    const int64_t stride = v.strides[axis];
+    const int64_t n = shape[axis];
     const bool summary = summarized(axis);
     const int64_t lead = summary ? edge : 0, trail = summary ? edge : n;
     const int axes_left = v.rank() - axis;
@@ -198,7 +202,7 @@ struct Layout {
       const int elem_width = width - 1;
       std::string line = indent;
       for (int64_t i = 0; i < lead; ++i) {
-        extend(s, line, rec(axis + 1, off + i * stride, next_indent, next_width), elem_width, indent);
+        extend(s, line, rec(axis + 1, off + at(axis, i), next_indent, next_width), elem_width, indent);
         line += " ";
       }
       if (summary) {
@@ -206,19 +210,19 @@ struct Layout {
         line += " ";
       }
       for (int64_t i = trail; i > 1; --i) {
-        extend(s, line, rec(axis + 1, off + (n - i) * stride, next_indent, next_width), elem_width, indent);
+        extend(s, line, rec(axis + 1, off + at(axis, n - i), next_indent, next_width), elem_width, indent);
         line += " ";
       }
-      extend(s, line, rec(axis + 1, off + (n - 1) * stride, next_indent, next_width), elem_width, indent);
+      extend(s, line, rec(axis + 1, off + at(axis, n - 1), next_indent, next_width), elem_width, indent);
       s += line;
     } else {
       const std::string sep(axes_left - 1, '\n');
       for (int64_t i = 0; i < lead; ++i)
-        s += indent + rec(axis + 1, off + i * stride, next_indent, next_width) + sep;
+        s += indent + rec(axis + 1, off + at(axis, i), next_indent, next_width) + sep;
       if (summary) s += indent + "..." + sep;
       for (int64_t i = trail; i > 1; --i)
-        s += indent + rec(axis + 1, off + (n - i) * stride, next_indent, next_width) + sep;
-      s += indent + rec(axis + 1, off + (n - 1) * stride, next_indent, next_width);
+        s += indent + rec(axis + 1, off + at(axis, n - i), next_indent, next_width) + sep;
+      s += indent + rec(axis + 1, off + at(axis, n - 1), next_indent, next_width);
     }
     return "[" + s.substr(indent.size()) + "]";
   }
@@ -226,17 +230,17 @@ struct Layout {
   // Visits the shown elements in order (for the width pass).
   void each(int axis, int64_t off, const std::function<void(int64_t)>& f) const {
     if (axis == v.rank()) return f(off);
-    const int64_t n = v.shape[axis];
+    const int64_t n = shape[axis];
     for (int64_t i = 0; i < n; ++i) {
       if (summarized(axis) && i == edge) i = n - edge;
-      each(axis + 1, off + i * v.strides[axis], f);
+      each(axis + 1, off + at(axis, i), f);
     }
   }
 };
 
-template <class T> std::string format_body(const View& v, const FormatOptions& opts) {
+template <class T> std::string format_body(const View& v, const Shape& shape, const FormatOptions& opts) {
   const T* p = v.ptr<T>();
-  Layout lay{v, v.numel() > opts.threshold, std::max(opts.edge_items, 1), {}};
+  Layout lay{v, shape, summarizes(shape, opts), std::max(opts.edge_items, 1), {}};
   std::vector<T> shown;
   lay.each(0, 0, [&](int64_t off) { shown.push_back(p[off]); });
   if constexpr (std::is_floating_point_v<T>) {
@@ -247,7 +251,7 @@ template <class T> std::string format_body(const View& v, const FormatOptions& o
     for (T x : shown) width = std::max(width, plain_text(x).size());
     lay.word = [p, width](int64_t off) { return pad_left(plain_text(p[off]), width); };
   }
-  return lay.rec(0, 0, " ", kLineWidth);
+  return lay.rec(0, 0, " ", opts.line_width);
 }
 
 // A 0-d tensor prints as numpy prints a scalar: shortest round-trip digits,
@@ -272,7 +276,18 @@ template <class T> std::string scalar_text(T x) {
 
 }  // namespace
 
-std::string format_tensor(const View& v, const FormatOptions& opts) {
+bool summarized_dim(int64_t size, const FormatOptions& opts) {
+  return 2 * std::max(opts.edge_items, 1) < size;
+}
+
+bool summarizes(const Shape& shape, const FormatOptions& opts) {
+  if (numel(shape) <= opts.threshold) return false;
+  return std::any_of(shape.begin(), shape.end(), [&](int64_t n) { return summarized_dim(n, opts); });
+}
+
+std::string format_tensor(const View& v, const FormatOptions& opts, const Shape& given) {
+  const Shape& shape = given.empty() ? v.shape : given;
+  internal_check(shape.size() == v.shape.size());
   if (v.rank() == 0)
     return dispatch_dtype(v.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -282,10 +297,10 @@ std::string format_tensor(const View& v, const FormatOptions& opts) {
   if (v.numel() > 0)
     body = dispatch_dtype(v.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      return format_body<T>(v, opts);
+      return format_body<T>(v, shape, opts);
     });
   if (!opts.footer) return body;
-  return body + "\n[" + std::string(dtype_name(v.dtype)) + " tensor of shape " + shape_str(v.shape) +
+  return body + "\n[" + std::string(dtype_name(v.dtype)) + " tensor of shape " + shape_str(shape) +
          (opts.note.empty() ? "" : ", " + opts.note) + "]";
 }
 

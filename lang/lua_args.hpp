@@ -1,8 +1,8 @@
 // Argument checking for the Lua bindings, and the one place where C++ errors
 // become Lua errors.
-//   NodeRef x = check_tensor(L, 1);                 // "bad argument #1 to 'tp.sum' (Tensor expected, got
-//   table)" Options o(L, 2, {"dtype", "name"});             // unknown keys are errors lua_pushcclosure(L,
-//   guarded, 2) with upvalues (fn, "tp.sum")  -- see push_guarded
+//   NodeRef x = check_tensor(L, 1);      // "bad argument #1 to 'tp.sum' (Tensor expected, got table)"
+//   Options o(L, 2, {"dtype", "name"});  // unknown keys are errors
+//   lua_pushcclosure(L, guarded, 2) with upvalues (fn, "tp.sum")  -- see push_guarded
 #pragma once
 
 #include <lauxlib.h>

@@ -11,7 +11,6 @@
 #include "engine/session/session.hpp"
 #include "lang/bindings.hpp"
 #include "lang/convert.hpp"
-#include "lang/format.hpp"
 #include "lang/lua_args.hpp"
 #include "lang/state_context.hpp"
 #include "lang/tensor_lua.hpp"
@@ -84,17 +83,6 @@ int l_release(lua_State* L) {
   if (!h) type_error(L, 1, "Tensor");
   h->node = nullptr;
   return 0;
-}
-
-int l_tostring(lua_State* L) {
-  const NodeRef x = check_tensor(L, 1);
-  observe(L, {x});
-  FormatOptions opts;
-  opts.note = session_of(L).layouts().find(x->id);  // sharded results say how they were split
-  if (!opts.note.empty()) opts.note = "computed as " + opts.note;
-  const std::string s = format_tensor(x->value->view(), opts);
-  lua_pushlstring(L, s.data(), s.size());
-  return 1;
 }
 
 int l_stats(lua_State* L) {

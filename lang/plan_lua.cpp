@@ -8,10 +8,13 @@
 #include <lua.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <new>
+#include <set>
 #include <sstream>
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "engine/ir/attrs.hpp"
@@ -19,6 +22,7 @@
 #include "engine/plan/planner.hpp"
 #include "engine/poly/signature.hpp"
 #include "engine/session/session.hpp"
+#include "engine/store/stored_tensor.hpp"
 #include "lang/bindings.hpp"
 #include "lang/lua_args.hpp"
 #include "lang/state_context.hpp"
@@ -43,6 +47,58 @@ PlanHandle* check_plan(lua_State* L, int i) {
 
 // opts.mesh: a rank count, or {ranks=, ranks_per_node=, flops=, bandwidth=, latency=,
 // network_bandwidth=, network_latency=, memory=}.
+// The axes of a mesh description made by tp.mesh{...}: {axes = {{name=, size=, bandwidth=,
+// latency=}, ...}, flops_per_rank=, memory_per_rank=} (outermost axis first).
+bool has_axes(lua_State* L, int t) {
+  lua_getfield(L, t, "axes");
+  const bool yes = lua_type(L, -1) == LUA_TTABLE;
+  lua_pop(L, 1);
+  return yes;
+}
+
+plan::Mesh mesh_of_description(lua_State* L, int t) {
+  std::vector<plan::MeshAxis> axes;
+  lua_getfield(L, t, "axes");
+  const int a = lua_gettop(L);
+  user_check(lua_type(L, a) == LUA_TTABLE,
+             "option 'mesh': a mesh description needs 'axes' (make it with tp.mesh{...})");
+  const lua_Integer n = luaL_len(L, a);
+  user_check(n >= 1 && n <= 8, "option 'mesh': a mesh has 1..8 axes, got ", n);
+  int64_t ranks = 1;
+  for (lua_Integer i = 1; i <= n; ++i) {
+    lua_geti(L, a, i);
+    user_check(lua_type(L, -1) == LUA_TTABLE, "option 'mesh': axis ", i, " is not a table");
+    plan::MeshAxis ax;
+    lua_getfield(L, -1, "name");
+    ax.name = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : cat_str("axis", i);
+    lua_getfield(L, -2, "size");
+    const lua_Integer size = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;
+    lua_getfield(L, -3, "bandwidth");
+    ax.link.bandwidth = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : 0;
+    lua_getfield(L, -4, "latency");
+    ax.link.latency = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : -1;
+    lua_pop(L, 5);
+    user_check(size >= 1 && size <= (1 << 20), "option 'mesh': axis '", ax.name,
+               "' needs a size in 1..2^20, got ", size);
+    user_check(ax.link.bandwidth > 0 && ax.link.latency >= 0, "option 'mesh': axis '", ax.name,
+               "' needs a positive bandwidth and a latency >= 0");
+    ax.size = static_cast<int>(size);
+    ranks *= size;
+    user_check(ranks <= (1 << 20), "option 'mesh': the axes multiply to more than 2^20 ranks");
+    axes.push_back(std::move(ax));
+  }
+  lua_pop(L, 1);
+  plan::Mesh m = plan::Mesh::of_axes(std::move(axes));
+  lua_getfield(L, t, "flops_per_rank");
+  if (lua_isnumber(L, -1)) m.flops_per_s = lua_tonumber(L, -1);
+  lua_getfield(L, t, "memory_per_rank");
+  if (lua_isnumber(L, -1)) m.mem_bytes_per_rank = lua_tonumber(L, -1);
+  lua_pop(L, 2);
+  user_check(m.flops_per_s > 0 && m.mem_bytes_per_rank > 0,
+             "option 'mesh': rates and sizes must be positive");
+  return m;
+}
+
 plan::Mesh read_mesh(lua_State* L, int opts_idx) {
   plan::Mesh m = session_of(L).mesh();
   if (opts_idx == 0) return m;
@@ -52,6 +108,8 @@ plan::Mesh read_mesh(lua_State* L, int opts_idx) {
     const int64_t n = check_int(L, t);
     user_check(n >= 1 && n <= 1 << 20, "mesh must have 1..2^20 ranks, got ", n);
     m = n <= 8 ? plan::Mesh::this_machine(static_cast<int>(n)) : plan::Mesh::modelled(static_cast<int>(n));
+  } else if (lua_type(L, t) == LUA_TTABLE && has_axes(L, t)) {
+    m = mesh_of_description(L, t);
   } else if (lua_type(L, t) == LUA_TTABLE) {
     Options o(L, t,
               {"ranks", "ranks_per_node", "flops", "memory", "bandwidth", "latency", "network_bandwidth",
@@ -138,20 +196,65 @@ const Node* node_in(const plan::PlannedGraph& pg, uint64_t id) {
   return nullptr;
 }
 
+// One line per op, whatever the mesh: its placement, what its output moves and how its
+// partials merge; then the totals. The per-rank listing is plan:blocks().
 std::string plan_text(const plan::PlannedGraph& pg) {
   std::ostringstream os;
   const plan::PlanCost& c = pg.plan.cost;
   os << "Plan on " << plan::to_string(pg.mesh) << (pg.cache_hit ? " (from the plan cache)" : "") << "\n";
-  for (const auto& [id, cand] : pg.plan.choice) {
-    const Node* n = node_in(pg, id);
-    os << "  " << op_label(*n) << ": " << cand.name(poly::signature_of(*n)) << "\n";
+  const bool listed = !pg.plan.estimated || pg.plan.lowered();
+  struct Moves {
+    int64_t messages = 0, bytes = 0, combines = 0, combine_bytes = 0;
+    std::set<int> dests;
+  };
+  std::map<uint64_t, Moves> moves;  // per tensor: its transfers and combines
+  if (listed) {
+    const plan::ShardedGraph& g = pg.plan.graph();
+    for (const plan::Transfer& t : g.transfers) {
+      Moves& m = moves[t.tensor];
+      ++m.messages;
+      if (const Node* n = g.find(t.tensor))
+        m.bytes += t.slice.volume() * static_cast<int64_t>(dtype_size(n->dtype));
+    }
+    for (const plan::Combine& k : g.combines) {
+      Moves& m = moves[k.node];
+      ++m.combines;
+      if (const Node* n = g.find(k.node))
+        m.combine_bytes += k.out.volume() * static_cast<int64_t>(dtype_size(n->dtype));
+    }
   }
-  // An estimated plan (a big graph on a big mesh) is not lowered to list it: that alone would
-  // take longer than planning. plan:dot() or running it lowers it.
-  if (pg.plan.estimated && !pg.plan.lowered())
-    os << pg.plan.blocks << " blocks, chosen by estimate from sampled blocks; the per-rank listing is "
-       << "built when the plan runs or plan:dot() draws it\n";
-  else os << plan::to_string(pg.plan.graph());
+  auto mib = [](int64_t b) {  // bytes, KiB, MiB or GiB, three significant digits
+    const char* units[] = {"bytes", "KiB", "MiB", "GiB"};
+    double v = static_cast<double>(b);
+    int u = 0;
+    while (v >= 1024 && u < 3) v /= 1024, ++u;
+    const double p = v >= 100 ? 1 : v >= 10 ? 10 : 100;
+    return cat_str(num_str(std::round(v * p) / p), " ", units[u]);
+  };
+  for (const NodeRef& n : pg.topo) {
+    auto ch = pg.plan.choice.find(n->id);
+    os << "  " << op_label(*n) << ": ";
+    if (ch == pg.plan.choice.end()) os << "an input";
+    else os << ch->second.name(poly::signature_of(*n));
+    auto mv = moves.find(n->id);
+    if (mv != moves.end() && mv->second.messages > 0)
+      os << "; sent " << mib(mv->second.bytes) << " in " << mv->second.messages << " message"
+         << (mv->second.messages == 1 ? "" : "s");
+    if (mv != moves.end() && mv->second.combines > 0)
+      os << "; partials merged in " << mv->second.combines << " combine"
+         << (mv->second.combines == 1 ? "" : "s") << " of " << mib(mv->second.combine_bytes);
+    os << "\n";
+  }
+  if (listed) {
+    const plan::ShardedGraph& g = pg.plan.graph();
+    os << g.blocks.size() << " blocks, " << g.transfers.size() << " transfers, " << g.combines.size()
+       << " combines over " << g.num_ranks << " ranks (plan:blocks() lists every rank's program)\n";
+  } else {
+    // An estimated plan (a big graph on a big mesh) is not lowered to describe it: that alone
+    // would take longer than planning. plan:blocks(), plan:dot() or running it lowers it.
+    os << pg.plan.blocks << " blocks, chosen by estimate from sampled blocks; plan:blocks() lowers and "
+       << "lists them\n";
+  }
   os << "cost: " << plan::to_string(c) << "\n";
   return os.str();
 }
@@ -163,7 +266,13 @@ std::string explain_text(const plan::PlannedGraph& pg) {
   for (const NodeRef& n : pg.topo) {
     auto ch = pg.plan.choice.find(n->id);
     if (ch == pg.plan.choice.end()) {
-      os << "\n" << op_label(*n) << ": an input, held whole on rank 0\n";
+      std::vector<plan::Shard> held;  // a stored tensor is read where it lies
+      if (!pg.plan.estimated || pg.plan.lowered())
+        for (const plan::Shard& sh : pg.plan.graph().initial)
+          if (sh.tensor == n->id) held.push_back(sh);
+      os << "\n"
+         << op_label(*n) << ": an input, "
+         << (held.empty() ? "whole on rank 0" : describe_shards(held, n->shape.size())) << "\n";
       continue;
     }
     const poly::Signature sig = poly::signature_of(*n);
@@ -180,8 +289,8 @@ std::string explain_text(const plan::PlannedGraph& pg) {
       }
     }
     if (n->op == Op::Constrain)
-      os << "  (layout fixed by x:constrain to " << plan::grid_string(attrs_of<ConstrainAttrs>(*n).parts)
-         << ")\n";
+      os << "  (layout fixed by x:constrain to "
+         << plan::grid_string(attrs_of<ConstrainAttrs>(*n).on(pg.mesh.ranks, n->shape)) << ")\n";
   }
   os << "\nThe chosen candidate gives the lowest estimated makespan of the whole plan (compute "
         "overlapped with transfers, plus a penalty past per-rank memory).\n";
@@ -190,6 +299,13 @@ std::string explain_text(const plan::PlannedGraph& pg) {
 
 int plan_tostring(lua_State* L) {
   const std::string s = plan_text(check_plan(L, 1)->pg);
+  lua_pushlstring(L, s.data(), s.size());
+  return 1;
+}
+
+// plan:blocks(): every rank's program, step by step (lowering an estimated plan first).
+int plan_blocks(lua_State* L) {
+  const std::string s = plan::to_string(check_plan(L, 1)->pg.plan.graph());
   lua_pushlstring(L, s.data(), s.size());
   return 1;
 }
@@ -270,7 +386,6 @@ void push_layout(lua_State* L, const std::vector<int64_t>& grid) {
 // A layout table: {kind="replicated"} / {kind="split", dim=d, parts=p} / {grid={...}}.
 std::vector<int64_t> layout_grid(lua_State* L, int i, const Shape& shape) {
   if (!luaL_testudata(L, i, kLayoutMeta) && lua_type(L, i) != LUA_TTABLE) type_error(L, i, "layout");
-  const int ranks = session_of(L).mesh().ranks;
   std::vector<int64_t> grid(shape.size(), 1);
   lua_getfield(L, i, "kind");
   const std::string kind = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "grid";
@@ -280,10 +395,11 @@ std::vector<int64_t> layout_grid(lua_State* L, int i, const Shape& shape) {
     lua_getfield(L, i, "dim");
     const int64_t d = lua_tointeger(L, -1);
     lua_getfield(L, i, "parts");
-    const int64_t p = lua_isnil(L, -1) ? ranks : lua_tointeger(L, -1);
+    // Without parts: one per rank of the mesh a plan is made for, resolved when planning.
+    const int64_t p = lua_isnil(L, -1) ? kPartsPerRank : lua_tointeger(L, -1);
     lua_pop(L, 2);
     const int dd = normalize_dim(d, static_cast<int>(shape.size()));
-    grid[dd] = std::min<int64_t>(p, shape[dd]);
+    grid[dd] = p == kPartsPerRank ? p : std::min<int64_t>(p, shape[dd]);
     return grid;
   }
   lua_getfield(L, i, "grid");
@@ -301,42 +417,73 @@ std::vector<int64_t> layout_grid(lua_State* L, int i, const Shape& shape) {
   return grid;
 }
 
+// The notation of the footer, :tensors and :layout: "split(1, 4)", "grid{2,2}", "replicated";
+// a reported layout (x:layout()) says where the data lies: "whole on rank 0".
 int layout_tostring(lua_State* L) {
+  lua_getfield(L, 1, "where");
+  if (lua_type(L, -1) == LUA_TSTRING) return 1;
   lua_getfield(L, 1, "kind");
   std::string s;
   if (lua_type(L, -1) == LUA_TSTRING && std::string(lua_tostring(L, -1)) == "replicated") {
-    s = "tp.replicated()";
+    s = "replicated";
   } else if (lua_type(L, -1) == LUA_TSTRING && std::string(lua_tostring(L, -1)) == "split") {
     lua_getfield(L, 1, "dim");
     lua_getfield(L, 1, "parts");
-    s = lua_isnil(L, -1) ? cat_str("tp.split(", lua_tointeger(L, -2), ")")
-                         : cat_str("tp.split(", lua_tointeger(L, -2), ", ", lua_tointeger(L, -1), ")");
+    s = lua_isnil(L, -1) ? cat_str("split(", lua_tointeger(L, -2), ")")
+                         : cat_str("split(", lua_tointeger(L, -2), ", ", lua_tointeger(L, -1), ")");
   } else {
     lua_getfield(L, 1, "grid");
-    s = "tp.grid{";
+    std::vector<int64_t> grid;
     const lua_Integer n = lua_type(L, -1) == LUA_TTABLE ? luaL_len(L, -1) : 0;
     for (lua_Integer d = 1; d <= n; ++d) {
       lua_geti(L, -1, d);
-      s += (d > 1 ? "," : "") + std::to_string(lua_tointeger(L, -1));
+      grid.push_back(lua_tointeger(L, -1));
       lua_pop(L, 1);
     }
-    s += "}";
+    s = plan::grid_string(grid);
   }
   lua_pushstring(L, s.c_str());
   return 1;
 }
 
-// The shard map of x: its data's when materialized, else as planned on `mesh`.
-std::string layout_map_on(Session& s, const NodeRef& x, const plan::Mesh& mesh,
-                          const plan::SearchOptions& search) {
+// Parts per dim of a set of shards: the distinct starts along each dim.
+std::vector<int64_t> grid_of(const std::vector<plan::Shard>& shards, size_t rank) {
+  std::vector<std::set<int64_t>> starts(rank);
+  for (const plan::Shard& sh : shards)
+    for (size_t d = 0; d < rank && d < sh.box.lo.size(); ++d) starts[d].insert(sh.box.lo[d]);
+  std::vector<int64_t> grid;
+  for (const auto& st : starts) grid.push_back(std::max<int64_t>(1, static_cast<int64_t>(st.size())));
+  return grid;
+}
+
+// Where x's data lies: the one answer of x:layout(), :layout, :tensors and the footer. A stored
+// tensor's shards (a copy an observation gathered to rank 0 does not move them), a value
+// computed whole on rank 0, else x's result as planned on `mesh`.
+plan::LayoutInfo where_it_lies(Session& s, const NodeRef& x, const plan::Mesh& mesh,
+                               const plan::SearchOptions& search) {
   plan::LayoutInfo li;
-  if (x->value) {
+  const NodeRef& held = x->stored ? x->stored : x;
+  if (const StoredLayout* st = s.stored().layout(held->id)) {
+    li.shards = st->shards;
+    li.grid = grid_of(li.shards, x->shape.size());
+  } else if (x->value) {
     li.grid.assign(x->shape.size(), 1);
     li.shards.push_back(plan::Shard{x->id, poly::Box::of_shape(x->shape), 0});
   } else {
     li = plan::layout_of(s.plan_observed({x}, mesh, search), x->id);
   }
-  return render_layout(x->shape, li.shards, plan::grid_string(li.grid), isatty(1) != 0);
+  return li;
+}
+
+// The shard map of x (where_it_lies).
+std::string layout_map_on(Session& s, const NodeRef& x, const plan::Mesh& mesh,
+                          const plan::SearchOptions& search) {
+  const plan::LayoutInfo li = where_it_lies(s, x, mesh, search);
+  const bool tty = isatty(STDOUT_FILENO) != 0;
+  winsize ws = {};
+  const int width = tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 52;
+  return render_layout(x->shape, li.shards, describe_shards(li.shards, x->shape.size()), tty,
+                       std::min(width, 132));
 }
 
 }  // namespace
@@ -378,13 +525,12 @@ int l_dot(lua_State* L) {
 
 int l_layout(lua_State* L) {
   const NodeRef x = check_tensor(L, 1);
-  if (x->value) {  // materialized on this process
-    push_layout(L, std::vector<int64_t>(x->shape.size(), 1));
-    return 1;
-  }
   Session& s = session_of(L);
-  const plan::PlannedGraph pg = s.plan_observed({x}, s.mesh(), read_search(L, 0));
-  push_layout(L, plan::layout_of(pg, x->id).grid);
+  const plan::LayoutInfo li = where_it_lies(s, x, s.mesh(), read_search(L, 0));
+  push_layout(L, li.grid);
+  const std::string where = describe_shards(li.shards, x->shape.size());
+  lua_pushlstring(L, where.data(), where.size());
+  lua_setfield(L, -2, "where");
   return 1;
 }
 
@@ -426,7 +572,114 @@ int l_grid(lua_State* L) {
   return 1;
 }
 
+// tp.mesh{nodes = 16, gpus = 8 [,order=] [,links=] [,flops=] [,memory=]}: a modelled mesh of
+// named axes, for tp.plan's {mesh = ...}.
+int new_mesh(lua_State* L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  static const std::vector<std::string> kOuterFirst = {"racks", "nodes", "hosts",  "sockets",
+                                                       "ranks", "gpus",  "devices"};
+  std::vector<std::pair<std::string, int64_t>> axes;
+  lua_pushnil(L);
+  while (lua_next(L, 1) != 0) {
+    if (lua_type(L, -2) != LUA_TSTRING)
+      arg_error(1, "tp.mesh takes named axes, e.g. tp.mesh{nodes = 16, gpus = 8}");
+    const std::string key = lua_tostring(L, -2);
+    if (key != "order" && key != "links" && key != "flops" && key != "memory") {
+      const bool ok = lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 1 && lua_tointeger(L, -1) <= (1 << 20);
+      if (!ok) user_error("axis '", key, "' needs a size in 1..2^20, got ", luaL_tolstring(L, -1, nullptr));
+      axes.push_back({key, lua_tointeger(L, -1)});
+    }
+    lua_pop(L, 1);
+  }
+  user_check(!axes.empty() && axes.size() <= 8, "needs 1..8 named axes, e.g. tp.mesh{nodes = 16, gpus = 8}");
+  // Outermost first: the order given, else nodes before ranks before gpus (the usual nesting),
+  // unknown names after them in alphabetical order.
+  auto rank_of = [&](const std::string& name) {
+    auto it = std::find(kOuterFirst.begin(), kOuterFirst.end(), name);
+    return it - kOuterFirst.begin();
+  };
+  std::sort(axes.begin(), axes.end(), [&](const auto& a, const auto& b) {
+    return rank_of(a.first) != rank_of(b.first) ? rank_of(a.first) < rank_of(b.first) : a.first < b.first;
+  });
+  lua_getfield(L, 1, "order");
+  if (!lua_isnil(L, -1)) {
+    user_check(lua_type(L, -1) == LUA_TTABLE && luaL_len(L, -1) == static_cast<lua_Integer>(axes.size()),
+               "'order' must list every axis once, outermost first");
+    std::vector<std::pair<std::string, int64_t>> ordered;
+    for (lua_Integer i = 1; i <= static_cast<lua_Integer>(axes.size()); ++i) {
+      lua_geti(L, -1, i);
+      const std::string name = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
+      lua_pop(L, 1);
+      auto it = std::find_if(axes.begin(), axes.end(), [&](const auto& a) { return a.first == name; });
+      user_check(it != axes.end() && std::none_of(ordered.begin(), ordered.end(),
+                                                  [&](const auto& a) { return a.first == name; }),
+                 "'order' names '", name, "', which is not an axis or is listed twice");
+      ordered.push_back(*it);
+    }
+    axes = std::move(ordered);
+  }
+  lua_pop(L, 1);
+  std::vector<plan::MeshAxis> out;
+  for (const auto& [name, size] : axes) {
+    // A network between nodes, NVLink-class links between GPUs, shared memory otherwise.
+    plan::Link link{5e9, 0.5e-6};
+    if (name == "racks" || name == "nodes" || name == "hosts") link = {25e9, 2e-6};
+    if (name == "gpus" || name == "devices") link = {300e9, 1e-6};
+    lua_getfield(L, 1, "links");
+    if (lua_type(L, -1) == LUA_TTABLE) {
+      lua_getfield(L, -1, name.c_str());
+      if (lua_type(L, -1) == LUA_TTABLE) {
+        lua_getfield(L, -1, "bandwidth");
+        if (lua_isnumber(L, -1)) link.bandwidth = lua_tonumber(L, -1);
+        lua_getfield(L, -2, "latency");
+        if (lua_isnumber(L, -1)) link.latency = lua_tonumber(L, -1);
+        lua_pop(L, 2);
+      }
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    user_check(link.bandwidth > 0 && link.latency >= 0, "the link of axis '", name,
+               "' needs a positive bandwidth and a latency >= 0");
+    out.push_back({name, static_cast<int>(size), link});
+  }
+  int64_t ranks = 1;
+  for (const plan::MeshAxis& a : out) ranks *= a.size;
+  user_check(ranks <= (1 << 20), "the axes multiply to ", ranks, " ranks, more than 2^20");
+  plan::Mesh m = plan::Mesh::of_axes(std::move(out));
+  lua_getfield(L, 1, "flops");
+  if (lua_isnumber(L, -1)) m.flops_per_s = lua_tonumber(L, -1);
+  lua_getfield(L, 1, "memory");
+  if (lua_isnumber(L, -1)) m.mem_bytes_per_rank = lua_tonumber(L, -1);
+  lua_pop(L, 2);
+  user_check(m.flops_per_s > 0 && m.mem_bytes_per_rank > 0, "flops and memory must be positive");
+  lua_createtable(L, 0, 5);
+  lua_pushinteger(L, m.ranks);
+  lua_setfield(L, -2, "ranks");
+  lua_createtable(L, static_cast<int>(m.axes.size()), 0);
+  for (size_t i = 0; i < m.axes.size(); ++i) {
+    lua_createtable(L, 0, 4);
+    lua_pushstring(L, m.axes[i].name.c_str());
+    lua_setfield(L, -2, "name");
+    lua_pushinteger(L, m.axes[i].size);
+    lua_setfield(L, -2, "size");
+    lua_pushnumber(L, m.axes[i].link.bandwidth);
+    lua_setfield(L, -2, "bandwidth");
+    lua_pushnumber(L, m.axes[i].link.latency);
+    lua_setfield(L, -2, "latency");
+    lua_seti(L, -2, static_cast<lua_Integer>(i + 1));
+  }
+  lua_setfield(L, -2, "axes");
+  lua_pushnumber(L, m.flops_per_s);
+  lua_setfield(L, -2, "flops_per_rank");
+  lua_pushnumber(L, m.mem_bytes_per_rank);
+  lua_setfield(L, -2, "memory_per_rank");
+  lua_pushstring(L, plan::to_string(m).c_str());
+  lua_setfield(L, -2, "description");
+  return 1;
+}
+
 int l_mesh(lua_State* L) {
+  if (!lua_isnoneornil(L, 1)) return new_mesh(L);
   Session& s = session_of(L);
   const plan::Mesh& m = s.mesh();
   lua_createtable(L, 0, 8);
@@ -500,6 +753,8 @@ void register_plan_types(lua_State* L) {
   lua_setfield(L, -2, "cost");
   push_guarded(L, plan_dot, "Plan:dot");
   lua_setfield(L, -2, "dot");
+  push_guarded(L, plan_blocks, "Plan:blocks");
+  lua_setfield(L, -2, "blocks");
   lua_setfield(L, -2, "__index");
   push_guarded(L, plan_tostring, "Plan.__tostring");
   lua_setfield(L, -2, "__tostring");

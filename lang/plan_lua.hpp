@@ -21,9 +21,10 @@ void register_plan_types(lua_State* L);
 std::string describe_layout_map(Session& s, const NodeRef& x);
 
 // Draws which rank holds which box: 1-D as a bar, 2-D as a grid, n-D as 2-D faces of the
-// last two dims, one per index of the leading dims (up to a few), in ANSI colours when
-// `colour`.
+// last two dims, one per index of the leading dims (up to a few), `width` columns wide at
+// most, in ANSI colours when `colour`. Up to 62 ranks each has a symbol; past that, and past
+// 16 blocks, the map summarizes each dim and the rank order instead of listing every block.
 std::string render_layout(const Shape& shape, const std::vector<plan::Shard>& shards,
-                          const std::string& summary, bool colour = true);
+                          const std::string& summary, bool colour = true, int width = 52);
 
 }  // namespace tapestry

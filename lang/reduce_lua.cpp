@@ -69,9 +69,31 @@ int l_std(lua_State* L) {
   return 1;
 }
 
+// x:norm([p] [,dims] [,opts]): p first, as torch's x.norm(p, dim) and linalg.norm(x, p).
 int l_norm(lua_State* L) {
-  ReduceArgs r = reduce_args(L, {"keepdim", "p"});
-  push_tensor(L, build::norm(r.x, r.p, r.dims, r.keepdim));
+  const NodeRef x = check_tensor_like(L, 1);
+  const int rank = static_cast<int>(x->shape.size());
+  double p = 2;
+  std::vector<int> dims;
+  int oi = 2;
+  if (!(is_options_table(L, 2) && lua_isnoneornil(L, 3))) {
+    if (lua_type(L, 2) == LUA_TSTRING) {
+      const std::string s = lua_tostring(L, 2);
+      if (s == "fro") p = 2;
+      else if (s == "inf") p = HUGE_VAL;
+      else arg_error(2, "p must be a positive number, \"fro\" or \"inf\", got '" + s + "'");
+    } else if (!lua_isnoneornil(L, 2)) {
+      p = check_number(L, 2);
+    }
+    user_check(p > 0, "p must be positive, got ", p, " (x:norm(p, dims): p comes first, as in torch)");
+    oi = 3;
+    if (!(is_options_table(L, 3) && lua_isnoneornil(L, 4))) {
+      dims = check_dims(L, 3, rank);
+      oi = 4;
+    }
+  }
+  Options o(L, oi, {"keepdim"});
+  push_tensor(L, build::norm(x, p, dims, o.boolean("keepdim").value_or(false)));
   return 1;
 }
 

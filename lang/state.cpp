@@ -1,5 +1,7 @@
 #include "lang/state.hpp"
 
+#include <new>
+
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
@@ -62,8 +64,14 @@ lua_State* new_tapestry_state(Session& s) {
   lua_State* L = luaL_newstate();
   if (!L) return nullptr;
   // The context lives in a userdata the registry keeps (Lua never moves it) as long as L.
-  auto* ctx = static_cast<StateContext*>(lua_newuserdatauv(L, sizeof(StateContext), 0));
-  *ctx = StateContext{&s, nullptr};
+  auto* ctx = new (lua_newuserdatauv(L, sizeof(StateContext), 0)) StateContext{&s, nullptr, {}};
+  lua_createtable(L, 0, 1);  // it holds strings (the print options): destroyed with the state
+  lua_pushcfunction(L, [](lua_State* l) {
+    static_cast<StateContext*>(lua_touserdata(l, 1))->~StateContext();
+    return 0;
+  });
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
   lua_rawsetp(L, LUA_REGISTRYINDEX, ctx);
   *static_cast<StateContext**>(lua_getextraspace(L)) = ctx;
   luaL_openlibs(L);

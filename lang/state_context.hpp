@@ -1,11 +1,14 @@
-// What a tapestry lua_State keeps in its extra space: the session its bindings work in, and
-// the Tensor metatable's address (every argument check compares a metatable with it).
+// What a tapestry lua_State keeps in its extra space: the session its bindings work in, the
+// Tensor metatable's address (every argument check compares a metatable with it), and the
+// print options.
 //   Session& s = session_of(L);     // a binding that observes, binds a name or reads counters
 //   state_context(L).tensor_meta    // lang/tensor_lua.cpp
 // new_tapestry_state (lang/state.hpp) sets it up; coroutines share their main state's.
 #pragma once
 
 #include <lua.h>
+
+#include "lang/format.hpp"
 
 namespace tapestry {
 
@@ -14,6 +17,7 @@ class Session;
 struct StateContext {
   Session* session = nullptr;
   const void* tensor_meta = nullptr;
+  FormatOptions print;  // tp.set_printoptions
 };
 
 inline StateContext& state_context(lua_State* L) {

@@ -110,7 +110,7 @@ void register_tensor_type(lua_State* L) {
 
   luaL_newmetatable(L, kTensorMeta);
   for (const ApiEntry& e : api_entries()) {
-    if (e.kind != ApiKind::Metamethod) continue;
+    if (e.kind != ApiKind::Metamethod || e.fn == nullptr) continue;  // (a == b is documented, not bound)
     push_guarded(L, e.fn, e.name);
     lua_setfield(L, -2, std::string(e.name.substr(e.name.find('.') + 1)).c_str());
   }

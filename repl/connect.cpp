@@ -21,6 +21,7 @@
 
 #include "repl/complete.hpp"
 #include "repl/line_reader.hpp"
+#include "repl/progress_bar.hpp"
 #include "repl/protocol.hpp"
 #include "repl/run.hpp"
 #include "repl/serve.hpp"
@@ -144,8 +145,19 @@ class CancelOnCtrlC {
   struct sigaction previous_ = {};
 };
 
+bool g_bar_shown = false;  // a progress line is on stderr
+
+// Progress frames, drawn as the local bar is (when it would be drawn here).
+void show_progress(std::string_view line) {
+  static const bool wanted = progress_wanted(isatty(STDOUT_FILENO) != 0);
+  if (!wanted || (line.empty() && !g_bar_shown)) return;
+  show_progress_line(line);
+  g_bar_shown = !line.empty();
+}
+
 void write_output(std::string_view payload) {
   if (payload.empty()) return;
+  show_progress("");
   FILE* out = payload[0] == static_cast<char>(OutputStream::Stderr) ? stderr : stdout;
   if (out == stderr) fflush(stdout);
   fwrite(payload.data() + 1, 1, payload.size() - 1, out);
@@ -179,10 +191,13 @@ Reply wait_reply(Connection& c, std::string& prompt_text) {
     }
     switch (f.type) {
       case FrameType::Output: write_output(f.payload); break;
+      case FrameType::Progress: show_progress(f.payload); break;
       case FrameType::Error:
+        show_progress("");
         if (!f.payload.empty()) print_error("", f.payload);
         return Reply::Failed;
       case FrameType::Result:
+        show_progress("");
         if (f.payload.size() > 1) prompt_text = f.payload.substr(1);
         return !f.payload.empty() && f.payload[0] == static_cast<char>(ResultStatus::Incomplete)
                    ? Reply::Incomplete

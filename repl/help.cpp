@@ -115,7 +115,8 @@ std::string help_overview() {
   }
   out +=
       "\nAn expression typed alone is printed; the last value printed is in _.\n"
-      "Ctrl-C stops a running evaluation; Ctrl-D or :quit leaves.\n";
+      "Ctrl-C stops a running evaluation; Ctrl-D or :quit leaves.\n"
+      "a == b on tensors is not elementwise (Lua's == gives a boolean): use tp.eq(a, b) (:help ==).\n";
   return out;
 }
 
@@ -126,6 +127,7 @@ std::string help_for(std::string_view name, bool* found) {
   if (name.empty()) return help_overview();
 
   // (Built with append: g++ 12 warns falsely (-Wrestrict) on "literal" + std::string.)
+  if (name == "==" || name == "~=") name = "Tensor.__eq";
   std::vector<std::string> tries = {std::string(name)};
   if (!name.starts_with(":")) tries.emplace_back(":").append(name);
   for (const std::string& t : tries)

@@ -17,10 +17,12 @@
 #include "lang/state.hpp"
 #include "repl/cli.hpp"
 #include "repl/connect.hpp"
+#include "repl/launch.hpp"
 #include "repl/progress_bar.hpp"
 #include "repl/run.hpp"
 #include "repl/serve.hpp"
 #include "repl/shell.hpp"
+#include "repl/terminal.hpp"
 
 namespace {
 
@@ -34,7 +36,13 @@ struct Main {
   char** argv;
   int exit_status;
   const tapestry::repl::ServeOptions* serve = nullptr;  // `tapestry serve`
+  bool terminal = false;  // the shell reads a terminal (rank 0's own, or the one mpirun was started from)
 };
+
+// Whether the command line ends in the interactive shell (lua.c's rule).
+bool wants_shell(const CliOptions& o) {
+  return o.subcommand.empty() && (o.interactive || (o.script.empty() && o.chunks.empty()));
+}
 
 // lua.c's createargtable: arg[0] is the script, arg[1..] its arguments, and the
 // interpreter's own arguments get indices 0 and below (arg[0] = "tapestry" without a script).
@@ -61,7 +69,7 @@ int run(lua_State* L, Main& m) {
     const char* path = o.script_is_stdin ? nullptr : o.script.c_str();
     if (run_file(L, path, args, kProgname) != LUA_OK) return 1;
   }
-  if (o.interactive || (o.script.empty() && o.chunks.empty())) return run_shell(L, isatty(STDIN_FILENO) != 0);
+  if (wants_shell(o)) return run_shell(L, m.terminal);
   return 0;
 }
 
@@ -155,16 +163,17 @@ int main(int argc, char** argv) {
   }
   if (o.memory_per_rank >= 0) session.set_memory_per_rank(o.memory_per_rank);
   if (const int job = session.mpi_job_ranks(); o.ranks != 1 && job == 0) {
-    // Not under mpirun yet: become `mpirun -n N tapestry args...` (returns only on failure).
-    // A worker that dies must not take rank 0 down before it reports it (it aborts itself).
-    setenv("OMPI_MCA_orte_abort_on_non_zero_status", "0", 0);
-    const std::string why =
-        tapestry::comm::relaunch_under_mpirun(o.ranks, argc, argv, session.config().launch);
-    fprintf(stderr, "%s: %s\n", kProgname, why.c_str());
-    return 2;
+    // Not under mpirun yet: run `mpirun -n N tapestry args...` and exit with rank 0's status.
+    return run_under_mpirun(o.ranks, argc, argv, session.config().launch);
   } else if (o.ranks != 1 && o.ranks != job) {
     fprintf(stderr, "%s: -n %d, but the MPI job has %d ranks\n", kProgname, o.ranks, job);
     return 2;
+  }
+  // Rank 0 of a job: the shell gets the terminal mpirun was started from, if it was.
+  bool terminal = isatty(STDIN_FILENO) != 0;
+  if (session.mpi_job_ranks() > 0) {
+    take_exit_file();
+    if (!terminal && wants_shell(o)) terminal = take_launcher_terminal();
   }
 
   lua_State* L = nullptr;
@@ -178,14 +187,24 @@ int main(int argc, char** argv) {
     fprintf(stderr, "%s: cannot create the Lua state: not enough memory\n", kProgname);
     return 1;
   }
-  // Under mpirun stdout is Open MPI's pty even in a pipe: there only TAPESTRY_PROGRESS=1 shows it.
-  const bool terminal = isatty(STDOUT_FILENO) != 0 && session.mpi_job_ranks() == 0;
-  if (progress_wanted(terminal) && o.subcommand.empty()) install_progress_bar(session.telemetry());
-  Main m{&o, argc, argv, 0, o.subcommand == "serve" ? &serve_options : nullptr};
+  install_exit_hook(L);
+  // Under mpirun stdout is Open MPI's pty even in a pipe: there only TAPESTRY_PROGRESS=1 shows it,
+  // unless rank 0 took the terminal.
+  const bool drawn =
+      isatty(STDOUT_FILENO) != 0 && (session.mpi_job_ranks() == 0 || (terminal && wants_shell(o)));
+  if (progress_wanted(drawn) && o.subcommand.empty()) install_progress_bar(session.telemetry());
+  Main m{&o, argc, argv, 0, o.subcommand == "serve" ? &serve_options : nullptr, terminal};
   lua_pushcfunction(L, pmain);
   lua_pushlightuserdata(L, &m);
   int status = lua_pcall(L, 1, 0, 0);
   report(L, status, kProgname);
   lua_close(L);
-  return status == LUA_OK ? m.exit_status : 1;
+  status = status == LUA_OK ? m.exit_status : 1;
+  // A rank lost on the way fails the run, however the script ended.
+  if (const tapestry::Coordinator* job = session.coordinator(); job && !job->broken().empty()) {
+    fprintf(stderr, "%s: %s\n", kProgname, job->broken().c_str());
+    if (status == 0) status = 1;
+  }
+  give_back_terminal();
+  return record_exit_status(status);
 }

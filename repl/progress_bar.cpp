@@ -10,6 +10,8 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -46,7 +48,8 @@ std::string human_seconds(double s) {
 
 class ProgressBar final : public ProgressListener {
  public:
-  ProgressBar() : thread_([this] { loop(); }) {}
+  explicit ProgressBar(std::function<void(std::string_view)> sink)
+      : sink_(std::move(sink)), thread_([this] { loop(); }) {}
   ~ProgressBar() override {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -71,8 +74,7 @@ class ProgressBar final : public ProgressListener {
     std::lock_guard<std::mutex> lock(mu_);
     active_ = false;
     if (drawn_) {
-      std::fputs("\r\033[K", stderr);  // erase: the results print on a clean line
-      std::fflush(stderr);
+      sink_("");  // erase: the results print on a clean line
       drawn_ = false;
     }
   }
@@ -99,7 +101,7 @@ class ProgressBar final : public ProgressListener {
     const double total = double(s_.blocks_total > 0 ? s_.blocks_total : 1);
     const double frac = std::min(1.0, s_.blocks_done / total);
     const int fill = int(frac * kWidth + 0.5);
-    std::string line = "\r\033[K[" + std::string(fill, '#') + std::string(kWidth - fill, '.') + "] ";
+    std::string line = "[" + std::string(fill, '#') + std::string(kWidth - fill, '.') + "] ";
     char buf[160];
     std::snprintf(buf, sizeof buf, "%lld/%lld blocks  %s moved  ",
                   static_cast<long long>(s_.blocks_done + 0.5), static_cast<long long>(s_.blocks_total),
@@ -107,8 +109,7 @@ class ProgressBar final : public ProgressListener {
     line += buf;
     line += s_.blocks_done > 0 ? "ETA " + human_seconds(elapsed * (total - s_.blocks_done) / s_.blocks_done)
                                : "elapsed " + human_seconds(elapsed);
-    std::fputs(line.c_str(), stderr);
-    std::fflush(stderr);
+    sink_(line);
     drawn_ = true;
   }
 
@@ -117,6 +118,7 @@ class ProgressBar final : public ProgressListener {
   ProgressState s_;
   Clock::time_point started_;
   bool active_ = false, drawn_ = false, quit_ = false;
+  std::function<void(std::string_view)> sink_;
   std::thread thread_;  // last: starts once the rest is built
 };
 
@@ -124,9 +126,20 @@ class ProgressBar final : public ProgressListener {
 
 bool progress_wanted(bool stdout_is_terminal) { return shell_env().progress.value_or(stdout_is_terminal); }
 
+void show_progress_line(std::string_view line) {
+  std::string text = "\r\033[K";
+  text += line;
+  std::fputs(text.c_str(), stderr);
+  std::fflush(stderr);
+}
+
 void install_progress_bar(Telemetry& t) {
-  static ProgressBar bar;  // joined at exit, after the last evaluation
+  static ProgressBar bar(show_progress_line);  // joined at exit, after the last evaluation
   t.progress_listener = &bar;
+}
+
+std::unique_ptr<ProgressListener> make_progress_bar(std::function<void(std::string_view)> sink) {
+  return std::make_unique<ProgressBar>(std::move(sink));
 }
 
 }  // namespace tapestry::repl

@@ -92,6 +92,7 @@ std::string_view frame_type_name(FrameType type) {
     case FrameType::Result: return "result";
     case FrameType::Cancel: return "cancel";
     case FrameType::Bye: return "bye";
+    case FrameType::Progress: return "progress";
   }
   return "unknown";
 }

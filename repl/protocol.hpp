@@ -6,7 +6,8 @@
 //
 // A conversation: the client sends Auth{token}; the server answers Hello{prompt "\n" banner} or
 // Error{why} and closes. Then each Chunk{code} gets any number of Output{stream byte, text} and
-// one Result{status byte, prompt} or Error{message}; Complete{word} gets Complete{"\n"-joined
+// one Result{status byte, prompt} or Error{message}, with Progress{line} frames meanwhile once an
+// evaluation has run a second; Complete{word} gets Complete{"\n"-joined
 // words}; Cancel stops the client's running chunk; Bye ends the connection.
 #pragma once
 
@@ -20,17 +21,18 @@
 namespace tapestry::repl {
 
 enum class FrameType : uint8_t {
-  Hello = 1,     // server -> client, after a good Auth
-  Auth = 2,      // client -> server: the token, first and once
-  Chunk = 3,     // client -> server: Lua code or a ':' command
-  Complete = 4,  // both ways: a word to complete / the completions
-  Output = 5,    // server -> client: what the chunk printed (first byte: 1 stdout, 2 stderr)
-  Error = 6,     // server -> client: the chunk failed, or the connection is refused
-  Result = 7,    // server -> client: the chunk is done (first byte: a ResultStatus)
-  Cancel = 8,    // client -> server: stop my running chunk (Ctrl-C)
-  Bye = 9,       // either way: the connection ends
+  Hello = 1,      // server -> client, after a good Auth
+  Auth = 2,       // client -> server: the token, first and once
+  Chunk = 3,      // client -> server: Lua code or a ':' command
+  Complete = 4,   // both ways: a word to complete / the completions
+  Output = 5,     // server -> client: what the chunk printed (first byte: 1 stdout, 2 stderr)
+  Error = 6,      // server -> client: the chunk failed, or the connection is refused
+  Result = 7,     // server -> client: the chunk is done (first byte: a ResultStatus)
+  Cancel = 8,     // client -> server: stop my running chunk (Ctrl-C)
+  Bye = 9,        // either way: the connection ends
+  Progress = 10,  // server -> client: the progress bar's line while a chunk evaluates ("": erase it)
 };
-inline constexpr uint8_t kLastFrameType = 9;
+inline constexpr uint8_t kLastFrameType = 10;
 
 inline constexpr size_t kHeaderSize = 5;
 // Big enough for any chunk a person pastes or a script sends; small enough that a hostile

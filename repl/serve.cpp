@@ -22,6 +22,7 @@
 
 #include "engine/run/evaluator.hpp"
 #include "engine/session/session.hpp"
+#include "engine/telemetry/progress.hpp"
 #include "lang/state_context.hpp"
 #include "repl/cancellable_match.hpp"
 #include "repl/cli.hpp"
@@ -30,6 +31,7 @@
 #include "repl/line_reader.hpp"
 #include "repl/listener.hpp"
 #include "repl/output_capture.hpp"
+#include "repl/progress_bar.hpp"
 #include "repl/run.hpp"
 #include "repl/shell.hpp"
 #include "repl/shell_env.hpp"
@@ -340,6 +342,13 @@ int serve(lua_State* L, const ServeOptions& o) {
   LineReader input(false);  // commands may remember history: a plain reader keeps none
   Shell sh{L, input};
   Environment& env = session_of(L).env();
+  // Each client sees the progress of its own chunks: the bar's lines go to the running one.
+  std::atomic<uint64_t> running_client{0};
+  const std::unique_ptr<ProgressListener> bar =
+      make_progress_bar([&net, &running_client](std::string_view line) {
+        if (net) net->send(running_client, encode_frame(FrameType::Progress, line));
+      });
+  telemetry.progress_listener = bar.get();
   while (std::optional<Job> job = net->next_job()) {
     g_stop_lua = false;
     telemetry.clear_cancel();
@@ -359,12 +368,14 @@ int serve(lua_State* L, const ServeOptions& o) {
       for (const std::string& w : completions(L, job->text)) words += (words.empty() ? "" : "\n") + w;
       net->send(job->client, encode_frame(FrameType::Complete, words));
     } else {
+      running_client = job->client;
       run_chunk(sh, *net, *job);
     }
     env.set_author(0);
     net->done();
   }
   lua_sethook(L, nullptr, 0, 0);
+  telemetry.progress_listener = nullptr;
   net.reset();
   g_files.remove();
   g_files = OwnFiles{};

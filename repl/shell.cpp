@@ -17,6 +17,7 @@
 #include "repl/complete.hpp"
 #include "repl/line_reader.hpp"
 #include "repl/run.hpp"
+#include "repl/show_value.hpp"
 
 namespace tapestry::repl {
 
@@ -33,10 +34,10 @@ bool incomplete(lua_State* L, int status) {
   return std::string_view(msg, len).ends_with(kEofMark);
 }
 
-// Prints the values from `base` to the top with the global print (tab-separated,
-// through tostring, so tensors are observed here) and keeps the first one in `_`.
 }  // namespace
 
+// Prints the values from `base` to the top with the global print (tab-separated, through
+// tostring, so tensors are observed here; tables through show_value) and keeps the first in `_`.
 void print_values(Shell& sh, int base) {
   lua_State* L = sh.L;
   int n = lua_gettop(L) - base + 1;
@@ -45,6 +46,7 @@ void print_values(Shell& sh, int base) {
   lua_pushvalue(L, base);  // the candidate for `_`, kept below the values
   lua_insert(L, base);
   lua_getglobal(L, "print");
+  lua_pushcclosure(L, print_shown, 1);  // tables shown readably, the rest as print does
   lua_insert(L, base + 1);
   int status = docall(L, n, 0);  // printing a lazy tensor computes it: Ctrl-C applies
   if (status == LUA_OK && !lua_isnil(L, base)) {

@@ -35,7 +35,8 @@ int run_shell(lua_State* L, bool terminal);
 void eval_line(Shell& shell, std::string_view line);
 
 // Prints the values from stack index `base` to the top as the prompt does (through print,
-// tab-separated; a tensor is observed) and keeps the first non-nil one in `_`.
+// tab-separated; a tensor is observed, a table is shown nested: repl/show_value.hpp) and keeps
+// the first non-nil one in `_`.
 void print_values(Shell& shell, int base);
 
 // "tapestry> ", or "tapestry[4 ranks]> " when L's session's mesh has more than one rank.

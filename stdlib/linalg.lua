@@ -26,7 +26,7 @@ function linalg.norm(x, p)
   elseif type(p) ~= "number" or not (p > 0) then
     args.fail(fname, "p must be a positive number, math.huge, 'inf' or 'fro', got %s", tostring(p))
   end
-  if p ~= 2 then return x:norm(nil, {p = p}) end
+  if p ~= 2 then return x:norm(p) end
   local scale = x:abs():max()
   if x.dtype ~= "f32" and x.dtype ~= "f64" then scale = scale:cast("f64") end
   local safe = tp.where(scale:eq(0), 1, scale)  -- an all-zero x has norm 0, not 0/0

@@ -350,15 +350,24 @@ std::string find_launcher(const std::string& dirs) {
 
 }  // namespace
 
-std::string relaunch_under_mpirun(int ranks, int argc, char** argv, const LaunchEnv& env) {
+std::vector<std::string> mpirun_command(int ranks, int argc, char** argv, const LaunchEnv& env,
+                                        std::string& why) {
   // A launcher that starts us without the variables we recognize would loop forever.
-  if (env.relaunched)
-    return "the MPI launcher started tapestry without an MPI environment (OMPI_COMM_WORLD_SIZE unset)";
+  if (env.relaunched) {
+    why = "the MPI launcher started tapestry without an MPI environment (OMPI_COMM_WORLD_SIZE unset)";
+    return {};
+  }
   const std::string launcher = find_launcher(env.path);
-  if (launcher.empty()) return "-n needs mpirun (Open MPI), found neither mpirun nor mpiexec on PATH";
+  if (launcher.empty()) {
+    why = "-n needs mpirun (Open MPI), found neither mpirun nor mpiexec on PATH";
+    return {};
+  }
   char self[4096];
   const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return "cannot find this executable (/proc/self/exe)";
+  if (n <= 0) {
+    why = "cannot find this executable (/proc/self/exe)";
+    return {};
+  }
   self[n] = '\0';
   std::vector<std::string> args = {launcher, "-n", std::to_string(ranks)};
 #ifdef OPEN_MPI
@@ -373,12 +382,7 @@ std::string relaunch_under_mpirun(int ranks, int argc, char** argv, const Launch
 #endif
   args.push_back(self);
   for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
-  std::vector<char*> cargs;
-  for (std::string& a : args) cargs.push_back(a.data());
-  cargs.push_back(nullptr);
-  setenv("TAPESTRY_RELAUNCHED", "1", 1);
-  execv(launcher.c_str(), cargs.data());
-  return cat_str("cannot run ", launcher, ": ", std::strerror(errno));
+  return args;
 }
 
 }  // namespace tapestry::comm

@@ -139,9 +139,10 @@ struct LaunchEnv {
   bool sigkill_timeout_set = false;    // OMPI_MCA_odls_base_sigkill_timeout is given
 };
 
-// Replaces this process with `mpirun -n ranks <this executable> args...` (Open MPI gets
-// --oversubscribe, and --allow-run-as-root when run as root). Returns only on failure,
-// with the reason.
-std::string relaunch_under_mpirun(int ranks, int argc, char** argv, const LaunchEnv& env);
+// The command that runs this executable with `args...` on `ranks` ranks:
+// `mpirun -n ranks <this executable> args...` (Open MPI gets --oversubscribe, and
+// --allow-run-as-root when run as root). Empty, with the reason in `why`, when it cannot.
+std::vector<std::string> mpirun_command(int ranks, int argc, char** argv, const LaunchEnv& env,
+                                        std::string& why);
 
 }  // namespace tapestry::comm

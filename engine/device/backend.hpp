@@ -1,12 +1,12 @@
-// A compute device for the single-rank evaluator: its memory, transfers, and one kernel per
-// kernel family, over device views.
+// A compute device for the evaluators and rank programs: its memory, transfers, and one kernel
+// per kernel family, over device views.
 //   DeviceView x = device_alloc(dev, DType::F32, {n});   // device memory, freed with its last view
 //   dev.upload(host_view, x);  dev.map(prog, y);  dev.download(y, host_value->view());
 // The entry points mirror kernels/cpu/kernels.hpp one for one, so what a node means (window
-// origins, fused programs, cat offsets) is decided once, by the device evaluator
-// (device_eval.hpp), for every backend. Implementations: the CUDA plugin
+// origins, fused programs, cat offsets) is decided once, by run_block (engine/run/run_block.hpp),
+// for every backend. Implementations: the CPU (host_backend.hpp), the CUDA plugin
 // (engine/device/cuda/cuda_device.cpp, loaded by engine/device/plugin.cpp) and a host
-// simulation for the tests (device_sim.hpp).
+// simulation for the tests and TAPESTRY_DEVICE=sim (sim_backend.hpp).
 #pragma once
 
 #include <cstdint>

@@ -2,9 +2,10 @@
 //   HostBackend cpu;
 //   DeviceView x = HostBackend::wrap(host_view);   // the same buffer, no copy
 //   cpu.reduce(Op::Sum, x, {0}, y);  View r = cpu.view(y);
-// The device evaluator runs on it what the device has no kernel for (a node's CPU fallback),
-// with the same per-node code as on the device; the test simulation (device_sim.hpp) derives
-// from it.
+// The single-rank evaluator and the rank programs' CPU blocks run on it (cpu_backend(),
+// engine/run/run_block.hpp), and the device evaluator runs on it what the device has no kernel
+// for (a node's CPU fallback), with the same per-node code as on the device; the simulated
+// device (sim_backend.hpp) derives from it.
 #pragma once
 
 #include <memory>
@@ -45,7 +46,7 @@ class HostBackend : public DeviceBackend {
   // kernel): a step like u + c * stencil(u) reads u and writes its result once.
   void map_banded(const cpu::MapProgram& p, const std::vector<Stencil>& stencils, const View& out);
 
-  // A device view over v's buffer (no copy, no allocation: a Buffer is a DeviceMemory).
+  // A device view over v's buffer (no copy, no allocation: a Buffer is a Memory).
   static DeviceView wrap(const View& v);
   // The host view of a view this backend made or wrapped.
   virtual View view(const DeviceView& d) const;

@@ -7,8 +7,8 @@
 // - a rank's operations run in the order it posts them, each waiting for the one before;
 // - a send completes only once its receiver has posted the matching receive (no buffering).
 // So every rank must post its sends and receives in one global order: the executor posts its
-// transfers in the plan's transfer order (sharded_run.cpp), which matches each pair and cannot
-// deadlock, since that order is a topological order of the plan (docs/gpu.md).
+// transfers in the plan's transfer order (engine/shard/rank_program.cpp), which matches each
+// pair and cannot deadlock, since that order is a topological order of the plan (docs/gpu.md).
 // Handles are comm::Collective: test() never blocks; a handle destroyed before it completes
 // (a failed run) keeps its buffers alive until the device is done with them.
 #pragma once

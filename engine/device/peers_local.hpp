@@ -3,7 +3,7 @@
 // tested in one process exactly as it must hold on a GPU cluster.
 //   LocalPeersHub hub(4, copier);                  // copier: the device the ranks share
 //   auto s = hub.endpoint(0).send(1, x, 7);  auto r = hub.endpoint(1).recv(0, y, 7);  r->test();
-// The rules (device_peers.hpp): each rank's operations complete in the order it posted them; a
+// The rules (peers.hpp): each rank's operations complete in the order it posted them; a
 // send completes together with the receive it meets, and only when both are the next of their
 // ranks; pairs meet by order. A pair that meets with different labels, shapes or dtypes is an
 // InternalError (on NCCL it would mix up data silently).

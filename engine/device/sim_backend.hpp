@@ -1,10 +1,10 @@
-// A simulated device for the tests of the device evaluator: its memory is host allocations of
-// its own (so nothing reaches it but through upload), its kernels are the CPU's, and it counts
-// what crosses the host boundary.
+// A simulated device for the tests of the device paths (the device evaluator, device blocks of
+// rank programs, device peers): its memory is host allocations of its own (so nothing reaches it
+// but through upload), its kernels are the CPU's, and it counts what crosses the host boundary.
 //   SimDevice sim;  sim.refuse(Op::Matmul);        // matmul then runs on the CPU fallback
 //   evaluate_on_device({y}, sim);
 //   CHECK(sim.counts().uploads == 2);  CHECK(sim.counts().live_bytes == 0);
-// Built with the engine, selected only by tests: tapestry never makes one.
+// Built with the engine; tapestry makes one only with TAPESTRY_DEVICE=sim (device::attach_backend).
 #pragma once
 
 #include <cstdint>
@@ -40,7 +40,7 @@ class SimDevice final : public HostBackend {
   void download(const DeviceView& src, const View& host) override;
   bool supports(const Node& n) const override { return !refused_.count(n.op); }
   MapLimits map_limits() const override { return limits_; }
-  // Under mpirun: NCCL's rules kept over MPI (comm/mpi_device_peers.hpp).
+  // Under mpirun: NCCL's rules kept over MPI (peers_mpi.hpp).
   bool can_join_peers() const override { return true; }
   std::string make_peer_id() override { return "simulated"; }
   std::unique_ptr<comm::DevicePeers> join_peers(const std::string& id, int rank, int size) override;

@@ -282,7 +282,7 @@ RunReport Coordinator::run_plan(const plan::ShardedGraph& g, const StoreKeys& ke
         throw Error(cat_str("rank 0: no progress for ", limit, " s (TAPESTRY_MPI_TIMEOUT) while ",
                             me.done() ? "waiting for rank(s) " + st.missing() : "at " + me.waiting_on()));
       mpi.progress();
-      if (me.collectives_in_flight()) wait.reset();  // yield, do not sleep: see sharded_run.hpp
+      if (me.collectives_in_flight()) wait.reset();  // yield, do not sleep: see rank_program.hpp
       wait.pause();
     }
     my_blocks = me.blocks_run();

@@ -51,6 +51,9 @@ class Coordinator {
   // "none: <why>" (through the host over MPI).
   const std::string& device_transport() const { return device_transport_; }
 
+  // Why the job cannot be trusted any more (a worker died or stopped answering), or "".
+  const std::string& broken() const { return broken_; }
+
   // Runs `g` (planned for ranks() ranks) on the job. Throws as described above.
   // `keys`: initial shards read from each rank's shard store, results kept there.
   RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys = {});
@@ -79,7 +82,7 @@ class Coordinator {
   std::string broken_;  // set when a worker stopped answering: the job cannot be trusted
   bool shut_ = false;
   Peers peers_;
-  // Device peers every rank joined at start (comm/device_peers.hpp); retired after a failed
+  // Device peers every rank joined at start (engine/device/peers.hpp); retired after a failed
   // run, whose device transfers may be half-matched.
   std::unique_ptr<comm::DevicePeers> device_peers_;
   bool device_peers_retired_ = false;

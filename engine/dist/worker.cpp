@@ -204,7 +204,7 @@ class Worker {
           st.kind = Status::Aborted;
           return;
         }
-        if (p.collectives_in_flight()) wait.reset();  // yield, do not sleep: see sharded_run.hpp
+        if (p.collectives_in_flight()) wait.reset();  // yield, do not sleep: see rank_program.hpp
         wait.pause();
       }
       p.send_outputs();

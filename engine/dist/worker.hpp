@@ -24,7 +24,7 @@ struct Command {
   // Drop: free the stored shards of `drop` (a rebind's old version, a failed run's new one).
   // Io: this rank's part of a parallel .npy read or write (engine/io/parallel_io.hpp), the job's
   // bytes in `plan`; answered by one status like a run (protocol 4).
-  // Peers: join the job's device peers (comm/device_peers.hpp) with the id in `plan`; answered
+  // Peers: join the job's device peers (engine/device/peers.hpp) with the id in `plan`; answered
   // by one status (protocol 5).
   enum Kind : uint8_t { Run = 1, Abort = 2, Shutdown = 3, Drop = 4, Io = 5, Peers = 6 };
   // Trace: record trace events and send them back. DevicePeers: the run's transfers go from

@@ -2,6 +2,8 @@
 // per process) and what the plan wire carries (bump kPlanWireVersion).
 #include "engine/ir/attrs.hpp"
 
+#include <algorithm>
+
 namespace tapestry {
 
 namespace {
@@ -92,6 +94,13 @@ SliceAttrs SliceAttrs::decode(const Attrs& a) {
 }
 
 Attrs ConstrainAttrs::encode() const { return with_ints(parts); }
+std::vector<int64_t> ConstrainAttrs::on(int ranks, const Shape& shape) const {
+  std::vector<int64_t> out = parts;
+  for (size_t d = 0; d < out.size() && d < shape.size(); ++d)
+    if (out[d] == kPartsPerRank) out[d] = std::max<int64_t>(1, std::min<int64_t>(ranks, shape[d]));
+  return out;
+}
+
 ConstrainAttrs ConstrainAttrs::decode(const Attrs& a) { return {a.ints}; }
 
 Attrs CatAttrs::encode() const { return with_ints({dim}); }

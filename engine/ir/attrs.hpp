@@ -113,8 +113,13 @@ struct SliceAttrs {                    // x[starts + steps * y]; the shape is th
   bool operator==(const SliceAttrs&) const = default;
 };
 
+// In ConstrainAttrs::parts: one part per rank of the mesh being planned (tp.split(d)).
+inline constexpr int64_t kPartsPerRank = 0;
+
 struct ConstrainAttrs {        // the layout the planner must give the node
-  std::vector<int64_t> parts;  // per dim; 1 = not split
+  std::vector<int64_t> parts;  // per dim; 1 = not split; kPartsPerRank: the planned mesh's ranks
+  // parts with kPartsPerRank resolved for a mesh of `ranks` (at most the dim's size).
+  std::vector<int64_t> on(int ranks, const Shape& shape) const;
   Attrs encode() const;
   static ConstrainAttrs decode(const Attrs& a);
   bool operator==(const ConstrainAttrs&) const = default;

@@ -18,8 +18,6 @@
 
 namespace tapestry {
 
-// One instruction, field for field MapInstr: register r < num_leaves is leaf r, register
-// num_leaves + j the result of instrs[j]; the last instruction is the program's result.
 // One instruction of a map program: registers 0..L-1 are the leaves, instruction j writes
 // register L + j, and the last instruction is the result. The same struct everywhere a map
 // program exists: fused nodes' attributes, the CPU and CUDA map kernels, every backend.

@@ -16,15 +16,16 @@ double slice_bytes(const Node& n, const Box& b) {
 }
 
 // A combine as a tree reduction over its participants: ceil(log2 p) rounds of one message
-// (the slowest link involved), plus the arithmetic of merging p partials at memory speed.
-double combine_time(const Mesh& m, const std::vector<Rank>& who, double bytes) {
+// (the slowest link involved), plus the arithmetic of merging p partials at memory speed; with
+// several destinations (an all-reduce) the result comes back down the tree as well.
+double combine_time(const Mesh& m, const std::vector<Rank>& who, size_t dests, double bytes) {
   const size_t p = who.size();
   if (p <= 1) return bytes / m.mem_bytes_per_s;
-  bool spans_nodes = false;
-  for (Rank r : who) spans_nodes = spans_nodes || m.node_of(r) != m.node_of(who[0]);
-  const Link& l = spans_nodes ? m.inter : m.intra;
-  const double rounds = std::ceil(std::log2(static_cast<double>(p)));
-  return rounds * l.time(bytes) + static_cast<double>(p - 1) * bytes / m.mem_bytes_per_s;
+  const Link* l = &m.link(who[0], who[0]);  // the slowest link between the participants
+  for (Rank r : who)
+    if (m.link(who[0], r).time(bytes) > l->time(bytes)) l = &m.link(who[0], r);
+  const double rounds = std::ceil(std::log2(static_cast<double>(p))) * (dests > 1 ? 2 : 1);
+  return rounds * l->time(bytes) + static_cast<double>(p - 1) * bytes / m.mem_bytes_per_s;
 }
 
 }  // namespace
@@ -72,13 +73,16 @@ PlanCost cost_of(const ShardedGraph& g, const Mesh& m) {
     const Combine& k = g.combines[i];
     who[i] = g.participants(k);
     combine_bytes[i] = slice_bytes(node_of(k.node), k.out);
-    // Every participant but one destination sends its merged partial once.
-    c.bytes_moved += static_cast<int64_t>(combine_bytes[i] * static_cast<double>(who[i].size() - 1));
+    // Every participant but one destination sends its merged partial once; every other
+    // destination receives the result once.
+    c.bytes_moved +=
+        static_cast<int64_t>(combine_bytes[i] * static_cast<double>(who[i].size() - 1 + k.dest.size() - 1));
     for (Rank d : k.dest) mem[d] += combine_bytes[i];
   }
 
   // The schedule: advance every rank as far as its dependencies allow, until all are done.
   std::vector<double> clock(R, 0.0);
+  std::vector<double> out_free(R, 0.0), in_free(R, 0.0);  // when each rank's link is free again
   std::vector<size_t> pc(R, 0);
   std::vector<double> sent(g.transfers.size(), -1.0);
   std::vector<int> arrived(g.combines.size(), 0);
@@ -95,22 +99,31 @@ PlanCost cost_of(const ShardedGraph& g, const Mesh& m) {
         if (st.kind == Step::Kind::Run) {
           clock[r] += block_time[st.index];
         } else if (st.kind == Step::Kind::Send) {
-          // Buffered: the sender pays only the message overhead.
+          // Buffered: the sender's program pays only the message overhead, but its link
+          // carries one message at a time (a broadcast from one rank to 63 takes 63 times
+          // as long as one message, not the same time).
           const Transfer& t = g.transfers[st.index];
-          clock[r] += m.link(t.from, t.to).latency;
-          sent[st.index] = clock[r];
+          const Link& l = m.link(t.from, t.to);
+          const double bytes = slice_bytes(node_of(t.tensor), t.slice);
+          clock[r] += l.latency;
+          const double start = std::max(clock[r], out_free[r]);
+          out_free[r] = start + bytes / l.bandwidth;
+          sent[st.index] = out_free[r] + l.latency;
         } else if (st.kind == Step::Kind::Recv) {
           if (sent[st.index] < 0) break;
+          // The receiver's link, too, takes one message at a time.
           const Transfer& t = g.transfers[st.index];
           const double bytes = slice_bytes(node_of(t.tensor), t.slice);
-          clock[r] = std::max(clock[r], sent[st.index]) + m.transfer_time(t.from, t.to, bytes);
+          const double in = std::max(sent[st.index], in_free[r] + bytes / m.link(t.from, t.to).bandwidth);
+          in_free[r] = in;
+          clock[r] = std::max(clock[r], in);
         } else {  // Combine: arrive once, then wait until every participant has arrived
           const size_t k = st.index;
           if (!waiting[r]) {
             waiting[r] = true;
             ready[k] = std::max(ready[k], clock[r]);
             if (++arrived[k] == static_cast<int>(who[k].size()))
-              done[k] = ready[k] + combine_time(m, who[k], combine_bytes[k]);
+              done[k] = ready[k] + combine_time(m, who[k], g.combines[k].dest.size(), combine_bytes[k]);
           }
           if (done[k] < 0) break;
           waiting[r] = false;

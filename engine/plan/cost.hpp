@@ -4,7 +4,9 @@
 //   c.bytes_moved      // exact bytes of transfers and combines; zero when nothing moves
 // The simulation runs every rank's step list in program order: a block takes the roofline of
 // its flops and bytes, a receive waits for its send, a combine for all its participants, and
-// ranks run concurrently, so one rank's compute overlaps another's transfers.
+// ranks run concurrently, so one rank's compute overlaps another's transfers. Transfers are
+// alpha-beta on the link between the two ranks, and each rank's link sends one message at a
+// time and receives one at a time: what a rank sends or receives in a phase adds up.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "engine/ir/error.hpp"
+#include "engine/plan/piece_index.hpp"
 
 namespace tapestry::plan {
 
@@ -38,7 +39,12 @@ namespace {
 
 class Lowering {
  public:
-  Lowering(const std::vector<Shard>& initial, int num_ranks) : g_(num_ranks), have_(num_ranks) {
+  Lowering(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial, int num_ranks)
+      : g_(num_ranks), have_(num_ranks), link_busy_(static_cast<size_t>(num_ranks), 0.0) {
+    for (const NodeRef& n : topo) {
+      shape_of_[n->id] = n->shape;
+      for (const NodeRef& in : n->inputs) shape_of_[in->id] = in->shape;
+    }
     for (const Shard& h : initial) {
       g_.hold(h.tensor, h.box, h.rank);
       add_held(h.tensor, h.box, h.rank);
@@ -46,7 +52,7 @@ class Lowering {
     }
   }
 
-  void node(const NodeRef& n, const std::vector<Placement>& blocks) {
+  void node(const NodeRef& n, const std::vector<Placement>& blocks, CombineMode mode) {
     for (const NodeRef& in : n->inputs) list(in);  // leaves outside topo: named, kept alive
     list(n);
     if (blocks.empty()) {
@@ -66,7 +72,7 @@ class Lowering {
       ids.push_back(g_.add_block(n->id, p.box, p.rank));
       if (!split) produce(n->id, s.output_slice(p.box), p.rank);
     }
-    if (split) combine(n, s, ids);
+    if (split) combine(n, s, ids, mode);
   }
 
   ShardedGraph finish(const std::vector<NodeRef>& roots) {
@@ -80,6 +86,7 @@ class Lowering {
       if (produced_[r->id].empty()) g_.roots.push_back(r->id);  // verify reports it
     }
     send_held_data_first();
+    post_sends_before_receives();
     return std::move(g_);
   }
 
@@ -104,6 +111,43 @@ class Lowering {
       });
   }
 
+  // Within each run of transfers between two computations of a rank, its sends go before its
+  // receives (sends are buffered, so they never wait): a redistribution then proceeds on every
+  // rank at once, where receive-then-send would pass it down a chain of ranks (an all-to-all
+  // among p ranks took p rounds). A send of data received in the same run (a relay) stays
+  // after that receive.
+  void post_sends_before_receives() {
+    for (Rank r = 0; r < g_.num_ranks; ++r) {
+      std::vector<Step>& steps = g_.steps[static_cast<size_t>(r)];
+      const auto is_comm = [](const Step& st) {
+        return st.kind == Step::Kind::Send || st.kind == Step::Kind::Recv;
+      };
+      for (auto begin = steps.begin(); begin != steps.end();) {
+        if (!is_comm(*begin)) {
+          ++begin;
+          continue;
+        }
+        auto end = std::find_if_not(begin, steps.end(), is_comm);
+        std::vector<const Transfer*> received;  // receives of this run before the step looked at
+        std::vector<Step> early, late;
+        for (auto it = begin; it != end; ++it) {
+          const Transfer& t = g_.transfers[it->index];
+          if (it->kind == Step::Kind::Recv) {
+            received.push_back(&t);
+            late.push_back(*it);
+            continue;
+          }
+          const bool relay = std::any_of(received.begin(), received.end(), [&](const Transfer* u) {
+            return u->tensor == t.tensor && meet(u->slice, t.slice);
+          });
+          (relay ? late : early).push_back(*it);
+        }
+        std::copy(late.begin(), late.end(), std::copy(early.begin(), early.end(), begin));
+        begin = end;
+      }
+    }
+  }
+
   void list(const NodeRef& n) {
     if (listed_.insert(n->id).second) g_.nodes.push_back(n);
   }
@@ -115,7 +159,15 @@ class Lowering {
 
   void add_held(uint64_t t, const Box& box, Rank r) {
     have_[r][t].push_back(box);
-    by_rank_[t][r].push_back(box);
+    index(t).add(box, r);
+  }
+
+  PieceIndex& index(uint64_t t) {
+    auto it = where_.find(t);
+    if (it != where_.end()) return it->second;
+    auto shape = shape_of_.find(t);
+    internal_check(shape != shape_of_.end());  // every tensor a plan names is in topo or feeds it
+    return where_.emplace(t, PieceIndex(shape->second)).first->second;
   }
 
   static bool meet(const Box& a, const Box& b) {
@@ -124,45 +176,65 @@ class Lowering {
     return true;
   }
 
+  // A slice some ranks hold whole comes from the holder that can start sending it first: the
+  // holders it was made or held on, and the ranks it already reached, whose links each send one
+  // message at a time. Many ranks fetching the same slice then form a binomial tree (the number
+  // of holders doubles every round) instead of a star whose root sends every copy.
+  bool relay(uint64_t t, const Box& m, Rank to) {
+    const double bytes = static_cast<double>(m.volume());
+    Rank best = -1;
+    double best_start = 0;
+    for (const PieceIndex::Piece* p : index(t).overlapping(m)) {
+      if (p->rank == to || p->rank == best || !p->box.contains(m)) continue;
+      auto r = ready_[t].find(p->rank);
+      const double start = std::max(r == ready_[t].end() ? 0.0 : r->second, link_busy_[p->rank]);
+      if (best < 0 || start < best_start) best = p->rank, best_start = start;
+    }
+    if (best < 0) return false;
+    g_.add_transfer(t, m, best, to);
+    link_busy_[best] = best_start + bytes;
+    ready_[t][to] = best_start + bytes;
+    add_held(t, m, to);
+    return true;
+  }
+
   // Brings the parts of `need` that rank `to` lacks, piece by piece from the lowest rank
-  // holding each piece. Only the ranks holding some of `t` are visited: on a big mesh most
-  // hold nothing of a given tensor.
+  // holding each piece. Only the pieces near `need` are visited (PieceIndex): on a big mesh
+  // most ranks hold nothing of it.
   void fetch(uint64_t t, const Box& need, Rank to) {
     if (need.empty()) return;
     auto mine = have_[to].find(t);
     std::vector<Box> missing =
         mine == have_[to].end() ? std::vector<Box>{need} : poly::uncovered(need, mine->second);
     if (missing.empty()) return;
+    if (missing.size() == 1 && relay(t, missing[0], to)) return;
     std::vector<Box> arrived;  // added once the scan is over: `to` is skipped by it anyway
-    for (const auto& [from, boxes] : by_rank_[t]) {
+    for (const PieceIndex::Piece* p : index(t).overlapping(need)) {
       if (missing.empty()) break;
-      if (from == to) continue;
-      for (const Box& h : boxes) {
-        if (!meet(need, h)) continue;
-        bool any = false;
-        for (const Box& m : missing) any = any || meet(m, h);
-        if (!any) continue;
-        std::vector<Box> still;
-        for (const Box& m : missing) {
-          if (!meet(m, h)) {
-            still.push_back(m);
-            continue;
-          }
-          const Box part = intersect(m, h);
-          g_.add_transfer(t, part, from, to);
-          arrived.push_back(part);
-          for (const Box& rest : poly::subtract(m, part)) still.push_back(rest);
+      if (p->rank == to) continue;
+      const Box& h = p->box;
+      bool any = false;
+      for (const Box& m : missing) any = any || meet(m, h);
+      if (!any) continue;
+      std::vector<Box> still;
+      for (const Box& m : missing) {
+        if (!meet(m, h)) {
+          still.push_back(m);
+          continue;
         }
-        missing = std::move(still);
-        if (missing.empty()) break;
+        const Box part = intersect(m, h);
+        g_.add_transfer(t, part, p->rank, to);
+        arrived.push_back(part);
+        for (const Box& rest : poly::subtract(m, part)) still.push_back(rest);
       }
+      missing = std::move(still);
     }
     for (const Box& b : arrived) add_held(t, b, to);
     user_check(missing.empty(), "slice ", to_string(missing.empty() ? need : missing[0]), " of node %", t,
                " lies on no rank");
   }
 
-  void combine(const NodeRef& n, const poly::Signature& s, const std::vector<size_t>& ids) {
+  void combine(const NodeRef& n, const poly::Signature& s, const std::vector<size_t>& ids, CombineMode mode) {
     // Group the partials by output slice; a regular grid gives equal-or-disjoint slices.
     std::vector<std::pair<Box, std::vector<size_t>>> groups;
     for (size_t b : ids) {
@@ -177,29 +249,70 @@ class Lowering {
         regular = regular && !overlaps(groups[i].first, groups[k].first);
     if (!regular) groups = {{Box::of_shape(n->shape), ids}};
     for (const auto& [out, partials] : groups) {
-      const Rank dest = g_.blocks[partials[0]].rank;
-      g_.add_combine(n->id, s.combine(), partials, out, {dest});
-      produce(n->id, out, dest);
+      std::vector<Rank> holders;  // the ranks with a partial of this slice, in block order
+      for (size_t b : partials)
+        if (std::find(holders.begin(), holders.end(), g_.blocks[b].rank) == holders.end())
+          holders.push_back(g_.blocks[b].rank);
+      if (mode == CombineMode::AllReduce) {
+        g_.add_combine(n->id, s.combine(), partials, out, holders);
+        for (Rank d : holders) produce(n->id, out, d);
+      } else if (mode == CombineMode::ReduceScatter && out.rank() > 0) {
+        int dim = 0;
+        for (int d = 1; d < out.rank(); ++d)
+          if (out.extent(d) > out.extent(dim)) dim = d;
+        const int64_t e = out.extent(dim), k = std::min<int64_t>(e, static_cast<int64_t>(holders.size()));
+        for (int64_t i = 0; i < k; ++i) {
+          Box piece = out;
+          piece.lo[dim] = out.lo[dim] + i * e / k;
+          piece.hi[dim] = out.lo[dim] + (i + 1) * e / k - 1;
+          std::vector<size_t> reach;  // the partials this piece needs: all of them, as they cover `out`
+          for (size_t b : partials)
+            if (overlaps(s.output_slice(g_.blocks[b].box), piece)) reach.push_back(b);
+          g_.add_combine(n->id, s.combine(), reach, piece, {holders[static_cast<size_t>(i)]});
+          produce(n->id, piece, holders[static_cast<size_t>(i)]);
+        }
+      } else {
+        const Rank dest = g_.blocks[partials[0]].rank;
+        g_.add_combine(n->id, s.combine(), partials, out, {dest});
+        produce(n->id, out, dest);
+      }
     }
   }
 
   ShardedGraph g_;
   std::vector<std::unordered_map<uint64_t, std::vector<Box>>> have_;
-  // have_ again, by tensor then rank in order: a fetch visits only the ranks holding some of it.
-  std::unordered_map<uint64_t, std::map<Rank, std::vector<Box>>> by_rank_;
+  // have_ again, by tensor and box: a fetch visits only the pieces near the slice it needs.
+  std::unordered_map<uint64_t, PieceIndex> where_;
+  std::unordered_map<uint64_t, Shape> shape_of_;
+  // relay(): when a rank that received a tensor's slice has it (in bytes sent before, a proxy
+  // for time), and how many bytes each rank's link has been given to send.
+  std::unordered_map<uint64_t, std::unordered_map<Rank, double>> ready_;
+  std::vector<double> link_busy_;
   std::unordered_map<uint64_t, std::vector<Shard>> produced_;  // final pieces, in order
   std::unordered_set<uint64_t> listed_;
 };
 
 }  // namespace
 
+const char* combine_mode_name(CombineMode m) {
+  switch (m) {
+    case CombineMode::Reduce: return "reduce";
+    case CombineMode::AllReduce: return "all-reduce";
+    case CombineMode::ReduceScatter: return "reduce-scatter";
+  }
+  return "?";
+}
+
 ShardedGraph lower(const std::vector<NodeRef>& topo, const Assignment& blocks,
-                   const std::vector<Shard>& initial, const std::vector<NodeRef>& roots, int num_ranks) {
-  Lowering l(initial, num_ranks);
+                   const std::vector<Shard>& initial, const std::vector<NodeRef>& roots, int num_ranks,
+                   const CombineModes& modes) {
+  Lowering l(topo, initial, num_ranks);
   static const std::vector<Placement> none;
   for (const NodeRef& n : topo) {
     auto it = blocks.find(n->id);
-    l.node(n, it == blocks.end() ? none : it->second);
+    auto mode = modes.find(n->id);
+    l.node(n, it == blocks.end() ? none : it->second,
+           mode == modes.end() ? CombineMode::Reduce : mode->second);
   }
   return l.finish(roots);
 }

@@ -19,19 +19,27 @@ struct Placement {
 };
 using Assignment = std::map<uint64_t, std::vector<Placement>>;  // node id -> its blocks
 
+// Where the partials of a split reduction are merged, per output slice: on the rank of its first
+// partial (a reduce), on every rank holding a partial of it (an all-reduce: the value is then
+// replicated there), or in equal pieces along the slice's longest dim, one per such rank (a
+// reduce-scatter: Megatron's row-parallel step).
+enum class CombineMode : uint8_t { Reduce, AllReduce, ReduceScatter };
+using CombineModes = std::map<uint64_t, CombineMode>;  // node id -> its mode (absent: Reduce)
+const char* combine_mode_name(CombineMode m);
+
 // The blocks of a regular grid: parts[j] near-equal pieces along index dim j (1 = whole),
 // assigned to ranks round-robin in row-major order.
 std::vector<Placement> grid_blocks(const poly::Signature& s, const std::vector<int64_t>& parts,
                                    int num_ranks);
 
 // Emits, in topological order, for each block: the transfers that bring its missing input
-// slices (from the lowest rank holding each piece), then the block; after the blocks of a node
-// that split a reduction, one combine per distinct partial output slice, delivered to the
-// rank of its first partial (one combine of the whole output when those slices overlap
-// irregularly). Result shards are where the roots' producers put them. Nodes of `topo`
-// without blocks must be leaves held in `initial`. Throws Error when a needed slice lies
-// nowhere.
+// slices (a slice ranks read whole travels down a binomial tree), then the block; after the
+// blocks of a node that split a reduction, the combines of each distinct partial output slice as
+// its CombineMode says (one combine of the whole output when those slices overlap irregularly).
+// Result shards are where the roots' producers put them. Nodes of `topo` without blocks must be
+// leaves held in `initial`. Throws Error when a needed slice lies nowhere.
 ShardedGraph lower(const std::vector<NodeRef>& topo, const Assignment& blocks,
-                   const std::vector<Shard>& initial, const std::vector<NodeRef>& roots, int num_ranks);
+                   const std::vector<Shard>& initial, const std::vector<NodeRef>& roots, int num_ranks,
+                   const CombineModes& modes = {});
 
 }  // namespace tapestry::plan

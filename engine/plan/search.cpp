@@ -19,7 +19,14 @@ std::string Candidate::name(const poly::Signature& s) const {
   for (int j = 0; j < s.rank(); ++j)
     if (parts[j] > 1) out += cat_str(out.empty() ? "" : " x ", s.space[j].name, "/", parts[j]);
   if (out.empty()) return cat_str("whole on rank ", rank);
+  if (combine != CombineMode::Reduce) out += cat_str(" + ", combine_mode_name(combine));
   return rank == 0 ? out : cat_str(out, " from rank ", rank);
+}
+
+bool splits_reduction(const poly::Signature& s, const Candidate& c) {
+  for (int j = 0; j < s.rank(); ++j)
+    if (c.parts[j] > 1 && s.space[j].kind == poly::IndexDim::Reduction) return true;
+  return false;
 }
 
 std::vector<Candidate> candidates(const poly::Signature& s, int ranks) {
@@ -51,6 +58,14 @@ std::vector<Candidate> candidates(const poly::Signature& s, int ranks) {
         c.parts[dims[b]] = g;
         out.push_back(c);
       }
+  const size_t listed = out.size();
+  for (size_t i = 0; i < listed; ++i)
+    if (splits_reduction(s, out[i]))
+      for (CombineMode m : {CombineMode::AllReduce, CombineMode::ReduceScatter}) {
+        Candidate c = out[i];
+        c.combine = m;
+        out.push_back(c);
+      }
   return out;
 }
 
@@ -76,6 +91,13 @@ Assignment assignment_of(const std::vector<NodeRef>& ops, const std::map<uint64_
   for (const NodeRef& n : ops) a[n->id] = place(poly::signature_of(*n), choice.at(n->id), ranks);
   return a;
 }
+
+CombineModes modes_of(const std::map<uint64_t, Candidate>& choice) {
+  CombineModes m;
+  for (const auto& [id, c] : choice)
+    if (c.combine != CombineMode::Reduce) m[id] = c.combine;
+  return m;
+}
 }  // namespace
 
 const ShardedGraph& Plan::graph() const {
@@ -83,7 +105,8 @@ const ShardedGraph& Plan::graph() const {
     internal_check(input_ != nullptr);  // a plan is either lowered or knows how to lower
     const LoweringInput& in = *input_;
     const Assignment a = assignment_of(ops_to_place(in.topo, in.initial), choice, in.mesh.ranks);
-    graph_ = std::make_shared<const ShardedGraph>(lower(in.topo, a, in.initial, in.roots, in.mesh.ranks));
+    graph_ = std::make_shared<const ShardedGraph>(
+        lower(in.topo, a, in.initial, in.roots, in.mesh.ranks, modes_of(choice)));
   }
   return *graph_;
 }
@@ -108,7 +131,8 @@ Plan evaluate(const std::vector<NodeRef>& topo, const std::vector<Shard>& initia
   Plan p;
   p.evaluations = 1;
   for (size_t i = 0; i < ops.size(); ++i) p.choice[ops[i]->id] = choice[i];
-  p.set_graph(lower(topo, assignment_of(ops, p.choice, m.ranks), initial, roots, m.ranks));
+  p.set_graph(
+      lower(topo, assignment_of(ops, p.choice, m.ranks), initial, roots, m.ranks, modes_of(p.choice)));
   p.cost = cost_of(p.graph(), m);
   return p;
 }
@@ -123,14 +147,19 @@ struct Space {
   std::vector<std::vector<std::vector<Placement>>> placed;  // [op][candidate]
 };
 
-// Where a tensor lies after its producer runs (mirrors lower(): a split reduction's
-// partials combine onto the rank of the first partial of each output slice).
-std::vector<Shard> layout_of(uint64_t id, const poly::Signature& s, const std::vector<Placement>& p) {
+// Where a tensor lies after its producer runs (as lower() puts it, roughly: a split reduction's
+// partials combine onto the rank of the first partial of each output slice, onto every rank
+// holding one (all-reduce), or a piece onto each of them (reduce-scatter: approximated here by
+// the whole slice on the first, as the greedy start only needs where most of the data is).
+std::vector<Shard> layout_of(uint64_t id, const poly::Signature& s, const std::vector<Placement>& p,
+                             CombineMode mode) {
   std::vector<Shard> out;
   for (const Placement& q : p) {
     const Box o = s.output_slice(q.box);
-    if (std::none_of(out.begin(), out.end(), [&](const Shard& h) { return h.box == o; }))
-      out.push_back(Shard{id, o, q.rank});
+    const bool same_rank =
+        std::any_of(out.begin(), out.end(), [&](const Shard& h) { return h.box == o && h.rank == q.rank; });
+    const bool listed = std::any_of(out.begin(), out.end(), [&](const Shard& h) { return h.box == o; });
+    if (!listed || (mode == CombineMode::AllReduce && !same_rank)) out.push_back(Shard{id, o, q.rank});
   }
   return out;
 }
@@ -169,14 +198,15 @@ std::vector<int> greedy(const Space& sp, const std::vector<Shard>& initial, cons
       }
       double t = *std::max_element(busy.begin(), busy.end());
       if (partial) {  // one reduction round of the output per doubling of partials
-        const double parts =
-            double(sp.placed[i][c].size()) / double(layout_of(n->id, s, sp.placed[i][c]).size());
-        t += std::ceil(std::log2(parts)) *
+        const double parts = double(sp.placed[i][c].size()) /
+                             double(layout_of(n->id, s, sp.placed[i][c], CombineMode::Reduce).size());
+        const double rounds = sp.cands[i][c].combine == CombineMode::AllReduce ? 2 : 1;  // + the broadcast
+        t += rounds * std::ceil(std::log2(parts)) *
              m.inter.time(s.output.bytes() / double(sp.placed[i][c].size()) * parts);
       }
       if (t < best * (1 - 1e-9)) best = t, pick[i] = static_cast<int>(c);
     }
-    where[n->id] = layout_of(n->id, s, sp.placed[i][pick[i]]);
+    where[n->id] = layout_of(n->id, s, sp.placed[i][pick[i]], sp.cands[i][pick[i]].combine);
   }
   return pick;
 }
@@ -241,8 +271,13 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
     auto it = memo.find(st);
     if (it != memo.end()) return it->second;
     Assignment a;
-    for (size_t i = 0; i < n_ops; ++i) a[sp.ops[i]->id] = sp.placed[i][st[i]];
-    const double t = cost_of(lower(topo, a, initial, roots, m.ranks), m).total();
+    CombineModes modes;
+    for (size_t i = 0; i < n_ops; ++i) {
+      a[sp.ops[i]->id] = sp.placed[i][st[i]];
+      if (sp.cands[i][st[i]].combine != CombineMode::Reduce)
+        modes[sp.ops[i]->id] = sp.cands[i][st[i]].combine;
+    }
+    const double t = cost_of(lower(topo, a, initial, roots, m.ranks, modes), m).total();
     ++evaluations;
     for (size_t i = 0; i < n_ops; ++i) seen[i][st[i]] = std::min(seen[i][st[i]], t);
     memo.emplace(st, t);
@@ -251,7 +286,22 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
 
   std::vector<int> cur = greedy(sp, initial, m), best = cur;
   double cur_cost = cost(cur), best_cost = cur_cost;
-  if (opt.method == SearchOptions::Anneal && n_ops > 0) {
+  // A joint space no larger than the move budget is searched whole: exact, and the same plan
+  // whatever the seed or the machine's load (annealing moves one op at a time, and the best
+  // plan can need a producer and its consumers to change together).
+  double joint = 1;
+  for (const auto& c : sp.cands) joint = std::min(joint * double(c.size()), 1e18);
+  if (opt.method == SearchOptions::Anneal && n_ops > 0 && joint <= std::max(opt.steps, 1)) {
+    std::vector<int> st(n_ops, 0);
+    while (true) {
+      const double c = cost(st);
+      if (c < best_cost * (1 - 1e-12)) best = st, best_cost = c;
+      size_t i = n_ops;
+      while (i > 0 && st[i - 1] == int(sp.cands[i - 1].size()) - 1) st[--i] = 0;
+      if (i == 0) break;
+      ++st[i - 1];
+    }
+  } else if (opt.method == SearchOptions::Anneal && n_ops > 0) {
     std::mt19937_64 rng(opt.seed);
     // Geometric cooling from 5% of the start's cost to 0.01% of it: early moves may lose a
     // little to leave a local optimum, late moves only improve.

@@ -22,9 +22,11 @@
 namespace tapestry::plan {
 
 // parts[j] pieces along index dim j, blocks round-robin from `rank`; all 1 = whole on `rank`.
+// A candidate that splits a reduction dim also says where the partials are merged.
 struct Candidate {
   poly::Coords parts;
   Rank rank = 0;
+  CombineMode combine = CombineMode::Reduce;
   std::string name(const poly::Signature& s) const;  // "i/2 x k/2", "whole on rank 3"
   bool operator==(const Candidate&) const = default;
 };
@@ -32,9 +34,12 @@ struct Candidate {
 // The candidates of one op on `ranks` ranks: whole on ranks 0..min(ranks,8)-1, each splittable
 // dim over the largest divisor of `ranks` it can hold, and each pair of dims over a*b == ranks
 // with a and b within a factor 32 of each other (on big meshes the lopsided grids are close to
-// the one-dim splits already listed, and would only slow the search).
+// the one-dim splits already listed, and would only slow the search). A split of a reduction
+// dim comes three times: its partials reduced, all-reduced or reduce-scattered.
 std::vector<Candidate> candidates(const poly::Signature& s, int ranks);
 std::vector<Placement> place(const poly::Signature& s, const Candidate& c, int ranks);
+// Whether the candidate splits a reduction dim (its blocks leave partials).
+bool splits_reduction(const poly::Signature& s, const Candidate& c);
 
 struct SearchOptions {
   enum Method { Greedy, Anneal } method = Anneal;

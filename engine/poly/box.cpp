@@ -129,7 +129,7 @@ std::string to_string(const Box& b) {
   std::string s;
   for (int d = 0; d < b.rank(); ++d) {
     if (d) s += "x";
-    s += cat_str("[", b.lo[d], "..", b.hi[d], "]");
+    s += cat_str("[", b.lo[d] + 1, "..", b.hi[d] + 1, "]");
   }
   return s;
 }

@@ -1,5 +1,5 @@
 // Integer boxes: the blocks of an index space and the slices of a tensor.
-//   Box b({0, 2}, {3, 5});          // rows 0..3, columns 2..5 inclusive: to_string(b) == "[0..3]x[2..5]"
+//   Box b({0, 2}, {3, 5});          // rows 0..3, columns 2..5 inclusive: to_string(b) == "[1..4]x[3..6]"
 //   b.volume() == 16;  intersect(b, Box::of_shape({2, 4})) == Box({0, 2}, {1, 3})
 //   covered_by(b, {left, right})    // true when the union of the pieces holds every point of b
 // Bounds are inclusive so that a one-element slice is [i..i]; a rank-0 box is the single
@@ -47,7 +47,8 @@ std::vector<Box> uncovered(const Box& target, const std::vector<Box>& pieces);
 // Whether every point of `target` lies in at least one of `pieces`.
 bool covered_by(const Box& target, const std::vector<Box>& pieces);
 
-// "[0..3]x[2..5]"; "[]" for the rank-0 point, "[1..0]" style bounds when empty.
+// 1-based and inclusive, as Lua indexes (every inspection output is): Box({0, 2}, {3, 5}) is
+// "[1..4]x[3..6]"; "[]" for the rank-0 point, "[2..1]" style bounds when empty.
 std::string to_string(const Box& b);
 std::ostream& operator<<(std::ostream& os, const Box& b);
 

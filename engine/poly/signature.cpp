@@ -101,7 +101,7 @@ std::string to_string(const Signature& s) {
   out += "}";
   const std::vector<std::string> names = s.dim_names();
   for (size_t i = 0; i < s.inputs.size(); ++i)
-    out += cat_str("; in", i, " ", to_string(s.inputs[i].proj, names));
+    out += cat_str("; in", i + 1, " ", to_string(s.inputs[i].proj, names));
   out += cat_str("; out ", to_string(s.output.proj, names));
   out += cat_str("; ", s.flops_per_point, " flops/point");
   return out;

@@ -27,7 +27,7 @@ Access access_of(const Node& t, Projection p) { return Access{std::move(p), t.sh
 // Space = the output's shape, all parallel, output identity: maps, generators, views.
 Signature over_output(const Node& n, double flops) {
   Signature s;
-  for (size_t d = 0; d < n.shape.size(); ++d) s.space.push_back(parallel(cat_str("d", d), n.shape[d]));
+  for (size_t d = 0; d < n.shape.size(); ++d) s.space.push_back(parallel(cat_str("d", d + 1), n.shape[d]));
   s.output = access_of(n, Projection::identity(static_cast<int>(n.shape.size())));
   s.flops_per_point = flops;
   return s;
@@ -87,7 +87,8 @@ Signature reduce_over(const Node& n, const Shape& shape, const std::vector<int>&
   std::vector<int> kept;
   for (int d = 0; d < r; ++d) {
     const bool red = std::find(reduced.begin(), reduced.end(), d) != reduced.end();
-    s.space.push_back(red ? reduction(cat_str("d", d), shape[d], c) : parallel(cat_str("d", d), shape[d]));
+    s.space.push_back(red ? reduction(cat_str("d", d + 1), shape[d], c)
+                          : parallel(cat_str("d", d + 1), shape[d]));
     if (!red) kept.push_back(d);
   }
   for (const NodeRef& in : n.inputs) {
@@ -134,7 +135,7 @@ Signature matmul_sig(const Node& n) {
   Signature s;
   std::vector<int> batch;
   for (int d = 0; d < nb; ++d) {
-    s.space.push_back(parallel(cat_str("b", d), n.shape[d]));
+    s.space.push_back(parallel(cat_str("b", d + 1), n.shape[d]));
     batch.push_back(d);
   }
   const int i = nb, j = nb + 1, k = nb + 2;
@@ -256,7 +257,7 @@ Signature reshape_sig(const Node& n) {
       // and writes the whole group (coefficient 0, window = the dim's size).
       int64_t total = 1;
       for (int t : g.in_dims) total *= x.shape[t];
-      IndexDim d = parallel(cat_str("d", s.rank()), total);
+      IndexDim d = parallel(cat_str("d", s.rank() + 1), total);
       d.splittable = false;
       add_dim(std::move(d));
       for (int t : g.in_dims) in.w[t] = x.shape[t];
@@ -270,7 +271,7 @@ Signature reshape_sig(const Node& n) {
     for (auto r : g.out_runs) leads_out[r.first] = true;
     const int base = s.rank();
     for (size_t f = 0; f < g.factors.size(); ++f) {
-      IndexDim d = parallel(cat_str("d", s.rank()), g.factors[f]);
+      IndexDim d = parallel(cat_str("d", s.rank() + 1), g.factors[f]);
       d.splittable = leads_in[f] && leads_out[f];
       add_dim(std::move(d));
     }

@@ -186,8 +186,7 @@ void run_into(DeviceBackend& be, const Node& n, Where& w, const std::vector<Devi
       return be.map(p, out);
     }
     case OpKind::Reduce: return be.reduce(n.op, inputs[0], attrs_of<ReduceAttrs>(n).dims, out);
-    case OpKind::ArgReduce:  // signature_of never lets a block split the reduced dim: local indices are
-                             // global
+    case OpKind::ArgReduce:  // signature_of splits no block along the reduced dim: indices are global
       return be.argreduce(n.op, inputs[0], attrs_of<ArgReduceAttrs>(n).dim.value_or(-1), out);
     case OpKind::Matmul:  // A[b, i, k-range] @ B[b, k-range, j]: a partial sum when k is split
       return be.matmul(inputs[0], inputs[1], out);
@@ -271,6 +270,14 @@ bool view_layout(const Node& n, const View& in, View& out) {
 DeviceView view_node(DeviceBackend& be, const Node& n, const DeviceView& input) {
   internal_check(is_view_op(n));
   Where w(n);
+  return view_of(be, n, w, input);
+}
+
+DeviceView view_block(DeviceBackend& be, const Node& n, const poly::Signature& sig, const Box& box,
+                      const DeviceView& input) {
+  internal_check(is_view_op(n));
+  check_inputs(sig, box, {input});
+  Where w(n, sig, box);
   return view_of(be, n, w, input);
 }
 

@@ -46,6 +46,10 @@ DeviceView view_node(DeviceBackend& be, const Node& n, const DeviceView& input);
 // The same over a layout alone (a host View, say): false when a reshape needs the data
 // contiguous first (copy it, then ask again).
 bool view_layout(const Node& n, const View& in, View& out);
+// A view op's block `box` as a view of its input slice (no copy, unless a reshape needs one):
+// what run_block would copy out, for a caller that may keep a view (a rank's pieces).
+DeviceView view_block(DeviceBackend& be, const Node& n, const poly::Signature& sig, const poly::Box& box,
+                      const DeviceView& input);
 
 // Whether `be` runs n's blocks: it has kernels for n, and a fused program fits one kernel.
 bool backend_takes(const DeviceBackend& be, const Node& n);

@@ -17,9 +17,10 @@
 
 namespace tapestry {
 
-// Fuses (plan::fuse) and plans the subgraph the roots need (nodes holding a value are
-// inputs, held whole on rank 0; Constrain nodes fix their layout) with plan::search — no plan cache, so
-// `opts` (method, seed) always takes effect — then verifies and runs it over `mesh.ranks` virtual ranks.
+// Plans the subgraph the roots need through plan::plan_observation (fuse, search; nodes holding
+// a value are inputs, held whole on rank 0; Constrain nodes fix their layout) with a planner of
+// its own, so no cached plan and `opts` (method, seed) always take effect; then verifies and
+// runs it over `mesh.ranks` virtual ranks.
 // Throws InternalError with the verifier's message when verification fails. Returns what
 // ran and moved (zero when every root already had a value). devices: as run_plan's.
 RunReport run_sharded(const std::vector<NodeRef>& roots, const plan::Mesh& mesh,

@@ -1,4 +1,4 @@
-// RankProgram's combines (sharded_run.hpp): merging the partial results of blocks that split a
+// RankProgram's combines (rank_program.hpp): merging the partial results of blocks that split a
 // reduction dimension, point to point or as one of the transport's collectives.
 #include <algorithm>
 #include <cmath>

@@ -343,8 +343,13 @@ void RankProgram::run(size_t b) {
   ins.reserve(n.inputs.size());
   for (size_t i = 0; i < n.inputs.size(); ++i)
     ins.push_back(gather(n.inputs[i]->id, s.input_slice(i, k.box)));
-  std::shared_ptr<Value> out = run_block(n, s, k.box, ins);
   ++blocks_run_;
+  if (is_view_op(n)) {  // moves no data: the output is a view of the slice gathered for it
+    hold(k.node, s.output_slice(k.box),
+         cpu_backend().view(view_block(cpu_backend(), n, s, k.box, HostBackend::wrap(ins[0]))));
+    return;
+  }
+  std::shared_ptr<Value> out = run_block(n, s, k.box, ins);
   // A partial is no value yet: consumers read the combined result.
   if (split_.count(k.node)) partials_[b] = std::move(out);
   else hold(k.node, s.output_slice(k.box), out->view());

@@ -9,10 +9,11 @@
 // them and the combine is regular (engine/comm/collective_plan.hpp): a started collective is
 // polled like a receive, so the loop keeps its shape.
 // With a device (a GPU, or the simulated one of the tests) a rank runs every block the device
-// takes there (run_block over its DeviceBackend) and keeps its output in device memory; data crosses between
-// host and device only where a reader on the other side needs it (rank_store.hpp): slices sent
-// over MPI, partials merged on the host, CPU-only blocks and the gather to rank 0.
-// With device peers as well (NCCL between GPUs, comm/device_peers.hpp) every transfer goes from
+// takes there (run_block over its DeviceBackend; backend_takes) and keeps its output in device
+// memory; data crosses between host and device only where a reader on the other side needs it
+// (rank_store.hpp): slices sent over MPI, partials merged on the host, CPU-only blocks and the
+// gather to rank 0.
+// With device peers as well (NCCL between GPUs, engine/device/peers.hpp) every transfer goes from
 // device to device; each rank posts its sends and receives in the plan's transfer order, which
 // NCCL's order-matching needs and which cannot deadlock (docs/gpu.md).
 #pragma once
@@ -139,9 +140,10 @@ class RankProgram {
   void hold(uint64_t tensor, poly::Box box, View v) { store_.hold(tensor, std::move(box), std::move(v)); }
   std::string describe(uint64_t tensor) const;
   // Banded pairs: a stencil (Correlate) block whose output only one map block of this rank
-  // reads, exactly, is not run alone (CPU ranks only: a device runs both as kernels). The map block computes
-  // it band by band of rows (run_banded): the stencil's output never exists whole, its input is read in place
-  // (only the band at a seam between held pieces is assembled), and the map writes its output once.
+  // reads, exactly, is not run alone (CPU ranks only: a device runs both as kernels). The map
+  // block computes it band by band of rows (run_banded): the stencil's output never exists
+  // whole, its input is read in place (only the band at a seam between held pieces is
+  // assembled), and the map writes its output once.
   void find_banded_pairs();
   void run_banded(size_t b);
   std::unordered_map<size_t, size_t> banded_into_;  // stencil block -> the map block computing it

@@ -1,14 +1,15 @@
 // A Chrome/Perfetto trace (JSON trace-event format) of what the engine runs: every block,
 // transfer and combine on every rank, single-rank kernels, and the plan/run phases.
-//   trace::start(session.telemetry().trace, "run.json");        // tp.trace("run.json")
-//   if (trace::enabled()) trace::record({"block", "matmul", 2, trace::kCompute, t0, trace::now_us() - t0,
-//   args}); trace::stop(session.telemetry().trace);                     // tp.trace(nil): closes the JSON
+//   trace::start(session.telemetry().trace, "run.json");   // tp.trace("run.json")
+//   if (trace::enabled())
+//     trace::record({"block", "matmul", 2, trace::kCompute, t0, trace::now_us() - t0, args});
+//   trace::stop(session.telemetry().trace);                 // tp.trace(nil): closes the JSON
 // Each session has its trace; enabled() and record() use the current one
 // (engine/telemetry/telemetry.hpp). Events stream to the file as they happen (so a long session
 // keeps little in memory); the closing "]}" is written by stop(), when the session ends and at
-// exit, so the file is valid JSON however the session ends normally. MPI workers capture their events instead
-// and send them to rank 0 with their status (engine/dist/worker.cpp); rank 0 records them under the worker's
-// pid.
+// exit, so the file is valid JSON however the session ends normally. MPI workers capture their
+// events instead and send them to rank 0 with their status (engine/dist/worker.cpp); rank 0
+// records them under the worker's pid.
 #pragma once
 
 #include <atomic>

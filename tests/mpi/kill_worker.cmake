@@ -1,8 +1,14 @@
 # Kills a worker of `mpirun -n NP tapestry kill_worker.lua` and checks that rank 0 reports it
 # and the job ends with a non-zero status within LIMIT seconds.
 #   cmake -DTAPESTRY=... -DMPIEXEC=... -DNP=3 -DSCRIPT=kill_worker.lua -DLIMIT=15 -P kill_worker.cmake
+# With -DLAUNCH=dash-n it runs `tapestry -n NP SCRIPT` instead (no MPIEXEC needed).
+if(LAUNCH STREQUAL "dash-n")
+  set(command ${TAPESTRY} -n ${NP} ${SCRIPT})
+else()
+  set(command ${MPIEXEC} -n ${NP} ${TAPESTRY} ${SCRIPT})
+endif()
 string(TIMESTAMP t0 "%s")
-execute_process(COMMAND ${MPIEXEC} -n ${NP} ${TAPESTRY} ${SCRIPT}
+execute_process(COMMAND ${command}
                 OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT 60)
 string(TIMESTAMP t1 "%s")
 math(EXPR took "${t1} - ${t0}")

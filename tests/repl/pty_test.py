@@ -31,7 +31,7 @@ def fail(message):
 
 
 class Session:
-    def __init__(self, binary, env):
+    def __init__(self, binary, env, args=()):
         self.buf = b""
         try:
             self.pid, self.fd = pty.fork()
@@ -39,7 +39,7 @@ class Session:
             print("skipped: no pseudo-terminal:", e)
             sys.exit(SKIP)
         if self.pid == 0:
-            os.execve(binary, [binary], env)
+            os.execve(binary, [binary, *args], env)
 
     def send(self, data):
         os.write(self.fd, data.encode() if isinstance(data, str) else data)

@@ -388,8 +388,8 @@ NodeRef constrain(const NodeRef& x, std::vector<int64_t> parts) {
   user_check(parts.size() == x->shape.size(), "layout has ", parts.size(), " dims but the tensor ",
              shape_str(x->shape), " has ", x->shape.size());
   for (size_t d = 0; d < parts.size(); ++d)
-    user_check(parts[d] >= 1 && parts[d] <= x->shape[d], "cannot split dimension ", d + 1, " of size ",
-               x->shape[d], " into ", parts[d], " parts");
+    user_check(parts[d] == kPartsPerRank || (parts[d] >= 1 && parts[d] <= x->shape[d]),
+               "cannot split dimension ", d + 1, " of size ", x->shape[d], " into ", parts[d], " parts");
   const NodeRef& src = x->op == Op::Constrain ? x->inputs[0] : x;  // the last constraint wins
   return make_node(Op::Constrain, {src}, ConstrainAttrs{std::move(parts)}.encode(), x->shape, x->dtype);
 }

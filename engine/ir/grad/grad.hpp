@@ -1,6 +1,6 @@
 // Reverse-mode gradients over the expression graph: the gradient is more lazy graph.
 //   std::vector<NodeRef> g = grad(loss, {w, b});   // g[0] has w's shape and dtype
-//   evaluate({g[0], g[1]});                          // planned, fused, sharded like any graph
+//   observe_values(session, {g[0], g[1]});           // fused, planned, sharded like any graph
 //   NodeRef dx = vjp_inputs(node, g_out)[0];        // one op's vector-Jacobian product
 // Every differentiable op has a rule (grad_rules.cpp: maps, reductions, views, matmul;
 // grad_window.cpp: correlate, conv2d, pools). Each rule is built from the ordinary builders,

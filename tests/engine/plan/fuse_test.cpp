@@ -122,7 +122,7 @@ TEST_CASE("engine.plan.fuse.a_map_chain_into_a_reduction") {
   CHECK(f.origin.at(r->id).back() == s);
   const poly::Signature sig = poly::signature_of(*r);
   CHECK(poly::signature_problem(sig) == "");
-  CHECK(to_string(sig) == "space {d0:3, d1:4 sum}; in0 (d0, d1); in1 (d0, d1); out (d0); 10 flops/point");
+  CHECK(to_string(sig) == "space {d1:3, d2:4 sum}; in1 (d1, d2); in2 (d1, d2); out (d1); 10 flops/point");
   // A map also read elsewhere stays a value of its own; the reduction reads it.
   NodeRef m = bin(Op::Mul, a, b);
   NodeRef t = build::reduce(Op::Max, m, {0}, false);

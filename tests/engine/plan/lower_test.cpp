@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "engine/ir/build/builders.hpp"
@@ -117,4 +118,51 @@ TEST_CASE("engine.plan.lower.reports_data_that_lies_nowhere") {
   a[y->id] = {{Box({0}, {3}), 0}};
   CHECK_THROWS_AS(lower({x, y}, a, {{x->id, Box({0}, {1}), 0}}, {y}, 1), Error);
   CHECK_THROWS_AS(lower({x, y}, {}, {{x->id, Box({0}, {3}), 0}}, {y}, 1), Error);
+}
+
+// Rows to columns on 4 ranks: an all-to-all of computed data. Every rank posts its three sends
+// before its three receives, so no rank waits on another's receive before it sends (receive then
+// send passed the redistribution down a chain of ranks).
+TEST_CASE("engine.plan.lower.redistribution_posts_sends_first") {
+  NodeRef in = src({8, 8});
+  NodeRef x = build::unary(Op::Exp, in), y = build::unary(Op::Neg, x);
+  Assignment a;
+  a[x->id] = grid_blocks(poly::signature_of(*x), {4, 1}, 4);  // rows
+  a[y->id] = grid_blocks(poly::signature_of(*y), {1, 4}, 4);  // columns
+  std::vector<Shard> initial;
+  for (Rank r = 0; r < 4; ++r) initial.push_back(Shard{in->id, Box({2 * r, 0}, {2 * r + 1, 7}), r});
+  const ShardedGraph g = lower({in, x, y}, a, initial, {y}, 4);
+  CHECK(verify(g, {in, x, y}).ok());
+  CHECK(g.transfers.size() == 12);
+  for (Rank r = 0; r < 4; ++r) {
+    const std::vector<Step>& st = g.steps[static_cast<size_t>(r)];
+    REQUIRE(st.size() == 8);  // x's block, 3 sends, 3 receives, y's block
+    CHECK(st[0].kind == Step::Kind::Run);
+    for (size_t i = 1; i < 4; ++i) CHECK(st[i].kind == Step::Kind::Send);
+    for (size_t i = 4; i < 7; ++i) CHECK(st[i].kind == Step::Kind::Recv);
+    CHECK(st[7].kind == Step::Kind::Run);
+  }
+}
+
+// A tensor held on rank 0 that every one of 16 ranks reads whole: a binomial tree, not a star.
+// Rank 0 sends log2(16) = 4 copies, every other rank receives one, and the plan verifies.
+TEST_CASE("engine.plan.lower.broadcast_is_a_tree") {
+  NodeRef x = src({16, 8}), w = src({8, 8});
+  NodeRef y = build::matmul(x, w);
+  Assignment a;
+  a[y->id] = grid_blocks(poly::signature_of(*y), {16, 1, 1}, 16);  // rows: every block reads all of w
+  std::vector<Shard> initial{Shard{w->id, Box::of_shape(w->shape), 0}};
+  for (Rank r = 0; r < 16; ++r) initial.push_back(Shard{x->id, Box({r, 0}, {r, 7}), r});
+  const ShardedGraph g = lower({x, w, y}, a, initial, {y}, 16);
+  CHECK(verify(g, {x, w, y}).ok());
+  std::vector<int> sent(16, 0), received(16, 0);
+  for (const Transfer& t : g.transfers) {
+    CHECK(t.tensor == w->id);
+    ++sent[static_cast<size_t>(t.from)];
+    ++received[static_cast<size_t>(t.to)];
+  }
+  CHECK(sent[0] == 4);
+  CHECK(received[0] == 0);
+  for (Rank r = 1; r < 16; ++r) CHECK(received[static_cast<size_t>(r)] == 1);
+  CHECK(*std::max_element(sent.begin(), sent.end()) == 4);
 }

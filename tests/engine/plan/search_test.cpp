@@ -77,9 +77,12 @@ TEST_CASE("engine.plan.search.candidates") {
   NodeRef y = build::matmul(src({8, 6}), src({6, 4}));
   const poly::Signature s = poly::signature_of(*y);
   const std::vector<Candidate> c = candidates(s, 4);
-  // 4 whole, i/4, j/4, k/4, and 2x2 over each of the 3 pairs.
-  CHECK(c.size() == 4 + 3 + 3);
+  // 4 whole, i/4, j/4, k/4, and 2x2 over each of the 3 pairs; the 3 that split k again with an
+  // all-reduce and with a reduce-scatter of their partials.
+  CHECK(c.size() == 4 + 3 + 3 + 3 * 2);
   CHECK(c[4].name(s) == cat_str(s.space[0].name, "/4"));
+  CHECK(c[10].name(s) == cat_str(s.space[2].name, "/4 + all-reduce"));
+  CHECK(c[11].name(s) == cat_str(s.space[2].name, "/4 + reduce-scatter"));
   CHECK(candidates(s, 1).size() == 1);
 }
 

@@ -74,14 +74,14 @@ TEST_CASE("engine.plan.verifier.rejects_overlapping_blocks") {
   m.g.add_block(m.y->id, rows(0, 2, 4), 0);
   m.g.add_block(m.y->id, rows(2, 3, 4), 1);
   expect_rejected(m.g, m.topo, "partition", "blocks 0 and 1 of %");
-  CHECK(verify(m.g, m.topo).mentions("overlap in [2..2]x[0..3]"));
+  CHECK(verify(m.g, m.topo).mentions("overlap in [3..3]x[1..4]"));
 }
 
 TEST_CASE("engine.plan.verifier.rejects_a_gap") {
   RowMap m;
   m.g.add_block(m.y->id, rows(0, 1, 4), 0);
   m.g.add_block(m.y->id, rows(3, 3, 4), 1);
-  expect_rejected(m.g, m.topo, "partition", "covers [2..2]x[0..3]");
+  expect_rejected(m.g, m.topo, "partition", "covers [3..3]x[1..4]");
 }
 
 TEST_CASE("engine.plan.verifier.rejects_row_and_column_of_a_2x2") {
@@ -94,8 +94,8 @@ TEST_CASE("engine.plan.verifier.rejects_row_and_column_of_a_2x2") {
   g.hold(x->id, Box::of_shape({2, 2}), 1);
   g.add_block(y->id, Box({0, 0}, {0, 1}), 0);
   g.add_block(y->id, Box({0, 0}, {1, 0}), 1);
-  expect_rejected(g, {x, y}, "partition", "overlap in [0..0]x[0..0]");
-  CHECK(verify(g, {x, y}).mentions("covers [1..1]x[1..1]"));
+  expect_rejected(g, {x, y}, "partition", "overlap in [1..1]x[1..1]");
+  CHECK(verify(g, {x, y}).mentions("covers [2..2]x[2..2]"));
 }
 
 TEST_CASE("engine.plan.verifier.rejects_a_split_of_an_unsplittable_dim") {
@@ -114,7 +114,7 @@ TEST_CASE("engine.plan.verifier.rejects_a_missing_input_slice") {
   m.g.initial.pop_back();  // rank 1 holds nothing of x
   m.g.add_block(m.y->id, rows(0, 1, 4), 0);
   m.g.add_block(m.y->id, rows(2, 3, 4), 1);
-  expect_rejected(m.g, m.topo, "inputs", "rank 1 lacks [2..3]x[0..3]");
+  expect_rejected(m.g, m.topo, "inputs", "rank 1 lacks [3..4]x[1..4]");
 }
 
 TEST_CASE("engine.plan.verifier.input_must_arrive_before_the_block_runs") {
@@ -135,7 +135,7 @@ TEST_CASE("engine.plan.verifier.rejects_sending_data_the_sender_lacks") {
   m.g.add_transfer(m.x->id, rows(0, 0, 4), 1, 0);  // rank 1 holds rows 2..3 only
   m.g.add_block(m.y->id, rows(0, 1, 4), 0);
   m.g.add_block(m.y->id, rows(2, 3, 4), 1);
-  expect_rejected(m.g, m.topo, "inputs", "transfer 0 sends [0..0]x[0..3]");
+  expect_rejected(m.g, m.topo, "inputs", "transfer 0 sends [1..1]x[1..4]");
 }
 
 TEST_CASE("engine.plan.verifier.accepts_k_split_matmul_with_a_sum_combine") {
@@ -191,7 +191,7 @@ TEST_CASE("engine.plan.verifier.rejects_a_partial_never_combined") {
   SUBCASE("rows no combine writes") {
     KSplit k;
     k.g.add_combine(k.y->id, CombineKind::Sum, {0, 1}, rows(0, 1, 5), {0});
-    expect_rejected(k.g, k.topo, "combine", "no combine produces [2..3]x[0..4]");
+    expect_rejected(k.g, k.topo, "combine", "no combine produces [3..4]x[1..5]");
   }
 }
 
@@ -214,7 +214,7 @@ TEST_CASE("engine.plan.verifier.rejects_an_output_shard_produced_twice") {
   m.g.add_transfer(m.y->id, rows(0, 1, 4), 0, 1);
   m.g.add_output(m.y->id, rows(0, 1, 4), 0);
   m.g.add_output(m.y->id, rows(0, 3, 4), 1);
-  expect_rejected(m.g, m.topo, "outputs", "[0..1]x[0..3] of %");
+  expect_rejected(m.g, m.topo, "outputs", "[1..2]x[1..4] of %");
   CHECK(verify(m.g, m.topo).mentions("is produced twice (on rank 0 and on rank 1)"));
 }
 
@@ -223,9 +223,9 @@ TEST_CASE("engine.plan.verifier.rejects_an_output_never_produced_or_not_there") 
   m.g.add_block(m.y->id, rows(0, 1, 4), 0);
   m.g.add_block(m.y->id, rows(2, 3, 4), 1);
   m.g.add_output(m.y->id, rows(0, 1, 4), 0);
-  expect_rejected(m.g, m.topo, "outputs", "[2..3]x[0..3] of %");
+  expect_rejected(m.g, m.topo, "outputs", "[3..4]x[1..4] of %");
   m.g.add_output(m.y->id, rows(2, 3, 4), 0);  // but rank 1 computed those rows
-  expect_rejected(m.g, m.topo, "outputs", "rank 0 should end with [2..3]x[0..3]");
+  expect_rejected(m.g, m.topo, "outputs", "rank 0 should end with [3..4]x[1..4]");
 }
 
 TEST_CASE("engine.plan.verifier.accepts_a_stencil_halo_transfer") {
@@ -254,7 +254,7 @@ TEST_CASE("engine.plan.verifier.accepts_a_stencil_halo_transfer") {
     return g;
   };
   expect_ok(plan(true), topo);
-  expect_rejected(plan(false), topo, "inputs", "reads [2..5] of %");
+  expect_rejected(plan(false), topo, "inputs", "reads [3..6] of %");
 }
 
 TEST_CASE("engine.plan.verifier.cat_blocks_read_clipped_slices") {

@@ -7,7 +7,7 @@ using namespace tapestry::poly;
 
 TEST_CASE("engine.poly.box.basics") {
   const Box b({0, 2}, {3, 5});
-  CHECK(to_string(b) == "[0..3]x[2..5]");
+  CHECK(to_string(b) == "[1..4]x[3..6]");
   CHECK(b.rank() == 2);
   CHECK(b.volume() == 16);
   CHECK(b.extents() == Shape{4, 4});

@@ -126,7 +126,7 @@ TEST_CASE("engine.poly.signature.every_op_is_consistent") {
 TEST_CASE("engine.poly.signature.matmul") {
   const Signature s = signature_of(*node(Op::Matmul, {src({2, 3, 4}), src({2, 4, 5})}, {}, {2, 3, 5}));
   CHECK(to_string(s) ==
-        "space {b0:2, i:3, j:5, k:4 sum}; in0 (b0, i, k); in1 (b0, k, j); out (b0, i, j); "
+        "space {b1:2, i:3, j:5, k:4 sum}; in1 (b1, i, k); in2 (b1, k, j); out (b1, i, j); "
         "2 flops/point");
   CHECK(s.combine() == CombineKind::Sum);
   const Box half_k({0, 0, 0, 0}, {1, 2, 4, 1});
@@ -139,7 +139,7 @@ TEST_CASE("engine.poly.signature.matmul") {
 
 TEST_CASE("engine.poly.signature.reductions") {
   Signature s = signature_of(*node(Op::Max, {src({3, 4, 5})}, {0, 2}, {4}));
-  CHECK(to_string(s) == "space {d0:3 max, d1:4, d2:5 max}; in0 (d0, d1, d2); out (d1); 1 flops/point");
+  CHECK(to_string(s) == "space {d1:3 max, d2:4, d3:5 max}; in1 (d1, d2, d3); out (d2); 1 flops/point");
   s = signature_of(*node(Op::All, {src({3, 4}, DType::Bool)}, {1}, {3}, DType::Bool));
   CHECK(s.combine() == CombineKind::And);
   s = signature_of(*node(Op::Any, {src({3, 4}, DType::Bool)}, {0, 1}, {}, DType::Bool));
@@ -160,21 +160,21 @@ TEST_CASE("engine.poly.signature.reductions") {
 TEST_CASE("engine.poly.signature.views") {
   // Permute {2,3,4} by {2,0,1}: output dim 0 is input dim 2, so input dim 2 <- d0.
   Signature s = signature_of(*node(Op::Permute, {src({2, 3, 4})}, {2, 0, 1}, {4, 2, 3}));
-  CHECK(to_string(s.inputs[0].proj, s.dim_names()) == "(d1, d2, d0)");
+  CHECK(to_string(s.inputs[0].proj, s.dim_names()) == "(d2, d3, d1)");
   CHECK(s.input_slice(0, Box({1, 0, 2}, {3, 1, 2})) == Box({0, 2, 1}, {1, 2, 3}));
   // Slice start {1, 2}, step {3, 2}.
   s = signature_of(*node(Op::Slice, {src({10, 8})}, {1, 2, 3, 2}, {3, 3}));
-  CHECK(to_string(s.inputs[0].proj, s.dim_names()) == "(3*d0+1, 2*d1+2)");
+  CHECK(to_string(s.inputs[0].proj, s.dim_names()) == "(3*d1+1, 2*d2+2)");
   CHECK(s.input_slice(0, Box({1, 0}, {1, 2})) == Box({4, 2}, {4, 6}));
   // Expand {3,1} -> {2,3,4}: the missing leading dim and the size-1 dim read coordinate 0.
   s = signature_of(*node(Op::Expand, {src({3, 1})}, {}, {2, 3, 4}));
-  CHECK(to_string(s.inputs[0].proj, s.dim_names()) == "(d1, 0)");
+  CHECK(to_string(s.inputs[0].proj, s.dim_names()) == "(d2, 0)");
   CHECK(s.input_slice(0, Box({1, 1, 1}, {1, 2, 3})) == Box({1, 0}, {2, 0}));
 }
 
 TEST_CASE("engine.poly.signature.cat_blocks_need_none_part_or_all") {
   const Signature s = signature_of(*node(Op::Cat, {src({2, 4}), src({3, 4}), src({1, 4})}, {0}, {6, 4}));
-  CHECK(to_string(s.inputs[1].proj, s.dim_names()) == "(d0-2, d1) clipped");
+  CHECK(to_string(s.inputs[1].proj, s.dim_names()) == "(d1-2, d2) clipped");
   const Box rows_0_2({0, 0}, {2, 3});
   CHECK(s.input_slice(0, rows_0_2) == Box({0, 0}, {1, 3}));  // all of input 0
   CHECK(s.input_slice(1, rows_0_2) == Box({0, 0}, {0, 3}));  // its first row
@@ -191,7 +191,7 @@ TEST_CASE("engine.poly.signature.write_region_reads_the_value_only_inside_the_bo
 TEST_CASE("engine.poly.signature.maps_and_generators") {
   NodeRef a = src({3, 4});
   const Signature add = signature_of(*build::binary(Op::Add, a, a));
-  CHECK(to_string(add) == "space {d0:3, d1:4}; in0 (d0, d1); in1 (d0, d1); out (d0, d1); 1 flops/point");
+  CHECK(to_string(add) == "space {d1:3, d2:4}; in1 (d1, d2); in2 (d1, d2); out (d1, d2); 1 flops/point");
   // Broadcasting is an explicit Expand node, so the map's input is still the identity.
   NodeRef row = src({4});
   NodeRef y = build::binary(Op::Mul, a, row);

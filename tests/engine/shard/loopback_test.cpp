@@ -220,3 +220,43 @@ TEST_CASE("engine.shard.run_sharded.a_plan_failing_verification_is_not_run") {
   CHECK_THROWS_WITH_AS(run_planned(pg, false), doctest::Contains("lacks"), InternalError);
   CHECK(p.y->value == nullptr);
 }
+
+// Megatron's row-parallel step as lower() emits it: y = a @ b with k split over 4 ranks, the
+// partials reduced onto one rank, all-reduced (y whole on every rank) or reduce-scattered (a
+// row block each). Every mode verifies and gives the single-rank values.
+TEST_CASE("engine.shard.rank_program.combine_modes_from_lower") {
+  NodeRef a = source({12, 8}, 5), b = source({8, 6}, 6);
+  NodeRef y = build::matmul(a, b);
+  const std::vector<float> want = reference(y);
+  const std::vector<NodeRef> topo{a, b, y};
+  std::vector<plan::Shard> initial;
+  for (Rank r = 0; r < 4; ++r) {
+    initial.push_back({a->id, Box({0, 2 * r}, {11, 2 * r + 1}), r});  // a by columns
+    initial.push_back({b->id, Box({2 * r, 0}, {2 * r + 1, 5}), r});   // b by rows
+  }
+  plan::Assignment asg;
+  asg[y->id] = plan::grid_blocks(poly::signature_of(*y), {1, 1, 4}, 4);  // {i, j, k}
+  for (plan::CombineMode mode :
+       {plan::CombineMode::Reduce, plan::CombineMode::AllReduce, plan::CombineMode::ReduceScatter}) {
+    CAPTURE(plan::combine_mode_name(mode));
+    const ShardedGraph g = plan::lower(topo, asg, initial, {y}, 4, {{y->id, mode}});
+    REQUIRE_MESSAGE(plan::verify(g, topo).ok(), plan::verify(g, topo).message());
+    CHECK(g.transfers.empty());  // every block reads only what its rank holds
+    if (mode == plan::CombineMode::Reduce) {
+      REQUIRE(g.combines.size() == 1);
+      CHECK(g.combines[0].dest.size() == 1);
+    } else if (mode == plan::CombineMode::AllReduce) {
+      REQUIRE(g.combines.size() == 1);
+      CHECK(g.combines[0].dest == std::vector<Rank>{0, 1, 2, 3});
+    } else {
+      REQUIRE(g.combines.size() == 4);  // 12 rows in 4 pieces of 3, one to each rank
+      for (Rank r = 0; r < 4; ++r) {
+        CHECK(g.combines[static_cast<size_t>(r)].out == rows(y->shape, 3 * r, 3 * r + 2));
+        CHECK(g.combines[static_cast<size_t>(r)].dest == std::vector<Rank>{r});
+      }
+    }
+    run_plan(g);
+    check_close(y, want, 1e-5);
+    set_value(*y, nullptr);
+  }
+}

@@ -34,7 +34,7 @@ test("reductions", function()
   end
   gc.check("var", function(x) return x:var(1, {correction = 1}) end, {{4, 2}})
   gc.check("std", function(x) return x:std(nil, {keepdim = true}) end, {{3, 2}})
-  gc.check("norm", function(x) return x:norm(2) end, {{3, 4}})
+  gc.check("norm", function(x) return x:norm(2, 2) end, {{3, 4}})
   gc.check("prod.zero", function(x) return x:prod(2) end, {{2, 3}}, {inputs = {{0, 2, 3, 1.5, 0, 0}}})
   gc.check("max.tie", function(x) return x:max(2) end, {{2, 2}}, {inputs = {{1, 1, 2, -1}}})
 end)

@@ -26,13 +26,30 @@ for _, name in ipairs(NAMES) do
         for _, keepdim in ipairs{false, true} do
           local what = "dims " .. dims_text(d[1]) .. (keepdim and " keepdim" or "")
           local opts = {keepdim = keepdim}
-          same(x[name](x, d[1], opts), ref.reduce(name, r, d[1], opts), nil, what)
+          -- x:norm(p, dims): p comes first, as in torch
+          local got = name == "norm" and x:norm(2, d[1], opts) or x[name](x, d[1], opts)
+          same(got, ref.reduce(name, r, d[1], opts), nil, what)
         end
       end
       same(x[name](x), ref.reduce(name, r), nil, "no arguments")
     end)
   end
 end
+
+test("norm.p_first", function()
+  local x = tp.tensor{{3, -4}, {1, 2}}
+  near(x:norm():item(), math.sqrt(30), 1e-6)
+  near(x:norm(2):item(), math.sqrt(30), 1e-6, "2 is p, not a dim")
+  eq(x:norm(1, 2):totable(), {7, 3}, "the 1-norm of each row")
+  eq(x:norm(math.huge, 1):totable(), {3, 4}, "the max norm of each column")
+  eq(x:norm("inf"):item(), 4)
+  near(x:norm("fro"):item(), math.sqrt(30), 1e-6)
+  eq(x:norm(1, 2, {keepdim = true}).shape, {2, 1})
+  eq(x:norm({keepdim = true}).shape, {1, 1})
+  near(tp.norm(x, 1):item(), 10, 1e-6)
+  check.check_error(function() return x:norm(0) end, "tp.norm", "p must be positive")
+  check.check_error(function() return x:norm("nuc") end, "p must be a positive number")
+end)
 
 test("var_std.correction", function()
   for _, dt in ipairs{"f32", "f64", "i32"} do

@@ -1,0 +1,74 @@
+#include "engine/plan/piece_index.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/ir/error.hpp"
+
+namespace tapestry::plan {
+
+namespace {
+constexpr int64_t kMaxCells = 4096;  // a whole-tensor piece is listed in every cell: 16 KiB
+}  // namespace
+
+PieceIndex::PieceIndex(const Shape& shape) {
+  const size_t r = shape.size();
+  const auto per_dim = static_cast<int64_t>(
+      r == 0 ? 1 : std::max(1.0, std::floor(std::pow(double(kMaxCells), 1.0 / double(r)) + 1e-9)));
+  int64_t total = 1;
+  for (size_t d = 0; d < r; ++d) {
+    const int64_t n = std::max<int64_t>(1, std::min(per_dim, shape[d]));
+    cells_per_dim_.push_back(n);
+    cell_extent_.push_back(std::max<int64_t>(1, (shape[d] + n - 1) / n));
+    total *= n;
+  }
+  cells_.resize(static_cast<size_t>(total));
+}
+
+template <class F> void PieceIndex::cells_of(const poly::Box& b, F&& f) const {
+  const size_t r = cells_per_dim_.size();
+  if (r == 0) return f(size_t{0});
+  std::vector<int64_t> lo(r), hi(r), at(r);
+  for (size_t d = 0; d < r; ++d) {
+    lo[d] = std::clamp<int64_t>(b.lo[d] / cell_extent_[d], 0, cells_per_dim_[d] - 1);
+    hi[d] = std::clamp<int64_t>(b.hi[d] / cell_extent_[d], 0, cells_per_dim_[d] - 1);
+    if (hi[d] < lo[d]) return;  // an empty box
+    at[d] = lo[d];
+  }
+  while (true) {
+    size_t cell = 0;
+    for (size_t d = 0; d < r; ++d)
+      cell = cell * static_cast<size_t>(cells_per_dim_[d]) + static_cast<size_t>(at[d]);
+    f(cell);
+    size_t d = r;
+    while (d > 0 && at[d - 1] == hi[d - 1]) at[d - 1] = lo[d - 1], --d;
+    if (d == 0) return;
+    ++at[d - 1];
+  }
+}
+
+void PieceIndex::add(const poly::Box& box, int rank) {
+  internal_check(box.rank() == static_cast<int>(cells_per_dim_.size()));
+  const auto id = static_cast<uint32_t>(pieces_.size());
+  pieces_.push_back(Piece{box, rank, id});
+  seen_.push_back(0);
+  cells_of(box, [&](size_t c) { cells_[c].push_back(id); });
+}
+
+std::vector<const PieceIndex::Piece*> PieceIndex::overlapping(const poly::Box& q) const {
+  std::vector<const Piece*> out;
+  if (++query_ == 0) std::fill(seen_.begin(), seen_.end(), 0), query_ = 1;
+  cells_of(q, [&](size_t c) {
+    for (uint32_t id : cells_[c]) {
+      if (seen_[id] == query_) continue;
+      seen_[id] = query_;
+      if (overlaps(pieces_[id].box, q)) out.push_back(&pieces_[id]);
+    }
+  });
+  std::sort(out.begin(), out.end(), [](const Piece* a, const Piece* b) {
+    return a->rank != b->rank ? a->rank < b->rank : a->seq < b->seq;
+  });
+  return out;
+}
+
+}  // namespace tapestry::plan

@@ -1,0 +1,41 @@
+// Where the pieces of one tensor lie, found by box: a uniform grid of cells over the tensor's
+// shape, each listing the pieces that overlap it, so lowering a plan on thousands of ranks asks
+// only the few pieces near a slice instead of every rank.
+//   PieceIndex ix(shape);  ix.add(box, rank);
+//   for (const PieceIndex::Piece* p : ix.overlapping(need)) ...   // by rank, then as added
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/ir/shape.hpp"
+#include "engine/poly/box.hpp"
+
+namespace tapestry::plan {
+
+class PieceIndex {
+ public:
+  struct Piece {
+    poly::Box box;
+    int rank;
+    uint32_t seq;  // the order pieces were added in
+  };
+
+  explicit PieceIndex(const Shape& shape);
+  void add(const poly::Box& box, int rank);
+  // The pieces that overlap `q` (a box of the tensor), sorted by rank, then in the order added.
+  std::vector<const Piece*> overlapping(const poly::Box& q) const;
+  bool empty() const { return pieces_.empty(); }
+
+ private:
+  // Calls f(cell) for every cell that `b` overlaps.
+  template <class F> void cells_of(const poly::Box& b, F&& f) const;
+
+  std::vector<int64_t> cells_per_dim_, cell_extent_;
+  std::vector<std::vector<uint32_t>> cells_;  // piece ids per cell
+  std::vector<Piece> pieces_;
+  mutable std::vector<uint32_t> seen_;  // per piece: the query that last listed it
+  mutable uint32_t query_ = 0;
+};
+
+}  // namespace tapestry::plan
