@@ -150,7 +150,7 @@ std::atomic<uint64_t> g_total_allocated{0};
 std::atomic<int64_t> g_live{0};
 std::atomic<int64_t> g_budget{0};
 
-std::string refusal(const std::string& what, size_t bytes, int64_t in_use, int64_t budget) {
+std::string refusal(const std::string& what, int64_t in_use, int64_t budget) {
   return cat_str("out of memory: ", what, " would pass this rank's memory budget of ", human_bytes(budget),
                  " (", human_bytes(static_cast<double>(in_use)),
                  " in use; the budget is --memory-per-rank, by default the memory available at start "
@@ -160,7 +160,7 @@ std::string refusal(const std::string& what, size_t bytes, int64_t in_use, int64
 // Refused by the budget, with what Value::alloc needs to say which tensor.
 struct Refused : OutOfMemory {
   Refused(size_t b, int64_t u, int64_t g)
-      : OutOfMemory(refusal(human_bytes(static_cast<double>(b)) + " more", b, u, g)),
+      : OutOfMemory(refusal(human_bytes(static_cast<double>(b)) + " more", u, g)),
         bytes(b),
         in_use(u),
         budget(g) {}
@@ -170,7 +170,7 @@ struct Refused : OutOfMemory {
 
 // Takes `bytes` out of the budget, or throws Refused having taken nothing.
 void reserve(size_t bytes) {
-  const int64_t want = static_cast<int64_t>(std::min<size_t>(bytes, size_t{1} << 62));
+  const auto want = static_cast<int64_t>(bytes);  // at most 2^53: shapes hold 2^50 elements
   const int64_t live = g_live.fetch_add(want, std::memory_order_relaxed) + want;
   const int64_t budget = g_budget.load(std::memory_order_relaxed);
   if (budget <= 0 || live <= budget) return;
@@ -337,7 +337,7 @@ std::shared_ptr<Value> Value::alloc(DType t, const Shape& s) {
   } catch (const Refused& e) {
     throw OutOfMemory(refusal(cat_str("a ", dtype_name(t), " tensor of shape ", shape_str(s), " (",
                                       human_bytes(static_cast<double>(e.bytes)), ")"),
-                              e.bytes, e.in_use, e.budget));
+                              e.in_use, e.budget));
   }
   val->v.dtype = t;
   val->v.shape = s;
