@@ -320,7 +320,7 @@ asio::awaitable<void> Listener::Impl::accept_loop() {
     // Connections not logged in yet are few per source and few in all, but the server's own
     // user (over loopback) always has room: idle connections cannot lock the owner out.
     const size_t from_source = unauthed.count(client->source) ? unauthed[client->source] : 0;
-    if (from_source >= kMaxUnauthedPerSource || (!client->own && unauthed_total >= kMaxUnauthed)) {
+    if (!client->own && (from_source >= kMaxUnauthedPerSource || unauthed_total >= kMaxUnauthed)) {
       log("refused " + client->peer + " (" + client->source + "): already " +
           std::to_string(from_source >= kMaxUnauthedPerSource ? from_source : unauthed_total) +
           " connections waiting to log in" + (from_source >= kMaxUnauthedPerSource ? " from there" : ""));
