@@ -107,7 +107,10 @@ plan::Mesh read_mesh(lua_State* L, int opts_idx) {
   if (lua_type(L, t) == LUA_TNUMBER) {
     const int64_t n = check_int(L, t);
     user_check(n >= 1 && n <= 1 << 20, "mesh must have 1..2^20 ranks, got ", n);
-    m = n <= 8 ? plan::Mesh::this_machine(static_cast<int>(n)) : plan::Mesh::modelled(static_cast<int>(n));
+    // A one-axis mesh: up to 8 ranks this machine's (shared memory), more a modelled cluster
+    // whose ranks all talk over the network.
+    m = n <= 8 ? plan::Mesh::this_machine(static_cast<int>(n))
+               : plan::Mesh::of_axes({{"ranks", static_cast<int>(n), plan::Mesh{}.inter}});
   } else if (lua_type(L, t) == LUA_TTABLE && has_axes(L, t)) {
     m = mesh_of_description(L, t);
   } else if (lua_type(L, t) == LUA_TTABLE) {

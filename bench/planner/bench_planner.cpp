@@ -70,7 +70,7 @@ Graph mlp_chain(int layers, int64_t batch, int64_t width, int ranks) {
   }
   g.roots = {h};
   g.topo = observed_subgraph(g.roots);  // with the nodes the builders add (the bias broadcast)
-  g.ops = static_cast<int>(ops_to_place(g.topo, g.initial).size());
+  g.ops = static_cast<int>(ops_to_place(g.topo, g.initial, g.roots).size());
   return g;
 }
 

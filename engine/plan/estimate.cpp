@@ -38,6 +38,7 @@ constexpr int64_t kLookaheadSamples = 4;
 struct Source {
   int op = -1;
   uint64_t tensor = 0;
+  double generate_flops = -1;  // >= 0: generated where read (flops per element), never moved
 };
 
 struct Model {
@@ -153,6 +154,11 @@ struct Model {
       for (size_t j = 0; j < in[i].size(); ++j) {
         const Box& need = b.need[j];
         if (need.empty()) continue;
+        if (in[i][j].generate_flops >= 0) {  // computed on the rank that reads it
+          const double elems = double(need.volume());
+          t += m.compute_time(elems * in[i][j].generate_flops, elems * dtype_size(s.inputs[j].dtype));
+          continue;
+        }
         mine.clear();
         held_by(in[i][j], b.rank, mine);
         for (const Box& miss : poly::uncovered(need, mine)) {
@@ -229,7 +235,7 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
                       const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt,
                       Clock::time_point start) {
   Model md(m);
-  md.ops = ops_to_place(topo, initial);
+  md.ops = ops_to_place(topo, initial, roots);
   const size_t n_ops = md.ops.size();
   std::unordered_map<uint64_t, int> index;
   for (size_t i = 0; i < n_ops; ++i) index.emplace(md.ops[i]->id, static_cast<int>(i));
@@ -255,7 +261,10 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
     std::vector<Source> src;
     for (const NodeRef& x : n->inputs) {
       auto it = index.find(x->id);
-      src.push_back(it == index.end() ? Source{-1, x->id} : Source{it->second, x->id});
+      Source from = it == index.end() ? Source{-1, x->id} : Source{it->second, x->id};
+      if (it == index.end() && generated_where_read(*x, initial, roots))
+        from.generate_flops = poly::signature_of(*x).flops_per_point;
+      src.push_back(from);
       if (it != index.end() && (md.users[it->second].empty() || md.users[it->second].back() != int(i)))
         md.users[it->second].push_back(static_cast<int>(i));
     }

@@ -75,12 +75,14 @@ std::vector<Placement> place(const poly::Signature& s, const Candidate& c, int r
   return p;
 }
 
-std::vector<NodeRef> ops_to_place(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial) {
-  std::unordered_set<uint64_t> held;
+std::vector<NodeRef> ops_to_place(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
+                                  const std::vector<NodeRef>& roots) {
+  std::unordered_set<uint64_t> held, root;
   for (const Shard& h : initial) held.insert(h.tensor);
+  for (const NodeRef& r : roots) root.insert(r->id);
   std::vector<NodeRef> ops;
   for (const NodeRef& n : topo)
-    if (!held.count(n->id)) ops.push_back(n);
+    if (!held.count(n->id) && (op_kind(n->op) != OpKind::Generate || root.count(n->id))) ops.push_back(n);
   return ops;
 }
 
@@ -104,7 +106,7 @@ const ShardedGraph& Plan::graph() const {
   if (!graph_) {
     internal_check(input_ != nullptr);  // a plan is either lowered or knows how to lower
     const LoweringInput& in = *input_;
-    const Assignment a = assignment_of(ops_to_place(in.topo, in.initial), choice, in.mesh.ranks);
+    const Assignment a = assignment_of(ops_to_place(in.topo, in.initial, in.roots), choice, in.mesh.ranks);
     graph_ = std::make_shared<const ShardedGraph>(
         lower(in.topo, a, in.initial, in.roots, in.mesh.ranks, modes_of(choice)));
   }
@@ -126,7 +128,7 @@ PlanCost Plan::exact_cost(const Mesh& m) const { return estimated ? cost_of(grap
 
 Plan evaluate(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
               const std::vector<NodeRef>& roots, const Mesh& m, const std::vector<Candidate>& choice) {
-  const std::vector<NodeRef> ops = ops_to_place(topo, initial);
+  const std::vector<NodeRef> ops = ops_to_place(topo, initial, roots);
   internal_check(ops.size() == choice.size());
   Plan p;
   p.evaluations = 1;
@@ -237,7 +239,7 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
             const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt) {
   const auto start = std::chrono::steady_clock::now();
   Space sp;
-  sp.ops = ops_to_place(topo, initial);
+  sp.ops = ops_to_place(topo, initial, roots);
   if (static_cast<int64_t>(sp.ops.size()) * m.ranks > opt.exact_limit)
     return search_estimated(topo, initial, roots, m, opt, start);
   for (const NodeRef& n : sp.ops) {

@@ -95,8 +95,10 @@ struct Plan {
   std::shared_ptr<const LoweringInput> input_;
 };
 
-// The ops to place: topo nodes not held in `initial` (Sources must be held).
-std::vector<NodeRef> ops_to_place(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial);
+// The ops to place: topo nodes not held in `initial` (Sources must be held), but for those
+// generated where they are read.
+std::vector<NodeRef> ops_to_place(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
+                                  const std::vector<NodeRef>& roots);
 
 // Lowers and costs one joint choice (choice[i] for ops_to_place(...)[i]).
 Plan evaluate(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,

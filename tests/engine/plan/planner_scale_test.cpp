@@ -92,7 +92,7 @@ TEST_CASE("engine.plan.scale.search_by_estimate_gives_a_valid_cheap_plan") {
   CHECK(p.cost.flops == doctest::Approx(exact.flops).epsilon(0.01));
   // Better than running everything whole on rank 0, and than the exact greedy start.
   std::vector<Candidate> whole;
-  for (const NodeRef& n : ops_to_place(topo, initial))
+  for (const NodeRef& n : ops_to_place(topo, initial, {h}))
     whole.push_back(Candidate{std::vector<int64_t>(poly::signature_of(*n).rank(), 1), 0});
   CHECK(exact.total() < evaluate(topo, initial, {h}, m, whole).cost.total());
   const Plan g = search(topo, initial, {h}, m, {SearchOptions::Greedy, 0, 1.0, 1});

@@ -38,7 +38,7 @@ void check_verifies(const Plan& p, const std::vector<NodeRef>& topo) {
 // The cheapest joint choice by enumerating every one.
 double exhaustive(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
                   const std::vector<NodeRef>& roots, const Mesh& m) {
-  const std::vector<NodeRef> ops = ops_to_place(topo, initial);
+  const std::vector<NodeRef> ops = ops_to_place(topo, initial, roots);
   std::vector<std::vector<Candidate>> cands;
   for (const NodeRef& n : ops) cands.push_back(candidates(poly::signature_of(*n), m.ranks));
   std::vector<Candidate> choice(ops.size());
