@@ -248,7 +248,7 @@ const ApiEntry kApi[] = {
      lua::l_eval},
     {"tp.stats", K::Function, "observe", "tp.stats()",
      "Counters: observations, nodes_evaluated, kernels, fused_ops, bytes_allocated, bytes_live (tensor data "
-     "alive now, on this process), live_nodes, "
+     "alive now, on this process; a refused allocation is never counted), live_nodes, "
      "plans, plan_cache_hits, blocks_run, messages, bytes_moved (between ranks), device_blocks, "
      "bytes_to_device, bytes_from_device (sharded blocks run on a GPU and the host-device copies they "
      "needed; "
@@ -278,7 +278,10 @@ const ApiEntry kApi[] = {
      "The environment as rows {name, shape, dtype, bytes, layout, computed}.", lua::l_tensors},
     {"tp.env", K::Module, "env", "tp.env.name = expr / tp.env.name / tp.env.name = nil",
      "Named tensors that outlive Lua variables. A binding is computed at the next observation; "
-     "if that fails the previous value is kept. pairs(tp.env) iterates names in order.",
+     "if that fails the previous value is kept. A computed value is stored as a leaf: its history "
+     "is cut (tp.grad sees a parameter), and 1000 unobserved rebinds of a name in a row are "
+     "computed at the binding. Names are identifiers (no NUL bytes); the metatable is protected. "
+     "pairs(tp.env) iterates names in order.",
      nullptr},
 
     // --- io -------------------------------------------------------------------------
@@ -289,11 +292,15 @@ const ApiEntry kApi[] = {
      lua::l_load},
     {"tp.save", K::Function, "io", "tp.save(x, path)",
      "Observe x and write it as a NumPy .npy file (version 1.0, C order) that np.load reads. "
-     "The file is written beside path and renamed, so path never holds half an array.",
+     "The file is written beside path and renamed, so path never holds half an array. Only a "
+     "regular file is replaced: a link, device, FIFO or folder at path is an error.",
      lua::l_save},
     {"tp.save_env", K::Function, "io", "tp.save_env(dir)",
-     "Checkpoint every named tensor: computes pending bindings, then writes dir/NAME.npy for "
-     "each and dir/manifest.json last (creating dir). Returns the names written.",
+     "Checkpoint every named tensor: computes pending bindings, writes each as NAME.npy in a "
+     "fresh folder dir/v-XXXX, then commits by renaming dir/manifest.json over the old one "
+     "(creating dir). A failure at any point leaves the previous checkpoint whole and no new "
+     "folder; after the commit the previous checkpoint's files are removed. Returns the names "
+     "written.",
      lua::l_save_env},
     {"tp.load_env", K::Function, "io", "tp.load_env(dir)",
      "Restore a checkpoint written by tp.save_env: binds every tensor its manifest lists "
@@ -331,7 +338,8 @@ const ApiEntry kApi[] = {
      "talk over the link of the outermost axis where they differ. Default links: 25 GB/s and 2 us along "
      "racks/nodes/hosts, 300 GB/s and 1 us along gpus/devices, 5 GB/s and 0.5 us otherwise; links = "
      "{gpus = {bandwidth=, latency=}} sets them. Without arguments: "
-     "the allocation: {ranks, devices_per_rank, device, gpu, transport, device_transport, memory_per_rank, "
+     "the allocation: {ranks, devices_per_rank, device, gpu, transport, device_transport, memory_per_rank "
+     "(the memory budget: --memory-per-rank, by default the available memory less a margin), "
      "flops_per_rank, description}. device is \"cuda\", \"cpu\" or \"sim\" (TAPESTRY_DEVICE=sim, the "
      "simulated "
      "device); gpu says which GPU, or why none is used; device_transport how slices move between the ranks' "

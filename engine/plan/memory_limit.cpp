@@ -46,8 +46,9 @@ void check_memory_limit(const plan::Plan& p, int64_t limit) {
   const auto worst = std::max_element(need.begin(), need.end());
   if (worst == need.end() || *worst <= limit) return;
   throw Error(cat_str("the plan needs ", human(*worst), " on rank ", worst - need.begin(),
-                      " but --memory-per-rank is ", human(limit), " (", *worst, " > ", limit,
-                      " bytes); it was not run. Use more ranks, ", "smaller pieces, or a higher limit"));
+                      " but the memory budget (--memory-per-rank) is ", human(limit), " (", *worst, " > ",
+                      limit, " bytes); it was not run. Use more ranks, ",
+                      "smaller pieces, or a higher limit"));
 }
 
 }  // namespace tapestry
