@@ -203,9 +203,8 @@ struct Model {
       peak += double(per_rank) * e.block_bytes;
     }
     c.peak_bytes = static_cast<int64_t>(peak + held_peak);
-    if (double(c.peak_bytes) > m.mem_bytes_per_rank)  // as if every rank were at the peak
-      c.memory_penalty =
-          double(m.ranks) * (double(c.peak_bytes) - m.mem_bytes_per_rank) / (0.1 * m.mem_bytes_per_s);
+    if (double(c.peak_bytes) > m.mem_bytes_per_rank)  // a limit, as cost_of's (cost.hpp)
+      c.memory_penalty = kOverMemory + (double(c.peak_bytes) - m.mem_bytes_per_rank) * 1e-6;
     return c;
   }
 };
