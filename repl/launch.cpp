@@ -60,8 +60,7 @@ int run_under_mpirun(int ranks, int argc, char** argv, const comm::LaunchEnv& en
     fprintf(stderr, "tapestry: %s\n", why.c_str());
     return 2;
   }
-  const char* tmp = std::getenv("TMPDIR");
-  std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/tapestry-exit-XXXXXX";
+  std::string path = shell_env().tmpdir + "/tapestry-exit-XXXXXX";
   const int fd = mkstemp(path.data());
   if (fd < 0) path.clear();
   else close(fd), setenv("TAPESTRY_EXIT_FILE", path.c_str(), 1);

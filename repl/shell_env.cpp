@@ -17,6 +17,7 @@ ShellEnv read_shell_env() {
   e.history = var("TAPESTRY_HISTORY");
   e.token = var("TAPESTRY_TOKEN").value_or("");
   e.exit_file = var("TAPESTRY_EXIT_FILE").value_or("");
+  if (const auto t = var("TMPDIR"); t && !t->empty()) e.tmpdir = *t;
   if (const auto p = var("TAPESTRY_PROGRESS"); p && !p->empty()) e.progress = p->front() != '0';
   return e;
 }

@@ -15,6 +15,7 @@ struct ShellEnv {
   std::string token;                   // TAPESTRY_TOKEN: serve's and connect's, when no flag gives one
   std::optional<bool> progress;        // TAPESTRY_PROGRESS: 1 forces the progress bar, 0 turns it off
   std::string exit_file;               // TAPESTRY_EXIT_FILE: where rank 0 leaves its status for tapestry -n
+  std::string tmpdir = "/tmp";         // TMPDIR: where tapestry -n makes that file
 };
 
 const ShellEnv& shell_env();
