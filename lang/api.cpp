@@ -351,7 +351,12 @@ const ApiEntry kApi[] = {
      "and opts.search as tp.plan: tp.layout_map(x:constrain(tp.split(1, 4)), {mesh = 4}).",
      lua::l_layout_map},
     {"tp.replicated", K::Function, "plan", "tp.replicated()",
-     "A layout that does not split the tensor (one whole copy).", lua::l_replicated},
+     "A layout with a whole copy of the tensor on every rank: x:constrain(tp.replicated()) makes every "
+     "rank compute (or receive, down a binomial tree) the whole value, so every reader finds it where it "
+     "runs "
+     "(data parallelism's replicated weights). A named tensor so constrained keeps its copies: :layout says "
+     "\"replicated on N ranks\".",
+     lua::l_replicated},
     {"tp.split", K::Function, "plan", "tp.split(d [,parts])",
      "A layout that splits dim d into parts pieces (default: one per rank).", lua::l_split},
     {"tp.grid", K::Function, "plan", "tp.grid{p1, p2, ...}",

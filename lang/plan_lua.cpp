@@ -293,9 +293,12 @@ std::string explain_text(const plan::PlannedGraph& pg) {
            << " s" << (won ? "   <- chosen" : "") << "\n";
       }
     }
-    if (n->op == Op::Constrain)
+    if (n->op == Op::Constrain) {
+      const ConstrainAttrs a = attrs_of<ConstrainAttrs>(*n);
       os << "  (layout fixed by x:constrain to "
-         << plan::grid_string(attrs_of<ConstrainAttrs>(*n).on(pg.mesh.ranks, n->shape)) << ")\n";
+         << (a.replicated ? "a copy on every rank" : plan::grid_string(a.on(pg.mesh.ranks, n->shape)))
+         << ")\n";
+    }
   }
   os << "\nThe chosen candidate gives the lowest estimated makespan of the whole plan (compute "
         "overlapped with transfers, plus a penalty past per-rank memory).\n";
@@ -541,7 +544,11 @@ int l_layout(lua_State* L) {
 
 int l_constrain(lua_State* L) {
   const NodeRef x = check_tensor(L, 1);
-  push_tensor(L, build::constrain(x, layout_grid(L, 2, x->shape)));
+  const std::vector<int64_t> grid = layout_grid(L, 2, x->shape);  // checks the argument first
+  lua_getfield(L, 2, "kind");
+  const bool replicated = lua_type(L, -1) == LUA_TSTRING && std::string(lua_tostring(L, -1)) == "replicated";
+  lua_pop(L, 1);
+  push_tensor(L, build::constrain(x, grid, replicated));
   return 1;
 }
 

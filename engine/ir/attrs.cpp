@@ -93,7 +93,12 @@ SliceAttrs SliceAttrs::decode(const Attrs& a) {
   return {{a.ints.begin(), mid}, {mid, a.ints.end()}};
 }
 
-Attrs ConstrainAttrs::encode() const { return with_ints(parts); }
+// The parts, then 1 for a replicated layout or 0.
+Attrs ConstrainAttrs::encode() const {
+  std::vector<int64_t> ints = parts;
+  ints.push_back(replicated ? 1 : 0);
+  return with_ints(std::move(ints));
+}
 std::vector<int64_t> ConstrainAttrs::on(int ranks, const Shape& shape) const {
   std::vector<int64_t> out = parts;
   for (size_t d = 0; d < out.size() && d < shape.size(); ++d)
@@ -101,7 +106,10 @@ std::vector<int64_t> ConstrainAttrs::on(int ranks, const Shape& shape) const {
   return out;
 }
 
-ConstrainAttrs ConstrainAttrs::decode(const Attrs& a) { return {a.ints}; }
+ConstrainAttrs ConstrainAttrs::decode(const Attrs& a) {
+  internal_check(!a.ints.empty());
+  return {{a.ints.begin(), a.ints.end() - 1}, a.ints.back() != 0};
+}
 
 Attrs CatAttrs::encode() const { return with_ints({dim}); }
 CatAttrs CatAttrs::decode(const Attrs& a) {

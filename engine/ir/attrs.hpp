@@ -118,6 +118,7 @@ inline constexpr int64_t kPartsPerRank = 0;
 
 struct ConstrainAttrs {        // the layout the planner must give the node
   std::vector<int64_t> parts;  // per dim; 1 = not split; kPartsPerRank: the planned mesh's ranks
+  bool replicated = false;     // a whole copy on every rank (tp.replicated()); parts all 1
   // parts with kPartsPerRank resolved for a mesh of `ranks` (at most the dim's size).
   std::vector<int64_t> on(int ranks, const Shape& shape) const;
   Attrs encode() const;

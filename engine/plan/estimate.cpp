@@ -55,11 +55,7 @@ struct Model {
   explicit Model(const Mesh& mesh)
       : m(mesh), link(mesh.ranks > mesh.ranks_per_node ? mesh.inter : mesh.intra) {}
 
-  static int64_t blocks(const Candidate& c) {
-    int64_t n = 1;
-    for (int64_t p : c.parts) n *= p;
-    return n;
-  }
+  int64_t blocks(const Candidate& c) const { return c.block_count(m.ranks); }
 
   // The pieces of `s` that rank r holds once its producer has run (a split reduction's
   // combined slices lie on the rank of their first partial, as lower() puts them).
@@ -211,16 +207,11 @@ struct Model {
 
 std::vector<Candidate> allowed(const poly::Signature& s, const NodeRef& n, const Mesh& m,
                                const SearchOptions& opt) {
-  std::vector<Candidate> all = candidates(s, m.ranks);
-  const auto constraint = opt.output_grid.find(n->id);
-  if (constraint == opt.output_grid.end()) return all;
+  std::vector<Candidate> all = candidates(s, m.ranks, opt.replicated.count(n->id) > 0);
+  if (!opt.output_grid.count(n->id) && !opt.replicated.count(n->id)) return all;
   std::vector<Candidate> kept;
-  for (const Candidate& c : all) {
-    const std::vector<Placement> blocks = place(s, c, m.ranks);
-    bool splits_reduction = false;
-    for (const Placement& b : blocks) splits_reduction |= s.splits_reduction(b.box);
-    if (!splits_reduction && output_grid_of(s, blocks) == constraint->second) kept.push_back(c);
-  }
+  for (const Candidate& c : all)
+    if (meets_constraint(n->id, s, c, place(s, c, m.ranks), opt)) kept.push_back(c);
   user_check(!kept.empty(), "no plan on ", m.ranks, " ranks gives the requested layout to a ",
              op_def(n->op).name, " of shape ", shape_str(n->shape));
   return kept;
@@ -345,7 +336,7 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
   for (size_t i = 0; i < n_ops; ++i) {
     const Candidate& c = md.cands[i][best[i]];
     p.choice[md.ops[i]->id] = c;
-    p.blocks += Model::blocks(c);
+    p.blocks += c.block_count(m.ranks);
     for (size_t k = 0; k < md.cands[i].size(); ++k)
       if (std::isfinite(seen[i][k])) p.tried[md.ops[i]->id].push_back(Tried{md.cands[i][k], seen[i][k]});
   }

@@ -74,14 +74,20 @@ class Lowering {
       ids.push_back(g_.add_block(n->id, p.box, p.rank));
       if (!split) produce(n->id, s.output_slice(p.box), p.rank);
     }
+    if (blocks.size() > 1 && !split && blocks[0].box == blocks[1].box) replicated_.insert(n->id);
     if (split) combine(n, s, ids, mode);
   }
 
   ShardedGraph finish(const std::vector<NodeRef>& roots) {
     for (const NodeRef& r : roots) {
-      // Leaves may be held several times over: keep one copy of each element.
+      // A replicated op's result keeps every copy (a named tensor stays where each rank reads
+      // it); leaves may be held several times over: keep one copy of each element.
       std::vector<Box> taken;
       for (const Shard& p : produced_[r->id]) {
+        if (replicated_.count(r->id)) {
+          g_.add_output(r->id, p.box, p.rank);
+          continue;
+        }
         for (const Box& piece : poly::uncovered(p.box, taken)) g_.add_output(r->id, piece, p.rank);
         taken.push_back(p.box);
       }
@@ -300,6 +306,7 @@ class Lowering {
   std::vector<double> link_busy_;
   std::unordered_map<uint64_t, std::vector<Shard>> produced_;  // final pieces, in order
   std::unordered_set<uint64_t> listed_;
+  std::unordered_set<uint64_t> replicated_;  // ops whose blocks each compute the whole value
 };
 
 }  // namespace

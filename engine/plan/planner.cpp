@@ -52,8 +52,11 @@ PlannedGraph plan_observation(PlannerState& planner, const std::vector<NodeRef>&
     if (const std::vector<Shard>* s = stored ? stored(n->id) : nullptr)
       pg.initial.insert(pg.initial.end(), s->begin(), s->end());
     else if (n->value) pg.initial.push_back(Shard{n->id, Box::of_shape(n->shape), 0});
-    if (n->op == Op::Constrain && !n->value)
-      opts.output_grid[n->id] = attrs_of<ConstrainAttrs>(*n).on(mesh.ranks, n->shape);
+    if (n->op == Op::Constrain && !n->value) {
+      const ConstrainAttrs a = attrs_of<ConstrainAttrs>(*n);
+      if (a.replicated) opts.replicated.insert(n->id);
+      else opts.output_grid[n->id] = a.on(mesh.ranks, n->shape);
+    }
   }
   PlanCache& cache = planner.cache;
   const uint64_t hits = cache.hits();

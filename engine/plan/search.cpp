@@ -15,12 +15,20 @@
 namespace tapestry::plan {
 
 std::string Candidate::name(const poly::Signature& s) const {
+  if (replicated) return "replicated";
   std::string out;
   for (int j = 0; j < s.rank(); ++j)
     if (parts[j] > 1) out += cat_str(out.empty() ? "" : " x ", s.space[j].name, "/", parts[j]);
   if (out.empty()) return cat_str("whole on rank ", rank);
   if (combine != CombineMode::Reduce) out += cat_str(" + ", combine_mode_name(combine));
   return rank == 0 ? out : cat_str(out, " from rank ", rank);
+}
+
+int64_t Candidate::block_count(int ranks) const {
+  if (replicated) return ranks;
+  int64_t n = 1;
+  for (int64_t p : parts) n *= p;
+  return n;
 }
 
 std::vector<int64_t> SearchOptions::key() const {
@@ -33,11 +41,16 @@ bool splits_reduction(const poly::Signature& s, const Candidate& c) {
   return false;
 }
 
-std::vector<Candidate> candidates(const poly::Signature& s, int ranks) {
+std::vector<Candidate> candidates(const poly::Signature& s, int ranks, bool replicated) {
   const int d = s.rank();
   std::vector<Candidate> out;
   for (int r = 0; r < std::min(ranks, 8); ++r) out.push_back({std::vector<int64_t>(d, 1), r});
   if (ranks == 1) return out;
+  // Recomputing a cheap value on every rank can beat moving it; on bigger meshes each such
+  // candidate lowers ranks x inputs whole fetches, and a replica there comes from relays anyway.
+  bool cheap = s.flops_per_point <= kCheapFlopsPerPoint && ranks <= kReplicatedRanks;
+  for (int j = 0; j < d; ++j) cheap = cheap && s.space[j].kind != poly::IndexDim::Reduction;
+  if (cheap || replicated) out.push_back({std::vector<int64_t>(d, 1), 0, CombineMode::Reduce, true});
   std::vector<int> dims;  // splittable dims with room for 2 pieces
   for (int j = 0; j < d; ++j)
     if (s.space[j].splittable && s.space[j].extent >= 2) dims.push_back(j);
@@ -74,6 +87,11 @@ std::vector<Candidate> candidates(const poly::Signature& s, int ranks) {
 }
 
 std::vector<Placement> place(const poly::Signature& s, const Candidate& c, int ranks) {
+  if (c.replicated) {
+    std::vector<Placement> p;
+    for (Rank r = 0; r < ranks; ++r) p.push_back(Placement{s.space_box(), r});
+    return p;
+  }
   std::vector<Placement> p = grid_blocks(s, c.parts, ranks);
   for (Placement& q : p) q.rank = (q.rank + c.rank) % ranks;
   return p;
@@ -165,7 +183,9 @@ std::vector<Shard> layout_of(uint64_t id, const poly::Signature& s, const std::v
     const bool same_rank =
         std::any_of(out.begin(), out.end(), [&](const Shard& h) { return h.box == o && h.rank == q.rank; });
     const bool listed = std::any_of(out.begin(), out.end(), [&](const Shard& h) { return h.box == o; });
-    if (!listed || (mode == CombineMode::AllReduce && !same_rank)) out.push_back(Shard{id, o, q.rank});
+    // An all-reduce's merged slices, and a replicated op's copies, lie on every rank that made one.
+    const bool copies = mode == CombineMode::AllReduce || !s.splits_reduction(q.box);
+    if (!listed || (copies && !same_rank)) out.push_back(Shard{id, o, q.rank});
   }
   return out;
 }
@@ -239,6 +259,17 @@ std::vector<int64_t> output_grid_of(const poly::Signature& s, const std::vector<
   return g;
 }
 
+bool meets_constraint(uint64_t id, const poly::Signature& s, const Candidate& c,
+                      const std::vector<Placement>& placed, const SearchOptions& opt) {
+  if (opt.replicated.count(id)) return c.replicated;
+  const auto grid = opt.output_grid.find(id);
+  if (grid == opt.output_grid.end()) return true;
+  if (c.replicated) return false;
+  for (const Placement& b : placed)
+    if (s.splits_reduction(b.box)) return false;
+  return output_grid_of(s, placed) == grid->second;
+}
+
 Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
             const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt) {
   Space sp;
@@ -247,23 +278,21 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
     return search_estimated(topo, initial, roots, m, opt);
   for (const NodeRef& n : sp.ops) {
     sp.sigs.push_back(poly::signature_of(*n));
-    std::vector<Candidate> all = candidates(sp.sigs.back(), m.ranks);
+    std::vector<Candidate> all = candidates(sp.sigs.back(), m.ranks, opt.replicated.count(n->id) > 0);
     std::vector<Candidate> kept;
     std::vector<std::vector<Placement>> per;
-    const auto constraint = opt.output_grid.find(n->id);
     for (const Candidate& c : all) {
       std::vector<Placement> blocks = place(sp.sigs.back(), c, m.ranks);
-      if (constraint != opt.output_grid.end()) {
-        bool splits_reduction = false;
-        for (const Placement& b : blocks) splits_reduction |= sp.sigs.back().splits_reduction(b.box);
-        if (splits_reduction || output_grid_of(sp.sigs.back(), blocks) != constraint->second) continue;
-      }
+      if (!meets_constraint(n->id, sp.sigs.back(), c, blocks, opt)) continue;
       kept.push_back(c);
       per.push_back(std::move(blocks));
     }
-    if (kept.empty())  // only possible under a constraint
-      user_error("no plan on ", m.ranks, " ranks gives the requested layout ", grid_str(constraint->second),
-                 " to a ", op_def(n->op).name, " of shape ", shape_str(n->shape));
+    if (kept.empty()) {  // only possible under a constraint
+      const auto grid = opt.output_grid.find(n->id);
+      user_error("no plan on ", m.ranks, " ranks gives the requested layout ",
+                 grid == opt.output_grid.end() ? std::string("replicated") : grid_str(grid->second), " to a ",
+                 op_def(n->op).name, " of shape ", shape_str(n->shape));
+    }
     sp.cands.push_back(std::move(kept));
     sp.placed.push_back(std::move(per));
   }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,20 +24,27 @@ namespace tapestry::plan {
 
 // parts[j] pieces along index dim j, blocks round-robin from `rank`; all 1 = whole on `rank`.
 // A candidate that splits a reduction dim also says where the partials are merged.
+// Replicated: parts all 1, and every rank computes the whole op (a cheap value recomputed where
+// it is read instead of moved; tp.replicated()). Its inputs reach every rank, down a tree.
 struct Candidate {
   poly::Coords parts;
   Rank rank = 0;
   CombineMode combine = CombineMode::Reduce;
-  std::string name(const poly::Signature& s) const;  // "i/2 x k/2", "whole on rank 3"
+  bool replicated = false;
+  std::string name(const poly::Signature& s) const;  // "i/2 x k/2", "whole on rank 3", "replicated"
+  int64_t block_count(int ranks) const;              // blocks it places on a mesh of `ranks`
   bool operator==(const Candidate&) const = default;
 };
 
-// The candidates of one op on `ranks` ranks: whole on ranks 0..min(ranks,8)-1, each splittable
+// The candidates of one op on `ranks` ranks: whole on ranks 0..min(ranks,8)-1, replicated (for
+// a cheap op without reductions on up to kReplicatedRanks ranks, or when asked), each splittable
 // dim over the largest divisor of `ranks` it can hold, and each pair of dims over a*b == ranks
 // with a and b within a factor 32 of each other (on big meshes the lopsided grids are close to
 // the one-dim splits already listed, and would only slow the search). A split of a reduction
 // dim comes three times: its partials reduced, all-reduced or reduce-scattered.
-std::vector<Candidate> candidates(const poly::Signature& s, int ranks);
+inline constexpr double kCheapFlopsPerPoint = 16;
+inline constexpr int kReplicatedRanks = 64;
+std::vector<Candidate> candidates(const poly::Signature& s, int ranks, bool replicated = false);
 std::vector<Placement> place(const poly::Signature& s, const Candidate& c, int ranks);
 // Whether the candidate splits a reduction dim (its blocks leave partials).
 bool splits_reduction(const poly::Signature& s, const Candidate& c);
@@ -53,6 +61,8 @@ struct SearchOptions {
   // Layout constraints (x:constrain): node id -> parts per output dim (1 = not split).
   // Only candidates whose blocks cut the output into exactly that grid are considered.
   std::map<uint64_t, std::vector<int64_t>> output_grid;
+  // And these must be replicated (x:constrain(tp.replicated())): only the replicated candidate.
+  std::set<uint64_t> replicated;
   // Ops x ranks beyond which candidates are compared by estimate (estimate.hpp), not lowered.
   int64_t exact_limit = 4096;
   // What a cached plan was made with besides the graph and mesh (PlanCache keys on it).
@@ -61,6 +71,10 @@ struct SearchOptions {
 
 // The grid a candidate cuts the op's output into: distinct block ranges per output dim.
 std::vector<int64_t> output_grid_of(const poly::Signature& s, const std::vector<Placement>& blocks);
+
+// Whether candidate c of node `id` (its blocks `placed`) gives the layout x:constrain asked for.
+bool meets_constraint(uint64_t id, const poly::Signature& s, const Candidate& c,
+                      const std::vector<Placement>& placed, const SearchOptions& opt);
 
 struct Tried {
   Candidate candidate;

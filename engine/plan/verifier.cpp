@@ -212,7 +212,7 @@ class Verifier {
         volume += box.volume();
         if (s.splits_reduction(box)) split_.insert(n->id);
       }
-      if (bad || generated) continue;
+      if (bad || replicas(bl, space) || generated) continue;
       const bool overlap = report_overlaps(n->id, bl);
       if (overlap || volume != space.volume()) {
         std::vector<Box> boxes;
@@ -226,6 +226,17 @@ class Verifier {
                 space.volume());
       }
     }
+  }
+
+  // A replicated op: every block computes the whole space, each on a rank of its own, so no
+  // point is computed twice on one rank and no partial is left (every copy the same value).
+  bool replicas(const std::vector<size_t>& bl, const Box& space) {
+    if (bl.size() < 2) return false;
+    std::unordered_set<Rank> ranks;
+    for (size_t b : bl)
+      if (!(g_.blocks[b].box == space) || !ranks.insert(g_.blocks[b].rank).second) return false;
+    replicated_.insert(g_.blocks[bl[0]].node);
+    return true;
   }
 
   // Pairwise disjointness, sweeping blocks sorted by their first coordinate.
@@ -413,6 +424,8 @@ class Verifier {
         for (size_t k = i + 1; k < list.size(); ++k) {
           const Shard& b = g_.outputs[list[k]];
           const Box common = intersect(a.box, b.box);
+          // Copies of a replicated op's result on distinct ranks are the same value.
+          if (replicated_.count(root) && a.box == b.box && a.rank != b.rank) continue;
           if (!common.empty())
             error("outputs", to_string(common), " of ", node_str(root), " is produced twice (on rank ",
                   a.rank, " and on rank ", b.rank, ")");
@@ -436,7 +449,8 @@ class Verifier {
   std::unordered_map<uint64_t, Signature> sig_;      // topo nodes
   std::unordered_set<uint64_t> in_topo_, held_;
   std::unordered_map<uint64_t, std::vector<size_t>> blocks_of_;  // well-formed blocks per node
-  std::unordered_set<uint64_t> split_;  // nodes some block of which splits a reduction
+  std::unordered_set<uint64_t> split_;       // nodes some block of which splits a reduction
+  std::unordered_set<uint64_t> replicated_;  // ops computed whole on several ranks
   std::vector<bool> block_ok_;
   std::vector<Have> have_;  // per rank, during and after the simulation
 };

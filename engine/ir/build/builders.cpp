@@ -384,14 +384,16 @@ NodeRef matmul(const NodeRef& a0, const NodeRef& b0) {
   return r;
 }
 
-NodeRef constrain(const NodeRef& x, std::vector<int64_t> parts) {
+NodeRef constrain(const NodeRef& x, std::vector<int64_t> parts, bool replicated) {
   user_check(parts.size() == x->shape.size(), "layout has ", parts.size(), " dims but the tensor ",
              shape_str(x->shape), " has ", x->shape.size());
   for (size_t d = 0; d < parts.size(); ++d)
     user_check(parts[d] == kPartsPerRank || (parts[d] >= 1 && parts[d] <= x->shape[d]),
                "cannot split dimension ", d + 1, " of size ", x->shape[d], " into ", parts[d], " parts");
   const NodeRef& src = x->op == Op::Constrain ? x->inputs[0] : x;  // the last constraint wins
-  return make_node(Op::Constrain, {src}, ConstrainAttrs{std::move(parts)}.encode(), x->shape, x->dtype);
+  if (replicated) parts.assign(parts.size(), 1);
+  return make_node(Op::Constrain, {src}, ConstrainAttrs{std::move(parts), replicated}.encode(), x->shape,
+                   x->dtype);
 }
 
 NodeRef write_region(const NodeRef& base, std::vector<int64_t> start, const Shape& count,

@@ -73,8 +73,9 @@ NodeRef select(const NodeRef& x, int dim, int64_t index);               // index
 NodeRef cat(const std::vector<NodeRef>& xs, int dim);
 NodeRef stack(const std::vector<NodeRef>& xs, int dim);  // dim in 0..rank
 NodeRef broadcast_to(const NodeRef& x, const Shape& shape);
-// x with its layout fixed to `parts` pieces per dim (x:constrain(tp.grid{...})).
-NodeRef constrain(const NodeRef& x, std::vector<int64_t> parts);
+// x with its layout fixed to `parts` pieces per dim (x:constrain(tp.grid{...})), or to a whole
+// copy on every rank (x:constrain(tp.replicated())).
+NodeRef constrain(const NodeRef& x, std::vector<int64_t> parts, bool replicated = false);
 // base with the box [start, start+count) replaced by value (cast to base's dtype and
 // broadcast to count), as `tp.env.w[{...}] = value`.
 NodeRef write_region(const NodeRef& base, std::vector<int64_t> start, const Shape& count,

@@ -84,6 +84,43 @@ TEST_CASE("engine.plan.search.candidates") {
   CHECK(c[10].name(s) == cat_str(s.space[2].name, "/4 + all-reduce"));
   CHECK(c[11].name(s) == cat_str(s.space[2].name, "/4 + reduce-scatter"));
   CHECK(candidates(s, 1).size() == 1);
+  // A matmul is replicated only when asked (x:constrain(tp.replicated())); a map is cheap enough
+  // to recompute on every rank of a small mesh.
+  const std::vector<Candidate> asked = candidates(s, 4, true);
+  CHECK(asked.size() == c.size() + 1);
+  CHECK(asked[4].name(s) == "replicated");
+  CHECK(asked[4].block_count(4) == 4);
+  const poly::Signature map = poly::signature_of(*build::unary(Op::Exp, src({8, 6})));
+  const auto has_replica = [&](int ranks) {
+    for (const Candidate& k : candidates(map, ranks))
+      if (k.replicated) return true;
+    return false;
+  };
+  CHECK(has_replica(4));
+  CHECK_FALSE(has_replica(kReplicatedRanks * 2));
+}
+
+TEST_CASE("engine.plan.search.replicated_constraint") {
+  // W constrained to a copy on every rank: each rank computes it (it is generated where read,
+  // so nothing moves), every copy is a result, and the matmul over rows reads its local copy.
+  NodeRef x = src({16, 8});
+  NodeRef w = build::constrain(build::full({8, 4}, 2.0, DType::F32), {1, 1}, true);
+  NodeRef y = build::matmul(x, w);
+  const std::vector<NodeRef> topo = {x, w->inputs[0], w, y};
+  SearchOptions opt;
+  opt.replicated.insert(w->id);
+  const Plan p = search(topo, rows(x, 4), {w, y}, Mesh::modelled(4), opt);
+  check_verifies(p, topo);
+  CHECK(p.choice.at(w->id).replicated);
+  int copies = 0;
+  for (const Shard& o : p.graph().outputs) copies += o.tensor == w->id;
+  CHECK(copies == 4);
+  CHECK(p.cost.bytes_moved == 0);
+  // A replicated layout cannot come from a split candidate, nor a split one from a replica.
+  SearchOptions split;
+  split.output_grid[w->id] = {4, 1};
+  const Plan q = search(topo, rows(x, 4), {w, y}, Mesh::modelled(4), split);
+  CHECK_FALSE(q.choice.at(w->id).replicated);
 }
 
 TEST_CASE("engine.plan.search.anneal_finds_the_exhaustive_optimum") {

@@ -77,6 +77,38 @@ TEST_CASE("engine.plan.verifier.rejects_overlapping_blocks") {
   CHECK(verify(m.g, m.topo).mentions("overlap in [3..3]x[1..4]"));
 }
 
+TEST_CASE("engine.plan.verifier.accepts_replicas_on_distinct_ranks_only") {
+  // Each rank computes the whole of y from its whole copy of x: a replicated op, two results.
+  NodeRef x = src({4, 4});
+  NodeRef y = build::unary(Op::Exp, x);
+  ShardedGraph g(2);
+  g.nodes = {x, y};
+  g.hold(x->id, Box::of_shape({4, 4}), 0);
+  g.hold(x->id, Box::of_shape({4, 4}), 1);
+  g.add_block(y->id, Box::of_shape({4, 4}), 0);
+  g.add_block(y->id, Box::of_shape({4, 4}), 1);
+  g.add_output(y->id, Box::of_shape({4, 4}), 0);
+  g.add_output(y->id, Box::of_shape({4, 4}), 1);
+  expect_ok(g, {x, y});
+  // Two whole blocks on one rank compute every point twice there: no replica.
+  ShardedGraph twice(2);
+  twice.nodes = {x, y};
+  twice.hold(x->id, Box::of_shape({4, 4}), 0);
+  twice.add_block(y->id, Box::of_shape({4, 4}), 0);
+  twice.add_block(y->id, Box::of_shape({4, 4}), 0);
+  twice.add_output(y->id, Box::of_shape({4, 4}), 0);
+  expect_rejected(twice, {x, y}, "partition", "overlap");
+  // A result listed twice is still an error where the op is not replicated.
+  RowMap m;
+  m.g.add_block(m.y->id, rows(0, 1, 4), 0);
+  m.g.add_block(m.y->id, rows(2, 3, 4), 1);
+  m.g.add_output(m.y->id, rows(0, 1, 4), 0);
+  m.g.add_output(m.y->id, rows(2, 3, 4), 1);
+  m.g.add_transfer(m.y->id, rows(0, 1, 4), 0, 1);
+  m.g.add_output(m.y->id, rows(0, 1, 4), 1);
+  expect_rejected(m.g, m.topo, "outputs", "is produced twice");
+}
+
 TEST_CASE("engine.plan.verifier.rejects_a_gap") {
   RowMap m;
   m.g.add_block(m.y->id, rows(0, 1, 4), 0);

@@ -76,7 +76,7 @@ std::vector<NodeRef> samples(Op op) {
   if (op == Op::Reshape)
     return {node(op, {src({4, 6})}, {}, {2, 2, 6}), node(op, {src({2, 3})}, {}, {3, 2}),
             node(op, {src({6})}, {}, {1, 2, 3})};
-  if (op == Op::Constrain) return {node(op, {src({3, 4})}, {2, 1}, {3, 4})};
+  if (op == Op::Constrain) return {node(op, {src({3, 4})}, {2, 1, 0}, {3, 4})};
   if (op == Op::Permute) return {node(op, {src({2, 3, 4})}, {2, 0, 1}, {4, 2, 3})};
   if (op == Op::Expand) return {node(op, {src({3, 1})}, {}, {2, 3, 4}), node(op, {src({})}, {}, {2, 2})};
   if (op == Op::Slice)
