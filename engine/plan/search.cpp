@@ -24,7 +24,7 @@ std::string Candidate::name(const poly::Signature& s) const {
 }
 
 std::vector<int64_t> SearchOptions::key() const {
-  return {int64_t(method), steps, static_cast<int64_t>(seed), work_budget, exact_limit};
+  return {int64_t(method), steps, static_cast<int64_t>(seed), work_budget, exact_limit, exact_ranks};
 }
 
 bool splits_reduction(const poly::Signature& s, const Candidate& c) {
@@ -243,7 +243,7 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
             const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt) {
   Space sp;
   sp.ops = ops_to_place(topo, initial, roots);
-  if (static_cast<int64_t>(sp.ops.size()) * m.ranks > opt.exact_limit)
+  if (static_cast<int64_t>(sp.ops.size()) * m.ranks > opt.exact_limit || m.ranks > opt.exact_ranks)
     return search_estimated(topo, initial, roots, m, opt);
   for (const NodeRef& n : sp.ops) {
     sp.sigs.push_back(poly::signature_of(*n));

@@ -53,8 +53,11 @@ struct SearchOptions {
   // Layout constraints (x:constrain): node id -> parts per output dim (1 = not split).
   // Only candidates whose blocks cut the output into exactly that grid are considered.
   std::map<uint64_t, std::vector<int64_t>> output_grid;
-  // Ops x ranks beyond which candidates are compared by estimate (estimate.hpp), not lowered.
+  // Ops x ranks beyond which candidates are compared by estimate (estimate.hpp), not lowered;
+  // and ranks beyond which they always are: on 1,024 ranks one exact evaluation of even a
+  // 2-op graph simulates every rank's program and takes seconds, so 2,000 of them take hours.
   int64_t exact_limit = 4096;
+  int exact_ranks = 256;
   // What a cached plan was made with besides the graph and mesh (PlanCache keys on it).
   std::vector<int64_t> key() const;
 };
