@@ -72,8 +72,10 @@ case("mlp", "column then row (Megatron)", function(p)
   return y, hand, analytic, {h, y}
 end)
 
--- Attention, B=8, L=512, d=1024 in 16 heads of 64: batch x head parallel (and query rows once
--- the ranks outnumber batch x heads); q, k, v generated where read, so nothing moves.
+-- Attention, B=8, L=512, d=1024 in 16 heads of 64: batch x head parallel, and query rows over
+-- l ranks once the ranks outnumber batch x heads; q, k, v are generated where read, but kᵀ
+-- (a transpose) and v are produced in pieces, so each of the l ranks of a (batch, head)
+-- gathers the other l-1 pieces of both: (l-1)(|k| + |v|).
 case("attention", "batch x head", function(p)
   local B, H, L, D = 8, 16, 512, 64
   local q = tp.rand({B, H, L, D}, {seed = 8})
@@ -83,7 +85,7 @@ case("attention", "batch x head", function(p)
   local b = math.min(p, B)
   local h = math.min(p // b, H)
   local l = math.max(1, p // (b * h))
-  return o, o:constrain(tp.grid{b, h, l, 1}), 0, {o}
+  return o, o:constrain(tp.grid{b, h, l, 1}), (l - 1) * (bytes_of(k) + bytes_of(v)), {o}
 end)
 
 -- 8192² matmul, operands stored in 2-D blocks: SUMMA on the same grid, each rank gathering its
