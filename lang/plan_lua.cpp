@@ -292,7 +292,8 @@ std::string explain_text(const plan::PlannedGraph& pg) {
         if (t.candidate == ch->second) winner = &t;
       for (const plan::Tried& t : tried) {
         const bool won = &t == winner;
-        os << (won ? "  * " : "    ") << t.candidate.name(sig) << ": best plan with it " << t.best_total << " s";
+        os << (won ? "  * " : "    ") << t.candidate.name(sig) << ": best plan with it " << t.best_total
+           << " s";
         if (won) {
           os << "   <- chosen (compute " << t.compute << " s, communication " << t.communication() << " s)";
         } else if (winner) {  // one line per rejected alternative: what it costs and why it lost

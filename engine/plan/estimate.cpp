@@ -335,7 +335,8 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
         next += user_est.back() - est[u];
       }
       const double next_compute = cur_compute - est_compute[i] + mine_e.compute;
-      if (next < seen[i][md.pick[i]].best_total) seen[i][md.pick[i]] = Tried{md.cands[i][md.pick[i]], next, next_compute};
+      if (next < seen[i][md.pick[i]].best_total)
+        seen[i][md.pick[i]] = Tried{md.cands[i][md.pick[i]], next, next_compute};
       const double temp = t0 * std::pow(t1 / t0, double(k) / steps);
       if (next <= cur || std::uniform_real_distribution<double>(0, 1)(rng) < std::exp((cur - next) / temp)) {
         est[i] = mine;

@@ -28,7 +28,8 @@ std::vector<int64_t> SearchOptions::key() const {
 }
 
 std::string lost_on(const Tried& rejected, const Tried& winner) {
-  if (rejected.best_total <= winner.best_total * (1 + 1e-9)) return "nothing (a tie: the first found is kept)";
+  if (rejected.best_total <= winner.best_total * (1 + 1e-9))
+    return "nothing (a tie: the first found is kept)";
   if (rejected.memory_penalty > 0 && winner.memory_penalty <= 0) return "memory";
   const double compute = rejected.compute - winner.compute;
   const double comm = rejected.communication() - winner.communication();
@@ -318,9 +319,11 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
     const double t = pc.total();
     ++evaluations;
     work += static_cast<int64_t>(g.blocks.size() + g.transfers.size());
-    const double busiest = pc.rank_busy.empty() ? 0 : *std::max_element(pc.rank_busy.begin(), pc.rank_busy.end());
+    const double busiest =
+        pc.rank_busy.empty() ? 0 : *std::max_element(pc.rank_busy.begin(), pc.rank_busy.end());
     for (size_t i = 0; i < n_ops; ++i)
-      if (t < seen[i][st[i]].best_total) seen[i][st[i]] = Tried{sp.cands[i][st[i]], t, busiest, pc.memory_penalty};
+      if (t < seen[i][st[i]].best_total)
+        seen[i][st[i]] = Tried{sp.cands[i][st[i]], t, busiest, pc.memory_penalty};
     memo.emplace(st, t);
     return t;
   };

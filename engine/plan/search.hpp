@@ -74,9 +74,9 @@ std::vector<int64_t> output_grid_of(const poly::Signature& s, const std::vector<
 // rest of the makespan, which is communication not hidden behind compute.
 struct Tried {
   Candidate candidate;
-  double best_total;           // the best plan cost seen with this candidate for the op
-  double compute = 0;          // of that plan: the busiest rank's compute seconds
-  double memory_penalty = 0;   // of that plan (cost.hpp: kOverMemory when over the limit)
+  double best_total;          // the best plan cost seen with this candidate for the op
+  double compute = 0;         // of that plan: the busiest rank's compute seconds
+  double memory_penalty = 0;  // of that plan (cost.hpp: kOverMemory when over the limit)
   double communication() const { return std::max(0.0, best_total - memory_penalty - compute); }
 };
 // What a rejected candidate lost on against the winner: "compute", "communication", "memory",
