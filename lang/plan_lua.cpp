@@ -287,10 +287,23 @@ std::string explain_text(const plan::PlannedGraph& pg) {
       std::vector<plan::Tried> tried = tr->second;
       std::sort(tried.begin(), tried.end(),
                 [](const plan::Tried& a, const plan::Tried& b) { return a.best_total < b.best_total; });
+      const plan::Tried* winner = nullptr;
+      for (const plan::Tried& t : tried)
+        if (t.candidate == ch->second) winner = &t;
       for (const plan::Tried& t : tried) {
-        const bool won = t.candidate == ch->second;
+        const bool won = &t == winner;
         os << (won ? "  * " : "    ") << t.candidate.name(sig) << ": best plan with it " << t.best_total
-           << " s" << (won ? "   <- chosen" : "") << "\n";
+           << " s";
+        if (won) {
+          os << "   <- chosen (compute " << t.compute << " s, communication " << t.communication() << " s)";
+        } else if (winner) {  // one line per rejected alternative: what it costs and why it lost
+          os << ", lost on " << plan::lost_on(t, *winner) << " (compute " << std::showpos
+             << t.compute - winner->compute << " s, communication "
+             << t.communication() - winner->communication() << " s";
+          if (t.memory_penalty > 0) os << std::noshowpos << ", over the memory per rank";
+          os << std::noshowpos << ")";
+        }
+        os << "\n";
       }
     }
     if (n->op == Op::Constrain) {

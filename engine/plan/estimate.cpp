@@ -90,6 +90,7 @@ struct Model {
   struct OpEstimate {
     double time = 0, flops = 0, moved = 0;
     double block_bytes = 0;  // per block on average: its output plus the slices it received
+    double compute = 0;      // the busiest sampled block's compute (its inputs generated included)
     int64_t blocks = 0;
   };
 
@@ -141,7 +142,7 @@ struct Model {
     double worst = 0, flops = 0, received = 0, out = 0;
     bool partial = false;
     for (const Sample& b : sampled(i, c, samples)) {
-      double t = b.compute;
+      double t = b.compute, gen = 0;
       flops += b.flops;
       out += b.output_bytes;
       partial = partial || b.partial;
@@ -150,7 +151,7 @@ struct Model {
         if (need.empty()) continue;
         if (in[i][j].generate_flops >= 0) {  // computed on the rank that reads it
           const double elems = double(need.volume());
-          t += m.compute_time(elems * in[i][j].generate_flops, elems * dtype_size(s.inputs[j].dtype));
+          gen += m.compute_time(elems * in[i][j].generate_flops, elems * dtype_size(s.inputs[j].dtype));
           continue;
         }
         mine.clear();
@@ -162,7 +163,9 @@ struct Model {
           msgs[j] += 1;
         }
       }
+      t += gen;
       worst = std::max(worst, t);
+      e.compute = std::max(e.compute, b.compute + gen);
     }
     const double scale = double(nb) / double(ns);
     e.flops = flops * scale;
@@ -285,13 +288,18 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
         break;
       }
   }
-  double cur = 0;
-  for (double e : est) cur += e;
-  std::vector<std::vector<double>> seen(n_ops);
+  double cur = 0, cur_compute = 0;
+  std::vector<double> est_compute(n_ops);  // compute of each op's pick: its users' picks leave it be
   for (size_t i = 0; i < n_ops; ++i) {
-    seen[i].resize(md.cands[i].size());
-    for (size_t c = 0; c < md.cands[i].size(); ++c) seen[i][c] = cur - est[i] + local[i][c];
+    cur += est[i];
+    est_compute[i] = md.detail(i, static_cast<size_t>(md.pick[i])).compute;
+    cur_compute += est_compute[i];
   }
+  std::vector<std::vector<Tried>> seen(n_ops);  // [op][candidate]: the best plan with it
+  for (size_t i = 0; i < n_ops; ++i)
+    for (size_t c = 0; c < md.cands[i].size(); ++c)
+      seen[i].push_back(Tried{md.cands[i][c], cur - est[i] + local[i][c],
+                              cur_compute - est_compute[i] + md.detail(i, c).compute});
 
   // Annealing on the estimate, for opt.steps moves: nothing is lowered afterwards.
   std::vector<int> best = md.pick;
@@ -308,7 +316,8 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
       const int old = md.pick[i];
       int c = std::uniform_int_distribution<int>(0, int(md.cands[i].size()) - 2)(rng);
       md.pick[i] = c >= old ? c + 1 : c;
-      const double mine = md.estimate(i, md.pick[i]);
+      const Model::OpEstimate mine_e = md.detail(i, static_cast<size_t>(md.pick[i]));
+      const double mine = mine_e.time;
       ++evaluations;
       double next = cur - est[i] + mine;
       user_est.clear();
@@ -316,10 +325,14 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
         user_est.push_back(md.estimate(u, md.pick[u]));
         next += user_est.back() - est[u];
       }
-      seen[i][md.pick[i]] = std::min(seen[i][md.pick[i]], next);
+      const double next_compute = cur_compute - est_compute[i] + mine_e.compute;
+      if (next < seen[i][md.pick[i]].best_total)
+        seen[i][md.pick[i]] = Tried{md.cands[i][md.pick[i]], next, next_compute};
       const double temp = t0 * std::pow(t1 / t0, double(k) / steps);
       if (next <= cur || std::uniform_real_distribution<double>(0, 1)(rng) < std::exp((cur - next) / temp)) {
         est[i] = mine;
+        est_compute[i] = mine_e.compute;
+        cur_compute = next_compute;
         for (size_t u = 0; u < md.users[i].size(); ++u) est[md.users[i][u]] = user_est[u];
         cur = next;
         if (cur < best_cost) best = md.pick, best_cost = cur;
@@ -338,7 +351,7 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
     p.choice[md.ops[i]->id] = c;
     p.blocks += c.block_count(m.ranks);
     for (size_t k = 0; k < md.cands[i].size(); ++k)
-      if (std::isfinite(seen[i][k])) p.tried[md.ops[i]->id].push_back(Tried{md.cands[i][k], seen[i][k]});
+      if (std::isfinite(seen[i][k].best_total)) p.tried[md.ops[i]->id].push_back(seen[i][k]);
   }
   p.cost = md.totals();
   p.cost.estimated = true;

@@ -32,7 +32,16 @@ int64_t Candidate::block_count(int ranks) const {
 }
 
 std::vector<int64_t> SearchOptions::key() const {
-  return {int64_t(method), steps, static_cast<int64_t>(seed), work_budget, exact_limit};
+  return {int64_t(method), steps, static_cast<int64_t>(seed), work_budget, exact_limit, exact_ranks};
+}
+
+std::string lost_on(const Tried& rejected, const Tried& winner) {
+  if (rejected.best_total <= winner.best_total * (1 + 1e-9))
+    return "nothing (a tie: the first found is kept)";
+  if (rejected.memory_penalty > 0 && winner.memory_penalty <= 0) return "memory";
+  const double compute = rejected.compute - winner.compute;
+  const double comm = rejected.communication() - winner.communication();
+  return compute >= comm ? "compute" : "communication";
 }
 
 bool splits_reduction(const poly::Signature& s, const Candidate& c) {
@@ -75,6 +84,26 @@ std::vector<Candidate> candidates(const poly::Signature& s, int ranks, bool repl
         c.parts[dims[b]] = g;
         out.push_back(c);
       }
+  // On big meshes a 2-D grid's pieces get thin: three dims over a*b*c == ranks, each factor
+  // within 8 of the others (3-D matmul; batch x head x rows for attention on 1,024 ranks).
+  if (ranks >= kThreeDimRanks)
+    for (size_t a = 0; a < dims.size(); ++a)
+      for (size_t b = a + 1; b < dims.size(); ++b)
+        for (size_t e = b + 1; e < dims.size(); ++e)
+          for (int64_t f = 2; f * 4 <= ranks; ++f)
+            for (int64_t g = 2; ranks % f == 0 && f * g * 2 <= ranks; ++g) {
+              if ((ranks / f) % g != 0) continue;
+              const int64_t h = ranks / f / g;
+              if (f > s.space[dims[a]].extent || g > s.space[dims[b]].extent || h > s.space[dims[e]].extent)
+                continue;
+              const int64_t lo = std::min({f, g, h}), hi = std::max({f, g, h});
+              if (hi > 8 * lo) continue;
+              Candidate c{std::vector<int64_t>(d, 1), 0};
+              c.parts[dims[a]] = f;
+              c.parts[dims[b]] = g;
+              c.parts[dims[e]] = h;
+              out.push_back(c);
+            }
   const size_t listed = out.size();
   for (size_t i = 0; i < listed; ++i)
     if (splits_reduction(s, out[i]))
@@ -274,7 +303,7 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
             const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt) {
   Space sp;
   sp.ops = ops_to_place(topo, initial, roots);
-  if (static_cast<int64_t>(sp.ops.size()) * m.ranks > opt.exact_limit)
+  if (static_cast<int64_t>(sp.ops.size()) * m.ranks > opt.exact_limit || m.ranks > opt.exact_ranks)
     return search_estimated(topo, initial, roots, m, opt);
   for (const NodeRef& n : sp.ops) {
     sp.sigs.push_back(poly::signature_of(*n));
@@ -297,8 +326,9 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
     sp.placed.push_back(std::move(per));
   }
   const size_t n_ops = sp.ops.size();
-  std::vector<std::vector<double>> seen(n_ops);  // [op][candidate]: best total with it
-  for (size_t i = 0; i < n_ops; ++i) seen[i].assign(sp.cands[i].size(), INFINITY);
+  std::vector<std::vector<Tried>> seen(n_ops);  // [op][candidate]: the best plan with it
+  for (size_t i = 0; i < n_ops; ++i)
+    for (const Candidate& c : sp.cands[i]) seen[i].push_back(Tried{c, INFINITY});
   std::map<std::vector<int>, double> memo;
   int evaluations = 0;
   int64_t work = 0;  // blocks and transfers lowered so far (SearchOptions::work_budget)
@@ -314,10 +344,15 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
     }
     if (cancel_requested()) throw Cancelled();  // Ctrl-C reaches a long search too
     const ShardedGraph g = lower(topo, a, initial, roots, m.ranks, modes);
-    const double t = cost_of(g, m).total();
+    const PlanCost pc = cost_of(g, m);
+    const double t = pc.total();
     ++evaluations;
     work += static_cast<int64_t>(g.blocks.size() + g.transfers.size());
-    for (size_t i = 0; i < n_ops; ++i) seen[i][st[i]] = std::min(seen[i][st[i]], t);
+    const double busiest =
+        pc.rank_busy.empty() ? 0 : *std::max_element(pc.rank_busy.begin(), pc.rank_busy.end());
+    for (size_t i = 0; i < n_ops; ++i)
+      if (t < seen[i][st[i]].best_total)
+        seen[i][st[i]] = Tried{sp.cands[i][st[i]], t, busiest, pc.memory_penalty};
     memo.emplace(st, t);
     return t;
   };
@@ -369,7 +404,7 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
   p.evaluations = evaluations;
   for (size_t i = 0; i < n_ops; ++i)
     for (size_t c = 0; c < sp.cands[i].size(); ++c)
-      if (std::isfinite(seen[i][c])) p.tried[sp.ops[i]->id].push_back(Tried{sp.cands[i][c], seen[i][c]});
+      if (std::isfinite(seen[i][c].best_total)) p.tried[sp.ops[i]->id].push_back(seen[i][c]);
   return p;
 }
 

@@ -9,6 +9,7 @@
 // estimates and lowers only the winner (estimate.hpp).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -41,7 +42,10 @@ struct Candidate {
 // dim over the largest divisor of `ranks` it can hold, and each pair of dims over a*b == ranks
 // with a and b within a factor 32 of each other (on big meshes the lopsided grids are close to
 // the one-dim splits already listed, and would only slow the search). A split of a reduction
-// dim comes three times: its partials reduced, all-reduced or reduce-scattered.
+// dim comes three times: its partials reduced, all-reduced or reduce-scattered. From
+// kThreeDimRanks ranks on, triples of dims too, a*b*c == ranks with each within a factor 8 of
+// the others (3-D matmul, batch x head x rows).
+inline constexpr int kThreeDimRanks = 512;
 inline constexpr double kCheapFlopsPerPoint = 16;
 inline constexpr int kReplicatedRanks = 64;
 std::vector<Candidate> candidates(const poly::Signature& s, int ranks, bool replicated = false);
@@ -63,8 +67,11 @@ struct SearchOptions {
   std::map<uint64_t, std::vector<int64_t>> output_grid;
   // And these must be replicated (x:constrain(tp.replicated())): only the replicated candidate.
   std::set<uint64_t> replicated;
-  // Ops x ranks beyond which candidates are compared by estimate (estimate.hpp), not lowered.
+  // Ops x ranks beyond which candidates are compared by estimate (estimate.hpp), not lowered;
+  // and ranks beyond which they always are: on 1,024 ranks one exact evaluation of even a
+  // 2-op graph simulates every rank's program and takes seconds, so 2,000 of them take hours.
   int64_t exact_limit = 4096;
+  int exact_ranks = 256;
   // What a cached plan was made with besides the graph and mesh (PlanCache keys on it).
   std::vector<int64_t> key() const;
 };
@@ -76,10 +83,19 @@ std::vector<int64_t> output_grid_of(const poly::Signature& s, const std::vector<
 bool meets_constraint(uint64_t id, const poly::Signature& s, const Candidate& c,
                       const std::vector<Placement>& placed, const SearchOptions& opt);
 
+// For tp.explain: why a candidate lost is the difference between its best plan and the
+// winner's, split into compute (the busiest rank's), memory (the over-limit penalty) and the
+// rest of the makespan, which is communication not hidden behind compute.
 struct Tried {
   Candidate candidate;
-  double best_total;  // the best plan cost seen with this candidate for the op
+  double best_total;          // the best plan cost seen with this candidate for the op
+  double compute = 0;         // of that plan: the busiest rank's compute seconds
+  double memory_penalty = 0;  // of that plan (cost.hpp: kOverMemory when over the limit)
+  double communication() const { return std::max(0.0, best_total - memory_penalty - compute); }
 };
+// What a rejected candidate lost on against the winner: "compute", "communication", "memory",
+// or nothing where it costs the same (a tie).
+std::string lost_on(const Tried& rejected, const Tried& winner);
 
 // What an estimated plan's sharded graph is lowered from on first use.
 struct LoweringInput {
