@@ -47,7 +47,7 @@ struct Candidate {
 // the others (3-D matmul, batch x head x rows).
 inline constexpr int kThreeDimRanks = 512;
 inline constexpr double kCheapFlopsPerPoint = 16;
-inline constexpr int kReplicatedRanks = 64;
+inline constexpr int kReplicatedRanks = 16;
 std::vector<Candidate> candidates(const poly::Signature& s, int ranks, bool replicated = false);
 std::vector<Placement> place(const poly::Signature& s, const Candidate& c, int ranks);
 // Whether the candidate splits a reduction dim (its blocks leave partials).
