@@ -79,8 +79,15 @@ const ApiEntry kApi[] = {
     BINARY("sub", Sub, " / a - b", "Elementwise difference."),
     BINARY("mul", Mul, " / a * b", "Elementwise product (not matmul)."),
     BINARY("div", Div, " / a / b", "True division: integers give floats."),
-    BINARY("floordiv", FloorDiv, " / a // b", "floor(a / b). Integer division by zero gives 0."),
-    BINARY("mod", Mod, " / a % b", "a - floor(a / b) * b: the sign of b, as Lua and numpy."),
+    BINARY("floordiv", FloorDiv, " / a // b",
+           "Floor division as numpy's divmod: for floats (a - fmod(a, b)) / b rounded to the nearest "
+           "integer, which is floor(a / b) except where a / b rounds up (1 // 0.1 is 9, since 0.1 "
+           "is slightly above 1/10); inf // b and a // 0 are nan or inf as numpy. Integers: exact "
+           "floor, and division by zero gives 0."),
+    BINARY("mod", Mod, " / a % b",
+           "Modulus with the sign of b (Lua, numpy): for floats fmod(a, b), plus b when the signs "
+           "differ, so a == (a // b) * b + a % b holds as numpy's divmod (1 % 0.1 is ~0.1); "
+           "a % 0 is nan, inf % b is nan. Integers: exact, and a % 0 gives 0."),
     BINARY("pow", Pow, " / a ^ b", "a to the power b (integers stay integers)."),
     BINARY("maximum", Maximum, "", "Elementwise max; nan propagates."),
     BINARY("minimum", Minimum, "", "Elementwise min; nan propagates."),

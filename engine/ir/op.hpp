@@ -60,8 +60,8 @@ enum class OpKind : uint8_t {
   X(Sub, "sub", Map, 2, NoAttrs, "a - b")                                                 \
   X(Mul, "mul", Map, 2, NoAttrs, "a * b (elementwise)")                                   \
   X(Div, "div", Map, 2, NoAttrs, "a / b (true division; integers give floats)")           \
-  X(FloorDiv, "floordiv", Map, 2, NoAttrs, "floor(a / b); integer division by 0 gives 0") \
-  X(Mod, "mod", Map, 2, NoAttrs, "a - floor(a / b) * b (the sign of b, as Lua and numpy)") \
+  X(FloorDiv, "floordiv", Map, 2, NoAttrs, "numpy's floor division (divmod: (a - fmod(a, b)) / b rounded); integer division by 0 gives 0") \
+  X(Mod, "mod", Map, 2, NoAttrs, "fmod(a, b) moved to the sign of b, as Lua and numpy") \
   X(Pow, "pow", Map, 2, NoAttrs, "a ^ b")                                                 \
   X(Maximum, "maximum", Map, 2, NoAttrs, "elementwise max (NaN propagates)")              \
   X(Minimum, "minimum", Map, 2, NoAttrs, "elementwise min (NaN propagates)")              \
