@@ -411,6 +411,46 @@ const ApiEntry kApi[] = {
      "optimizer step (nn.sgd and nn.adam do).",
      lua::l_detach},
 
+    // --- linear algebra (LAPACKE over OpenBLAS; require "tapestry.linalg" has these too) ---
+    {"tp.linalg.solve", K::Function, "linalg", "tp.linalg.solve(a, b)",
+     "x with a x = b (numpy.linalg.solve, LAPACK gesv). a {..., n, n}; b {n} (a vector: x {..., "
+     "n}) or {..., n, k} (x {..., n, k}); batch dims broadcast as numpy 2's. Integers compute in "
+     "f64. A singular a is an error when the value is computed. Differentiable in a and b.",
+     lua::l_linalg_solve},
+    {"tp.linalg.inv", K::Function, "linalg", "tp.linalg.inv(a)",
+     "The inverse of each matrix of a {..., n, n}: solve(a, I). Differentiable.", lua::l_linalg_inv},
+    {"tp.linalg.det", K::Function, "linalg", "tp.linalg.det(a)",
+     "Determinant of each matrix of a {..., n, n} -> {...}, from its LU factorization (getrf); "
+     "0 for an exactly singular matrix. Differentiable (g det a^-T).",
+     lua::l_linalg_det},
+    {"tp.linalg.slogdet", K::Function, "linalg", "tp.linalg.slogdet(a)",
+     "Returns sign, logabsdet (each {...}) with det = sign * exp(logabsdet), as numpy: no "
+     "overflow for large matrices; a singular matrix gives 0, -inf. Differentiable in logabsdet.",
+     lua::l_linalg_slogdet},
+    {"tp.linalg.cholesky", K::Function, "linalg", "tp.linalg.cholesky(a)",
+     "Lower-triangular l with l @ l^T = a for a symmetric positive definite a {..., n, n} "
+     "(potrf; only the lower triangle of a is read). Not positive definite is an error when "
+     "computed. Differentiable.",
+     lua::l_linalg_cholesky},
+    {"tp.linalg.qr", K::Function, "linalg", "tp.linalg.qr(a [,mode])",
+     "Returns q, r with a = q @ r, q orthonormal columns, r upper triangular (geqrf, orgqr). a "
+     "{..., m, n}, k = min(m, n); mode 'reduced' (default, numpy's): q {..., m, k}, r {..., k, "
+     "n}; 'complete': q {..., m, m}, r {..., m, n}.",
+     lua::l_linalg_qr},
+    {"tp.linalg.svd", K::Function, "linalg", "tp.linalg.svd(a [,opts])",
+     "Returns u, s, vh with a = u @ diag(s) @ vh, s descending (gesdd), as numpy.linalg.svd. a "
+     "{..., m, n}, k = min(m, n); opts.full_matrices (default true): u {..., m, m}, vh {..., n, "
+     "n}, else {..., m, k} and {..., k, n}; opts.compute_uv = false returns s alone. The signs "
+     "of singular vectors are LAPACK's.",
+     lua::l_linalg_svd},
+    {"tp.linalg.eigh", K::Function, "linalg", "tp.linalg.eigh(a)",
+     "Returns w, v: the eigenvalues ascending {..., n} and the eigenvectors as columns {..., n, "
+     "n} of a symmetric a (syevd; only the lower triangle is read, numpy's UPLO='L').",
+     lua::l_linalg_eigh},
+    {"tp.linalg.eigvalsh", K::Function, "linalg", "tp.linalg.eigvalsh(a)",
+     "The eigenvalues of a symmetric a {..., n, n}, ascending {..., n} (syevd without vectors).",
+     lua::l_linalg_eigvalsh},
+
     // --- the Lua standard library (stdlib/*.lua, embedded; require "tapestry.nn") ------
     {"tapestry.nn.linear", K::Module, "stdlib", "nn.linear(x, w [,b])",
      "x·w + b, with x {..., in}, w {in, out} (in-by-out, so it reads as written) and b {out} "

@@ -116,4 +116,17 @@ NodeRef conv2d(const NodeRef& x, const NodeRef& w, const Conv2dOptions& o);
 NodeRef pool2d(Op op, const NodeRef& x, const int64_t kernel[2], const int64_t stride[2],
                const int64_t padding[2]);
 
+// --- linear algebra (builders_linalg.cpp) ---------------------------------------------
+// LAPACK on whole matrices, the last two dims, batched over the leading dims as numpy. Integer
+// and bool inputs are computed in f64, as numpy. A factorization is one node whose last dim
+// packs its parts; the parts returned are views of it, so it runs once.
+NodeRef solve(const NodeRef& a, const NodeRef& b);  // b {n} or {..., n, k}
+NodeRef cholesky(const NodeRef& a);                 // lower
+NodeRef inv(const NodeRef& a);                      // solve(a, I)
+NodeRef det(const NodeRef& a);
+std::vector<NodeRef> slogdet(const NodeRef& a);                 // {sign, log|det|}
+std::vector<NodeRef> qr(const NodeRef& a, bool complete);       // {Q, R}
+std::vector<NodeRef> svd(const NodeRef& a, int64_t mode);       // mode 0: {S}; 1, 2: {U, S, Vh}
+std::vector<NodeRef> eigh(const NodeRef& a, bool vectors);      // {w} or {w, V}
+
 }  // namespace tapestry::build
