@@ -528,8 +528,22 @@ const ApiEntry kApi[] = {
      "opts.maxiter (1000), opts.seed (start vector). Returns lambda, v, iterations.",
      nullptr},
     {"tapestry.linalg.norm", K::Module, "stdlib", "linalg.norm(x [,p])",
-     "The entrywise p-norm of all of x (Frobenius for a matrix at p = 2): p a positive number "
-     "(default 2), math.huge or 'inf', 'fro'. p = 2 is scaled by max|x| so it does not overflow.",
+     "numpy.linalg.norm(x, ord). p nil: the 2-norm of all of x (Frobenius for a matrix), scaled "
+     "by max|x| so it does not overflow. A vector: any number p (0 counts nonzeros), math.huge / "
+     "'inf' (max |x|), -math.huge (min |x|). Two dims or more with p given: the matrix norm of "
+     "each matrix of the last two dims: 'fro', 'nuc' (sum of singular values), 2 / -2 (largest / "
+     "smallest singular value), 1 / -1 (max / min column sum of |x|), math.huge / -math.huge "
+     "(rows).",
+     nullptr},
+    {"tapestry.linalg.pinv", K::Module, "stdlib", "linalg.pinv(a [,opts])",
+     "Pseudo-inverse of each matrix of a {..., m, n} -> {..., n, m} from its SVD; singular "
+     "values <= opts.rcond (default 1e-15) times the largest count as zero, as numpy.",
+     nullptr},
+    {"tapestry.linalg.lstsq", K::Module, "stdlib", "linalg.lstsq(a, b [,opts])",
+     "numpy.linalg.lstsq: x minimising ||b - a x|| (least-norm when a is rank deficient), from "
+     "a's SVD; a {m, n}, b {m} or {m, k}; opts.rcond (default eps * max(m, n)). Returns x, the "
+     "squared residual norms ({1} or {k}; always given, where numpy gives them only for m > n "
+     "and full rank), the rank (i64) and the singular values.",
      nullptr},
 
     // --- shell commands (run by repl/) --------------------------------------------------

@@ -46,7 +46,8 @@ inline Lint orgqr(Lint m, Lint n, Lint k, double* a, Lint lda, const double* tau
 inline Lint gesdd(char job, Lint m, Lint n, float* a, float* s, float* u, Lint ldu, float* vt, Lint ldvt) {
   return LAPACKE_sgesdd(LAPACK_ROW_MAJOR, job, m, n, a, n, s, u, ldu, vt, ldvt);
 }
-inline Lint gesdd(char job, Lint m, Lint n, double* a, double* s, double* u, Lint ldu, double* vt, Lint ldvt) {
+inline Lint gesdd(char job, Lint m, Lint n, double* a, double* s, double* u, Lint ldu, double* vt,
+                  Lint ldvt) {
   return LAPACKE_dgesdd(LAPACK_ROW_MAJOR, job, m, n, a, n, s, u, ldu, vt, ldvt);
 }
 inline Lint syevd(char job, Lint n, float* a, float* w) {
@@ -146,7 +147,8 @@ template <class T> void run_typed(Op op, int64_t mode, const std::vector<View>& 
       case Op::Svd: {
         const Lint ucols = mode == 2 ? m : k, vrows = mode == 2 ? n : k;
         const char job = mode == 0 ? 'N' : (mode == 2 ? 'A' : 'S');
-        std::vector<T> s(k), u(mode ? static_cast<size_t>(m) * ucols : 1), vt(mode ? static_cast<size_t>(vrows) * n : 1);
+        std::vector<T> s(k), u(mode ? static_cast<size_t>(m) * ucols : 1),
+            vt(mode ? static_cast<size_t>(vrows) * n : 1);
         // With job 'N', u and vt are never touched, but LAPACKE still checks ldu/ldvt.
         check_info(gesdd(job, m, n, x.data(), s.data(), u.data(), mode ? ucols : m, vt.data(), n),
                    "linalg.svd: did not converge", b);
@@ -176,7 +178,8 @@ void run_linalg(Op op, const Attrs& attrs, const std::vector<View>& in, const Vi
   internal_check(!in.empty() && in[0].rank() >= 2 && out.is_contiguous() && out.dtype == in[0].dtype);
   int64_t batch = 1;
   for (int d = 0; d < in[0].rank() - 2; ++d) batch *= in[0].shape[d];
-  const int64_t mode = (op == Op::Qr || op == Op::Svd || op == Op::Eigh) ? attrs_of<LinalgAttrs>(op, attrs).mode : 0;
+  const int64_t mode =
+      (op == Op::Qr || op == Op::Svd || op == Op::Eigh) ? attrs_of<LinalgAttrs>(op, attrs).mode : 0;
   if (out.dtype == DType::F32) run_typed<float>(op, mode, in, out.ptr<float>(), batch);
   else if (out.dtype == DType::F64) run_typed<double>(op, mode, in, out.ptr<double>(), batch);
   else internal_check(false && "run_linalg: f32 or f64 only");

@@ -124,9 +124,9 @@ NodeRef solve(const NodeRef& a, const NodeRef& b);  // b {n} or {..., n, k}
 NodeRef cholesky(const NodeRef& a);                 // lower
 NodeRef inv(const NodeRef& a);                      // solve(a, I)
 NodeRef det(const NodeRef& a);
-std::vector<NodeRef> slogdet(const NodeRef& a);                 // {sign, log|det|}
-std::vector<NodeRef> qr(const NodeRef& a, bool complete);       // {Q, R}
-std::vector<NodeRef> svd(const NodeRef& a, int64_t mode);       // mode 0: {S}; 1, 2: {U, S, Vh}
-std::vector<NodeRef> eigh(const NodeRef& a, bool vectors);      // {w} or {w, V}
+std::vector<NodeRef> slogdet(const NodeRef& a);             // {sign, log|det|}
+std::vector<NodeRef> qr(const NodeRef& a, bool complete);   // {Q, R}
+std::vector<NodeRef> svd(const NodeRef& a, int64_t mode);   // mode 0: {S}; 1, 2: {U, S, Vh}
+std::vector<NodeRef> eigh(const NodeRef& a, bool vectors);  // {w} or {w, V}
 
 }  // namespace tapestry::build

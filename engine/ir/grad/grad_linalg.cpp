@@ -55,14 +55,16 @@ std::vector<NodeRef> linalg_vjp(const NodeRef& n, const NodeRef& g, const std::v
       return out;
     }
     case Op::Cholesky: {
-      const NodeRef p = build::binary(Op::Mul, build::matmul(mT(n), g), phi_weights(a->shape.back(), g->dtype));
-      const NodeRef y = build::solve(mT(n), p);       // L^-T P
+      const NodeRef p =
+          build::binary(Op::Mul, build::matmul(mT(n), g), phi_weights(a->shape.back(), g->dtype));
+      const NodeRef y = build::solve(mT(n), p);          // L^-T P
       const NodeRef s = mT(build::solve(mT(n), mT(y)));  // (L^-T (L^-T P)^T)^T = L^-T P L^-1
       out[0] = build::binary(Op::Mul, build::binary(Op::Add, s, mT(s)), Operand::number(0.5));
       return out;
     }
     default:
-      user_error("linalg.", op_def(n->op).name, " has no gradient yet (solve, inv, det, slogdet and cholesky do)");
+      user_error("linalg.", op_def(n->op).name,
+                 " has no gradient yet (solve, inv, det, slogdet and cholesky do)");
   }
 }
 
