@@ -79,8 +79,15 @@ const ApiEntry kApi[] = {
     BINARY("sub", Sub, " / a - b", "Elementwise difference."),
     BINARY("mul", Mul, " / a * b", "Elementwise product (not matmul)."),
     BINARY("div", Div, " / a / b", "True division: integers give floats."),
-    BINARY("floordiv", FloorDiv, " / a // b", "floor(a / b). Integer division by zero gives 0."),
-    BINARY("mod", Mod, " / a % b", "a - floor(a / b) * b: the sign of b, as Lua and numpy."),
+    BINARY("floordiv", FloorDiv, " / a // b",
+           "Floor division as numpy's divmod: for floats (a - fmod(a, b)) / b rounded to the nearest "
+           "integer, which is floor(a / b) except where a / b rounds up (1 // 0.1 is 9, since 0.1 "
+           "is slightly above 1/10); inf // b and a // 0 are nan or inf as numpy. Integers: exact "
+           "floor, and division by zero gives 0."),
+    BINARY("mod", Mod, " / a % b",
+           "Modulus with the sign of b (Lua, numpy): for floats fmod(a, b), plus b when the signs "
+           "differ, so a == (a // b) * b + a % b holds as numpy's divmod (1 % 0.1 is ~0.1); "
+           "a % 0 is nan, inf % b is nan. Integers: exact, and a % 0 gives 0."),
     BINARY("pow", Pow, " / a ^ b", "a to the power b (integers stay integers)."),
     BINARY("maximum", Maximum, "", "Elementwise max; nan propagates."),
     BINARY("minimum", Minimum, "", "Elementwise min; nan propagates."),
@@ -409,6 +416,46 @@ const ApiEntry kApi[] = {
      "optimizer step (nn.sgd and nn.adam do).",
      lua::l_detach},
 
+    // --- linear algebra (LAPACKE over OpenBLAS; require "tapestry.linalg" has these too) ---
+    {"tp.linalg.solve", K::Function, "linalg", "tp.linalg.solve(a, b)",
+     "x with a x = b (numpy.linalg.solve, LAPACK gesv). a {..., n, n}; b {n} (a vector: x {..., "
+     "n}) or {..., n, k} (x {..., n, k}); batch dims broadcast as numpy 2's. Integers compute in "
+     "f64. A singular a is an error when the value is computed. Differentiable in a and b.",
+     lua::l_linalg_solve},
+    {"tp.linalg.inv", K::Function, "linalg", "tp.linalg.inv(a)",
+     "The inverse of each matrix of a {..., n, n}: solve(a, I). Differentiable.", lua::l_linalg_inv},
+    {"tp.linalg.det", K::Function, "linalg", "tp.linalg.det(a)",
+     "Determinant of each matrix of a {..., n, n} -> {...}, from its LU factorization (getrf); "
+     "0 for an exactly singular matrix. Differentiable (g det a^-T).",
+     lua::l_linalg_det},
+    {"tp.linalg.slogdet", K::Function, "linalg", "tp.linalg.slogdet(a)",
+     "Returns sign, logabsdet (each {...}) with det = sign * exp(logabsdet), as numpy: no "
+     "overflow for large matrices; a singular matrix gives 0, -inf. Differentiable in logabsdet.",
+     lua::l_linalg_slogdet},
+    {"tp.linalg.cholesky", K::Function, "linalg", "tp.linalg.cholesky(a)",
+     "Lower-triangular l with l @ l^T = a for a symmetric positive definite a {..., n, n} "
+     "(potrf; only the lower triangle of a is read). Not positive definite is an error when "
+     "computed. Differentiable.",
+     lua::l_linalg_cholesky},
+    {"tp.linalg.qr", K::Function, "linalg", "tp.linalg.qr(a [,mode])",
+     "Returns q, r with a = q @ r, q orthonormal columns, r upper triangular (geqrf, orgqr). a "
+     "{..., m, n}, k = min(m, n); mode 'reduced' (default, numpy's): q {..., m, k}, r {..., k, "
+     "n}; 'complete': q {..., m, m}, r {..., m, n}.",
+     lua::l_linalg_qr},
+    {"tp.linalg.svd", K::Function, "linalg", "tp.linalg.svd(a [,opts])",
+     "Returns u, s, vh with a = u @ diag(s) @ vh, s descending (gesdd), as numpy.linalg.svd. a "
+     "{..., m, n}, k = min(m, n); opts.full_matrices (default true): u {..., m, m}, vh {..., n, "
+     "n}, else {..., m, k} and {..., k, n}; opts.compute_uv = false returns s alone. The signs "
+     "of singular vectors are LAPACK's.",
+     lua::l_linalg_svd},
+    {"tp.linalg.eigh", K::Function, "linalg", "tp.linalg.eigh(a)",
+     "Returns w, v: the eigenvalues ascending {..., n} and the eigenvectors as columns {..., n, "
+     "n} of a symmetric a (syevd; only the lower triangle is read, numpy's UPLO='L').",
+     lua::l_linalg_eigh},
+    {"tp.linalg.eigvalsh", K::Function, "linalg", "tp.linalg.eigvalsh(a)",
+     "The eigenvalues of a symmetric a {..., n, n}, ascending {..., n} (syevd without vectors).",
+     lua::l_linalg_eigvalsh},
+
     // --- the Lua standard library (stdlib/*.lua, embedded; require "tapestry.nn") ------
     {"tapestry.nn.linear", K::Module, "stdlib", "nn.linear(x, w [,b])",
      "x·w + b, with x {..., in}, w {in, out} (in-by-out, so it reads as written) and b {out} "
@@ -486,8 +533,22 @@ const ApiEntry kApi[] = {
      "opts.maxiter (1000), opts.seed (start vector). Returns lambda, v, iterations.",
      nullptr},
     {"tapestry.linalg.norm", K::Module, "stdlib", "linalg.norm(x [,p])",
-     "The entrywise p-norm of all of x (Frobenius for a matrix at p = 2): p a positive number "
-     "(default 2), math.huge or 'inf', 'fro'. p = 2 is scaled by max|x| so it does not overflow.",
+     "numpy.linalg.norm(x, ord). p nil: the 2-norm of all of x (Frobenius for a matrix), scaled "
+     "by max|x| so it does not overflow. A vector: any number p (0 counts nonzeros), math.huge / "
+     "'inf' (max |x|), -math.huge (min |x|). Two dims or more with p given: the matrix norm of "
+     "each matrix of the last two dims: 'fro', 'nuc' (sum of singular values), 2 / -2 (largest / "
+     "smallest singular value), 1 / -1 (max / min column sum of |x|), math.huge / -math.huge "
+     "(rows).",
+     nullptr},
+    {"tapestry.linalg.pinv", K::Module, "stdlib", "linalg.pinv(a [,opts])",
+     "Pseudo-inverse of each matrix of a {..., m, n} -> {..., n, m} from its SVD; singular "
+     "values <= opts.rcond (default 1e-15) times the largest count as zero, as numpy.",
+     nullptr},
+    {"tapestry.linalg.lstsq", K::Module, "stdlib", "linalg.lstsq(a, b [,opts])",
+     "numpy.linalg.lstsq: x minimising ||b - a x|| (least-norm when a is rank deficient), from "
+     "a's SVD; a {m, n}, b {m} or {m, k}; opts.rcond (default eps * max(m, n)). Returns x, the "
+     "squared residual norms ({1} or {k}; always given, where numpy gives them only for m > n "
+     "and full rank), the rank (i64) and the singular values.",
      nullptr},
 
     // --- shell commands (run by repl/) --------------------------------------------------

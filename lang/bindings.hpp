@@ -66,6 +66,17 @@ int l_stencil(lua_State* L);
 int l_conv2d(lua_State* L);
 template <Op op> int l_pool2d(lua_State* L);  // maxpool2d avgpool2d
 
+// tp.linalg (linalg_lua.cpp)
+int l_linalg_solve(lua_State* L);
+int l_linalg_cholesky(lua_State* L);
+int l_linalg_inv(lua_State* L);
+int l_linalg_det(lua_State* L);
+int l_linalg_slogdet(lua_State* L);
+int l_linalg_qr(lua_State* L);
+int l_linalg_svd(lua_State* L);
+int l_linalg_eigh(lua_State* L);
+int l_linalg_eigvalsh(lua_State* L);
+
 // gradients (grad_lua.cpp)
 int l_grad(lua_State* L);
 int l_detach(lua_State* L);

@@ -4,6 +4,7 @@
 #include <lua.h>
 
 #include <cmath>
+#include <limits>
 
 #include "engine/ir/error.hpp"
 
@@ -17,6 +18,7 @@ struct Collector {
   Shape shape;
   std::vector<double> reals;
   std::vector<int64_t> ints;
+  std::vector<bool> exact;  // the leaf was a Lua integer or boolean: ints holds it exactly
   bool all_bool = true;
   bool all_int = true;
 
@@ -26,6 +28,7 @@ struct Collector {
         const bool b = lua_toboolean(L, idx);
         reals.push_back(b);
         ints.push_back(b);
+        exact.push_back(true);
         return;
       }
       case LUA_TNUMBER: {
@@ -34,11 +37,13 @@ struct Collector {
           const lua_Integer v = lua_tointeger(L, idx);
           ints.push_back(v);
           reals.push_back(static_cast<double>(v));
+          exact.push_back(true);
         } else {
           const double d = lua_tonumber(L, idx);
           all_int = false;
           reals.push_back(d);
           ints.push_back(fits_int64(d) ? static_cast<int64_t>(d) : 0);
+          exact.push_back(false);
         }
         return;
       }
@@ -92,9 +97,17 @@ NodeRef tensor_from_lua(lua_State* L, int idx, std::optional<DType> dtype) {
       } else if constexpr (std::is_same_v<T, bool>) {
         p[i] = c.reals[i] != 0;
       } else {
-        const double lim = std::is_same_v<T, int32_t> ? 2147483648.0 : 9223372036854775808.0;
-        user_check(std::isfinite(c.reals[i]) && c.reals[i] >= -lim && c.reals[i] < lim, "cannot store ",
-                   c.reals[i], " in a ", dtype_name(t), " tensor (out of range)");
+        // Integers are checked as integers: math.maxinteger fits an i64, though not a double.
+        const bool fits =
+            c.exact[i]
+                ? (c.ints[i] >= std::numeric_limits<T>::min() && c.ints[i] <= std::numeric_limits<T>::max())
+                : (fits_int64(c.reals[i]) && c.ints[i] >= std::numeric_limits<T>::min() &&
+                   c.ints[i] <= std::numeric_limits<T>::max());
+        if (!fits) {
+          if (c.exact[i])
+            user_error("cannot store ", c.ints[i], " in a ", dtype_name(t), " tensor (out of range)");
+          user_error("cannot store ", c.reals[i], " in a ", dtype_name(t), " tensor (out of range)");
+        }
         p[i] = static_cast<T>(c.ints[i]);
       }
     }

@@ -106,6 +106,13 @@ int l_arange(lua_State* L) {
   const int oi = opts_index(L, 3, 3);
   const double step = (oi == 3 || lua_isnoneornil(L, 3)) ? 1.0 : check_number(L, 3);
   const CreateOpts c = read_opts(L, oi);
+  // Lua integers give an exact integer range (math.maxinteger is not a double).
+  const bool ints =
+      lua_isinteger(L, 1) && lua_isinteger(L, 2) && (oi == 3 || lua_isnoneornil(L, 3) || lua_isinteger(L, 3));
+  if (ints && is_int(c.dtype)) {
+    const int64_t istep = (oi == 3 || lua_isnoneornil(L, 3)) ? 1 : lua_tointeger(L, 3);
+    return finish(L, build::arange_int(lua_tointeger(L, 1), lua_tointeger(L, 2), istep, c.dtype), c);
+  }
   return finish(L, build::arange(first, last, step, c.dtype), c);
 }
 

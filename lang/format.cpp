@@ -139,8 +139,15 @@ template <class T> class FloatFormat {
     if (std::isinf(x)) return pad_left(x < 0 ? "-inf" : "inf", width);
     if (exp_) {
       auto [m, e] = scientific(x, precision_);
-      const size_t dot = m.find('.');
-      m += std::string(frac_ - (m.size() - dot - 1), '0');
+      if (static_cast<int>(m.size() - m.find('.') - 1) < frac_) {
+        // numpy pads with further digits of the stored value (dragon4's min_digits), not
+        // zeros: f32 0.6 is 6.0000002e-01 next to a value that needs 8 digits.
+        char buf[64];
+        auto r = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::scientific, frac_);
+        const std::string t(buf, r.ptr);
+        m = t.substr(0, t.find('e'));
+        e = std::stoi(t.substr(t.find('e') + 1));
+      }
       std::string ex = std::to_string(std::abs(e));
       ex = std::string(exp_digits_ - ex.size(), '0') + ex;
       return pad_left(m, left_ + 1 + frac_) + (e < 0 ? "e-" : "e+") + ex;

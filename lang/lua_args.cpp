@@ -256,6 +256,18 @@ std::optional<double> Options::number(const char* key) const {
   return r;
 }
 
+std::optional<build::Operand> Options::scalar(const char* key) const {
+  push(key);
+  std::optional<build::Operand> r;
+  const int t = lua_type(L_, -1);
+  if (t == LUA_TNUMBER || t == LUA_TBOOLEAN) r = check_operand(L_, -1);
+  const std::string got = luaL_typename(L_, -1);
+  lua_pop(L_, 1);
+  if (!r && t != LUA_TNIL)
+    arg_error(arg_, cat_str("option '", key, "' must be a number or boolean, got ", got));
+  return r;
+}
+
 std::optional<int64_t> Options::integer(const char* key) const {
   auto d = number(key);
   if (!d) return std::nullopt;

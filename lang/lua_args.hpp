@@ -62,6 +62,7 @@ class Options {
   std::optional<double> number(const char* key) const;
   std::optional<int64_t> integer(const char* key) const;
   std::optional<bool> boolean(const char* key) const;
+  std::optional<build::Operand> scalar(const char* key) const;  // a number (kept exact) or boolean
 
  private:
   void push(const char* key) const;  // pushes opts[key] (or nil)

@@ -24,8 +24,15 @@ int open_tp(lua_State* L) {
   lua_newtable(L);
   for (const ApiEntry& e : api_entries()) {
     if (e.kind != ApiKind::Function || e.name.substr(0, 3) != "tp.") continue;
+    std::string_view field = e.name.substr(3);
+    const size_t dot = field.find('.');
+    if (dot != std::string_view::npos) {  // tp.linalg.solve: a function of the subtable tp.linalg
+      luaL_getsubtable(L, -1, std::string(field.substr(0, dot)).c_str());
+      field = field.substr(dot + 1);
+    }
     push_guarded(L, e.fn, e.name);
-    lua_setfield(L, -2, std::string(e.name.substr(3)).c_str());
+    lua_setfield(L, -2, std::string(field).c_str());
+    if (dot != std::string_view::npos) lua_pop(L, 1);
   }
   push_env_table(L);
   lua_setfield(L, -2, "env");

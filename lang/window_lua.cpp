@@ -123,7 +123,8 @@ int l_pad(lua_State* L) {
   else arg_error(3, cat_str("unknown mode '", mode, "' (expected constant, reflect or periodic)"));
   if (o.has("value") && m != build::PadMode::Constant)
     arg_error(3, cat_str("option 'value' only applies to mode 'constant', not '", mode, "'"));
-  push_tensor(L, build::pad(x, before, after, m, o.number("value").value_or(0)));
+  push_tensor(L,
+              build::pad(x, before, after, m, o.scalar("value").value_or(build::Operand::integer_number(0))));
   return 1;
 }
 

@@ -13,24 +13,98 @@ local shape_str = args.shape_str
 
 local function dot(u, v) return (u * v):sum() end
 
--- The entrywise p-norm of all of x (a matrix gives the Frobenius norm for p = 2, not the
--- spectral norm). p: a positive number (default 2), math.huge or "inf" for max |x|, "fro" = 2.
--- p = 2 scales by max |x| first, as LAPACK's nrm2, so f32 values near 1e20 do not overflow.
+-- The LAPACK ops (tp.linalg: solve, inv, det, slogdet, cholesky, qr, svd, eigh, eigvalsh) are
+-- this module's too.
+for name, f in pairs(tp.linalg) do linalg[name] = f end
+
+local function is_inf(p) return p == math.huge or p == "inf" end
+local function is_neginf(p) return p == -math.huge or p == "-inf" end
+
+-- The 2-norm of all of x, scaled by max |x| first as LAPACK's nrm2, so f32 values near 1e20
+-- do not overflow. dims (optional): reduce only those (each matrix's last two, for a batch).
+local function two_norm(x, dims)
+  local scale = x:abs():max(dims, {keepdim = true})
+  if x.dtype ~= "f32" and x.dtype ~= "f64" then scale = scale:cast("f64") end
+  local safe = tp.where(scale:eq(0), 1, scale)  -- an all-zero x has norm 0, not 0/0
+  local r = (x / safe):square():sum(dims, {keepdim = true}):sqrt() * scale
+  return dims and r:squeeze(-1):squeeze(-1) or r:reshape({})
+end
+
+-- numpy.linalg.norm(x, ord). x 1-D: the vector p-norm for any number p (0 counts nonzeros,
+-- math.huge / "inf" is max |x|, -math.huge / "-inf" min |x|). x with 2 dims or more and p
+-- given: a matrix norm of each matrix of the last two dims: "fro", "nuc" (sum of singular
+-- values), 1 / -1 (max / min column sum of |x|), math.huge / -math.huge (rows), 2 / -2 (largest
+-- / smallest singular value). p nil: the 2-norm of all of x (Frobenius for a matrix).
 function linalg.norm(x, p)
   local fname = "tapestry.linalg.norm"
   args.tensor(fname, "x", x)
-  if p == nil or p == "fro" then
-    p = 2
-  elseif p == "inf" then
-    p = math.huge
-  elseif type(p) ~= "number" or not (p > 0) then
-    args.fail(fname, "p must be a positive number, math.huge, 'inf' or 'fro', got %s", tostring(p))
+  if p == nil or (p == "fro" and x:dim() <= 2) or (p == 2 and x:dim() == 1) then return two_norm(x) end
+  if x:dim() <= 1 then
+    if is_inf(p) then return x:abs():max() end
+    if is_neginf(p) then return x:abs():min() end
+    if type(p) ~= "number" then
+      args.fail(fname, "p for a vector must be a number, math.huge or 'inf', got %s", tostring(p))
+    end
+    local xf = (x.dtype == "f32" or x.dtype == "f64") and x or x:cast("f64")
+    if p == 0 then return xf:ne(0):sum():cast(xf.dtype) end
+    return xf:abs():pow(p):sum():pow(1 / p)
   end
-  if p ~= 2 then return x:norm(p) end
-  local scale = x:abs():max()
-  if x.dtype ~= "f32" and x.dtype ~= "f64" then scale = scale:cast("f64") end
-  local safe = tp.where(scale:eq(0), 1, scale)  -- an all-zero x has norm 0, not 0/0
-  return (x / safe):square():sum():sqrt() * scale
+  local a = x:abs()
+  if p == "fro" then return two_norm(x, {-2, -1}) end
+  if p == "nuc" then return linalg.svd(x, {compute_uv = false}):sum(-1) end
+  if p == 2 then return linalg.svd(x, {compute_uv = false}):max(-1) end
+  if p == -2 then return linalg.svd(x, {compute_uv = false}):min(-1) end
+  if p == 1 then return a:sum(-2):max(-1) end
+  if p == -1 then return a:sum(-2):min(-1) end
+  if is_inf(p) then return a:sum(-1):max(-1) end
+  if is_neginf(p) then return a:sum(-1):min(-1) end
+  args.fail(fname, "p for a matrix %s must be 'fro', 'nuc', 1, -1, 2, -2, math.huge or -math.huge, got %s",
+            shape_str(x.shape), tostring(p))
+end
+
+-- numpy.linalg.pinv: the pseudo-inverse of each matrix of a {..., m, n} -> {..., n, m} from
+-- its SVD; singular values <= rcond * the largest count as zero (opts.rcond, default 1e-15).
+function linalg.pinv(a, opts)
+  local fname = "tapestry.linalg.pinv"
+  args.min_dims(fname, "a", a, 2)
+  opts = args.opts(fname, opts, {"rcond"})
+  local rcond = opts.rcond or 1e-15
+  if type(rcond) ~= "number" or rcond < 0 then
+    args.fail(fname, "opts.rcond must be a number >= 0, got %s", tostring(rcond))
+  end
+  local u, s, vh = linalg.svd(a, {full_matrices = false})
+  local keep = s:gt(s:max(-1, {keepdim = true}) * rcond)
+  local sinv = tp.where(keep, 1 / tp.where(keep, s, 1), 0)
+  return (vh:transpose(-2, -1) * sinv:unsqueeze(-2)):matmul(u:transpose(-2, -1))
+end
+
+-- numpy.linalg.lstsq(a, b): x minimising ||b - a x|| (the least-norm one when a is rank
+-- deficient), from a's SVD. a {m, n}, b {m} or {m, k}. opts.rcond (default eps * max(m, n), as
+-- numpy's rcond=None). Returns x ({n} or {n, k}), the squared residual norms ({1} or {k}; numpy
+-- gives them only when m > n and a has full rank, here always), the rank (an i64 scalar) and
+-- the singular values {min(m, n)}.
+function linalg.lstsq(a, b, opts)
+  local fname = "tapestry.linalg.lstsq"
+  args.dims(fname, "a", a, 2)
+  args.tensor(fname, "b", b)
+  opts = args.opts(fname, opts, {"rcond"})
+  local m, n = a:size(1), a:size(2)
+  if (b:dim() ~= 1 and b:dim() ~= 2) or b:size(1) ~= m then
+    args.fail(fname, "b must be {%d} or {%d, k} to match a %s, got %s", m, m, shape_str(a.shape),
+              shape_str(b.shape))
+  end
+  local af = (a.dtype == "f32" or a.dtype == "f64") and a or a:cast("f64")
+  local eps = af.dtype == "f32" and 2^-23 or 2^-52
+  local rcond = opts.rcond or eps * math.max(m, n)
+  local u, s, vh = linalg.svd(af, {full_matrices = false})
+  local cut = s:max() * rcond
+  local keep = s:gt(cut)
+  local sinv = tp.where(keep, 1 / tp.where(keep, s, 1), 0)
+  local bm = b:dim() == 1 and b:reshape({m, 1}) or b
+  local x = vh:t():matmul(u:t():matmul(bm:cast(af.dtype)) * sinv:unsqueeze(2))
+  local res = (bm - af:matmul(x)):square():sum(1)
+  if b:dim() == 1 then x = x:reshape({n}) end
+  return x, res, keep:sum(), s
 end
 
 -- The operator of a solver: a square matrix (applied with matmul) or a Lua function v -> A v

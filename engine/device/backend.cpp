@@ -2,6 +2,7 @@
 #include "engine/device/backend.hpp"
 
 #include "engine/device/peers.hpp"
+#include "engine/ir/error.hpp"
 
 namespace tapestry {
 
@@ -13,6 +14,11 @@ void DeviceBackend::map_reduce(const DeviceMapProgram& p, const Shape& shape, Op
   DeviceView tmp = device_alloc(*this, p.instrs.back().out, shape);
   map(p, tmp);
   reduce(op, tmp, dims, out);
+}
+
+void DeviceBackend::linalg(Op op, const Attrs&, const std::vector<DeviceView>&, const DeviceView&) {
+  (void)op;
+  internal_fail(__FILE__, __LINE__, "a device without LAPACK kernels ran a linalg op");
 }
 
 }  // namespace tapestry

@@ -75,6 +75,13 @@ void HostBackend::matmul(const DeviceView& a, const DeviceView& b, const DeviceV
   cpu::run_matmul(view(a), view(b), view(out));
 }
 
+void HostBackend::linalg(Op op, const Attrs& attrs, const std::vector<DeviceView>& in,
+                         const DeviceView& out) {
+  std::vector<View> v;
+  for (const DeviceView& d : in) v.push_back(view(d));
+  cpu::run_linalg(op, attrs, v, view(out));
+}
+
 void HostBackend::generate(Op op, const Attrs& attrs, const Shape& global_shape,
                            const std::vector<int64_t>& origin, const DeviceView& out) {
   cpu::run_generate(op, attrs, global_shape, origin, view(out));

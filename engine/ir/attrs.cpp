@@ -134,6 +134,12 @@ CorrelateAttrs CorrelateAttrs::decode(const Attrs& a) {
 }
 
 // {stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups}
+Attrs LinalgAttrs::encode() const { return with_ints({mode}); }
+LinalgAttrs LinalgAttrs::decode(const Attrs& a) {
+  internal_check(a.ints.size() == 1);
+  return {a.ints[0]};
+}
+
 Attrs Conv2dAttrs::encode() const {
   return with_ints({stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1], groups});
 }

@@ -150,6 +150,15 @@ struct CorrelateAttrs {
 };
 
 // Conv2d: inputs {x {N,C,H,W}, w {O,C/groups,KH,KW}} of one dtype; output {N,O,OH,OW}.
+// Qr, Svd, Eigh: which parts the packed output holds (engine/ir/build/builders_linalg.cpp).
+struct LinalgAttrs {
+  int64_t mode = 0;  // Qr: 0 reduced, 1 complete; Svd: 0 values only, 1 reduced, 2 full;
+                     // Eigh: 0 values only, 1 values and vectors
+  Attrs encode() const;
+  static LinalgAttrs decode(const Attrs& a);
+  bool operator==(const LinalgAttrs&) const = default;
+};
+
 struct Conv2dAttrs {
   std::array<int64_t, 2> stride{1, 1}, padding{0, 0}, dilation{1, 1};  // {h, w}
   int64_t groups = 1;

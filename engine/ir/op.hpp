@@ -22,6 +22,8 @@ enum class OpKind : uint8_t {
   Cat,        // concatenation along one dim
   Write,      // a copy of a tensor with one box replaced (region writes)
   Window,     // sliding windows: stencil correlation, conv2d, pooling (kernels/cpu/window.cpp)
+  Linalg,     // LAPACK on whole matrices (the last two dims of each input), batched over the
+              // leading dims; factorizations pack their parts into the output's last dim
   Fused,      // made by fusion (engine/plan/fuse.hpp), never by a builder: a map program,
               // optionally reduced; attrs encode the program (engine/ir/fused.hpp)
 };
@@ -60,8 +62,8 @@ enum class OpKind : uint8_t {
   X(Sub, "sub", Map, 2, NoAttrs, "a - b")                                                 \
   X(Mul, "mul", Map, 2, NoAttrs, "a * b (elementwise)")                                   \
   X(Div, "div", Map, 2, NoAttrs, "a / b (true division; integers give floats)")           \
-  X(FloorDiv, "floordiv", Map, 2, NoAttrs, "floor(a / b); integer division by 0 gives 0") \
-  X(Mod, "mod", Map, 2, NoAttrs, "a - floor(a / b) * b (the sign of b, as Lua and numpy)") \
+  X(FloorDiv, "floordiv", Map, 2, NoAttrs, "numpy's floor division (divmod: (a - fmod(a, b)) / b rounded); integer division by 0 gives 0") \
+  X(Mod, "mod", Map, 2, NoAttrs, "fmod(a, b) moved to the sign of b, as Lua and numpy") \
   X(Pow, "pow", Map, 2, NoAttrs, "a ^ b")                                                 \
   X(Maximum, "maximum", Map, 2, NoAttrs, "elementwise max (NaN propagates)")              \
   X(Minimum, "minimum", Map, 2, NoAttrs, "elementwise min (NaN propagates)")              \
@@ -88,6 +90,13 @@ enum class OpKind : uint8_t {
   X(Conv2d, "conv2d", Window, 2, Conv2dAttrs, "2-D convolution, NCHW, with stride, padding, dilation, groups") \
   X(MaxPool2d, "maxpool2d", Window, 1, PoolAttrs, "maximum over 2-D windows of NCHW (padding never wins)") \
   X(AvgPool2d, "avgpool2d", Window, 1, PoolAttrs, "mean over 2-D windows of NCHW, padding counted as zeros") \
+  X(Solve, "solve", Linalg, 2, NoAttrs, "x with a x = b, a {..., n, n}, b {..., n, k} (LAPACK gesv)") \
+  X(Cholesky, "cholesky", Linalg, 1, NoAttrs, "lower-triangular l with l l^T = a (LAPACK potrf)") \
+  X(Det, "det", Linalg, 1, NoAttrs, "determinant from the LU factorization (LAPACK getrf)") \
+  X(Slogdet, "slogdet", Linalg, 1, NoAttrs, "{..., 2}: sign and log|det| (LAPACK getrf)") \
+  X(Qr, "qr", Linalg, 1, LinalgAttrs, "Q and R packed in the last dim (LAPACK geqrf, orgqr)") \
+  X(Svd, "svd", Linalg, 1, LinalgAttrs, "U, S and Vh packed in the last dim (LAPACK gesdd)") \
+  X(Eigh, "eigh", Linalg, 1, LinalgAttrs, "eigenvalues (ascending) and eigenvectors packed in the last dim (LAPACK syevd)") \
   X(Reshape, "reshape", View, 1, NoAttrs, "same elements in row-major order, another shape") \
   X(Permute, "permute", View, 1, PermuteAttrs, "reorder dimensions")                      \
   X(Expand, "expand", View, 1, NoAttrs, "broadcast size-1 (or missing leading) dims")     \

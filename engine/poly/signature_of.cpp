@@ -126,6 +126,39 @@ Signature argreduce_sig(const Node& n, CombineKind c) {
   return s;
 }
 
+// LAPACK ops: space {b.., the output's own dims}; the batch dims are free, the rest are
+// never split, and every input's last two dims are read whole ("whole on one rank": the plan
+// gathers each matrix; a distributed factorization would be another signature, not this one).
+Signature linalg_sig(const Node& n) {
+  const Node& a = *n.inputs[0];
+  const int nb = static_cast<int>(a.shape.size()) - 2;
+  const int r = static_cast<int>(n.shape.size());
+  internal_check(nb >= 0 && r >= nb);
+  Signature s;
+  for (int d = 0; d < r; ++d) {
+    IndexDim dim = parallel(d < nb ? cat_str("b", d + 1) : cat_str("m", d - nb + 1), n.shape[d]);
+    dim.splittable = d < nb;
+    s.space.push_back(dim);
+  }
+  for (const NodeRef& in : n.inputs) {
+    internal_check(static_cast<int>(in->shape.size()) == nb + 2);
+    Projection p(nb + 2, r);
+    for (int t = 0; t < nb; ++t) p.A[t][t] = 1;
+    p.w[nb] = in->shape[nb];
+    p.w[nb + 1] = in->shape[nb + 1];
+    s.inputs.push_back(access_of(*in, std::move(p)));
+  }
+  s.output = access_of(n, Projection::identity(r));
+  // A factorization costs about m n min(m, n) flops per matrix (times a small constant),
+  // spread over the matrix's output points.
+  const double m = static_cast<double>(a.shape[nb]), k = static_cast<double>(a.shape[nb + 1]);
+  double points = 1;
+  for (int d = nb; d < r; ++d) points *= static_cast<double>(n.shape[d]);
+  const double scale = n.op == Op::Svd || n.op == Op::Eigh ? 10 : 2;
+  s.flops_per_point = scale * m * k * std::min(m, k) / points;
+  return s;
+}
+
 // Y[b.., i, j] = sum_k A[b.., i, k] * B[b.., k, j]: space {b.., i, j, k}.
 Signature matmul_sig(const Node& n) {
   const Node& a = *n.inputs[0];
@@ -415,6 +448,13 @@ Signature signature_of(const Node& n) {
     case Op::ArgMax: return argreduce_sig(n, CombineKind::ArgMax);
     case Op::ArgMin: return argreduce_sig(n, CombineKind::ArgMin);
     case Op::Matmul: return matmul_sig(n);
+    case Op::Solve:
+    case Op::Cholesky:
+    case Op::Det:
+    case Op::Slogdet:
+    case Op::Qr:
+    case Op::Svd:
+    case Op::Eigh: return linalg_sig(n);
     case Op::Correlate: return correlate_sig(n);
     case Op::Conv2d: return conv2d_sig(n);
     case Op::MaxPool2d:

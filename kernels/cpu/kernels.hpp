@@ -54,6 +54,11 @@ void run_argreduce(Op op, const View& in, int dim, const View& out);
 // to out's (strides 0). All three share one dtype.
 void run_matmul(const View& a, const View& b, const View& out);
 
+// The LAPACK ops (Solve, Cholesky, Det, Slogdet, Qr, Svd, Eigh) on every matrix of the batch:
+// inputs {..., m, n} (any strides, batch dims equal), out contiguous {..., parts} of their
+// dtype (f32 or f64). A singular or indefinite matrix is a user error naming the function.
+void run_linalg(Op op, const Attrs& attrs, const std::vector<View>& in, const View& out);
+
 // Fill `out`, the box of a generated tensor of `global_shape` whose first element
 // sits at `origin` (so a shard computes the same values as the whole).
 void run_generate(Op op, const Attrs& attrs, const Shape& global_shape, const std::vector<int64_t>& origin,

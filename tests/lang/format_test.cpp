@@ -63,6 +63,15 @@ TEST_CASE("format.scientific") {
   CHECK(f64({1}, {1e-100}) == "[1.e-100]");
 }
 
+// Padding digits are the stored value's (numpy's dragon4 min_digits), not zeros: f32 0.6 is
+// 0.60000002384..., which shows once a neighbour needs 8 significant digits.
+TEST_CASE("format.scientific_pads_with_stored_digits") {
+  CHECK(f32({3}, {0.6f, 1e-9f, 1.0f / 3}) == "[6.0000002e-01 9.9999997e-10 3.3333334e-01]");
+  CHECK(f32({3}, {0.1f, 1e5f, 2.5f}) == "[1.0e-01 1.0e+05 2.5e+00]");
+  CHECK(f32({2}, {-0.7f, 3e-7f}) == "[-7.e-01  3.e-07]");
+  CHECK(f64({3}, {0.6, 1e-9, 1.0 / 3}) == "[6.00000000e-01 1.00000000e-09 3.33333333e-01]");
+}
+
 TEST_CASE("format.nonfinite") {
   CHECK(f64({3}, {1, kNan, -kInf}) == "[  1.  nan -inf]");
   CHECK(f64({3}, {1, kNan, kInf}) == "[ 1. nan inf]");

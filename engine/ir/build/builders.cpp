@@ -42,6 +42,8 @@ NodeRef materialize(const Operand& o, DType dtype, const Shape& shape) {
     if (is_float(dtype))
       return full(shape, o.kind == ScalarKind::Float ? o.real : static_cast<double>(o.integer), dtype);
     if (o.kind == ScalarKind::Float) {  // only reachable for an explicit cast target
+      // As a cast: to bool any nonzero is true (0.5 too), to an integer it truncates.
+      if (dtype == DType::Bool) return full_int(shape, o.real != 0, dtype);
       return full_int(shape, static_cast<int64_t>(o.real), dtype);
     }
     user_check(dtype != DType::I32 || (o.integer >= INT32_MIN && o.integer <= INT32_MAX), "the number ",
@@ -153,6 +155,16 @@ NodeRef arange(double first, double last, double step, DType dtype) {
   user_check(std::isfinite(first) && std::isfinite(last) && std::isfinite(step),
              "first, last and step must be finite, got ", first, ", ", last, ", ", step);
   user_check(step != 0, "step must not be 0");
+  user_check(dtype != DType::Bool, "dtype bool is not supported");
+  if (is_int(dtype)) {
+    user_check(first == std::floor(first) && step == std::floor(step), "integer dtype ", dt(dtype),
+               " needs integer first and step, got ", first, " and ", step);
+    const double end = step > 0 ? std::floor(last) : std::ceil(last);  // the last point is an integer
+    user_check(fits_int64(first) && fits_int64(step) && fits_int64(end), "range from ", first, " to ", last,
+               " by step ", step, " does not fit in ", dt(dtype));
+    return arange_int(static_cast<int64_t>(first), static_cast<int64_t>(end), static_cast<int64_t>(step),
+                      dtype);
+  }
   const double span = (last - first) / step;
   user_check(span >= 0, "empty range: from ", first, " to ", last, " by step ", step,
              " (Tapestry tensors have positive sizes)");
@@ -160,12 +172,28 @@ NodeRef arange(double first, double last, double step, DType dtype) {
              " is too large (more than 2^50 elements)");
   // Inclusive like a Lua numeric for; tolerate rounding at the last point.
   const int64_t n = static_cast<int64_t>(std::floor(span + 1e-9)) + 1;
-  user_check(dtype != DType::Bool, "dtype bool is not supported");
   const ArangeAttrs a{dtype, first, step, static_cast<int64_t>(first), static_cast<int64_t>(step)};
-  if (is_int(dtype)) {
-    user_check(first == std::floor(first) && step == std::floor(step), "integer dtype ", dt(dtype),
-               " needs integer first and step, got ", first, " and ", step);
+  check_shape({n}, "range");
+  return make_node(Op::Arange, {}, a.encode(), Shape{n}, dtype);
+}
+
+NodeRef arange_int(int64_t first, int64_t last, int64_t step, DType dtype) {
+  user_check(step != 0, "step must not be 0");
+  user_check(is_int(dtype), "integer first, last and step need an integer dtype, got ", dt(dtype));
+  // In 128 bits: last - first overflows 64 near math.mininteger / math.maxinteger.
+  const __int128 diff = static_cast<__int128>(last) - first;
+  const __int128 span = diff / step;
+  user_check(diff == 0 || (diff > 0) == (step > 0), "empty range: from ", first, " to ", last, " by step ",
+             step, " (Tapestry tensors have positive sizes)");
+  user_check(span < (__int128{1} << 50), "range from ", first, " to ", last, " by step ", step,
+             " is too large (more than 2^50 elements)");
+  const int64_t n = static_cast<int64_t>(span) + 1;
+  if (dtype == DType::I32) {
+    const int64_t end = first + step * (n - 1);  // within [first, last]: no overflow
+    user_check(first >= INT32_MIN && first <= INT32_MAX && end >= INT32_MIN && end <= INT32_MAX,
+               "range from ", first, " to ", end, " does not fit in i32");
   }
+  const ArangeAttrs a{dtype, static_cast<double>(first), static_cast<double>(step), first, step};
   check_shape({n}, "range");
   return make_node(Op::Arange, {}, a.encode(), Shape{n}, dtype);
 }
@@ -290,7 +318,7 @@ NodeRef reduce(Op op, const NodeRef& x, std::vector<int> dims, bool keepdim) {
     in = cast(x, DType::Bool);
     out = DType::Bool;
   }
-  if (dims.empty()) return keepdim ? in : (in->dtype == out ? in : cast(in, out));
+  if (dims.empty()) return in->dtype == out ? in : cast(in, out);  // a 0-d x: nothing to reduce
   NodeRef r = make_node(op, {in}, ReduceAttrs{dims}.encode(), reduced_shape(x->shape, dims, false), out);
   if (keepdim) r = reshape(r, reduced_shape(x->shape, dims, true));
   return r;

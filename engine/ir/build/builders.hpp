@@ -32,9 +32,10 @@ struct Operand {
 
 // --- generators ----------------------------------------------------------------
 NodeRef full(const Shape& shape, double value, DType dtype);
-NodeRef full_int(const Shape& shape, int64_t value, DType dtype);     // exact for i64
-NodeRef scalar(const Operand& s, DType dtype);                        // a weak operand as a {} tensor
-NodeRef arange(double first, double last, double step, DType dtype);  // inclusive
+NodeRef full_int(const Shape& shape, int64_t value, DType dtype);            // exact for i64
+NodeRef scalar(const Operand& s, DType dtype);                               // a weak operand as a {} tensor
+NodeRef arange(double first, double last, double step, DType dtype);         // inclusive
+NodeRef arange_int(int64_t first, int64_t last, int64_t step, DType dtype);  // exact, integer dtypes
 NodeRef linspace(double a, double b, int64_t n, DType dtype);
 NodeRef eye(int64_t n, int64_t m, DType dtype);
 NodeRef rand(const Shape& shape, uint64_t seed, DType dtype);
@@ -87,8 +88,11 @@ NodeRef write_region(const NodeRef& base, std::vector<int64_t> start, const Shap
 // needs. Stencils, convolutions and pools are Window ops whose input projections carry the
 // stride as the coefficient and the kernel as the window (engine/poly/stencil.hpp).
 enum class PadMode { Constant, Reflect, Periodic };
-// before/after per dim (>= 0). Constant fills with `value` (cast to x's dtype); Reflect mirrors
-// without repeating the edge (numpy "reflect", pads < size); Periodic wraps (pads <= size).
+// before/after per dim (>= 0). Constant fills with `value` cast to x's dtype as x:cast would
+// (truncated for integers, nonzero is true; a Lua integer stays exact); Reflect mirrors without
+// repeating the edge (numpy "reflect", pads < size); Periodic wraps (pads <= size).
+NodeRef pad(const NodeRef& x, const std::vector<int64_t>& before, const std::vector<int64_t>& after,
+            PadMode mode, const Operand& value);
 NodeRef pad(const NodeRef& x, const std::vector<int64_t>& before, const std::vector<int64_t>& after,
             PadMode mode, double value);
 // numpy.roll: out[i] = x[(i - shift) mod n] along dim, or over the flattened tensor (nullopt).
@@ -112,5 +116,18 @@ NodeRef conv2d(const NodeRef& x, const NodeRef& w, const Conv2dOptions& o);
 // padding included (count_include_pad), and gives floats (ints become f64).
 NodeRef pool2d(Op op, const NodeRef& x, const int64_t kernel[2], const int64_t stride[2],
                const int64_t padding[2]);
+
+// --- linear algebra (builders_linalg.cpp) ---------------------------------------------
+// LAPACK on whole matrices, the last two dims, batched over the leading dims as numpy. Integer
+// and bool inputs are computed in f64, as numpy. A factorization is one node whose last dim
+// packs its parts; the parts returned are views of it, so it runs once.
+NodeRef solve(const NodeRef& a, const NodeRef& b);  // b {n} or {..., n, k}
+NodeRef cholesky(const NodeRef& a);                 // lower
+NodeRef inv(const NodeRef& a);                      // solve(a, I)
+NodeRef det(const NodeRef& a);
+std::vector<NodeRef> slogdet(const NodeRef& a);             // {sign, log|det|}
+std::vector<NodeRef> qr(const NodeRef& a, bool complete);   // {Q, R}
+std::vector<NodeRef> svd(const NodeRef& a, int64_t mode);   // mode 0: {S}; 1, 2: {U, S, Vh}
+std::vector<NodeRef> eigh(const NodeRef& a, bool vectors);  // {w} or {w, V}
 
 }  // namespace tapestry::build

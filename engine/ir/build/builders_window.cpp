@@ -16,20 +16,17 @@ namespace {
 
 std::string dt(DType t) { return std::string(dtype_name(t)); }
 
-// A constant block of x's dtype for constant padding; the value must survive the cast.
-NodeRef constant_like(const Shape& s, double value, DType t) {
-  if (is_float(t)) return full(s, value, t);
-  if (t == DType::Bool) {
-    user_check(value == 0 || value == 1, "value must be 0 or 1 to pad a bool tensor, got ", value);
-    return full_int(s, value != 0, t);
-  }
-  user_check(fits_int64(value) && value == std::floor(value), "value ", value,
-             " is not an integer in range, so it cannot pad a ", dt(t), " tensor");
-  return full_int(s, static_cast<int64_t>(value), t);
+// A constant block of x's dtype for constant padding: the value cast as x:cast casts it.
+NodeRef constant_like(const Shape& s, const Operand& value, DType t) {
+  if (value.kind != ScalarKind::Float) return full_int(s, value.integer, t);  // exact, i32 wraps
+  if (is_float(t)) return full(s, value.real, t);
+  if (t == DType::Bool) return full_int(s, value.real != 0, t);
+  user_check(fits_int64(value.real), "value ", value.real, " is out of range for a ", dt(t), " tensor");
+  return full_int(s, static_cast<int64_t>(value.real), t);  // truncates toward zero, as a cast
 }
 
 // Pads of one dim by one mode: the pieces to cat around x.
-NodeRef pad_dim(const NodeRef& x, int d, int64_t before, int64_t after, PadMode mode, double value) {
+NodeRef pad_dim(const NodeRef& x, int d, int64_t before, int64_t after, PadMode mode, const Operand& value) {
   const int64_t n = x->shape[d];
   std::vector<NodeRef> parts;
   auto block = [&](int64_t len) {
@@ -80,7 +77,8 @@ int64_t out_extent(int64_t n, int64_t span, int64_t pad, int64_t stride, const c
 }  // namespace
 
 NodeRef pad(const NodeRef& x, const std::vector<int64_t>& before, const std::vector<int64_t>& after,
-            PadMode mode, double value) {
+            PadMode mode, const Operand& value) {
+  user_check(value.weak, "value must be a number or boolean");
   const size_t r = x->shape.size();
   user_check(r >= 1, "cannot pad a scalar");
   user_check(before.size() == r && after.size() == r, "pads give ", before.size(),
@@ -92,6 +90,11 @@ NodeRef pad(const NodeRef& x, const std::vector<int64_t>& before, const std::vec
     if (before[d] > 0 || after[d] > 0) y = pad_dim(y, static_cast<int>(d), before[d], after[d], mode, value);
   }
   return y;
+}
+
+NodeRef pad(const NodeRef& x, const std::vector<int64_t>& before, const std::vector<int64_t>& after,
+            PadMode mode, double value) {
+  return pad(x, before, after, mode, Operand::number(value));
 }
 
 NodeRef roll(const NodeRef& x, int64_t shift, std::optional<int> dim) {

@@ -71,6 +71,22 @@ std::vector<NodeRef> samples(Op op) {
       // {kh, kw, sh, sw, ph, pw}
       return {node(op, {src({1, 2, 6, 6})}, {2, 2, 2, 2, 0, 0}, {1, 2, 3, 3}),
               node(op, {src({2, 1, 8, 7})}, {3, 2, 3, 1, 1, 1}, {2, 1, 3, 8})};
+    case OpKind::Linalg: {
+      // Outputs as builders_linalg.cpp makes them: batch dims, then the op's own (packed) dims.
+      const NodeRef sq = src({3, 3}), bsq = src({2, 3, 3}), tall = src({4, 3}), btall = src({2, 4, 3});
+      switch (op) {
+        case Op::Solve:
+          return {node(op, {sq, src({3, 2})}, {}, {3, 2}), node(op, {bsq, src({2, 3, 1})}, {}, {2, 3, 1})};
+        case Op::Cholesky: return {node(op, {sq}, {}, {3, 3}), node(op, {bsq}, {}, {2, 3, 3})};
+        case Op::Det: return {node(op, {sq}, {}, {}), node(op, {bsq}, {}, {2})};
+        case Op::Slogdet: return {node(op, {sq}, {}, {2}), node(op, {bsq}, {}, {2, 2})};
+        case Op::Qr: return {node(op, {tall}, {0}, {21}), node(op, {btall}, {1}, {2, 31})};
+        case Op::Svd: return {node(op, {tall}, {1}, {24}), node(op, {btall}, {0}, {2, 3})};
+        case Op::Eigh: return {node(op, {sq}, {1}, {12}), node(op, {bsq}, {0}, {2, 3})};
+        default: break;
+      }
+      break;
+    }
     case OpKind::View: break;
   }
   if (op == Op::Reshape)

@@ -133,6 +133,15 @@ std::vector<Case> cases() {
                                  build::pad(x, {2, 1}, {1, 2}, build::PadMode::Reflect, 0),
                                  build::pad(xi, {3, 0}, {1, 7}, build::PadMode::Periodic, 0),
                                  build::roll(x, 3, 0), build::roll(x, -9, std::nullopt)}));
+  {
+    // LAPACK ops read whole matrices; the planner may split only the batch dim of 6.
+    const NodeRef s = source({6, 4, 4}, 60, DType::F64), r = source({6, 4, 2}, 61, DType::F64);
+    const NodeRef spd = bin(Op::Add, build::matmul(s, build::transpose(s, 1, 2)),
+                            build::broadcast_to(build::eye(4, 4, DType::F64), {6, 4, 4}));
+    const std::vector<NodeRef> q = build::qr(s, false), u = build::svd(s, 1), w = build::eigh(spd, true);
+    c.push_back(approx("linalg", {build::solve(spd, r), build::cholesky(spd), build::det(s),
+                                  build::slogdet(s)[1], q[0], q[1], u[0], u[1], u[2], w[0], w[1]}));
+  }
   c.push_back(
       exact("correlate", {build::stencil(x, source({3, 3}, 23), build::Boundary::Zero),
                           build::stencil(x, source({5, 3}, 24), build::Boundary::Periodic),

@@ -72,7 +72,7 @@ mistake("linalg.power_iteration.square", function() linalg.power_iteration(tp.on
 mistake("linalg.power_iteration.vector", function() linalg.power_iteration(tp.ones{3}) end,
         "tapestry.linalg.power_iteration: a must be 2-D, got {3}")
 mistake("linalg.norm.p", function() linalg.norm(x23, 0) end,
-        "tapestry.linalg.norm: p must be a positive number")
+        "tapestry.linalg.norm: p for a matrix {2,3} must be 'fro', 'nuc'")
 mistake("linalg.norm.x", function() linalg.norm(3) end, "tapestry.linalg.norm: x must be a Tensor, got number")
 
 check.summary()
