@@ -252,7 +252,8 @@ const ApiEntry kApi[] = {
      "plans, plan_cache_hits, blocks_run, messages, bytes_moved (between ranks), device_blocks, "
      "bytes_to_device, bytes_from_device (sharded blocks run on a GPU and the host-device copies they "
      "needed; "
-     "rank 0's own under MPI), and "
+     "rank 0's own under MPI), bytes_read, bytes_written (tensor data read from and written to files "
+     "by this process: every virtual rank's, rank 0's own under MPI), and "
      "time_schedule, time_run, time_plan, time_move (seconds; time_move is the part of time_run "
      "spent sending, receiving and combining between ranks).",
      lua::l_stats},
@@ -307,6 +308,20 @@ const ApiEntry kApi[] = {
      "(other names are kept) and returns their names. All or nothing: if a file is missing "
      "or disagrees with the manifest, the environment is unchanged and the error names it.",
      lua::l_load_env},
+    {"tp.load_safetensors", K::Function, "io", "tp.load_safetensors(path [,opts])",
+     "Read a safetensors file (F32, F64, I32, I64, BOOL tensors; see docs/io.md). Returns a table "
+     "of tensors keyed by their names in the file, and a table of the file's __metadata__ strings. "
+     "On N ranks each rank reads only its own rows of every tensor. opts: dtype (cast after "
+     "loading), env (true: also bind each as tp.env.NAME, with every character that is not a "
+     "letter, digit or _ made _, e.g. 'layer.0.weight' -> layer_0_weight). "
+     "Example: local w, meta = tp.load_safetensors('model.safetensors', {env = true})",
+     lua::l_load_safetensors},
+    {"tp.save_safetensors", K::Function, "io", "tp.save_safetensors(tbl, path [,opts])",
+     "Write a table of tensors (name -> Tensor; tp.env itself works) as a safetensors file that "
+     "the safetensors library reads, tensors in name order. On N ranks each rank writes its own "
+     "rows. The file is written beside path and renamed, so a failed save leaves the previous "
+     "file intact. opts: metadata (a table of strings, the file's __metadata__).",
+     lua::l_save_safetensors},
 
     // --- plans and layouts ------------------------------------------------------------
     {"tp.plan", K::Function, "plan", "tp.plan(a, b, ... [,opts])",

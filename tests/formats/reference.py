@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Files written by the reference tools load in Tapestry with equal values, and files Tapestry
+writes read back equal in those tools.
+
+    reference.py TAPESTRY FORMAT LAUNCH     LAUNCH: one | ranks3 | mpi2 (mpirun -n 2, MPIEXEC)
+
+For FORMAT it writes reference files and the values they hold (as .npy, which tp.load reads)
+into a temporary folder, runs formats.lua FORMAT DIR in tapestry (which checks what it loads
+and writes out.* files from the same values), then reads out.* back with the reference tool.
+safetensors files are built by hand (struct + json), as the format's spec describes.
+"""
+import csv
+import json
+import os
+import shutil
+import sqlite3
+import struct
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ST_NAMES = {np.dtype("float32"): "F32", np.dtype("float64"): "F64", np.dtype("int32"): "I32",
+            np.dtype("int64"): "I64", np.dtype("bool"): "BOOL"}
+ST_TYPES = {v: k for k, v in ST_NAMES.items()}
+
+
+def values():
+    rng = np.random.default_rng(7)
+    return {
+        "layer.0.weight": rng.standard_normal((37, 5)).astype(np.float32),
+        "bias": rng.standard_normal(11),
+        "idx": np.arange(-20, 40, dtype=np.int64).reshape(6, 10),
+        "counts": rng.integers(-1000, 1000, size=(4, 3, 2)).astype(np.int32),
+        "mask": rng.random((9, 4)) > 0.5,
+        "scale": np.array(0.125),
+    }
+
+
+# ---- safetensors -------------------------------------------------------------------------
+
+def write_safetensors(path, tensors, meta):
+    header, blobs, off = {}, [], 0
+    for k, a in tensors.items():
+        b = np.ascontiguousarray(a).tobytes()
+        header[k] = {"dtype": ST_NAMES[a.dtype], "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    header["__metadata__"] = meta
+    h = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    meta = header.pop("__metadata__", {})
+    body = data[8 + n:]
+    out = {}
+    ends = []
+    for k, e in header.items():
+        b, end = e["data_offsets"]
+        ends.append((b, end))
+        out[k] = np.frombuffer(body[b:end], dtype=ST_TYPES[e["dtype"]]).reshape(e["shape"])
+    # The spec: the data is exactly the tensors, back to back, with no holes.
+    ends.sort()
+    assert ends[0][0] == 0 and ends[-1][1] == len(body), ends
+    assert all(a[1] == b[0] for a, b in zip(ends, ends[1:])), ends
+    assert (8 + n) % 8 == 0, "the data starts 8-byte aligned"
+    return out, meta
+
+
+def make_safetensors(d):
+    v = values()
+    write_safetensors(os.path.join(d, "ref.safetensors"), v, {"format": "pt", "note": "hand-built"})
+    for k, a in v.items():
+        np.save(os.path.join(d, "want." + k + ".npy"), a)
+
+
+def check_safetensors(d):
+    got, meta = read_safetensors(os.path.join(d, "out.safetensors"))
+    want = values()
+    assert sorted(got) == sorted(want), sorted(got)
+    for k, a in want.items():
+        assert got[k].dtype == a.dtype and got[k].shape == a.shape, (k, got[k].dtype, got[k].shape)
+        assert np.array_equal(got[k], a), k
+    assert meta == {"writer": "tapestry"}, meta
+
+
+# ---- driver -----------------------------------------------------------------------------
+
+def run(tapestry, fmt, launch, d):
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    cmd = [tapestry, os.path.join(HERE, "formats.lua"), fmt, d]
+    if launch == "ranks3":
+        env["TAPESTRY_RANKS"] = "3"
+        env["TAPESTRY_VERIFY"] = "1"
+    elif launch == "mpi2":
+        cmd = [os.environ.get("MPIEXEC", "mpirun"), "-n", "2"] + cmd
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
+    print(p.stdout)
+    if p.returncode != 0:
+        sys.exit(f"tapestry failed ({p.returncode})")
+
+
+def main():
+    tapestry, fmt, launch = sys.argv[1:4]
+    d = tempfile.mkdtemp(prefix=f"tp-{fmt}-")
+    try:
+        globals()["make_" + fmt](d)
+        run(tapestry, fmt, launch, d)
+        globals()["check_" + fmt](d)
+        print(f"{fmt} on {launch}: reference files load equal, tapestry's files read back equal")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
