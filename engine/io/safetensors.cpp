@@ -30,8 +30,11 @@ struct DTypeName {
   DType dtype;
   const char* name;
 };
-constexpr DTypeName kDTypes[] = {
-    {DType::F32, "F32"}, {DType::F64, "F64"}, {DType::I32, "I32"}, {DType::I64, "I64"}, {DType::Bool, "BOOL"}};
+constexpr DTypeName kDTypes[] = {{DType::F32, "F32"},
+                                 {DType::F64, "F64"},
+                                 {DType::I32, "I32"},
+                                 {DType::I64, "I64"},
+                                 {DType::Bool, "BOOL"}};
 
 const char* st_name(DType t) {
   for (const DTypeName& d : kDTypes)
@@ -119,8 +122,9 @@ SafetensorsFile parse_safetensors_header(const std::string& path, const std::str
     t.header.data_offset = header_end + static_cast<int64_t>(b);
     f.tensors.push_back(std::move(t));
   }
-  std::sort(f.tensors.begin(), f.tensors.end(),
-            [](const SafetensorsEntry& a, const SafetensorsEntry& b) { return a.header.data_offset < b.header.data_offset; });
+  std::sort(f.tensors.begin(), f.tensors.end(), [](const SafetensorsEntry& a, const SafetensorsEntry& b) {
+    return a.header.data_offset < b.header.data_offset;
+  });
   for (size_t i = 1; i < f.tensors.size(); ++i) {
     const NpyHeader& prev = f.tensors[i - 1].header;
     if (prev.data_offset + prev.data_bytes() > f.tensors[i].header.data_offset)
@@ -147,7 +151,8 @@ SafetensorsFile read_safetensors_header(const std::string& path) {
   read_exact(path, fd, reinterpret_cast<char*>(len), 8, 0);
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = n << 8 | len[i];
-  if (n > kMaxHeader) fail(path, "not a safetensors file: a header of ", n, " bytes (at most ", kMaxHeader, ")");
+  if (n > kMaxHeader)
+    fail(path, "not a safetensors file: a header of ", n, " bytes (at most ", kMaxHeader, ")");
   if (static_cast<int64_t>(n) > size - 8)
     fail(path, "truncated: the header needs ", n, " bytes, the file has ", size - 8);
   std::string text(n, '\0');

@@ -28,6 +28,11 @@ std::string rename_path(std::string msg, const std::string& tmp, const std::stri
   return msg;
 }
 
+// A message that names `path` (a rank's failure may not).
+std::string naming(const std::string& path, const std::string& msg) {
+  return msg.find(path) == std::string::npos ? cat_str("'", path, "': ", msg) : msg;
+}
+
 }  // namespace
 
 void run_io(Session& s, const std::vector<IoTask>& tasks, int ranks) {
@@ -177,7 +182,7 @@ void save_parts_sharded(Session& ses, const std::string& path,
     throw;
   } catch (const Error& e) {
     ::unlink(tmp.c_str());
-    throw Error(rename_path(e.what(), tmp, path));
+    throw Error(naming(path, rename_path(e.what(), tmp, path)));
   } catch (...) {  // cleanup, then the same exception goes on (no Lua runs here)
     ::unlink(tmp.c_str());
     throw;
