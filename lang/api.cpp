@@ -308,6 +308,21 @@ const ApiEntry kApi[] = {
      "(other names are kept) and returns their names. All or nothing: if a file is missing "
      "or disagrees with the manifest, the environment is unchanged and the error names it.",
      lua::l_load_env},
+    {"tp.load_csv", K::Function, "io", "tp.load_csv(path [,opts])",
+     "Read a CSV or TSV file as a 2-D tensor {rows, columns}; returns the tensor and the column "
+     "names (a sequence: the header's, or '1', '2', ... without one). Quoted fields as RFC 4180; an "
+     "empty field is NaN. opts: header (true/false; default: the first row is a header when one of "
+     "its fields is not a number), delimiter (one character; default a tab for .tsv, else a comma), "
+     "dtype (default f32), columns (a sequence of names or 1-based numbers: the columns to keep, in "
+     "that order; the others may hold text), name (bind it in tp.env). "
+     "Example: local x, names = tp.load_csv('iris.csv', {columns = {1, 2, 3, 4}})",
+     lua::l_load_csv},
+    {"tp.save_csv", K::Function, "io", "tp.save_csv(x, path [,opts])",
+     "Observe a 1-D (one column) or 2-D tensor x and write it as CSV (TSV for .tsv): one row per "
+     "line, numbers in the shortest form that reads back the same, bools as 1 and 0. Written beside "
+     "path and renamed, so a failed save leaves the previous file intact. opts: columns (a sequence "
+     "of names: the header row), delimiter.",
+     lua::l_save_csv},
     {"tp.load_safetensors", K::Function, "io", "tp.load_safetensors(path [,opts])",
      "Read a safetensors file (F32, F64, I32, I64, BOOL tensors; see docs/io.md). Returns a table "
      "of tensors keyed by their names in the file, and a table of the file's __metadata__ strings. "

@@ -96,6 +96,9 @@ int l_load(lua_State* L);
 int l_save(lua_State* L);
 int l_save_env(lua_State* L);
 int l_load_env(lua_State* L);
+// CSV and TSV files (csv_lua.cpp)
+int l_load_csv(lua_State* L);
+int l_save_csv(lua_State* L);
 // safetensors files (safetensors_lua.cpp)
 int l_load_safetensors(lua_State* L);
 int l_save_safetensors(lua_State* L);

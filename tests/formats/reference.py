@@ -7,7 +7,8 @@ writes read back equal in those tools.
 For FORMAT it writes reference files and the values they hold (as .npy, which tp.load reads)
 into a temporary folder, runs formats.lua FORMAT DIR in tapestry (which checks what it loads
 and writes out.* files from the same values), then reads out.* back with the reference tool.
-safetensors files are built by hand (struct + json), as the format's spec describes.
+safetensors files are built by hand (struct + json), as the format's spec describes; CSV with
+Python's csv module.
 """
 import csv
 import json
@@ -90,6 +91,43 @@ def check_safetensors(d):
         assert got[k].dtype == a.dtype and got[k].shape == a.shape, (k, got[k].dtype, got[k].shape)
         assert np.array_equal(got[k], a), k
     assert meta == {"writer": "tapestry"}, meta
+
+
+# ---- CSV / TSV ----------------------------------------------------------------------------
+
+def csv_table():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((23, 3))
+    x[4, 1] = np.nan
+    return x, np.arange(-10, 13, dtype=np.int64)
+
+
+def make_csv(d):
+    x, k = csv_table()
+    with open(os.path.join(d, "ref.csv"), "w", newline="") as f:
+        w = csv.writer(f)  # quotes the names with commas, ends lines with \r\n
+        w.writerow(["label, text", "a", "b", "c", "k"])
+        for i in range(len(k)):
+            w.writerow([f"row {i}"] + ["" if np.isnan(v) else repr(float(v)) for v in x[i]] + [int(k[i])])
+    with open(os.path.join(d, "ref.tsv"), "w", newline="") as f:
+        w = csv.writer(f, delimiter="\t")
+        for i in range(len(k)):
+            w.writerow([int(k[i]), repr(float(x[i, 0]))])
+    np.save(os.path.join(d, "want.x.npy"), x)
+    np.save(os.path.join(d, "want.k.npy"), k)
+
+
+def check_csv(d):
+    x, k = csv_table()
+    with open(os.path.join(d, "out.csv"), newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["c", "a, \"b\"", "k"], rows[0]
+    got = np.array([[float(v) for v in r] for r in rows[1:]])
+    want = np.stack([x[:, 2], x[:, 0], k.astype(np.float64)], axis=1)
+    assert np.array_equal(got, want, equal_nan=True), (got, want)
+    with open(os.path.join(d, "out.tsv"), newline="") as f:
+        rows = list(csv.reader(f, delimiter="\t"))
+    assert [int(r[0]) for r in rows] == list(k), rows
 
 
 # ---- driver -----------------------------------------------------------------------------

@@ -29,12 +29,12 @@ std::string parse_error(const std::string& json, int64_t data_bytes) {
 }  // namespace
 
 TEST_CASE("io.safetensors.parse") {
-  const SafetensorsFile f = parse_safetensors_header(
-      "m.st",
-      R"({"b": {"dtype": "I64", "shape": [2], "data_offsets": [48, 64]},
+  const SafetensorsFile f =
+      parse_safetensors_header("m.st",
+                               R"({"b": {"dtype": "I64", "shape": [2], "data_offsets": [48, 64]},
           "a": {"dtype": "F32", "shape": [3, 4], "data_offsets": [0, 48]},
           "__metadata__": {"format": "pt"}})",
-      16, 64);
+                               16, 64);
   REQUIRE(f.tensors.size() == 2);
   CHECK(f.tensors[0].name == "a");  // in the order of their data
   CHECK(f.tensors[0].header.dtype == DType::F32);
@@ -51,10 +51,11 @@ TEST_CASE("io.safetensors.bad_headers") {
             .find("tensor 'x': dtype F16 is not one Tapestry has") != std::string::npos);
   CHECK(parse_error(R"({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}})", 8)
             .find("hold 4 bytes, shape {2} F32 needs 8") != std::string::npos);
-  CHECK(parse_error(R"({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})", 4)
-            .find("truncated") != std::string::npos);
-  CHECK(parse_error(R"({"x": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}})", 4)
-            .find("is empty") != std::string::npos);
+  CHECK(
+      parse_error(R"({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})", 4).find("truncated") !=
+      std::string::npos);
+  CHECK(parse_error(R"({"x": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}})", 4).find("is empty") !=
+        std::string::npos);
   CHECK(parse_error(R"({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
                         "y": {"dtype": "I32", "shape": [1], "data_offsets": [4, 8]}})",
                     8)
