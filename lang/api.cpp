@@ -323,6 +323,21 @@ const ApiEntry kApi[] = {
      "path and renamed, so a failed save leaves the previous file intact. opts: columns (a sequence "
      "of names: the header row), delimiter.",
      lua::l_save_csv},
+    {"tp.load_sql", K::Function, "io", "tp.load_sql(db, query [,opts])",
+     "Run one reading SQL statement on the SQLite database file db; returns a 2-D tensor {rows, "
+     "numeric columns}, the names of those columns (a sequence, as the query names them) and the "
+     "names of the columns left out because they hold text or blobs. A column is numeric when every "
+     "value is an INTEGER, a REAL or NULL (NaN). opts: dtype (default f32; NULL is an error for "
+     "i32, i64 and bool), name (bind it in tp.env). "
+     "Example: local x, names = tp.load_sql('runs.db', 'SELECT step, loss FROM log')",
+     lua::l_load_sql},
+    {"tp.save_sql", K::Function, "io", "tp.save_sql(x, db, table [,opts])",
+     "Observe a 1-D (one column) or 2-D tensor x and write it as the table `table` of the SQLite "
+     "database file db (created if missing): REAL columns for floats (NaN as NULL), INTEGER for "
+     "integers and bools. One transaction: the table is replaced (or appended to) whole or not at "
+     "all. opts: columns (a sequence of names; default c1, c2, ...), append (true: insert into the "
+     "existing table, creating it if missing).",
+     lua::l_save_sql},
     {"tp.load_safetensors", K::Function, "io", "tp.load_safetensors(path [,opts])",
      "Read a safetensors file (F32, F64, I32, I64, BOOL tensors; see docs/io.md). Returns a table "
      "of tensors keyed by their names in the file, and a table of the file's __metadata__ strings. "

@@ -26,8 +26,8 @@ char check_delimiter(const Options& o, int opts, char fallback) {
   const std::optional<std::string> d = o.string("delimiter");
   if (!d) return fallback;
   if (d->size() != 1 || *d == "\"" || *d == "\n" || *d == "\r")
-    arg_error(opts, cat_str("option 'delimiter' must be one character other than a quote or line end, got '", *d,
-                            "'"));
+    arg_error(opts, cat_str("option 'delimiter' must be one character other than a quote or line end, got '",
+                            *d, "'"));
   return (*d)[0];
 }
 
@@ -52,7 +52,8 @@ std::vector<std::variant<std::string, int64_t>> check_columns(lua_State* L, int 
     } else if (numbers && lua_isinteger(L, -1)) {
       out.emplace_back(static_cast<int64_t>(lua_tointeger(L, -1)) - 1);
     } else {
-      arg_error(opts, cat_str("option 'columns' must be ", want, " (entry ", i, " is a ", luaL_typename(L, -1), ")"));
+      arg_error(opts, cat_str("option 'columns' must be ", want, " (entry ", i, " is a ",
+                              luaL_typename(L, -1), ")"));
     }
     lua_pop(L, 1);
   }
@@ -100,8 +101,8 @@ int l_save_csv(lua_State* L) {
   for (const auto& c : check_columns(L, opts_arg(L, 3), false)) names.push_back(std::get<std::string>(c));
   const int64_t cols = x->shape.size() == 2 ? x->shape[1] : 1;
   if (!names.empty() && static_cast<int64_t>(names.size()) != cols)
-    arg_error(3, cat_str("option 'columns' names ", names.size(), " columns, x of shape ", shape_str(x->shape),
-                         " has ", cols));
+    arg_error(3, cat_str("option 'columns' names ", names.size(), " columns, x of shape ",
+                         shape_str(x->shape), " has ", cols));
   Session& s = session_of(L);
   const TelemetryScope in(s.telemetry());
   observe(L, {x});

@@ -101,8 +101,8 @@ std::optional<double> number(const std::string& raw) {
 }
 
 // Stores field `raw` of (line, column) as element i of `out`.
-void put(const std::string& path, const Row& r, const std::string& col, const std::string& raw, const View& out,
-         int64_t i) {
+void put(const std::string& path, const Row& r, const std::string& col, const std::string& raw,
+         const View& out, int64_t i) {
   const std::string s = trim(raw);
   auto bad = [&](const char* want) {
     fail(path, "line ", r.line, ", column ", col, ": '", raw, "' is not ", want);
@@ -112,10 +112,8 @@ void put(const std::string& path, const Row& r, const std::string& col, const st
     case DType::F64: {
       const std::optional<double> v = number(s);
       if (!v) bad("a number");
-      if (out.dtype == DType::F32)
-        out.ptr<float>()[i] = static_cast<float>(*v);
-      else
-        out.ptr<double>()[i] = *v;
+      if (out.dtype == DType::F32) out.ptr<float>()[i] = static_cast<float>(*v);
+      else out.ptr<double>()[i] = *v;
       return;
     }
     case DType::I32:
@@ -148,10 +146,18 @@ std::string field_text(const View& v, int64_t i, int64_t j) {
   char buf[64];
   std::to_chars_result r{};
   switch (v.dtype) {
-    case DType::F32: r = std::to_chars(buf, buf + sizeof buf, static_cast<const float*>(v.buf->data())[k]); break;
-    case DType::F64: r = std::to_chars(buf, buf + sizeof buf, static_cast<const double*>(v.buf->data())[k]); break;
-    case DType::I32: r = std::to_chars(buf, buf + sizeof buf, static_cast<const int32_t*>(v.buf->data())[k]); break;
-    case DType::I64: r = std::to_chars(buf, buf + sizeof buf, static_cast<const int64_t*>(v.buf->data())[k]); break;
+    case DType::F32:
+      r = std::to_chars(buf, buf + sizeof buf, static_cast<const float*>(v.buf->data())[k]);
+      break;
+    case DType::F64:
+      r = std::to_chars(buf, buf + sizeof buf, static_cast<const double*>(v.buf->data())[k]);
+      break;
+    case DType::I32:
+      r = std::to_chars(buf, buf + sizeof buf, static_cast<const int32_t*>(v.buf->data())[k]);
+      break;
+    case DType::I64:
+      r = std::to_chars(buf, buf + sizeof buf, static_cast<const int64_t*>(v.buf->data())[k]);
+      break;
     case DType::Bool: return static_cast<const bool*>(v.buf->data())[k] ? "1" : "0";
   }
   return std::string(buf, r.ptr);
@@ -186,7 +192,8 @@ CsvTable parse_csv(const std::string& path, const std::string& text, const CsvOp
     for (const std::string& f : rows[0].fields) header = header || !number(f);
   }
   std::vector<std::string> all_names;
-  for (size_t j = 0; j < width; ++j) all_names.push_back(header ? trim(rows[0].fields[j]) : std::to_string(j + 1));
+  for (size_t j = 0; j < width; ++j)
+    all_names.push_back(header ? trim(rows[0].fields[j]) : std::to_string(j + 1));
   // The kept columns.
   std::vector<size_t> keep;
   for (const auto& c : o.columns) {
@@ -220,7 +227,8 @@ CsvTable parse_csv(const std::string& path, const std::string& text, const CsvOp
   for (size_t r = first; r < rows.size(); ++r) {
     const Row& row = rows[r];
     if (row.fields.size() != width)
-      fail(path, "line ", row.line, " has ", row.fields.size(), " fields, line ", rows[0].line, " has ", width);
+      fail(path, "line ", row.line, " has ", row.fields.size(), " fields, line ", rows[0].line, " has ",
+           width);
     for (size_t k = 0; k < keep.size(); ++k) {
       const size_t j = keep[k];
       const std::string col = header ? cat_str("'", all_names[j], "' (", j + 1, ")") : std::to_string(j + 1);
@@ -241,7 +249,8 @@ CsvTable read_csv(const std::string& path, const CsvOptions& o) {
   return parse_csv(path, text, o);
 }
 
-void write_csv(const std::string& path, const View& v, char delimiter, const std::vector<std::string>& names) {
+void write_csv(const std::string& path, const View& v, char delimiter,
+               const std::vector<std::string>& names) {
   internal_check(v.rank() == 1 || v.rank() == 2);
   const int64_t rows = v.shape[0], cols = v.rank() == 2 ? v.shape[1] : 1;
   internal_check(names.empty() || static_cast<int64_t>(names.size()) == cols);

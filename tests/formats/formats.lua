@@ -64,5 +64,30 @@ function formats.csv()
   end)
 end
 
+function formats.sql()
+  local db = dir .. "/ref.db"
+  local ids, x = want("ids"), want("x")
+  test("sql.load_reference", function()
+    local t, names, skipped = tp.load_sql(db, "SELECT * FROM m ORDER BY id", {dtype = "f64"})
+    eq(names, {"id", "x"})
+    eq(skipped, {"label"})
+    same(t[{{}, 1}]:cast("i64"), ids, "id")
+    local v = t[{{}, 2}]
+    check.truthy(v:ne(v):eq(x:ne(x)):all():item(), "NULL is NaN")
+    check.truthy(tp.logical_or(v:eq(x), x:ne(x)):all():item(), "x")
+    local i = tp.load_sql(db, "SELECT id FROM m ORDER BY id", {dtype = "i64"})
+    same(i:reshape{17}, ids, "id as i64")
+  end)
+  test("sql.save_for_reference", function()
+    tp.save_sql(ids, db, "out_ids", {columns = {"k"}})  -- i64: an INTEGER column
+    tp.save_sql(tp.stack({ids:cast("f64"), x}, 2), db, "out", {columns = {"k", "value"}})
+  end)
+  test("sql.failed_append_keeps_table", function()
+    check.check_error(function()
+      tp.save_sql(tp.tensor({{2, 1}, {7, 1}}), db, "guard", {columns = {"a", "b"}, append = true})
+    end, "tp.save_sql", "ref.db", "cannot insert row 2 into table 'guard'", "CHECK constraint failed")
+  end)
+end
+
 assert(formats[fmt], "unknown format " .. tostring(fmt))()
 check.summary()

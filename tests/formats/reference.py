@@ -8,7 +8,7 @@ For FORMAT it writes reference files and the values they hold (as .npy, which tp
 into a temporary folder, runs formats.lua FORMAT DIR in tapestry (which checks what it loads
 and writes out.* files from the same values), then reads out.* back with the reference tool.
 safetensors files are built by hand (struct + json), as the format's spec describes; CSV with
-Python's csv module.
+Python's csv module, SQLite with its sqlite3 module.
 """
 import csv
 import json
@@ -128,6 +128,42 @@ def check_csv(d):
     with open(os.path.join(d, "out.tsv"), newline="") as f:
         rows = list(csv.reader(f, delimiter="\t"))
     assert [int(r[0]) for r in rows] == list(k), rows
+
+
+# ---- SQLite -----------------------------------------------------------------------------
+
+def sql_table():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(17)
+    x[[2, 9]] = np.nan  # stored as NULL
+    return np.arange(100, 117, dtype=np.int64), x
+
+
+def make_sql(d):
+    ids, x = sql_table()
+    con = sqlite3.connect(os.path.join(d, "ref.db"))
+    con.execute("CREATE TABLE m (id INTEGER, label TEXT, x REAL)")
+    con.executemany("INSERT INTO m VALUES (?, ?, ?)",
+                    [(int(i), f"item {i}", None if np.isnan(v) else float(v)) for i, v in zip(ids, x)])
+    con.execute("CREATE TABLE guard (a REAL CHECK (a < 5), b REAL)")
+    con.execute("INSERT INTO guard VALUES (1, 2)")
+    con.commit()
+    con.close()
+    np.save(os.path.join(d, "want.ids.npy"), ids)
+    np.save(os.path.join(d, "want.x.npy"), x)
+
+
+def check_sql(d):
+    ids, x = sql_table()
+    con = sqlite3.connect(os.path.join(d, "ref.db"))
+    got = con.execute("SELECT k FROM out_ids ORDER BY rowid").fetchall()
+    assert [r[0] for r in got] == list(ids) and all(type(r[0]) is int for r in got), got
+    got = con.execute("SELECT k, value FROM out ORDER BY rowid").fetchall()
+    assert [r[0] for r in got] == [float(i) for i in ids], got
+    vals = np.array([np.nan if r[1] is None else r[1] for r in got])
+    assert np.array_equal(vals, x, equal_nan=True), (vals, x)
+    assert con.execute("SELECT * FROM guard").fetchall() == [(1.0, 2.0)], "a failed append changed the table"
+    con.close()
 
 
 # ---- driver -----------------------------------------------------------------------------
