@@ -34,12 +34,14 @@ std::vector<std::string> check_names(lua_State* L, int opts, int64_t want) {
   if (lua_type(L, opts) == LUA_TTABLE) {
     lua_getfield(L, opts, "columns");
     if (!lua_isnil(L, -1)) {
-      if (lua_type(L, -1) != LUA_TTABLE) arg_error(opts, "option 'columns' must be a sequence of column names");
+      if (lua_type(L, -1) != LUA_TTABLE)
+        arg_error(opts, "option 'columns' must be a sequence of column names");
       const lua_Integer n = luaL_len(L, -1);
       for (lua_Integer i = 1; i <= n; ++i) {
         lua_rawgeti(L, -1, i);
         if (lua_type(L, -1) != LUA_TSTRING || std::string(lua_tostring(L, -1)).empty())
-          arg_error(opts, cat_str("option 'columns' must be a sequence of column names (entry ", i, " is not)"));
+          arg_error(opts,
+                    cat_str("option 'columns' must be a sequence of column names (entry ", i, " is not)"));
         out.emplace_back(lua_tostring(L, -1));
         lua_pop(L, 1);
       }

@@ -133,8 +133,9 @@ SqlTable read_sql(const std::string& db_path, const std::string& query, DType dt
       const Cell& cell = cells[static_cast<size_t>(r * ncol + keep[k])];
       const int64_t at = r * kcols + k;
       const bool null = cell.type == SQLITE_NULL;
-      const double d = null ? std::numeric_limits<double>::quiet_NaN()
-                            : cell.type == SQLITE_INTEGER ? static_cast<double>(cell.i) : cell.d;
+      const double d = null                          ? std::numeric_limits<double>::quiet_NaN()
+                       : cell.type == SQLITE_INTEGER ? static_cast<double>(cell.i)
+                                                     : cell.d;
       switch (dtype) {
         case DType::F32: out.ptr<float>()[at] = static_cast<float>(d); break;
         case DType::F64: out.ptr<double>()[at] = d; break;
@@ -185,7 +186,8 @@ void write_sql(const std::string& db_path, const std::string& table, const View&
   insert += ") VALUES (" + marks + ")";
   db.exec("BEGIN IMMEDIATE", "cannot start a transaction");
   try {
-    if (!append) db.exec("DROP TABLE IF EXISTS " + quote_id(table), cat_str("cannot replace table '", table, "'"));
+    if (!append)
+      db.exec("DROP TABLE IF EXISTS " + quote_id(table), cat_str("cannot replace table '", table, "'"));
     db.exec(create, cat_str("cannot create table '", table, "'"));
     const Stmt ins(db, insert, cat_str("cannot insert into table '", table, "'"));
     for (int64_t r = 0; r < rows; ++r) {
@@ -196,21 +198,30 @@ void write_sql(const std::string& db_path, const std::string& table, const View&
         switch (v.dtype) {
           case DType::F32: {
             const double d = static_cast<const float*>(base)[k];
-            rc = std::isnan(d) ? sqlite3_bind_null(ins.get(), int(c + 1)) : sqlite3_bind_double(ins.get(), int(c + 1), d);
+            rc = std::isnan(d) ? sqlite3_bind_null(ins.get(), int(c + 1))
+                               : sqlite3_bind_double(ins.get(), int(c + 1), d);
             break;
           }
           case DType::F64: {
             const double d = static_cast<const double*>(base)[k];
-            rc = std::isnan(d) ? sqlite3_bind_null(ins.get(), int(c + 1)) : sqlite3_bind_double(ins.get(), int(c + 1), d);
+            rc = std::isnan(d) ? sqlite3_bind_null(ins.get(), int(c + 1))
+                               : sqlite3_bind_double(ins.get(), int(c + 1), d);
             break;
           }
-          case DType::I32: rc = sqlite3_bind_int64(ins.get(), int(c + 1), static_cast<const int32_t*>(base)[k]); break;
-          case DType::I64: rc = sqlite3_bind_int64(ins.get(), int(c + 1), static_cast<const int64_t*>(base)[k]); break;
-          case DType::Bool: rc = sqlite3_bind_int64(ins.get(), int(c + 1), static_cast<const bool*>(base)[k]); break;
+          case DType::I32:
+            rc = sqlite3_bind_int64(ins.get(), int(c + 1), static_cast<const int32_t*>(base)[k]);
+            break;
+          case DType::I64:
+            rc = sqlite3_bind_int64(ins.get(), int(c + 1), static_cast<const int64_t*>(base)[k]);
+            break;
+          case DType::Bool:
+            rc = sqlite3_bind_int64(ins.get(), int(c + 1), static_cast<const bool*>(base)[k]);
+            break;
         }
         if (rc != SQLITE_OK) db.fail(cat_str("cannot insert row ", r + 1, " into table '", table, "'"));
       }
-      if (sqlite3_step(ins.get()) != SQLITE_DONE) db.fail(cat_str("cannot insert row ", r + 1, " into table '", table, "'"));
+      if (sqlite3_step(ins.get()) != SQLITE_DONE)
+        db.fail(cat_str("cannot insert row ", r + 1, " into table '", table, "'"));
       sqlite3_reset(ins.get());
     }
     db.exec("COMMIT", cat_str("cannot commit table '", table, "'"));

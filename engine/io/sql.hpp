@@ -28,7 +28,7 @@ SqlTable read_sql(const std::string& db, const std::string& query, DType dtype);
 
 // Writes a 1-D (one column) or 2-D value as table `table` (columns `names`, one per column;
 // REAL for floats, INTEGER for integers and bools), replacing it or appending to it.
-void write_sql(const std::string& db, const std::string& table, const View& v, const std::vector<std::string>& names,
-               bool append);
+void write_sql(const std::string& db, const std::string& table, const View& v,
+               const std::vector<std::string>& names, bool append);
 
 }  // namespace tapestry::io

@@ -35,10 +35,8 @@ TEST_CASE("io.sql.round_trip") {
   CHECK(t.skipped == std::vector<std::string>{"s"});
   REQUIRE(t.value->view().shape == Shape{4, 2});
   for (int64_t i = 0; i < 8; ++i)
-    if (i == 3)
-      CHECK(std::isnan(at(t.value->view(), i)));
-    else
-      CHECK(at(t.value->view(), i) == at(v->view(), i));
+    if (i == 3) CHECK(std::isnan(at(t.value->view(), i)));
+    else CHECK(at(t.value->view(), i) == at(v->view(), i));
   write_sql(db, "t", v->view(), {"a", "b"}, true);
   CHECK(read_sql(db, "SELECT count(*) FROM t", DType::I64).value->data<int64_t>()[0] == 8);
 }
@@ -52,9 +50,11 @@ TEST_CASE("io.sql.errors") {
   write_sql(db, "t", v->view(), {"c1"}, false);
   CHECK(error_of([&] { read_sql(db, "SELECT 2.5", DType::I32); }).find("holds 2.5, not an integer") !=
         std::string::npos);
-  CHECK(error_of([&] { read_sql(db, "SELECT 3000000000", DType::I32); }).find("outside i32") != std::string::npos);
+  CHECK(error_of([&] { read_sql(db, "SELECT 3000000000", DType::I32); }).find("outside i32") !=
+        std::string::npos);
   CHECK(error_of([&] { read_sql(db, "INSERT INTO t VALUES (1)", DType::I32); }).find("would change") !=
         std::string::npos);
-  CHECK(error_of([&] { write_sql(db, "t", v->view(), {"nope"}, true); }).find("cannot insert") != std::string::npos);
+  CHECK(error_of([&] { write_sql(db, "t", v->view(), {"nope"}, true); }).find("cannot insert") !=
+        std::string::npos);
   CHECK(read_sql(db, "SELECT count(*) FROM t", DType::I64).value->data<int64_t>()[0] == 3);
 }
