@@ -323,6 +323,20 @@ const ApiEntry kApi[] = {
      "path and renamed, so a failed save leaves the previous file intact. opts: columns (a sequence "
      "of names: the header row), delimiter.",
      lua::l_save_csv},
+    {"tp.load_hdf5", K::Function, "io", "tp.load_hdf5(path, dataset [,opts])",
+     "Read an HDF5 dataset (chunked or contiguous, compressed or not; integers load as i32 or i64, "
+     "floats as f32 or f64, h5py bools as bool). Returns the tensor and a table of the dataset's "
+     "attributes (numbers, strings, sequences of numbers). On N ranks each rank reads only its own "
+     "rows (tp.stats().bytes_read counts them). opts: dtype (cast after loading), name (bind it in "
+     "tp.env). Example: local u, attrs = tp.load_hdf5('sim.h5', '/fields/u')",
+     lua::l_load_hdf5},
+    {"tp.save_hdf5", K::Function, "io", "tp.save_hdf5(x, path, dataset [,opts])",
+     "Observe x and write a new HDF5 file holding it as `dataset` (groups in the name are created) "
+     "that h5py reads. Contiguous by default, written by every rank in parallel; opts.chunks (one "
+     "size per dimension) makes it chunked, written by rank 0. Written beside path and renamed, so "
+     "a failed save leaves the previous file intact. opts: attrs (name -> number, string or "
+     "sequence of numbers), chunks.",
+     lua::l_save_hdf5},
     {"tp.load_sql", K::Function, "io", "tp.load_sql(db, query [,opts])",
      "Run one reading SQL statement on the SQLite database file db; returns a 2-D tensor {rows, "
      "numeric columns}, the names of those columns (a sequence, as the query names them) and the "

@@ -160,10 +160,13 @@ int l_save_safetensors(lua_State* L) {
   }
   const std::vector<NodeRef> parts = computed_for_save(L, xs);
   const io::SafetensorsLayout layout = io::safetensors_layout(specs, metadata);
-  std::vector<std::pair<io::NpyHeader, NodeRef>> writes;
-  for (size_t i = 0; i < parts.size(); ++i) writes.emplace_back(layout.tensors[i].header, parts[i]);
-  io::save_parts_sharded(
-      s, path, [&](const std::string& tmp) { io::create_safetensors(tmp, layout); }, writes);
+  auto create = [&](const std::string& tmp) {
+    io::create_safetensors(tmp, layout);
+    std::vector<io::NpyHeader> headers;
+    for (const io::SafetensorsEntry& e : layout.tensors) headers.push_back(e.header);
+    return headers;
+  };
+  io::save_parts_sharded(s, path, create, parts);
   return 0;
 }
 

@@ -1,5 +1,6 @@
-// Parallel .npy I/O of sharded tensors, one rank's part: the boxes of a job this rank reads or
-// writes, and the job's wire encoding (the Io command of engine/dist/worker.hpp).
+// Parallel I/O of sharded tensors (.npy, and any raw C-order data or HDF5 dataset), one rank's part: the
+// boxes of a job this rank reads or writes, and the job's wire encoding (the Io command of
+// engine/dist/worker.hpp).
 //   IoTask t = read_task("w.npy", read_npy_header("w.npy"), leaf, 4);   // rows over 4 ranks
 //   run_io_part({t}, rank, store);     // this rank's boxes, into / from its shard store
 // engine/session/sharded_io.hpp runs every rank's part (over MPI or loopback).
@@ -23,6 +24,7 @@ struct IoTask {
   std::string path;
   uint64_t key = 0;  // the shard store key (a stored leaf's id)
   NpyHeader header;
+  std::string dataset;  // an HDF5 dataset read through the library; empty: raw bytes at header's offset
   std::vector<plan::Shard> shards;  // the boxes, each with the rank that reads/writes it
 };
 

@@ -58,12 +58,13 @@ NodeRef load_npy_sharded(Session& s, const std::string& path, int ranks) {
 }
 
 std::vector<NodeRef> load_raw_sharded(Session& s, const std::string& path, const std::vector<NpyHeader>& hs,
-                                      int ranks) {
+                                      int ranks, const std::string& dataset) {
   std::vector<NodeRef> leaves;
   std::vector<IoTask> tasks;
   for (const NpyHeader& h : hs) {
     leaves.push_back(s.stored().new_leaf(h.shape, h.dtype));
     tasks.push_back(read_task(path, h, leaves.back(), ranks));
+    tasks.back().dataset = dataset;
   }
   try {
     run_io(s, tasks, ranks);  // one job: every rank reads its part of every tensor
@@ -147,15 +148,18 @@ void save_npy_sharded(Session& ses, const std::vector<std::pair<std::string, Nod
 namespace tapestry::io {
 
 void save_parts_sharded(Session& ses, const std::string& path,
-                        const std::function<void(const std::string&)>& create,
-                        const std::vector<std::pair<NpyHeader, NodeRef>>& parts) {
+                        const std::function<std::vector<NpyHeader>(const std::string&)>& create,
+                        const std::vector<NodeRef>& parts) {
   check_replaceable(path);
   const std::string tmp = cat_str(path, ".partial-", ::getpid());
   ::unlink(tmp.c_str());  // a temporary left by a crashed process with our pid
   try {
-    create(tmp);
+    const std::vector<NpyHeader> headers = create(tmp);
+    internal_check(headers.size() == parts.size());
     std::map<int, std::vector<IoTask>> groups;  // by the mesh each leaf was stored on
-    for (const auto& [h, node] : parts) {
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const NpyHeader& h = headers[i];
+      const NodeRef& node = parts[i];
       if (node->value) {
         write_npy_box(tmp, h, poly::Box::of_shape(h.shape), node->value->view());
         continue;

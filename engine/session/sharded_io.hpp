@@ -29,8 +29,9 @@ NodeRef load_npy_sharded(Session& s, const std::string& path, int ranks);
 
 // Loads the raw C-order tensors `hs` describe (any file: .npy, safetensors) onto `ranks` ranks
 // in one job: a stored leaf per header, each with its rows split over the ranks.
+// With `dataset`, each rank reads its rows of that HDF5 dataset through the library instead.
 std::vector<NodeRef> load_raw_sharded(Session& s, const std::string& path, const std::vector<NpyHeader>& hs,
-                                      int ranks);
+                                      int ranks, const std::string& dataset = {});
 
 // The stored leaf `x` stands for (itself, or the leaf it was stored as); nullptr if none.
 NodeRef stored_leaf_of(Session& s, const NodeRef& x);
@@ -39,12 +40,13 @@ NodeRef stored_leaf_of(Session& s, const NodeRef& x);
 // headers by rank 0, boxes by their ranks, renames once all ranks reported success.
 void save_npy_sharded(Session& s, const std::vector<std::pair<std::string, NodeRef>>& files);
 
-// Writes one file holding several tensors at known places (a safetensors file): `create(tmp)`
-// makes the temporary (header, size); each part is written at its header's offset, a stored
-// leaf's boxes by their ranks, a node holding a value by this process. Renamed over `path`
-// once every rank succeeded; on a failure no file is left and `path` is unchanged.
+// Writes one file holding several tensors at known places (a safetensors file, an HDF5
+// file): `create(tmp)` makes the temporary (header, size) and returns where each part goes;
+// each part is written there, a stored leaf's boxes by their ranks, a node holding a value by
+// this process. Renamed over `path` once every rank succeeded; on a failure no file is left
+// and `path` is unchanged.
 void save_parts_sharded(Session& s, const std::string& path,
-                        const std::function<void(const std::string&)>& create,
-                        const std::vector<std::pair<NpyHeader, NodeRef>>& parts);
+                        const std::function<std::vector<NpyHeader>(const std::string&)>& create,
+                        const std::vector<NodeRef>& parts);
 
 }  // namespace tapestry::io
