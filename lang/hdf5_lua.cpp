@@ -35,8 +35,7 @@ void push_attrs(lua_State* L, const std::map<std::string, io::Hdf5Attr>& attrs) 
       auto push_num = [L](double d) {
         if (d == static_cast<double>(static_cast<lua_Integer>(d)) && d > -9.0e15 && d < 9.0e15)
           lua_pushinteger(L, static_cast<lua_Integer>(d));
-        else
-          lua_pushnumber(L, d);
+        else lua_pushnumber(L, d);
       };
       if (n.size() == 1) {
         push_num(n[0]);
@@ -73,7 +72,8 @@ std::map<std::string, io::Hdf5Attr> check_attrs(lua_State* L, int opts) {
         for (lua_Integer i = 1, n = luaL_len(L, -1); i <= n; ++i) {
           lua_rawgeti(L, -1, i);
           if (lua_type(L, -1) != LUA_TNUMBER)
-            arg_error(opts, cat_str("attribute '", k, "' must be a number, a string or a sequence of numbers"));
+            arg_error(opts,
+                      cat_str("attribute '", k, "' must be a number, a string or a sequence of numbers"));
           v.push_back(lua_tonumber(L, -1));
           lua_pop(L, 1);
         }
@@ -94,9 +94,11 @@ std::vector<int64_t> check_chunks(lua_State* L, int opts, const Shape& shape) {
   if (lua_type(L, opts) != LUA_TTABLE) return out;
   lua_getfield(L, opts, "chunks");
   if (!lua_isnil(L, -1)) {
-    const bool ok = lua_type(L, -1) == LUA_TTABLE && luaL_len(L, -1) == static_cast<lua_Integer>(shape.size());
+    const bool ok =
+        lua_type(L, -1) == LUA_TTABLE && luaL_len(L, -1) == static_cast<lua_Integer>(shape.size());
     if (!ok || shape.empty())
-      arg_error(opts, cat_str("option 'chunks' must give one size per dimension of shape ", shape_str(shape)));
+      arg_error(opts,
+                cat_str("option 'chunks' must give one size per dimension of shape ", shape_str(shape)));
     for (size_t i = 0; i < shape.size(); ++i) {
       lua_rawgeti(L, -1, static_cast<lua_Integer>(i + 1));
       if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1)
@@ -130,10 +132,8 @@ int l_load_hdf5(lua_State* L) {
     n = io::load_raw_sharded(s, path, {h}, s.mesh().ranks, raw ? std::string() : ds)[0];
   } else {
     auto v = Value::alloc(info.dtype, info.shape);
-    if (raw)
-      io::read_npy_box(path, h, poly::Box::of_shape(info.shape), v->view());
-    else
-      io::read_hdf5_box(path, ds, poly::Box::of_shape(info.shape), v->view());
+    if (raw) io::read_npy_box(path, h, poly::Box::of_shape(info.shape), v->view());
+    else io::read_hdf5_box(path, ds, poly::Box::of_shape(info.shape), v->view());
     n = make_source(std::move(v), info.shape, info.dtype);
   }
   if (const std::optional<DType> dt = o.dtype(); dt && *dt != n->dtype) n = build::cast(n, *dt);

@@ -39,7 +39,8 @@ class Handle {
 // The library prints its error stack to stderr by default; our errors say what failed instead.
 void quiet() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
 
-template <class... Args> [[noreturn]] void fail(const std::string& path, const std::string& ds, const Args&... args) {
+template <class... Args>
+[[noreturn]] void fail(const std::string& path, const std::string& ds, const Args&... args) {
   throw Error(cat_str("'", path, "'", ds.empty() ? "" : cat_str(", dataset '", ds, "'"), ": ", args...));
 }
 
@@ -166,7 +167,8 @@ Handle mem_space(const Shape& extents) {
   return Handle(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose);
 }
 
-void write_attr(const std::string& path, const std::string& ds, hid_t d, const std::string& name, const Hdf5Attr& v) {
+void write_attr(const std::string& path, const std::string& ds, hid_t d, const std::string& name,
+                const Hdf5Attr& v) {
   if (const std::string* s = std::get_if<std::string>(&v)) {
     Handle t(H5Tcopy(H5T_C_S1), H5Tclose);
     H5Tset_size(t.get(), H5T_VARIABLE);
@@ -263,7 +265,8 @@ int64_t create_hdf5(const std::string& path, const std::string& ds, DType dtype,
   }
   const Handle space = mem_space(shape);
   const Handle ft = mem_type(dtype);
-  const Handle d(H5Dcreate2(f.get(), ds.c_str(), ft.get(), space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT), H5Dclose);
+  const Handle d(H5Dcreate2(f.get(), ds.c_str(), ft.get(), space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT),
+                 H5Dclose);
   if (!d.ok()) fail(path, ds, "cannot create the dataset");
   for (const auto& [name, v] : attrs) write_attr(path, ds, d.get(), name, v);
   if (!chunks.empty()) return -1;
@@ -286,7 +289,8 @@ void write_hdf5_box(const std::string& path, const std::string& ds, const poly::
     for (int64_t i = 0; i < in.numel(); ++i) {
       int64_t off = in.offset;
       for (int k = 0; k < in.rank(); ++k) off += idx[k] * in.strides[k];
-      std::memcpy(stage->view().byte_ptr() + i * esz, static_cast<const char*>(in.buf->data()) + off * esz, esz);
+      std::memcpy(stage->view().byte_ptr() + i * esz, static_cast<const char*>(in.buf->data()) + off * esz,
+                  esz);
       for (int k = in.rank() - 1; k >= 0 && ++idx[k] == in.shape[k]; --k) idx[k] = 0;
     }
     src = stage->view();

@@ -38,7 +38,8 @@ struct Hdf5Info {
 Hdf5Info read_hdf5_info(const std::string& path, const std::string& dataset);
 
 // Reads the elements of `box` into `out` (shape = box extents, dtype info.dtype, any strides).
-void read_hdf5_box(const std::string& path, const std::string& dataset, const poly::Box& box, const View& out);
+void read_hdf5_box(const std::string& path, const std::string& dataset, const poly::Box& box,
+                   const View& out);
 
 // Creates `path` (which must not exist: a temporary name) holding `dataset` (intermediate
 // groups created) with `attrs`. Without chunks the data is allocated now and never filled, and
@@ -48,7 +49,8 @@ int64_t create_hdf5(const std::string& path, const std::string& dataset, DType d
                     const std::map<std::string, Hdf5Attr>& attrs, const std::vector<int64_t>& chunks);
 
 // Writes `in` to the elements of `box` of an existing dataset (one process at a time).
-void write_hdf5_box(const std::string& path, const std::string& dataset, const poly::Box& box, const View& in);
+void write_hdf5_box(const std::string& path, const std::string& dataset, const poly::Box& box,
+                    const View& in);
 
 // A new file holding `v` as `dataset`, written beside `path` and renamed over it (a failure
 // leaves `path` as it was); only a regular file is replaced (check_replaceable).

@@ -89,5 +89,26 @@ function formats.sql()
   end)
 end
 
+function formats.hdf5()
+  local f = dir .. "/ref.h5"
+  test("hdf5.load_reference", function()
+    local u, attrs = tp.load_hdf5(f, "grp/chunked")
+    eq(attrs, {units = "K", step = 10, origin = {0.5, -1.5}})
+    same(u, want("chunked"), "chunked")
+    same(tp.load_hdf5(f, "/contig"), want("contig"), "contig")
+    same(tp.load_hdf5(f, "flags"), want("flags"), "flags")
+    same(tp.load_hdf5(f, "narrow"), want("narrow"), "narrow (int16 on disk)")
+    same(tp.load_hdf5(f, "big_endian"), want("big_endian"), "big_endian")
+    -- named: each rank reads its own rows (chunked by hyperslab, contiguous raw)
+    same(tp.load_hdf5(f, "grp/chunked", {name = "u"}), want("chunked"), "named chunked")
+    same(tp.load_hdf5(f, "contig", {name = "c"}), want("contig"), "named contig")
+  end)
+  test("hdf5.save_for_reference", function()
+    tp.save_hdf5(tp.env.u * 2, dir .. "/out.h5", "fields/u", {attrs = {units = "K", step = 10, origin = {0.5, -1.5}}})
+    tp.save_hdf5(tp.env.c, dir .. "/out_chunked.h5", "c", {chunks = {4, 5}})
+    tp.save_hdf5(want("flags"), dir .. "/out_flags.h5", "flags")
+  end)
+end
+
 assert(formats[fmt], "unknown format " .. tostring(fmt))()
 check.summary()

@@ -8,7 +8,8 @@ For FORMAT it writes reference files and the values they hold (as .npy, which tp
 into a temporary folder, runs formats.lua FORMAT DIR in tapestry (which checks what it loads
 and writes out.* files from the same values), then reads out.* back with the reference tool.
 safetensors files are built by hand (struct + json), as the format's spec describes; CSV with
-Python's csv module, SQLite with its sqlite3 module.
+Python's csv module, SQLite with its sqlite3 module,
+HDF5 with h5py.
 """
 import csv
 import json
@@ -164,6 +165,53 @@ def check_sql(d):
     assert np.array_equal(vals, x, equal_nan=True), (vals, x)
     assert con.execute("SELECT * FROM guard").fetchall() == [(1.0, 2.0)], "a failed append changed the table"
     con.close()
+
+
+# ---- HDF5 -------------------------------------------------------------------------------
+
+def hdf5_values():
+    rng = np.random.default_rng(11)
+    return {
+        "chunked": rng.standard_normal((41, 7)).astype(np.float32),  # chunked + gzip
+        "contig": np.arange(-30, 30, dtype=np.int64).reshape(12, 5),  # contiguous: read raw
+        "flags": rng.random((13, 2)) > 0.5,
+        "narrow": np.arange(-8, 8, dtype=np.int16).reshape(4, 4),    # converted: loads as i32
+        "big_endian": np.linspace(0, 1, 9).astype(">f8"),              # converted: loads as f64
+    }
+
+
+def make_hdf5(d):
+    import h5py
+    v = hdf5_values()
+    with h5py.File(os.path.join(d, "ref.h5"), "w") as f:
+        c = f.create_dataset("grp/chunked", data=v["chunked"], chunks=(5, 3), compression="gzip")
+        c.attrs["units"] = "K"
+        c.attrs["step"] = 10
+        c.attrs["origin"] = [0.5, -1.5]
+        f.create_dataset("contig", data=v["contig"])
+        f.create_dataset("flags", data=v["flags"])
+        f.create_dataset("narrow", data=v["narrow"])
+        f.create_dataset("big_endian", data=v["big_endian"])
+    v["narrow"] = v["narrow"].astype(np.int32)  # what it loads as
+    for k, a in v.items():
+        np.save(os.path.join(d, "want." + k + ".npy"), a.astype(a.dtype.newbyteorder("=")))
+
+
+def check_hdf5(d):
+    import h5py
+    v = hdf5_values()
+    with h5py.File(os.path.join(d, "out.h5"), "r") as f:
+        x = f["fields/u"]
+        assert x.chunks is None and x.dtype == np.float32, (x.chunks, x.dtype)
+        assert np.array_equal(x[:], v["chunked"] * 2), "contiguous f32"
+        assert x.attrs["units"] == "K" and x.attrs["step"] == 10, dict(x.attrs)
+        assert list(x.attrs["origin"]) == [0.5, -1.5], dict(x.attrs)
+    with h5py.File(os.path.join(d, "out_chunked.h5"), "r") as f:
+        x = f["c"]
+        assert x.chunks == (4, 5) and x.dtype == np.int64, (x.chunks, x.dtype)
+        assert np.array_equal(x[:], v["contig"]), "chunked i64"
+    with h5py.File(os.path.join(d, "out_flags.h5"), "r") as f:
+        assert f["flags"].dtype == np.bool_ and np.array_equal(f["flags"][:], v["flags"]), "bool"
 
 
 # ---- driver -----------------------------------------------------------------------------
