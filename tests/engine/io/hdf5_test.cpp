@@ -34,8 +34,8 @@ TEST_CASE("io.hdf5.contiguous_is_raw") {
   h.dtype = DType::I32;
   h.shape = {5, 4};
   h.data_offset = offset;
-  write_npy_box(p, h, poly::Box({0, 0}, {2, 3}), iota(DType::I32, {3, 4})->view());  // rows 1-3 ...
-  write_npy_box(p, h, poly::Box({3, 0}, {4, 3}), v->view().sliced({3, 0}, {1, 1}, {2, 4}));         // ... and 4-5
+  write_npy_box(p, h, poly::Box({0, 0}, {2, 3}), iota(DType::I32, {3, 4})->view());          // rows 1-3 ...
+  write_npy_box(p, h, poly::Box({3, 0}, {4, 3}), v->view().sliced({3, 0}, {1, 1}, {2, 4}));  // ... and 4-5
   const Hdf5Info info = read_hdf5_info(p, "/g/x");
   CHECK(info.raw_offset == offset);
   CHECK(info.chunks.empty());
