@@ -337,6 +337,20 @@ const ApiEntry kApi[] = {
      "a failed save leaves the previous file intact. opts: attrs (name -> number, string or "
      "sequence of numbers), chunks.",
      lua::l_save_hdf5},
+    {"tp.load_zarr", K::Function, "io", "tp.load_zarr(path [,opts])",
+     "Read a zarr v2 array (a folder with .zarray; C or F order; no compressor, zlib, gzip, zstd or "
+     "blosc; dtypes <f4 <f8 <i4 <i8 |b1; missing chunks hold fill_value). Returns the tensor and a "
+     "table of its .zattrs (numbers, strings, sequences of numbers). On N ranks each rank reads and "
+     "decodes only the chunks holding its rows, whatever the chunk grid. opts: dtype (cast after "
+     "loading), name (bind it in tp.env). Example: local x, attrs = tp.load_zarr('data.zarr')",
+     lua::l_load_zarr},
+    {"tp.save_zarr", K::Function, "io", "tp.save_zarr(x, path [,opts])",
+     "Observe x and write it as a zarr v2 array (C order) that the zarr package reads, written "
+     "beside path and swapped in whole (only a missing path or an existing zarr array is replaced). "
+     "opts: chunks (one size per dimension; default about 1 MiB of whole rows), compressor ('zstd' "
+     "default, 'zlib', 'gzip', 'blosc' (lz4 inside, byte shuffle), 'none'), level, attrs (name -> "
+     "number, string or sequence of numbers).",
+     lua::l_save_zarr},
     {"tp.load_sql", K::Function, "io", "tp.load_sql(db, query [,opts])",
      "Run one reading SQL statement on the SQLite database file db; returns a 2-D tensor {rows, "
      "numeric columns}, the names of those columns (a sequence, as the query names them) and the "

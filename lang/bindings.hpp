@@ -102,6 +102,9 @@ int l_save_csv(lua_State* L);
 // HDF5 files (hdf5_lua.cpp)
 int l_load_hdf5(lua_State* L);
 int l_save_hdf5(lua_State* L);
+// zarr v2 arrays (zarr_lua.cpp)
+int l_load_zarr(lua_State* L);
+int l_save_zarr(lua_State* L);
 // SQLite databases (sql_lua.cpp)
 int l_load_sql(lua_State* L);
 int l_save_sql(lua_State* L);

@@ -17,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/io/attrs.hpp"
 #include "engine/ir/dtype.hpp"
 #include "engine/ir/shape.hpp"
 #include "engine/ir/value.hpp"
@@ -24,8 +25,7 @@
 
 namespace tapestry::io {
 
-// An attribute: a string, or numbers (one number for a scalar attribute).
-using Hdf5Attr = std::variant<std::string, std::vector<double>>;
+using Hdf5Attr = Attr;
 
 struct Hdf5Info {
   DType dtype = DType::F32;

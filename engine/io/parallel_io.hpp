@@ -23,8 +23,12 @@ struct IoTask {
   Kind kind = Read;
   std::string path;
   uint64_t key = 0;  // the shard store key (a stored leaf's id)
+  // Raw: C-order bytes at header.data_offset (.npy, safetensors, contiguous HDF5); Hdf5: the
+  // dataset `dataset` through the library; Zarr: the chunks of the zarr array at `path`.
+  enum Format : uint8_t { Raw = 0, Hdf5 = 1, Zarr = 2 };
+  Format format = Raw;
   NpyHeader header;
-  std::string dataset;  // an HDF5 dataset read through the library; empty: raw bytes at header's offset
+  std::string dataset;
   std::vector<plan::Shard> shards;  // the boxes, each with the rank that reads/writes it
 };
 

@@ -58,12 +58,13 @@ NodeRef load_npy_sharded(Session& s, const std::string& path, int ranks) {
 }
 
 std::vector<NodeRef> load_raw_sharded(Session& s, const std::string& path, const std::vector<NpyHeader>& hs,
-                                      int ranks, const std::string& dataset) {
+                                      int ranks, IoTask::Format format, const std::string& dataset) {
   std::vector<NodeRef> leaves;
   std::vector<IoTask> tasks;
   for (const NpyHeader& h : hs) {
     leaves.push_back(s.stored().new_leaf(h.shape, h.dtype));
     tasks.push_back(read_task(path, h, leaves.back(), ranks));
+    tasks.back().format = format;
     tasks.back().dataset = dataset;
   }
   try {

@@ -29,9 +29,11 @@ NodeRef load_npy_sharded(Session& s, const std::string& path, int ranks);
 
 // Loads the raw C-order tensors `hs` describe (any file: .npy, safetensors) onto `ranks` ranks
 // in one job: a stored leaf per header, each with its rows split over the ranks.
-// With `dataset`, each rank reads its rows of that HDF5 dataset through the library instead.
+// With another format, each rank reads its rows through that format's reader instead (an HDF5
+// dataset by hyperslab, a zarr array's chunks).
 std::vector<NodeRef> load_raw_sharded(Session& s, const std::string& path, const std::vector<NpyHeader>& hs,
-                                      int ranks, const std::string& dataset = {});
+                                      int ranks, IoTask::Format format = IoTask::Raw,
+                                      const std::string& dataset = {});
 
 // The stored leaf `x` stands for (itself, or the leaf it was stored as); nullptr if none.
 NodeRef stored_leaf_of(Session& s, const NodeRef& x);

@@ -110,5 +110,31 @@ function formats.hdf5()
   end)
 end
 
+function formats.zarr()
+  local function z(name) return dir .. "/" .. name .. ".zarr" end
+  test("zarr.load_reference", function()
+    local x, attrs = tp.load_zarr(z("blosc"))
+    eq(attrs, {units = "K", step = 10, origin = {0.5, -1.5}})
+    same(x, want("blosc"), "blosc")
+    for _, n in ipairs({"zstd_f", "zlib", "gzip", "flags"}) do same(tp.load_zarr(z(n)), want(n), n) end
+    local s = tp.load_zarr(z("sparse"))
+    local w = want("sparse")
+    check.truthy(tp.logical_or(s:eq(w), tp.logical_and(s:ne(s), w:ne(w))):all():item(), "fill_value")
+    -- named: each rank decodes only the chunks holding its rows
+    same(tp.load_zarr(z("blosc"), {name = "b"}), want("blosc"), "named blosc")
+    same(tp.load_zarr(z("zstd_f"), {name = "f"}), want("zstd_f"), "named F order")
+  end)
+  test("zarr.save_for_reference", function()
+    local x = tp.env.b * 2
+    local attrs = {units = "K", step = 10, origin = {0.5, -1.5}}
+    tp.save_zarr(x, z("out_zstd"), {chunks = {5, 11}, attrs = attrs})
+    tp.save_zarr(x, z("out_zlib"), {chunks = {8, 3}, compressor = "zlib", level = 6})
+    tp.save_zarr(x, z("out_gzip"), {compressor = "gzip"})
+    tp.save_zarr(x, z("out_blosc"), {chunks = {7, 7}, compressor = "blosc"})
+    tp.save_zarr(x, z("out_none"), {compressor = "none"})
+    tp.save_zarr(want("flags"), z("out_flags"), {chunks = {4, 2}})
+  end)
+end
+
 assert(formats[fmt], "unknown format " .. tostring(fmt))()
 check.summary()

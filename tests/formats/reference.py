@@ -9,7 +9,7 @@ into a temporary folder, runs formats.lua FORMAT DIR in tapestry (which checks w
 and writes out.* files from the same values), then reads out.* back with the reference tool.
 safetensors files are built by hand (struct + json), as the format's spec describes; CSV with
 Python's csv module, SQLite with its sqlite3 module,
-HDF5 with h5py.
+HDF5 with h5py, zarr with the zarr package.
 """
 import csv
 import json
@@ -212,6 +212,59 @@ def check_hdf5(d):
         assert np.array_equal(x[:], v["contig"]), "chunked i64"
     with h5py.File(os.path.join(d, "out_flags.h5"), "r") as f:
         assert f["flags"].dtype == np.bool_ and np.array_equal(f["flags"][:], v["flags"]), "bool"
+
+
+# ---- zarr v2 -----------------------------------------------------------------------------
+
+def zarr_values():
+    rng = np.random.default_rng(13)
+    return {
+        "blosc": rng.standard_normal((29, 11)).astype(np.float32),
+        "zstd_f": np.arange(-40, 30, dtype=np.int64).reshape(10, 7),
+        "zlib": np.linspace(-1, 1, 12),
+        "gzip": rng.integers(-100, 100, (6, 5, 4)).astype(np.int32),
+        "flags": rng.random((13, 3)) > 0.5,
+        "sparse": np.where(np.arange(10) < 4, 1.5, np.nan),
+    }
+
+
+def make_zarr(d):
+    import numcodecs
+    import zarr
+    v = zarr_values()
+    a = zarr.open(os.path.join(d, "blosc.zarr"), mode="w", shape=v["blosc"].shape, chunks=(4, 5), dtype="<f4",
+                  compressor=numcodecs.Blosc("lz4", 5, numcodecs.Blosc.SHUFFLE))
+    a[:] = v["blosc"]
+    a.attrs.update({"units": "K", "step": 10, "origin": [0.5, -1.5]})
+    zarr.open(os.path.join(d, "zstd_f.zarr"), mode="w", shape=(10, 7), chunks=(3, 3), dtype="<i8",
+              compressor=numcodecs.Zstd(3), order="F")[:] = v["zstd_f"]
+    zarr.open(os.path.join(d, "zlib.zarr"), mode="w", shape=(12,), chunks=(5,), dtype="<f8",
+              compressor=numcodecs.Zlib(1))[:] = v["zlib"]
+    g = zarr.open(os.path.join(d, "gzip.zarr"), mode="w", shape=(6, 5, 4), chunks=(4, 2, 3), dtype="<i4",
+                  compressor=numcodecs.GZip(5), dimension_separator="/")
+    g[:] = v["gzip"]
+    zarr.open(os.path.join(d, "flags.zarr"), mode="w", shape=(13, 3), chunks=(5, 2), dtype="|b1",
+              compressor=None)[:] = v["flags"]
+    s = zarr.open(os.path.join(d, "sparse.zarr"), mode="w", shape=(10,), chunks=(4,), dtype="<f8",
+                  fill_value=np.nan)
+    s[:4] = 1.5  # chunks 2 and 3 are never written: they hold the fill value
+    for k, a in v.items():
+        np.save(os.path.join(d, "want." + k + ".npy"), a)
+
+
+def check_zarr(d):
+    import zarr
+    v = zarr_values()
+    for name, comp, chunks in [("zstd", "Zstd", (5, 11)), ("zlib", "Zlib", (8, 3)), ("gzip", "GZip", (29, 11)),
+                               ("blosc", "Blosc", (7, 7)), ("none", None, (29, 11))]:
+        z = zarr.open(os.path.join(d, f"out_{name}.zarr"), mode="r")
+        assert type(z.compressor).__name__ == comp if comp else z.compressor is None, (name, z.compressor)
+        assert z.chunks == chunks, (name, z.chunks)
+        assert np.array_equal(z[:], v["blosc"] * 2), name
+    z = zarr.open(os.path.join(d, "out_zstd.zarr"), mode="r")
+    assert dict(z.attrs) == {"units": "K", "step": 10, "origin": [0.5, -1.5]}, dict(z.attrs)
+    f = zarr.open(os.path.join(d, "out_flags.zarr"), mode="r")
+    assert f.dtype == np.bool_ and np.array_equal(f[:], v["flags"]), "bool"
 
 
 # ---- driver -----------------------------------------------------------------------------
