@@ -64,11 +64,13 @@ int l_save_zarr(lua_State* L) {
   c.id = o.string("compressor").value_or("zstd");
   if (c.id == "none") c.id.clear();
   if (!c.id.empty() && c.id != "zlib" && c.id != "gzip" && c.id != "zstd" && c.id != "blosc")
-    arg_error(3, cat_str("option 'compressor' must be 'zstd', 'zlib', 'gzip', 'blosc' or 'none', got '", c.id, "'"));
+    arg_error(3, cat_str("option 'compressor' must be 'zstd', 'zlib', 'gzip', 'blosc' or 'none', got '", c.id,
+                         "'"));
   if (c.id == "blosc") c.level = 5;
   if (const std::optional<int64_t> lv = o.integer("level")) {
     const int64_t hi = c.id == "zstd" ? 19 : 9;
-    if (*lv < 0 || *lv > hi) arg_error(3, cat_str("option 'level' must be 0 to ", hi, " for ", c.id, ", got ", *lv));
+    if (*lv < 0 || *lv > hi)
+      arg_error(3, cat_str("option 'level' must be 0 to ", hi, " for ", c.id, ", got ", *lv));
     c.level = static_cast<int>(*lv);
   }
   Session& s = session_of(L);

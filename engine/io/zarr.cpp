@@ -59,8 +59,8 @@ std::string chunk_key(const std::vector<int64_t>& idx, char sep) {
   return k;
 }
 
-std::string decode(const std::string& dir, const std::string& key, const ZarrCompressor& c, const std::string& in,
-                   size_t want) {
+std::string decode(const std::string& dir, const std::string& key, const ZarrCompressor& c,
+                   const std::string& in, size_t want) {
   if (c.id.empty()) {
     if (in.size() != want) fail(dir, "chunk ", key, " holds ", in.size(), " bytes, not ", want);
     return in;
@@ -110,8 +110,8 @@ std::string encode(const std::string& path, const ZarrCompressor& c, const std::
     out.resize(n);
   } else {
     out.resize(in.size() + BLOSC_MAX_OVERHEAD);
-    const int n = blosc_compress_ctx(c.level, c.shuffle, typesize, in.size(), in.data(), out.data(), out.size(),
-                                     c.cname.c_str(), 0, 1);
+    const int n = blosc_compress_ctx(c.level, c.shuffle, typesize, in.size(), in.data(), out.data(),
+                                     out.size(), c.cname.c_str(), 0, 1);
     if (n <= 0) fail(path, "blosc cannot compress a chunk with '", c.cname, "'");
     out.resize(static_cast<size_t>(n));
   }
@@ -126,7 +126,8 @@ Attrs parse_attrs(const std::string& dir, const json& j) {
       a[k] = v.get<std::string>();
     } else if (v.is_number()) {
       a[k] = std::vector<double>{v.get<double>()};
-    } else if (v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_number(); })) {
+    } else if (v.is_array() && !v.empty() &&
+               std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_number(); })) {
       std::vector<double> n;
       for (const json& e : v) n.push_back(e.get<double>());
       a[k] = std::move(n);
@@ -156,14 +157,16 @@ ZarrMeta parse_zarr_meta(const std::string& dir, const std::string& zarray, cons
       if (code == c.code) m.dtype = c.dtype, known = true;
     if (!known) fail(dir, "dtype '", code, "' is not one Tapestry reads ('<f4' '<f8' '<i4' '<i8' '|b1')");
     for (const json& d : j.at("shape")) {
-      if (d.get<int64_t>() < 1) fail(dir, "shape ", j.at("shape").dump(), " is empty (Tapestry shapes are positive)");
+      if (d.get<int64_t>() < 1)
+        fail(dir, "shape ", j.at("shape").dump(), " is empty (Tapestry shapes are positive)");
       m.shape.push_back(d.get<int64_t>());
     }
     for (const json& d : j.at("chunks")) {
       if (d.get<int64_t>() < 1) fail(dir, "chunks ", j.at("chunks").dump(), " are not positive");
       m.chunks.push_back(d.get<int64_t>());
     }
-    if (m.chunks.size() != m.shape.size()) fail(dir, "chunks ", j.at("chunks").dump(), " do not match the shape");
+    if (m.chunks.size() != m.shape.size())
+      fail(dir, "chunks ", j.at("chunks").dump(), " do not match the shape");
     if (static_cast<int>(m.shape.size()) > kMaxDims) fail(dir, "more than ", kMaxDims, " dimensions");
     m.fortran = j.value("order", std::string("C")) == "F";
     if (j.contains("filters") && !j["filters"].is_null() && !j["filters"].empty())
@@ -179,8 +182,8 @@ ZarrMeta parse_zarr_meta(const std::string& dir, const std::string& zarray, cons
     if (fv.is_number()) m.fill = fv.get<double>();
     if (fv.is_boolean()) m.fill = fv.get<bool>();
     if (fv.is_string())
-      m.fill = fv == "NaN" ? std::numeric_limits<double>::quiet_NaN()
-               : fv == "Infinity" ? HUGE_VAL
+      m.fill = fv == "NaN"         ? std::numeric_limits<double>::quiet_NaN()
+               : fv == "Infinity"  ? HUGE_VAL
                : fv == "-Infinity" ? -HUGE_VAL
                                    : 0;
     const std::string sep = j.value("dimension_separator", std::string("."));
@@ -273,26 +276,24 @@ void save_zarr(const std::string& path, const View& v, const std::vector<int64_t
   try {
     if (!fs::create_directory(tmp, ec)) fail(path, "cannot write: ", ec.message());
     const int r = v.rank();
-    json j = {{"zarr_format", 2}, {"shape", v.shape}, {"chunks", chunks}, {"order", "C"},
-              {"filters", nullptr}, {"fill_value", 0}, {"dimension_separator", "."}};
+    json j = {{"zarr_format", 2},   {"shape", v.shape}, {"chunks", chunks},          {"order", "C"},
+              {"filters", nullptr}, {"fill_value", 0},  {"dimension_separator", "."}};
     for (const DTypeCode& c : kCodes)
       if (c.dtype == v.dtype) j["dtype"] = c.code;
-    if (comp.id.empty())
-      j["compressor"] = nullptr;
+    if (comp.id.empty()) j["compressor"] = nullptr;
     else if (comp.id == "blosc")
-      j["compressor"] = {{"id", "blosc"}, {"cname", comp.cname}, {"clevel", comp.level}, {"shuffle", comp.shuffle},
+      j["compressor"] = {{"id", "blosc"},
+                         {"cname", comp.cname},
+                         {"clevel", comp.level},
+                         {"shuffle", comp.shuffle},
                          {"blocksize", 0}};
-    else
-      j["compressor"] = {{"id", comp.id}, {"level", comp.level}};
+    else j["compressor"] = {{"id", comp.id}, {"level", comp.level}};
     write_text(tmp + "/.zarray", j.dump(2));
     json ja = json::object();
     for (const auto& [k, a] : attrs) {
-      if (const std::string* s = std::get_if<std::string>(&a))
-        ja[k] = *s;
-      else if (std::get<std::vector<double>>(a).size() == 1)
-        ja[k] = std::get<std::vector<double>>(a)[0];
-      else
-        ja[k] = std::get<std::vector<double>>(a);
+      if (const std::string* s = std::get_if<std::string>(&a)) ja[k] = *s;
+      else if (std::get<std::vector<double>>(a).size() == 1) ja[k] = std::get<std::vector<double>>(a)[0];
+      else ja[k] = std::get<std::vector<double>>(a);
     }
     write_text(tmp + "/.zattrs", ja.dump(2));
     // Every chunk: its box of v, padded with zeros to a whole chunk (as zarr writes edges).
@@ -314,7 +315,8 @@ void save_zarr(const std::string& path, const View& v, const std::vector<int64_t
           co = co * chunks[d] + e[d];
           vo += g * v.strides[d];
         }
-        if (inside) std::memcpy(data.data() + co * esz, static_cast<const char*>(v.buf->data()) + vo * esz, esz);
+        if (inside)
+          std::memcpy(data.data() + co * esz, static_cast<const char*>(v.buf->data()) + vo * esz, esz);
         int d = r - 1;
         for (; d >= 0 && ++e[d] == chunks[d]; --d) e[d] = 0;
         if (d < 0) break;
