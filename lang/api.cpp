@@ -259,7 +259,8 @@ const ApiEntry kApi[] = {
      "plans, plan_cache_hits, blocks_run, messages, bytes_moved (between ranks), device_blocks, "
      "bytes_to_device, bytes_from_device (sharded blocks run on a GPU and the host-device copies they "
      "needed; "
-     "rank 0's own under MPI), and "
+     "rank 0's own under MPI), bytes_read, bytes_written (tensor data read from and written to files "
+     "by this process: every virtual rank's, rank 0's own under MPI), and "
      "time_schedule, time_run, time_plan, time_move (seconds; time_move is the part of time_run "
      "spent sending, receiving and combining between ranks).",
      lua::l_stats},
@@ -314,6 +315,78 @@ const ApiEntry kApi[] = {
      "(other names are kept) and returns their names. All or nothing: if a file is missing "
      "or disagrees with the manifest, the environment is unchanged and the error names it.",
      lua::l_load_env},
+    {"tp.load_csv", K::Function, "io", "tp.load_csv(path [,opts])",
+     "Read a CSV or TSV file as a 2-D tensor {rows, columns}; returns the tensor and the column "
+     "names (a sequence: the header's, or '1', '2', ... without one). Quoted fields as RFC 4180; an "
+     "empty field is NaN. opts: header (true/false; default: the first row is a header when one of "
+     "its fields is not a number), delimiter (one character; default a tab for .tsv, else a comma), "
+     "dtype (default f32), columns (a sequence of names or 1-based numbers: the columns to keep, in "
+     "that order; the others may hold text), name (bind it in tp.env). "
+     "Example: local x, names = tp.load_csv('iris.csv', {columns = {1, 2, 3, 4}})",
+     lua::l_load_csv},
+    {"tp.save_csv", K::Function, "io", "tp.save_csv(x, path [,opts])",
+     "Observe a 1-D (one column) or 2-D tensor x and write it as CSV (TSV for .tsv): one row per "
+     "line, numbers in the shortest form that reads back the same, bools as 1 and 0. Written beside "
+     "path and renamed, so a failed save leaves the previous file intact. opts: columns (a sequence "
+     "of names: the header row), delimiter.",
+     lua::l_save_csv},
+    {"tp.load_hdf5", K::Function, "io", "tp.load_hdf5(path, dataset [,opts])",
+     "Read an HDF5 dataset (chunked or contiguous, compressed or not; integers load as i32 or i64, "
+     "floats as f32 or f64, h5py bools as bool). Returns the tensor and a table of the dataset's "
+     "attributes (numbers, strings, sequences of numbers). On N ranks each rank reads only its own "
+     "rows (tp.stats().bytes_read counts them). opts: dtype (cast after loading), name (bind it in "
+     "tp.env). Example: local u, attrs = tp.load_hdf5('sim.h5', '/fields/u')",
+     lua::l_load_hdf5},
+    {"tp.save_hdf5", K::Function, "io", "tp.save_hdf5(x, path, dataset [,opts])",
+     "Observe x and write a new HDF5 file holding it as `dataset` (groups in the name are created) "
+     "that h5py reads. Contiguous by default, written by every rank in parallel; opts.chunks (one "
+     "size per dimension) makes it chunked, written by rank 0. Written beside path and renamed, so "
+     "a failed save leaves the previous file intact. opts: attrs (name -> number, string or "
+     "sequence of numbers), chunks.",
+     lua::l_save_hdf5},
+    {"tp.load_zarr", K::Function, "io", "tp.load_zarr(path [,opts])",
+     "Read a zarr v2 array (a folder with .zarray; C or F order; no compressor, zlib, gzip, zstd or "
+     "blosc; dtypes <f4 <f8 <i4 <i8 |b1; missing chunks hold fill_value). Returns the tensor and a "
+     "table of its .zattrs (numbers, strings, sequences of numbers). On N ranks each rank reads and "
+     "decodes only the chunks holding its rows, whatever the chunk grid. opts: dtype (cast after "
+     "loading), name (bind it in tp.env). Example: local x, attrs = tp.load_zarr('data.zarr')",
+     lua::l_load_zarr},
+    {"tp.save_zarr", K::Function, "io", "tp.save_zarr(x, path [,opts])",
+     "Observe x and write it as a zarr v2 array (C order) that the zarr package reads, written "
+     "beside path and swapped in whole (only a missing path or an existing zarr array is replaced). "
+     "opts: chunks (one size per dimension; default about 1 MiB of whole rows), compressor ('zstd' "
+     "default, 'zlib', 'gzip', 'blosc' (lz4 inside, byte shuffle), 'none'), level, attrs (name -> "
+     "number, string or sequence of numbers).",
+     lua::l_save_zarr},
+    {"tp.load_sql", K::Function, "io", "tp.load_sql(db, query [,opts])",
+     "Run one reading SQL statement on the SQLite database file db; returns a 2-D tensor {rows, "
+     "numeric columns}, the names of those columns (a sequence, as the query names them) and the "
+     "names of the columns left out because they hold text or blobs. A column is numeric when every "
+     "value is an INTEGER, a REAL or NULL (NaN). opts: dtype (default f32; NULL is an error for "
+     "i32, i64 and bool), name (bind it in tp.env). "
+     "Example: local x, names = tp.load_sql('runs.db', 'SELECT step, loss FROM log')",
+     lua::l_load_sql},
+    {"tp.save_sql", K::Function, "io", "tp.save_sql(x, db, table [,opts])",
+     "Observe a 1-D (one column) or 2-D tensor x and write it as the table `table` of the SQLite "
+     "database file db (created if missing): REAL columns for floats (NaN as NULL), INTEGER for "
+     "integers and bools. One transaction: the table is replaced (or appended to) whole or not at "
+     "all. opts: columns (a sequence of names; default c1, c2, ...), append (true: insert into the "
+     "existing table, creating it if missing).",
+     lua::l_save_sql},
+    {"tp.load_safetensors", K::Function, "io", "tp.load_safetensors(path [,opts])",
+     "Read a safetensors file (F32, F64, I32, I64, BOOL tensors; see docs/io.md). Returns a table "
+     "of tensors keyed by their names in the file, and a table of the file's __metadata__ strings. "
+     "On N ranks each rank reads only its own rows of every tensor. opts: dtype (cast after "
+     "loading), env (true: also bind each as tp.env.NAME, with every character that is not a "
+     "letter, digit or _ made _, e.g. 'layer.0.weight' -> layer_0_weight). "
+     "Example: local w, meta = tp.load_safetensors('model.safetensors', {env = true})",
+     lua::l_load_safetensors},
+    {"tp.save_safetensors", K::Function, "io", "tp.save_safetensors(tbl, path [,opts])",
+     "Write a table of tensors (name -> Tensor; tp.env itself works) as a safetensors file that "
+     "the safetensors library reads, tensors in name order. On N ranks each rank writes its own "
+     "rows. The file is written beside path and renamed, so a failed save leaves the previous "
+     "file intact. opts: metadata (a table of strings, the file's __metadata__).",
+     lua::l_save_safetensors},
 
     // --- plans and layouts ------------------------------------------------------------
     {"tp.plan", K::Function, "plan", "tp.plan(a, b, ... [,opts])",

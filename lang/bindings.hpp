@@ -107,6 +107,21 @@ int l_load(lua_State* L);
 int l_save(lua_State* L);
 int l_save_env(lua_State* L);
 int l_load_env(lua_State* L);
+// CSV and TSV files (csv_lua.cpp)
+int l_load_csv(lua_State* L);
+int l_save_csv(lua_State* L);
+// HDF5 files (hdf5_lua.cpp)
+int l_load_hdf5(lua_State* L);
+int l_save_hdf5(lua_State* L);
+// zarr v2 arrays (zarr_lua.cpp)
+int l_load_zarr(lua_State* L);
+int l_save_zarr(lua_State* L);
+// SQLite databases (sql_lua.cpp)
+int l_load_sql(lua_State* L);
+int l_save_sql(lua_State* L);
+// safetensors files (safetensors_lua.cpp)
+int l_load_safetensors(lua_State* L);
+int l_save_safetensors(lua_State* L);
 
 // plans, layouts and the mesh (plan_lua.cpp)
 int l_plan(lua_State* L);

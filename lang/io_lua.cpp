@@ -27,17 +27,6 @@ namespace tapestry::lua {
 
 namespace {
 
-// A path argument: a string, nothing else (a number would silently become a file name).
-std::string check_path(lua_State* L, int arg) {
-  if (lua_type(L, arg) != LUA_TSTRING) type_error(L, arg, "string");
-  size_t n = 0;
-  const char* s = lua_tolstring(L, arg, &n);
-  const std::string path(s, n);
-  if (path.empty() || path.find('\0') != std::string::npos)
-    arg_error(arg, "a path must be a non-empty string without NUL bytes");
-  return path;
-}
-
 int push_names(lua_State* L, const std::vector<std::string>& names) {
   lua_createtable(L, static_cast<int>(names.size()), 0);
   for (size_t i = 0; i < names.size(); ++i) {

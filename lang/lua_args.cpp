@@ -287,4 +287,14 @@ std::optional<bool> Options::boolean(const char* key) const {
   return r;
 }
 
+std::string check_path(lua_State* L, int arg) {
+  if (lua_type(L, arg) != LUA_TSTRING) type_error(L, arg, "string");
+  size_t n = 0;
+  const char* s = lua_tolstring(L, arg, &n);
+  const std::string path(s, n);
+  if (path.empty() || path.find('\0') != std::string::npos)
+    arg_error(arg, "a path must be a non-empty string without NUL bytes");
+  return path;
+}
+
 }  // namespace tapestry

@@ -47,6 +47,8 @@ double check_number(lua_State* L, int arg);
 // A string without NUL bytes (Lua strings may hold them; C++ names and paths would be cut
 // there): `what` names it in the messages ("spec string").
 std::string check_string(lua_State* L, int arg, const char* what);
+// A path argument: a non-empty string without NUL bytes (a number would silently become a file name).
+std::string check_path(lua_State* L, int arg);
 Shape check_shape_arg(lua_State* L, int arg);  // {2,3} or a single number n (= {n})
 // Dims for a reduction: nil (all), a number, or a sequence; 1-based in, 0-based out.
 std::vector<int> check_dims(lua_State* L, int arg, int rank);

@@ -109,6 +109,8 @@ int l_stats(lua_State* L) {
   seti("bytes_from_device", s.bytes_from_device);
   seti("messages", s.messages);
   seti("bytes_moved", s.bytes_moved);
+  seti("bytes_read", s.bytes_read);
+  seti("bytes_written", s.bytes_written);
   seti("live_nodes", live_node_count());
   set("time_schedule", s.time_schedule);
   set("time_run", s.time_run);

@@ -361,11 +361,6 @@ void write_file(const std::string& path, const std::string& text) {
   user_check(static_cast<bool>(f), "cannot write '", path, "'");
 }
 
-std::string check_path(lua_State* L, int i) {
-  if (lua_type(L, i) != LUA_TSTRING) type_error(L, i, "path (string)");
-  return lua_tostring(L, i);
-}
-
 // Graphviz: one cluster per rank with its blocks; edges for transfers.
 int plan_dot(lua_State* L) {
   const plan::PlannedGraph& pg = check_plan(L, 1)->pg;

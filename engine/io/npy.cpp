@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "engine/ir/error.hpp"
+#include "engine/telemetry/stats.hpp"
 
 namespace tapestry::io {
 
@@ -415,6 +416,7 @@ void read_npy_box(const std::string& path, const NpyHeader& h, const poly::Box& 
   for_each_run(h.shape, box, [&](int64_t file_el, int64_t box_el, int64_t n) {
     f.read_at(base + box_el * esz, static_cast<size_t>(n * esz), h.data_offset + file_el * esz);
   });
+  stats().bytes_read += static_cast<uint64_t>(dst.numel() * esz);
   if (h.dtype == DType::Bool) {  // numpy bools are any nonzero byte; ours must be 0 or 1
     const int64_t n = dst.numel();
     for (int64_t i = 0; i < n; ++i) base[i] = base[i] != 0;
@@ -448,6 +450,7 @@ void write_npy_box(const std::string& path, const NpyHeader& h, const poly::Box&
   for_each_run(h.shape, box, [&](int64_t file_el, int64_t box_el, int64_t n) {
     f.write_at(base + box_el * esz, static_cast<size_t>(n * esz), h.data_offset + file_el * esz);
   });
+  stats().bytes_written += static_cast<uint64_t>(src.numel() * esz);
 }
 
 std::shared_ptr<Value> load_npy(const std::string& path) {

@@ -10,6 +10,8 @@
 #include <optional>
 #include <utility>
 
+#include "engine/io/hdf5.hpp"
+#include "engine/io/zarr.hpp"
 #include "engine/ir/codec.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
@@ -20,7 +22,7 @@ namespace tapestry::io {
 namespace {
 
 constexpr uint32_t kIoMagic = 0x4f495054;  // "TPIO"
-constexpr uint32_t kIoVersion = 1;
+constexpr uint32_t kIoVersion = 2;         // 2: an HDF5 dataset name per task
 
 }  // namespace
 
@@ -36,6 +38,8 @@ std::vector<char> encode_io(const std::vector<IoTask>& tasks) {
     w.put<uint8_t>(t.header.fortran_order);
     w.put(t.header.data_offset);
     w.vec(t.header.shape);
+    w.put<uint8_t>(t.format);
+    w.str(t.dataset);
     w.size(t.shards.size());
     for (const plan::Shard& s : t.shards) {
       w.put<int32_t>(s.rank);
@@ -49,7 +53,8 @@ std::vector<char> encode_io(const std::vector<IoTask>& tasks) {
 std::vector<IoTask> decode_io(std::span<const char> bytes) {
   ByteReader r(bytes, "io message");
   r.header(kIoMagic, kIoVersion);
-  std::vector<IoTask> tasks(r.count(43));  // kind, path length, key, dtype, order, offset, shape, shards
+  std::vector<IoTask> tasks(
+      r.count(43));  // kind, path length, key, dtype, order, offset, shape, format, dataset, shards
   for (IoTask& t : tasks) {
     const uint8_t kind = r.get<uint8_t>();
     if (kind != IoTask::Read && kind != IoTask::Write) r.reject(cat_str("task kind ", int(kind)));
@@ -62,6 +67,10 @@ std::vector<IoTask> decode_io(std::span<const char> bytes) {
     t.header.fortran_order = r.get<uint8_t>() != 0;
     t.header.data_offset = r.get<int64_t>();
     t.header.shape = r.vec<int64_t>();
+    const uint8_t format = r.get<uint8_t>();
+    if (format > IoTask::Zarr) r.reject(cat_str("format ", int(format)));
+    t.format = static_cast<IoTask::Format>(format);
+    t.dataset = r.str();
     t.shards.resize(r.count(20));
     for (plan::Shard& s : t.shards) {
       s.tensor = t.key;
@@ -83,13 +92,16 @@ void run_io_part(const std::vector<IoTask>& tasks, int rank, ShardStore& store, 
       if (s.rank != rank) continue;
       if (t.kind == IoTask::Read) {
         auto v = Value::alloc(t.header.dtype, s.box.extents());
-        read_npy_box(t.path, t.header, s.box, v->view());
+        if (t.format == IoTask::Hdf5) read_hdf5_box(t.path, t.dataset, s.box, v->view());
+        else if (t.format == IoTask::Zarr) read_zarr_box(t.path, read_zarr_meta(t.path), s.box, v->view());
+        else read_npy_box(t.path, t.header, s.box, v->view());
         store.put(rank, t.key, s.box, v->view());
       } else {
         const std::optional<View> v = store.find(rank, t.key, s.box);
         if (!v)
           throw InternalError(cat_str("'", t.path, "': no stored shard ", poly::to_string(s.box), " of %",
                                       t.key, " on rank ", rank));
+        internal_check(t.format == IoTask::Raw);  // library writes are one process's (hdf5.hpp)
         write_npy_box(t.path, t.header, s.box, *v);
       }
     }

@@ -1,5 +1,6 @@
-// Parallel .npy I/O of sharded tensors, one rank's part: the boxes of a job this rank reads or
-// writes, and the job's wire encoding (the Io command of engine/dist/worker.hpp).
+// Parallel I/O of sharded tensors (.npy, and any raw C-order data or HDF5 dataset), one rank's part: the
+// boxes of a job this rank reads or writes, and the job's wire encoding (the Io command of
+// engine/dist/worker.hpp).
 //   IoTask t = read_task("w.npy", read_npy_header("w.npy"), leaf, 4);   // rows over 4 ranks
 //   run_io_part({t}, rank, store);     // this rank's boxes, into / from its shard store
 // engine/session/sharded_io.hpp runs every rank's part (over MPI or loopback).
@@ -22,7 +23,12 @@ struct IoTask {
   Kind kind = Read;
   std::string path;
   uint64_t key = 0;  // the shard store key (a stored leaf's id)
+  // Raw: C-order bytes at header.data_offset (.npy, safetensors, contiguous HDF5); Hdf5: the
+  // dataset `dataset` through the library; Zarr: the chunks of the zarr array at `path`.
+  enum Format : uint8_t { Raw = 0, Hdf5 = 1, Zarr = 2 };
+  Format format = Raw;
   NpyHeader header;
+  std::string dataset;
   std::vector<plan::Shard> shards;  // the boxes, each with the rank that reads/writes it
 };
 

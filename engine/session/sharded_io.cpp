@@ -28,6 +28,11 @@ std::string rename_path(std::string msg, const std::string& tmp, const std::stri
   return msg;
 }
 
+// A message that names `path` (a rank's failure may not).
+std::string naming(const std::string& path, const std::string& msg) {
+  return msg.find(path) == std::string::npos ? cat_str("'", path, "': ", msg) : msg;
+}
+
 }  // namespace
 
 void run_io(Session& s, const std::vector<IoTask>& tasks, int ranks) {
@@ -49,18 +54,32 @@ void run_io(Session& s, const std::vector<IoTask>& tasks, int ranks) {
 }
 
 NodeRef load_npy_sharded(Session& s, const std::string& path, int ranks) {
-  const NpyHeader h = read_npy_header(path);
-  NodeRef leaf = s.stored().new_leaf(h.shape, h.dtype);
-  const IoTask t = read_task(path, h, leaf, ranks);
+  return load_raw_sharded(s, path, {read_npy_header(path)}, ranks)[0];
+}
+
+std::vector<NodeRef> load_raw_sharded(Session& s, const std::string& path, const std::vector<NpyHeader>& hs,
+                                      int ranks, IoTask::Format format, const std::string& dataset) {
+  std::vector<NodeRef> leaves;
+  std::vector<IoTask> tasks;
+  for (const NpyHeader& h : hs) {
+    leaves.push_back(s.stored().new_leaf(h.shape, h.dtype));
+    tasks.push_back(read_task(path, h, leaves.back(), ranks));
+    tasks.back().format = format;
+    tasks.back().dataset = dataset;
+  }
   try {
-    run_io(s, {t}, ranks);
-  } catch (...) {  // cleanup, then the same exception goes on (no Lua runs here)
-    s.shard_store().drop(t.key);
-    if (on_mpi(s, ranks)) s.coordinator()->drop_on_workers({t.key});
+    run_io(s, tasks, ranks);  // one job: every rank reads its part of every tensor
+  } catch (...) {             // cleanup, then the same exception goes on (no Lua runs here)
+    std::vector<uint64_t> keys;
+    for (const IoTask& t : tasks) {
+      s.shard_store().drop(t.key);
+      keys.push_back(t.key);
+    }
+    if (on_mpi(s, ranks)) s.coordinator()->drop_on_workers(keys);
     throw;
   }
-  s.stored().register_stored(leaf, t.shards, ranks);
-  return leaf;
+  for (size_t i = 0; i < leaves.size(); ++i) s.stored().register_stored(leaves[i], tasks[i].shards, ranks);
+  return leaves;
 }
 
 NodeRef stored_leaf_of(Session& s, const NodeRef& x) {
@@ -123,6 +142,56 @@ void save_npy_sharded(Session& ses, const std::vector<std::pair<std::string, Nod
       unlink_all();
       throw Error(cat_str("'", path, "': cannot write: ", why));
     }
+}
+
+}  // namespace tapestry::io
+
+namespace tapestry::io {
+
+void save_parts_sharded(Session& ses, const std::string& path,
+                        const std::function<std::vector<NpyHeader>(const std::string&)>& create,
+                        const std::vector<NodeRef>& parts) {
+  check_replaceable(path);
+  const std::string tmp = cat_str(path, ".partial-", ::getpid());
+  ::unlink(tmp.c_str());  // a temporary left by a crashed process with our pid
+  try {
+    const std::vector<NpyHeader> headers = create(tmp);
+    internal_check(headers.size() == parts.size());
+    std::map<int, std::vector<IoTask>> groups;  // by the mesh each leaf was stored on
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const NpyHeader& h = headers[i];
+      const NodeRef& node = parts[i];
+      if (node->value) {
+        write_npy_box(tmp, h, poly::Box::of_shape(h.shape), node->value->view());
+        continue;
+      }
+      const StoredLayout* s = ses.stored().layout(node->id);
+      internal_check(s != nullptr);
+      IoTask t;
+      t.kind = IoTask::Write;
+      t.path = tmp;
+      t.key = node->id;
+      t.header = h;
+      for (const plan::Shard& sh : s->shards) {  // a replicated box is written once
+        bool dup = false;
+        for (const plan::Shard& o : t.shards) dup = dup || o.box == sh.box;
+        if (!dup && !(sh.box.rank() > 0 && sh.box.empty())) t.shards.push_back(sh);
+      }
+      groups[s->ranks].push_back(std::move(t));
+    }
+    for (const auto& [ranks, tasks] : groups) run_io(ses, tasks, ranks);
+    if (std::rename(tmp.c_str(), path.c_str()) != 0)
+      throw Error(cat_str("'", path, "': cannot write: ", std::strerror(errno)));
+  } catch (const InternalError&) {
+    ::unlink(tmp.c_str());
+    throw;
+  } catch (const Error& e) {
+    ::unlink(tmp.c_str());
+    throw Error(naming(path, rename_path(e.what(), tmp, path)));
+  } catch (...) {  // cleanup, then the same exception goes on (no Lua runs here)
+    ::unlink(tmp.c_str());
+    throw;
+  }
 }
 
 }  // namespace tapestry::io

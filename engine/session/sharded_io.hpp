@@ -8,6 +8,7 @@
 // beside the path and renames it once all ranks succeeded).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,11 +27,28 @@ void run_io(Session& s, const std::vector<IoTask>& tasks, int ranks);
 // Loads `path` onto `ranks` ranks (> 1): returns a stored leaf registered in the session.
 NodeRef load_npy_sharded(Session& s, const std::string& path, int ranks);
 
+// Loads the raw C-order tensors `hs` describe (any file: .npy, safetensors) onto `ranks` ranks
+// in one job: a stored leaf per header, each with its rows split over the ranks.
+// With another format, each rank reads its rows through that format's reader instead (an HDF5
+// dataset by hyperslab, a zarr array's chunks).
+std::vector<NodeRef> load_raw_sharded(Session& s, const std::string& path, const std::vector<NpyHeader>& hs,
+                                      int ranks, IoTask::Format format = IoTask::Raw,
+                                      const std::string& dataset = {});
+
 // The stored leaf `x` stands for (itself, or the leaf it was stored as); nullptr if none.
 NodeRef stored_leaf_of(Session& s, const NodeRef& x);
 
 // Writes each stored leaf (each with a layout, no value on rank 0) to its path in parallel:
 // headers by rank 0, boxes by their ranks, renames once all ranks reported success.
 void save_npy_sharded(Session& s, const std::vector<std::pair<std::string, NodeRef>>& files);
+
+// Writes one file holding several tensors at known places (a safetensors file, an HDF5
+// file): `create(tmp)` makes the temporary (header, size) and returns where each part goes;
+// each part is written there, a stored leaf's boxes by their ranks, a node holding a value by
+// this process. Renamed over `path` once every rank succeeded; on a failure no file is left
+// and `path` is unchanged.
+void save_parts_sharded(Session& s, const std::string& path,
+                        const std::function<std::vector<NpyHeader>(const std::string&)>& create,
+                        const std::vector<NodeRef>& parts);
 
 }  // namespace tapestry::io

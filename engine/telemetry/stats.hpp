@@ -17,11 +17,13 @@ struct Stats {
   uint64_t device_blocks = 0;    // of them, run on a device (GPU); rank 0's only under MPI
   uint64_t bytes_to_device = 0;  // host -> device copies of sharded runs (rank 0's under MPI)
   uint64_t bytes_from_device = 0;
-  uint64_t messages = 0;     // transfers, partials and gathered outputs between ranks
-  uint64_t bytes_moved = 0;  // their payload
-  double time_schedule = 0;  // seconds spent ordering and fusing
-  double time_run = 0;       // seconds in kernels (sharded: running the plan, moves included)
-  double time_move = 0;      // of which sends, receives, combines and gathering (sharded)
+  uint64_t messages = 0;       // transfers, partials and gathered outputs between ranks
+  uint64_t bytes_moved = 0;    // their payload
+  uint64_t bytes_read = 0;     // tensor data read from files (engine/io), by this process's ranks
+  uint64_t bytes_written = 0;  // tensor data written to files
+  double time_schedule = 0;    // seconds spent ordering and fusing
+  double time_run = 0;         // seconds in kernels (sharded: running the plan, moves included)
+  double time_move = 0;        // of which sends, receives, combines and gathering (sharded)
 };
 
 // The current telemetry's counters (engine/telemetry/telemetry.hpp: each session has its own).

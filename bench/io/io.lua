@@ -1,0 +1,35 @@
+-- Load and save bandwidth of each binary format (bench/io/run compares them with dd's).
+--   tapestry bench/io/io.lua DIR [MiB]        -- prints "RESULT IO <format> <save|load> <GB/s>"
+-- A file of MiB mebibytes of f32 per format: the median of BENCH_REPS saves, then of loads (named
+-- loads, so on N ranks each rank reads its own rows; the page cache is warm for both, as for dd).
+local B = dofile((arg[0]:match("(.*/)") or "./") .. "../common.lua")
+local dir = assert(arg[1], "usage: io.lua DIR [MiB]")
+local mib = tonumber(arg[2] or "") or (B.small and 1 or 256)
+local cols = 1024
+local rows = mib * 1024 * 1024 // (4 * cols)
+local x = tp.eval(tp.rand({rows, cols}, {seed = 1}))
+local bytes = rows * cols * 4
+
+local formats = {
+  npy = {save = function(p) tp.save(x, p) end, load = function(p) tp.eval(tp.load(p, {name = "y"})) end},
+  safetensors = {
+    save = function(p) tp.save_safetensors({x = x}, p) end,
+    load = function(p) tp.eval(tp.load_safetensors(p).x) end,
+  },
+  hdf5 = {
+    save = function(p) tp.save_hdf5(x, p, "x") end,
+    load = function(p) tp.eval((tp.load_hdf5(p, "x", {name = "y"}))) end,
+  },
+  hdf5_chunked = {
+    save = function(p) tp.save_hdf5(x, p, "x", {chunks = {64, cols}}) end,
+    load = function(p) tp.eval((tp.load_hdf5(p, "x", {name = "y"}))) end,
+  },
+}
+for _, name in ipairs({"npy", "safetensors", "hdf5", "hdf5_chunked"}) do
+  local f, p = formats[name], dir .. "/bench." .. name
+  local save = B.time(function() return nil end, function() f.save(p) end)
+  local load = B.time(function() return nil end, function() f.load(p) end)
+  print(string.format("RESULT IO %s save %.3f GB/s", name, bytes / save / 1e9))
+  print(string.format("RESULT IO %s load %.3f GB/s", name, bytes / load / 1e9))
+  os.remove(p)
+end

@@ -1,0 +1,55 @@
+// zarr v2 directory stores, read by boxes: each rank reads and decodes only the chunks its
+// slices touch, whatever the store's chunk grid.
+//   ZarrMeta m = read_zarr_meta("data.zarr");           // .zarray and .zattrs
+//   read_zarr_box("data.zarr", m, box, out);              // the chunks overlapping box
+//   save_zarr("out.zarr", value.view(), {64, 64}, {"zstd", 3}, attrs);   // a fresh store, swapped in
+// Format: `.zarray` JSON {"zarr_format": 2, "shape", "chunks", "dtype": "<f4", "order": "C"|"F",
+// "compressor": null | {"id": "zlib"|"gzip"|"zstd"|"blosc", ...}, "fill_value", "filters": null},
+// `.zattrs` JSON, one file per chunk named "i.j" (or "i/j" with dimension_separator "/"); edge
+// chunks are whole chunks; a missing chunk holds fill_value. Dtypes '<f4' '<f8' '<i4' '<i8' '|b1'.
+// zlib and gzip come from zlib, zstd from libzstd, blosc from libblosc; JSON from nlohmann/json.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/io/attrs.hpp"
+#include "engine/ir/dtype.hpp"
+#include "engine/ir/shape.hpp"
+#include "engine/ir/value.hpp"
+#include "engine/poly/box.hpp"
+
+namespace tapestry::io {
+
+struct ZarrCompressor {
+  std::string id;  // "" (none), "zlib", "gzip", "zstd", "blosc"
+  int level = 3;
+  std::string cname = "lz4";  // blosc's inner compressor
+  int shuffle = 1;            // blosc: 0 none, 1 byte, 2 bit
+};
+
+struct ZarrMeta {
+  DType dtype = DType::F32;
+  Shape shape;
+  std::vector<int64_t> chunks;
+  bool fortran = false;
+  ZarrCompressor compressor;
+  double fill = 0;
+  char separator = '.';
+  Attrs attrs;
+};
+
+ZarrMeta read_zarr_meta(const std::string& dir);
+// The same from the two JSON texts (`dir` names errors; zattrs may be empty).
+ZarrMeta parse_zarr_meta(const std::string& dir, const std::string& zarray, const std::string& zattrs);
+
+void read_zarr_box(const std::string& dir, const ZarrMeta& m, const poly::Box& box, const View& out);
+
+// Writes `v` as a new store (C order, `chunks` one per dim) beside `path` and swaps it in: a
+// failure leaves `path` as it was. Only an absent path or a zarr store (a folder holding
+// .zarray) is replaced.
+void save_zarr(const std::string& path, const View& v, const std::vector<int64_t>& chunks,
+               const ZarrCompressor& compressor, const Attrs& attrs);
+
+}  // namespace tapestry::io

@@ -1,0 +1,84 @@
+// HDF5 files: tp.load_hdf5, tp.save_hdf5 (engine/io/hdf5.hpp).
+//   local u, attrs = tp.load_hdf5("sim.h5", "/fields/u")      -- attrs: the dataset's attributes
+//   tp.save_hdf5(u * 2, "out.h5", "u", {attrs = {units = "K", step = 10}, chunks = {64, 64}})
+// On N ranks each rank reads only its own rows; a contiguous save is written by every rank in
+// parallel (its rows, raw, at the dataset's offset), a chunked one by rank 0 through the library.
+#include <lauxlib.h>
+#include <lua.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/io/hdf5.hpp"
+#include "engine/io/npy.hpp"
+#include "engine/session/session.hpp"
+#include "engine/session/sharded_io.hpp"
+#include "engine/telemetry/telemetry.hpp"
+#include "lang/attrs_lua.hpp"
+#include "lang/bindings.hpp"
+#include "lang/lua_args.hpp"
+#include "lang/save_parts.hpp"
+#include "lang/state_context.hpp"
+#include "lang/tensor_lua.hpp"
+
+namespace tapestry::lua {
+
+int l_load_hdf5(lua_State* L) {
+  const std::string path = check_path(L, 1);
+  const std::string ds = check_string(L, 2, "dataset name");
+  const Options o(L, 3, {"dtype", "name"});
+  const std::optional<std::string> name = o.string("name");
+  if (name) user_check(is_identifier(*name), "'", *name, "' is not a valid tensor name (use an identifier)");
+  Session& s = session_of(L);
+  const TelemetryScope in(s.telemetry());
+  const io::Hdf5Info info = io::read_hdf5_info(path, ds);
+  io::NpyHeader h;
+  h.dtype = info.dtype;
+  h.shape = info.shape;
+  h.data_offset = info.raw_offset;
+  const bool raw = info.raw_offset >= 0;
+  NodeRef n;
+  if (s.mesh().ranks > 1) {
+    n = io::load_raw_sharded(s, path, {h}, s.mesh().ranks, raw ? io::IoTask::Raw : io::IoTask::Hdf5, ds)[0];
+  } else {
+    auto v = Value::alloc(info.dtype, info.shape);
+    if (raw) io::read_npy_box(path, h, poly::Box::of_shape(info.shape), v->view());
+    else io::read_hdf5_box(path, ds, poly::Box::of_shape(info.shape), v->view());
+    n = make_source(std::move(v), info.shape, info.dtype);
+  }
+  if (const std::optional<DType> dt = o.dtype(); dt && *dt != n->dtype) n = build::cast(n, *dt);
+  if (name) s.env().bind(*name, n);
+  push_tensor(L, std::move(n), name.value_or(""));
+  push_attrs(L, info.attrs);
+  return 2;
+}
+
+int l_save_hdf5(lua_State* L) {
+  const NodeRef x = check_tensor_like(L, 1);
+  const std::string path = check_path(L, 2);
+  const std::string ds = check_string(L, 3, "dataset name");
+  user_check(!ds.empty() && ds != "/", "the dataset name is empty");
+  const Options o(L, 4, {"attrs", "chunks"});
+  const io::Attrs attrs = check_attrs(L, 4);
+  const std::vector<int64_t> chunks = check_chunks(L, 4, x->shape);
+  Session& s = session_of(L);
+  const TelemetryScope in(s.telemetry());
+  if (!chunks.empty()) {  // through the library, by this process: serial HDF5 has one writer
+    observe(L, {x});
+    io::save_hdf5(path, ds, x->value->view(), attrs, chunks);
+    return 0;
+  }
+  const std::vector<NodeRef> parts = computed_for_save(L, {x});
+  auto create = [&](const std::string& tmp) {
+    io::NpyHeader h;
+    h.dtype = x->dtype;
+    h.shape = x->shape;
+    h.data_offset = io::create_hdf5(tmp, ds, x->dtype, x->shape, attrs, {});
+    return std::vector<io::NpyHeader>{h};
+  };
+  io::save_parts_sharded(s, path, create, parts);
+  return 0;
+}
+
+}  // namespace tapestry::lua

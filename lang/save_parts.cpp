@@ -1,0 +1,41 @@
+// The tensors a save writes (save_parts.hpp); tp.save's rule, for several tensors at once.
+#include "lang/save_parts.hpp"
+
+#include "engine/session/observe.hpp"
+#include "engine/session/session.hpp"
+#include "engine/session/sharded_io.hpp"
+#include "lang/state_context.hpp"
+#include "lang/tensor_lua.hpp"
+
+namespace tapestry::lua {
+
+std::vector<NodeRef> computed_for_save(lua_State* L, const std::vector<NodeRef>& xs) {
+  Session& ses = session_of(L);
+  std::vector<NodeRef> out = xs;
+  std::vector<size_t> pending;  // neither a value nor stored yet
+  if (ses.mesh().ranks > 1) {
+    ses.telemetry().clear_cancel();
+    materialize(ses);
+    for (size_t i = 0; i < xs.size(); ++i) {
+      if (xs[i]->value) continue;
+      if (NodeRef leaf = io::stored_leaf_of(ses, xs[i])) {
+        out[i] = leaf;
+      } else {
+        pending.push_back(i);
+      }
+    }
+    std::vector<NodeRef> exprs;
+    for (size_t i : pending) exprs.push_back(xs[i]);
+    const std::vector<NodeRef> stored = exprs.empty() ? std::vector<NodeRef>{} : observe_stored(ses, exprs);
+    for (size_t k = 0; k < pending.size(); ++k) out[pending[k]] = stored[k];
+  }
+  // What is neither a value nor a stored leaf now is observed whole (one rank, or a value one
+  // rank computed).
+  std::vector<NodeRef> rest;
+  for (const NodeRef& n : out)
+    if (!n->value && !(ses.mesh().ranks > 1 && ses.stored().layout(n->id))) rest.push_back(n);
+  if (!rest.empty()) observe(L, rest);
+  return out;
+}
+
+}  // namespace tapestry::lua
