@@ -10,6 +10,8 @@ namespace tapestry {
 
 Session::Session(Config config) : config_(std::move(config)) {
   if (config_.threads > 0) cpu::set_num_threads(config_.threads);
+  // Only narrowing does anything: the widest set this CPU runs is the default.
+  if (config_.isa == "avx2") cpu::set_isa(cpu::Isa::Base);
 }
 
 Session::~Session() = default;
