@@ -248,7 +248,7 @@ const ApiEntry kApi[] = {
      lua::l_eval},
     {"tp.stats", K::Function, "observe", "tp.stats()",
      "Counters: observations, nodes_evaluated, kernels, fused_ops, bytes_allocated, bytes_live (tensor data "
-     "alive now, on this process), live_nodes, "
+     "alive now, on this process; a refused allocation is never counted), live_nodes, "
      "plans, plan_cache_hits, blocks_run, messages, bytes_moved (between ranks), device_blocks, "
      "bytes_to_device, bytes_from_device (sharded blocks run on a GPU and the host-device copies they "
      "needed; "
@@ -278,7 +278,10 @@ const ApiEntry kApi[] = {
      "The environment as rows {name, shape, dtype, bytes, layout, computed}.", lua::l_tensors},
     {"tp.env", K::Module, "env", "tp.env.name = expr / tp.env.name / tp.env.name = nil",
      "Named tensors that outlive Lua variables. A binding is computed at the next observation; "
-     "if that fails the previous value is kept. pairs(tp.env) iterates names in order.",
+     "if that fails the previous value is kept. A computed value is stored as a leaf: its history "
+     "is cut (tp.grad sees a parameter), and 1000 unobserved rebinds of a name in a row are "
+     "computed at the binding. Names are identifiers (no NUL bytes); the metatable is protected. "
+     "pairs(tp.env) iterates names in order.",
      nullptr},
 
     // --- io -------------------------------------------------------------------------
@@ -289,11 +292,15 @@ const ApiEntry kApi[] = {
      lua::l_load},
     {"tp.save", K::Function, "io", "tp.save(x, path)",
      "Observe x and write it as a NumPy .npy file (version 1.0, C order) that np.load reads. "
-     "The file is written beside path and renamed, so path never holds half an array.",
+     "The file is written beside path and renamed, so path never holds half an array. Only a "
+     "regular file is replaced: a link, device, FIFO or folder at path is an error.",
      lua::l_save},
     {"tp.save_env", K::Function, "io", "tp.save_env(dir)",
-     "Checkpoint every named tensor: computes pending bindings, then writes dir/NAME.npy for "
-     "each and dir/manifest.json last (creating dir). Returns the names written.",
+     "Checkpoint every named tensor: computes pending bindings, writes each as NAME.npy in a "
+     "fresh folder dir/v-XXXX, then commits by renaming dir/manifest.json over the old one "
+     "(creating dir). A failure at any point leaves the previous checkpoint whole and no new "
+     "folder; after the commit the previous checkpoint's files are removed. Returns the names "
+     "written.",
      lua::l_save_env},
     {"tp.load_env", K::Function, "io", "tp.load_env(dir)",
      "Restore a checkpoint written by tp.save_env: binds every tensor its manifest lists "
@@ -303,14 +310,19 @@ const ApiEntry kApi[] = {
 
     // --- plans and layouts ------------------------------------------------------------
     {"tp.plan", K::Function, "plan", "tp.plan(a, b, ... [,opts])",
-     "Plan without running and return a Plan: print(plan) shows every rank's blocks, transfers "
-     "and combines and the cost estimate; plan:cost() returns {time, bytes_moved, flops, "
-     "peak_bytes, memory_penalty, estimated}; plan:dot(path) writes Graphviz. A big graph on a "
+     "Plan without running and return a Plan: print(plan) shows one line per op (its placement, "
+     "the bytes its output sends and how its partials merge) and the totals, on any mesh; "
+     "plan:blocks() lists every rank's blocks, transfers and combines; plan:cost() returns {time, "
+     "bytes_moved, flops, peak_bytes, memory_penalty, estimated}; plan:dot(path) writes Graphviz. A big "
+     "graph on a "
      "big mesh (ops x ranks > 4096) is chosen and costed by estimate from sampled blocks "
      "(estimated=true) and its blocks are built only when it runs or is drawn. opts.mesh = N (or {ranks=, "
      "ranks_per_node=, "
      "flops=, memory=, bandwidth=, latency=, network_bandwidth=, network_latency=}) plans for "
-     "another machine; opts.search = 'greedy', 'anneal' or {method=, steps=, budget=, seed=}.",
+     "another machine; opts.search = 'greedy', 'anneal' or {method=, steps=, budget=, seed=}: steps "
+     "moves at most (2000), budget blocks and transfers lowered at most over all the plans costed "
+     "(4,000,000): budgets count work, never seconds, so the same graph, mesh and options give the "
+     "same plan on any machine and load, and the plan cache keys on them.",
      lua::l_plan},
     {"tp.explain", K::Function, "plan", "tp.explain(x [,opts])",
      "Print (and return) why the plan was chosen: each op's signature, the candidate shardings "
@@ -326,7 +338,8 @@ const ApiEntry kApi[] = {
      "talk over the link of the outermost axis where they differ. Default links: 25 GB/s and 2 us along "
      "racks/nodes/hosts, 300 GB/s and 1 us along gpus/devices, 5 GB/s and 0.5 us otherwise; links = "
      "{gpus = {bandwidth=, latency=}} sets them. Without arguments: "
-     "the allocation: {ranks, devices_per_rank, device, gpu, transport, device_transport, memory_per_rank, "
+     "the allocation: {ranks, devices_per_rank, device, gpu, transport, device_transport, memory_per_rank "
+     "(the memory budget: --memory-per-rank, by default the available memory less a margin), "
      "flops_per_rank, cpu_isa, description}. cpu_isa is the CPU kernels' vector instructions, \"avx512\" "
      "where the CPU has them, else \"avx2\" (TAPESTRY_ISA=avx2 forces AVX2). device is \"cuda\", \"cpu\" or "
      "\"sim\" (TAPESTRY_DEVICE=sim, the "
@@ -479,7 +492,8 @@ const ApiEntry kApi[] = {
      "Help for a function, method or command; without a name, the list of topics.", nullptr},
     {":quit", K::Command, "shell", ":quit", "Leave the shell (Ctrl-D too).", nullptr},
     {":load", K::Command, "shell", ":load FILE", "Run a Lua script inside this session.", nullptr},
-    {":plan", K::Command, "shell", ":plan EXPR", "Print the sharded plan of EXPR (tp.plan).", nullptr},
+    {":plan", K::Command, "shell", ":plan [--blocks] EXPR",
+     "Print the sharded plan of EXPR (tp.plan), one line per op; --blocks: every rank's program.", nullptr},
     {":explain", K::Command, "shell", ":explain EXPR",
      "Why the plan of EXPR was chosen: candidates and costs per op (tp.explain).", nullptr},
     {":layout", K::Command, "shell", ":layout NAME-or-EXPR",

@@ -19,8 +19,7 @@ namespace {
 
 // tp.einsum(spec, a, b, ...): the spec, then every remaining argument is an operand.
 std::string einsum_args(lua_State* L, std::vector<NodeRef>& xs) {
-  if (lua_type(L, 1) != LUA_TSTRING) type_error(L, 1, "spec string");
-  std::string spec = lua_tostring(L, 1);
+  std::string spec = check_string(L, 1, "spec string");
   const int top = lua_gettop(L);
   for (int i = 2; i <= top; ++i) xs.push_back(check_tensor_like(L, i));
   return spec;

@@ -38,7 +38,7 @@ struct Collector {
           const double d = lua_tonumber(L, idx);
           all_int = false;
           reals.push_back(d);
-          ints.push_back(std::isfinite(d) ? static_cast<int64_t>(d) : 0);
+          ints.push_back(fits_int64(d) ? static_cast<int64_t>(d) : 0);
         }
         return;
       }

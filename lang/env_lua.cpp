@@ -1,6 +1,8 @@
 // tp.env: the named tensors of the environment, as a Lua table-like object.
 //   tp.env.w = tp.rand{4,4}   -- bind (computed at the next observation)
 //   print(tp.env.w)           -- read; tp.env.w = nil drops; pairs(tp.env) lists names
+// Its metatable is protected (__metatable): setmetatable(tp.env, nil) cannot turn it into a
+// plain table whose fields save_env would never see.
 #include "lang/env_lua.hpp"
 
 #include <lauxlib.h>
@@ -16,13 +18,19 @@ namespace tapestry {
 
 namespace {
 
-std::string check_name(lua_State* L) {
-  if (lua_type(L, 2) != LUA_TSTRING) type_error(L, 2, "tensor name (string)");
-  return lua_tostring(L, 2);
+// The key as given, NUL bytes included (lua_tostring would cut "a\0x" to "a"), and an
+// identifier: reading and binding refuse the same names.
+std::string check_name(lua_State* L, int arg) {
+  if (lua_type(L, arg) != LUA_TSTRING) type_error(L, arg, "tensor name (string)");
+  size_t n = 0;
+  const char* p = lua_tolstring(L, arg, &n);
+  std::string name(p, n);
+  user_check(is_identifier(name), quoted(name), " is not a valid tensor name (use an identifier)");
+  return name;
 }
 
 int env_index(lua_State* L) {
-  const std::string name = check_name(L);
+  const std::string name = check_name(L, 2);
   NodeRef n = session_of(L).env().get(name);
   if (!n) lua_pushnil(L);
   else push_tensor(L, std::move(n), name);
@@ -30,7 +38,7 @@ int env_index(lua_State* L) {
 }
 
 int env_newindex(lua_State* L) {
-  const std::string name = check_name(L);
+  const std::string name = check_name(L, 2);
   Session& s = session_of(L);
   if (lua_isnil(L, 3)) {
     s.env().drop(name);
@@ -38,21 +46,22 @@ int env_newindex(lua_State* L) {
     return 0;
   }
   s.env().bind(name, check_tensor_like(L, 3));
+  if (s.env().overdue(name)) {  // a long unobserved chain of rebinds: computed now
+    s.telemetry().clear_cancel();
+    materialize(s);
+  }
   return 0;
 }
 
-// pairs(tp.env): name, Tensor in name order (a snapshot of the names).
+// pairs(tp.env): name, Tensor in name order; each step finds the next name after the last
+// (O(log n)), so a walk over n names is O(n log n) and survives bindings made during it.
 int env_next(lua_State* L) {
-  const Environment& env = session_of(L).env();
-  const auto names = env.names();
-  size_t i = 0;
-  if (!lua_isnil(L, 2)) {
-    const std::string prev = lua_tostring(L, 2);
-    while (i < names.size() && names[i] <= prev) ++i;
-  }
-  if (i >= names.size()) return 0;
-  lua_pushstring(L, names[i].c_str());
-  push_tensor(L, env.get(names[i]), names[i]);
+  const auto& entries = session_of(L).env().entries();
+  auto it = entries.begin();
+  if (!lua_isnil(L, 2)) it = entries.upper_bound(check_name(L, 2));
+  if (it == entries.end()) return 0;
+  lua_pushlstring(L, it->first.data(), it->first.size());
+  push_tensor(L, it->second.current(), it->first);
   return 2;
 }
 
@@ -67,7 +76,7 @@ int env_pairs(lua_State* L) {
 
 void push_env_table(lua_State* L) {
   lua_newtable(L);
-  lua_createtable(L, 0, 4);
+  lua_createtable(L, 0, 5);
   push_guarded(L, env_index, "tp.env");
   lua_setfield(L, -2, "__index");
   push_guarded(L, env_newindex, "tp.env");
@@ -76,6 +85,8 @@ void push_env_table(lua_State* L) {
   lua_setfield(L, -2, "__pairs");
   lua_pushstring(L, "tp.env");
   lua_setfield(L, -2, "__name");
+  lua_pushstring(L, "tp.env");  // getmetatable(tp.env) gives this; setmetatable refuses
+  lua_setfield(L, -2, "__metatable");
   lua_setmetatable(L, -2);
 }
 

@@ -105,6 +105,16 @@ int64_t check_int(lua_State* L, int arg) {
   return static_cast<int64_t>(d);
 }
 
+std::string check_string(lua_State* L, int arg, const char* what) {
+  if (lua_type(L, arg) != LUA_TSTRING) type_error(L, arg, what);
+  size_t n = 0;
+  const char* p = lua_tolstring(L, arg, &n);
+  std::string s(p, n);
+  if (s.find('\0') != std::string::npos)
+    arg_error(arg, cat_str(what, " must not contain NUL bytes, got ", quoted(s)));
+  return s;
+}
+
 double check_number(lua_State* L, int arg) {
   if (lua_type(L, arg) != LUA_TNUMBER) type_error(L, arg, "number");
   return lua_tonumber(L, arg);
@@ -115,6 +125,7 @@ Shape check_shape_arg(lua_State* L, int arg) {
   if (lua_type(L, arg) != LUA_TTABLE || is_tensor(L, arg)) type_error(L, arg, "shape (table of sizes)");
   Shape s;
   const lua_Integer n = luaL_len(L, arg);
+  if (n > kMaxDims) arg_error(arg, cat_str("a shape of ", n, " dims; a tensor has at most ", kMaxDims));
   for (lua_Integer i = 1; i <= n; ++i) {
     lua_geti(L, arg, i);
     const int top = lua_gettop(L);
@@ -125,9 +136,11 @@ Shape check_shape_arg(lua_State* L, int arg) {
     }
     double d = lua_tonumber(L, top);
     const bool integral = lua_isinteger(L, top) || (std::isfinite(d) && d == std::floor(d));
-    const int64_t v = lua_isinteger(L, top) ? lua_tointeger(L, top) : static_cast<int64_t>(d);
+    const bool in_range = lua_isinteger(L, top) || fits_int64(d);  // checked before converting
+    const int64_t v = lua_isinteger(L, top) ? lua_tointeger(L, top) : in_range ? static_cast<int64_t>(d) : 0;
     lua_pop(L, 1);
     if (!integral) arg_error(arg, cat_str("shape entry ", i, " must be an integer, got ", num_str(d)));
+    if (!in_range) arg_error(arg, cat_str("shape entry ", i, " is out of range, got ", num_str(d)));
     s.push_back(v);
   }
   build::check_shape(s, "shape");
@@ -210,11 +223,17 @@ bool Options::has(const char* key) const {
 std::optional<std::string> Options::string(const char* key) const {
   push(key);
   std::optional<std::string> r;
-  if (lua_type(L_, -1) == LUA_TSTRING) r = lua_tostring(L_, -1);
+  if (lua_type(L_, -1) == LUA_TSTRING) {
+    size_t n = 0;
+    const char* p = lua_tolstring(L_, -1, &n);
+    r = std::string(p, n);
+  }
   const bool bad = !lua_isnil(L_, -1) && !r;
   const std::string got = luaL_typename(L_, -1);
   lua_pop(L_, 1);
   if (bad) arg_error(arg_, cat_str("option '", key, "' must be a string, got ", got));
+  if (r->find('\0') != std::string::npos)
+    arg_error(arg_, cat_str("option '", key, "' must not contain NUL bytes, got ", quoted(*r)));
   return r;
 }
 
@@ -240,7 +259,7 @@ std::optional<double> Options::number(const char* key) const {
 std::optional<int64_t> Options::integer(const char* key) const {
   auto d = number(key);
   if (!d) return std::nullopt;
-  if (!std::isfinite(*d) || *d != std::floor(*d))
+  if (!fits_int64(*d) || *d != std::floor(*d))
     arg_error(arg_, cat_str("option '", key, "' must be an integer, got ", *d));
   return static_cast<int64_t>(*d);
 }

@@ -44,6 +44,9 @@ NodeRef check_tensor_like(lua_State* L, int arg);
 
 int64_t check_int(lua_State* L, int arg);  // an integral number (2.0 is fine, 2.5 is not)
 double check_number(lua_State* L, int arg);
+// A string without NUL bytes (Lua strings may hold them; C++ names and paths would be cut
+// there): `what` names it in the messages ("spec string").
+std::string check_string(lua_State* L, int arg, const char* what);
 Shape check_shape_arg(lua_State* L, int arg);  // {2,3} or a single number n (= {n})
 // Dims for a reduction: nil (all), a number, or a sequence; 1-based in, 0-based out.
 std::vector<int> check_dims(lua_State* L, int arg, int rank);

@@ -46,9 +46,12 @@ int l_cast(lua_State* L) {
   const NodeRef x = check_tensor(L, 1);
   const char* name = luaL_typename(L, 2);
   if (lua_type(L, 2) != LUA_TSTRING) arg_error(2, cat_str("dtype string expected, got ", name));
-  const auto t = dtype_from_name(lua_tostring(L, 2));
+  size_t n = 0;
+  const char* p = lua_tolstring(L, 2, &n);
+  const auto t = dtype_from_name(std::string_view(p, n));
   if (!t)
-    arg_error(2, cat_str("unknown dtype '", lua_tostring(L, 2), "' (expected f32, f64, i32, i64 or bool)"));
+    arg_error(2, cat_str("unknown dtype ", quoted(std::string_view(p, n)),
+                         " (expected f32, f64, i32, i64 or bool)"));
   push_tensor(L, build::cast(x, *t));
   return 1;
 }

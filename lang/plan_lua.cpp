@@ -8,6 +8,7 @@
 #include <lua.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <new>
 #include <set>
@@ -107,7 +108,10 @@ plan::Mesh read_mesh(lua_State* L, int opts_idx) {
   if (lua_type(L, t) == LUA_TNUMBER) {
     const int64_t n = check_int(L, t);
     user_check(n >= 1 && n <= 1 << 20, "mesh must have 1..2^20 ranks, got ", n);
-    m = n <= 8 ? plan::Mesh::this_machine(static_cast<int>(n)) : plan::Mesh::modelled(static_cast<int>(n));
+    // A one-axis mesh: up to 8 ranks this machine's (shared memory), more a modelled cluster
+    // whose ranks all talk over the network.
+    m = n <= 8 ? plan::Mesh::this_machine(static_cast<int>(n))
+               : plan::Mesh::of_axes({{"ranks", static_cast<int>(n), plan::Mesh{}.inter}});
   } else if (lua_type(L, t) == LUA_TTABLE && has_axes(L, t)) {
     m = mesh_of_description(L, t);
   } else if (lua_type(L, t) == LUA_TTABLE) {
@@ -137,7 +141,6 @@ plan::Mesh read_mesh(lua_State* L, int opts_idx) {
 // opts.search: "greedy", "anneal", or {method=, steps=, budget=, seed=}.
 plan::SearchOptions read_search(lua_State* L, int opts_idx) {
   plan::SearchOptions s;
-  s.time_budget_s = 0.5;
   if (opts_idx == 0) return s;
   lua_getfield(L, opts_idx, "search");
   const int t = lua_gettop(L);
@@ -152,7 +155,10 @@ plan::SearchOptions read_search(lua_State* L, int opts_idx) {
     Options o(L, t, {"method", "steps", "budget", "seed"});
     if (auto m = o.string("method")) method(*m);
     if (auto v = o.integer("steps")) s.steps = static_cast<int>(std::max<int64_t>(1, *v));
-    if (auto v = o.number("budget")) s.time_budget_s = *v;
+    if (auto v = o.integer("budget")) {
+      user_check(*v >= 1, "search budget must be a positive count of blocks and transfers lowered, got ", *v);
+      s.work_budget = *v;
+    }
     if (auto v = o.integer("seed")) s.seed = static_cast<uint64_t>(*v);
   } else if (!lua_isnil(L, t)) {
     arg_error(opts_idx, cat_str("option 'search' must be a string or a table, got ", luaL_typename(L, t)));
@@ -196,20 +202,65 @@ const Node* node_in(const plan::PlannedGraph& pg, uint64_t id) {
   return nullptr;
 }
 
+// One line per op, whatever the mesh: its placement, what its output moves and how its
+// partials merge; then the totals. The per-rank listing is plan:blocks().
 std::string plan_text(const plan::PlannedGraph& pg) {
   std::ostringstream os;
   const plan::PlanCost& c = pg.plan.cost;
   os << "Plan on " << plan::to_string(pg.mesh) << (pg.cache_hit ? " (from the plan cache)" : "") << "\n";
-  for (const auto& [id, cand] : pg.plan.choice) {
-    const Node* n = node_in(pg, id);
-    os << "  " << op_label(*n) << ": " << cand.name(poly::signature_of(*n)) << "\n";
+  const bool listed = !pg.plan.estimated || pg.plan.lowered();
+  struct Moves {
+    int64_t messages = 0, bytes = 0, combines = 0, combine_bytes = 0;
+    std::set<int> dests;
+  };
+  std::map<uint64_t, Moves> moves;  // per tensor: its transfers and combines
+  if (listed) {
+    const plan::ShardedGraph& g = pg.plan.graph();
+    for (const plan::Transfer& t : g.transfers) {
+      Moves& m = moves[t.tensor];
+      ++m.messages;
+      if (const Node* n = g.find(t.tensor))
+        m.bytes += t.slice.volume() * static_cast<int64_t>(dtype_size(n->dtype));
+    }
+    for (const plan::Combine& k : g.combines) {
+      Moves& m = moves[k.node];
+      ++m.combines;
+      if (const Node* n = g.find(k.node))
+        m.combine_bytes += k.out.volume() * static_cast<int64_t>(dtype_size(n->dtype));
+    }
   }
-  // An estimated plan (a big graph on a big mesh) is not lowered to list it: that alone would
-  // take longer than planning. plan:dot() or running it lowers it.
-  if (pg.plan.estimated && !pg.plan.lowered())
-    os << pg.plan.blocks << " blocks, chosen by estimate from sampled blocks; the per-rank listing is "
-       << "built when the plan runs or plan:dot() draws it\n";
-  else os << plan::to_string(pg.plan.graph());
+  auto mib = [](int64_t b) {  // bytes, KiB, MiB or GiB, three significant digits
+    const char* units[] = {"bytes", "KiB", "MiB", "GiB"};
+    double v = static_cast<double>(b);
+    int u = 0;
+    while (v >= 1024 && u < 3) v /= 1024, ++u;
+    const double p = v >= 100 ? 1 : v >= 10 ? 10 : 100;
+    return cat_str(num_str(std::round(v * p) / p), " ", units[u]);
+  };
+  for (const NodeRef& n : pg.topo) {
+    auto ch = pg.plan.choice.find(n->id);
+    os << "  " << op_label(*n) << ": ";
+    if (ch == pg.plan.choice.end()) os << "an input";
+    else os << ch->second.name(poly::signature_of(*n));
+    auto mv = moves.find(n->id);
+    if (mv != moves.end() && mv->second.messages > 0)
+      os << "; sent " << mib(mv->second.bytes) << " in " << mv->second.messages << " message"
+         << (mv->second.messages == 1 ? "" : "s");
+    if (mv != moves.end() && mv->second.combines > 0)
+      os << "; partials merged in " << mv->second.combines << " combine"
+         << (mv->second.combines == 1 ? "" : "s") << " of " << mib(mv->second.combine_bytes);
+    os << "\n";
+  }
+  if (listed) {
+    const plan::ShardedGraph& g = pg.plan.graph();
+    os << g.blocks.size() << " blocks, " << g.transfers.size() << " transfers, " << g.combines.size()
+       << " combines over " << g.num_ranks << " ranks (plan:blocks() lists every rank's program)\n";
+  } else {
+    // An estimated plan (a big graph on a big mesh) is not lowered to describe it: that alone
+    // would take longer than planning. plan:blocks(), plan:dot() or running it lowers it.
+    os << pg.plan.blocks << " blocks, chosen by estimate from sampled blocks; plan:blocks() lowers and "
+       << "lists them\n";
+  }
   os << "cost: " << plan::to_string(c) << "\n";
   return os.str();
 }
@@ -254,6 +305,13 @@ std::string explain_text(const plan::PlannedGraph& pg) {
 
 int plan_tostring(lua_State* L) {
   const std::string s = plan_text(check_plan(L, 1)->pg);
+  lua_pushlstring(L, s.data(), s.size());
+  return 1;
+}
+
+// plan:blocks(): every rank's program, step by step (lowering an estimated plan first).
+int plan_blocks(lua_State* L) {
+  const std::string s = plan::to_string(check_plan(L, 1)->pg.plan.graph());
   lua_pushlstring(L, s.data(), s.size());
   return 1;
 }
@@ -704,6 +762,8 @@ void register_plan_types(lua_State* L) {
   lua_setfield(L, -2, "cost");
   push_guarded(L, plan_dot, "Plan:dot");
   lua_setfield(L, -2, "dot");
+  push_guarded(L, plan_blocks, "Plan:blocks");
+  lua_setfield(L, -2, "blocks");
   lua_setfield(L, -2, "__index");
   push_guarded(L, plan_tostring, "Plan.__tostring");
   lua_setfield(L, -2, "__tostring");

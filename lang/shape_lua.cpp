@@ -20,6 +20,7 @@ Shape shape_or_varargs(lua_State* L, int arg, bool allow_minus_one) {
   Shape s;
   if (lua_type(L, arg) == LUA_TTABLE && !is_tensor(L, arg)) {
     const lua_Integer n = luaL_len(L, arg);
+    if (n > kMaxDims) arg_error(arg, cat_str("a shape of ", n, " dims; a tensor has at most ", kMaxDims));
     for (lua_Integer i = 1; i <= n; ++i) {
       lua_geti(L, arg, i);
       const int top = lua_gettop(L);
@@ -32,6 +33,9 @@ Shape shape_or_varargs(lua_State* L, int arg, bool allow_minus_one) {
     }
   } else {
     if (lua_isnone(L, arg)) type_error(L, arg, "shape (table of sizes)");
+    if (lua_gettop(L) - arg + 1 > kMaxDims)
+      arg_error(arg,
+                cat_str("a shape of ", lua_gettop(L) - arg + 1, " dims; a tensor has at most ", kMaxDims));
     for (int i = arg; i <= lua_gettop(L); ++i) s.push_back(check_int(L, i));
   }
   for (int64_t d : s)

@@ -27,7 +27,7 @@ int options_index(lua_State* L, int first) {
 int64_t pop_int(lua_State* L, int arg, const std::string& what) {
   const int top = lua_gettop(L);
   const double v = lua_type(L, top) == LUA_TNUMBER ? lua_tonumber(L, top) : 0.5;
-  if (!std::isfinite(v) || v != std::floor(v)) {
+  if (!fits_int64(v) || v != std::floor(v)) {
     const std::string got = lua_type(L, top) == LUA_TNUMBER ? num_str(v) : std::string(luaL_typename(L, top));
     lua_pop(L, 1);
     arg_error(arg, cat_str(what, " must be an integer, got ", got));

@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "engine/session/memory_budget.hpp"
+
 #ifndef TAPESTRY_VERSION
 #error "TAPESTRY_VERSION must be defined by the build (from PROJECT_VERSION)"
 #endif
@@ -14,18 +16,12 @@ namespace tapestry::repl {
 
 namespace {
 
-// "1048576", "512K", "64M", "2G" (powers of 1024).
+// "1048576", "512K", "64M", "2G" (powers of 1024), with the engine's parser
+// (engine/session/memory_budget.hpp), so the flag and TAPESTRY_MEMORY_PER_RANK read the same.
 bool parse_bytes(std::string_view s, long long& bytes) {
-  long long mult = 1;
-  if (!s.empty() && (s.back() == 'K' || s.back() == 'M' || s.back() == 'G')) {
-    mult = s.back() == 'K' ? 1LL << 10 : s.back() == 'M' ? 1LL << 20 : 1LL << 30;
-    s.remove_suffix(1);
-  }
-  long long n = 0;
-  const char* end = s.data() + s.size();
-  auto [ptr, ec] = std::from_chars(s.data(), end, n);
-  if (ec != std::errc() || ptr != end || n < 0 || s.empty()) return false;
-  bytes = n * mult;
+  int64_t b = 0;
+  if (!parse_byte_count(s, b)) return false;
+  bytes = b;
   return true;
 }
 
@@ -93,7 +89,8 @@ void define(CLI::App& app, CliOptions& o) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option_function<std::string>(
          "--memory-per-rank", [&o](const std::string& v) { parse_bytes(v, o.memory_per_rank); },
-         "refuse plans that need more on a rank (512M, 2G;\nalso TAPESTRY_MEMORY_PER_RANK)")
+         "each rank's memory budget: tensors and plans past it\nare refused (512M, 2G; also "
+         "TAPESTRY_MEMORY_PER_RANK;\ndefault: the available memory less a margin)")
       ->type_name("BYTES")
       ->check(check("--memory-per-rank",
                     [](const std::string& v) {

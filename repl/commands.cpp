@@ -84,7 +84,16 @@ std::string tensor_expr(std::string_view args) {
   return "rawequal(tp.env." + a + ", nil) and " + a + " or tp.env." + a;
 }
 
-void cmd_plan(Shell& sh, std::string_view args) { run_lua(sh, ":plan EXPR", args, "print(tp.plan$EXPR)"); }
+void cmd_plan(Shell& sh, std::string_view args) {
+  // ":plan --blocks EXPR": every rank's program instead of one line per op.
+  constexpr std::string_view kBlocks = "--blocks";
+  if (args.substr(0, kBlocks.size()) == kBlocks) {
+    args.remove_prefix(kBlocks.size());
+    while (!args.empty() && args.front() == ' ') args.remove_prefix(1);
+    return run_lua(sh, ":plan --blocks EXPR", args, "io.write(tp.plan$EXPR:blocks())");
+  }
+  run_lua(sh, ":plan [--blocks] EXPR", args, "print(tp.plan$EXPR)");
+}
 void cmd_explain(Shell& sh, std::string_view args) { run_lua(sh, ":explain EXPR", args, "tp.explain$EXPR"); }
 void cmd_layout(Shell& sh, std::string_view args) {
   if (args.empty()) return run_lua(sh, ":layout NAME-or-EXPR", args, "$EXPR");
@@ -117,7 +126,9 @@ constexpr Command kCommands[] = {
     {":layout", ":layout NAME-or-EXPR", "draw which rank holds which block", cmd_layout},
     {":load", ":load FILE", "run a Lua script inside the session", cmd_load},
     {":mesh", ":mesh", "the allocation: ranks, devices, links", cmd_mesh},
-    {":plan", ":plan EXPR", "the sharded plan for EXPR (as tp.plan)", cmd_plan},
+    {":plan", ":plan [--blocks] EXPR",
+     "the sharded plan for EXPR (as tp.plan), one line per op; --blocks lists every rank's program",
+     cmd_plan},
     {":quit", ":quit", "leave the shell (Ctrl-D does too)", cmd_quit},
     {":tensors", ":tensors", "the named tensors: name, shape, dtype, bytes, layout", cmd_tensors},
     {":time", ":time EXPR-or-STATEMENT", "run it and report wall time per phase: plan, run, move, print",

@@ -1,8 +1,11 @@
 // One io_context on one thread owns every socket, so connection state needs no locks; only
 // the job queue and "who is running" are shared with the Lua thread, under one mutex. A client
-// is never trusted: unauthenticated ones get 10 s to log in, failed logins are logged and at
-// most kMaxFailures per minute are even checked, a bad frame closes only its own connection,
-// and a client that will not read its output is dropped before it can fill our memory.
+// is never trusted: unauthenticated ones get 10 s to log in, may send one small frame, and are
+// capped in number per source and in all; failed logins are logged and slowed per source, while
+// a correct token is always admitted at once, so no one can lock the owner out; a bad frame
+// closes only its own connection, and a client that will not read its output is dropped before
+// it can fill our memory. A source is the peer's address, and over loopback the user owning
+// the client's socket (repl/peer_uid.hpp): local users share 127.0.0.1.
 #include "repl/listener.hpp"
 
 #include <unistd.h>
@@ -21,6 +24,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "repl/peer_uid.hpp"
 #include "repl/token.hpp"
 
 namespace tapestry::repl {
@@ -34,9 +38,13 @@ namespace {
 
 constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
 constexpr auto kAuthTimeout = 10s;
-constexpr auto kFailureDelay = 250ms;  // every failed login waits this long for its answer
-constexpr size_t kMaxFailures = 10;    // checked logins that may fail per minute, server-wide
-constexpr size_t kMaxClients = 64;
+constexpr auto kFailureDelay = 250ms;   // every failed login waits this long for its answer
+constexpr auto kSlowFailureDelay = 3s;  // ... and this long past kMaxFailures from its source
+constexpr size_t kMaxFailures = 10;     // failed logins per source per minute before slowing
+constexpr size_t kMaxClients = 64;      // logged in
+constexpr size_t kMaxUnauthed = 16;     // connected, not logged in yet
+constexpr size_t kMaxUnauthedPerSource = 4;
+constexpr auto kStopGrace = 5s;  // a stopping server waits this long for the running job
 constexpr size_t kMaxQueuedPerClient = 8;
 constexpr size_t kMaxOutbox = size_t{64} << 20;  // unread output before a client is dropped
 
@@ -56,8 +64,12 @@ struct Listener::Impl {
   // Network thread only.
   std::unordered_map<uint64_t, std::weak_ptr<Client>> clients;
   uint64_t next_id = 1;
-  std::deque<Clock::time_point> failures;  // failed logins in the last minute
-  asio::steady_timer watchdog{io};         // re-sends a cancel until the running job ends
+  std::unordered_map<std::string, std::deque<Clock::time_point>> failures;  // per source, last minute
+  std::unordered_map<std::string, size_t> unauthed;  // connections not logged in, per source
+  size_t unauthed_total = 0;
+  size_t authed_total = 0;
+  asio::steady_timer watchdog{io};  // re-sends a cancel until the running job ends
+  asio::steady_timer grace{io};     // a stopping server's wait for the running job
 
   // Shared with the Lua thread.
   std::mutex mu;
@@ -71,8 +83,8 @@ struct Listener::Impl {
 
   void log(const std::string& what);
   asio::awaitable<void> accept_loop();
-  asio::awaitable<void> throttle();
-  void record_failure() { failures.push_back(Clock::now()); }
+  size_t recent_failures(const std::string& source);  // in the last minute, after adding none
+  std::string source_of(const tcp::socket& s, bool& own) const;
   bool enqueue(Job job);
   void cancel(uint64_t client);
   void client_gone(uint64_t client);
@@ -86,12 +98,16 @@ struct Client : std::enable_shared_from_this<Client> {
     boost::system::error_code ec;
     const tcp::endpoint ep = socket.remote_endpoint(ec);
     peer = ec ? "?" : ep.address().to_string() + ":" + std::to_string(ep.port());
+    source = hub.source_of(socket, own);
   }
 
   Listener::Impl& hub;
   tcp::socket socket;
   uint64_t id;
   std::string peer;
+  std::string source;           // who, for the per-source limits: "127.0.0.1 uid 1000", "10.0.0.2"
+  bool own = false;             // the server's own user over loopback: not held to kMaxUnauthed
+  bool counted = false;         // counted in the hub's unauthenticated connections
   asio::steady_timer deadline;  // the login deadline, then the deadline to flush before closing
   bool authed = false, closing = false, closed = false, writing = false;
   std::deque<std::string> outbox;
@@ -136,9 +152,19 @@ struct Client : std::enable_shared_from_this<Client> {
     if (!writing) close();
   }
 
+  // Leaves the hub's count of unauthenticated connections (logged in or gone).
+  void uncount() {
+    if (!counted) return;
+    counted = false;
+    --hub.unauthed_total;
+    if (--hub.unauthed[source] == 0) hub.unauthed.erase(source);
+  }
+
   void close() {
     if (closed) return;
     closed = true;
+    uncount();
+    if (authed) --hub.authed_total;
     boost::system::error_code ignored;
     socket.shutdown(tcp::socket::shutdown_both, ignored);
     socket.close(ignored);
@@ -160,18 +186,26 @@ asio::awaitable<bool> Client::handle(Frame f) {
       refuse("authenticate first");
       co_return false;
     }
-    co_await hub.throttle();
-    if (closed) co_return false;
+    // The right token is admitted at once whatever others did; a wrong one is answered late,
+    // and later still when its source keeps failing.
     if (!tokens_equal(f.payload, hub.options.token)) {
-      hub.record_failure();
-      hub.log("failed login from " + peer + " (wrong token); " + std::to_string(hub.failures.size()) +
-              " in the last minute");
-      asio::steady_timer wait(hub.io, kFailureDelay);
+      const size_t recent = hub.recent_failures(source) + 1;
+      hub.failures[source].push_back(Clock::now());
+      hub.log("failed login from " + peer + " (" + source + ", wrong token); " + std::to_string(recent) +
+              " from there in the last minute");
+      asio::steady_timer wait(hub.io, recent > kMaxFailures ? kSlowFailureDelay : kFailureDelay);
       co_await wait.async_wait(kUseTuple);
       refuse("authentication failed: wrong token");
       co_return false;
     }
+    if (hub.authed_total >= kMaxClients) {
+      hub.log("refused " + peer + ": already " + std::to_string(kMaxClients) + " clients");
+      refuse("too many clients (at most " + std::to_string(kMaxClients) + ")");
+      co_return false;
+    }
+    uncount();
     authed = true;
+    ++hub.authed_total;
     deadline.cancel();
     {
       std::lock_guard lock(hub.mu);
@@ -208,10 +242,16 @@ asio::awaitable<void> Client::run() {
     c->hub.log(c->name() + " did not log in within 10 s; closed");
     c->close();
   });
-  FrameDecoder decoder;
-  std::vector<char> buf(64 * 1024);
+  // Until it logs in, a client may send one Auth frame of a few hundred bytes: that is all the
+  // server buffers for it.
+  FrameDecoder decoder(kMaxAuthPayload);
+  std::vector<char> buf(kMaxAuthPayload + kHeaderSize);
   bool go_on = true;
   while (go_on && !closed && !closing) {
+    if (authed && buf.size() < 64 * 1024) {
+      decoder.set_max_payload(kMaxPayload);
+      buf.resize(64 * 1024);
+    }
     auto [ec, n] = co_await socket.async_read_some(asio::buffer(buf), kUseTuple);
     if (ec) break;  // EOF, reset, or closed by us
     decoder.feed(buf.data(), n);
@@ -225,6 +265,7 @@ asio::awaitable<void> Client::run() {
         break;
       }
       go_on = co_await handle(std::move(r.frame));
+      if (authed) decoder.set_max_payload(kMaxPayload);  // the frames after Auth may be large
     }
   }
   if (!closing) close();
@@ -241,15 +282,31 @@ void Listener::Impl::log(const std::string& what) {
   (void)ignored;
 }
 
-// Brute force is hopeless against 256 bits, but a flood of logins should not be cheap.
-asio::awaitable<void> Listener::Impl::throttle() {
-  for (;;) {
-    const auto now = Clock::now();
-    while (!failures.empty() && failures.front() < now - 60s) failures.pop_front();
-    if (failures.size() < kMaxFailures) co_return;
-    asio::steady_timer wait(io, failures.front() + 60s);
-    co_await wait.async_wait(kUseTuple);
+size_t Listener::Impl::recent_failures(const std::string& source) {
+  auto it = failures.find(source);
+  if (it == failures.end()) return 0;
+  const auto now = Clock::now();
+  while (!it->second.empty() && it->second.front() < now - 60s) it->second.pop_front();
+  if (it->second.empty()) {
+    failures.erase(it);
+    return 0;
   }
+  return it->second.size();
+}
+
+std::string Listener::Impl::source_of(const tcp::socket& s, bool& own) const {
+  boost::system::error_code ec;
+  const tcp::endpoint peer = s.remote_endpoint(ec);
+  const tcp::endpoint local = s.local_endpoint(ec);
+  if (ec) return "?";
+  std::string source = peer.address().to_string();
+  if (peer.address().is_loopback()) {
+    if (const auto uid = loopback_peer_uid(peer.port(), local.port())) {
+      own = *uid == ::geteuid();
+      source += " uid " + std::to_string(*uid);
+    }
+  }
+  return source;
 }
 
 asio::awaitable<void> Listener::Impl::accept_loop() {
@@ -260,11 +317,19 @@ asio::awaitable<void> Listener::Impl::accept_loop() {
       continue;  // e.g. too many open files: keep serving the others
     }
     auto client = std::make_shared<Client>(*this, std::move(socket), next_id++);
-    if (clients.size() >= kMaxClients) {
-      log("refused " + client->peer + ": already " + std::to_string(kMaxClients) + " connections");
-      client->refuse("too many connections");
+    // Connections not logged in yet are few per source and few in all, but the server's own
+    // user (over loopback) always has room: idle connections cannot lock the owner out.
+    const size_t from_source = unauthed.count(client->source) ? unauthed[client->source] : 0;
+    if (!client->own && (from_source >= kMaxUnauthedPerSource || unauthed_total >= kMaxUnauthed)) {
+      log("refused " + client->peer + " (" + client->source + "): already " +
+          std::to_string(from_source >= kMaxUnauthedPerSource ? from_source : unauthed_total) +
+          " connections waiting to log in" + (from_source >= kMaxUnauthedPerSource ? " from there" : ""));
+      client->refuse("too many connections waiting to log in");
       continue;
     }
+    client->counted = true;
+    ++unauthed[client->source];
+    ++unauthed_total;
     clients[client->id] = client;
     asio::co_spawn(io, client->run(), [this](std::exception_ptr e) {
       if (!e) return;
@@ -347,6 +412,19 @@ Listener::Listener(ListenerOptions options) : impl_(std::make_unique<Impl>(std::
     if (e) return;
     m.log(std::string("stopping on ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
     m.shutdown();
+    // The Lua thread ends the running job at its next check; one stuck in a long C call never
+    // checks, and must not keep the server up.
+    m.grace.expires_after(kStopGrace);
+    m.grace.async_wait([&m](boost::system::error_code err) {
+      bool running = false;
+      {
+        std::lock_guard lock(m.mu);
+        running = m.running_client != 0;
+      }
+      if (err || !running) return;
+      m.log("the running chunk did not stop within 5 s; exiting");
+      if (m.options.force_exit) m.options.force_exit();
+    });
   });
   asio::co_spawn(m.io, m.accept_loop(), asio::detached);
   m.thread = std::thread([&m] { m.io.run(); });

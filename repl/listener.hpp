@@ -25,6 +25,9 @@ struct ListenerOptions {
   // Cancel or disconnects, and again every 100 ms while that job still runs: must be
   // thread-safe and quick (set flags).
   std::function<void()> cancel_running;
+  // Called on the network thread when the server is stopping (SIGINT, SIGTERM) and the running
+  // job has not ended 5 s later (a long C call no hook reaches): must end the process.
+  std::function<void()> force_exit;
   int log_fd = 2;  // where connections, failed logins and bad input are logged
 };
 

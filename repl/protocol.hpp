@@ -39,6 +39,11 @@ inline constexpr size_t kHeaderSize = 5;
 // length prefix cannot make the server allocate much.
 inline constexpr size_t kMaxPayload = size_t{16} << 20;
 
+// The most a client that has not logged in may send in one frame: an Auth frame carries a
+// token (64 hex digits from new_token), so a few hundred bytes are plenty, and an unknown
+// client can make the server buffer no more.
+inline constexpr size_t kMaxAuthPayload = 512;
+
 enum class ResultStatus : uint8_t { Done = 0, Incomplete = 1 };
 enum class OutputStream : uint8_t { Stdout = 1, Stderr = 2 };
 
@@ -70,6 +75,7 @@ class FrameDecoder {
   void feed(const void* data, size_t size);
   void feed(std::string_view s) { feed(s.data(), s.size()); }
   DecodeResult next();
+  void set_max_payload(size_t max_payload) { max_payload_ = max_payload; }
   bool failed() const { return failed_; }
   size_t buffered() const { return buf_.size() - start_; }
 

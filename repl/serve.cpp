@@ -24,6 +24,7 @@
 #include "engine/session/session.hpp"
 #include "engine/telemetry/progress.hpp"
 #include "lang/state_context.hpp"
+#include "repl/cancellable_match.hpp"
 #include "repl/cli.hpp"
 #include "repl/commands.hpp"
 #include "repl/complete.hpp"
@@ -43,11 +44,31 @@ namespace {
 constexpr const char* kChunkName = "=stdin";  // the local shell's, so messages read the same
 
 // Set from the network thread when the running chunk must stop; a count hook turns it into a
-// Lua error at the next check, so a pure Lua loop stops as well as an evaluation.
+// Lua error at the next check, so a pure Lua loop stops as well as an evaluation. It stays set
+// until the chunk ends, and the hook then checks every instruction, so a chunk that catches the
+// error with pcall and goes on is stopped again at its next instruction outside the pcall.
 std::atomic<bool> g_stop_lua{false};
 
 void cancel_hook(lua_State* L, lua_Debug*) {
-  if (g_stop_lua.exchange(false)) luaL_error(L, "interrupted!");
+  if (!g_stop_lua.load()) return;
+  lua_sethook(L, cancel_hook, LUA_MASKCOUNT, 1);
+  luaL_error(L, "interrupted!");
+}
+
+// debug.sethook would replace the cancel hook (Lua keeps one hook per thread), and a hook
+// function runs with hooks off, where nothing could stop it: in a served session it is refused.
+int refuse_sethook(lua_State* L) {
+  return luaL_error(L,
+                    "debug.sethook is not available under tapestry serve (the server's cancel hook uses it)");
+}
+
+void sandbox_debug_hooks(lua_State* L) {
+  lua_getglobal(L, "debug");
+  if (lua_istable(L, -1)) {
+    lua_pushcfunction(L, refuse_sethook);
+    lua_setfield(L, -2, "sethook");
+  }
+  lua_pop(L, 1);
 }
 
 bool incomplete(lua_State* L, int status) {
@@ -138,14 +159,29 @@ void run_chunk(Shell& sh, Listener& net, const Job& job) {
 
 bool is_loopback(const std::string& host) { return host.starts_with("127.") || host == "::1"; }
 
-// Written then renamed, so a script polling for the file never reads half a number.
-void write_port_file(const std::string& path, uint16_t port) {
-  const std::string tmp = path + ".tmp";
-  FILE* f = fopen(tmp.c_str(), "w");
-  if (f == nullptr || fprintf(f, "%u\n", static_cast<unsigned>(port)) < 0 || fclose(f) != 0 ||
-      rename(tmp.c_str(), path.c_str()) != 0)
-    throw std::runtime_error("cannot write the port file '" + path + "'");
+// Written then renamed (repl/token.hpp), so a script polling for the file never reads half a
+// number, and never through a link or into another user's file.
+FileId write_port_file(const std::string& path, uint16_t port) {
+  try {
+    return write_private_file(path, std::to_string(port) + "\n", 0644);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string("the port file: ") + e.what());
+  }
 }
+
+// Tokens shorter than this get a warning: a generated one has 64 hex digits.
+constexpr size_t kShortToken = 16;
+
+// What the server wrote and removes when it stops, also when it must exit at once.
+struct OwnFiles {
+  std::string token_path, port_path;
+  FileId token_id, port_id;
+  void remove() const {
+    if (!token_path.empty()) remove_own_file(token_path, token_id);
+    if (!port_path.empty()) remove_own_file(port_path, port_id);
+  }
+};
+OwnFiles g_files;
 
 }  // namespace
 
@@ -225,21 +261,24 @@ int prepare_serve(std::span<const std::string> args, ServeOptions& o) {
 int serve(lua_State* L, const ServeOptions& o) {
   std::string token = o.token;
   if (token.empty()) token = shell_env().token;
-  std::string written_token_file;
-  if (token.empty()) {
-    const std::string path = o.token_file.empty() ? default_token_path() : o.token_file;
-    if (path.empty()) {
+  const bool generate = token.empty();
+  std::string token_path;
+  if (generate) {
+    token_path = o.token_file.empty() ? default_token_path() : o.token_file;
+    if (token_path.empty()) {
       print_error("tapestry", "serve: no $HOME for the token file; give --token-file or --token");
       return 1;
     }
     try {
       token = new_token();
-      write_token_file(path, token);
     } catch (const std::runtime_error& e) {
       print_error("tapestry", std::string("serve: ") + e.what());
       return 1;
     }
-    written_token_file = path;
+  } else if (token.size() < kShortToken) {
+    print_error("tapestry", "warning: the token has " + std::to_string(token.size()) + " characters; use " +
+                                std::to_string(kShortToken) +
+                                " or more (a generated one has 64): a short token can be guessed");
   }
 
   // A chunk that reads stdin must not steal the server's terminal; log lines keep going to the
@@ -262,13 +301,31 @@ int serve(lua_State* L, const ServeOptions& o) {
     g_stop_lua = true;
     telemetry.request_cancel();
   };
+  // A chunk stuck where nothing can stop it (a long C call) must not keep a stopping server up.
+  lo.force_exit = [] {
+    g_files.remove();
+    static const char msg[] = "tapestry serve: the running chunk did not stop; exiting\n";
+    ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)ignored;
+    _exit(0);
+  };
   lo.log_fd = log_fd;
   std::optional<Listener> net;
   try {
-    net.emplace(std::move(lo));
-    if (!o.port_file.empty()) write_port_file(o.port_file, net->port());
+    net.emplace(std::move(lo));  // bound before any file is written: a second server that
+                                 // cannot bind leaves the running one's token file alone
+    if (generate) {
+      g_files.token_id = write_token_file(token_path, token);
+      g_files.token_path = token_path;
+    }
+    if (!o.port_file.empty()) {
+      g_files.port_id = write_port_file(o.port_file, net->port());
+      g_files.port_path = o.port_file;
+    }
   } catch (const std::runtime_error& e) {
     print_error("tapestry", std::string("serve: ") + e.what());
+    net.reset();
+    g_files.remove();
     close(log_fd);
     return 1;
   }
@@ -277,11 +334,14 @@ int serve(lua_State* L, const ServeOptions& o) {
                                 ", not loopback: anyone who can reach it and has the token can run "
                                 "code as you (prefer ssh -L to a loopback server)");
   printf("listening on %s\n", net->address().c_str());
-  if (!written_token_file.empty()) printf("token in %s\n", written_token_file.c_str());
+  if (generate) printf("token in %s\n", token_path.c_str());
   fflush(stdout);
 
+  sandbox_debug_hooks(L);
+  install_cancellable_match(L, &g_stop_lua);
   LineReader input(false);  // commands may remember history: a plain reader keeps none
   Shell sh{L, input};
+  Environment& env = session_of(L).env();
   // Each client sees the progress of its own chunks: the bar's lines go to the running one.
   std::atomic<uint64_t> running_client{0};
   const std::unique_ptr<ProgressListener> bar =
@@ -293,6 +353,14 @@ int serve(lua_State* L, const ServeOptions& o) {
     g_stop_lua = false;
     telemetry.clear_cancel();
     lua_sethook(L, cancel_hook, LUA_MASKCOUNT, 1000);
+    // Bindings are this client's while its job runs; one of theirs that failed in another
+    // client's observation is told to them now.
+    env.set_author(static_cast<int>(job->client));
+    if (job->kind == FrameType::Chunk)
+      for (const Environment::Failure& f : env.take_failures(static_cast<int>(job->client)))
+        net->send(job->client,
+                  encode_frame(FrameType::Output,
+                               output_payload(OutputStream::Stderr, "tapestry: " + f.message + "\n")));
     if (job->cancelled) {
       net->send(job->client, encode_frame(FrameType::Error, "evaluation cancelled before it started"));
     } else if (job->kind == FrameType::Complete) {
@@ -303,17 +371,14 @@ int serve(lua_State* L, const ServeOptions& o) {
       running_client = job->client;
       run_chunk(sh, *net, *job);
     }
+    env.set_author(0);
     net->done();
   }
   lua_sethook(L, nullptr, 0, 0);
   telemetry.progress_listener = nullptr;
   net.reset();
-  if (!written_token_file.empty()) {
-    try {  // only if no later server has replaced it with its own
-      if (read_token_file(written_token_file) == token) unlink(written_token_file.c_str());
-    } catch (const std::runtime_error&) {
-    }
-  }
+  g_files.remove();
+  g_files = OwnFiles{};
   close(log_fd);
   printf("server stopped\n");
   return 0;

@@ -48,22 +48,53 @@ std::string default_token_path() {
   return *home + "/.tapestry/serve.token";
 }
 
-void write_token_file(const std::string& path, std::string_view token) {
-  if (const size_t slash = path.rfind('/'); slash != std::string::npos && slash > 0) {
-    const std::string dir = path.substr(0, slash);
-    if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) throw file_error("cannot create the folder", dir);
+FileId write_private_file(const std::string& path, std::string_view text, unsigned mode) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (slash != std::string::npos && slash > 0 && mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    throw file_error("cannot create the folder", dir);
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0) throw file_error("cannot use the folder", dir);
+  if (!S_ISDIR(st.st_mode) || (st.st_uid != geteuid() && st.st_uid != 0))
+    throw std::runtime_error("refusing the folder '" + dir + "': not a folder owned by you or root");
+  if (lstat(path.c_str(), &st) == 0) {
+    if (!S_ISREG(st.st_mode))
+      throw std::runtime_error("refusing to replace '" + path + "': not a regular file");
+    if (st.st_uid != geteuid())
+      throw std::runtime_error("refusing to write '" + path + "': it belongs to another user (uid " +
+                               std::to_string(st.st_uid) + ")");
+  } else if (errno != ENOENT) {
+    throw file_error("cannot write", path);
   }
-  // O_NOFOLLOW: a link planted at the path must not redirect the secret elsewhere.
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) throw file_error("cannot write the token file", path);
-  std::string line(token);
-  line += '\n';
-  const bool ok =
-      fchmod(fd, 0600) == 0 && write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  // A fresh inode that only we can open, renamed into place whole.
+  const std::string tmp = path + ".tmp-" + std::to_string(getpid()) + "-" + new_token().substr(0, 8);
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0) throw file_error("cannot write", path);
+  const bool ok = fchmod(fd, mode) == 0 &&
+                  write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+                  fstat(fd, &st) == 0;
   const int saved = errno;
   close(fd);
-  errno = saved;
-  if (!ok) throw file_error("cannot write the token file", path);
+  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = ok ? errno : saved;
+    unlink(tmp.c_str());
+    errno = err;
+    throw file_error("cannot write", path);
+  }
+  return FileId{static_cast<unsigned long long>(st.st_dev), static_cast<unsigned long long>(st.st_ino)};
+}
+
+void remove_own_file(const std::string& path, FileId id) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) == 0 && static_cast<unsigned long long>(st.st_dev) == id.dev &&
+      static_cast<unsigned long long>(st.st_ino) == id.ino)
+    unlink(path.c_str());
+}
+
+FileId write_token_file(const std::string& path, std::string_view token) {
+  std::string line(token);
+  line += '\n';
+  return write_private_file(path, line, 0600);
 }
 
 std::string read_token_file(const std::string& path) {

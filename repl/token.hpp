@@ -16,9 +16,22 @@ std::string new_token();
 // ~/.tapestry/serve.token (empty when there is no $HOME).
 std::string default_token_path();
 
-// Creates the folder (0700) if needed and the file with mode 0600, replacing an old one
-// (also fixing its mode). Throws std::runtime_error naming the path.
-void write_token_file(const std::string& path, std::string_view token);
+// Writes `text` to `path` so that no one else can read it or redirect it: into a temporary
+// created O_EXCL | O_NOFOLLOW with `mode` beside it, then renamed over `path` (a link there is
+// replaced, never followed). An existing path that is not a regular file, or that another user
+// owns (they could read it, or made it to catch the secret), is refused; so is a folder owned
+// by another user. Creates the folder (0700) when missing. Throws std::runtime_error naming the
+// path. Returns the file's identity, for remove_own_file.
+struct FileId {
+  unsigned long long dev = 0, ino = 0;
+};
+FileId write_private_file(const std::string& path, std::string_view text, unsigned mode);
+
+// Removes `path` if it is still the file written as `id` (not one a later server wrote).
+void remove_own_file(const std::string& path, FileId id);
+
+// The token plus a newline, mode 0600 (write_private_file).
+FileId write_token_file(const std::string& path, std::string_view token);
 
 // The first line, trimmed. Throws std::runtime_error naming the path when it cannot be read.
 std::string read_token_file(const std::string& path);

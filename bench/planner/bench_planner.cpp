@@ -70,7 +70,7 @@ Graph mlp_chain(int layers, int64_t batch, int64_t width, int ranks) {
   }
   g.roots = {h};
   g.topo = observed_subgraph(g.roots);  // with the nodes the builders add (the bias broadcast)
-  g.ops = static_cast<int>(ops_to_place(g.topo, g.initial).size());
+  g.ops = static_cast<int>(ops_to_place(g.topo, g.initial, g.roots).size());
   return g;
 }
 
@@ -97,7 +97,6 @@ double summa_ratio(int64_t n, int P, Plan* out = nullptr) {
   }
   SearchOptions o;
   o.steps = 2000;
-  o.time_budget_s = 1.0;
   o.seed = 1;
   Plan p = search(observed_subgraph({c}), initial, {c}, Mesh::modelled(P), o);
   const double ratio = double(p.cost.bytes_moved) / summa_bytes(n, P, 4.0);
@@ -110,7 +109,7 @@ double summa_ratio(int64_t n, int P, Plan* out = nullptr) {
 int main(int argc, char** argv) {
   int layers = 200, ranks = 1024, reps = 5, hits = 1000;
   int64_t batch = 16384, width = 1024;
-  double budget = 0.5;
+  int64_t budget = SearchOptions{}.work_budget;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const long long v = std::atoll(argv[i + 1]);
@@ -120,7 +119,7 @@ int main(int argc, char** argv) {
     else if (k == "--hits") hits = int(v);
     else if (k == "--batch") batch = v;
     else if (k == "--width") width = v;
-    else if (k == "--budget-ms") budget = double(v) / 1000.0;
+    else if (k == "--budget") budget = v;
     else {
       std::fprintf(stderr, "unknown option %s\n", argv[i]);
       return 2;
@@ -128,7 +127,7 @@ int main(int argc, char** argv) {
   }
   const Mesh mesh = Mesh::modelled(ranks);
   SearchOptions opt;
-  opt.time_budget_s = budget;
+  opt.work_budget = budget;
   opt.seed = 1;
 
   std::vector<double> plan_s;
@@ -146,8 +145,8 @@ int main(int argc, char** argv) {
       if (last.choice.count(n->id))
         std::printf("  %%%llu %s %s: %s\n", (unsigned long long)n->id, op_def(n->op).name.data(),
                     shape_str(n->shape).c_str(), last.choice.at(n->id).name(poly::signature_of(*n)).c_str());
-  std::printf("plan: %d ops on %d modelled ranks: median %.3f s over %d runs (budget %.3f s)\n", ops, ranks,
-              median(plan_s), reps, budget);
+  std::printf("plan: %d ops on %d modelled ranks: median %.3f s over %d runs (work budget %lld)\n", ops,
+              ranks, median(plan_s), reps, static_cast<long long>(budget));
   std::printf("  plan: %lld blocks, %d evaluations, %s cost %s\n", (long long)last.blocks, last.evaluations,
               last.estimated ? "estimated" : "exact", to_string(last.cost).c_str());
   if (last.estimated && std::getenv("BENCH_EXACT")) {  // what running it would add: lowering every block

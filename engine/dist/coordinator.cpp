@@ -109,7 +109,7 @@ class Coordinator::Statuses {
 // communicators (a collective of the failed run may be half-matched on them).
 void Coordinator::abort_run(uint64_t epoch, Statuses& st) {
   comm::Mpi& mpi = *mpi_;
-  auto abort = std::make_shared<const std::vector<char>>(encode_command({Command::Abort, epoch, {}}));
+  auto abort = std::make_shared<const std::vector<char>>(encode_command(Command::of(Command::Abort, epoch)));
   for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, abort);
   const auto end = Clock::now() + std::chrono::duration<double>(std::min(settings_.timeout_s, 10.0));
   comm::Backoff wait;
@@ -143,7 +143,9 @@ void Coordinator::connect_device_peers() {
   std::string failed;
   try {
     const std::string id = dev.make_peer_id();
-    Command c{Command::Peers, 0, std::vector<char>(id.begin(), id.end())};
+    Command c;
+    c.kind = Command::Peers;
+    c.plan.assign(id.begin(), id.end());
     auto cmd = std::make_shared<const std::vector<char>>(encode_command(c));
     for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, cmd);
     device_peers_ = dev.join_peers(id, 0, mpi.size());
@@ -208,7 +210,8 @@ int Coordinator::ranks() const { return mpi_ && !shut_ ? mpi_->size() : 0; }
 
 void Coordinator::drop_on_workers(const std::vector<uint64_t>& keys) {
   if (!mpi_ || shut_ || !broken_.empty() || keys.empty()) return;
-  Command c{Command::Drop, 0, {}};
+  Command c;
+  c.kind = Command::Drop;
   c.drop = keys;
   auto cmd = std::make_shared<const std::vector<char>>(encode_command(c));
   for (int w = 1; w < mpi_->size(); ++w) mpi_->post(w, comm::kTagCommand, cmd);
@@ -230,7 +233,10 @@ RunReport Coordinator::run_plan(const plan::ShardedGraph& g, const StoreKeys& ke
   const uint64_t epoch = ++epoch_;
   const bool over_peers = device_peers_ && !device_peers_retired_;
   const uint8_t flags = (trace::enabled() ? Command::Trace : 0) | (over_peers ? Command::DevicePeers : 0);
-  Command run{Command::Run, epoch, encode_plan(g), flags};
+  Command run;
+  run.epoch = epoch;
+  run.plan = encode_plan(g);
+  run.flags = flags;
   run.store = keys;
   auto cmd = std::make_shared<const std::vector<char>>(encode_command(run));
   const double origin = trace::now_us();
@@ -339,7 +345,10 @@ void Coordinator::run_io(std::vector<char> job, const std::function<void()>& min
   if (!broken_.empty()) throw Error(broken_);
   comm::Mpi& mpi = *mpi_;
   const uint64_t epoch = ++epoch_;
-  Command io{Command::Io, epoch, std::move(job)};
+  Command io;
+  io.kind = Command::Io;
+  io.epoch = epoch;
+  io.plan = std::move(job);
   auto cmd = std::make_shared<const std::vector<char>>(encode_command(io));
   for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, cmd);
   // Rank 0's own part first: the workers do theirs meanwhile.
@@ -381,7 +390,7 @@ void Coordinator::shutdown() {
   mpi_ = nullptr;
   device_peers_.reset();  // before MPI and the device runtime go
   if (broken_.empty()) {
-    auto bye = std::make_shared<const std::vector<char>>(encode_command({Command::Shutdown, 0, {}}));
+    auto bye = std::make_shared<const std::vector<char>>(encode_command(Command::of(Command::Shutdown)));
     for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, bye);
     if (!mpi.flush(5.0)) broken_ = "a worker did not take the shutdown";
   }

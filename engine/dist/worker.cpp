@@ -296,8 +296,8 @@ Status decode_status(std::span<const char> bytes) {
   return s;
 }
 
-static_assert(Status::User == Failure::User && Status::Internal == Failure::Internal &&
-              Status::Cancelled == Failure::Cancelled);
+static_assert(int(Status::User) == int(Failure::User) && int(Status::Internal) == int(Failure::Internal) &&
+              int(Status::Cancelled) == int(Failure::Cancelled));
 
 Status failure_status(int rank, uint64_t epoch) {
   const Failure f = current_failure(rank);

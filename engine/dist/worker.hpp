@@ -36,6 +36,16 @@ struct Command {
   uint8_t flags = 0;           // (protocol version 2)
   StoreKeys store;             // Run: initial shards read from / results kept in the shard store (3)
   std::vector<uint64_t> drop;  // Drop: the keys to free (3)
+
+  // A command without store keys (all but Run's kept results and Drop's keys).
+  static Command of(Kind kind, uint64_t epoch = 0, std::vector<char> plan = {}, uint8_t flags = 0) {
+    Command c;
+    c.kind = kind;
+    c.epoch = epoch;
+    c.plan = std::move(plan);
+    c.flags = flags;
+    return c;
+  }
 };
 
 struct Status {

@@ -59,9 +59,9 @@ Manifest manifest_of(const std::string& path, const Json& doc) {
   const std::string& format = string_member(path, doc, "format", "manifest");
   if (format != kManifestFormat) fail(path, "not a Tapestry checkpoint manifest (format \"", format, "\")");
   const int64_t version = integer(path, member(path, doc, "version", "manifest"), "manifest version");
-  if (version != kManifestVersion)
-    fail(path, "manifest version ", version, " is not supported (this build reads version ", kManifestVersion,
-         ")");
+  if (version < 1 || version > kManifestVersion)
+    fail(path, "manifest version ", version, " is not supported (this build reads versions 1 to ",
+         kManifestVersion, ")");
   Manifest m;
   const Json& tensors = array_member(path, doc, "tensors", "manifest");
   for (size_t i = 0; i < tensors.size(); ++i) {

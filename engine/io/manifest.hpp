@@ -19,11 +19,13 @@
 namespace tapestry::io {
 
 inline constexpr const char* kManifestFormat = "tapestry-env";
-inline constexpr int kManifestVersion = 1;
+// Version 2 lets a file name one folder inside the checkpoint directory ("v-1a2b/w.npy"):
+// save_env writes each checkpoint's files into a fresh folder. Version 1 files still load.
+inline constexpr int kManifestVersion = 2;
 
 struct ManifestEntry {
   std::string name;  // the tensor's name in the environment (an identifier)
-  std::string file;  // relative to the manifest's directory, a plain file name
+  std::string file;  // relative to the manifest's directory: "w.npy", or "FOLDER/w.npy" (version 2)
   DType dtype = DType::F32;
   Shape shape;
   int64_t bytes = 0;  // data bytes, numel(shape) * dtype size

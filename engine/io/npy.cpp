@@ -28,7 +28,7 @@ constexpr int64_t kAlign = 64;
 // numpy refuses headers over 10000 bytes by default; v2/v3 allow 4 GiB, which a hostile file
 // could use to make us allocate. A real header with <= 64 dims is a few hundred bytes.
 constexpr uint32_t kMaxHeaderLen = 1 << 20;
-constexpr int kMaxRank = 64;  // numpy's NPY_MAXDIMS
+constexpr int kMaxRank = kMaxDims;  // numpy's NPY_MAXDIMS (engine/ir/shape.hpp)
 
 template <class... Args> [[noreturn]] void fail(const std::string& path, const Args&... args) {
   throw Error(cat_str("'", path, "': ", args...));
@@ -422,10 +422,10 @@ void read_npy_box(const std::string& path, const NpyHeader& h, const poly::Box& 
   if (stage) copy_view(dst, out);
 }
 
-NpyHeader write_npy_header(const std::string& path, DType dtype, const Shape& shape) {
+NpyHeader write_npy_header(const std::string& path, DType dtype, const Shape& shape, bool fresh) {
   NpyHeader h = make_npy_header(dtype, shape);
   const std::string bytes = npy_header_bytes(dtype, shape);
-  const File f(path, O_WRONLY | O_CREAT | O_TRUNC, "for writing");
+  const File f(path, O_WRONLY | O_CREAT | (fresh ? O_EXCL | O_NOFOLLOW : O_TRUNC), "for writing");
   f.write_at(bytes.data(), bytes.size(), 0);
   f.resize(h.data_offset + h.data_bytes());
   return h;
@@ -457,10 +457,28 @@ std::shared_ptr<Value> load_npy(const std::string& path) {
   return v;
 }
 
+void check_replaceable(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return;
+    fail(path, "cannot write: ", std::strerror(errno));
+  }
+  if (S_ISREG(st.st_mode)) return;
+  const char* kind = S_ISLNK(st.st_mode)                          ? "a symbolic link"
+                     : S_ISDIR(st.st_mode)                        ? "a folder"
+                     : S_ISFIFO(st.st_mode)                       ? "a FIFO"
+                     : S_ISSOCK(st.st_mode)                       ? "a socket"
+                     : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                                                                  : "not a regular file";
+  fail(path, "exists and is ", kind, "; only a regular file is replaced");
+}
+
 void save_npy(const std::string& path, const View& v) {
+  check_replaceable(path);
   const std::string tmp = cat_str(path, ".partial-", ::getpid());
+  ::unlink(tmp.c_str());  // a temporary left by a crashed process with our pid
   try {
-    const NpyHeader h = write_npy_header(tmp, v.dtype, v.shape);
+    const NpyHeader h = write_npy_header(tmp, v.dtype, v.shape, true);
     write_npy_box(tmp, h, poly::Box::of_shape(v.shape), v);
     if (std::rename(tmp.c_str(), path.c_str()) != 0) fail(path, "cannot write: ", std::strerror(errno));
   } catch (const Error& e) {

@@ -44,14 +44,19 @@ void read_npy_box(const std::string& path, const NpyHeader& h, const poly::Box& 
 
 // Creates or truncates `path` and writes the header, sizing the file for all its data, so
 // that ranks can then write their boxes concurrently. Returns the header to pass on.
-NpyHeader write_npy_header(const std::string& path, DType dtype, const Shape& shape);
+// fresh: the file must not exist yet, and a link there is not followed (a temporary name).
+NpyHeader write_npy_header(const std::string& path, DType dtype, const Shape& shape, bool fresh = false);
+
+// Throws Error unless `path` is absent or a regular file (lstat: a symbolic link, device, FIFO,
+// socket or folder there is refused), so a save never replaces /dev/null or a link's target.
+void check_replaceable(const std::string& path);
 
 // Writes `in` (shape = box extents, dtype h.dtype, any strides) to the elements of `box`:
 // one pwrite per contiguous run. The file must exist (write_npy_header).
 void write_npy_box(const std::string& path, const NpyHeader& h, const poly::Box& box, const View& in);
 
 // Whole-tensor helpers. save_npy writes a temporary file beside `path` and renames it, so
-// `path` never holds a half-written array.
+// `path` never holds a half-written array; it replaces only a regular file (check_replaceable).
 std::shared_ptr<Value> load_npy(const std::string& path);
 void save_npy(const std::string& path, const View& v);
 

@@ -14,6 +14,10 @@ enum class DType : uint8_t { Bool, I32, I64, F32, F64 };
 inline constexpr int kNumDTypes = 5;
 inline constexpr DType kDefaultFloat = DType::F32;
 
+// True when d is finite and within int64_t's range, so static_cast<int64_t>(d) is defined
+// (2^63 is not: it is the first double past the range).
+inline bool fits_int64(double d) { return d >= -9223372036854775808.0 && d < 9223372036854775808.0; }
+
 std::string_view dtype_name(DType t);
 std::optional<DType> dtype_from_name(std::string_view name);
 int dtype_size(DType t);

@@ -9,6 +9,21 @@ void internal_fail(const char* file, int line, const char* what) {
       cat_str("internal error at ", file, ":", line, ": ", what, " (please report this bug)"));
 }
 
+std::string quoted(std::string_view text) {
+  std::string out = "'";
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u == 0) out += "\\0";
+    else if (u < 0x20 || u == 0x7f) {
+      static const char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out += hex[u >> 4];
+      out += hex[u & 15];
+    } else out += c;
+  }
+  return out + "'";
+}
+
 std::string on_rank(int rank, const std::string& msg) {
   const std::string prefix = cat_str("rank ", rank, ": ");
   return msg.rfind(prefix, 0) == 0 ? msg : prefix + msg;

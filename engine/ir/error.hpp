@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace tapestry {
 
@@ -15,6 +16,13 @@ namespace tapestry {
 class Error : public std::runtime_error {
  public:
   explicit Error(const std::string& msg) : std::runtime_error(msg) {}
+};
+
+// A tensor allocation refused because it would pass the memory budget (engine/ir/value.hpp),
+// before anything was allocated: a user error, as a request too large for the machine.
+class OutOfMemory : public Error {
+ public:
+  explicit OutOfMemory(const std::string& msg) : Error(msg) {}
 };
 
 // A bug in Tapestry itself; never caused by user input.
@@ -42,6 +50,10 @@ inline std::string num_str(double d) {
   os << d;
   return os.str();
 }
+
+// 'text' with quotes, NUL and other control bytes escaped ('a\0x'), so a message shows what
+// was given instead of stopping at a NUL.
+std::string quoted(std::string_view text);
 
 template <class... Args> [[noreturn]] void user_error(const Args&... args) { throw Error(cat_str(args...)); }
 

@@ -215,6 +215,8 @@ NodeRef make_node(Op op, std::vector<NodeRef> inputs, Attrs attrs, Shape shape, 
   const OpDef& def = op_def(op);
   internal_check(def.arity < 0 || static_cast<size_t>(def.arity) == inputs.size());
   for (const NodeRef& in : inputs) internal_check(in != nullptr);
+  user_check(shape.size() <= static_cast<size_t>(kMaxDims), "the result would have ", shape.size(),
+             " dims; a tensor has at most ", kMaxDims);
 
   const size_t h = structural_hash(op, inputs, attrs, shape, dtype);
   InternTable& t = table();
@@ -236,8 +238,20 @@ NodeRef make_node(Op op, std::vector<NodeRef> inputs, Attrs attrs, Shape shape, 
   return n;
 }
 
-NodeRef make_source(std::shared_ptr<const Value> value, Shape shape, DType dtype) {
-  auto n = std::make_shared<Node>();
+NodeRef make_source(std::shared_ptr<const Value> value, Shape shape, DType dtype,
+                    std::function<void(uint64_t)> on_destroy) {
+  user_check(shape.size() <= static_cast<size_t>(kMaxDims), "a tensor of ", shape.size(),
+             " dims; a tensor has at most ", kMaxDims);
+  std::shared_ptr<Node> n;
+  if (on_destroy) {
+    n = std::shared_ptr<Node>(new Node, [done = std::move(on_destroy)](Node* p) {
+      const uint64_t id = p->id;
+      delete p;
+      done(id);
+    });
+  } else {
+    n = std::make_shared<Node>();
+  }
   n->op = Op::Source;
   n->id = g_next_id++;
   n->attrs = SourceAttrs{n->id}.encode();

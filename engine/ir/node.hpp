@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,8 +68,10 @@ struct Node : std::enable_shared_from_this<Node> {
 // if there is one, else a new one.
 NodeRef make_node(Op op, std::vector<NodeRef> inputs, Attrs attrs, Shape shape, DType dtype);
 
-// A fresh Source node holding `value` (never merged with another).
-NodeRef make_source(std::shared_ptr<const Value> value, Shape shape, DType dtype);
+// A fresh Source node holding `value` (never merged with another). `on_destroy`, if given, is
+// called with the node's id once it is gone (from whichever thread drops the last reference).
+NodeRef make_source(std::shared_ptr<const Value> value, Shape shape, DType dtype,
+                    std::function<void(uint64_t)> on_destroy = {});
 
 // Sets (or, with nullptr, clears) n's value, and updates what its inputs are needed for.
 void set_value(const Node& n, std::shared_ptr<const Value> v);

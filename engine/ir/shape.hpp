@@ -10,6 +10,10 @@
 namespace tapestry {
 
 using Shape = std::vector<int64_t>;
+
+// The most dims a tensor may have: numpy's NPY_MAXDIMS, and what tp.load reads. Every creator,
+// reshape and builder (make_node) holds to it, so nothing recurses over thousands of dims.
+inline constexpr int kMaxDims = 64;
 using Strides = std::vector<int64_t>;  // in elements, may be 0 (broadcast) or negative
 
 int64_t numel(const Shape& s);

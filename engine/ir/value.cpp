@@ -1,8 +1,10 @@
 // Buffers, strided views and values (value.hpp).
 #include "engine/ir/value.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -39,6 +41,18 @@ class BlockCache {
     blocks_.erase(it);
     held_ -= bytes;
     return p;
+  }
+  // Frees every cached block: a fresh allocation near the budget must not fail for memory
+  // the cache keeps.
+  void clear() {
+    std::lock_guard<std::mutex> lk(m_);
+    for (auto& [bytes, p] : blocks_) std::free(p);
+    blocks_.clear();
+    held_ = 0;
+  }
+  size_t held() {
+    std::lock_guard<std::mutex> lk(m_);
+    return held_;
   }
   // False when the cache is full: the caller frees the block.
   bool give(void* p, size_t bytes) {
@@ -134,20 +148,72 @@ SmallCache& small_cache() {
 namespace {
 std::atomic<uint64_t> g_total_allocated{0};
 std::atomic<int64_t> g_live{0};
+std::atomic<int64_t> g_budget{0};
+
+std::string refusal(const std::string& what, int64_t in_use, int64_t budget) {
+  return cat_str("out of memory: ", what, " would pass this rank's memory budget of ", human_bytes(budget),
+                 " (", human_bytes(static_cast<double>(in_use)),
+                 " in use; the budget is --memory-per-rank, by default the memory available at start "
+                 "less a margin)");
+}
+
+// Refused by the budget, with what Value::alloc needs to say which tensor.
+struct Refused : OutOfMemory {
+  Refused(size_t b, int64_t u, int64_t g)
+      : OutOfMemory(refusal(human_bytes(static_cast<double>(b)) + " more", u, g)),
+        bytes(b),
+        in_use(u),
+        budget(g) {}
+  size_t bytes;
+  int64_t in_use, budget;
+};
+
+// Takes `bytes` out of the budget, or throws Refused having taken nothing.
+void reserve(size_t bytes) {
+  const auto want = static_cast<int64_t>(bytes);  // at most 2^53: shapes hold 2^50 elements
+  const int64_t live = g_live.fetch_add(want, std::memory_order_relaxed) + want;
+  const int64_t budget = g_budget.load(std::memory_order_relaxed);
+  if (budget <= 0 || live <= budget) return;
+  g_live.fetch_sub(want, std::memory_order_relaxed);
+  throw Refused(bytes, live - want, budget);
+}
 }  // namespace
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (b >= 1024 && u < 6) b /= 1024, ++u;
+  char buf[48];
+  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", b, units[u]);
+  return buf;
+}
+
+void set_memory_budget(int64_t bytes) { g_budget.store(std::max<int64_t>(0, bytes)); }
+
+int64_t memory_budget() { return g_budget.load(); }
 
 int64_t Buffer::live_bytes() { return g_live.load(std::memory_order_relaxed); }
 
 uint64_t Buffer::total_allocated() { return g_total_allocated.load(std::memory_order_relaxed); }
 
 Buffer::Buffer(size_t bytes) : data_(nullptr), bytes_(bytes) {
-  g_total_allocated.fetch_add(bytes, std::memory_order_relaxed);
-  g_live.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+  reserve(bytes);
   size_t size = padded_size(bytes);
   if (size <= kSmallMax) data_ = small_cache().take(size);
   else if (size >= kCacheMin) data_ = block_cache().take(size);
-  if (!data_) data_ = std::aligned_alloc(kAlign, size);
-  if (!data_) throw std::bad_alloc();
+  if (!data_) {
+    // Near the budget, blocks kept for reuse are given back before asking the system for more.
+    const int64_t budget = g_budget.load(std::memory_order_relaxed);
+    if (budget > 0 &&
+        g_live.load(std::memory_order_relaxed) + static_cast<int64_t>(block_cache().held()) > budget)
+      block_cache().clear();
+    data_ = std::aligned_alloc(kAlign, size);
+  }
+  if (!data_) {
+    g_live.fetch_sub(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+    throw std::bad_alloc();
+  }
+  g_total_allocated.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 Buffer::~Buffer() {
@@ -266,7 +332,13 @@ std::shared_ptr<Value> Value::alloc(DType t, const Shape& s) {
   auto val = std::make_shared<Value>();
   int64_t n = tapestry::numel(s);
   internal_check(n >= 0);
-  val->v.buf = std::make_shared<Buffer>(static_cast<size_t>(n) * dtype_size(t));
+  try {
+    val->v.buf = std::make_shared<Buffer>(static_cast<size_t>(n) * dtype_size(t));
+  } catch (const Refused& e) {
+    throw OutOfMemory(refusal(cat_str("a ", dtype_name(t), " tensor of shape ", shape_str(s), " (",
+                                      human_bytes(static_cast<double>(e.bytes)), ")"),
+                              e.in_use, e.budget));
+  }
   val->v.dtype = t;
   val->v.shape = s;
   val->v.strides = contiguous_strides(s);

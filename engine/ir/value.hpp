@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/ir/dtype.hpp"
@@ -41,13 +42,24 @@ class Buffer final : public Memory {
   // Bytes of every buffer ever allocated (monotonic, all threads): the Lua binding charges
   // its garbage collector with this, since a Tensor handle looks tiny to Lua.
   static uint64_t total_allocated();
-  // Bytes of the buffers alive now (all threads; tp.stats().bytes_live).
+  // Bytes of the buffers alive now (all threads; tp.stats().bytes_live). A refused or failed
+  // allocation is never counted.
   static int64_t live_bytes();
 
  private:
   void* data_;
   size_t bytes_;
 };
+
+// The process's budget for tensor memory: every Buffer is checked against it before it is
+// allocated, and one that would take the bytes alive past it throws OutOfMemory (so a request
+// larger than the machine is refused, never left to the kernel's OOM killer: mimalloc maps
+// large blocks without reserving them). Set by the session (engine/session/session.hpp:
+// --memory-per-rank times the ranks this process holds); 0: no budget (low-layer tests).
+void set_memory_budget(int64_t bytes);
+int64_t memory_budget();
+// "1.5 GiB", for messages.
+std::string human_bytes(double bytes);
 
 // A typed, strided window onto a buffer. Strides are in elements; 0 = broadcast.
 struct View {
@@ -73,6 +85,8 @@ struct View {
 // The data of a materialized node: a view, usually contiguous row-major.
 struct Value {
   View v;
+  // Throws OutOfMemory (naming the shape) past the budget, std::bad_alloc when the system
+  // has no memory.
   static std::shared_ptr<Value> alloc(DType t, const Shape& s);
   const View& view() const { return v; }
   template <class T> T* data() const { return v.ptr<T>(); }

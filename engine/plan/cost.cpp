@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "engine/ir/error.hpp"
+#include "engine/plan/peak_memory.hpp"
 #include "engine/poly/cost.hpp"
 
 namespace tapestry::plan {
@@ -49,9 +50,6 @@ PlanCost cost_of(const ShardedGraph& g, const Mesh& m) {
     return it->second;
   };
 
-  std::vector<double> mem(R, 0.0);
-  for (const Shard& h : g.initial) mem[h.rank] += slice_bytes(node_of(h.tensor), h.box);
-
   // Block durations and memory, independent of the schedule.
   std::vector<double> block_time(g.blocks.size());
   for (size_t i = 0; i < g.blocks.size(); ++i) {
@@ -60,12 +58,10 @@ PlanCost cost_of(const ShardedGraph& g, const Mesh& m) {
     block_time[i] = m.compute_time(bc.flops, bc.bytes());
     c.flops += bc.flops;
     c.rank_busy[b.rank] += block_time[i];
-    mem[b.rank] += bc.output_bytes;
   }
   for (const Transfer& t : g.transfers) {
     const double bytes = slice_bytes(node_of(t.tensor), t.slice);
     c.bytes_moved += static_cast<int64_t>(bytes);
-    mem[t.to] += bytes;
   }
   std::vector<std::vector<Rank>> who(g.combines.size());
   std::vector<double> combine_bytes(g.combines.size());
@@ -77,7 +73,6 @@ PlanCost cost_of(const ShardedGraph& g, const Mesh& m) {
     // destination receives the result once.
     c.bytes_moved +=
         static_cast<int64_t>(combine_bytes[i] * static_cast<double>(who[i].size() - 1 + k.dest.size() - 1));
-    for (Rank d : k.dest) mem[d] += combine_bytes[i];
   }
 
   // The schedule: advance every rank as far as its dependencies allow, until all are done.
@@ -137,10 +132,14 @@ PlanCost cost_of(const ShardedGraph& g, const Mesh& m) {
     internal_check(progress);  // a deadlock: verify() rejects such plans
   }
   c.time = g.steps.empty() ? 0.0 : *std::max_element(clock.begin(), clock.end());
-  const double peak = mem.empty() ? 0.0 : *std::max_element(mem.begin(), mem.end());
-  c.peak_bytes = static_cast<int64_t>(peak);
-  for (double b : mem)
-    if (b > m.mem_bytes_per_rank) c.memory_penalty += (b - m.mem_bytes_per_rank) / (0.1 * m.mem_bytes_per_s);
+  // Memory per rank is a limit, not a price: a plan over it costs more than any plan under it
+  // (a second per byte-megabyte over, on top of a million seconds), so the search takes one that
+  // fits whenever one exists, and check_memory_limit refuses the rest before they run.
+  const PeakMemory pm = peak_memory(g);
+  c.peak_bytes = pm.bytes.empty() ? 0 : pm.bytes[static_cast<size_t>(pm.worst)];
+  for (int64_t b : pm.bytes)
+    if (double(b) > m.mem_bytes_per_rank) c.memory_penalty += double(b) - m.mem_bytes_per_rank;
+  if (c.memory_penalty > 0) c.memory_penalty = kOverMemory + c.memory_penalty * 1e-6;
   return c;
 }
 

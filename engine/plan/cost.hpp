@@ -23,7 +23,7 @@ struct PlanCost {
   int64_t bytes_moved = 0;        // over all links (transfers and combines)
   double flops = 0;               // over all ranks
   int64_t peak_bytes = 0;         // the largest per-rank estimate (see cost_of)
-  double memory_penalty = 0;      // s, added to time by total()
+  double memory_penalty = 0;      // s, added to time by total(): kOverMemory+ when over the limit
   std::vector<double> rank_busy;  // per rank: compute seconds (for explain and balance)
   // From sampled blocks (estimate.hpp), not a simulation of the whole sharded graph; time is
   // then the sum of the ops' estimated times, and rank_busy is empty.
@@ -32,10 +32,11 @@ struct PlanCost {
   double total() const { return time + memory_penalty; }
 };
 
-// Peak memory per rank is an upper bound: the initial shards, every slice received and every
-// block output or combined value, with nothing freed (liveness comes with the executor). Each
-// byte over Mesh::mem_bytes_per_rank costs as if spilled and re-read at a tenth of memory
-// bandwidth, so an over-full plan loses to any plan that fits.
+// Peak memory per rank counts what is live at once (peak_memory.hpp: values freed after their
+// last reader, as the executor frees them). Memory is a limit: a plan over
+// Mesh::mem_bytes_per_rank on some rank costs kOverMemory seconds more than any plan that fits
+// (plus a microsecond per byte over, so the least over-full one is still preferred).
+inline constexpr double kOverMemory = 1e6;
 PlanCost cost_of(const ShardedGraph& g, const Mesh& m);
 
 std::string to_string(const PlanCost& c);

@@ -24,8 +24,6 @@ Box grid_block(const poly::Signature& s, const poly::Coords& parts, int64_t k) {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 // Blocks sampled per candidate: the first and last few carry the uneven pieces and the ranks
 // at the ends of the mesh; the rest are spread evenly between them.
 constexpr int64_t kSamples = 24;
@@ -38,6 +36,7 @@ constexpr int64_t kLookaheadSamples = 4;
 struct Source {
   int op = -1;
   uint64_t tensor = 0;
+  double generate_flops = -1;  // >= 0: generated where read (flops per element), never moved
 };
 
 struct Model {
@@ -153,6 +152,11 @@ struct Model {
       for (size_t j = 0; j < in[i].size(); ++j) {
         const Box& need = b.need[j];
         if (need.empty()) continue;
+        if (in[i][j].generate_flops >= 0) {  // computed on the rank that reads it
+          const double elems = double(need.volume());
+          t += m.compute_time(elems * in[i][j].generate_flops, elems * dtype_size(s.inputs[j].dtype));
+          continue;
+        }
         mine.clear();
         held_by(in[i][j], b.rank, mine);
         for (const Box& miss : poly::uncovered(need, mine)) {
@@ -199,9 +203,8 @@ struct Model {
       peak += double(per_rank) * e.block_bytes;
     }
     c.peak_bytes = static_cast<int64_t>(peak + held_peak);
-    if (double(c.peak_bytes) > m.mem_bytes_per_rank)  // as if every rank were at the peak
-      c.memory_penalty =
-          double(m.ranks) * (double(c.peak_bytes) - m.mem_bytes_per_rank) / (0.1 * m.mem_bytes_per_s);
+    if (double(c.peak_bytes) > m.mem_bytes_per_rank)  // a limit, as cost_of's (cost.hpp)
+      c.memory_penalty = kOverMemory + (double(c.peak_bytes) - m.mem_bytes_per_rank) * 1e-6;
     return c;
   }
 };
@@ -226,10 +229,9 @@ std::vector<Candidate> allowed(const poly::Signature& s, const NodeRef& n, const
 }  // namespace
 
 Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
-                      const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt,
-                      Clock::time_point start) {
+                      const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt) {
   Model md(m);
-  md.ops = ops_to_place(topo, initial);
+  md.ops = ops_to_place(topo, initial, roots);
   const size_t n_ops = md.ops.size();
   std::unordered_map<uint64_t, int> index;
   for (size_t i = 0; i < n_ops; ++i) index.emplace(md.ops[i]->id, static_cast<int>(i));
@@ -255,7 +257,10 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
     std::vector<Source> src;
     for (const NodeRef& x : n->inputs) {
       auto it = index.find(x->id);
-      src.push_back(it == index.end() ? Source{-1, x->id} : Source{it->second, x->id});
+      Source from = it == index.end() ? Source{-1, x->id} : Source{it->second, x->id};
+      if (it == index.end() && generated_where_read(*x, initial, roots))
+        from.generate_flops = poly::signature_of(*x).flops_per_point;
+      src.push_back(from);
       if (it != index.end() && (md.users[it->second].empty() || md.users[it->second].back() != int(i)))
         md.users[it->second].push_back(static_cast<int>(i));
     }
@@ -297,7 +302,7 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
     for (size_t c = 0; c < md.cands[i].size(); ++c) seen[i][c] = cur - est[i] + local[i][c];
   }
 
-  // Annealing on the estimate, within the time budget: nothing is lowered afterwards.
+  // Annealing on the estimate, for opt.steps moves: nothing is lowered afterwards.
   std::vector<int> best = md.pick;
   double best_cost = cur;
   int evaluations = 1;  // joint choices costed: the greedy start, then each annealing move
@@ -307,8 +312,6 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
     const int steps = std::max(opt.steps, 1);
     std::vector<double> user_est;
     for (int k = 0; k < steps; ++k) {
-      if ((k & 7) == 0 && std::chrono::duration<double>(Clock::now() - start).count() > opt.time_budget_s)
-        break;
       const size_t i = std::uniform_int_distribution<size_t>(0, n_ops - 1)(rng);
       if (md.cands[i].size() < 2) continue;
       const int old = md.pick[i];

@@ -1,5 +1,5 @@
 // Search by estimate: for graphs and meshes too large to lower every candidate plan.
-//   Plan p = search_estimated(topo, initial, roots, Mesh::modelled(1024), opt, start);
+//   Plan p = search_estimated(topo, initial, roots, Mesh::modelled(1024), opt);
 //   p.estimated == true;  p.cost   // estimated;  p.graph()  lowers the winner on first use
 // A full lower() + cost_of() is about ops x ranks work, so on 1,024 ranks one evaluation of a
 // 1,000-op graph takes longer than the whole planning budget. Here each op's cost is estimated
@@ -12,7 +12,6 @@
 // (Plan::graph), and Plan::exact_cost simulates them.
 #pragma once
 
-#include <chrono>
 #include <vector>
 
 #include "engine/plan/search.hpp"
@@ -23,7 +22,6 @@ namespace tapestry::plan {
 Box grid_block(const poly::Signature& s, const poly::Coords& parts, int64_t k);
 
 Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
-                      const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt,
-                      std::chrono::steady_clock::time_point start);
+                      const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt);
 
 }  // namespace tapestry::plan

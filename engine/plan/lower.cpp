@@ -39,11 +39,13 @@ namespace {
 
 class Lowering {
  public:
-  Lowering(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial, int num_ranks)
+  Lowering(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
+           const std::vector<NodeRef>& roots, int num_ranks)
       : g_(num_ranks), have_(num_ranks), link_busy_(static_cast<size_t>(num_ranks), 0.0) {
     for (const NodeRef& n : topo) {
       shape_of_[n->id] = n->shape;
       for (const NodeRef& in : n->inputs) shape_of_[in->id] = in->shape;
+      if (generated_where_read(*n, initial, roots)) on_demand_.insert(n->id);
     }
     for (const Shard& h : initial) {
       g_.hold(h.tensor, h.box, h.rank);
@@ -56,7 +58,7 @@ class Lowering {
     for (const NodeRef& in : n->inputs) list(in);  // leaves outside topo: named, kept alive
     list(n);
     if (blocks.empty()) {
-      user_check(produced_.count(n->id), "node %", n->id, " (", op_def(n->op).name,
+      user_check(produced_.count(n->id) || on_demand_.count(n->id), "node %", n->id, " (", op_def(n->op).name,
                  ") has no blocks and is not held anywhere");
       return;
     }
@@ -207,6 +209,13 @@ class Lowering {
     std::vector<Box> missing =
         mine == have_[to].end() ? std::vector<Box>{need} : poly::uncovered(need, mine->second);
     if (missing.empty()) return;
+    if (on_demand_.count(t)) {  // a generator: the reader computes what it lacks
+      for (const Box& m : missing) {
+        g_.add_block(t, m, to);
+        add_held(t, m, to);
+      }
+      return;
+    }
     if (missing.size() == 1 && relay(t, missing[0], to)) return;
     std::vector<Box> arrived;  // added once the scan is over: `to` is skipped by it anyway
     for (const PieceIndex::Piece* p : index(t).overlapping(need)) {
@@ -284,6 +293,7 @@ class Lowering {
   // have_ again, by tensor and box: a fetch visits only the pieces near the slice it needs.
   std::unordered_map<uint64_t, PieceIndex> where_;
   std::unordered_map<uint64_t, Shape> shape_of_;
+  std::unordered_set<uint64_t> on_demand_;  // generated where read (generated_where_read)
   // relay(): when a rank that received a tensor's slice has it (in bytes sent before, a proxy
   // for time), and how many bytes each rank's link has been given to send.
   std::unordered_map<uint64_t, std::unordered_map<Rank, double>> ready_;
@@ -293,6 +303,16 @@ class Lowering {
 };
 
 }  // namespace
+
+bool generated_where_read(const Node& n, const std::vector<Shard>& initial,
+                          const std::vector<NodeRef>& roots) {
+  if (op_kind(n.op) != OpKind::Generate) return false;
+  for (const NodeRef& r : roots)
+    if (r->id == n.id) return false;
+  for (const Shard& h : initial)
+    if (h.tensor == n.id) return false;
+  return true;
+}
 
 const char* combine_mode_name(CombineMode m) {
   switch (m) {
@@ -306,7 +326,7 @@ const char* combine_mode_name(CombineMode m) {
 ShardedGraph lower(const std::vector<NodeRef>& topo, const Assignment& blocks,
                    const std::vector<Shard>& initial, const std::vector<NodeRef>& roots, int num_ranks,
                    const CombineModes& modes) {
-  Lowering l(topo, initial, num_ranks);
+  Lowering l(topo, initial, roots, num_ranks);
   static const std::vector<Placement> none;
   for (const NodeRef& n : topo) {
     auto it = blocks.find(n->id);

@@ -32,12 +32,21 @@ const char* combine_mode_name(CombineMode m);
 std::vector<Placement> grid_blocks(const poly::Signature& s, const std::vector<int64_t>& parts,
                                    int num_ranks);
 
+// Whether n is generated where it is read: a generator (full, arange, rand, ...: values from the
+// element index alone) that is not a root and not held. Every rank reading a slice of it computes
+// that slice itself (lower()), which costs a few flops per element where moving it would cost a
+// transfer, so it has no placement of its own.
+bool generated_where_read(const Node& n, const std::vector<Shard>& initial,
+                          const std::vector<NodeRef>& roots);
+
 // Emits, in topological order, for each block: the transfers that bring its missing input
 // slices (a slice ranks read whole travels down a binomial tree), then the block; after the
 // blocks of a node that split a reduction, the combines of each distinct partial output slice as
 // its CombineMode says (one combine of the whole output when those slices overlap irregularly).
 // Result shards are where the roots' producers put them. Nodes of `topo` without blocks must be
-// leaves held in `initial`. Throws Error when a needed slice lies nowhere.
+// leaves held in `initial`, or generated where read: those have no blocks of their own, and a
+// block reading one is preceded by a block of it computing exactly the slice its rank lacks.
+// Throws Error when a needed slice lies nowhere.
 ShardedGraph lower(const std::vector<NodeRef>& topo, const Assignment& blocks,
                    const std::vector<Shard>& initial, const std::vector<NodeRef>& roots, int num_ranks,
                    const CombineModes& modes = {});

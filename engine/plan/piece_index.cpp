@@ -9,20 +9,26 @@ namespace tapestry::plan {
 
 namespace {
 constexpr int64_t kMaxCells = 4096;  // a whole-tensor piece is listed in every cell: 16 KiB
+constexpr size_t kGridAt = 32;       // fewer pieces are scanned one by one
 }  // namespace
 
-PieceIndex::PieceIndex(const Shape& shape) {
-  const size_t r = shape.size();
+void PieceIndex::build_grid() {
+  const size_t r = shape_.size();
+  const int64_t want = std::clamp<int64_t>(4 * static_cast<int64_t>(pieces_.size()), 1, kMaxCells);
   const auto per_dim = static_cast<int64_t>(
-      r == 0 ? 1 : std::max(1.0, std::floor(std::pow(double(kMaxCells), 1.0 / double(r)) + 1e-9)));
+      r == 0 ? 1 : std::max(1.0, std::floor(std::pow(double(want), 1.0 / double(r)) + 1e-9)));
+  cells_per_dim_.clear();
+  cell_extent_.clear();
   int64_t total = 1;
   for (size_t d = 0; d < r; ++d) {
-    const int64_t n = std::max<int64_t>(1, std::min(per_dim, shape[d]));
+    const int64_t n = std::max<int64_t>(1, std::min(per_dim, shape_[d]));
     cells_per_dim_.push_back(n);
-    cell_extent_.push_back(std::max<int64_t>(1, (shape[d] + n - 1) / n));
+    cell_extent_.push_back(std::max<int64_t>(1, (shape_[d] + n - 1) / n));
     total *= n;
   }
-  cells_.resize(static_cast<size_t>(total));
+  cells_.assign(static_cast<size_t>(total), {});
+  for (const Piece& p : pieces_) cells_of(p.box, [&](size_t c) { cells_[c].push_back(p.seq); });
+  grid_for_ = pieces_.size();
 }
 
 template <class F> void PieceIndex::cells_of(const poly::Box& b, F&& f) const {
@@ -48,15 +54,25 @@ template <class F> void PieceIndex::cells_of(const poly::Box& b, F&& f) const {
 }
 
 void PieceIndex::add(const poly::Box& box, int rank) {
-  internal_check(box.rank() == static_cast<int>(cells_per_dim_.size()));
+  internal_check(box.rank() == static_cast<int>(shape_.size()));
   const auto id = static_cast<uint32_t>(pieces_.size());
   pieces_.push_back(Piece{box, rank, id});
   seen_.push_back(0);
-  cells_of(box, [&](size_t c) { cells_[c].push_back(id); });
+  if (grid_for_ > 0 && pieces_.size() < 2 * grid_for_)
+    cells_of(box, [&](size_t c) { cells_[c].push_back(id); });
+  else if (pieces_.size() >= kGridAt && (grid_for_ == 0 || pieces_.size() >= 2 * grid_for_))
+    build_grid();  // rebuilt as the pieces double: amortized, and its cells fit their count
 }
 
 std::vector<const PieceIndex::Piece*> PieceIndex::overlapping(const poly::Box& q) const {
   std::vector<const Piece*> out;
+  if (grid_for_ == 0) {  // few pieces: look at each, already in rank-then-added order once sorted
+    for (const Piece& p : pieces_)
+      if (overlaps(p.box, q)) out.push_back(&p);
+    std::stable_sort(out.begin(), out.end(),
+                     [](const Piece* a, const Piece* b) { return a->rank < b->rank; });
+    return out;
+  }
   if (++query_ == 0) std::fill(seen_.begin(), seen_.end(), 0), query_ = 1;
   cells_of(q, [&](size_t c) {
     for (uint32_t id : cells_[c]) {

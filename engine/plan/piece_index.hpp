@@ -1,6 +1,7 @@
-// Where the pieces of one tensor lie, found by box: a uniform grid of cells over the tensor's
-// shape, each listing the pieces that overlap it, so lowering a plan on thousands of ranks asks
-// only the few pieces near a slice instead of every rank.
+// Where the pieces of one tensor lie, found by box: past a few dozen pieces a uniform grid of
+// cells over the tensor's shape, each listing the pieces that overlap it, so lowering a plan on
+// thousands of ranks asks only the few pieces near a slice instead of every rank. The grid grows
+// with the pieces (a few cells per piece), so a tensor on two ranks costs nothing to index.
 //   PieceIndex ix(shape);  ix.add(box, rank);
 //   for (const PieceIndex::Piece* p : ix.overlapping(need)) ...   // by rank, then as added
 #pragma once
@@ -21,7 +22,7 @@ class PieceIndex {
     uint32_t seq;  // the order pieces were added in
   };
 
-  explicit PieceIndex(const Shape& shape);
+  explicit PieceIndex(Shape shape) : shape_(std::move(shape)) {}
   void add(const poly::Box& box, int rank);
   // The pieces that overlap `q` (a box of the tensor), sorted by rank, then in the order added.
   std::vector<const Piece*> overlapping(const poly::Box& q) const;
@@ -30,7 +31,10 @@ class PieceIndex {
  private:
   // Calls f(cell) for every cell that `b` overlaps.
   template <class F> void cells_of(const poly::Box& b, F&& f) const;
+  void build_grid();  // for the pieces there are now: about four cells each, at most 4096
 
+  Shape shape_;
+  size_t grid_for_ = 0;  // pieces when the grid was built; 0: no grid, scan them all
   std::vector<int64_t> cells_per_dim_, cell_extent_;
   std::vector<std::vector<uint32_t>> cells_;  // piece ids per cell
   std::vector<Piece> pieces_;

@@ -20,7 +20,8 @@ std::vector<NodeRef> traversal(const std::vector<NodeRef>& topo) {
 }
 
 std::vector<int64_t> structural_key(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
-                                    const std::vector<NodeRef>& roots, const Mesh& m) {
+                                    const std::vector<NodeRef>& roots, const Mesh& m,
+                                    const SearchOptions& opt) {
   // Positions by id, sorted: one allocation instead of a hash node per op (a hit is < 1 ms).
   std::vector<std::pair<uint64_t, int64_t>> pos;
   pos.reserve(topo.size());
@@ -64,6 +65,8 @@ std::vector<int64_t> structural_key(const std::vector<NodeRef>& topo, const std:
   }
   k.push_back(-4);
   k.push_back(static_cast<int64_t>(m.hash()));
+  k.push_back(-5);
+  for (int64_t v : opt.key()) k.push_back(v);
   return k;
 }
 
@@ -76,8 +79,9 @@ size_t hash_of(const std::vector<int64_t>& k) {
 }  // namespace
 
 std::optional<Plan> PlanCache::find(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
-                                    const std::vector<NodeRef>& roots, const Mesh& m) {
-  const std::vector<int64_t> key = structural_key(topo, initial, roots, m);
+                                    const std::vector<NodeRef>& roots, const Mesh& m,
+                                    const SearchOptions& opt) {
+  const std::vector<int64_t> key = structural_key(topo, initial, roots, m, opt);
   auto [lo, hi] = entries_.equal_range(hash_of(key));
   for (auto it = lo; it != hi; ++it) {
     const Entry& e = it->second;
@@ -122,8 +126,9 @@ std::optional<Plan> PlanCache::find(const std::vector<NodeRef>& topo, const std:
 }
 
 void PlanCache::insert(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
-                       const std::vector<NodeRef>& roots, const Mesh& m, const Plan& p) {
-  Entry e{structural_key(topo, initial, roots, m), {}, {}, {}, Plan{}, nullptr};
+                       const std::vector<NodeRef>& roots, const Mesh& m, const Plan& p,
+                       const SearchOptions& opt) {
+  Entry e{structural_key(topo, initial, roots, m, opt), {}, {}, {}, Plan{}, nullptr};
   for (const NodeRef& n : traversal(topo)) e.ids.push_back(n->id);
   for (size_t i = 0; i < e.ids.size(); ++i) e.by_id.emplace_back(e.ids[i], static_cast<uint32_t>(i));
   std::sort(e.by_id.begin(), e.by_id.end());  // an id listed twice: its first index first
@@ -145,9 +150,9 @@ void PlanCache::insert(const std::vector<NodeRef>& topo, const std::vector<Shard
 
 Plan PlanCache::plan(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
                      const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt) {
-  if (std::optional<Plan> hit = find(topo, initial, roots, m)) return std::move(*hit);
+  if (std::optional<Plan> hit = find(topo, initial, roots, m, opt)) return std::move(*hit);
   Plan p = search(topo, initial, roots, m, opt);
-  insert(topo, initial, roots, m, p);
+  insert(topo, initial, roots, m, p, opt);
   return p;
 }
 

@@ -3,8 +3,9 @@
 //   Plan p = cache.plan(topo, initial, roots, mesh, opts);   // searches on a miss
 //   cache.hits(), cache.misses()            // a rebuilt identical graph hits, new node ids and all
 // The key is structural (ops, attrs, shapes, dtypes, inputs by position in topo, roots, input
-// layouts, mesh), never node ids, so re-running a script reuses its plans; a hit renames the
-// cached plan's node ids to the new graph's.
+// layouts, mesh, search options), never node ids, so re-running a script reuses its plans; a
+// hit renames the cached plan's node ids to the new graph's. A plan asked for with other
+// search options (another seed, more steps) is searched anew.
 #pragma once
 
 #include <cstdint>
@@ -20,9 +21,9 @@ namespace tapestry::plan {
 class PlanCache {
  public:
   std::optional<Plan> find(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
-                           const std::vector<NodeRef>& roots, const Mesh& m);
+                           const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt = {});
   void insert(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
-              const std::vector<NodeRef>& roots, const Mesh& m, const Plan& p);
+              const std::vector<NodeRef>& roots, const Mesh& m, const Plan& p, const SearchOptions& opt = {});
   // find, else search and insert.
   Plan plan(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
             const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt = {});

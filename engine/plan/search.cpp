@@ -1,7 +1,6 @@
 #include "engine/plan/search.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <random>
 #include <set>
@@ -11,6 +10,7 @@
 #include "engine/ir/error.hpp"
 #include "engine/plan/estimate.hpp"
 #include "engine/poly/cost.hpp"
+#include "engine/telemetry/cancel.hpp"
 
 namespace tapestry::plan {
 
@@ -21,6 +21,10 @@ std::string Candidate::name(const poly::Signature& s) const {
   if (out.empty()) return cat_str("whole on rank ", rank);
   if (combine != CombineMode::Reduce) out += cat_str(" + ", combine_mode_name(combine));
   return rank == 0 ? out : cat_str(out, " from rank ", rank);
+}
+
+std::vector<int64_t> SearchOptions::key() const {
+  return {int64_t(method), steps, static_cast<int64_t>(seed), work_budget, exact_limit};
 }
 
 bool splits_reduction(const poly::Signature& s, const Candidate& c) {
@@ -75,12 +79,14 @@ std::vector<Placement> place(const poly::Signature& s, const Candidate& c, int r
   return p;
 }
 
-std::vector<NodeRef> ops_to_place(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial) {
-  std::unordered_set<uint64_t> held;
+std::vector<NodeRef> ops_to_place(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
+                                  const std::vector<NodeRef>& roots) {
+  std::unordered_set<uint64_t> held, root;
   for (const Shard& h : initial) held.insert(h.tensor);
+  for (const NodeRef& r : roots) root.insert(r->id);
   std::vector<NodeRef> ops;
   for (const NodeRef& n : topo)
-    if (!held.count(n->id)) ops.push_back(n);
+    if (!held.count(n->id) && (op_kind(n->op) != OpKind::Generate || root.count(n->id))) ops.push_back(n);
   return ops;
 }
 
@@ -104,7 +110,7 @@ const ShardedGraph& Plan::graph() const {
   if (!graph_) {
     internal_check(input_ != nullptr);  // a plan is either lowered or knows how to lower
     const LoweringInput& in = *input_;
-    const Assignment a = assignment_of(ops_to_place(in.topo, in.initial), choice, in.mesh.ranks);
+    const Assignment a = assignment_of(ops_to_place(in.topo, in.initial, in.roots), choice, in.mesh.ranks);
     graph_ = std::make_shared<const ShardedGraph>(
         lower(in.topo, a, in.initial, in.roots, in.mesh.ranks, modes_of(choice)));
   }
@@ -126,7 +132,7 @@ PlanCost Plan::exact_cost(const Mesh& m) const { return estimated ? cost_of(grap
 
 Plan evaluate(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
               const std::vector<NodeRef>& roots, const Mesh& m, const std::vector<Candidate>& choice) {
-  const std::vector<NodeRef> ops = ops_to_place(topo, initial);
+  const std::vector<NodeRef> ops = ops_to_place(topo, initial, roots);
   internal_check(ops.size() == choice.size());
   Plan p;
   p.evaluations = 1;
@@ -235,11 +241,10 @@ std::vector<int64_t> output_grid_of(const poly::Signature& s, const std::vector<
 
 Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
             const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt) {
-  const auto start = std::chrono::steady_clock::now();
   Space sp;
-  sp.ops = ops_to_place(topo, initial);
+  sp.ops = ops_to_place(topo, initial, roots);
   if (static_cast<int64_t>(sp.ops.size()) * m.ranks > opt.exact_limit)
-    return search_estimated(topo, initial, roots, m, opt, start);
+    return search_estimated(topo, initial, roots, m, opt);
   for (const NodeRef& n : sp.ops) {
     sp.sigs.push_back(poly::signature_of(*n));
     std::vector<Candidate> all = candidates(sp.sigs.back(), m.ranks);
@@ -267,6 +272,7 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
   for (size_t i = 0; i < n_ops; ++i) seen[i].assign(sp.cands[i].size(), INFINITY);
   std::map<std::vector<int>, double> memo;
   int evaluations = 0;
+  int64_t work = 0;  // blocks and transfers lowered so far (SearchOptions::work_budget)
   auto cost = [&](const std::vector<int>& st) {
     auto it = memo.find(st);
     if (it != memo.end()) return it->second;
@@ -277,8 +283,11 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
       if (sp.cands[i][st[i]].combine != CombineMode::Reduce)
         modes[sp.ops[i]->id] = sp.cands[i][st[i]].combine;
     }
-    const double t = cost_of(lower(topo, a, initial, roots, m.ranks, modes), m).total();
+    if (cancel_requested()) throw Cancelled();  // Ctrl-C reaches a long search too
+    const ShardedGraph g = lower(topo, a, initial, roots, m.ranks, modes);
+    const double t = cost_of(g, m).total();
     ++evaluations;
+    work += static_cast<int64_t>(g.blocks.size() + g.transfers.size());
     for (size_t i = 0; i < n_ops; ++i) seen[i][st[i]] = std::min(seen[i][st[i]], t);
     memo.emplace(st, t);
     return t;
@@ -307,10 +316,7 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
     // little to leave a local optimum, late moves only improve.
     const double t0 = 0.05 * std::max(cur_cost, 1e-12), t1 = 1e-4 * std::max(cur_cost, 1e-12);
     const int steps = std::max(opt.steps, 1);
-    for (int k = 0; k < steps; ++k) {
-      if ((k & 15) == 0 &&
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > opt.time_budget_s)
-        break;
+    for (int k = 0; k < steps && work < opt.work_budget; ++k) {
       const double temp = t0 * std::pow(t1 / t0, double(k) / steps);
       if (std::uniform_real_distribution<double>(0, 1)(rng) < 0.02) cur = best, cur_cost = best_cost;
       std::vector<int> next = cur;

@@ -1,5 +1,5 @@
 // The search: where each op's blocks run, chosen by cost over the joint choice of all ops.
-//   Plan p = search(topo, initial, roots, Mesh::modelled(4), {SearchOptions::Anneal, 2000, 0.5, 7});
+//   Plan p = search(topo, initial, roots, Mesh::modelled(4), {SearchOptions::Anneal, 2000, 7});
 //   verify(p.graph(), topo).ok();   p.cost.total();   p.choice[y->id].name() == "split i/4"
 //   for (const Tried& t : p.tried[y->id]) ...   // every candidate of y evaluated, for tp.explain
 // Candidates split one or two splittable index dims (parallel: data/model parallel; reduction:
@@ -41,16 +41,22 @@ std::vector<Placement> place(const poly::Signature& s, const Candidate& c, int r
 // Whether the candidate splits a reduction dim (its blocks leave partials).
 bool splits_reduction(const poly::Signature& s, const Candidate& c);
 
+// Budgets count work, never seconds, so the same graph, mesh and options give the same plan on
+// any machine and under any load.
 struct SearchOptions {
   enum Method { Greedy, Anneal } method = Anneal;
-  int steps = 2000;            // annealing moves at most
-  double time_budget_s = 1.0;  // and at most this long
+  int steps = 2000;  // annealing moves at most
   uint64_t seed = 1;
+  // And at most this many blocks and transfers lowered over all the plans costed (each costed
+  // plan is lowered whole): a big graph gets fewer moves than a small one.
+  int64_t work_budget = 4'000'000;
   // Layout constraints (x:constrain): node id -> parts per output dim (1 = not split).
   // Only candidates whose blocks cut the output into exactly that grid are considered.
   std::map<uint64_t, std::vector<int64_t>> output_grid;
   // Ops x ranks beyond which candidates are compared by estimate (estimate.hpp), not lowered.
   int64_t exact_limit = 4096;
+  // What a cached plan was made with besides the graph and mesh (PlanCache keys on it).
+  std::vector<int64_t> key() const;
 };
 
 // The grid a candidate cuts the op's output into: distinct block ranges per output dim.
@@ -95,8 +101,10 @@ struct Plan {
   std::shared_ptr<const LoweringInput> input_;
 };
 
-// The ops to place: topo nodes not held in `initial` (Sources must be held).
-std::vector<NodeRef> ops_to_place(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial);
+// The ops to place: topo nodes not held in `initial` (Sources must be held), but for those
+// generated where they are read.
+std::vector<NodeRef> ops_to_place(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
+                                  const std::vector<NodeRef>& roots);
 
 // Lowers and costs one joint choice (choice[i] for ops_to_place(...)[i]).
 Plan evaluate(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,

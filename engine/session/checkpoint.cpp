@@ -3,6 +3,14 @@
 
 #include "engine/session/observe.hpp"
 
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <set>
@@ -29,14 +37,75 @@ std::string join(const std::string& dir, const std::string& file) {
   return (std::filesystem::path(dir) / file).string();
 }
 
+constexpr const char* kFolderPrefix = "v-";
+
+bool plain_name(const std::string& f) {
+  return !f.empty() && f != "." && f != ".." && f.find('/') == std::string::npos &&
+         f.find('\0') == std::string::npos;
+}
+
 // A manifest comes from disk and may have been edited: its names must be identifiers and its
-// files plain names inside the directory, never paths that climb out of it.
+// files plain names inside the directory or one folder below it, never paths that climb out.
 void check_entry(const std::string& manifest, const ManifestEntry& t) {
-  user_check(is_identifier(t.name), "'", manifest, "': '", t.name, "' is not a valid tensor name");
-  user_check(!t.file.empty() && t.file != "." && t.file != ".." && t.file.find('/') == std::string::npos &&
-                 t.file.find('\0') == std::string::npos,
-             "'", manifest, "': file '", t.file, "' of tensor '", t.name,
-             "' is not a plain file name in the checkpoint directory");
+  user_check(is_identifier(t.name), "'", manifest, "': ", quoted(t.name), " is not a valid tensor name");
+  const size_t slash = t.file.find('/');
+  const bool ok = slash == std::string::npos
+                      ? plain_name(t.file)
+                      : plain_name(t.file.substr(0, slash)) && plain_name(t.file.substr(slash + 1));
+  user_check(ok, "'", manifest, "': file ", quoted(t.file), " of tensor '", t.name,
+             "' is not a plain file name in the checkpoint directory (or one folder below it)");
+}
+
+// A new folder for one checkpoint's files: "v-" and 16 random hex digits.
+std::string fresh_folder(const std::string& dir) {
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    uint64_t r = 0;
+    if (::getrandom(&r, sizeof r, 0) != static_cast<ssize_t>(sizeof r))
+      r = static_cast<uint64_t>(::getpid()) * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(::time(nullptr)) +
+          static_cast<uint64_t>(attempt);
+    char name[32];
+    std::snprintf(name, sizeof name, "%s%016llx", kFolderPrefix, static_cast<unsigned long long>(r));
+    const std::string path = join(dir, name);
+    if (::mkdir(path.c_str(), 0755) == 0) return name;
+    user_check(errno == EEXIST, "'", path, "': cannot create the checkpoint folder: ", std::strerror(errno));
+  }
+  user_error("'", dir, "': cannot find a free name for the checkpoint folder");
+}
+
+// The folders (ours, "v-...") and top-level files the manifest at `mpath` lists, if it reads.
+void previous_files(const std::string& mpath, std::set<std::string>& folders, std::set<std::string>& files) {
+  std::error_code ec;
+  if (!std::filesystem::exists(mpath, ec)) return;
+  try {
+    for (const ManifestEntry& t : read_manifest(mpath).tensors) {
+      check_entry(mpath, t);
+      const size_t slash = t.file.find('/');
+      if (slash == std::string::npos) files.insert(t.file);
+      else if (t.file.starts_with(kFolderPrefix)) folders.insert(t.file.substr(0, slash));
+    }
+  } catch (const Error&) {  // an unreadable old manifest: its files are left alone
+    folders.clear();
+    files.clear();
+  }
+}
+
+// The directories create_directories(dir) would make, deepest first.
+std::vector<std::filesystem::path> missing_dirs(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> out;
+  std::error_code ec;
+  for (std::filesystem::path p = dir; !p.empty() && !std::filesystem::exists(p, ec); p = p.parent_path()) {
+    out.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  return out;
+}
+
+// Removes the new folder and the directories this save made (each only while empty).
+void undo(const std::string& dir, const std::string& folder,
+          const std::vector<std::filesystem::path>& created) {
+  std::error_code ec;
+  if (!folder.empty()) std::filesystem::remove_all(join(dir, folder), ec);
+  for (const auto& d : created) std::filesystem::remove(d, ec);
 }
 
 }  // namespace
@@ -44,31 +113,49 @@ void check_entry(const std::string& manifest, const ManifestEntry& t) {
 std::vector<std::string> save_env(Session& s, const std::string& dir) {
   materialize(s);
   const Environment& e = s.env();
+  const std::string mpath = join(dir, kManifestName);
+  const auto created = missing_dirs(std::filesystem::path(dir).lexically_normal());
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   user_check(!ec, "'", dir, "': cannot create the checkpoint directory: ", ec.message());
   user_check(std::filesystem::is_directory(dir, ec), "'", dir, "': not a directory");
 
+  // Everything goes into a fresh folder and the manifest's rename commits it: until then the
+  // previous checkpoint is untouched, and on any failure the folder (and any directory this
+  // call made) is removed again.
+  std::string folder;
   Manifest m;
   std::vector<std::string> names;
-  // A value kept sharded on the ranks (engine/store) is written by them, each its own boxes,
-  // all in one I/O job; a value whole on rank 0 is written there.
-  std::vector<std::pair<std::string, NodeRef>> sharded;
-  for (const auto& [name, entry] : e.entries()) {
-    const NodeRef& n = entry.stored;
-    internal_check(n != nullptr);
-    const std::string file = name + ".npy";
-    if (!n->value && s.stored().layout(n->id)) {
-      sharded.emplace_back(join(dir, file), n);
-    } else {
-      if (!n->value) observe_values(s, {n});
-      save_npy(join(dir, file), n->value->view());
+  std::set<std::string> old_folders, old_files;
+  try {
+    folder = fresh_folder(dir);
+    // A value kept sharded on the ranks (engine/store) is written by them, each its own boxes,
+    // all in one I/O job; a value whole on rank 0 is written there.
+    std::vector<std::pair<std::string, NodeRef>> sharded;
+    for (const auto& [name, entry] : e.entries()) {
+      const NodeRef& n = entry.stored;
+      internal_check(n != nullptr);
+      const std::string file = folder + "/" + name + ".npy";
+      if (!n->value && s.stored().layout(n->id)) {
+        sharded.emplace_back(join(dir, file), n);
+      } else {
+        if (!n->value) observe_values(s, {n});
+        save_npy(join(dir, file), n->value->view());
+      }
+      m.tensors.push_back({name, file, n->dtype, n->shape, numel(n->shape) * dtype_size(n->dtype)});
+      names.push_back(name);
     }
-    m.tensors.push_back({name, file, n->dtype, n->shape, numel(n->shape) * dtype_size(n->dtype)});
-    names.push_back(name);
+    save_npy_sharded(s, sharded);  // every rank reported success before the manifest is written
+    previous_files(mpath, old_folders, old_files);
+    write_manifest(mpath, m);  // the commit
+  } catch (...) {              // cleanup, then the same exception goes on (no Lua runs here)
+    undo(dir, folder, created);
+    throw;
   }
-  save_npy_sharded(s, sharded);  // every rank reported success before the manifest is written
-  write_manifest(join(dir, kManifestName), m);
+  // The previous checkpoint's files are garbage now; failing to remove them changes nothing.
+  for (const std::string& f : old_folders)
+    if (f != folder) std::filesystem::remove_all(join(dir, f), ec);
+  for (const std::string& f : old_files) std::filesystem::remove(join(dir, f), ec);
   return names;
 }
 
@@ -95,7 +182,7 @@ std::vector<std::string> load_env(Session& s, const std::string& dir) {
     user_check(h.data_bytes() == t.bytes, "'", path, "': the manifest says ", t.bytes, " bytes for '", t.name,
                "', the header ", h.data_bytes());
     if (ranks > 1) {
-      NodeRef leaf = make_stored_leaf(h.shape, h.dtype);
+      NodeRef leaf = s.stored().new_leaf(h.shape, h.dtype);
       tasks.push_back(read_task(path, h, leaf, ranks));
       loaded.emplace_back(t.name, std::move(leaf));
       continue;

@@ -1,13 +1,17 @@
-// Checkpoints of the environment: a directory of .npy files plus manifest.json.
-//   save_env(session, "ckpt");                 // ckpt/w.npy, ckpt/b.npy, ckpt/manifest.json
+// Checkpoints of the environment: a directory holding manifest.json and a folder of .npy files.
+//   save_env(session, "ckpt");      // ckpt/v-<16 hex>/w.npy, .../b.npy, then ckpt/manifest.json
 //   std::vector<std::string> names = load_env(session, "ckpt");   // binds w and b again
 // Files hold global shapes, not shards, so a checkpoint loads onto any number of ranks. On N
 // ranks (engine/io/parallel_io.hpp) nothing passes through rank 0 but headers: a save has each
 // rank write its stored boxes (write_npy_box) and writes the manifest only once every rank
 // reported success; a load has each rank read its rows of each file (read_npy_box) into its
 // shard store, and binds the names as stored tensors split along dimension 1.
-// Crash safety: each .npy is written to a temporary and renamed, and the manifest, written
-// last the same way, is what load_env trusts; a file that disagrees with it is an error.
+// Saves cannot tear: each save writes into a fresh folder, and renaming the manifest over the
+// old one is the single step that commits it. A failure at any point before it removes the
+// folder (and any directory the save created), leaving the previous checkpoint whole; after
+// it, the previous checkpoint's files are removed. load_env trusts only the manifest, and a
+// file that disagrees with it is an error. (A process killed mid-save leaves an unreferenced
+// v-* folder, which no load reads.)
 #pragma once
 
 #include <string>
@@ -20,8 +24,7 @@ class Session;
 namespace tapestry::io {
 
 // Computes the session's pending bindings, then writes every named tensor; returns the names
-// written. Creates `dir` (and its parents) when missing. Files of names no longer bound are
-// left alone; the manifest no longer lists them.
+// written. Creates `dir` (and its parents) when missing; all or nothing (above).
 std::vector<std::string> save_env(Session& s, const std::string& dir);
 
 // Reads every tensor the manifest lists, checking each file's header against it, then binds

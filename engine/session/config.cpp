@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "engine/session/memory_budget.hpp"
+
 namespace tapestry {
 
 namespace {
@@ -19,8 +21,8 @@ bool set(const char* name) { return var(name) != nullptr; }
 Config Config::from_environment() {
   Config c;
   if (const char* e = var("TAPESTRY_RANKS")) c.ranks = std::max(1, std::atoi(e));
-  if (const char* e = var("TAPESTRY_MEMORY_PER_RANK"))
-    c.memory_per_rank = std::max<int64_t>(0, std::atoll(e));
+  if (const char* e = var("TAPESTRY_MEMORY_PER_RANK"); e && !parse_byte_count(e, c.memory_per_rank))
+    c.memory_per_rank = 0;
   if (const char* e = var("TAPESTRY_VERIFY")) c.verify = std::string_view(e) == "1";
   if (const char* e = var("TAPESTRY_THREADS")) {
     char* end = nullptr;
@@ -33,6 +35,11 @@ Config Config::from_environment() {
   for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
     if (const char* e = var(v)) {
       c.local_rank = std::atoi(e);
+      break;
+    }
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
+    if (const char* e = var(v); e && std::atoi(e) > 0) {
+      c.local_ranks = std::atoi(e);
       break;
     }
   c.mpi_launched = set("OMPI_COMM_WORLD_SIZE") || set("PMI_SIZE") || set("PMIX_RANK");

@@ -2,6 +2,7 @@
 #include "engine/session/observe.hpp"
 
 #include <chrono>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -166,10 +167,11 @@ std::vector<std::vector<plan::Shard>> run_observation(Session& s, const std::vec
                                                       const plan::Mesh& mesh) {
   ++stats().observations;
   // A short anneal: an interactive observation cannot wait seconds for its plan, and the
-  // plan cache makes a loop pay for it once.
+  // plan cache makes a loop pay for it once. Budgets count work, so a plan is the same on any
+  // load.
   plan::SearchOptions opts;
   opts.steps = 300;
-  opts.time_budget_s = 0.05;
+  opts.work_budget = 200'000;
   const double t_plan = seconds();
   const plan::PlannedGraph pg = s.plan_observed(todo, mesh, opts);
   const double t_run = seconds();
@@ -268,7 +270,7 @@ std::vector<NodeRef> observe_stored(Session& s, const std::vector<NodeRef>& give
     if (r->value || s.stored().layout(r->id) || index.count(r.get())) continue;
     index[r.get()] = todo.size();
     todo.push_back(r);
-    leaves.push_back(make_stored_leaf(r->shape, r->dtype));
+    leaves.push_back(s.stored().new_leaf(r->shape, r->dtype));
     keep.push_back(leaves.back()->id);
   }
   if (todo.empty()) return out;
@@ -293,22 +295,30 @@ std::vector<NodeRef> observe_stored(Session& s, const std::vector<NodeRef>& give
 void materialize(Session& s) {
   Environment& env = s.env();
   if (!env.has_pending()) return release_unreferenced(s);  // every observation asks: keep it cheap
-  // One at a time, so a failing binding names itself and cannot block the others.
-  for (const std::string& name : env.names()) {
+  // One at a time, so a failing binding names itself and cannot block the others. A binding of
+  // the author now running that fails is this observation's error; another author's is
+  // dropped and kept for them (Environment::take_failures), and this observation goes on.
+  std::optional<Error> own;
+  for (const std::string& name : env.pending_names()) {
     const Environment::Entry& e = env.entries().at(name);
-    if (!e.pending) continue;
+    const int author = e.author;
     NodeRef stored;
     try {
       // Kept sharded where computed; the previous version's shards stay until no one reads them.
       stored = observe_stored(s, {e.pending})[0];
     } catch (const Error& err) {
       env.settle(name, nullptr);
-      throw Error(cat_str("computing tp.env.", name, ": ", err.what(),
-                          " (the new binding was dropped; any previous value is kept)"));
+      Error failure(cat_str("computing tp.env.", name, ": ", err.what(),
+                            " (the new binding was dropped; any previous value is kept)"));
+      if (author != env.author()) env.add_failure({name, failure.what(), author});
+      else if (!own) own = failure;
+      else env.add_failure({name, failure.what(), author});
+      continue;
     }
     env.settle(name, std::move(stored));
   }
   release_unreferenced(s);
+  if (own) throw *own;
 }
 
 }  // namespace tapestry

@@ -29,8 +29,10 @@ void observe_kept(Session& s, const std::vector<NodeRef>& roots);
 // shard of the new values is left anywhere.
 std::vector<NodeRef> observe_stored(Session& s, const std::vector<NodeRef>& exprs);
 
-// Computes the session's pending bindings. On failure the failing binding is dropped (its
-// previous value stays) and the error is rethrown prefixed with its name.
+// Computes the session's pending bindings. A binding that fails is dropped (its previous value
+// stays); if its author is the one running now (Environment::author) the error is rethrown
+// prefixed with its name, else it waits for its author (Environment::take_failures) and the
+// others are computed all the same.
 void materialize(Session& s);
 
 // Frees the shards of stored tensors no Tensor, binding or expression refers to any more.

@@ -1,24 +1,42 @@
 #include "engine/session/session.hpp"
 
+#include <limits>
 #include <utility>
 
 #include "engine/dist/worker.hpp"
 #include "engine/ir/error.hpp"
+#include "engine/ir/value.hpp"
+#include "engine/session/memory_budget.hpp"
 #include "kernels/cpu/kernels.hpp"
 
 namespace tapestry {
 
-Session::Session(Config config) : config_(std::move(config)) {
+Session::Session(Config config) : config_(std::move(config)), available_at_start_(available_memory()) {
   if (config_.threads > 0) cpu::set_num_threads(config_.threads);
   // Only narrowing does anything: the widest set this CPU runs is the default.
   if (config_.isa == "avx2") cpu::set_isa(cpu::Isa::Base);
+  apply_memory_budget();
+}
+
+int64_t Session::memory_per_rank() const {
+  if (config_.memory_per_rank > 0) return config_.memory_per_rank;
+  // Virtual ranks share this machine's memory; MPI ranks share it with the others on the node.
+  const int on_machine = config_.mpi_launched ? config_.local_ranks : config_.ranks;
+  return default_memory_per_rank(available_at_start_, on_machine);
+}
+
+void Session::apply_memory_budget() {
+  const int64_t in_process = config_.mpi_launched ? 1 : config_.ranks;
+  const int64_t per = memory_per_rank();
+  set_memory_budget(per > std::numeric_limits<int64_t>::max() / in_process ? 0 : per * in_process);
 }
 
 Session::~Session() = default;
 
 plan::Mesh Session::machine_mesh(int ranks) {
   plan::Mesh m = device::apply_device(plan::Mesh::this_machine(ranks), device_selection());
-  if (config_.memory_per_rank > 0) m.mem_bytes_per_rank = static_cast<double>(config_.memory_per_rank);
+  // On the CPU the budget is the capacity; a device keeps its own memory's, unless one is given.
+  if (config_.memory_per_rank > 0 || !device()) m.mem_bytes_per_rank = static_cast<double>(memory_per_rank());
   return m;
 }
 
@@ -31,12 +49,14 @@ void Session::set_ranks(int ranks) {
   user_check(ranks >= 1 && ranks <= 4096, "ranks must be in 1..4096, got ", ranks);
   config_.ranks = ranks;
   mesh_.reset();  // made again when next needed
+  apply_memory_budget();
 }
 
 void Session::set_memory_per_rank(int64_t bytes) {
   user_check(bytes >= 0, "the memory per rank must be a number of bytes >= 0, got ", bytes);
   config_.memory_per_rank = bytes;
   mesh_.reset();
+  apply_memory_budget();
 }
 
 const device::Selection& Session::device_selection() {

@@ -50,9 +50,14 @@ class Session {
   // ranks; with the device's rates, and the memory limit as each rank's capacity (so the
   // search prefers plans that fit; engine/plan/memory_limit.hpp refuses plans beyond it).
   const plan::Mesh& mesh();
-  void set_ranks(int ranks);                // user_check: 1..4096
-  void set_memory_per_rank(int64_t bytes);  // 0: no limit (--memory-per-rank)
-  int64_t memory_per_rank() const { return config_.memory_per_rank; }
+  void set_ranks(int ranks);  // user_check: 1..4096
+  // The per-rank memory budget: --memory-per-rank (or TAPESTRY_MEMORY_PER_RANK), else the memory
+  // available when the session started less a margin, split over the machine's ranks
+  // (engine/session/memory_budget.hpp). It is the planner's capacity, the limit a plan is checked
+  // against, and, times the ranks this process holds, every tensor allocation's budget
+  // (engine/ir/value.hpp).
+  void set_memory_per_rank(int64_t bytes);  // 0: the default
+  int64_t memory_per_rank() const;
 
   // The device, selected on first use: the GPU probe loads the driver, which a plain start
   // avoids. device() is its backend, or nullptr when the session computes on the CPU.
@@ -76,6 +81,8 @@ class Session {
 
  private:
   plan::Mesh machine_mesh(int ranks);
+  // Sets the process's allocation budget from memory_per_rank().
+  void apply_memory_budget();
 
   Config config_;
   Telemetry telemetry_;
@@ -88,6 +95,7 @@ class Session {
   ComputedLayouts layouts_;
   std::optional<plan::Mesh> mesh_;
   uint64_t seed_ = 0x5eed;
+  int64_t available_at_start_ = 0;  // engine/session/memory_budget.hpp
   // Last: the job shuts down (device peers first) before anything it runs on goes.
   std::unique_ptr<Coordinator> coordinator_;
 };

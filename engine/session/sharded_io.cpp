@@ -50,7 +50,7 @@ void run_io(Session& s, const std::vector<IoTask>& tasks, int ranks) {
 
 NodeRef load_npy_sharded(Session& s, const std::string& path, int ranks) {
   const NpyHeader h = read_npy_header(path);
-  NodeRef leaf = make_stored_leaf(h.shape, h.dtype);
+  NodeRef leaf = s.stored().new_leaf(h.shape, h.dtype);
   const IoTask t = read_task(path, h, leaf, ranks);
   try {
     run_io(s, {t}, ranks);
@@ -81,14 +81,16 @@ void save_npy_sharded(Session& ses, const std::vector<std::pair<std::string, Nod
     for (const auto& [path, leaf] : files) {
       const StoredLayout* s = ses.stored().layout(leaf->id);
       internal_check(s != nullptr);
+      check_replaceable(path);
       const std::string tmp = cat_str(path, ".partial-", ::getpid());
+      ::unlink(tmp.c_str());  // a temporary left by a crashed process with our pid
       renames.emplace_back(tmp, path);
       IoTask t;
       t.kind = IoTask::Write;
       t.path = tmp;
       t.key = leaf->id;
       try {
-        t.header = write_npy_header(tmp, leaf->dtype, leaf->shape);
+        t.header = write_npy_header(tmp, leaf->dtype, leaf->shape, true);
       } catch (const Error& e) {
         throw Error(rename_path(e.what(), tmp, path));
       }

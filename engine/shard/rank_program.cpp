@@ -9,6 +9,7 @@
 #include "engine/device/host_backend.hpp"
 #include "engine/device/peers_local.hpp"
 #include "engine/ir/error.hpp"
+#include "engine/plan/peak_memory.hpp"
 #include "engine/run/evaluator.hpp"
 #include "engine/run/run_block.hpp"
 #include "engine/store/shard_store.hpp"
@@ -82,6 +83,11 @@ RankProgram::RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreK
     hold(h.tensor, h.box, window(n.value->view(), Box::of_shape(n.shape), h.box));
   }
   find_banded_pairs();
+  frees_ = std::move(plan::last_reads(g)[static_cast<size_t>(me_)]);
+  // A stencil computed inside its map block (run_banded) reads its inputs at the map block, not
+  // at its own step: those stay until the plan ends.
+  for (const auto& [tensor, block] : deferred_)
+    for (const NodeRef& in : node(tensor).inputs) kept_.insert(in->id);
 }
 
 std::string RankProgram::describe(uint64_t tensor) const {
@@ -107,6 +113,7 @@ bool RankProgram::advance() {
     while (pc_ < steps().size()) {
       if (cancel_requested() || (stop_ && stop_())) throw Cancelled();
       if (!step(steps()[pc_])) break;
+      release_after(pc_);
       ++pc_;
       ran = true;
     }
@@ -115,6 +122,29 @@ bool RankProgram::advance() {
     rethrow_on(me_);
   }
   return ran;
+}
+
+// After step i: the pieces no later step of this rank reads (plan::last_reads, the cost model's
+// count) are dropped, and a point-to-point combine's partials once it is done. A collective's
+// partials stay until the plan ends: MPI may read them until the collective completes. With
+// device peers nothing is freed early: a send is posted when its turn in the transfer order
+// comes, possibly after its step.
+void RankProgram::release_after(size_t i) {
+  if (peers_) return;
+  for (uint64_t t : frees_[i]) {
+    if (kept_.count(t)) continue;
+    if (t >> 63) {  // plan::partials_key(node)
+      const uint64_t n = t & ~(uint64_t(1) << 63);
+      bool collective = false;
+      for (size_t c = 0; c < g_.combines.size(); ++c)
+        collective = collective || (g_.combines[c].node == n && coll_.combines[c].collective);
+      if (collective) continue;
+      for (auto it = partials_.begin(); it != partials_.end();)
+        it = g_.blocks[it->first].node == n ? partials_.erase(it) : std::next(it);
+      continue;
+    }
+    store_.drop(t);
+  }
 }
 
 bool RankProgram::step(const Step& s) {

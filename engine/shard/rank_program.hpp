@@ -120,6 +120,7 @@ class RankProgram {
  private:
   const std::vector<plan::Step>& steps() const { return g_.steps[me_]; }
   bool step(const plan::Step& s);  // false: must wait
+  void release_after(size_t i);    // frees what step i was the last reader of
   void run(size_t b);
   void run_on_device(size_t b);
   void send(size_t t);
@@ -168,6 +169,8 @@ class RankProgram {
   std::unordered_map<uint64_t, poly::Signature> sigs_;
   std::unordered_set<uint64_t> split_;  // nodes whose blocks leave partials (they have combines)
   RankStore store_;
+  std::vector<std::vector<uint64_t>> frees_;  // per step: what it last reads (plan::last_reads)
+  std::unordered_set<uint64_t> kept_;         // never freed before the plan ends
   std::unordered_map<size_t, std::shared_ptr<Value>> partials_;          // block index -> its partial
   std::unordered_set<size_t> combine_started_;                           // partials sent out
   std::map<std::pair<size_t, size_t>, std::shared_ptr<Value>> arrived_;  // (combine, block)

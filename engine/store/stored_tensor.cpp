@@ -10,7 +10,17 @@
 
 namespace tapestry {
 
-NodeRef make_stored_leaf(const Shape& shape, DType dtype) { return make_source(nullptr, shape, dtype); }
+StoredCatalog::StoredCatalog() = default;
+
+NodeRef StoredCatalog::new_leaf(const Shape& shape, DType dtype) {
+  // Weak: a leaf may outlive the catalog (a Lua Tensor after its session).
+  return make_source(nullptr, shape, dtype, [weak = std::weak_ptr<Graveyard>(graveyard_)](uint64_t id) {
+    if (auto g = weak.lock()) {
+      std::lock_guard lock(g->mu);
+      g->ids.push_back(id);
+    }
+  });
+}
 
 void StoredCatalog::register_stored(const NodeRef& leaf, std::vector<plan::Shard> shards, int ranks) {
   internal_check(leaf && leaf->op == Op::Source);
@@ -25,21 +35,20 @@ const StoredLayout* StoredCatalog::layout(uint64_t id) const {
 }
 
 std::vector<uint64_t> StoredCatalog::sweep() {
-  std::vector<uint64_t> gone;
-  for (auto it = catalog_.begin(); it != catalog_.end();) {
-    if (it->second.leaf.expired()) {
-      gone.push_back(it->first);
-      it = catalog_.erase(it);
-      continue;
-    }
-    ++it;
+  std::vector<uint64_t> dead;
+  {
+    std::lock_guard lock(graveyard_->mu);
+    dead.swap(graveyard_->ids);
   }
-  for (auto it = materialized_.begin(); it != materialized_.end();) {
-    if (it->second.expr.expired() || it->second.leaf.expired()) {
-      it = materialized_.erase(it);
-    } else {
-      ++it;
+  std::vector<uint64_t> gone;
+  for (uint64_t id : dead) {
+    if (catalog_.erase(id)) gone.push_back(id);
+    auto [b, e] = materialized_by_leaf_.equal_range(id);
+    for (auto it = b; it != e; ++it) {
+      auto m = materialized_.find(it->second);
+      if (m != materialized_.end() && m->second.leaf.expired()) materialized_.erase(m);
     }
+    materialized_by_leaf_.erase(id);
   }
   return gone;
 }
@@ -63,6 +72,7 @@ std::vector<uint64_t> StoredCatalog::initial_keys(const plan::ShardedGraph& g) c
 void StoredCatalog::record_materialized(const NodeRef& expr, const NodeRef& leaf) {
   if (expr == leaf) return;
   materialized_[expr->id] = Materialized{expr, leaf};
+  materialized_by_leaf_.emplace(leaf->id, expr->id);
 }
 
 NodeRef StoredCatalog::materialized_as(const Node& expr) {

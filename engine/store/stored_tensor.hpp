@@ -1,16 +1,19 @@
 // A session's catalog of stored tensors (rank 0's): a leaf node that stands for a value kept
 // sharded on the ranks that computed it, and where its shards lie.
-//   NodeRef w = make_stored_leaf(shape, dtype);                 // its id is the store key
+//   NodeRef w = catalog.new_leaf(shape, dtype);                 // its id is the store key
 //   catalog.register_stored(w, shards, mesh.ranks);             // after every rank kept its shards
 //   if (const StoredLayout* s = catalog.layout(w->id)) ...      // a plan's initial shards
 // A stored leaf is a Source without a value on rank 0 until it is observed (gathered). The
 // catalog holds it weakly: the shards live while some Tensor, binding or expression still
-// refers to that version, and sweep() hands back the keys nobody can read any more.
+// refers to that version, and sweep() hands back the keys nobody can read any more. Its leaves
+// (new_leaf) report their own end, so a sweep costs what died since the last one, not the
+// number of stored tensors: every observation sweeps.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -26,10 +29,12 @@ struct StoredLayout {
   std::weak_ptr<const Node> leaf;
 };
 
-NodeRef make_stored_leaf(const Shape& shape, DType dtype);
-
 class StoredCatalog {
  public:
+  StoredCatalog();
+  // A stored leaf (a Source without a value) that tells this catalog when it is gone.
+  NodeRef new_leaf(const Shape& shape, DType dtype);
+  // `leaf` from new_leaf.
   void register_stored(const NodeRef& leaf, std::vector<plan::Shard> shards, int ranks);
   // nullptr when `id` is not a live stored leaf.
   const StoredLayout* layout(uint64_t id) const;
@@ -50,8 +55,15 @@ class StoredCatalog {
   struct Materialized {
     std::weak_ptr<const Node> expr, leaf;
   };
+  // Ids of this catalog's leaves destroyed since the last sweep (any thread adds to it).
+  struct Graveyard {
+    std::mutex mu;
+    std::vector<uint64_t> ids;
+  };
+  std::shared_ptr<Graveyard> graveyard_ = std::make_shared<Graveyard>();
   std::map<uint64_t, StoredLayout> catalog_;
   std::unordered_map<uint64_t, Materialized> materialized_;
+  std::unordered_multimap<uint64_t, uint64_t> materialized_by_leaf_;  // leaf id -> expr ids
 };
 
 // "split(1, 4)", "grid{2,2}", "whole on rank 0", "replicated on 4 ranks".

@@ -130,7 +130,7 @@ std::string sharded_problem(const Program& p, const RunConfig& cfg, const Expect
     plan::SearchOptions o;
     o.method = cfg.method;
     o.steps = cfg.steps;
-    o.time_budget_s = 0.05;
+    o.work_budget = 200000;
     o.seed = cfg.search_seed;
     std::vector<std::unique_ptr<SimDevice>> sims;
     std::vector<DeviceBackend*> devices;

@@ -115,7 +115,7 @@ TEST_CASE("a wrong version or a lying body says why") {
 }
 
 TEST_CASE("commands and statuses round-trip and are checked") {
-  Command c{Command::Run, 7, {'a', 'b', 'c'}, Command::Trace};
+  Command c = Command::of(Command::Run, 7, {'a', 'b', 'c'}, Command::Trace);
   std::vector<char> bytes = encode_command(c);
   Command back = decode_command(bytes);
   CHECK(back.kind == Command::Run);
@@ -132,7 +132,7 @@ TEST_CASE("commands and statuses round-trip and are checked") {
   CHECK(back.store.initial == c.store.initial);
   CHECK(back.store.roots == c.store.roots);
   CHECK(back.plan == c.plan);
-  Command drop{Command::Drop, 0, {}};
+  Command drop = Command::of(Command::Drop);
   drop.drop = {42, 43};
   bytes = encode_command(drop);
   back = decode_command(bytes);
@@ -174,7 +174,7 @@ TEST_CASE("an Io command carries a parallel .npy job, checked on receipt") {
   t.key = 77;
   t.header = io::make_npy_header(DType::F64, {6, 4});
   t.shards = {plan::Shard{77, poly::Box({0, 0}, {2, 3}), 0}, plan::Shard{77, poly::Box({3, 0}, {5, 3}), 1}};
-  Command c{Command::Io, 5, io::encode_io({t})};
+  Command c = Command::of(Command::Io, 5, io::encode_io({t}));
   const Command back = decode_command(encode_command(c));
   CHECK(back.kind == Command::Io);
   const std::vector<io::IoTask> got = io::decode_io(back.plan);
@@ -194,11 +194,11 @@ TEST_CASE("an Io command carries a parallel .npy job, checked on receipt") {
 
 TEST_CASE("device peers on the wire: a Peers command, the DevicePeers flag and a Hello's caps (protocol 5)") {
   const std::string id = "simulated";
-  Command c{Command::Peers, 0, std::vector<char>(id.begin(), id.end())};
+  Command c = Command::of(Command::Peers, 0, std::vector<char>(id.begin(), id.end()));
   Command back = decode_command(encode_command(c));
   CHECK(back.kind == Command::Peers);
   CHECK(std::string(back.plan.begin(), back.plan.end()) == id);
-  Command run{Command::Run, 3, {'p'}, Command::Trace | Command::DevicePeers};
+  Command run = Command::of(Command::Run, 3, {'p'}, Command::Trace | Command::DevicePeers);
   std::vector<char> bytes = encode_command(run);
   back = decode_command(bytes);
   CHECK(back.flags == (Command::Trace | Command::DevicePeers));

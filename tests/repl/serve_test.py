@@ -2,7 +2,9 @@
 """`tapestry serve` and `tapestry connect` on 127.0.0.1, one scenario per run.
 
 usage: serve_test.py SCENARIO TAPESTRY_BINARY [MPIRUN]
-SCENARIO: wrong_token | two_clients | dropped_client | cancel | garbage | connect_pipe | connect_pty
+SCENARIO: wrong_token | two_clients | dropped_client | cancel | garbage | connect_pipe | connect_pty |
+          second_server | private_files | lockout | short_token | cancel_c_call | stop_stuck |
+          failed_binding
 Each scenario starts its own server (port 0, a token file in a temporary HOME), talks to it
 through the frame protocol (repl/protocol.hpp) or the real `tapestry connect`, and stops it with
 SIGTERM, checking that it exits cleanly. With MPIRUN the server runs on 2 MPI ranks. Every wait is bounded; nothing outlives the test.
@@ -51,10 +53,10 @@ def frame(kind, payload=b""):
 
 
 class Server:
-    def __init__(self, binary, extra_env=None):
+    def __init__(self, binary, extra_env=None, args=(), token=None, port_file=None):
         launcher = [MPIRUN, "-n", "2"] if MPIRUN else []
         self.dir = tempfile.TemporaryDirectory(prefix="tapestry-serve-")
-        self.port_file = os.path.join(self.dir.name, "port")
+        self.port_file = port_file or os.path.join(self.dir.name, "port")
         self.token_file = os.path.join(self.dir.name, "token")
         self.env = dict(os.environ, HOME=self.dir.name, TAPESTRY_HISTORY="")
         self.env.pop("TAPESTRY_TOKEN", None)
@@ -65,9 +67,11 @@ class Server:
             self.env.setdefault("OMPI_MCA_odls_base_sigkill_timeout", "10")
         self.env.update(extra_env or {})
         self.log = open(os.path.join(self.dir.name, "log"), "w+")
+        if token is not None:
+            self.env["TAPESTRY_TOKEN"] = token
         self.proc = subprocess.Popen(
             launcher + [binary, "serve", "--listen", "127.0.0.1:0", "--port-file", self.port_file,
-             "--token-file", self.token_file],
+             "--token-file", self.token_file] + list(args),
             stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT, env=self.env)
         SERVERS.append(self)
         deadline = time.time() + WAIT
@@ -76,6 +80,9 @@ class Server:
                 fail("the server did not start:\n" + self.output())
             time.sleep(0.05)
         self.port = int(open(self.port_file).read())
+        if token is not None:
+            self.token = token
+            return
         self.token = open(self.token_file).read().strip()
         mode = os.stat(self.token_file).st_mode & 0o777
         if mode != 0o600:
@@ -107,6 +114,8 @@ class Server:
             fail("the server did not stop in order:\n" + self.output())
         if os.path.exists(self.token_file):
             fail("the server left its token file behind")
+        if os.path.exists(self.port_file):
+            fail("the server left its port file behind")
 
 
 class Client:
@@ -456,6 +465,230 @@ def connect_pty(binary):
     if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
         fail(f"connect ended with status {status}")
     s.alive("after connect left")
+    s.stop()
+
+
+def run_as_nobody():
+    """A preexec_fn: the child runs as another user (root only)."""
+    os.setgroups([])
+    os.setgid(65534)
+    os.setuid(65534)
+
+
+def second_server(binary):
+    """A second server that cannot bind leaves the running one's token file and clients alone."""
+    s = Server(binary)
+    r = subprocess.run([binary, "serve", "--listen", f"127.0.0.1:{s.port}", "--token-file", s.token_file,
+                        "--port-file", s.port_file + "2"], env=s.env, capture_output=True, timeout=WAIT)
+    if r.returncode != 1 or b"cannot listen" not in r.stderr:
+        fail(f"a second server on a used port: {r.returncode} {r.stderr!r}")
+    if open(s.token_file).read().strip() != s.token:
+        fail("the second server replaced the running server's token file")
+    if os.path.exists(s.port_file + "2"):
+        fail("the second server wrote its port file")
+    c = Client(s)
+    c.hello()
+    expect_run(c, "1 + 1", "2\n")
+    c.send(BYE)
+    s.stop()
+
+
+def private_files(binary):
+    """Token and port files are never written through a link or into another user's file."""
+    d = tempfile.TemporaryDirectory(prefix="tapestry-files-")
+    victim = os.path.join(d.name, "victim")
+    open(victim, "w").write("precious\n")
+    # A link planted where the port file goes, and where its temporary used to go.
+    s_dir = tempfile.TemporaryDirectory(prefix="tapestry-serve-")
+    port_file = os.path.join(s_dir.name, "port")
+    os.symlink(victim, port_file + ".tmp")
+    os.symlink(victim, port_file)
+    env = dict(os.environ, HOME=s_dir.name, TAPESTRY_HISTORY="")
+    env.pop("TAPESTRY_TOKEN", None)
+    proc = subprocess.Popen([binary, "serve", "--listen", "127.0.0.1:0", "--port-file", port_file],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    out = proc.communicate(timeout=WAIT)[0]
+    if proc.returncode != 1 or b"not a regular file" not in out:
+        fail(f"a link at the port file: status {proc.returncode}, {out!r}")
+    if open(victim).read() != "precious\n":
+        fail("the port file's link target was overwritten")
+    os.unlink(port_file)
+    s = Server(binary, port_file=port_file)  # the link at PATH.tmp stays: never used
+    if open(victim).read() != "precious\n" or os.path.islink(port_file):
+        fail("the port file went through a link")
+    s.stop()
+    if os.geteuid() != 0:
+        print("(not root: the file-owned-by-another-user checks are skipped)")
+        return
+    # A token file another user made in advance: refused, and it stays theirs and unread.
+    theirs = os.path.join(d.name, "token")
+    open(theirs, "w").close()
+    os.chown(theirs, 65534, 65534)
+    os.chmod(theirs, 0o666)
+    r = subprocess.run([binary, "serve", "--listen", "127.0.0.1:0", "--token-file", theirs],
+                       env=env, capture_output=True, timeout=WAIT)
+    if r.returncode != 1 or b"belongs to another user" not in r.stderr:
+        fail(f"a token file owned by another user: {r.returncode} {r.stderr!r}")
+    if os.path.getsize(theirs) != 0:
+        fail("the token was written into another user's file")
+
+
+def lockout(binary):
+    """No one without the token can keep the owner out: not by failing logins, not by idle
+    connections, not by a huge Auth frame."""
+    s = Server(binary)
+    bad = []
+    for i in range(15):  # past the per-source limit of failed logins
+        c = Client(s, token="x" * 64)
+        got = c.frame()
+        if got is None or got[0] != ERROR:
+            fail(f"wrong token {i} got {got!r}")
+        c.close()
+    start = time.time()
+    good = Client(s)
+    good.hello()
+    if time.time() - start > 2:
+        fail(f"the owner's login waited {time.time() - start:.1f} s after failed logins")
+    expect_run(good, "1 + 1", "2\n")
+    # An Auth frame larger than a few hundred bytes is refused at its header.
+    big = Client(s, login=False)
+    big.sock.sendall(struct.pack(">IB", 100000, AUTH) + b"x" * 1000)
+    if not big.closed_by_server(timeout=5):
+        fail("a 100 kB Auth frame was not refused")
+    if "malformed frame" not in s.output():
+        fail("the oversized Auth frame is not logged:\n" + s.output())
+    if os.geteuid() == 0:
+        # Another local user opens 64 idle connections: only a few are kept, and the owner
+        # still logs in at once.
+        holder = subprocess.Popen(
+            ["/usr/bin/python3", "-c", f"""
+import socket, time
+socks = []
+for i in range(64):
+    try:
+        socks.append(socket.create_connection(("127.0.0.1", {s.port}), timeout=5))
+    except OSError:
+        pass
+print("open", flush=True)
+time.sleep(30)
+"""], stdout=subprocess.PIPE, preexec_fn=run_as_nobody)
+        holder.stdout.readline()
+        time.sleep(0.5)
+        start = time.time()
+        owner = Client(s)
+        owner.hello()
+        if time.time() - start > 2:
+            fail("idle connections of another user delayed the owner's login")
+        expect_run(owner, "'in'", "in\n")
+        if "waiting to log in from there" not in s.output():
+            fail("the idle connections were not capped per source:\n" + s.output())
+        holder.kill()
+        holder.wait()
+        owner.send(BYE)
+    good.send(BYE)
+    s.stop()
+
+
+def short_token(binary):
+    s = Server(binary, token="abc")
+    c = Client(s)
+    c.hello()
+    expect_run(c, "1", "1\n")
+    c.send(BYE)
+    if "warning: the token has 3 characters" not in s.output():
+        fail("no warning for a 3-character token:\n" + s.output())
+    s.stop()
+
+
+def cancelled(client, what, within=10):
+    client.send(CANCEL)
+    start = time.time()
+    kind, payload = client.frame()
+    while kind == OUTPUT:
+        kind, payload = client.frame()
+    if kind != ERROR or b"interrupted" not in payload:
+        fail(f"cancelling {what} ended with {kind} {payload!r}")
+    if time.time() - start > within:
+        fail(f"cancelling {what} took {time.time() - start:.1f} s")
+
+
+def cancel_c_call(binary):
+    """Ctrl-C stops a long C call (a backtracking pattern), a chunk that catches the error and
+    goes on, and cannot be switched off with debug.sethook."""
+    s = Server(binary)
+    a, b = Client(s), Client(s)
+    a.hello()
+    b.hello()
+    a.send(CHUNK, "return string.rep('a', 3000):find('.-.-b')")
+    b.send(CHUNK, "'b after a'")
+    time.sleep(1.0)
+    cancelled(a, "a long string.find")
+    kind, payload = b.frame()
+    if kind != OUTPUT or payload[1:] != b"b after a\n":
+        fail(f"b's chunk behind the stuck one gave {kind} {payload!r}")
+    for chunk in ["return (string.rep('a', 3000):gsub('.-.-b', ''))",
+                  "return (string.rep('a', 3000):gsub('.-.-b', function() end))",
+                  "for x in string.rep('a', 3000):gmatch('.-.-b') do end",
+                  "return string.rep('a', 3000):match('(.-)(.-)b')"]:
+        a.send(CHUNK, chunk)
+        time.sleep(0.5)
+        cancelled(a, chunk)
+    expect_run(a, "('x'):rep(3):find('x+')", "1\t3\n")  # small calls as before
+    expect_run(a, "string.match('key = value', '(%w+) = (%w+)')", "key\tvalue\n")
+    a.send(CHUNK, "while true do pcall(function() while true do end end) end")
+    time.sleep(0.5)
+    cancelled(a, "a loop that catches the interruption")
+    out, err, error, _ = a.run("debug.sethook()")
+    if error is None or "debug.sethook is not available" not in error:
+        fail(f"debug.sethook under serve gave {error!r}")
+    expect_run(a, "'still served'", "still served\n")
+    a.send(BYE)
+    b.send(BYE)
+    s.stop()
+
+
+def stop_stuck(binary):
+    """SIGTERM ends the server promptly, and removes its files, even while a chunk is stuck in a
+    C call nothing interrupts."""
+    s = Server(binary)
+    a = Client(s)
+    a.hello()
+    a.send(CHUNK, "os.execute('sleep 20')")  # a C call nothing interrupts
+    time.sleep(1.0)
+    start = time.time()
+    s.proc.send_signal(signal.SIGTERM)
+    try:
+        s.proc.wait(timeout=WAIT)
+    except subprocess.TimeoutExpired:
+        fail("the server did not stop on SIGTERM with a stuck chunk")
+    if time.time() - start > 10:
+        fail(f"stopping took {time.time() - start:.1f} s")
+    if os.path.exists(s.token_file) or os.path.exists(s.port_file):
+        fail("the server left its files behind")
+    if "did not stop" not in s.output():
+        fail("the forced stop is not logged:\n" + s.output())
+
+
+def failed_binding(binary):
+    """A binding that cannot be computed fails no other client's chunk; its author is told."""
+    s = Server(binary, extra_env={"TAPESTRY_MEMORY_PER_RANK": "64M"})
+    a, b = Client(s), Client(s)
+    a.hello()
+    b.hello()
+    expect_run(a, "tp.env.big = tp.ones{10000, 10000} * 2", "")  # 400 MB: past the budget
+    expect_run(b, "tp.ones{3}:sum()", "3.0\n")
+    expect_run(b, "tp.env.big == nil", "true\n")
+    out, err, error, _ = a.run("1 + 1")
+    told = "computing tp.env.big" in err and ("out of memory" in err or "memory-per-rank" in err)
+    if error is not None or out != "2\n" or not told:
+        fail(f"the author was not told: {out!r} {err!r} {error!r}")
+    # The author's own observation reports its own failed binding as its error.
+    expect_run(a, "tp.env.big = tp.ones{10000, 10000} * 2", "")
+    out, err, error, _ = a.run("tp.ones{2}:sum()")  # printing fails: the message is on stderr
+    if error is None or "computing tp.env.big" not in error + err:
+        fail(f"the author's own observation: {error!r} {err!r}")
+    a.send(BYE)
+    b.send(BYE)
     s.stop()
 
 

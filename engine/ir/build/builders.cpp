@@ -116,6 +116,8 @@ Operand Operand::boolean(bool v) {
 // --- generators ----------------------------------------------------------------
 
 void check_shape(const Shape& shape, const char* what) {
+  if (shape.size() > static_cast<size_t>(kMaxDims))
+    user_error(what, " has ", shape.size(), " dims; a tensor has at most ", kMaxDims);
   int64_t n = 1;
   for (int64_t d : shape) {
     // Not user_check: its message (shape_str) would be built on every call.
@@ -132,8 +134,7 @@ NodeRef full(const Shape& shape, double value, DType dtype) {
     const double v = dtype == DType::F32 ? static_cast<double>(static_cast<float>(value)) : value;
     return make_node(Op::Full, {}, FullAttrs{dtype, v, 0}.encode(), shape, dtype);
   }
-  user_check(std::isfinite(value) || dtype == DType::Bool, "cannot fill a ", dt(dtype), " tensor with ",
-             value);
+  user_check(fits_int64(value) || dtype == DType::Bool, "cannot fill a ", dt(dtype), " tensor with ", value);
   const int64_t iv = dtype == DType::Bool ? (value != 0) : static_cast<int64_t>(value);
   return full_int(shape, iv, dtype);
 }

@@ -12,6 +12,8 @@ namespace tapestry::build {
 // --- shape ----------------------------------------------------------------------------
 
 NodeRef reshape(const NodeRef& x, Shape shape) {
+  user_check(shape.size() <= static_cast<size_t>(kMaxDims), "a shape of ", shape.size(),
+             " dims; a tensor has at most ", kMaxDims);
   int infer = -1;
   int64_t known = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -69,6 +71,7 @@ NodeRef transpose(const NodeRef& x, int d1, int d2) {
 
 NodeRef expand(const NodeRef& x, Shape shape) {
   const size_t r = shape.size(), xr = x->shape.size();
+  user_check(r <= static_cast<size_t>(kMaxDims), "a shape of ", r, " dims; a tensor has at most ", kMaxDims);
   user_check(r >= xr, "cannot expand ", shape_str(x->shape), " to fewer dimensions: ", shape_str(shape));
   for (size_t i = 0; i < r; ++i) {
     if (shape[i] == -1) {

@@ -23,8 +23,8 @@ NodeRef constant_like(const Shape& s, double value, DType t) {
     user_check(value == 0 || value == 1, "value must be 0 or 1 to pad a bool tensor, got ", value);
     return full_int(s, value != 0, t);
   }
-  user_check(std::isfinite(value) && value == std::floor(value), "value ", value,
-             " is not an integer, so it cannot pad a ", dt(t), " tensor");
+  user_check(fits_int64(value) && value == std::floor(value), "value ", value,
+             " is not an integer in range, so it cannot pad a ", dt(t), " tensor");
   return full_int(s, static_cast<int64_t>(value), t);
 }
 

@@ -105,8 +105,9 @@ Spec parse(std::string_view spec, size_t n_operands) {
   for (char c : lhs + rhs) {
     user_check(c != '.', "ellipsis '...' is not supported in spec '", spec,
                "' (name every dimension with a letter)");
-    user_check(is_letter(c) || c == ',', "bad character '", c, "' in spec '", spec,
-               "' (expected letters a-z, A-Z, ',' and one '->')");
+    if (!is_letter(c) && c != ',')
+      user_error("bad character ", quoted(std::string_view(&c, 1)), " in spec ", quoted(spec),
+                 " (expected letters a-z, A-Z, ',' and one '->')");
   }
   user_check(rhs.find(',') == std::string::npos, "the output of spec '", spec,
              "' must be a single term (no ',' after '->')");

@@ -38,7 +38,7 @@ void check_verifies(const Plan& p, const std::vector<NodeRef>& topo) {
 // The cheapest joint choice by enumerating every one.
 double exhaustive(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
                   const std::vector<NodeRef>& roots, const Mesh& m) {
-  const std::vector<NodeRef> ops = ops_to_place(topo, initial);
+  const std::vector<NodeRef> ops = ops_to_place(topo, initial, roots);
   std::vector<std::vector<Candidate>> cands;
   for (const NodeRef& n : ops) cands.push_back(candidates(poly::signature_of(*n), m.ranks));
   std::vector<Candidate> choice(ops.size());
@@ -97,14 +97,14 @@ TEST_CASE("engine.plan.search.anneal_finds_the_exhaustive_optimum") {
     initial.push_back(whole(w, 0));
     const Mesh m = Mesh::this_machine(ranks);
     const double opt = exhaustive(topo, initial, {s}, m);
-    Plan p = search(topo, initial, {s}, m, {SearchOptions::Anneal, 3000, 1.0, 42});
+    Plan p = search(topo, initial, {s}, m, {SearchOptions::Anneal, 3000, 42});
     for (uint64_t seed = 1; seed <= 4; ++seed) {  // not one lucky seed
-      p = search(topo, initial, {s}, m, {SearchOptions::Anneal, 3000, 1.0, seed});
+      p = search(topo, initial, {s}, m, {SearchOptions::Anneal, 3000, seed});
       check_verifies(p, topo);
       CHECK(p.cost.total() == doctest::Approx(opt).epsilon(1e-9));
     }
     CHECK(p.tried.at(y->id).size() > 1);
-    const Plan g = search(topo, initial, {s}, m, {SearchOptions::Greedy, 0, 1.0, 1});
+    const Plan g = search(topo, initial, {s}, m, {SearchOptions::Greedy, 0, 1});
     check_verifies(g, topo);
     CHECK(g.cost.total() >= p.cost.total() * (1 - 1e-12));
   }
@@ -117,7 +117,7 @@ TEST_CASE("engine.plan.search.matmul_splits_batch_for_a_small_weight") {
   const std::vector<NodeRef> topo = topo_of({y});
   std::vector<Shard> initial = rows(x, P);
   initial.push_back(whole(w, 0));
-  const Plan p = search(topo, initial, {y}, Mesh::modelled(P), {SearchOptions::Anneal, 300, 1.0, 3});
+  const Plan p = search(topo, initial, {y}, Mesh::modelled(P), {SearchOptions::Anneal, 300, 3});
   check_verifies(p, topo);
   const Candidate& c = p.choice.at(y->id);
   CHECK(c.parts == std::vector<int64_t>{4, 1, 1});  // {i, j, k}: the batch rows
@@ -131,7 +131,7 @@ TEST_CASE("engine.plan.search.matmul_splits_the_weight_when_it_dominates") {
   const std::vector<NodeRef> topo = topo_of({y});
   std::vector<Shard> initial = rows(w, P);  // W lies split by its rows (the k dim)
   initial.push_back(whole(x, 0));
-  const Plan p = search(topo, initial, {y}, Mesh::modelled(P), {SearchOptions::Anneal, 300, 1.0, 3});
+  const Plan p = search(topo, initial, {y}, Mesh::modelled(P), {SearchOptions::Anneal, 300, 3});
   check_verifies(p, topo);
   const Candidate& c = p.choice.at(y->id);
   CHECK(c.parts[0] == 1);                            // not data parallel: W would move
@@ -144,7 +144,7 @@ TEST_CASE("engine.plan.search.stencil_moves_only_halo_rows") {
   NodeRef x = src({1024, 64});
   NodeRef y = build::binary(Op::Add, build::narrow(x, 0, 0, 1022), build::narrow(x, 0, 2, 1022));
   const std::vector<NodeRef> topo = topo_of({y});
-  const Plan p = search(topo, rows(x, P), {y}, Mesh::modelled(P), {SearchOptions::Anneal, 300, 1.0, 5});
+  const Plan p = search(topo, rows(x, P), {y}, Mesh::modelled(P), {SearchOptions::Anneal, 300, 5});
   check_verifies(p, topo);
   CHECK(p.choice.at(y->id).parts[0] == P);
   CHECK(p.cost.bytes_moved > 0);
@@ -160,7 +160,7 @@ TEST_CASE("engine.plan.search.plan_cache_hits_a_rebuilt_graph") {
     const std::vector<NodeRef> topo = topo_of({y});
     std::vector<Shard> initial = rows(x, 2);
     initial.push_back(whole(w, 1));
-    const Plan p = cache.plan(topo, initial, {y}, mesh, {SearchOptions::Anneal, 200, 1.0, 9});
+    const Plan p = cache.plan(topo, initial, {y}, mesh, {SearchOptions::Anneal, 200, 9});
     check_verifies(p, topo);
     return p.cost.total();
   };
@@ -190,4 +190,32 @@ TEST_CASE("engine.plan.search.combines_are_costed") {
   CHECK(p.cost.bytes_moved == 4 * 4 * 4);
   CHECK(p.cost.time > m.intra.latency);
   CHECK(p.cost.peak_bytes > 0);
+}
+
+// Budgets count work, never seconds: the same graph, mesh and options give the same plan, and a
+// cached plan is reused only for the options it was made with.
+TEST_CASE("engine.plan.search.deterministic_and_cached_by_options") {
+  NodeRef x = src({512, 256}), w1 = src({256, 512}), w2 = src({512, 256});
+  NodeRef y = build::matmul(build::unary(Op::Gelu, build::matmul(x, w1)), w2);
+  const std::vector<NodeRef> topo = topo_of({y});
+  std::vector<Shard> initial = rows(x, 8);
+  initial.push_back(whole(w1, 0));
+  initial.push_back(whole(w2, 0));
+  const Mesh m = Mesh::modelled(8);
+  const SearchOptions opt{SearchOptions::Anneal, 400, 5};
+  const Plan a = search(topo, initial, {y}, m, opt), b = search(topo, initial, {y}, m, opt);
+  CHECK(a.choice == b.choice);
+  CHECK(a.cost.total() == b.cost.total());
+  CHECK(a.evaluations == b.evaluations);
+  SearchOptions small = opt;
+  small.work_budget = 1;  // the greedy start alone: one plan costed
+  CHECK(search(topo, initial, {y}, m, small).evaluations == 1);
+  PlanCache cache;
+  cache.plan(topo, initial, {y}, m, opt);
+  SearchOptions other = opt;
+  other.seed = 6;
+  cache.plan(topo, initial, {y}, m, other);
+  CHECK(cache.misses() == 2);  // another seed: planned anew, not served the first plan
+  cache.plan(topo, initial, {y}, m, opt);
+  CHECK(cache.hits() == 1);
 }

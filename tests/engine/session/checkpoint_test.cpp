@@ -1,5 +1,11 @@
 #include <doctest/doctest.h>
 
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <string>
 
@@ -40,6 +46,21 @@ void check_same(const NodeRef& got, const NodeRef& want) {
   REQUIRE(got->shape == want->shape);
   for (int64_t i = 0; i < numel(want->shape); ++i)
     REQUIRE(at(got->value->view(), i) == at(want->value->view(), i));
+}
+
+// Where the checkpoint in `dir` keeps tensor `name` (its manifest says).
+std::string file_of(const std::string& dir, const std::string& name) {
+  for (const ManifestEntry& t : read_manifest(dir + "/manifest.json").tensors)
+    if (t.name == name) return dir + "/" + t.file;
+  return "";
+}
+
+// The entries of `dir`, sorted.
+std::vector<std::string> listing(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) out.push_back(entry.path().filename());
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 // An environment holding a mix: every dtype, a scalar, and a pending binding.
@@ -101,7 +122,8 @@ TEST_CASE("engine.io.manifest.bad_manifests_name_the_file") {
       {"{\"format\": \"other\", \"version\": 1, \"tensors\": []}", "not a Tapestry checkpoint"},
       {"{\"format\": 1, \"version\": 1, \"tensors\": []}", "manifest \"format\" should be a string"},
       {"{\"version\": 1, \"tensors\": []}", "manifest lacks \"format\""},
-      {"{\"format\": \"tapestry-env\", \"version\": 2, \"tensors\": []}", "version 2"},
+      {"{\"format\": \"tapestry-env\", \"version\": 3, \"tensors\": []}", "version 3"},
+      {"{\"format\": \"tapestry-env\", \"version\": 0, \"tensors\": []}", "version 0"},
       {"{\"format\": \"tapestry-env\", \"version\": \"1\", \"tensors\": []}",
        "manifest version should be an integer, got \"1\""},
       {"{\"format\": \"tapestry-env\", \"version\": 1.0, \"tensors\": []}", "should be an integer, got 1.0"},
@@ -159,9 +181,12 @@ TEST_CASE("engine.session.checkpoint.round_trip") {
   CHECK(saved == std::vector<std::string>{"a", "b", "c", "d", "flags", "later"});
   CHECK_FALSE(e.has_pending());
   CHECK(std::filesystem::exists(dir + "/manifest.json"));
-  CHECK(read_npy_header(dir + "/later.npy").shape == Shape{2, 3});
-  for (const auto& entry : std::filesystem::directory_iterator(dir))  // no temporaries left
-    CHECK(entry.path().filename().string().find("partial") == std::string::npos);
+  CHECK(read_npy_header(file_of(dir, "later")).shape == Shape{2, 3});
+  const std::vector<std::string> first = listing(dir);  // the manifest and one folder
+  REQUIRE(first.size() == 2);
+  CHECK(first[0] == "manifest.json");
+  CHECK(first[1].starts_with("v-"));
+  CHECK(listing(dir + "/" + first[1]).size() == 6);  // no temporaries left
 
   Session sf{Config{}};
 
@@ -176,9 +201,12 @@ TEST_CASE("engine.session.checkpoint.round_trip") {
   CHECK(f.get("other") != nullptr);  // names not in the checkpoint are kept
   CHECK_FALSE(f.has_pending());
 
-  // Saving again over the same directory replaces the files.
+  // Saving again over the same directory replaces the files: a new folder, the old one gone.
   e.bind("a", source(DType::I64, {2}));
   save_env(se, dir);
+  const std::vector<std::string> second = listing(dir);
+  REQUIRE(second.size() == 2);
+  CHECK(second[1] != first[1]);
   Session sg{Config{}};
   Environment& g = sg.env();
   load_env(sg, dir);
@@ -212,7 +240,7 @@ TEST_CASE("engine.session.checkpoint.failed_load_leaves_the_environment_unchange
   };
 
   // A truncated file.
-  const std::string c = d.path("c.npy");
+  const std::string c = file_of(d.dir(), "c");
   const std::string good = read_file(c);
   write_file(c, good.substr(0, good.size() - 1));
   std::string msg = error_of([&] { load_env(sf, d.dir()); });
@@ -257,6 +285,78 @@ TEST_CASE("engine.session.checkpoint.hostile_manifest_entries") {
   write_manifest(d.path("manifest.json"), m);
   CHECK(error_of([&] { load_env(sf, d.dir()); }).find("listed twice") != std::string::npos);
   CHECK(f.names().empty());
+}
+
+// Files larger than `bytes` cannot be written while it lives (RLIMIT_FSIZE, SIGXFSZ ignored:
+// a write past it fails with EFBIG), as on a full disk.
+struct FileSizeLimit {
+  explicit FileSizeLimit(rlim_t bytes) {
+    ::getrlimit(RLIMIT_FSIZE, &old);
+    old_handler = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit r = old;
+    r.rlim_cur = bytes;
+    ::setrlimit(RLIMIT_FSIZE, &r);
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &old);
+    std::signal(SIGXFSZ, old_handler);
+  }
+  rlimit old{};
+  void (*old_handler)(int) = nullptr;
+};
+
+// A save that fails part way (its second file cannot be written) leaves the previous
+// checkpoint whole and loadable, and no new folder; one into a directory that did not exist
+// leaves no directory.
+TEST_CASE("engine.session.checkpoint.failed_save_keeps_the_previous_checkpoint") {
+  TempDir d;
+  const std::string dir = d.path("ck");
+  Session se{Config{}};
+  Environment& e = se.env();
+  e.bind("a", source(DType::F32, {2}));
+  e.bind("b", source(DType::F64, {3}));
+  save_env(se, dir);
+  const std::vector<std::string> before = listing(dir);
+  e.bind("a", source(DType::I64, {4}));          // written first, fits
+  e.bind("b", source(DType::F64, {64 * 1024}));  // 512 KiB: past the limit
+  std::string msg;
+  {
+    FileSizeLimit limit(64 * 1024);
+    msg = error_of([&] { save_env(se, dir); });
+  }
+  CHECK(msg.find("b.npy") != std::string::npos);
+  CHECK(listing(dir) == before);
+  Session sf{Config{}};
+  load_env(sf, dir);
+  CHECK(sf.env().get("a")->dtype == DType::F32);  // the old a beside the old b
+  CHECK(sf.env().get("b")->shape == Shape{3});
+
+  const std::string fresh = d.path("new/deeper");
+  {
+    FileSizeLimit limit(64 * 1024);
+    CHECK_FALSE(error_of([&] { save_env(se, fresh); }).empty());
+  }
+  CHECK_FALSE(std::filesystem::exists(d.path("new")));
+  CHECK(listing(d.dir()) == std::vector<std::string>{"ck"});
+}
+
+// tp.save replaces a regular file and nothing else.
+TEST_CASE("engine.io.npy.save_replaces_only_regular_files") {
+  TempDir d;
+  const auto v = iota(DType::F32, {2});
+  save_npy(d.path("plain.npy"), v->view());
+  save_npy(d.path("plain.npy"), v->view());  // a regular file: replaced
+  std::filesystem::create_symlink(d.path("plain.npy"), d.path("link.npy"));
+  CHECK(error_of([&] { save_npy(d.path("link.npy"), v->view()); }).find("is a symbolic link") !=
+        std::string::npos);
+  CHECK(std::filesystem::is_symlink(d.path("link.npy")));
+  REQUIRE(::mkfifo(d.path("fifo").c_str(), 0600) == 0);
+  CHECK(error_of([&] { save_npy(d.path("fifo"), v->view()); }).find("is a FIFO") != std::string::npos);
+  CHECK(std::filesystem::is_fifo(d.path("fifo")));
+  std::filesystem::create_directory(d.path("dir.npy"));
+  CHECK(error_of([&] { save_npy(d.path("dir.npy"), v->view()); }).find("is a folder") != std::string::npos);
+  CHECK(error_of([&] { save_npy("/dev/null", v->view()); }) ==
+        "'/dev/null': exists and is a device; only a regular file is replaced");
 }
 
 TEST_CASE("engine.session.checkpoint.save_errors") {

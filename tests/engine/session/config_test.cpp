@@ -45,6 +45,8 @@ const char* const kAll[] = {"TAPESTRY_RANKS",
                             "OMPI_COMM_WORLD_SIZE",
                             "PMI_SIZE",
                             "PMIX_RANK",
+                            "OMPI_COMM_WORLD_LOCAL_SIZE",
+                            "MPI_LOCALNRANKS",
                             "TAPESTRY_MPI_TIMEOUT",
                             "TAPESTRY_FAULT",
                             "TAPESTRY_IO_FAULT",
@@ -66,6 +68,7 @@ TEST_CASE("engine.session.config.defaults_when_nothing_is_set") {
   CHECK(c.device.empty());
   CHECK(c.device_peers);
   CHECK(c.local_rank == 0);
+  CHECK(c.local_ranks == 1);
   CHECK_FALSE(c.mpi_launched);
   CHECK(c.mpi_timeout_s == 300);
   CHECK(c.fault.empty());
@@ -85,6 +88,7 @@ TEST_CASE("engine.session.config.reads_each_variable") {
   env.set("TAPESTRY_DEVICE", "sim");
   env.set("TAPESTRY_DEVICE_PEERS", "0");
   env.set("SLURM_LOCALID", "5");
+  env.set("OMPI_COMM_WORLD_LOCAL_SIZE", "8");
   env.set("PMIX_RANK", "0");
   env.set("TAPESTRY_MPI_TIMEOUT", "2.5");
   env.set("TAPESTRY_FAULT", "2:1:oom");
@@ -100,6 +104,7 @@ TEST_CASE("engine.session.config.reads_each_variable") {
   CHECK(c.device == "sim");
   CHECK_FALSE(c.device_peers);
   CHECK(c.local_rank == 5);
+  CHECK(c.local_ranks == 8);
   CHECK(c.mpi_launched);
   CHECK(c.mpi_timeout_s == 2.5);
   CHECK(c.fault == "2:1:oom");
@@ -136,4 +141,24 @@ TEST_CASE("engine.session.config.values_that_do_not_parse_keep_the_default") {
   CHECK(c.mpi_timeout_s == 300);
   CHECK(c.io_fault_rank == -1);
   CHECK(c.device_peers);
+}
+
+// TAPESTRY_MEMORY_PER_RANK reads K/M/G as --memory-per-rank does (it was read as plain bytes:
+// "100M" gave 100).
+TEST_CASE("engine.session.config.memory_per_rank_suffixes") {
+  Env env;
+  for (const auto& [text, bytes] : std::vector<std::pair<const char*, int64_t>>{{"100M", int64_t{100} << 20},
+                                                                                {"4K", 4096},
+                                                                                {"2G", int64_t{2} << 30},
+                                                                                {"3g", int64_t{3} << 30},
+                                                                                {"1048576", 1048576},
+                                                                                {"5X", 0},
+                                                                                {"-1M", 0},
+                                                                                {"M", 0},
+                                                                                {"99999999999G", 0},
+                                                                                {"", 0}}) {
+    CAPTURE(text);
+    env.set("TAPESTRY_MEMORY_PER_RANK", text);
+    CHECK(Config::from_environment().memory_per_rank == bytes);
+  }
 }

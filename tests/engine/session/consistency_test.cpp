@@ -242,7 +242,7 @@ plan::SearchOptions options(plan::SearchOptions::Method method, int steps, uint6
   plan::SearchOptions o;
   o.method = method;
   o.steps = steps;
-  o.time_budget_s = 0.05;
+  o.work_budget = 200000;
   o.seed = seed;
   return o;
 }
@@ -275,7 +275,7 @@ plan::Plan random_plan(const std::vector<NodeRef>& roots, const plan::Mesh& m, s
   for (const NodeRef& n : topo)
     if (n->value) hold_somewhere(*n, m.ranks, rng, initial);
   std::vector<plan::Candidate> choice;
-  for (const NodeRef& n : plan::ops_to_place(topo, initial)) {
+  for (const NodeRef& n : plan::ops_to_place(topo, initial, roots)) {
     const auto cands = plan::candidates(poly::signature_of(*n), m.ranks);
     choice.push_back(cands[std::uniform_int_distribution<size_t>(0, cands.size() - 1)(rng)]);
   }

@@ -9,6 +9,7 @@
 
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/value.hpp"
+#include "engine/session/memory_budget.hpp"
 #include "engine/session/observe.hpp"
 #include "engine/session/session.hpp"
 #include "engine/telemetry/stats.hpp"
@@ -100,4 +101,32 @@ TEST_CASE("engine.session.lua_states_work_in_their_own_session") {
   CHECK(a.telemetry().stats.observations > 0);
   lua_close(la);
   lua_close(lb);
+}
+
+// The memory budget: the default follows the memory available at start, split over the
+// machine's ranks; every allocation is checked against it (ranks in this process times the
+// per-rank figure), and a refusal leaves nothing counted.
+TEST_CASE("engine.session.memory_budget") {
+  CHECK(default_memory_per_rank(int64_t{16} << 30, 1) == (int64_t{14} << 30));  // less an eighth
+  CHECK(default_memory_per_rank(int64_t{16} << 30, 4) == (int64_t{14} << 30) / 4);
+  CHECK(default_memory_per_rank(int64_t{1} << 30, 1) == (int64_t{768} << 20));   // at least 256 MiB off
+  CHECK(default_memory_per_rank(int64_t{100} << 20, 8) == (int64_t{64} << 20));  // a floor
+  CHECK(default_memory_per_rank(0, 1) == int64_t{16} * 1000 * 1000 * 1000);      // unknown
+  CHECK(available_memory() > 0);
+
+  Config c;
+  c.memory_per_rank = int64_t{1} << 20;
+  Session s(c);
+  CHECK(s.memory_per_rank() == (int64_t{1} << 20));
+  CHECK(memory_budget() == (int64_t{1} << 20));
+  CHECK(s.mesh().mem_bytes_per_rank == doctest::Approx(1 << 20));
+  s.set_ranks(3);  // virtual ranks: this process holds all three
+  CHECK(memory_budget() == (int64_t{3} << 20));
+  const int64_t live = Buffer::live_bytes();
+  CHECK_THROWS_AS(Value::alloc(DType::F32, {int64_t{1} << 20}), OutOfMemory);  // 4 MiB > 3 MiB
+  CHECK(Buffer::live_bytes() == live);
+  CHECK(Value::alloc(DType::F32, {1024}) != nullptr);
+  s.set_memory_per_rank(0);  // back to the default
+  CHECK(s.memory_per_rank() > (int64_t{64} << 20));
+  set_memory_budget(0);
 }

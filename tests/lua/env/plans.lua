@@ -7,7 +7,14 @@ local small = tp.plan(x:matmul(w):relu(), {mesh = 4})
 local c = small:cost()
 assert(c.estimated == false, "a 2-op plan on 4 ranks is costed exactly")
 assert(c.time > 0 and c.flops > 0 and c.peak_bytes > 0, "cost fields")
-assert(tostring(small):find("rank 0:", 1, true), "an exact plan lists every rank's program")
+assert(not tostring(small):find("rank 0:", 1, true), "print(plan) is one line per op")
+assert(tostring(small):find("matmul", 1, true), "print(plan) names each op")
+assert(small:blocks():find("rank 0:", 1, true), "plan:blocks() lists every rank's program")
+-- One line per op on any mesh: a 4-op graph on 1,024 ranks prints in a few lines.
+local wide = tp.plan(tp.relu(x:matmul(w) + 1), {mesh = 1024})
+local lines = select(2, tostring(wide):gsub("\n", "\n"))
+assert(lines < 20, ("print(plan) on 1024 ranks: %d lines"):format(lines))
+assert(select(2, wide:blocks():gsub("\n", "\n")) > 1024, "plan:blocks() lists all 1024 ranks")
 
 -- 100 ops on 64 modelled ranks: searched and costed by estimate, lowered only when drawn.
 local h = x

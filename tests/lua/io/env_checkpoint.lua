@@ -9,6 +9,28 @@ local function tmpdir()
   return p .. "-ckpt"
 end
 
+-- The folder of the checkpoint in dir (save_env writes each into a fresh dir/v-XXXX).
+local function folder(dir)
+  local p = assert(io.popen("ls '" .. dir .. "'"))
+  local found
+  for line in p:lines() do
+    if line:match("^v%-") then
+      assert(not found, "more than one checkpoint folder in " .. dir)
+      found = dir .. "/" .. line
+    end
+  end
+  p:close()
+  return found
+end
+
+local function listing(dir)
+  local p = assert(io.popen("ls -A '" .. dir .. "' 2>/dev/null"))
+  local out = {}
+  for line in p:lines() do out[#out + 1] = line end
+  p:close()
+  return out
+end
+
 local function names()
   local out = {}
   for k in pairs(tp.env) do out[#out + 1] = k end
@@ -47,7 +69,7 @@ test("env.round_trip", function()
   table.sort(loaded)
   eq(loaded, {"b", "k", "mask", "n", "pending", "s", "w"})
   eq(snapshot(), want)
-  eq(tp.load(dir .. "/w.npy"):totable(), want.w.value)  -- plain .npy files
+  eq(tp.load(folder(dir) .. "/w.npy"):totable(), want.w.value)  -- plain .npy files
   os.execute("rm -rf '" .. dir .. "'")
 end)
 
@@ -74,21 +96,66 @@ test("env.failed_load_changes_nothing", function()
   tp.env.only = tp.ones{1}
   local before = snapshot()
   -- Truncate z.npy: the load must fail naming it and bind nothing (a.npy is fine).
-  local f = assert(io.open(dir .. "/z.npy", "rb"))
+  local z = folder(dir) .. "/z.npy"
+  local f = assert(io.open(z, "rb"))
   local bytes = f:read("a")
   f:close()
-  f = assert(io.open(dir .. "/z.npy", "wb"))
+  f = assert(io.open(z, "wb"))
   f:write(bytes:sub(1, #bytes - 2))
   f:close()
   check.check_error(function() tp.load_env(dir) end, "tp.load_env: ", "z.npy", "truncated")
   eq(snapshot(), before)
   -- A missing file.
-  os.remove(dir .. "/z.npy")
+  os.remove(z)
   check.check_error(function() tp.load_env(dir) end, "tp.load_env: ", "z.npy", "cannot open")
   eq(snapshot(), before)
   -- A missing checkpoint.
   check.check_error(function() tp.load_env(dir .. "/nope") end, "tp.load_env: ", "manifest.json")
   eq(snapshot(), before)
+  os.execute("rm -rf '" .. dir .. "'")
+end)
+
+test("env.save_again_replaces_the_folder", function()
+  clear()
+  tp.env.a = tp.ones{2}
+  local dir = tmpdir()
+  tp.save_env(dir)
+  local first = folder(dir)
+  tp.env.a = tp.full({2}, 3)
+  tp.save_env(dir)
+  local second = folder(dir)  -- exactly one: the first one was removed after the commit
+  check.truthy(second ~= first, "a new folder")
+  eq(#listing(dir), 2)
+  tp.load_env(dir)
+  eq(tp.env.a:totable(), {3, 3})
+  os.execute("rm -rf '" .. dir .. "'")
+end)
+
+test("env.failed_save_leaves_no_folder", function()
+  clear()
+  tp.env.a = tp.ones{2}
+  local parent = tmpdir()
+  local dir = parent .. "/deeper"
+  -- A file named like the folder to create: the save fails, and leaves nothing of its own.
+  os.execute("mkdir -p '" .. parent .. "' && touch '" .. dir .. "'")
+  check.check_error(function() tp.save_env(dir .. "/x") end, "tp.save_env: ")
+  eq(listing(parent), {"deeper"})
+  os.execute("rm -rf '" .. parent .. "'")
+  check.check_error(function() tp.save_env(parent .. "/new/ckpt/..\0") end, "tp.save_env")
+  eq(listing(parent), {})
+end)
+
+test("save.replaces_only_regular_files", function()
+  local dir = tmpdir()
+  os.execute("mkdir -p '" .. dir .. "' && ln -s target '" .. dir .. "/link.npy' && mkfifo '" .. dir .. "/fifo'")
+  check.check_error(function() tp.save(tp.ones{2}, "/dev/null") end, "tp.save: ", "'/dev/null'", "a device",
+                    "only a regular file is replaced")
+  check.truthy(os.execute("test -c /dev/null"), "/dev/null is still a device")
+  check.check_error(function() tp.save(tp.ones{2}, dir .. "/link.npy") end, "tp.save: ", "a symbolic link")
+  check.truthy(os.execute("test -L '" .. dir .. "/link.npy'"), "the link is still a link")
+  check.check_error(function() tp.save(tp.ones{2}, dir .. "/fifo") end, "tp.save: ", "a FIFO")
+  check.truthy(os.execute("test -p '" .. dir .. "/fifo'"), "the FIFO is still a FIFO")
+  eq(#listing(dir), 2)  -- no temporaries left
   os.execute("rm -rf '" .. dir .. "'")
 end)
 

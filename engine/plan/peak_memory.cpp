@@ -1,0 +1,118 @@
+#include "engine/plan/peak_memory.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "engine/ir/error.hpp"
+
+namespace tapestry::plan {
+
+namespace {
+
+int64_t bytes_of(const Node& n, const Box& box) {
+  int64_t e = box.empty() ? 0 : box.volume();
+  for (size_t d = static_cast<size_t>(box.rank()); d < n.shape.size(); ++d) e *= n.shape[d];  // partials' extra dims
+  return e * static_cast<int64_t>(dtype_size(n.dtype));
+}
+
+// A split reduction's partials, apart from the value they combine into (which stays for its
+// readers after the combine frees the partials).
+uint64_t partials_of(uint64_t t) { return t | (uint64_t(1) << 63); }
+
+// The tensors step `st` of rank r reads on that rank.
+template <class F> void reads(const ShardedGraph& g, const Step& st, Rank r, F&& f) {
+  switch (st.kind) {
+    case Step::Kind::Run: {
+      const Node* n = g.find(g.blocks[st.index].node);
+      if (n)
+        for (const NodeRef& in : n->inputs) f(in->id);
+      return;
+    }
+    case Step::Kind::Send: f(g.transfers[st.index].tensor); return;
+    case Step::Kind::Recv: return;
+    case Step::Kind::Combine: f(partials_of(g.combines[st.index].node)); return;
+  }
+}
+
+}  // namespace
+
+uint64_t partials_key(uint64_t t) { return partials_of(t); }
+
+std::vector<std::vector<std::vector<uint64_t>>> last_reads(const ShardedGraph& g) {
+  std::vector<std::vector<std::vector<uint64_t>>> out(static_cast<size_t>(g.num_ranks));
+  std::vector<std::unordered_set<uint64_t>> results(static_cast<size_t>(g.num_ranks));
+  for (const Shard& o : g.outputs) results[static_cast<size_t>(o.rank)].insert(o.tensor);
+  for (Rank r = 0; r < g.num_ranks; ++r) {
+    const std::vector<Step>& steps = g.steps[static_cast<size_t>(r)];
+    std::unordered_map<uint64_t, size_t> last;
+    for (size_t i = 0; i < steps.size(); ++i) reads(g, steps[i], r, [&](uint64_t t) { last[t] = i; });
+    out[static_cast<size_t>(r)].resize(steps.size());
+    for (const auto& [t, i] : last)
+      if (!results[static_cast<size_t>(r)].count(t)) out[static_cast<size_t>(r)][i].push_back(t);
+    for (auto& v : out[static_cast<size_t>(r)]) std::sort(v.begin(), v.end());
+  }
+  return out;
+}
+
+PeakMemory peak_memory(const ShardedGraph& g) {
+  const auto R = static_cast<size_t>(g.num_ranks);
+  PeakMemory pm;
+  pm.bytes.assign(R, 0);
+  pm.op.assign(R, 0);
+  std::unordered_map<uint64_t, const Node*> node;
+  for (const NodeRef& n : g.nodes) node[n->id] = n.get();
+  auto find = [&](uint64_t id) -> const Node& {
+    auto it = node.find(id);
+    internal_check(it != node.end());
+    return *it->second;
+  };
+  std::vector<int64_t> held(R, 0);  // the shards held before the plan: never freed by it
+  for (const Shard& h : g.initial) held[static_cast<size_t>(h.rank)] += bytes_of(find(h.tensor), h.box);
+  std::unordered_map<uint64_t, poly::Signature> sigs;
+  auto sig = [&](uint64_t id) -> const poly::Signature& {
+    auto it = sigs.find(id);
+    if (it == sigs.end()) it = sigs.emplace(id, poly::signature_of(find(id))).first;
+    return it->second;
+  };
+  const auto frees = last_reads(g);
+  for (size_t r = 0; r < R; ++r) {
+    std::unordered_map<uint64_t, int64_t> made;  // per tensor: bytes this rank made or received
+    int64_t live = held[r];
+    pm.bytes[r] = live;
+    const std::vector<Step>& steps = g.steps[r];
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const Step& st = steps[i];
+      uint64_t t = 0;
+      int64_t add = 0;
+      if (st.kind == Step::Kind::Run) {
+        const Block& b = g.blocks[st.index];
+        t = sig(b.node).splits_reduction(b.box) ? partials_of(b.node) : b.node;
+        add = bytes_of(find(b.node), sig(b.node).output_slice(b.box));
+      } else if (st.kind == Step::Kind::Recv) {
+        const Transfer& x = g.transfers[st.index];
+        t = x.tensor;
+        add = bytes_of(find(t), x.slice);
+      } else if (st.kind == Step::Kind::Combine) {
+        const Combine& c = g.combines[st.index];
+        if (std::find(c.dest.begin(), c.dest.end(), static_cast<Rank>(r)) != c.dest.end()) {
+          t = c.node;
+          add = bytes_of(find(t), c.out);
+        }
+      }
+      live += add;
+      made[t] += add;
+      if (live > pm.bytes[r]) pm.bytes[r] = live, pm.op[r] = t & ~(uint64_t(1) << 63);
+      for (uint64_t dead : frees[r][i]) {
+        auto it = made.find(dead);
+        if (it == made.end()) continue;
+        live -= it->second;
+        made.erase(it);
+      }
+    }
+  }
+  pm.worst = static_cast<int>(std::max_element(pm.bytes.begin(), pm.bytes.end()) - pm.bytes.begin());
+  return pm;
+}
+
+}  // namespace tapestry::plan
