@@ -40,8 +40,8 @@ TP_FLAT void binary_loop(R* __restrict o, const T* __restrict a, const T* __rest
   for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i]);
 }
 template <class T>
-TP_FLAT void where_loop(T* __restrict o, const bool* __restrict c, const T* __restrict a, const T* __restrict b,
-                        int64_t n) {
+TP_FLAT void where_loop(T* __restrict o, const bool* __restrict c, const T* __restrict a,
+                        const T* __restrict b, int64_t n) {
   // Read the mask as bytes and both values first: GCC then vectorizes the select (a
   // blend), where a bool load kept the loop scalar, with an unpredictable branch.
   fn::Where<T> f;
@@ -62,7 +62,8 @@ TP_FLAT void binary_kernel(void* o, const void* a, const void* b, const void*, i
   using R = decltype(F<T>{}(T{}, T{}));
   binary_loop<F<T>, T, R>(static_cast<R*>(o), static_cast<const T*>(a), static_cast<const T*>(b), n);
 }
-template <class T> TP_FLAT void where_kernel(void* o, const void* c, const void* a, const void* b, int64_t n) {
+template <class T>
+TP_FLAT void where_kernel(void* o, const void* c, const void* a, const void* b, int64_t n) {
   where_loop<T>(static_cast<T*>(o), static_cast<const bool*>(c), static_cast<const T*>(a),
                 static_cast<const T*>(b), n);
 }
@@ -168,7 +169,8 @@ constexpr int kVecs = kW == 16 ? 4 : 2;
 // grid) before the next output row read it again (W4: 57% of the copy rate on one thread,
 // 4 rows: 80-95%).
 template <int R>
-inline void stencil_block(const Stencil2d& s, int64_t y, const float* const* rows, const int64_t* krow, int nr) {
+inline void stencil_block(const Stencil2d& s, int64_t y, const float* const* rows, const int64_t* krow,
+                          int nr) {
   float* orow[R];
   const float* urow[R];
   for (int q = 0; q < R; ++q) {
@@ -192,7 +194,8 @@ inline void stencil_block(const Stencil2d& s, int64_t y, const float* const* row
   // Streaming stores need aligned addresses: a few scalar columns first (the same number for
   // every row: the caller pairs rows only when their starts align alike).
   if (s.stream)
-    for (; col < s.c1 && (reinterpret_cast<uintptr_t>(orow[0] + col) & (sizeof(VF) - 1)) != 0; ++col) scalar(col);
+    for (; col < s.c1 && (reinterpret_cast<uintptr_t>(orow[0] + col) & (sizeof(VF) - 1)) != 0; ++col)
+      scalar(col);
   const VF cv = vset(s.c);
   auto store = [&](int q, int64_t at, VF sum) {
     if (!s.axpy) return vstore(orow[q] + at, sum);
@@ -232,7 +235,6 @@ inline void stencil_block(const Stencil2d& s, int64_t y, const float* const* row
 #endif
   for (; col < s.ow; ++col) scalar(col);
 }
-
 
 TP_FLAT void stencil2d_rows(const Stencil2d& s, int64_t lo, int64_t hi) {
   const float* rows[kMaxRows];
@@ -276,20 +278,21 @@ inline float gemv_total(const VF* acc) {
   typedef float F16 __attribute__((vector_size(64)));
   const F16 v = (F16)acc[0];
   // The halves by shuffles: GCC 12's extract intrinsics warn about their undefined operand.
-  const __m256 h = _mm256_add_ps((__m256)__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7),
-                                 (__m256)__builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15));  // j + (j + 8)
-  __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));  // j + (j + 4)
-  q = _mm_add_ps(q, _mm_movehl_ps(q, q));                                          // j + (j + 2)
-  q = _mm_add_ss(q, _mm_movehdup_ps(q));                                           // 0 + 1
+  const __m256 h =
+      _mm256_add_ps((__m256)__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7),
+                    (__m256)__builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15));  // j + (j + 8)
+  __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));           // j + (j + 4)
+  q = _mm_add_ps(q, _mm_movehl_ps(q, q));                                                  // j + (j + 2)
+  q = _mm_add_ss(q, _mm_movehdup_ps(q));                                                   // 0 + 1
   return _mm_cvtss_f32(q);
 }
 #elif defined(__AVX2__) && defined(__FMA__)
 constexpr int kGemvVecs = 2, kGemvRows = 4;
 inline float gemv_total(const VF* acc) {
-  const __m256 h = _mm256_add_ps(acc[0], acc[1]);                                  // j + (j + 8)
+  const __m256 h = _mm256_add_ps(acc[0], acc[1]);                                 // j + (j + 8)
   __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));  // j + (j + 4)
-  q = _mm_add_ps(q, _mm_movehl_ps(q, q));                                          // j + (j + 2)
-  q = _mm_add_ss(q, _mm_movehdup_ps(q));                                           // 0 + 1
+  q = _mm_add_ps(q, _mm_movehl_ps(q, q));                                         // j + (j + 2)
+  q = _mm_add_ss(q, _mm_movehdup_ps(q));                                          // 0 + 1
   return _mm_cvtss_f32(q);
 }
 #endif
@@ -341,7 +344,9 @@ constexpr int kLanes = 16;
 // it passes for the mask's sake.
 typedef float F8 __attribute__((vector_size(32)));
 typedef double D8 __attribute__((vector_size(64)));
-inline __m512d widen8(const float* p) { return (__m512d)__builtin_convertvector((F8)_mm256_loadu_ps(p), D8); }
+inline __m512d widen8(const float* p) {
+  return (__m512d) __builtin_convertvector((F8)_mm256_loadu_ps(p), D8);
+}
 #endif
 
 template <class T> TP_FLAT Moments chunk_moments(const T* p, int64_t n) {
@@ -379,8 +384,10 @@ template <class T> TP_FLAT Moments chunk_moments(const T* p, int64_t n) {
       q2 = _mm256_fmadd_pd(d2, d2, q2);
       q3 = _mm256_fmadd_pd(d3, d3, q3);
     }
-    _mm256_store_pd(s, s0), _mm256_store_pd(s + 4, s1), _mm256_store_pd(s + 8, s2), _mm256_store_pd(s + 12, s3);
-    _mm256_store_pd(q, q0), _mm256_store_pd(q + 4, q1), _mm256_store_pd(q + 8, q2), _mm256_store_pd(q + 12, q3);
+    _mm256_store_pd(s, s0), _mm256_store_pd(s + 4, s1), _mm256_store_pd(s + 8, s2),
+        _mm256_store_pd(s + 12, s3);
+    _mm256_store_pd(q, q0), _mm256_store_pd(q + 4, q1), _mm256_store_pd(q + 8, q2),
+        _mm256_store_pd(q + 12, q3);
 #endif
   }
   for (; i + kLanes <= n; i += kLanes) {

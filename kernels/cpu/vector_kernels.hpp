@@ -25,21 +25,21 @@ struct MapResolved {
 // taps outside x. With `axpy`, out = u + c * sum, the product rounded on its own, as the map
 // program Add(u, Mul(c, s)) computes it.
 struct Stencil2d {
-  const float* x;               // x's element [0, 0]
-  int64_t xh, xw, sx;           // x's rows, columns and row stride (columns contiguous)
-  int64_t o0, o1;               // the origin: output (y, col) with tap (i, j) reads x[y+i+o0, col+j+o1]
-  int64_t kh;                   // kernel rows
-  const float* kw;              // nonzero weights, row-major
-  const int64_t* kcol;          // their columns
-  const int64_t* kstart;        // kernel row i's taps: [kstart[i], kstart[i+1])
-  float* out;                   // out's element [0, 0]; rows contiguous, ow apart
-  int64_t ow;                   // output columns
-  int64_t c0, c1;               // columns [c0, c1) read only columns inside x for every tap
-  const float* u = nullptr;     // axpy: u's element [0, 0] (rows contiguous, u_row apart)
+  const float* x;            // x's element [0, 0]
+  int64_t xh, xw, sx;        // x's rows, columns and row stride (columns contiguous)
+  int64_t o0, o1;            // the origin: output (y, col) with tap (i, j) reads x[y+i+o0, col+j+o1]
+  int64_t kh;                // kernel rows
+  const float* kw;           // nonzero weights, row-major
+  const int64_t* kcol;       // their columns
+  const int64_t* kstart;     // kernel row i's taps: [kstart[i], kstart[i+1])
+  float* out;                // out's element [0, 0]; rows contiguous, ow apart
+  int64_t ow;                // output columns
+  int64_t c0, c1;            // columns [c0, c1) read only columns inside x for every tap
+  const float* u = nullptr;  // axpy: u's element [0, 0] (rows contiguous, u_row apart)
   int64_t u_row = 0;
   float c = 0;
   bool axpy = false;
-  bool stream = false;          // axpy: streaming stores (out is far larger than the caches)
+  bool stream = false;  // axpy: streaming stores (out is far larger than the caches)
 };
 
 struct Table {

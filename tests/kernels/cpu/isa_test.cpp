@@ -31,8 +31,13 @@ template <class T> std::vector<T> random_values(int64_t n, unsigned seed) {
   } else if constexpr (std::is_floating_point_v<T>) {
     std::uniform_real_distribution<double> d(-6, 6);
     for (auto& x : v) x = static_cast<T>(d(g));
-    const T special[] = {T(0), -T(0), std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity(),
-                         std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::denorm_min(), T(1e30)};
+    const T special[] = {T(0),
+                         -T(0),
+                         std::numeric_limits<T>::infinity(),
+                         -std::numeric_limits<T>::infinity(),
+                         std::numeric_limits<T>::quiet_NaN(),
+                         std::numeric_limits<T>::denorm_min(),
+                         T(1e30)};
     for (size_t i = 0; i < std::size(special); ++i) v[i * 7 % v.size()] = special[i];
   } else {
     std::uniform_int_distribution<int64_t> d(-1000, 1000);
@@ -146,12 +151,13 @@ TEST_CASE("kernels.cpu.isa.map_variants_agree") {
                     libm(op, in)));
       };
       // Comparisons and logical ops give bools; run_map checks each instruction's dtypes.
-      for (Op op : {Op::Neg, Op::Abs, Op::Exp, Op::Log, Op::Sqrt, Op::Rsqrt, Op::Sin, Op::Cos, Op::Tanh,
-                    Op::Sigmoid, Op::Relu, Op::Gelu, Op::Floor, Op::Ceil, Op::Round, Op::Sign, Op::Square,
-                    Op::Reciprocal})
+      for (Op op :
+           {Op::Neg, Op::Abs, Op::Exp, Op::Log, Op::Sqrt, Op::Rsqrt, Op::Sin, Op::Cos, Op::Tanh, Op::Sigmoid,
+            Op::Relu, Op::Gelu, Op::Floor, Op::Ceil, Op::Round, Op::Sign, Op::Square, Op::Reciprocal})
         check(op, t, t, {a->view()});
       check(Op::LogicalNot, DType::Bool, t, {a->view()});
-      for (Op op : {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::FloorDiv, Op::Mod, Op::Pow, Op::Maximum, Op::Minimum})
+      for (Op op :
+           {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::FloorDiv, Op::Mod, Op::Pow, Op::Maximum, Op::Minimum})
         check(op, t, t, {a->view(), b->view()});
       if (t == DType::F32 || t == DType::F64) check(Op::Atan2, t, t, {a->view(), b->view()});
       for (Op op : {Op::Eq, Op::Ne, Op::Lt, Op::Le, Op::Gt, Op::Ge, Op::LogicalAnd, Op::LogicalOr})
@@ -220,8 +226,9 @@ TEST_CASE("kernels.cpu.isa.gemv_variants_agree") {
         scale += std::abs(t);
       }
       CHECK(std::abs(ys[0][static_cast<size_t>(i)] - want) <= 1e-6 * scale);
-      for (const auto& y : ys) CHECK(std::bit_cast<uint32_t>(y[static_cast<size_t>(i)]) ==
-                                     std::bit_cast<uint32_t>(ys[0][static_cast<size_t>(i)]));
+      for (const auto& y : ys)
+        CHECK(std::bit_cast<uint32_t>(y[static_cast<size_t>(i)]) ==
+              std::bit_cast<uint32_t>(ys[0][static_cast<size_t>(i)]));
     }
   }
   cpu::set_isa(was);
