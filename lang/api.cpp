@@ -211,7 +211,8 @@ const ApiEntry kApi[] = {
      "table): out[i] = sum_r x[i + r - c] * k[r] with c the centre. The output has x's shape. "
      "opts.boundary: 'zero' (default), 'periodic' or 'reflect' (as x:pad). A split along a dim "
      "moves size-1 halo elements of that dim per cut. Weights that are exactly 0 are skipped, as in "
-     "scipy.ndimage (an inf under a zero weight does not make NaN). Sums run in f64 for f32 x. "
+     "scipy.ndimage (an inf under a zero weight does not make NaN). An f32 x sums in f32 (fused "
+     "multiply-adds), as numpy and torch do. "
      "Example: tp.stencil(u, {{0,1,0},{1,-4,1},{0,1,0}}).",
      lua::l_stencil},
     {"tp.conv2d", K::Function, "window", "tp.conv2d(x, w [,opts])",
