@@ -218,7 +218,8 @@ const ApiEntry kApi[] = {
      "table): out[i] = sum_r x[i + r - c] * k[r] with c the centre. The output has x's shape. "
      "opts.boundary: 'zero' (default), 'periodic' or 'reflect' (as x:pad). A split along a dim "
      "moves size-1 halo elements of that dim per cut. Weights that are exactly 0 are skipped, as in "
-     "scipy.ndimage (an inf under a zero weight does not make NaN). Sums run in f64 for f32 x. "
+     "scipy.ndimage (an inf under a zero weight does not make NaN). An f32 x sums in f32 (fused "
+     "multiply-adds), as numpy and torch do. "
      "Example: tp.stencil(u, {{0,1,0},{1,-4,1},{0,1,0}}).",
      lua::l_stencil},
     {"tp.conv2d", K::Function, "window", "tp.conv2d(x, w [,opts])",
@@ -420,7 +421,9 @@ const ApiEntry kApi[] = {
      "{gpus = {bandwidth=, latency=}} sets them. Without arguments: "
      "the allocation: {ranks, devices_per_rank, device, gpu, transport, device_transport, memory_per_rank "
      "(the memory budget: --memory-per-rank, by default the available memory less a margin), "
-     "flops_per_rank, description}. device is \"cuda\", \"cpu\" or \"sim\" (TAPESTRY_DEVICE=sim, the "
+     "flops_per_rank, cpu_isa, description}. cpu_isa is the CPU kernels' vector instructions, \"avx512\" "
+     "where the CPU has them, else \"avx2\" (TAPESTRY_ISA=avx2 forces AVX2). device is \"cuda\", \"cpu\" or "
+     "\"sim\" (TAPESTRY_DEVICE=sim, the "
      "simulated "
      "device); gpu says which GPU, or why none is used; device_transport how slices move between the ranks' "
      "devices (\"nccl\", or \"none: ...\" through the host). TAPESTRY_RANKS=N runs N virtual ranks in one "

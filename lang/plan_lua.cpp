@@ -23,6 +23,7 @@
 #include "engine/poly/signature.hpp"
 #include "engine/session/session.hpp"
 #include "engine/store/stored_tensor.hpp"
+#include "kernels/cpu/kernels.hpp"
 #include "lang/bindings.hpp"
 #include "lang/lua_args.hpp"
 #include "lang/state_context.hpp"
@@ -741,6 +742,9 @@ int l_mesh(lua_State* L) {
   lua_setfield(L, -2, "memory_per_rank");
   lua_pushnumber(L, m.flops_per_s);
   lua_setfield(L, -2, "flops_per_rank");
+  // The CPU kernels' vector instructions on this rank: "avx512" where the CPU has AVX-512.
+  lua_pushstring(L, cpu::isa_name(cpu::isa()));
+  lua_setfield(L, -2, "cpu_isa");
   lua_pushstring(L, plan::to_string(m).c_str());
   lua_setfield(L, -2, "description");
   return 1;

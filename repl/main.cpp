@@ -13,6 +13,7 @@
 #include "engine/comm/mpi.hpp"
 #include "engine/session/config.hpp"
 #include "engine/session/session.hpp"
+#include "kernels/cpu/kernels.hpp"
 #include "lang/api.hpp"
 #include "lang/state.hpp"
 #include "repl/cli.hpp"
@@ -148,7 +149,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (o.version) {
-    puts(version_text().c_str());
+    printf("%s\nCPU kernels: %s\n", version_text().c_str(), tapestry::cpu::isa_name(tapestry::cpu::isa()));
     return 0;
   }
   if (o.reference) {

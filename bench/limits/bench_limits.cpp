@@ -4,6 +4,7 @@
 //
 //   bench_limits            # ~20 s: every limit, 1 and 2 threads
 //   bench_limits --small    # tiny sizes, one pass each (ctest: only checks that it runs)
+//   bench_limits --only read_2t cg   # just those limits
 //
 // Each line reads  LIMIT <key> <value> <unit> <what>; each figure is the best of several passes
 // (a limit is what the machine reaches, so noise from other work only ever lowers it).
@@ -210,11 +211,23 @@ void report(const char* key, double value, const char* unit, const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool small = argc > 1 && std::strcmp(argv[1], "--small") == 0;
-  if (argc > 1 && !small) {
-    std::fprintf(stderr, "usage: bench_limits [--small]\n");
-    return 2;
+  // --only KEY...: just those limits (bench/run measures a workload's limit right next to it,
+  // so both see the same load from other work on a shared machine).
+  bool small = false;
+  std::vector<std::string> only;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--small") == 0) {
+      small = true;
+    } else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+      while (i + 1 < argc && argv[i + 1][0] != '-') only.emplace_back(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: bench_limits [--small] [--only KEY...]  (keys: fma_1t read_2t ... cg)\n");
+      return 2;
+    }
   }
+  auto wanted = [&](const std::string& key) {
+    return only.empty() || std::find(only.begin(), only.end(), key) != only.end();
+  };
   if (!__builtin_cpu_supports("avx2")) {
     std::fprintf(stderr, "bench_limits: needs a CPU with AVX2\n");
     return 1;
@@ -224,19 +237,25 @@ int main(int argc, char** argv) {
   const long fma_iters = small ? 1000 : 30'000'000;
   for (int t : {1, 2}) {
     std::string sfx = "_" + std::to_string(t) + "t";
-    report(("fma" + sfx).c_str(), fma_gflops(t, fma_iters), "GFLOP/s",
-           kLanes == 16 ? "fp32 FMA peak, AVX-512 registers" : "fp32 FMA peak, AVX2 registers");
-    report(("read" + sfx).c_str(), read_gbs(t, big, passes), "GB/s",
-           ("read bandwidth, sum of " + size_text(big)).c_str());
-    report(("triad" + sfx).c_str(), stream_gbs(t, big / 2, passes, true), "GB/s",
-           ("triad a = b + s*c, streaming stores, 3 x " + size_text(big / 2)).c_str());
-    report(("copy" + sfx).c_str(), stream_gbs(t, big / 2, passes, false), "GB/s",
-           ("copy a = s*b, streaming stores, 2 x " + size_text(big / 2)).c_str());
-    report(("sgemm" + sfx).c_str(), sgemm_gflops(t, small ? 64 : 4096, small ? 1 : 3), "GFLOP/s",
-           small ? "OpenBLAS sgemm 64^3" : "OpenBLAS sgemm 4096^3");
+    if (wanted("fma" + sfx))
+      report(("fma" + sfx).c_str(), fma_gflops(t, fma_iters), "GFLOP/s",
+             kLanes == 16 ? "fp32 FMA peak, AVX-512 registers" : "fp32 FMA peak, AVX2 registers");
+    if (wanted("read" + sfx))
+      report(("read" + sfx).c_str(), read_gbs(t, big, passes), "GB/s",
+             ("read bandwidth, sum of " + size_text(big)).c_str());
+    if (wanted("triad" + sfx))
+      report(("triad" + sfx).c_str(), stream_gbs(t, big / 2, passes, true), "GB/s",
+             ("triad a = b + s*c, streaming stores, 3 x " + size_text(big / 2)).c_str());
+    if (wanted("copy" + sfx))
+      report(("copy" + sfx).c_str(), stream_gbs(t, big / 2, passes, false), "GB/s",
+             ("copy a = s*b, streaming stores, 2 x " + size_text(big / 2)).c_str());
+    if (wanted("sgemm" + sfx))
+      report(("sgemm" + sfx).c_str(), sgemm_gflops(t, small ? 64 : 4096, small ? 1 : 3), "GFLOP/s",
+             small ? "OpenBLAS sgemm 64^3" : "OpenBLAS sgemm 4096^3");
   }
-  report("cg", cg_seconds(small ? 16 : 256, small ? 10 : 1000, small ? 1 : 7), "s",
-         small ? "plain C++ CG loop, 16^2, 10 iterations, 1 thread"
-               : "plain C++ CG loop, 256^2, 1000 iterations, 1 thread");
+  if (wanted("cg"))
+    report("cg", cg_seconds(small ? 16 : 256, small ? 10 : 1000, small ? 1 : 7), "s",
+           small ? "plain C++ CG loop, 16^2, 10 iterations, 1 thread"
+                 : "plain C++ CG loop, 256^2, 1000 iterations, 1 thread");
   return 0;
 }

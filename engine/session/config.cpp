@@ -29,6 +29,7 @@ Config Config::from_environment() {
     const long n = std::strtol(e, &end, 10);
     if (end != e && *end == '\0' && n >= 1 && n <= 4096) c.threads = static_cast<int>(n);
   }
+  if (const char* e = var("TAPESTRY_ISA")) c.isa = e;
   if (const char* e = var("TAPESTRY_DEVICE")) c.device = e;
   if (const char* e = var("TAPESTRY_DEVICE_PEERS")) c.device_peers = std::string_view(e) != "0";
   for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})

@@ -18,6 +18,7 @@ struct Config {
   int64_t memory_per_rank = 0;  // TAPESTRY_MEMORY_PER_RANK (512M, 2G): bytes; 0: the default
   bool verify = false;          // TAPESTRY_VERIFY=1: verify every plan before it runs
   int threads = 0;              // TAPESTRY_THREADS: the kernels' threads; 0: one per core
+  std::string isa;              // TAPESTRY_ISA: avx2 or avx512, the CPU kernels' vector set ("": widest)
   std::string device;           // TAPESTRY_DEVICE: cpu, cuda (gpu), sim, auto ("": auto)
   bool device_peers = true;     // TAPESTRY_DEVICE_PEERS=0: slices between devices go through the host
   int local_rank = 0;           // OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or SLURM_LOCALID

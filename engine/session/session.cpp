@@ -13,6 +13,8 @@ namespace tapestry {
 
 Session::Session(Config config) : config_(std::move(config)), available_at_start_(available_memory()) {
   if (config_.threads > 0) cpu::set_num_threads(config_.threads);
+  // Only narrowing does anything: the widest set this CPU runs is the default.
+  if (config_.isa == "avx2") cpu::set_isa(cpu::Isa::Base);
   apply_memory_budget();
 }
 

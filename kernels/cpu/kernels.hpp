@@ -105,4 +105,12 @@ void run_pool2d(Op op, const View& x, int64_t kh, int64_t kw, const WindowAxis& 
 int num_threads();
 void set_num_threads(int n);
 
+// The instruction set of the hot loops (vector_kernels.hpp): the build's own (AVX2) or AVX-512,
+// chosen on first use as the widest this CPU runs. A session may narrow it (TAPESTRY_ISA=avx2).
+enum class Isa { Base, Avx512 };
+Isa isa();
+bool isa_available(Isa i);    // built, and this CPU and OS run it
+bool set_isa(Isa i);          // false (and no change) if not available
+const char* isa_name(Isa i);  // "avx2" / "avx512" ("x86-64" for a build without AVX2)
+
 }  // namespace tapestry::cpu

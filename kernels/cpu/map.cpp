@@ -4,7 +4,8 @@
 // leaf becomes a pointer (contiguous leaves are read in place; broadcast scalars and
 // constants are splatted once per thread; other leaves are gathered into a scratch
 // tile), then every instruction runs one tight loop over the tile, chosen once per
-// run by (op, dtype) — no per-element dispatch. Loops always cover a multiple of
+// run by (op, dtype) — no per-element dispatch; the loops are vector_kernels.cpp's, built for
+// AVX2 and AVX-512 (the set in use picks them). Loops always cover a multiple of
 // kPad elements (the last tile is padded), so every element takes the same vector
 // path and a result never depends on where a shard boundary fell.
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include "kernels/cpu/kernels.hpp"
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/cpu/strided.hpp"
+#include "kernels/cpu/vector_kernels.hpp"
 #include "kernels/functors.hpp"
 
 namespace tapestry::cpu {
@@ -34,83 +36,7 @@ constexpr int64_t kTile = 512;
 constexpr int64_t kPad = 64;  // the widest vector step (64 bools in a 512-bit register)
 constexpr int64_t kSlotBytes = kTile * 8;
 
-using Kernel = void (*)(void* o, const void* a, const void* b, const void* c, int64_t n);
-
-// ---- One loop per (functor, dtype); restrict lets GCC vectorize without checks. ----
-
-template <class F, class T, class R> void unary_loop(R* __restrict o, const T* __restrict a, int64_t n) {
-  F f;
-  for (int64_t i = 0; i < n; ++i) o[i] = f(a[i]);
-}
-template <class F, class T, class R>
-void binary_loop(R* __restrict o, const T* __restrict a, const T* __restrict b, int64_t n) {
-  F f;
-  for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i]);
-}
-template <class T>
-void where_loop(T* __restrict o, const bool* __restrict c, const T* __restrict a, const T* __restrict b,
-                int64_t n) {
-  // Read the mask as bytes and both values first: GCC then vectorizes the select (a
-  // blend), where a bool load kept the loop scalar, with an unpredictable branch.
-  fn::Where<T> f;
-  const auto* m = reinterpret_cast<const unsigned char*>(c);
-  for (int64_t i = 0; i < n; ++i) {
-    const T x = a[i], y = b[i];
-    o[i] = f(m[i] != 0, x, y);
-  }
-}
-
-template <template <class> class F, class T>
-void unary_kernel(void* o, const void* a, const void*, const void*, int64_t n) {
-  using R = decltype(F<T>{}(T{}));
-  unary_loop<F<T>, T, R>(static_cast<R*>(o), static_cast<const T*>(a), n);
-}
-template <template <class> class F, class T>
-void binary_kernel(void* o, const void* a, const void* b, const void*, int64_t n) {
-  using R = decltype(F<T>{}(T{}, T{}));
-  binary_loop<F<T>, T, R>(static_cast<R*>(o), static_cast<const T*>(a), static_cast<const T*>(b), n);
-}
-template <class T> void where_kernel(void* o, const void* c, const void* a, const void* b, int64_t n) {
-  where_loop<T>(static_cast<T*>(o), static_cast<const bool*>(c), static_cast<const T*>(a),
-                static_cast<const T*>(b), n);
-}
-template <class From, class To>
-void cast_kernel(void* o, const void* a, const void*, const void*, int64_t n) {
-  unary_loop<fn::Cast<From, To>, From, To>(static_cast<To*>(o), static_cast<const From*>(a), n);
-}
-
-struct Resolved {
-  Kernel fn;
-  DType out;
-};
-
-template <template <class> class F, int Arity> Resolved pick(DType t) {
-  return dispatch_dtype(t, [](auto tag) -> Resolved {
-    using T = typename decltype(tag)::type;
-    if constexpr (Arity == 1) {
-      return {&unary_kernel<F, T>, dtype_of<decltype(F<T>{}(T{}))>()};
-    } else {
-      return {&binary_kernel<F, T>, dtype_of<decltype(F<T>{}(T{}, T{}))>()};
-    }
-  });
-}
-
-Resolved pick_cast(DType from, DType to) {
-  return dispatch_dtype(from, [&](auto ftag) {
-    return dispatch_dtype(to, [&](auto ttag) -> Resolved {
-      using F = typename decltype(ftag)::type;
-      using T = typename decltype(ttag)::type;
-      return {&cast_kernel<F, T>, to};
-    });
-  });
-}
-
-Resolved pick_where(DType t) {
-  return dispatch_dtype(t, [&](auto tag) -> Resolved {
-    using T = typename decltype(tag)::type;
-    return {&where_kernel<T>, t};
-  });
-}
+using Kernel = vec::MapKernel;
 
 constexpr bool has_kernel(Op op) {
   switch (op) {
@@ -145,20 +71,11 @@ int arity_of(Op op) {
   }
 }
 
-Resolved resolve(const MapInstr& ins) {
-  switch (ins.op) {
-#define TP_CASE(name) \
-  case Op::name: return pick<fn::name, 1>(ins.in);
-    TAPESTRY_UNARY_FUNCTORS(TP_CASE)
-#undef TP_CASE
-#define TP_CASE(name) \
-  case Op::name: return pick<fn::name, 2>(ins.in);
-    TAPESTRY_BINARY_FUNCTORS(TP_CASE)
-#undef TP_CASE
-    case Op::Cast: return pick_cast(ins.in, ins.out);
-    case Op::Where: return pick_where(ins.in);
-    default: internal_check(!"run_map: not a Map op"); return {};
-  }
+// The loop of one instruction, from the vector kernels of the instruction set in use.
+vec::MapResolved resolve(const MapInstr& ins) {
+  const vec::MapResolved k = vec::table().map_kernel(ins);
+  internal_check(k.fn != nullptr);
+  return k;
 }
 
 // ---- Moving elements between views and tiles, by element size. ----
@@ -348,7 +265,7 @@ void prepare(const MapProgram& p, const View& out, MapWork& w) {
       splat_value(r, ins.out, ins.real, ins.integer);
       r.slot = g.nslots++;
     } else {
-      Resolved k = resolve(ins);
+      const vec::MapResolved k = resolve(ins);
       internal_check(k.out == ins.out);
       const int arity = arity_of(ins.op);
       s.fn = k.fn;

@@ -15,6 +15,7 @@
 #include "kernels/cpu/kernels.hpp"
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/cpu/strided.hpp"
+#include "kernels/cpu/vector_kernels.hpp"
 #include "kernels/functors.hpp"
 
 namespace tapestry::cpu {
@@ -127,11 +128,26 @@ bool as_gemv(Gemv gemv, const BlasMat& la, const BlasMat& lb, int64_t n, int64_t
   return false;
 }
 
+// y = a x for a row-major f32 matrix (rows lda apart) and a contiguous x: the vector kernels'
+// gemv (AVX-512 where the CPU has it; OpenBLAS's sgemv is AVX2 and costs more to call: CG's
+// 256^2 matvec took 21K instructions there), large matrices over the pool by rows.
+void gemv_rows(const float* a, int64_t lda, const float* x, float* y, int64_t n, int64_t k) {
+  const auto gemv = vec::table().gemv_f32;
+  if (n * k < (int64_t(1) << 18) || n < 128) return gemv(a, lda, x, y, n, k);
+  parallel_for(n, grain_for(n, 64),
+               [&](int64_t lo, int64_t hi, int) { gemv(a + lo * lda, lda, x, y + lo, hi - lo, k); });
+}
+
 void gemm(float, const BlasMat& la, const BlasMat& lb, int64_t n, int64_t m, int64_t k, const char* a,
           const char* b, char* c, int threads) {
   const auto* fa = reinterpret_cast<const float*>(a);
   const auto* fb = reinterpret_cast<const float*>(b);
   auto* fc = reinterpret_cast<float*>(c);
+  // A matrix times a contiguous vector, the matrix's rows contiguous.
+  if (m == 1 && la.trans == CblasNoTrans && (lb.trans == CblasTrans || lb.ld == 1 || k == 1))
+    return gemv_rows(fa, la.ld, fb, fc, n, k);
+  if (n == 1 && lb.trans == CblasTrans && (la.trans == CblasNoTrans || la.ld == 1 || k == 1))
+    return gemv_rows(fb, lb.ld, fa, fc, m, k);
   if (as_gemv<float>(cblas_sgemv, la, lb, n, m, k, fa, fb, fc)) return;
   // Below 128^3 OpenBLAS's lighter set-up wins (oneDNN takes 2.4x as long at 32^3).
   if (n * m * k >= (int64_t(1) << 21)) return sgemm_dnnl(la, lb, n, m, k, fa, fb, fc, threads);

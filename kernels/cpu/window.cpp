@@ -16,16 +16,13 @@
 #include "engine/ir/error.hpp"
 #include "kernels/cpu/kernels.hpp"
 #include "kernels/cpu/parallel.hpp"
-
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#endif
+#include "kernels/cpu/vector_kernels.hpp"
 
 namespace tapestry::cpu {
 namespace {
 
-// Accumulators: f64 for floats; unsigned 64-bit for integers, so that overflow wraps as the
-// other integer kernels do, without signed-overflow UB.
+// Accumulators of pooling and integer conv2d: f64 for floats; unsigned 64-bit for integers, so
+// that overflow wraps as the other integer kernels do, without signed-overflow UB.
 template <class T> using Acc = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
 
 template <class T> Acc<T> widen(T v) {
@@ -46,6 +43,10 @@ void valid_range(int64_t n, int64_t stride, int64_t off, int64_t size, int64_t& 
 
 // --- correlate ---------------------------------------------------------------------------
 
+// A correlation's accumulator: the element type for floats (an f32 window sums in f32, as numpy
+// and torch do, by fused multiply-adds), unsigned 64-bit for integers.
+template <class T> using CorrAcc = std::conditional_t<std::is_floating_point_v<T>, T, uint64_t>;
+
 // Row by row along the last dim: for each tap of the leading dims whose row exists, each tap of
 // the last dim adds x[row, y + r + origin] * k over the valid y. Taps run in row-major order for
 // every element, so a block computes bit for bit what the whole tensor does.
@@ -58,10 +59,10 @@ void correlate_typed(const View& x, const View& k, const std::vector<int64_t>& o
   const T* kp = k.ptr<T>();
   T* op = out.ptr<T>();
   parallel_for(rows, grain_for(rows, 4), [&](int64_t lo, int64_t hi, int) {
-    std::vector<Acc<T>> acc(static_cast<size_t>(ow));
+    std::vector<CorrAcc<T>> acc(static_cast<size_t>(ow));
     std::vector<int64_t> oi(r), ki(r);
     for (int64_t row = lo; row < hi; ++row) {
-      std::fill(acc.begin(), acc.end(), Acc<T>(0));
+      std::fill(acc.begin(), acc.end(), CorrAcc<T>(0));
       for (int64_t q = row, d = r - 2; d >= 0; --d) {  // the row's index in the leading dims
         oi[d] = q % out.shape[d];
         q /= out.shape[d];
@@ -79,26 +80,35 @@ void correlate_typed(const View& x, const View& k, const std::vector<int64_t>& o
         }
         if (!inside) continue;
         for (int64_t j = 0; j < kw; ++j) {
-          const Acc<T> kv = widen<T>(kp[koff + j * k.strides[r - 1]]);
-          if (kv == Acc<T>(0)) continue;  // a zero weight reads nothing (see run_correlate)
+          const T kt = kp[koff + j * k.strides[r - 1]];
+          if (kt == T(0)) continue;  // a zero weight reads nothing (see run_correlate)
           int64_t y0, y1;
           valid_range(ow, 1, j + origin[r - 1], xw, y0, y1);
           const int64_t sx = x.strides[r - 1], c0 = j + origin[r - 1];
-          for (int64_t y = y0; y < y1; ++y) acc[y] += widen<T>(xp[xoff + (y + c0) * sx]) * kv;
+          const T* src = xp + xoff + c0 * sx;
+          if constexpr (std::is_floating_point_v<T>) {
+            for (int64_t y = y0; y < y1; ++y) acc[y] = std::fma(src[y * sx], kt, acc[y]);
+          } else {
+            const uint64_t kv = widen<T>(kt);
+            for (int64_t y = y0; y < y1; ++y) acc[y] += widen<T>(src[y * sx]) * kv;
+          }
         }
       }
-      for (int64_t y = 0; y < ow; ++y) op[row * ow + y] = narrow_to<T>(acc[y]);
+      for (int64_t y = 0; y < ow; ++y) {
+        if constexpr (std::is_floating_point_v<T>) op[row * ow + y] = acc[y];
+        else op[row * ow + y] = narrow_to<T>(acc[y]);
+      }
     }
   });
 }
 
-// The same sums for a 2-D f32 correlation with a small kernel, blocked for registers: sixteen
-// outputs of a row accumulate all their taps in f64 vector registers (each float widened as it
-// is loaded), taps in row-major order with the ones outside x skipped, exactly as
-// correlate_typed (a product of two floats is exact in f64, so a fused multiply-add rounds as
-// the separate add does): bit for bit its results. correlate_typed makes a pass over a row of
-// accumulators per tap (a load and a store per output and tap); this keeps them in registers.
-// Columns whose taps all lie inside x run vectorized; the few at the edges run scalar.
+// The same sums for a 2-D f32 correlation with a small kernel, blocked for registers: each
+// vector of outputs of a row accumulates all its taps in a register (vector_kernels.cpp's
+// stencil2d_rows, AVX2 or AVX-512), taps in row-major order with the ones outside x skipped,
+// each a fused multiply-add in f32, exactly as correlate_typed: bit for bit its results.
+// correlate_typed makes a pass over a row of accumulators per tap (a load and a store per
+// output and tap); this keeps them in registers. Columns whose taps all lie inside x run
+// vectorized; the few at the edges run scalar.
 constexpr int64_t kFastTaps = 64;  // kernels up to this many taps (7 x 7 = 49)
 
 bool correlate2d_f32_fits(const View& x, const View& k, const View& out) {
@@ -114,26 +124,13 @@ struct AxpyEpilogue {
   bool stream;  // out is far larger than the caches: streaming stores
 };
 
-// u + c * s with the product rounded on its own, as the map's separate Mul and Add passes do
-// (GCC would otherwise contract the expression into one fused multiply-add).
-// The empty asm makes the product opaque, so no contraction can fuse it into the add.
-inline __m128 rounded_product(__m128 a, __m128 b) {
-  __m128 p = _mm_mul_ps(a, b);
-  asm("" : "+x"(p));
-  return p;
-}
-inline float axpy_one(float u, float c, float s) {
-  return _mm_cvtss_f32(_mm_add_ss(_mm_set_ss(u), rounded_product(_mm_set_ss(c), _mm_set_ss(s))));
-}
-
 void correlate2d_f32(const View& x, const View& k, const std::vector<int64_t>& origin, const View& out,
                      const AxpyEpilogue* ep = nullptr) {
   const int64_t oh = out.shape[0], ow = out.shape[1], xh = x.shape[0], xw = x.shape[1];
-  const int64_t kh = k.shape[0], kw = k.shape[1], sx = x.strides[0];
-  const int64_t o0 = origin[0], o1 = origin[1];
+  const int64_t kh = k.shape[0], kw = k.shape[1];
   // Per kernel row, its nonzero taps (column, weight): a 5-point Laplacian in a 3x3 kernel
   // costs 5 multiply-adds an output, not 9.
-  double kd[kFastTaps];
+  float kd[kFastTaps];
   int64_t kcol[kFastTaps], kstart[kFastTaps + 1];
   int64_t nz = 0;
   for (int64_t i = 0; i < kh; ++i) {
@@ -146,83 +143,32 @@ void correlate2d_f32(const View& x, const View& k, const std::vector<int64_t>& o
     }
   }
   kstart[kh] = nz;
-  const float* xp = x.ptr<float>();
-  float* op = out.ptr<float>();
+  vec::Stencil2d s{x.ptr<float>(),
+                   xh,
+                   xw,
+                   x.strides[0],
+                   origin[0],
+                   origin[1],
+                   kh,
+                   kd,
+                   kcol,
+                   kstart,
+                   out.ptr<float>(),
+                   ow,
+                   0,
+                   0};
   // Columns [c0, c1) read only columns inside x for every tap.
-  const int64_t c0 = std::min(ow, std::max<int64_t>(0, -o1));
-  const int64_t c1 = std::max(c0, std::min(ow, xw - o1 - kw + 1));
-  parallel_for(oh, grain_for(oh, 4), [&](int64_t lo, int64_t hi, int) {
-    // Floats are widened to f64 as the sums load them: an earlier widening pass into a row
-    // buffer stalled on reading x with nothing to overlap, and doubled the bytes moved.
-    const float* rows[kFastTaps];
-    int64_t krow[kFastTaps];  // the kernel row of each input row
-    for (int64_t y = lo; y < hi; ++y) {
-      int nr = 0;  // the kernel rows whose input row exists, in order
-      for (int64_t i = 0; i < kh; ++i) {
-        const int64_t c = y + i + o0;
-        if (c < 0 || c >= xh) continue;
-        rows[nr] = xp + c * sx + o1;  // + column y' + j reads x[c, y' + j + o1]
-        krow[nr++] = i;
-      }
-      float* orow = op + y * ow;
-      const float* urow = ep ? ep->u + y * ep->u_row : nullptr;
-      auto scalar = [&](int64_t col) {
-        double acc = 0;
-        for (int r = 0; r < nr; ++r)
-          for (int64_t t = kstart[krow[r]]; t < kstart[krow[r] + 1]; ++t) {
-            const int64_t j = kcol[t], xc = col + j + o1;
-            if (xc >= 0 && xc < xw) acc += static_cast<double>(rows[r][col + j]) * kd[t];
-          }
-        const float sv = static_cast<float>(acc);
-        orow[col] = ep ? axpy_one(urow[col], ep->c, sv) : sv;
-      };
-      int64_t col = 0;
-      for (; col < c0; ++col) scalar(col);
-      // Streaming stores need 16-byte aligned addresses: a few scalar columns first.
-      if (ep && ep->stream)
-        for (; col < c1 && (reinterpret_cast<uintptr_t>(orow + col) & 15) != 0; ++col) scalar(col);
-#if defined(__AVX2__) && defined(__FMA__)
-      for (; col + 16 <= c1; col += 16) {  // four independent sums of four
-        __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
-        for (int r = 0; r < nr; ++r) {
-          const float* src = rows[r] + col;
-          for (int64_t t = kstart[krow[r]]; t < kstart[krow[r] + 1]; ++t) {
-            const int64_t j = kcol[t];
-            const __m256d kv = _mm256_set1_pd(kd[t]);
-            a0 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(src + j)), kv, a0);
-            a1 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(src + j + 4)), kv, a1);
-            a2 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(src + j + 8)), kv, a2);
-            a3 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(src + j + 12)), kv, a3);
-          }
-        }
-        __m128 s0 = _mm256_cvtpd_ps(a0), s1 = _mm256_cvtpd_ps(a1), s2 = _mm256_cvtpd_ps(a2),
-               s3 = _mm256_cvtpd_ps(a3);
-        if (ep) {
-          const __m128 cv = _mm_set1_ps(ep->c);
-          s0 = _mm_add_ps(_mm_loadu_ps(urow + col), rounded_product(cv, s0));
-          s1 = _mm_add_ps(_mm_loadu_ps(urow + col + 4), rounded_product(cv, s1));
-          s2 = _mm_add_ps(_mm_loadu_ps(urow + col + 8), rounded_product(cv, s2));
-          s3 = _mm_add_ps(_mm_loadu_ps(urow + col + 12), rounded_product(cv, s3));
-          if (ep->stream) {
-            _mm_stream_ps(orow + col, s0);
-            _mm_stream_ps(orow + col + 4, s1);
-            _mm_stream_ps(orow + col + 8, s2);
-            _mm_stream_ps(orow + col + 12, s3);
-            continue;
-          }
-        }
-        _mm_storeu_ps(orow + col, s0);
-        _mm_storeu_ps(orow + col + 4, s1);
-        _mm_storeu_ps(orow + col + 8, s2);
-        _mm_storeu_ps(orow + col + 12, s3);
-      }
-#endif
-      for (; col < ow; ++col) scalar(col);
-    }
-#if defined(__SSE__)
-    if (ep && ep->stream) _mm_sfence();  // streamed rows visible before the block returns
-#endif
-  });
+  s.c0 = std::min(ow, std::max<int64_t>(0, -s.o1));
+  s.c1 = std::max(s.c0, std::min(ow, xw - s.o1 - kw + 1));
+  if (ep) {
+    s.u = ep->u;
+    s.u_row = ep->u_row;
+    s.c = ep->c;
+    s.axpy = true;
+    s.stream = ep->stream;
+  }
+  const auto rows = vec::table().stencil2d_rows;
+  parallel_for(oh, grain_for(oh, 4), [&](int64_t lo, int64_t hi, int) { rows(s, lo, hi); });
 }
 
 // --- conv2d ------------------------------------------------------------------------------

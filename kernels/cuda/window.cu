@@ -2,8 +2,9 @@
 // CPU's conventions (kernels/cpu/window.cpp): an origin per windowed dim, zeros outside the view.
 //   cuda::run_correlate(xv, kv, {-1, -1}, outv);                   // 3x3 stencil, zero padded
 //   cuda::run_conv2d(xv, wv, {1, 1, -1}, {1, 1, -1}, INT64_MAX, 0, outv);
-// Correlation and pooling are one thread per output (taps in row-major order, f64 accumulation,
-// so a stencil matches the CPU bit for bit); float conv2d is im2col + cuBLAS gemm per image and
+// Correlation and pooling are one thread per output; a correlation sums its nonzero taps in
+// row-major order, in the element type by fused multiply-adds for floats, so a stencil matches
+// the CPU bit for bit (pooling sums in f64, as the CPU's); float conv2d is im2col + cuBLAS gemm per image and
 // group (the tensor cores' path), integer conv2d a direct loop that wraps as the CPU's does.
 #include <cuda_runtime.h>
 
@@ -27,6 +28,9 @@ template <class T> __device__ T narrow_to(Acc<T> v) {
   else return static_cast<T>(static_cast<int64_t>(v));
 }
 
+// A correlation's accumulator: the element type for floats (the CPU's, kernels/cpu/window.cpp).
+template <class T> using CorrAcc = std::conditional_t<std::is_floating_point_v<T>, T, uint64_t>;
+
 struct Geo {  // correlate: shapes and strides of x, k, out and the origin
   int nd;
   int64_t xn[kMaxDims], xs[kMaxDims], kn[kMaxDims], ks[kMaxDims], on[kMaxDims], org[kMaxDims];
@@ -40,7 +44,7 @@ template <class T> __global__ void correlate_kernel(const T* x, const T* k, T* o
       oi[d] = q % g.on[d];
       q /= g.on[d];
     }
-    Acc<T> acc = 0;
+    CorrAcc<T> acc = 0;
     for (int64_t tap = 0; tap < g.ktaps; ++tap) {  // row-major taps: the CPU's order
       int64_t xoff = 0, koff = 0;
       bool inside = true;
@@ -52,9 +56,12 @@ template <class T> __global__ void correlate_kernel(const T* x, const T* k, T* o
         xoff += c * g.xs[d];
         koff += kd * g.ks[d];
       }
-      if (inside) acc += widen<T>(x[xoff]) * widen<T>(k[koff]);
+      if (!inside || k[koff] == T(0)) continue;  // a zero weight reads nothing, as on the CPU
+      if constexpr (std::is_floating_point_v<T>) acc = fma(x[xoff], k[koff], acc);
+      else acc += widen<T>(x[xoff]) * widen<T>(k[koff]);
     }
-    out[i] = narrow_to<T>(acc);
+    if constexpr (std::is_floating_point_v<T>) out[i] = acc;
+    else out[i] = narrow_to<T>(acc);
   }
 }
 

@@ -49,6 +49,22 @@ template <class T> bool close(T got, T want, double rtol = 0) {
   }
 }
 
+// Runs f(name) once with each instruction set's kernels this machine runs (AVX2, and AVX-512
+// where it has it), then goes back to the one in use before.
+template <class F> void for_each_isa(F&& f) {
+  const cpu::Isa was = cpu::isa();
+  for (cpu::Isa i : {cpu::Isa::Base, cpu::Isa::Avx512}) {
+    if (!cpu::set_isa(i)) continue;
+    try {
+      f(cpu::isa_name(i));
+    } catch (...) {
+      cpu::set_isa(was);
+      throw;
+    }
+  }
+  cpu::set_isa(was);
+}
+
 // A one-instruction program over contiguous leaves.
 inline cpu::MapProgram single(Op op, DType out, DType in, std::vector<View> leaves) {
   cpu::MapProgram p;

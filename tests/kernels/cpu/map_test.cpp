@@ -272,19 +272,25 @@ template <class T> void check_binary() {
 }  // namespace
 
 TEST_CASE("kernels.cpu.map.unary_functors") {
-  check_unary<float>();
-  check_unary<double>();
-  check_unary<int32_t>();
-  check_unary<int64_t>();
-  check_unary<bool>();
+  for_each_isa([](const char* isa) {
+    CAPTURE(isa);
+    check_unary<float>();
+    check_unary<double>();
+    check_unary<int32_t>();
+    check_unary<int64_t>();
+    check_unary<bool>();
+  });
 }
 
 TEST_CASE("kernels.cpu.map.binary_functors") {
-  check_binary<float>();
-  check_binary<double>();
-  check_binary<int32_t>();
-  check_binary<int64_t>();
-  check_binary<bool>();
+  for_each_isa([](const char* isa) {
+    CAPTURE(isa);
+    check_binary<float>();
+    check_binary<double>();
+    check_binary<int32_t>();
+    check_binary<int64_t>();
+    check_binary<bool>();
+  });
 }
 
 TEST_CASE("kernels.cpu.map.float_ops_on_integers_compile_and_run") {

@@ -1,5 +1,9 @@
 -- Modelled meshes of named axes (tp.mesh{...}) and layouts sized by the mesh being planned.
 
+-- The allocation: the CPU kernels' vector instructions, AVX-512 wherever the CPU has it.
+local here = tp.mesh()
+assert(here.cpu_isa == "avx2" or here.cpu_isa == "avx512", "cpu_isa: " .. tostring(here.cpu_isa))
+
 -- Axes outermost first: nodes before gpus whatever the table order, or as `order` says.
 local m = tp.mesh{gpus = 8, nodes = 16}
 assert(m.ranks == 128, "16 x 8 ranks")
