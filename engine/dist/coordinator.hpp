@@ -74,7 +74,8 @@ class Coordinator {
   class Statuses;
   void connect_device_peers();
   void abort_run(uint64_t epoch, Statuses& st);
-  void check_alive();  // throws, marking the job broken, when a worker died
+  void check_alive();  // throws, marking the job broken, when a worker was lost
+  void mark_broken(std::string why);
 
   comm::Mpi* mpi_;
   Settings settings_;

@@ -12,7 +12,8 @@ namespace {
 
 int64_t bytes_of(const Node& n, const Box& box) {
   int64_t e = box.empty() ? 0 : box.volume();
-  for (size_t d = static_cast<size_t>(box.rank()); d < n.shape.size(); ++d) e *= n.shape[d];  // partials' extra dims
+  for (size_t d = static_cast<size_t>(box.rank()); d < n.shape.size(); ++d)
+    e *= n.shape[d];  // partials' extra dims
   return e * static_cast<int64_t>(dtype_size(n.dtype));
 }
 

@@ -14,6 +14,7 @@ namespace tapestry {
 Session::Session(Config config) : config_(std::move(config)), available_at_start_(available_memory()) {
   if (config_.threads > 0) cpu::set_num_threads(config_.threads);
   apply_memory_budget();
+  set_retry_policy(config_.retry);
 }
 
 int64_t Session::memory_per_rank() const {
