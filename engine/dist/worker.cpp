@@ -58,8 +58,8 @@ class Worker {
     comm::Backoff idle(std::chrono::microseconds(2000), std::chrono::milliseconds(20));
     for (;;) {
       std::optional<Command> c = next_command();
-      watch_driver();
       if (!c) {
+        watch_driver();  // only when idle: a driver's last Shutdown is read before its death
         // Keep matching stray slices of aborted runs, so their senders' requests complete.
         mpi_.drain(epoch_);
         mpi_.progress();

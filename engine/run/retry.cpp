@@ -4,8 +4,8 @@
 #include <string>
 
 #include "engine/ir/error.hpp"
-#include "engine/ir/transient.hpp"
 #include "engine/ir/op.hpp"
+#include "engine/ir/transient.hpp"
 
 namespace tapestry {
 
@@ -45,8 +45,8 @@ void run_retried(const Node& n, const std::function<void()>& attempt) {
       if (a < p.attempts) ++g_retries;
     }
   }
-  throw Error(cat_str(op_def(n.op).name, ": a block failed ", p.attempts, " time(s), every attempt transiently (",
-                      errors, ")"));
+  throw Error(cat_str(op_def(n.op).name, ": a block failed ", p.attempts,
+                      " time(s), every attempt transiently (", errors, ")"));
 }
 
 }  // namespace tapestry
