@@ -28,16 +28,20 @@ const RetryPolicy& retry_policy() { return g_policy; }
 int64_t block_retries() { return g_retries.load(); }
 
 void run_retried(const Node& n, const std::function<void()>& attempt) {
+  run_retried([&n] { return cat_str(op_def(n.op).name, ": a block"); }, attempt);
+}
+
+void run_retried(const std::function<std::string()>& what, const std::function<void()>& attempt) {
   const RetryPolicy p = g_policy;
   // Blocks may run on several threads (virtual ranks): the count is shared, the choice of a
-  // block to fail is this block's number.
+  // block or transfer to fail is its number.
   const int64_t number = ++g_blocks;
   const bool faulty = p.fault_every > 0 && number % p.fault_every == 0;
   std::string errors;
   for (int a = 1; a <= p.attempts; ++a) {
     try {
       if (faulty && a <= p.fault_times)
-        throw Transient(cat_str("injected transient failure of block ", number, " (TAPESTRY_BLOCK_FAULT)"));
+        throw Transient(cat_str("injected transient failure #", number, " (TAPESTRY_BLOCK_FAULT)"));
       attempt();
       return;
     } catch (const Transient& e) {
@@ -45,8 +49,7 @@ void run_retried(const Node& n, const std::function<void()>& attempt) {
       if (a < p.attempts) ++g_retries;
     }
   }
-  throw Error(cat_str(op_def(n.op).name, ": a block failed ", p.attempts,
-                      " time(s), every attempt transiently (", errors, ")"));
+  throw Error(cat_str(what(), " failed ", p.attempts, " time(s), every attempt transiently (", errors, ")"));
 }
 
 }  // namespace tapestry

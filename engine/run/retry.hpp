@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "engine/ir/node.hpp"
 
@@ -16,8 +17,8 @@ namespace tapestry {
 
 struct RetryPolicy {
   int attempts = 3;         // TAPESTRY_BLOCK_RETRIES + 1: runs of a block before it fails
-  int64_t fault_every = 0;  // TAPESTRY_BLOCK_FAULT=EVERY[:TIMES]: every EVERY-th block of the
-  int fault_times = 1;      // process fails its first TIMES attempts (0: no injected faults)
+  int64_t fault_every = 0;  // TAPESTRY_BLOCK_FAULT=EVERY[:TIMES]: every EVERY-th block or
+  int fault_times = 1;      // transfer of the process fails its first TIMES attempts (0: none)
 };
 
 void set_retry_policy(const RetryPolicy& p);  // process-wide, like the memory budget
@@ -25,6 +26,9 @@ const RetryPolicy& retry_policy();
 
 // Runs `attempt` (one block of `n`) up to the policy's attempts while it throws Transient.
 void run_retried(const Node& n, const std::function<void()>& attempt);
+// The same for any idempotent step; what() names it in the error, e.g. "a transfer of %12 to
+// rank 1" (a send that failed before it left can be posted again).
+void run_retried(const std::function<std::string()>& what, const std::function<void()>& attempt);
 
 // Transient failures retried in this process so far (tp.stats().block_retries).
 int64_t block_retries();

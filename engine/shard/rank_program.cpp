@@ -426,7 +426,8 @@ void RankProgram::send(size_t t) {
     send_reached_.insert(t);
     return post_peer_ops();
   }
-  t_.send(x.to, comm::tag(comm::TagKind::Transfer, t), gather(x.tensor, x.slice));
+  run_retried([&x] { return cat_str("a transfer of %", x.tensor, " to rank ", x.to); },
+              [&] { t_.send(x.to, comm::tag(comm::TagKind::Transfer, t), gather(x.tensor, x.slice)); });
 }
 
 void RankProgram::use_device_peers(comm::DevicePeers* peers) {

@@ -22,7 +22,7 @@ struct PolicyScope {
 
 }  // namespace
 
-TEST_CASE("retry: a transient failure is retried and the block then succeeds") {
+TEST_CASE("engine.run.retry.a_transient_failure_is_retried_then_succeeds") {
   PolicyScope scope({3, 0, 1});
   const NodeRef n = build::full({4}, 1.0, DType::F32);
   const int64_t before = block_retries();
@@ -34,7 +34,7 @@ TEST_CASE("retry: a transient failure is retried and the block then succeeds") {
   CHECK(block_retries() - before == 2);
 }
 
-TEST_CASE("retry: out of attempts, the error lists every attempt") {
+TEST_CASE("engine.run.retry.out_of_attempts_the_error_lists_every_attempt") {
   PolicyScope scope({2, 0, 1});
   const NodeRef n = build::full({4}, 1.0, DType::F32);
   int calls = 0;
@@ -49,7 +49,7 @@ TEST_CASE("retry: out of attempts, the error lists every attempt") {
   CHECK(what.find("attempt 1: timeout 1; attempt 2: timeout 2") != std::string::npos);
 }
 
-TEST_CASE("retry: other errors are not retried") {
+TEST_CASE("engine.run.retry.other_errors_are_not_retried") {
   PolicyScope scope({5, 0, 1});
   const NodeRef n = build::full({4}, 1.0, DType::F32);
   int calls = 0;
@@ -57,7 +57,7 @@ TEST_CASE("retry: other errors are not retried") {
   CHECK(calls == 1);
 }
 
-TEST_CASE("retry: injected faults fail every EVERY-th block TIMES times, then it runs") {
+TEST_CASE("engine.run.retry.injected_faults_fail_a_block_times_then_it_runs") {
   PolicyScope scope({3, 1, 2});
   const NodeRef n = build::full({4}, 1.0, DType::F32);
   const int64_t before = block_retries();
@@ -65,4 +65,16 @@ TEST_CASE("retry: injected faults fail every EVERY-th block TIMES times, then it
   run_retried(*n, [&] { ++calls; });
   CHECK(calls == 1);  // the two injected failures came before the block ran
   CHECK(block_retries() - before == 2);
+}
+
+TEST_CASE("engine.run.retry.any_step_named_only_when_it_fails") {
+  PolicyScope scope({2, 0, 1});
+  int named = 0;
+  run_retried([&] { return ++named, std::string("never"); }, [] {});
+  CHECK(named == 0);
+  CHECK_THROWS_WITH(
+      run_retried([] { return std::string("a transfer of %7 to rank 2"); },
+                  [] { throw Transient("peer busy"); }),
+      "a transfer of %7 to rank 2 failed 2 time(s), every attempt transiently (attempt 1: peer busy; "
+      "attempt 2: peer busy)");
 }
