@@ -164,7 +164,7 @@ int l_tensors(lua_State* L) {
     lua_setfield(L, -2, "layout");
     const int ranks = st ? st->ranks : s.mesh().ranks;
     std::vector<int64_t> per_rank(static_cast<size_t>(ranks), 0);
-    if (st) per_rank = bytes_per_rank(*st, *n);
+    if (st && !lost) per_rank = bytes_per_rank(*st, *n);  // a lost one holds nothing
     else if (!e.pending) per_rank[0] = numel(n->shape) * dtype_size(n->dtype);
     lua_createtable(L, ranks, 0);
     for (int r = 0; r < ranks; ++r) {

@@ -35,7 +35,7 @@ if(NOT err MATCHES "rank [0-9]+ \\(pid [0-9]+ on [^)]*\\) ${how}")
   message(FATAL_ERROR "rank 0 did not report the lost worker\n${all}")
 endif()
 # tp.tensors (and :tensors) no longer lists the lost tensor as present.
-if(NOT out MATCHES "listed: w true")
+if(NOT out MATCHES "listed: w true lost with the MPI job")
   message(FATAL_ERROR "the lost tensor was not listed as lost\n${all}")
 endif()
 if(took GREATER ${LIMIT})

@@ -31,6 +31,6 @@ local ok, err = pcall(function() return tp.env.v:sum():item() end)
 print(string.format("noticed after %d s", os.time() - t0))
 assert(not ok, "NOT REACHED: the lost worker was not noticed")
 -- The lost tensors are not listed as present any more.
-for _, row in ipairs(tp.tensors()) do print("listed: " .. row.name .. " " .. tostring(row.lost)) end
+for _, row in ipairs(tp.tensors()) do print("listed: " .. row.name .. " " .. tostring(row.lost) .. " " .. row.layout) end
 error(err, 0)
 
