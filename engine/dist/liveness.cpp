@@ -1,5 +1,6 @@
 #include "engine/dist/liveness.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -59,6 +60,10 @@ void Peers::hello(int rank, const std::string& pid_and_host) {
 int Peers::lost() {
   const auto now = Clock::now();
   if (now - last_ < std::chrono::milliseconds(100)) return 0;
+  // Stopped time counts only while we watch: after a gap (rank 0 itself stopped by a Ctrl-Z of
+  // the whole job, or idle at the prompt) a worker still resuming is not lost.
+  if (now - last_ > std::chrono::seconds(1))
+    std::fill(stopped_since_.begin(), stopped_since_.end(), Clock::time_point{});
   last_ = now;
   stopped_.resize(pid_.size());
   for (size_t w = 1; w < pid_.size(); ++w) {
