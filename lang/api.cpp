@@ -284,7 +284,9 @@ const ApiEntry kApi[] = {
     {"tp.clock", K::Function, "observe", "tp.clock()", "Monotonic wall-clock seconds, as a float.",
      lua::l_clock},
     {"tp.tensors", K::Function, "env", "tp.tensors()",
-     "The environment as rows {name, shape, dtype, bytes, layout, computed}.", lua::l_tensors},
+     "The environment as rows {name, shape, dtype, bytes, layout, computed, lost}; lost: its shards "
+     "were on an MPI job that lost a rank (layout \"lost with the MPI job\").",
+     lua::l_tensors},
     {"tp.env", K::Module, "env", "tp.env.name = expr / tp.env.name / tp.env.name = nil",
      "Named tensors that outlive Lua variables. A binding is computed at the next observation; "
      "if that fails the previous value is kept. A computed value is stored as a leaf: its history "

@@ -3,10 +3,12 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "engine/ir/value.hpp"
 #include "engine/run/evaluator.hpp"
+#include "engine/run/retry.hpp"
 #include "engine/session/observe.hpp"
 #include "engine/session/session.hpp"
 #include "lang/bindings.hpp"
@@ -112,6 +114,7 @@ int l_stats(lua_State* L) {
   seti("bytes_read", s.bytes_read);
   seti("bytes_written", s.bytes_written);
   seti("live_nodes", live_node_count());
+  seti("block_retries", block_retries());
   set("time_schedule", s.time_schedule);
   set("time_run", s.time_run);
   set("time_move", s.time_move);
@@ -132,6 +135,9 @@ int l_tensors(lua_State* L) {
   lua_newtable(L);
   lua_Integer i = 1;
   Session& s = session_of(L);
+  // After a lost MPI job, the shards that lay on its workers are gone with it.
+  const Coordinator* job = s.coordinator();
+  const bool job_lost = job && !job->broken().empty();
   for (const auto& [name, e] : s.env().entries()) {
     const NodeRef& n = e.current();
     lua_createtable(L, 0, 6);
@@ -149,14 +155,18 @@ int l_tensors(lua_State* L) {
     lua_setfield(L, -2, "bytes");
     // Where it lies: a stored tensor's shards, else whole on rank 0 (or not computed yet).
     const StoredLayout* st = e.pending ? nullptr : s.stored().layout(n->id);
-    const std::string layout = st          ? describe_shards(st->shards, n->shape.size())
+    const bool lost =
+        job_lost && st &&
+        std::any_of(st->shards.begin(), st->shards.end(), [](const plan::Shard& sh) { return sh.rank != 0; });
+    const std::string layout = lost        ? "lost with the MPI job"
+                               : st        ? describe_shards(st->shards, n->shape.size())
                                : e.pending ? "not computed"
                                            : "whole on rank 0";
     lua_pushstring(L, layout.c_str());
     lua_setfield(L, -2, "layout");
     const int ranks = st ? st->ranks : s.mesh().ranks;
     std::vector<int64_t> per_rank(static_cast<size_t>(ranks), 0);
-    if (st) per_rank = bytes_per_rank(*st, *n);
+    if (st && !lost) per_rank = bytes_per_rank(*st, *n);  // a lost one holds nothing
     else if (!e.pending) per_rank[0] = numel(n->shape) * dtype_size(n->dtype);
     lua_createtable(L, ranks, 0);
     for (int r = 0; r < ranks; ++r) {
@@ -166,6 +176,8 @@ int l_tensors(lua_State* L) {
     lua_setfield(L, -2, "bytes_per_rank");
     lua_pushboolean(L, e.pending == nullptr);
     lua_setfield(L, -2, "computed");
+    lua_pushboolean(L, lost);
+    lua_setfield(L, -2, "lost");
     lua_seti(L, -2, i++);
   }
   return 1;

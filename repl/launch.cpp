@@ -4,15 +4,18 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "repl/shell_env.hpp"
@@ -49,6 +52,47 @@ int exit_hook(lua_State* L) {
   lua_insert(L, 1);
   lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
   return lua_gettop(L);
+}
+
+// Whether every child process of `parent` that ever ran has exited (gone or a zombie); `seen`
+// remembers that one ran, so the time before mpirun starts the ranks does not count.
+bool children_exited(pid_t parent, bool& seen) {
+  DIR* proc = opendir("/proc");
+  if (!proc) return false;
+  bool alive = false;
+  while (dirent* e = readdir(proc)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    FILE* f = fopen((std::string("/proc/") + e->d_name + "/stat").c_str(), "r");
+    if (!f) continue;
+    char line[512] = "";
+    const bool read = fgets(line, sizeof line, f) != nullptr;
+    fclose(f);
+    const char* close = read ? strrchr(line, ')') : nullptr;
+    char state = 0;
+    int ppid = 0;
+    if (!close || sscanf(close + 1, " %c %d", &state, &ppid) != 2 || ppid != parent) continue;
+    if (state != 'Z' && state != 'X') alive = true;
+  }
+  closedir(proc);
+  seen = seen || alive;
+  return seen && !alive;
+}
+
+// Waits for mpirun. Once every rank it started has exited, it has nothing left to wait for, but
+// when one failed it still runs its kill sequence, sleeping odls_base_sigkill_timeout (10 s here)
+// twice: after a grace it is ended, so a lost rank ends `tapestry -n` in seconds.
+void wait_for_mpirun(pid_t child, int& wstatus) {
+  using Clock = std::chrono::steady_clock;
+  bool seen = false;
+  std::optional<Clock::time_point> exited;
+  for (;;) {
+    const pid_t r = waitpid(child, &wstatus, WNOHANG);
+    if (r == child || (r < 0 && errno != EINTR)) return;
+    if (!children_exited(child, seen)) exited.reset();
+    else if (!exited) exited = Clock::now();
+    else if (Clock::now() - *exited > std::chrono::seconds(2)) kill(child, SIGKILL);
+    usleep(50'000);
+  }
 }
 
 }  // namespace
@@ -91,8 +135,7 @@ int run_under_mpirun(int ranks, int argc, char** argv, const comm::LaunchEnv& en
   sigemptyset(&pass.sa_mask);
   for (int sig : {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) sigaction(sig, &pass, nullptr);
   int wstatus = 0;
-  while (waitpid(g_child, &wstatus, 0) < 0 && errno == EINTR) {
-  }
+  wait_for_mpirun(g_child, wstatus);
   int status = path.empty() ? -1 : read_status(path);
   if (!path.empty()) unlink(path.c_str());
   if (status >= 0) return status;

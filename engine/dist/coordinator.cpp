@@ -115,8 +115,8 @@ void Coordinator::abort_run(uint64_t epoch, Statuses& st) {
   comm::Backoff wait;
   while (!st.all() && Clock::now() < end) {
     if (st.collect()) continue;
-    if (const int dead = peers_.dead()) {
-      broken_ = cat_str("the MPI job is broken: ", peers_.obituary(dead));
+    if (const int lost = peers_.lost()) {
+      mark_broken(cat_str("the MPI job is broken: ", peers_.obituary(lost)));
       return;
     }
     mpi.drain(epoch);
@@ -124,15 +124,23 @@ void Coordinator::abort_run(uint64_t epoch, Statuses& st) {
     wait.pause();
   }
   if (!st.all())
-    broken_ = cat_str("the MPI job is broken: rank(s) ", st.missing(),
-                      " did not answer an abort; restart tapestry");
+    mark_broken(cat_str("the MPI job is broken: rank(s) ", st.missing(),
+                        " did not answer an abort; restart tapestry"));
 }
 
 void Coordinator::check_alive() {
-  if (const int dead = peers_.dead()) {
-    broken_ = cat_str("the MPI job is broken: ", peers_.obituary(dead));
-    throw Error(peers_.obituary(dead));
+  if (const int lost = peers_.lost()) {
+    mark_broken(cat_str("the MPI job is broken: ", peers_.obituary(lost)));
+    throw Error(peers_.obituary(lost));
   }
+}
+
+// A lost rank is a lost job (Open MPI 4.1 cannot shrink one): the other workers on this host
+// are killed now, so a stopped or stuck one cannot keep mpirun waiting, and none of them
+// keeps running without a driver.
+void Coordinator::mark_broken(std::string why) {
+  if (broken_.empty()) broken_ = std::move(why);
+  peers_.kill_local();
 }
 
 // Every rank joins the device peers at once (NCCL's set-up is collective): rank 0 makes the id,
@@ -198,6 +206,11 @@ Coordinator::Coordinator(comm::Mpi& mpi, Settings settings)
       wait.pause();
     }
   }
+  // Every worker watches this process, and exits when it is gone (a kill -9 of rank 0).
+  const std::string me = this_process();
+  auto driver = std::make_shared<const std::vector<char>>(
+      encode_command(Command::of(Command::Driver, 0, std::vector<char>(me.begin(), me.end()))));
+  for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, driver);
   g_running = this;
   static const bool registered = (std::atexit(shutdown_at_exit), true);
   (void)registered;
@@ -220,8 +233,8 @@ void Coordinator::drop_on_workers(const std::vector<uint64_t>& keys) {
 RunReport Coordinator::run_plan(const plan::ShardedGraph& g, const StoreKeys& keys) {
   internal_check(mpi_ && !shut_ && g.num_ranks == mpi_->size());
   if (!broken_.empty()) throw Error(broken_);
-  if (const int dead = peers_.dead()) {
-    broken_ = cat_str("the MPI job is broken: ", peers_.obituary(dead));
+  if (const int lost = peers_.lost()) {
+    mark_broken(cat_str("the MPI job is broken: ", peers_.obituary(lost)));
     throw Error(broken_);
   }
   // Between plans a value lives whole on rank 0 or, stored, in the ranks' shard stores.
@@ -249,8 +262,8 @@ RunReport Coordinator::run_plan(const plan::ShardedGraph& g, const StoreKeys& ke
   t.set_join_check([this, limit, since = Clock::now()] {
     check_alive();
     if (std::chrono::duration<double>(Clock::now() - since).count() > limit) {
-      broken_ = cat_str("the MPI job is broken: a rank did not join a collective group in ", limit,
-                        " s (TAPESTRY_MPI_TIMEOUT); restart tapestry");
+      mark_broken(cat_str("the MPI job is broken: a rank did not join a collective group in ", limit,
+                          " s (TAPESTRY_MPI_TIMEOUT); restart tapestry"));
       throw Error(broken_);
     }
   });
@@ -370,8 +383,8 @@ void Coordinator::run_io(std::vector<char> job, const std::function<void()>& min
     }
     check_alive();
     if (std::chrono::duration<double>(Clock::now() - quiet_since).count() > limit) {
-      broken_ = cat_str("the MPI job is broken: rank(s) ", st.missing(), " did not finish an I/O job in ",
-                        limit, " s (TAPESTRY_MPI_TIMEOUT); restart tapestry");
+      mark_broken(cat_str("the MPI job is broken: rank(s) ", st.missing(), " did not finish an I/O job in ",
+                          limit, " s (TAPESTRY_MPI_TIMEOUT); restart tapestry"));
       throw Error(broken_);
     }
     mpi.progress();
@@ -392,7 +405,7 @@ void Coordinator::shutdown() {
   if (broken_.empty()) {
     auto bye = std::make_shared<const std::vector<char>>(encode_command(Command::of(Command::Shutdown)));
     for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, bye);
-    if (!mpi.flush(5.0)) broken_ = "a worker did not take the shutdown";
+    if (!mpi.flush(5.0)) mark_broken("a worker did not take the shutdown");
   }
   comm::Mpi::finish(!broken_.empty());
 }

@@ -7,8 +7,10 @@
 // throws the first real error as "rank r: ...". A worker that stays silent for
 // TAPESTRY_MPI_TIMEOUT seconds (default 300) is reported; one that then ignores the abort
 // marks the job broken: later runs are refused and the job is aborted at exit, never awaited.
-// A worker process that dies is noticed within a fraction of a second (engine/dist/liveness.hpp)
-// and reported the same way (the job is broken). Run the job with
+// A worker process that dies is noticed within a fraction of a second, one stopped (SIGSTOP)
+// within seconds (engine/dist/liveness.hpp), and reported the same way: the job is broken, and
+// rank 0 kills its other workers on this host. Each worker watches rank 0 in turn (a Driver
+// command) and exits when it is gone. Run the job with
 // `--mca orte_abort_on_non_zero_status 0` (tapestry -n sets it) so mpirun leaves rank 0
 // alive to say so; rank 0 then aborts the job itself.
 // The session of rank 0 owns its coordinator; the job is shut down when it goes, or at exit.
@@ -74,7 +76,8 @@ class Coordinator {
   class Statuses;
   void connect_device_peers();
   void abort_run(uint64_t epoch, Statuses& st);
-  void check_alive();  // throws, marking the job broken, when a worker died
+  void check_alive();  // throws, marking the job broken, when a worker was lost
+  void mark_broken(std::string why);
 
   comm::Mpi* mpi_;
   Settings settings_;

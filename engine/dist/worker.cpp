@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include "engine/dist/liveness.hpp"
 #include "engine/dist/plan_wire.hpp"
 #include "engine/io/parallel_io.hpp"
 #include "engine/ir/codec.hpp"
@@ -29,7 +30,8 @@ constexpr uint32_t kStatusMagic = 0x54535054;   // "TPST"
 // 5: Peers commands, the DevicePeers run flag, a Hello's caps.
 // 6: one codec for every message (engine/ir/codec.hpp): u64 counts in trace events, a versioned
 //    I/O job.
-constexpr uint32_t kProtocolVersion = 6;
+// 7: Driver commands.
+constexpr uint32_t kProtocolVersion = 7;
 
 // TAPESTRY_FAULT=RANK:RUN[:oom] (`spec`): whether this rank is to fail its run number `run`,
 // and how.
@@ -57,6 +59,7 @@ class Worker {
     for (;;) {
       std::optional<Command> c = next_command();
       if (!c) {
+        watch_driver();  // only when idle: a driver's last Shutdown is read before its death
         // Keep matching stray slices of aborted runs, so their senders' requests complete.
         mpi_.drain(epoch_);
         mpi_.progress();
@@ -83,6 +86,10 @@ class Worker {
         join_peers(*c);
         continue;
       }
+      if (c->kind == Command::Driver) {
+        driver_.hello(std::string(c->plan.begin(), c->plan.end()));
+        continue;
+      }
       run(*c);
     }
     mpi_.flush(2.0);  // our last statuses and slices; never wait on a peer that left
@@ -103,8 +110,20 @@ class Worker {
     }
   }
 
+  // Without a driver nobody will ever send this rank a command: exit rather than run forever
+  // (mpirun leaves the workers alone when tapestry -n started it, see engine/dist/coordinator.hpp).
+  // No MPI_Finalize: it would wait for rank 0.
+  void watch_driver() {
+    if (!driver_.gone()) return;
+    fprintf(stderr, "tapestry: rank %d: the driver (rank 0, pid %d) is gone; this worker exits\n",
+            mpi_.rank(), driver_.pid());
+    fflush(stderr);
+    _exit(1);
+  }
+
   // Whether rank 0 aborted the current run; any other command waits for the loop.
   bool aborted() {
+    watch_driver();
     if (deferred_) return false;
     std::optional<Command> c = next_command();
     if (!c) return false;
@@ -227,6 +246,7 @@ class Worker {
   int64_t runs_ = 0;
   std::optional<Command> deferred_;
   std::unique_ptr<comm::DevicePeers> peers_;  // after a Peers command
+  Driver driver_;                             // rank 0, after its Driver command
   bool stopped_ = false;                      // the current run saw rank 0's abort
   std::chrono::steady_clock::time_point last_probe_{};
 };
@@ -252,7 +272,7 @@ Command decode_command(std::span<const char> bytes) {
   c.flags = r.get<uint8_t>();
   c.epoch = r.get<uint64_t>();
   if (c.flags & ~(Command::Trace | Command::DevicePeers)) r.reject(cat_str("command flags ", int(c.flags)));
-  if (kind < Command::Run || kind > Command::Peers) r.reject(cat_str("command kind ", int(kind)));
+  if (kind < Command::Run || kind > Command::Driver) r.reject(cat_str("command kind ", int(kind)));
   c.kind = static_cast<Command::Kind>(kind);
   c.plan = r.vec<char>();
   for (auto* v : {&c.store.initial, &c.store.roots, &c.drop}) *v = r.vec<uint64_t>();

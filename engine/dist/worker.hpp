@@ -26,7 +26,8 @@ struct Command {
   // bytes in `plan`; answered by one status like a run (protocol 4).
   // Peers: join the job's device peers (engine/device/peers.hpp) with the id in `plan`; answered
   // by one status (protocol 5).
-  enum Kind : uint8_t { Run = 1, Abort = 2, Shutdown = 3, Drop = 4, Io = 5, Peers = 6 };
+  // Driver: rank 0's "PID HOST" in `plan`, so the worker can exit when rank 0 is gone (protocol 7).
+  enum Kind : uint8_t { Run = 1, Abort = 2, Shutdown = 3, Drop = 4, Io = 5, Peers = 6, Driver = 7 };
   // Trace: record trace events and send them back. DevicePeers: the run's transfers go from
   // device to device, through the peers every rank joined (protocol 5).
   enum Flags : uint8_t { Trace = 1, DevicePeers = 2 };
@@ -87,7 +88,8 @@ struct WorkerSetup {
   int io_fault_rank = -1;  // TAPESTRY_IO_FAULT: this rank fails its I/O jobs when it is it
 };
 
-// Ranks 1..N-1: serves rank 0's commands until shutdown; the process's exit status.
+// Ranks 1..N-1: serves rank 0's commands until shutdown; the process's exit status. A worker
+// whose driver (rank 0) is gone exits at once with status 1, idle or within a run.
 int worker_main(comm::Mpi& mpi, const WorkerSetup& setup);
 
 }  // namespace tapestry

@@ -12,6 +12,7 @@
 #include "engine/plan/fusion_groups.hpp"
 #include "engine/poly/signature.hpp"
 #include "engine/run/evaluator.hpp"
+#include "engine/run/retry.hpp"
 #include "engine/run/run_block.hpp"
 #include "engine/telemetry/cancel.hpp"
 #include "engine/telemetry/progress.hpp"
@@ -203,7 +204,8 @@ class DeviceEvaluation {
     DeviceBackend& be = on_dev ? static_cast<DeviceBackend&>(dev_) : cpu_;
     ++stats().kernels;
     if (on_dev) ++stats().device_blocks;
-    DeviceView out = run_one(be, n, on_dev);
+    DeviceView out;
+    run_retried(n, [&] { out = run_one(be, n, on_dev); });
     if (on_dev) s.dev = std::move(out);
     else s.host = cpu_.view(out);
   }

@@ -15,6 +15,7 @@
 #include "engine/plan/fusion_groups.hpp"
 #include "engine/poly/signature.hpp"
 #include "engine/run/find_moments.hpp"
+#include "engine/run/retry.hpp"
 #include "engine/run/run_block.hpp"
 #include "engine/telemetry/cancel.hpp"
 #include "engine/telemetry/progress.hpp"
@@ -116,7 +117,7 @@ class Evaluation {
       if (!runs(s)) continue;  // leaves, fused nodes
       if (cancel_requested()) throw Cancelled();
       const double k0 = tracing ? trace::now_us() : 0;
-      s.value = compute(i);
+      run_retried(node(i), [&] { s.value = compute(i); });
       keep_if_held(i);
       if (tracing) trace_kernel(i, k0);
       ++stats().nodes_evaluated;

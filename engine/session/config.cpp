@@ -3,6 +3,7 @@
 #include "engine/session/config.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <string_view>
 
@@ -46,6 +47,13 @@ Config Config::from_environment() {
   if (const char* e = var("TAPESTRY_MPI_TIMEOUT"); e && std::atof(e) > 0) c.mpi_timeout_s = std::atof(e);
   if (const char* e = var("TAPESTRY_FAULT")) c.fault = e;
   if (const char* e = var("TAPESTRY_IO_FAULT"); e && *e) c.io_fault_rank = std::atoi(e);
+  if (const char* e = var("TAPESTRY_BLOCK_RETRIES"); e && *e && std::atoi(e) >= 0 && std::atoi(e) <= 100)
+    c.retry.attempts = std::atoi(e) + 1;
+  if (const char* e = var("TAPESTRY_BLOCK_FAULT")) {
+    long every = 0, times = 1;
+    if (std::sscanf(e, "%ld:%ld", &every, &times) >= 1 && every > 0 && times > 0)
+      c.retry.fault_every = every, c.retry.fault_times = static_cast<int>(times);
+  }
   if (const char* e = var("PATH")) c.launch.path = e;
   c.launch.relaunched = set("TAPESTRY_RELAUNCHED");
   c.launch.sigkill_timeout_set = set("OMPI_MCA_odls_base_sigkill_timeout");

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "engine/comm/mpi.hpp"
+#include "engine/run/retry.hpp"
 
 namespace tapestry {
 
@@ -27,6 +28,7 @@ struct Config {
   double mpi_timeout_s = 300;   // TAPESTRY_MPI_TIMEOUT: silence before a worker is reported
   std::string fault;            // TAPESTRY_FAULT=RANK:RUN[:oom]: a worker fails a run (tests)
   int io_fault_rank = -1;       // TAPESTRY_IO_FAULT=RANK: that rank fails every I/O job (tests)
+  RetryPolicy retry;            // TAPESTRY_BLOCK_RETRIES=N, TAPESTRY_BLOCK_FAULT=EVERY[:TIMES] (tests)
   comm::LaunchEnv launch;       // what relaunching under mpirun needs (PATH, ...)
 
   static Config from_environment();

@@ -16,6 +16,7 @@ Session::Session(Config config) : config_(std::move(config)), available_at_start
   // Only narrowing does anything: the widest set this CPU runs is the default.
   if (config_.isa == "avx2") cpu::set_isa(cpu::Isa::Base);
   apply_memory_budget();
+  set_retry_policy(config_.retry);
 }
 
 int64_t Session::memory_per_rank() const {

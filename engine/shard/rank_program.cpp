@@ -11,6 +11,7 @@
 #include "engine/ir/error.hpp"
 #include "engine/plan/peak_memory.hpp"
 #include "engine/run/evaluator.hpp"
+#include "engine/run/retry.hpp"
 #include "engine/run/run_block.hpp"
 #include "engine/store/shard_store.hpp"
 #include "engine/telemetry/cancel.hpp"
@@ -349,8 +350,17 @@ void RankProgram::run_banded(size_t b) {
   hold(k.node, out_box, out->view());
 }
 
+// A block runs again when it fails transiently; a failed attempt counts no block.
 void RankProgram::run(size_t b) {
   internal_check(b < g_.blocks.size() && g_.blocks[b].rank == me_);
+  const int64_t blocks = blocks_run_, device_blocks = device_blocks_;
+  run_retried(node(g_.blocks[b].node), [&] {
+    blocks_run_ = blocks, device_blocks_ = device_blocks;
+    run_once(b);
+  });
+}
+
+void RankProgram::run_once(size_t b) {
   if (banded_into_.count(b)) {  // computed inside its map block, band by band
     ++blocks_run_;
     return;
@@ -416,7 +426,8 @@ void RankProgram::send(size_t t) {
     send_reached_.insert(t);
     return post_peer_ops();
   }
-  t_.send(x.to, comm::tag(comm::TagKind::Transfer, t), gather(x.tensor, x.slice));
+  run_retried([&x] { return cat_str("a transfer of %", x.tensor, " to rank ", x.to); },
+              [&] { t_.send(x.to, comm::tag(comm::TagKind::Transfer, t), gather(x.tensor, x.slice)); });
 }
 
 void RankProgram::use_device_peers(comm::DevicePeers* peers) {

@@ -122,6 +122,7 @@ class RankProgram {
   bool step(const plan::Step& s);  // false: must wait
   void release_after(size_t i);    // frees what step i was the last reader of
   void run(size_t b);
+  void run_once(size_t b);  // one attempt of run (engine/run/retry.hpp)
   void run_on_device(size_t b);
   void send(size_t t);
   bool recv(size_t t);

@@ -2,10 +2,14 @@
 # and the job ends with a non-zero status within LIMIT seconds.
 #   cmake -DTAPESTRY=... -DMPIEXEC=... -DNP=3 -DSCRIPT=kill_worker.lua -DLIMIT=15 -P kill_worker.cmake
 # With -DLAUNCH=dash-n it runs `tapestry -n NP SCRIPT` instead (no MPIEXEC needed).
+# -DSIGNAL=STOP stops the worker instead of killing it.
+if(NOT SIGNAL)
+  set(SIGNAL KILL)
+endif()
 if(LAUNCH STREQUAL "dash-n")
-  set(command ${TAPESTRY} -n ${NP} ${SCRIPT})
+  set(command ${TAPESTRY} -n ${NP} ${SCRIPT} ${SIGNAL})
 else()
-  set(command ${MPIEXEC} -n ${NP} ${TAPESTRY} ${SCRIPT})
+  set(command ${MPIEXEC} -n ${NP} ${TAPESTRY} ${SCRIPT} ${SIGNAL})
 endif()
 string(TIMESTAMP t0 "%s")
 execute_process(COMMAND ${command}
@@ -22,8 +26,17 @@ endif()
 if(out MATCHES "NOT REACHED")
   message(FATAL_ERROR "the dead worker was not noticed\n${all}")
 endif()
-if(NOT err MATCHES "rank [0-9]+ \\(pid [0-9]+ on [^)]*\\) died")
-  message(FATAL_ERROR "rank 0 did not report the dead worker\n${all}")
+if(SIGNAL STREQUAL "STOP")
+  set(how "is stopped \\(SIGSTOP\\)")
+else()
+  set(how "died")
+endif()
+if(NOT err MATCHES "rank [0-9]+ \\(pid [0-9]+ on [^)]*\\) ${how}")
+  message(FATAL_ERROR "rank 0 did not report the lost worker\n${all}")
+endif()
+# tp.tensors (and :tensors) no longer lists the lost tensor as present.
+if(NOT out MATCHES "listed: w true lost with the MPI job")
+  message(FATAL_ERROR "the lost tensor was not listed as lost\n${all}")
 endif()
 if(took GREATER ${LIMIT})
   message(FATAL_ERROR "took ${took} s (limit ${LIMIT} s)\n${all}")
