@@ -20,10 +20,11 @@ NodeRef offset_grid(int64_t n, int64_t m) {
 
 NodeRef zero_of(DType t) { return full_int({}, 0, t); }
 
-NodeRef triangle(const NodeRef& x, int64_t k, Op keep, const char* what) {
+NodeRef triangle(const NodeRef& x, int64_t k, Op keep) {
   const int r = static_cast<int>(x->shape.size());
-  user_check(r >= 2, what, " needs at least 2 dims, got shape ", shape_str(x->shape));
-  const NodeRef mask = binary(keep, offset_grid(x->shape[r - 2], x->shape[r - 1]), Operand::integer_number(k));
+  user_check(r >= 2, "x needs at least 2 dims, got shape ", shape_str(x->shape));
+  const NodeRef mask =
+      binary(keep, offset_grid(x->shape[r - 2], x->shape[r - 1]), Operand::integer_number(k));
   return where(mask, x, zero_of(x->dtype));
 }
 
@@ -81,8 +82,8 @@ NodeRef diag(const NodeRef& x, int64_t k) {
   return where(mask, along, zero_of(x->dtype));
 }
 
-NodeRef tril(const NodeRef& x, int64_t k) { return triangle(x, k, Op::Le, "tril"); }
-NodeRef triu(const NodeRef& x, int64_t k) { return triangle(x, k, Op::Ge, "triu"); }
+NodeRef tril(const NodeRef& x, int64_t k) { return triangle(x, k, Op::Le); }
+NodeRef triu(const NodeRef& x, int64_t k) { return triangle(x, k, Op::Ge); }
 
 NodeRef trace(const NodeRef& x) {
   user_check(x->shape.size() == 2, "x must be a matrix, got shape ", shape_str(x->shape));
@@ -93,7 +94,8 @@ std::vector<NodeRef> meshgrid(const std::vector<NodeRef>& xs, bool xy) {
   const size_t k = xs.size();
   Shape shape;
   for (size_t i = 0; i < k; ++i) {
-    user_check(xs[i]->shape.size() == 1, "tensor ", i + 1, " must be 1-D, got shape ", shape_str(xs[i]->shape));
+    user_check(xs[i]->shape.size() == 1, "tensor ", i + 1, " must be 1-D, got shape ",
+               shape_str(xs[i]->shape));
     shape.push_back(xs[i]->shape[0]);
   }
   // "xy" (numpy's default): the first two outputs dims are swapped, as for x, y of a plot.
