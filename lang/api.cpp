@@ -50,6 +50,32 @@ const ApiEntry kApi[] = {
      lua::l_rand},
     {"tp.randn", K::Function, "create", "tp.randn(shape [,opts])",
      "Standard normal, keyed like tp.rand. opts: seed, dtype, name.", lua::l_randn},
+    {"tp.randint", K::Function, "create", "tp.randint(lo, hi, shape [,opts])",
+     "Uniform integers from lo to hi inclusive (i64; opts.dtype 'i32' too), keyed like tp.rand "
+     "(floor(u * (hi-lo+1)) + lo of an f64 uniform u), so the same seed gives the same values on "
+     "any mesh; hi - lo + 1 may be at most 2^53. opts: seed, dtype, name.",
+     lua::l_randint},
+    {"tp.logspace", K::Function, "create", "tp.logspace(a, b, n [,opts])",
+     "n points base^a .. base^b inclusive, evenly spaced in the exponent (numpy.logspace; "
+     "computed in f64). opts: base (default 10), dtype (f32 or f64), name.",
+     lua::l_logspace},
+    {"tp.zeros_like", K::Function, "create", "tp.zeros_like(x [,opts])",
+     "Zeros of x's shape and dtype. opts: dtype (another dtype), name.", lua::l_zeros_like},
+    {"tp.ones_like", K::Function, "create", "tp.ones_like(x [,opts])",
+     "Ones of x's shape and dtype. opts: dtype, name.", lua::l_ones_like},
+    {"tp.full_like", K::Function, "create", "tp.full_like(x, v [,opts])",
+     "v (a number or boolean, cast as x:cast would) in x's shape and dtype. opts: dtype, name.",
+     lua::l_full_like},
+    {"tp.rand_like", K::Function, "create", "tp.rand_like(x [,opts])",
+     "tp.rand of x's shape and dtype (a float dtype). opts: seed, dtype, name.", lua::l_rand_like},
+    {"tp.randn_like", K::Function, "create", "tp.randn_like(x [,opts])",
+     "tp.randn of x's shape and dtype (a float dtype). opts: seed, dtype, name.", lua::l_randn_like},
+    {"tp.meshgrid", K::Function, "create", "tp.meshgrid(x1, x2, ... [,opts])",
+     "numpy.meshgrid of 1-D tensors (also given as one table {x1, x2, ...}): returns one tensor "
+     "per input, each of the shape {#x1, #x2, ...}, input i varying along dim i. opts.indexing: "
+     "'xy' (numpy's default: the first two dims swapped, {#x2, #x1, ...}) or 'ij' (torch's). "
+     "The results are broadcast views. Example: local X, Y = tp.meshgrid(x, y)",
+     lua::l_meshgrid},
     {"tp.seed", K::Function, "create", "tp.seed([n])",
      "Sets the session's seed, used by tp.rand/randn without opts.seed (each such call "
      "advances it). Without n, returns the current seed.",
@@ -196,14 +222,41 @@ const ApiEntry kApi[] = {
      "numpy.roll: element i moves to (i + shift) mod n along dim d; without d, over the "
      "flattened tensor (shape kept). Two slices and a cat.",
      lua::l_roll, M},
+    {"tp.flip", K::Function, "shape", "x:flip([dims])",
+     "Reverse the order of elements along dims (a number or a table; default all dims), as "
+     "torch.flip / numpy.flip. A slice with step -1, so it shards like one.",
+     lua::l_flip, M},
+    {"tp.diag", K::Function, "structure", "x:diag([k])",
+     "numpy.diag: of a 1-D x of n elements, the (n+|k|)-square matrix with x on diagonal k (0 "
+     "the main one, k > 0 above, k < 0 below) and zeros elsewhere; of a 2-D x, its diagonal k "
+     "(as x:diagonal(k)).",
+     lua::l_diag, M},
+    {"tp.diagonal", K::Function, "structure", "x:diagonal([offset [,dim1 [,dim2]]])",
+     "numpy.diagonal / torch.diagonal: the elements x[..i..j..] with j - i = offset (default 0) "
+     "over dims dim1 and dim2 (default 1 and 2); those dims are removed and the diagonal is "
+     "appended as the last dim. An offset past the matrix is an error (no empty tensors).",
+     lua::l_diagonal, M},
+    {"tp.tril", K::Function, "structure", "x:tril([k])",
+     "Lower triangle over the last two dims: keeps x[..., i, j] where j - i <= k (default 0), "
+     "zeros elsewhere (numpy.tril, batched). A masked map over an index comparison.",
+     lua::l_tril, M},
+    {"tp.triu", K::Function, "structure", "x:triu([k])",
+     "Upper triangle over the last two dims: keeps x[..., i, j] where j - i >= k (default 0), "
+     "zeros elsewhere (numpy.triu, batched).",
+     lua::l_triu, M},
+    {"Tensor:trace", K::Method, "structure", "x:trace() / tp.trace(x)",
+     "Sum of a matrix's main diagonal (numpy.trace of a 2-D x; ints sum to i64). tp.trace with "
+     "a Tensor is this; with a path or nil it is the Perfetto trace.",
+     lua::l_matrix_trace},
     {"tp.narrow", K::Function, "slice", "x:narrow(d, first, len)",
      "len elements of dim d starting at index first (1-based).", lua::l_narrow, M},
     {"tp.select", K::Function, "slice", "x:select(d, i)",
      "Index i of dim d, dropping that dim (x[i] is x:select(1, i)).", lua::l_select, M},
     {"Tensor.__index", K::Metamethod, "slice", "x[{ {a,b}, {}, i, {a,b,step} }]",
      "Read a region: per dim {} is the whole dim, {a} a to the end, {a,b} the inclusive range, "
-     "{a,b,step} every step-th, a number selects one index and drops the dim. Negative indices "
-     "count from the end. Missing trailing entries mean {}.",
+     "{a,b,step} every step-th (a negative step goes down from a to b: {-1,1,-1} reverses), a "
+     "number selects one index and drops the dim. Negative indices count from the end. Missing "
+     "trailing entries mean {}.",
      lua::l_index},
 
     {"Tensor.__newindex", K::Metamethod, "slice", "tp.env.w[{ {a,b}, {} }] = y",
@@ -275,11 +328,12 @@ const ApiEntry kApi[] = {
      lua::l_set_printoptions},
     {"tp.get_printoptions", K::Function, "observe", "tp.get_printoptions()",
      "The print options as a table {threshold, edgeitems, precision, linewidth}.", lua::l_get_printoptions},
-    {"tp.trace", K::Function, "observe", "tp.trace(path) / tp.trace(nil)",
+    {"tp.trace", K::Function, "observe", "tp.trace(path) / tp.trace(nil) / tp.trace(x)",
      "Start writing a Chrome/Perfetto trace (JSON trace events; open it in ui.perfetto.dev or "
      "chrome://tracing) of every block, transfer and combine on every rank (pid = rank), of "
      "single-rank kernels, and of the plan/run phases. tp.trace(nil) stops and finishes the file "
-     "and returns its path; the file is also finished at exit.",
+     "and returns its path; the file is also finished at exit. tp.trace(x) of a Tensor is the "
+     "matrix trace (x:trace()).",
      lua::l_trace},
     {"tp.clock", K::Function, "observe", "tp.clock()", "Monotonic wall-clock seconds, as a float.",
      lua::l_clock},
@@ -687,14 +741,23 @@ std::string format_help(const ApiEntry& e) {
 
 std::string reference_markdown() {
   static const std::pair<std::string_view, std::string_view> kGroups[] = {
-      {"create", "Creating tensors"}, {"map", "Elementwise operations"},
-      {"operators", "Operators"},     {"reduce", "Reductions"},
-      {"contract", "Contractions"},   {"shape", "Shape operations"},
-      {"window", "Windows"},          {"slice", "Reading slices"},
-      {"tensor", "Tensor metadata"},  {"observe", "Observation"},
-      {"env", "The environment"},     {"io", "Files"},
-      {"grad", "Gradients"},          {"plan", "Plans, layouts and the mesh"},
-      {"stdlib", "Standard library"}, {"shell", "Shell commands"},
+      {"create", "Creating tensors"},
+      {"map", "Elementwise operations"},
+      {"operators", "Operators"},
+      {"reduce", "Reductions"},
+      {"contract", "Contractions"},
+      {"shape", "Shape operations"},
+      {"structure", "Diagonals and triangles"},
+      {"window", "Windows"},
+      {"slice", "Reading slices"},
+      {"tensor", "Tensor metadata"},
+      {"observe", "Observation"},
+      {"env", "The environment"},
+      {"io", "Files"},
+      {"grad", "Gradients"},
+      {"plan", "Plans, layouts and the mesh"},
+      {"stdlib", "Standard library"},
+      {"shell", "Shell commands"},
   };
   std::string out =
       "# Tapestry language reference\n\n"

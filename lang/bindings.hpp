@@ -18,6 +18,13 @@ int l_eye(lua_State* L);
 int l_arange(lua_State* L);
 int l_linspace(lua_State* L);
 int l_rand(lua_State* L);
+int l_logspace(lua_State* L);
+int l_randint(lua_State* L);
+int l_zeros_like(lua_State* L);
+int l_ones_like(lua_State* L);
+int l_full_like(lua_State* L);
+int l_rand_like(lua_State* L);
+int l_randn_like(lua_State* L);
 int l_randn(lua_State* L);
 int l_seed(lua_State* L);
 
@@ -62,6 +69,13 @@ int l_newindex(lua_State* L);  // tp.env.w[{...}] = y
 // windows and padding (window_lua.cpp)
 int l_pad(lua_State* L);
 int l_roll(lua_State* L);
+int l_flip(lua_State* L);
+int l_diag(lua_State* L);
+int l_diagonal(lua_State* L);
+int l_tril(lua_State* L);
+int l_triu(lua_State* L);
+int l_matrix_trace(lua_State* L);
+int l_meshgrid(lua_State* L);
 int l_stencil(lua_State* L);
 int l_conv2d(lua_State* L);
 template <Op op> int l_pool2d(lua_State* L);  // maxpool2d avgpool2d

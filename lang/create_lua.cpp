@@ -1,4 +1,5 @@
-// Creators: tp.tensor, zeros, ones, full, eye, arange, linspace, rand, randn, seed.
+// Creators: tp.tensor, zeros, ones, full, eye, arange, linspace, logspace, rand, randn, randint,
+// the *_like forms, seed.
 #include <lauxlib.h>
 #include <lua.h>
 
@@ -132,6 +133,57 @@ static int random(lua_State* L, bool normal) {
 }
 int l_rand(lua_State* L) { return random(L, false); }
 int l_randn(lua_State* L) { return random(L, true); }
+
+int l_logspace(lua_State* L) {
+  const double a = check_number(L, 1);
+  const double b = check_number(L, 2);
+  const int64_t n = check_int(L, 3);
+  Options o(L, 4, {"dtype", "name", "base"});
+  CreateOpts c;
+  c.dtype = o.dtype().value_or(kDefaultFloat);
+  c.name = o.string("name");
+  return finish(L, build::logspace(a, b, n, o.number("base").value_or(10.0), c.dtype), c);
+}
+
+// tp.randint(lo, hi, shape [,opts]): i64 by default.
+int l_randint(lua_State* L) {
+  const int64_t lo = check_int(L, 1);
+  const int64_t hi = check_int(L, 2);
+  const Shape s = check_shape_arg(L, 3);
+  const CreateOpts c = read_opts(L, 4, true);
+  const uint64_t seed = c.seed ? static_cast<uint64_t>(*c.seed) : session_of(L).random_seed()++;
+  return finish(L, build::randint(lo, hi, s, seed, c.given.value_or(DType::I64)), c);
+}
+
+// The *_like creators: x's shape, and x's dtype unless opts.dtype.
+namespace {
+int like(lua_State* L, int opts_arg, bool random, auto make) {
+  const NodeRef x = check_tensor(L, 1);
+  const CreateOpts c = read_opts(L, opts_arg, random);
+  const DType t = c.given.value_or(x->dtype);
+  const uint64_t seed = !random ? 0 : c.seed ? static_cast<uint64_t>(*c.seed) : session_of(L).random_seed()++;
+  return finish(L, make(x->shape, t, seed), c);
+}
+}  // namespace
+
+int l_zeros_like(lua_State* L) {
+  return like(L, 2, false, [](const Shape& s, DType t, uint64_t) { return build::full_int(s, 0, t); });
+}
+int l_ones_like(lua_State* L) {
+  return like(L, 2, false, [](const Shape& s, DType t, uint64_t) { return build::full_int(s, 1, t); });
+}
+int l_full_like(lua_State* L) {
+  if (lua_type(L, 2) != LUA_TNUMBER && lua_type(L, 2) != LUA_TBOOLEAN) type_error(L, 2, "number or boolean");
+  const build::Operand v = check_operand(L, 2);
+  return like(L, 3, false,
+              [&](const Shape& s, DType t, uint64_t) { return build::broadcast_to(build::scalar(v, t), s); });
+}
+int l_rand_like(lua_State* L) {
+  return like(L, 2, true, [](const Shape& s, DType t, uint64_t seed) { return build::rand(s, seed, t); });
+}
+int l_randn_like(lua_State* L) {
+  return like(L, 2, true, [](const Shape& s, DType t, uint64_t seed) { return build::randn(s, seed, t); });
+}
 
 int l_seed(lua_State* L) {
   if (lua_isnoneornil(L, 1)) {

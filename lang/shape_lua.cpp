@@ -219,9 +219,9 @@ Region parse_region(lua_State* L, int arg, const NodeRef& x) {
       }
       const int64_t a = len >= 1 ? resolve_index(v[0], size, d, x->shape) : 0;
       const int64_t b = len >= 2 ? resolve_index(v[1], size, d, x->shape) : size - 1;
-      user_check(v[2] >= 1, "step must be positive in dimension ", d + 1, ", got ", v[2]);
-      user_check(a <= b, "empty range ", a + 1, "..", b + 1, " in dimension ", d + 1, " of ",
-                 shape_str(x->shape));
+      user_check(v[2] != 0, "step must not be zero in dimension ", d + 1);
+      user_check(v[2] > 0 ? a <= b : a >= b, "empty range ", a + 1, "..", b + 1, " step ", v[2],
+                 " in dimension ", d + 1, " of ", shape_str(x->shape));
       g.start[d] = a;
       g.step[d] = v[2];
       g.count[d] = (b - a) / v[2] + 1;

@@ -1,4 +1,5 @@
-// tp.trace(path) / tp.trace(nil): the Lua face of engine/telemetry/trace.hpp.
+// tp.trace(path) / tp.trace(nil): the Lua face of engine/telemetry/trace.hpp (tp.trace(x) of a
+// Tensor is the matrix trace, structure_lua.cpp).
 #include <lauxlib.h>
 #include <lua.h>
 
@@ -6,6 +7,7 @@
 
 #include "engine/session/session.hpp"
 #include "lang/bindings.hpp"
+#include "lang/lua_args.hpp"
 #include "lang/state_context.hpp"
 
 namespace tapestry::lua {
@@ -13,6 +15,7 @@ namespace tapestry::lua {
 // A path starts the session's trace (finishing any running one); nil or no argument stops it
 // and returns the finished file's path (nil when none ran). Starting returns the path too.
 int l_trace(lua_State* L) {
+  if (is_tensor(L, 1)) return l_matrix_trace(L);  // tp.trace(x): the sum of x's diagonal
   trace::State& trace = session_of(L).telemetry().trace;
   if (lua_isnoneornil(L, 1)) {
     const std::string done = trace::stop(trace);

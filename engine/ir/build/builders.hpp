@@ -130,4 +130,20 @@ std::vector<NodeRef> qr(const NodeRef& a, bool complete);   // {Q, R}
 std::vector<NodeRef> svd(const NodeRef& a, int64_t mode);   // mode 0: {S}; 1, 2: {U, S, Vh}
 std::vector<NodeRef> eigh(const NodeRef& a, bool vectors);  // {w} or {w, V}
 
+// --- structure (builders_structure.cpp) ------------------------------------------------
+// Compositions of slices (negative steps), reshapes and masked maps over an index comparison:
+// no op of their own, so they shard through their parts' signatures.
+NodeRef flip(const NodeRef& x, const std::vector<int>& dims);  // a slice with step -1
+// numpy.diagonal: dims d1, d2 removed, the diagonal (j - i == offset) appended last.
+NodeRef diagonal(const NodeRef& x, int64_t offset, int d1, int d2);
+NodeRef diag(const NodeRef& x, int64_t k);  // 1-D: the matrix with x on diagonal k; 2-D: diagonal
+NodeRef tril(const NodeRef& x, int64_t k);  // over the last two dims: keeps j - i <= k
+NodeRef triu(const NodeRef& x, int64_t k);  // keeps j - i >= k
+NodeRef trace(const NodeRef& x);            // sum of a matrix's diagonal
+// numpy.meshgrid of 1-D tensors (expanded views); xy swaps the first two output dims.
+std::vector<NodeRef> meshgrid(const std::vector<NodeRef>& xs, bool xy);
+// Uniform integers lo..hi inclusive: floor(rand_f64 * (hi - lo + 1)) + lo, so Philox-keyed.
+NodeRef randint(int64_t lo, int64_t hi, const Shape& shape, uint64_t seed, DType dtype);
+NodeRef logspace(double a, double b, int64_t n, double base, DType dtype);  // base ^ linspace
+
 }  // namespace tapestry::build

@@ -131,9 +131,10 @@ NodeRef slice(const NodeRef& x, std::vector<int64_t> start, std::vector<int64_t>
   internal_check(start.size() == r && step.size() == r && count.size() == r);
   bool whole = true;
   for (size_t d = 0; d < r; ++d) {
-    user_check(step[d] >= 1, "step must be positive, got ", step[d]);
+    user_check(step[d] != 0, "step must not be zero");
     user_check(count[d] >= 1, "empty range in dimension ", d + 1);
-    user_check(start[d] >= 0 && start[d] + (count[d] - 1) * step[d] < x->shape[d],
+    const int64_t last = start[d] + (count[d] - 1) * step[d];
+    user_check(start[d] >= 0 && start[d] < x->shape[d] && last >= 0 && last < x->shape[d],
                "range out of bounds in dimension ", d + 1, " of ", shape_str(x->shape));
     whole = whole && start[d] == 0 && step[d] == 1 && count[d] == x->shape[d];
   }

@@ -45,13 +45,20 @@ NodeRef pad_dim(const NodeRef& x, int d, int64_t before, int64_t after, PadMode 
     parts.push_back(x);
     if (after > 0) parts.push_back(narrow(x, d, 0, after));
   } else {
-    // Mirror images are single-row slices in reverse order: slices have positive steps,
-    // and a pad is a few rows wide.
+    // Mirror images are slices with step -1: rows before..1 and n-2..n-1-after.
     user_check(before < n && after < n, "reflect padding of ", before, " and ", after, " needs dimension ",
                d + 1, " larger than both, got size ", n, " (shape ", shape_str(x->shape), ")");
-    for (int64_t i = before; i >= 1; --i) parts.push_back(narrow(x, d, i, 1));
+    const auto mirror = [&](int64_t first, int64_t len) {
+      std::vector<int64_t> start(x->shape.size(), 0), step(x->shape.size(), 1);
+      Shape count = x->shape;
+      start[d] = first;
+      step[d] = -1;
+      count[d] = len;
+      return slice(x, start, step, count);
+    };
+    if (before > 0) parts.push_back(mirror(before, before));
     parts.push_back(x);
-    for (int64_t i = 1; i <= after; ++i) parts.push_back(narrow(x, d, n - 1 - i, 1));
+    if (after > 0) parts.push_back(mirror(n - 2, after));
   }
   return cat(parts, d);
 }

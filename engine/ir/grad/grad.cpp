@@ -142,31 +142,34 @@ NodeRef sum_to(const NodeRef& g, const Shape& shape) {
 
 NodeRef scatter_slice(const NodeRef& g, const Shape& shape, const std::vector<int64_t>& start,
                       const std::vector<int64_t>& step) {
-  NodeRef v = g;
+  // A negative step reads the rows backwards: flip g there, and scatter from the lowest row.
+  std::vector<int> back;
+  std::vector<int64_t> lo = start, up = step;
   for (size_t d = 0; d < shape.size(); ++d) {
-    if (step[d] == 1 || v->shape[d] == 1) continue;
+    if (step[d] > 0) continue;
+    back.push_back(static_cast<int>(d));
+    lo[d] = start[d] + (g->shape[d] - 1) * step[d];
+    up[d] = -step[d];
+  }
+  NodeRef v = back.empty() ? g : build::flip(g, back);
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (up[d] == 1 || v->shape[d] == 1) continue;
     // {.., c, ..} -> {.., c, 1, ..} -> pad to {.., c, s, ..} -> {.., c*s, ..} -> drop the tail.
     const int dd = static_cast<int>(d);
     const int64_t c = v->shape[d];
     NodeRef u = build::unsqueeze(v, dd + 1);
     std::vector<int64_t> before(u->shape.size(), 0), after(u->shape.size(), 0);
-    after[d + 1] = step[d] - 1;
+    after[d + 1] = up[d] - 1;
     u = build::pad(u, before, after, build::PadMode::Constant, 0);
     Shape flat = v->shape;
-    flat[d] = c * step[d];
-    v = build::narrow(build::reshape(u, flat), dd, 0, (c - 1) * step[d] + 1);
+    flat[d] = c * up[d];
+    v = build::narrow(build::reshape(u, flat), dd, 0, (c - 1) * up[d] + 1);
   }
   if (v->shape == shape) return v;
-  return build::write_region(build::full(shape, 0.0, g->dtype), start, v->shape, v);
+  return build::write_region(build::full(shape, 0.0, g->dtype), lo, v->shape, v);
 }
 
-NodeRef flip(const NodeRef& x, int d) {
-  const int64_t n = x->shape[d];
-  if (n == 1) return x;
-  std::vector<NodeRef> rows;
-  for (int64_t i = n - 1; i >= 0; --i) rows.push_back(build::narrow(x, d, i, 1));
-  return build::cat(rows, d);
-}
+NodeRef flip(const NodeRef& x, int d) { return build::flip(x, {d}); }
 
 }  // namespace grad_detail
 

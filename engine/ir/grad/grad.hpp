@@ -38,7 +38,7 @@ NodeRef scatter_slice(const NodeRef& g, const Shape& shape, const std::vector<in
                       const std::vector<int64_t>& step);
 // g summed down to `shape` (which broadcasts to g's shape): the adjoint of a broadcast.
 NodeRef sum_to(const NodeRef& g, const Shape& shape);
-// x reversed along dim d (a few single-row slices: for kernels, which are small).
+// x reversed along dim d (build::flip: a slice with step -1).
 NodeRef flip(const NodeRef& x, int d);
 }  // namespace grad_detail
 

@@ -122,6 +122,11 @@ std::vector<Case> cases() {
                                build::expand(source({11, 1}, 15), {2, 11, 7})}));
   c.push_back(exact("slice", {build::narrow(x, 0, 1, 10), build::slice(x, {1, 0}, {3, 2}, {4, 4}),
                               bin(Op::Sub, build::narrow(x, 0, 1, 10), build::narrow(x, 0, 0, 10))}));
+  c.push_back(exact("negative steps", {build::flip(x, {0, 1}), build::slice(x, {10, 6}, {-3, -2}, {4, 4}),
+                                       build::flip(build::narrow(x, 0, 2, 8), {0})}));
+  c.push_back(exact("structure", {build::diagonal(x, 1, 0, 1),
+                                  build::diagonal(source({3, 5, 4}, 19), -1, 2, 1), build::tril(x, -2),
+                                  build::triu(source({2, 11, 7}, 20), 1), build::diag(source({6}, 21), 2)}));
   c.push_back(exact("constrain", {build::constrain(bin(Op::Add, x, y), {1, 1})}));
   c.push_back(
       exact("cat", {build::cat({x, source({5, 7}, 16), y}, 0), build::cat({x, source({11, 2}, 17)}, 1)}));
