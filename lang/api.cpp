@@ -4,6 +4,7 @@
 #include <map>
 #include <vector>
 
+#include "engine/ir/error.hpp"
 #include "lang/bindings.hpp"
 
 namespace tapestry {
@@ -741,28 +742,23 @@ std::string format_help(const ApiEntry& e) {
 
 std::string reference_markdown() {
   static const std::pair<std::string_view, std::string_view> kGroups[] = {
-      {"create", "Creating tensors"},
-      {"map", "Elementwise operations"},
-      {"operators", "Operators"},
-      {"reduce", "Reductions"},
-      {"contract", "Contractions"},
-      {"shape", "Shape operations"},
-      {"structure", "Diagonals and triangles"},
-      {"window", "Windows"},
-      {"slice", "Reading slices"},
-      {"tensor", "Tensor metadata"},
-      {"observe", "Observation"},
-      {"env", "The environment"},
-      {"io", "Files"},
-      {"grad", "Gradients"},
-      {"plan", "Plans, layouts and the mesh"},
-      {"stdlib", "Standard library"},
-      {"shell", "Shell commands"},
+      {"create", "Creating tensors"}, {"map", "Elementwise operations"},
+      {"operators", "Operators"},     {"reduce", "Reductions"},
+      {"contract", "Contractions"},   {"linalg", "Linear algebra (tp.linalg, tapestry.linalg)"},
+      {"shape", "Shape operations"},  {"structure", "Diagonals and triangles"},
+      {"window", "Windows"},          {"slice", "Reading slices"},
+      {"tensor", "Tensor metadata"},  {"observe", "Observation"},
+      {"env", "The environment"},     {"io", "Files"},
+      {"grad", "Gradients"},          {"plan", "Plans, layouts and the mesh"},
+      {"stdlib", "Standard library"}, {"shell", "Shell commands"},
   };
   std::string out =
       "# Tapestry language reference\n\n"
       "Generated from the API registry (`lang/api.cpp`) by `tapestry --reference`; do not edit.\n"
       "A test fails when this file and the registry disagree.\n";
+  for (const ApiEntry& e : kApi)  // an entry in no group would be missing from the reference
+    internal_check(std::any_of(std::begin(kGroups), std::end(kGroups),
+                               [&](const auto& g) { return g.first == std::string_view(e.group); }));
   for (const auto& [group, title] : kGroups) {
     out += "\n## " + std::string(title) + "\n\n| usage | description |\n|---|---|\n";
     for (const ApiEntry& e : kApi) {
