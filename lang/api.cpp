@@ -744,7 +744,7 @@ std::string reference_markdown() {
   static const std::pair<std::string_view, std::string_view> kGroups[] = {
       {"create", "Creating tensors"}, {"map", "Elementwise operations"},
       {"operators", "Operators"},     {"reduce", "Reductions"},
-      {"contract", "Contractions"},   {"linalg", "Linear algebra (tp.linalg, tapestry.linalg)"},
+      {"contract", "Contractions"},   {"linalg", "Linear algebra"},
       {"shape", "Shape operations"},  {"structure", "Diagonals and triangles"},
       {"window", "Windows"},          {"slice", "Reading slices"},
       {"tensor", "Tensor metadata"},  {"observe", "Observation"},
