@@ -16,7 +16,8 @@ end
 for line in ref:gmatch("[^\n]+") do
   local usage = line:match("^| `([^`]*)`")
   if usage then
-    for f in usage:gmatch("tp%.([%a_][%w_]*)") do if f ~= "env" then add("tp." .. f) end end
+    for f in usage:gmatch("tp%.([%a_][%w_]*)%f[^%w_%.]") do if f ~= "env" then add("tp." .. f) end end
+    for f in usage:gmatch("tp%.linalg%.([%a_][%w_]*)%(") do add("linalg." .. f) end  -- tp.linalg is tapestry.linalg
     for m in usage:gmatch("%f[%w]%a:([%a_][%w_]*)%(") do add("Tensor:" .. m) end
     for m in usage:gmatch("%f[%w]x:([%a_][%w_]*){") do add("Tensor:" .. m) end
     for lib, f in usage:gmatch("^(%a+)%.([%a_][%w_]*)%(") do
