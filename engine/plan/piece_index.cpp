@@ -27,8 +27,25 @@ void PieceIndex::build_grid() {
     total *= n;
   }
   cells_.assign(static_cast<size_t>(total), {});
-  for (const Piece& p : pieces_) cells_of(p.box, [&](size_t c) { cells_[c].push_back(p.seq); });
+  big_.clear();
+  for (const Piece& p : pieces_) list(p.seq);
   grid_for_ = pieces_.size();
+}
+
+bool PieceIndex::big(const poly::Box& b) const {
+  int64_t spanned = 1;
+  for (size_t d = 0; d < cells_per_dim_.size(); ++d) {
+    const int64_t lo = std::clamp<int64_t>(b.lo[d] / cell_extent_[d], 0, cells_per_dim_[d] - 1);
+    const int64_t hi = std::clamp<int64_t>(b.hi[d] / cell_extent_[d], 0, cells_per_dim_[d] - 1);
+    spanned *= std::max<int64_t>(0, hi - lo + 1);
+  }
+  return spanned * 4 > static_cast<int64_t>(cells_.size());
+}
+
+void PieceIndex::list(uint32_t id) {
+  const poly::Box& b = pieces_[id].box;
+  if (big(b)) big_.push_back(id);
+  else cells_of(b, [&](size_t c) { cells_[c].push_back(id); });
 }
 
 template <class F> void PieceIndex::cells_of(const poly::Box& b, F&& f) const {
@@ -58,8 +75,7 @@ void PieceIndex::add(const poly::Box& box, int rank) {
   const auto id = static_cast<uint32_t>(pieces_.size());
   pieces_.push_back(Piece{box, rank, id});
   seen_.push_back(0);
-  if (grid_for_ > 0 && pieces_.size() < 2 * grid_for_)
-    cells_of(box, [&](size_t c) { cells_[c].push_back(id); });
+  if (grid_for_ > 0 && pieces_.size() < 2 * grid_for_) list(id);
   else if (pieces_.size() >= kGridAt && (grid_for_ == 0 || pieces_.size() >= 2 * grid_for_))
     build_grid();  // rebuilt as the pieces double: amortized, and its cells fit their count
 }
@@ -74,6 +90,8 @@ std::vector<const PieceIndex::Piece*> PieceIndex::overlapping(const poly::Box& q
     return out;
   }
   if (++query_ == 0) std::fill(seen_.begin(), seen_.end(), 0), query_ = 1;
+  for (uint32_t id : big_)
+    if (overlaps(pieces_[id].box, q)) out.push_back(&pieces_[id]);
   cells_of(q, [&](size_t c) {
     for (uint32_t id : cells_[c]) {
       if (seen_[id] == query_) continue;

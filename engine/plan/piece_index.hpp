@@ -31,12 +31,17 @@ class PieceIndex {
  private:
   // Calls f(cell) for every cell that `b` overlaps.
   template <class F> void cells_of(const poly::Box& b, F&& f) const;
-  void build_grid();  // for the pieces there are now: about four cells each, at most 4096
+  // Whether `b` spans more than a quarter of the cells: such a piece (a whole copy a broadcast
+  // left on a rank) is kept in big_ and looked at by every query, so replicas cost O(1) to index.
+  bool big(const poly::Box& b) const;
+  void list(uint32_t id);  // into big_ or the cells it overlaps
+  void build_grid();       // for the pieces there are now: about four cells each, at most 4096
 
   Shape shape_;
   size_t grid_for_ = 0;  // pieces when the grid was built; 0: no grid, scan them all
   std::vector<int64_t> cells_per_dim_, cell_extent_;
   std::vector<std::vector<uint32_t>> cells_;  // piece ids per cell
+  std::vector<uint32_t> big_;                 // piece ids of big() pieces
   std::vector<Piece> pieces_;
   mutable std::vector<uint32_t> seen_;  // per piece: the query that last listed it
   mutable uint32_t query_ = 0;
