@@ -27,6 +27,8 @@ namespace {
 // Blocks sampled per candidate: the first and last few carry the uneven pieces and the ranks
 // at the ends of the mesh; the rest are spread evenly between them.
 constexpr int64_t kSamples = 24;
+// Inputs up to this size that every block reads whole are priced as a broadcast tree.
+constexpr double kTreeBytes = 64 * 1024;
 // The greedy start's lookahead prices every candidate of every user for every candidate of
 // each op (about 20 x 20 per edge on a big mesh): it takes fewer samples, the ends and two
 // between, enough to rank the users' responses.
@@ -136,6 +138,7 @@ struct Model {
     const poly::Signature& s = sigs[i];
     const int64_t nb = blocks(cand), ns = std::min(nb, samples);
     std::vector<double> msgs(in[i].size(), 0.0);
+    std::vector<char> whole(in[i].size(), 1);  // per input: every sampled block reads it whole
     std::vector<Box> mine;
     OpEstimate e;
     e.blocks = nb;
@@ -149,6 +152,7 @@ struct Model {
       for (size_t j = 0; j < in[i].size(); ++j) {
         const Box& need = b.need[j];
         if (need.empty()) continue;
+        if (!(need == Box::of_shape(s.inputs[j].shape))) whole[j] = 0;
         if (in[i][j].generate_flops >= 0) {  // computed on the rank that reads it
           const double elems = double(need.volume());
           gen += m.compute_time(elems * in[i][j].generate_flops, elems * dtype_size(s.inputs[j].dtype));
@@ -172,9 +176,16 @@ struct Model {
     e.moved = received * scale;
     e.block_bytes = (out + received) / double(ns);
     // A sender pays each message's overhead: a value on few ranks feeding many blocks queues them.
+    // A small value every block reads whole (a stencil's weights) travels down a tree instead
+    // (lower()'s relays: the holders double every round), so a sender pays one message per
+    // round. Big ones keep the queue: the relays' copies then contend with the rest of the step
+    // (on W9 a tree estimate picked a plan that simulates 1.7x slower).
     double senders = 0;
-    for (size_t j = 0; j < in[i].size(); ++j)
-      senders = std::max(senders, msgs[j] * scale / holder_count(in[i][j]) * link.latency);
+    for (size_t j = 0; j < in[i].size(); ++j) {
+      const double per_holder = msgs[j] * scale / holder_count(in[i][j]);
+      const bool tree = whole[j] && s.inputs[j].bytes() <= kTreeBytes;
+      senders = std::max(senders, (tree ? std::ceil(std::log2(1 + per_holder)) : per_holder) * link.latency);
+    }
     double combine = 0;
     if (partial) {  // one reduction round of an output slice per doubling of its partials
       double per_slice = 1;
