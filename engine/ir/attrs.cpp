@@ -111,6 +111,31 @@ ConstrainAttrs ConstrainAttrs::decode(const Attrs& a) {
   return {{a.ints.begin(), a.ints.end() - 1}, a.ints.back() != 0};
 }
 
+// Per group: anti (0 or 1), the number of dims, the dims.
+Attrs PropertiesAttrs::encode() const {
+  std::vector<int64_t> ints;
+  for (const SymmetryGroup& g : groups) {
+    ints.push_back(g.anti ? 1 : 0);
+    ints.push_back(static_cast<int64_t>(g.dims.size()));
+    ints.insert(ints.end(), g.dims.begin(), g.dims.end());
+  }
+  return with_ints(std::move(ints));
+}
+PropertiesAttrs PropertiesAttrs::decode(const Attrs& a) {
+  PropertiesAttrs p;
+  for (size_t i = 0; i < a.ints.size();) {
+    internal_check(i + 2 <= a.ints.size());
+    SymmetryGroup g{a.ints[i] != 0, {}};
+    const auto k = static_cast<size_t>(a.ints[i + 1]);
+    i += 2;
+    internal_check(i + k <= a.ints.size());
+    for (size_t j = 0; j < k; ++j) g.dims.push_back(static_cast<int>(a.ints[i + j]));
+    i += k;
+    p.groups.push_back(std::move(g));
+  }
+  return p;
+}
+
 Attrs CatAttrs::encode() const { return with_ints({dim}); }
 CatAttrs CatAttrs::decode(const Attrs& a) {
   internal_check(a.ints.size() == 1);
