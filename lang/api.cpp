@@ -77,29 +77,30 @@ const ApiEntry kApi[] = {
     {"tp.hermitian", K::Function, "properties", "tp.hermitian{d1, d2}",
      "Hermitian symmetry needs complex dtypes, which Tapestry does not have yet: an error that says so.",
      lua::l_hermitian},
-    {"Tensor:declare", K::Method, "properties", "x:declare{symmetry = group or {groups...} [, trust = true]}",
+    {"tp.declare", K::Function, "properties",
+     "tp.declare(x, {symmetry = group or {groups...} [, trust = true]}) / x:declare{...}",
      "x with the properties declared (and those x is already known to have in other dims). The "
      "declaration is checked when the result is evaluated: the whole tensor on one rank, within 1e-5 of "
      "its largest magnitude for floats, exactly for integers (\"tp.declare: x is not symmetric in dims "
      "1,2 (max |x - x^T| = 3)\"); trust = true skips the check. The properties live in the graph: they "
      "stay through laziness, tp.env and planning, and ops that provably keep them carry them "
      "(x:properties()). Example: s = (a + a:t()):declare{symmetry = tp.symmetric{1,2}}.",
-     lua::l_declare},
-    {"Tensor:dense", K::Method, "properties", "x:dense()",
-     "The same values with nothing declared (x itself when nothing is known of it).", lua::l_dense},
-    {"Tensor:nbytes", K::Method, "properties", "x:nbytes()",
+     lua::l_declare, M},
+    {"tp.dense", K::Function, "properties", "tp.dense(x) / x:dense()",
+     "The same values with nothing declared (x itself when nothing is known of it).", lua::l_dense, M},
+    {"tp.nbytes", K::Function, "properties", "tp.nbytes(x) / x:nbytes()",
      "The bytes x's independent elements take: a symmetric group of k dims of size n holds C(n+k-1, k) "
      "of the n^k elements, an antisymmetric one C(n, k), a zero tensor none, a diagonal one n. With "
      "nothing declared, numel * the dtype's size. (Values are still held dense today: this is what the "
      "declared structure needs; see docs/properties.md.)",
-     lua::l_nbytes},
-    {"Tensor:properties", K::Method, "properties", "x:properties()",
+     lua::l_nbytes, M},
+    {"tp.properties", K::Function, "properties", "tp.properties(x) / x:properties()",
      "What is known of x's structure: {symmetry = {groups...}, zero =, diagonal =, stored = the number "
      "of independent elements}. Known from x:declare, tp.zeros/ones/full/eye, and carried through "
      "scalar maps (x * 2 keeps symmetry; odd functions such as neg, sin, tanh keep antisymmetry, even "
      "ones such as abs, square, cos make it symmetric), transposes and permutes, sums and products of "
      "tensors with the same groups, and x + x^T (symmetric) and x - x^T (antisymmetric).",
-     lua::l_properties},
+     lua::l_properties, M},
 
     // --- map ------------------------------------------------------------------------
     UNARY("abs", Abs, "Absolute value."),

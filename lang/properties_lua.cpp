@@ -147,8 +147,9 @@ NodeRef with_symmetry(const NodeRef& x, std::vector<SymmetryGroup> groups, Creat
 int l_symmetric(lua_State* L) { return make_group(L, false); }
 int l_antisymmetric(lua_State* L) { return make_group(L, true); }
 int l_hermitian(lua_State* L) {
-  user_check(false, "Hermitian symmetry needs complex dtypes, which Tapestry does not have yet; "
-                    "for real tensors use tp.symmetric{...}");
+  user_check(false,
+             "Hermitian symmetry needs complex dtypes, which Tapestry does not have yet; "
+             "for real tensors use tp.symmetric{...}");
   (void)L;
   return 0;
 }
@@ -170,7 +171,8 @@ int l_dense(lua_State* L) {
 
 int l_nbytes(lua_State* L) {
   const NodeRef x = check_tensor(L, 1);
-  lua_pushinteger(L, static_cast<lua_Integer>(stored_elements(x) * static_cast<int64_t>(dtype_size(x->dtype))));
+  lua_pushinteger(L,
+                  static_cast<lua_Integer>(stored_elements(x) * static_cast<int64_t>(dtype_size(x->dtype))));
   return 1;
 }
 

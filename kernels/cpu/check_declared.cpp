@@ -63,9 +63,9 @@ void run_check_declared(const Attrs& attrs, const View& in, const View& out) {
       double worst = 0, biggest = 0;
       violation(in, g.dims[k], g.dims[k + 1], g.anti, worst, biggest);
       const double tol = exact ? 0 : 1e-5 * std::max(1.0, biggest);
-      user_check(!(worst > tol) && !std::isnan(worst), "tp.declare: x is not ", g.anti ? "antisymmetric" : "symmetric",
-                 " in dims ", g.dims[k] + 1, ",", g.dims[k + 1] + 1, " (max |x ", g.anti ? "+" : "-",
-                 " x^T| = ", fmt(worst), ")");
+      user_check(!(worst > tol) && !std::isnan(worst), "tp.declare: x is not ",
+                 g.anti ? "antisymmetric" : "symmetric", " in dims ", g.dims[k] + 1, ",", g.dims[k + 1] + 1,
+                 " (max |x ", g.anti ? "+" : "-", " x^T| = ", fmt(worst), ")");
     }
   copy_view(in, out);
 }

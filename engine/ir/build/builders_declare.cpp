@@ -62,7 +62,8 @@ NodeRef declare(const NodeRef& x, std::vector<SymmetryGroup> groups, bool trust)
   for (const SymmetryGroup& g : known.groups)
     if (std::none_of(groups.begin(), groups.end(), [&](const SymmetryGroup& n) { return overlaps(n, g); }))
       all.push_back(g);
-  std::sort(all.begin(), all.end(), [](const SymmetryGroup& a, const SymmetryGroup& b) { return a.dims < b.dims; });
+  std::sort(all.begin(), all.end(),
+            [](const SymmetryGroup& a, const SymmetryGroup& b) { return a.dims < b.dims; });
   NodeRef src = x->op == Op::Declare ? x->inputs[0] : x;
   if (!trust && !unknown.empty())
     src = make_node(Op::CheckDeclared, {src}, PropertiesAttrs{unknown}.encode(), x->shape, x->dtype);
@@ -77,8 +78,9 @@ NodeRef dense(const NodeRef& x) {
 }
 
 NodeRef mirror(const NodeRef& x, const SymmetryGroup& g) {
-  user_check(g.dims.size() == 2, "random tensors with a symmetry group of more than 2 dims are not made yet (",
-             group_str(g), "); declare one with x:declare{symmetry = ...} instead");
+  user_check(g.dims.size() == 2,
+             "random tensors with a symmetry group of more than 2 dims are not made yet (", group_str(g),
+             "); declare one with x:declare{symmetry = ...} instead");
   const int a = g.dims[0], b = g.dims[1];
   const NodeRef i = index_along(x->shape, a), j = index_along(x->shape, b);
   const NodeRef xt = transpose(x, a, b);

@@ -123,6 +123,15 @@ std::vector<Case> cases() {
   c.push_back(exact("slice", {build::narrow(x, 0, 1, 10), build::slice(x, {1, 0}, {3, 2}, {4, 4}),
                               bin(Op::Sub, build::narrow(x, 0, 1, 10), build::narrow(x, 0, 0, 10))}));
   c.push_back(exact("constrain", {build::constrain(bin(Op::Add, x, y), {1, 1})}));
+  {
+    // A declared symmetric tensor: checked whole on one rank (check_declared), or trusted.
+    const NodeRef sq = source({2, 6, 6}, 62);
+    const NodeRef sym = bin(Op::Add, sq, build::transpose(sq, 1, 2));
+    const NodeRef m = bin(Op::Mul, sq, Operand::number(2));
+    c.push_back(exact("declare", {build::declare(m, {{false, {1, 2}}}, true),
+                                  bin(Op::Mul, build::declare(build::dense(sym), {{false, {1, 2}}}, false),
+                                      Operand::number(3))}));
+  }
   c.push_back(
       exact("cat", {build::cat({x, source({5, 7}, 16), y}, 0), build::cat({x, source({11, 2}, 17)}, 1)}));
   c.push_back(exact("write_region", {build::write_region(x, {2, 1}, {4, 3}, Operand(source({4, 3}, 18))),
