@@ -78,11 +78,15 @@ const ApiEntry kApi[] = {
      "Hermitian symmetry needs complex dtypes, which Tapestry does not have yet: an error that says so.",
      lua::l_hermitian},
     {"tp.declare", K::Function, "properties",
-     "tp.declare(x, {symmetry = group or {groups...} [, trust = true]}) / x:declare{...}",
+     "tp.declare(x, {symmetry = group or {groups...}, tiles = {t1, ...}, nonzero = mask [, trust = true]}) / "
+     "x:declare{...}",
      "x with the properties declared (and those x is already known to have in other dims). The "
      "declaration is checked when the result is evaluated: the whole tensor on one rank, within 1e-5 of "
      "its largest magnitude for floats, exactly for integers (\"tp.declare: x is not symmetric in dims "
-     "1,2 (max |x - x^T| = 3)\"); trust = true skips the check. The properties live in the graph: they "
+     "1,2 (max |x - x^T| = 3)\"); trust = true skips the check. Block sparsity: tiles gives the tile "
+     "extents per dim, nonzero a bool tensor over the tile grid (ceil(shape / tiles) per dim; observed at "
+     "the call) saying which tiles may hold nonzeros; the check: x is 0 in every other tile. The properties "
+     "live in the graph: they "
      "stay through laziness, tp.env and planning, and ops that provably keep them carry them "
      "(x:properties()). Example: s = (a + a:t()):declare{symmetry = tp.symmetric{1,2}}.",
      lua::l_declare, M},
@@ -90,13 +94,15 @@ const ApiEntry kApi[] = {
      "The same values with nothing declared (x itself when nothing is known of it).", lua::l_dense, M},
     {"tp.nbytes", K::Function, "properties", "tp.nbytes(x) / x:nbytes()",
      "The bytes x's independent elements take: a symmetric group of k dims of size n holds C(n+k-1, k) "
-     "of the n^k elements, an antisymmetric one C(n, k), a zero tensor none, a diagonal one n. With "
+     "of the n^k elements, an antisymmetric one C(n, k), a zero tensor none, a diagonal one n, a "
+     "block-sparse one the elements of its nonzero tiles. With "
      "nothing declared, numel * the dtype's size. (Values are still held dense today: this is what the "
      "declared structure needs; see docs/properties.md.)",
      lua::l_nbytes, M},
     {"tp.properties", K::Function, "properties", "tp.properties(x) / x:properties()",
      "What is known of x's structure: {symmetry = {groups...}, zero =, diagonal =, stored = the number "
-     "of independent elements}. Known from x:declare, tp.zeros/ones/full/eye, and carried through "
+     "of independent elements, and for a block-sparse x tiles = {...} and nonzero = the bool tile mask}. "
+     "Known from x:declare, tp.zeros/ones/full/eye, and carried through "
      "scalar maps (x * 2 keeps symmetry; odd functions such as neg, sin, tanh keep antisymmetry, even "
      "ones such as abs, square, cos make it symmetric), transposes and permutes, sums and products of "
      "tensors with the same groups, and x + x^T (symmetric) and x - x^T (antisymmetric).",

@@ -36,7 +36,7 @@ int env_index(lua_State* L) {
   const Environment& env = session_of(L).env();
   NodeRef n = env.get(name);
   if (n) {
-    std::vector<SymmetryGroup> declared = env.declared(name);
+    PropertiesAttrs declared = env.declared(name);
     if (!declared.empty()) n = build::declare(n, std::move(declared), true);  // checked when computed
   }
   if (!n) lua_pushnil(L);

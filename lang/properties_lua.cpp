@@ -3,9 +3,13 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include <algorithm>
+
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/dtype.hpp"
 #include "engine/ir/properties.hpp"
+#include "engine/ir/shape.hpp"
+#include "engine/ir/value.hpp"
 #include "lang/bindings.hpp"
 #include "lang/lua_args.hpp"
 #include "lang/properties_lua.hpp"
@@ -124,21 +128,24 @@ std::vector<SymmetryGroup> read_symmetry(lua_State* L, int opts) {
 NodeRef with_symmetry(const NodeRef& x, std::vector<SymmetryGroup> groups, Creator kind, double value) {
   if (groups.empty()) return x;
   build::check_groups(x->shape, groups);
+  const auto declare = [](const NodeRef& y, std::vector<SymmetryGroup> g, bool trust) {
+    return build::declare(y, PropertiesAttrs{std::move(g), {}, {}}, trust);
+  };
   switch (kind) {
-    case Creator::Data: return build::declare(x, std::move(groups), false);  // checked when evaluated
+    case Creator::Data: return declare(x, std::move(groups), false);  // checked when evaluated
     case Creator::Constant:
       for (const SymmetryGroup& g : groups)
         user_check(!g.anti || value == 0, "a constant ", value, " is not ", group_str(g),
                    " (only 0 is antisymmetric)");
-      return build::declare(x, std::move(groups), true);
+      return declare(x, std::move(groups), true);
     case Creator::Eye:
       for (const SymmetryGroup& g : groups)
         user_check(!g.anti, "the identity is not ", group_str(g), " (it is symmetric{1,2})");
-      return build::declare(x, std::move(groups), true);
+      return declare(x, std::move(groups), true);
     case Creator::Random: {
       NodeRef y = x;
       for (const SymmetryGroup& g : groups) y = build::mirror(y, g);
-      return build::declare(y, std::move(groups), true);
+      return declare(y, std::move(groups), true);
     }
   }
   return x;
@@ -154,13 +161,40 @@ int l_hermitian(lua_State* L) {
   return 0;
 }
 
+// opts.tiles and opts.nonzero (a bool tensor over the tile grid, observed now: it is small).
+void read_tiles(lua_State* L, const Options& o, const NodeRef& x, PropertiesAttrs& p) {
+  if (!o.has("tiles") && !o.has("nonzero")) return;
+  user_check(o.has("tiles") && o.has("nonzero"),
+             "block sparsity needs both tiles = {...} and nonzero = mask");
+  lua_getfield(L, 2, "tiles");
+  p.tiles = check_shape_arg(L, lua_gettop(L));
+  lua_pop(L, 1);
+  user_check(p.tiles.size() == x->shape.size(), "tiles ", shape_str(p.tiles),
+             " must give one extent per dim of ", shape_str(x->shape));
+  const Shape grid = tile_grid(x->shape, p.tiles);
+  lua_getfield(L, 2, "nonzero");
+  const int m = lua_gettop(L);
+  user_check(is_tensor(L, m), "nonzero must be a bool tensor over the tile grid ", shape_str(grid),
+             ", got a ", luaL_typename(L, m));
+  const NodeRef mask = check_tensor(L, m);
+  user_check(mask->dtype == DType::Bool && mask->shape == grid,
+             "nonzero must be a bool tensor of the tile grid's shape ", shape_str(grid), " (shape ",
+             shape_str(x->shape), " in tiles ", shape_str(p.tiles), "), got ", dtype_name(mask->dtype), " ",
+             shape_str(mask->shape));
+  observe(L, {mask});
+  const bool* b = mask->value->data<bool>();
+  p.nonzero.assign(b, b + numel(grid));
+  lua_pop(L, 1);
+}
+
 int l_declare(lua_State* L) {
   const NodeRef x = check_tensor(L, 1);
-  const Options o(L, 2, {"symmetry", "trust"});
+  const Options o(L, 2, {"symmetry", "trust", "tiles", "nonzero"});
   const bool trust = o.boolean("trust").value_or(false);
-  std::vector<SymmetryGroup> groups = read_symmetry(L, lua_istable(L, 2) ? 2 : 0);
+  PropertiesAttrs p{read_symmetry(L, lua_istable(L, 2) ? 2 : 0), {}, {}};
+  read_tiles(L, o, x, p);
   TensorHandle* h = to_tensor_handle(L, 1);
-  push_tensor(L, build::declare(x, std::move(groups), trust), h ? h->name : std::string{});
+  push_tensor(L, build::declare(x, std::move(p), trust), h ? h->name : std::string{});
   return 1;
 }
 
@@ -192,6 +226,19 @@ int l_properties(lua_State* L) {
   lua_setfield(L, -2, "diagonal");
   lua_pushinteger(L, static_cast<lua_Integer>(stored_elements(x)));
   lua_setfield(L, -2, "stored");
+  if (!p.tiles.empty()) {
+    lua_createtable(L, static_cast<int>(p.tiles.size()), 0);
+    for (size_t d = 0; d < p.tiles.size(); ++d) {
+      lua_pushinteger(L, p.tiles[d]);
+      lua_rawseti(L, -2, static_cast<lua_Integer>(d + 1));
+    }
+    lua_setfield(L, -2, "tiles");
+    const Shape grid = tile_grid(x->shape, p.tiles);
+    auto v = Value::alloc(DType::Bool, grid);
+    std::copy(p.nonzero.begin(), p.nonzero.end(), v->data<bool>());
+    push_tensor(L, make_source(std::move(v), grid, DType::Bool));
+    lua_setfield(L, -2, "nonzero");
+  }
   return 1;
 }
 

@@ -137,6 +137,11 @@ struct SymmetryGroup {
 // What x:declare says of a tensor (engine/ir/properties.hpp derives them through ops).
 struct PropertiesAttrs {
   std::vector<SymmetryGroup> groups;  // disjoint
+  // Block sparsity: tile extents per dim (empty: none), and per tile of the grid (row-major,
+  // ceil(shape / tiles) tiles per dim) whether it may hold a nonzero.
+  std::vector<int64_t> tiles;
+  std::vector<bool> nonzero;
+  bool empty() const { return groups.empty() && tiles.empty(); }
   Attrs encode() const;
   static PropertiesAttrs decode(const Attrs& a);
   bool operator==(const PropertiesAttrs&) const = default;

@@ -22,6 +22,48 @@ bool odd_op(Op op) {
 }
 bool even_op(Op op) { return op == Op::Abs || op == Op::Square || op == Op::Cos; }
 
+// f(0) = 0: zeros stay zeros (tile sparsity, zero tensors).
+bool keeps_zero(Op op) {
+  switch (op) {
+    case Op::Cast:
+    case Op::Neg:
+    case Op::Abs:
+    case Op::Sqrt:
+    case Op::Sin:
+    case Op::Tanh:
+    case Op::Relu:
+    case Op::Gelu:
+    case Op::Floor:
+    case Op::Ceil:
+    case Op::Round:
+    case Op::Sign:
+    case Op::Square: return true;
+    default: return false;
+  }
+}
+
+// Tile sparsity of a op b (finite values): a sum's nonzero tiles are the union, a product's
+// the intersection (or the sparse operand's).
+void binary_tiles(Op op, const Properties& a, const Properties& b, Properties& out) {
+  const bool sum = op == Op::Add || op == Op::Sub || op == Op::Maximum || op == Op::Minimum;
+  if (op == Op::Mul && (a.tiles.empty() || b.tiles.empty())) {
+    const Properties& s = a.tiles.empty() ? b : a;
+    out.tiles = s.tiles;
+    out.nonzero = s.nonzero;
+    return;
+  }
+  if (op == Op::Div && !a.tiles.empty() && b.uniform) {
+    out.tiles = a.tiles;
+    out.nonzero = a.nonzero;
+    return;
+  }
+  if (!(sum || op == Op::Mul) || a.tiles.empty() || a.tiles != b.tiles) return;
+  out.tiles = a.tiles;
+  out.nonzero.resize(a.nonzero.size());
+  for (size_t t = 0; t < a.nonzero.size(); ++t)
+    out.nonzero[t] = sum ? (a.nonzero[t] || b.nonzero[t]) : (a.nonzero[t] && b.nonzero[t]);
+}
+
 // The group of dims {a, b} if y is x with exactly dims a and b swapped.
 bool swapped_of(const NodeRef& y, const NodeRef& x, SymmetryGroup& g) {
   if (y->op != Op::Permute || y->inputs[0] != x) return false;
@@ -74,6 +116,7 @@ Properties binary_properties(const NodeRef& n) {
   if (pb.uniform) out.groups = with_constant(n->op, pa, true);
   else if (pa.uniform) out.groups = with_constant(n->op, pb, false);
   else out.groups = both(n->op, pa, pb);
+  binary_tiles(n->op, pa, pb, out);
   if (pa.zero && pb.zero) out.zero = true;
   if (n->op == Op::Mul && (pa.zero || pb.zero) && !is_float(n->dtype)) out.zero = true;
   return out;
@@ -112,8 +155,11 @@ Properties properties_of(const NodeRef& n) {
   switch (n->op) {
     case Op::Declare: {
       Properties p;
-      if (attrs_of<PropertiesAttrs>(*n).groups.empty()) return p;  // x:dense(): nothing known
-      p.groups = attrs_of<PropertiesAttrs>(*n).groups;
+      const PropertiesAttrs a = attrs_of<PropertiesAttrs>(*n);
+      if (a.empty()) return p;  // x:dense(): nothing known
+      p.groups = a.groups;
+      p.tiles = a.tiles;
+      p.nonzero = a.nonzero;
       const Properties below = properties_of(n->inputs[0]);  // what is known stays known
       p.zero = below.zero;
       p.diagonal = below.diagonal;
@@ -142,6 +188,29 @@ Properties properties_of(const NodeRef& n) {
         for (int& d : g.dims) d = where[d];
         std::sort(g.dims.begin(), g.dims.end());
       }
+      if (!p.tiles.empty()) {  // the tile grid permuted the same way
+        const Shape grid = tile_grid(n->inputs[0]->shape, p.tiles);
+        std::vector<int64_t> tiles(perm.size());
+        Shape out_grid(perm.size());
+        for (size_t i = 0; i < perm.size(); ++i) {
+          tiles[i] = p.tiles[perm[i]];
+          out_grid[i] = grid[perm[i]];
+        }
+        std::vector<bool> nz(p.nonzero.size());
+        std::vector<int64_t> idx(perm.size(), 0);
+        for (size_t t = 0; t < nz.size(); ++t) {  // idx: the output tile's index
+          int64_t in = 0;
+          for (size_t d = 0; d < perm.size(); ++d) {
+            int64_t stride = 1;
+            for (size_t e = d + 1; e < perm.size(); ++e) stride *= grid[e];
+            in += idx[where[d]] * stride;
+          }
+          nz[t] = p.nonzero[static_cast<size_t>(in)];
+          for (int d = static_cast<int>(perm.size()) - 1; d >= 0 && ++idx[d] == out_grid[d]; --d) idx[d] = 0;
+        }
+        p.tiles = std::move(tiles);
+        p.nonzero = std::move(nz);
+      }
       return p;
     }
     default: break;
@@ -156,7 +225,11 @@ Properties properties_of(const NodeRef& n) {
     }
     if (n->op == Op::Cast && n->dtype == DType::Bool)  // bool(-x) = bool(x): symmetric, never anti
       for (SymmetryGroup& g : p.groups) g.anti = false;
-    p.zero = x.zero && (odd_op(n->op) || n->op == Op::Cast || n->op == Op::Abs || n->op == Op::Square);
+    p.zero = x.zero && keeps_zero(n->op);
+    if (keeps_zero(n->op)) {
+      p.tiles = x.tiles;
+      p.nonzero = x.nonzero;
+    }
     p.uniform = x.uniform;
     return p;
   }
@@ -168,6 +241,18 @@ int64_t stored_elements(const NodeRef& n) {
   const Properties p = properties_of(n);
   if (p.zero) return 0;
   if (p.diagonal) return std::min(n->shape[0], n->shape[1]);
+  if (!p.tiles.empty()) {  // the elements of the nonzero tiles (edge tiles clipped)
+    const Shape grid = tile_grid(n->shape, p.tiles);
+    std::vector<int64_t> idx(grid.size(), 0);
+    int64_t count = 0;
+    for (const bool nz : p.nonzero) {
+      int64_t e = 1;
+      for (size_t d = 0; d < grid.size(); ++d) e *= std::min(p.tiles[d], n->shape[d] - idx[d] * p.tiles[d]);
+      if (nz) count += e;
+      for (int d = static_cast<int>(grid.size()) - 1; d >= 0 && ++idx[d] == grid[d]; --d) idx[d] = 0;
+    }
+    return count;
+  }
   std::vector<bool> grouped(n->shape.size(), false);
   int64_t count = 1;
   for (const SymmetryGroup& g : p.groups) {
@@ -178,6 +263,12 @@ int64_t stored_elements(const NodeRef& n) {
   for (size_t d = 0; d < grouped.size(); ++d)
     if (!grouped[d]) count *= n->shape[d];
   return count;
+}
+
+Shape tile_grid(const Shape& shape, const std::vector<int64_t>& tiles) {
+  Shape g(shape.size());
+  for (size_t d = 0; d < shape.size(); ++d) g[d] = (shape[d] + tiles[d] - 1) / tiles[d];
+  return g;
 }
 
 std::string group_str(const SymmetryGroup& g) {

@@ -19,17 +19,24 @@ struct Properties {
   bool zero = false;                  // every element is 0 (tp.zeros)
   bool diagonal = false;              // 2-D, zero off the main diagonal (tp.eye)
   bool uniform = false;               // every element equal (a constant, maybe broadcast)
-  bool empty() const { return groups.empty() && !zero && !diagonal; }
+  std::vector<int64_t> tiles;         // block sparsity (PropertiesAttrs): tile extents, or empty
+  std::vector<bool> nonzero;          // per tile of the grid, row-major
+  bool empty() const { return groups.empty() && tiles.empty() && !zero && !diagonal; }
+  PropertiesAttrs declared() const { return {groups, tiles, nonzero}; }
 };
 
 // Derived from the graph alone: walks at most a few nodes below n (never the whole graph).
 Properties properties_of(const NodeRef& n);
 
 // The number of independent elements: a symmetric group of k dims of size m holds
-// C(m+k-1, k) of the m^k, an antisymmetric one C(m, k); a zero tensor none; a diagonal one m.
+// C(m+k-1, k) of the m^k, an antisymmetric one C(m, k); a zero tensor none; a diagonal one m;
+// a block-sparse one the elements of its nonzero tiles.
 int64_t stored_elements(const NodeRef& n);
 
 // "symmetric{1,2}", "antisymmetric{1,2}" (1-based), for messages and x:properties().
 std::string group_str(const SymmetryGroup& g);
+
+// The tile grid: ceil(shape / tiles) per dim.
+Shape tile_grid(const Shape& shape, const std::vector<int64_t>& tiles);
 
 }  // namespace tapestry

@@ -30,7 +30,7 @@ void Environment::bind(const std::string& name, NodeRef value) {
   Entry& e = entries_[name];
   // A Source is data already: its value, or a stored leaf's shards (a loaded file).
   if (value->value || value->op == Op::Source) {
-    e.declared = properties_of(value).groups;
+    e.declared = properties_of(value).declared();
     e.stored = as_leaf(std::move(value));
     e.pending = nullptr;
     e.rebinds = 0;
@@ -53,7 +53,7 @@ NodeRef Environment::get(const std::string& name) const {
   return it == entries_.end() ? nullptr : it->second.current();
 }
 
-std::vector<SymmetryGroup> Environment::declared(const std::string& name) const {
+PropertiesAttrs Environment::declared(const std::string& name) const {
   auto it = entries_.find(name);
   if (it == entries_.end() || it->second.pending) return {};
   return it->second.declared;
@@ -76,7 +76,7 @@ void Environment::settle(const std::string& name, NodeRef stored) {
   auto it = entries_.find(name);
   internal_check(it != entries_.end() && it->second.pending != nullptr);
   Entry& e = it->second;
-  if (stored) e.declared = properties_of(e.pending).groups;
+  if (stored) e.declared = properties_of(e.pending).declared();
   e.pending = nullptr;
   e.rebinds = 0;
   pending_.erase(name);

@@ -31,7 +31,7 @@ class Environment {
     int rebinds = 0;  // pending rebinds in a row with no computation between: see overdue()
     // The symmetry groups known of the expression `stored` was computed from
     // (engine/ir/properties.hpp): a leaf has no history, so the entry keeps them.
-    std::vector<SymmetryGroup> declared;
+    PropertiesAttrs declared;
     const NodeRef& current() const { return pending ? pending : stored; }
   };
   // A pending binding that could not be computed, waiting for its author.
@@ -54,7 +54,7 @@ class Environment {
   NodeRef get(const std::string& name) const;  // nullptr when unbound
   // What get(name) is known to keep when it is a stored leaf ({} for a pending expression,
   // which carries its own): the reader declares them again, trusted.
-  std::vector<SymmetryGroup> declared(const std::string& name) const;
+  PropertiesAttrs declared(const std::string& name) const;
   std::vector<std::string> names() const;  // sorted
   const std::map<std::string, Entry>& entries() const { return entries_; }
 

@@ -46,6 +46,26 @@ void violation(const View& x, int a, int b, bool anti, double& worst, double& bi
   }
 }
 
+// The largest |x| outside the nonzero tiles, and the first tile (0-based) where it lies.
+double outside_tiles(const View& x, const PropertiesAttrs& p, std::vector<int64_t>& where) {
+  std::vector<int64_t> idx(x.shape.size(), 0), grid(x.shape.size());
+  for (size_t d = 0; d < grid.size(); ++d) grid[d] = (x.shape[d] + p.tiles[d] - 1) / p.tiles[d];
+  double worst = 0;
+  const int64_t n = x.numel();
+  for (int64_t e = 0; e < n; ++e) {
+    int64_t t = 0;
+    for (size_t d = 0; d < grid.size(); ++d) t = t * grid[d] + idx[d] / p.tiles[d];
+    const double v = std::fabs(element(x, idx));
+    if (!p.nonzero[static_cast<size_t>(t)] && (v > worst || (std::isnan(v) && !std::isnan(worst)))) {
+      worst = v;
+      where.resize(idx.size());
+      for (size_t d = 0; d < idx.size(); ++d) where[d] = idx[d] / p.tiles[d];
+    }
+    for (int d = x.rank() - 1; d >= 0 && ++idx[d] == x.shape[d]; --d) idx[d] = 0;
+  }
+  return worst;
+}
+
 std::string fmt(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", v);
@@ -67,6 +87,16 @@ void run_check_declared(const Attrs& attrs, const View& in, const View& out) {
                  g.anti ? "antisymmetric" : "symmetric", " in dims ", g.dims[k] + 1, ",", g.dims[k + 1] + 1,
                  " (max |x ", g.anti ? "+" : "-", " x^T| = ", fmt(worst), ")");
     }
+  if (!p.tiles.empty()) {
+    std::vector<int64_t> tile;
+    const double worst = outside_tiles(in, p, tile);
+    if (worst != 0) {
+      std::string t;
+      for (size_t d = 0; d < tile.size(); ++d) t += (d ? "," : "") + std::to_string(tile[d] + 1);
+      user_check(false, "tp.declare: x is not zero outside its nonzero tiles (tile {", t,
+                 "} is declared zero, max |x| there = ", fmt(worst), ")");
+    }
+  }
   copy_view(in, out);
 }
 

@@ -124,7 +124,7 @@ NodeRef pool2d(Op op, const NodeRef& x, const int64_t kernel[2], const int64_t s
 void check_groups(const Shape& shape, std::vector<SymmetryGroup>& groups);
 // x with the groups declared (and what x is known to keep); checked when evaluated unless
 // trust, and not again where x is already known to have them.
-NodeRef declare(const NodeRef& x, std::vector<SymmetryGroup> groups, bool trust);
+NodeRef declare(const NodeRef& x, PropertiesAttrs p, bool trust);
 NodeRef dense(const NodeRef& x);  // the same values, nothing declared
 // x's upper triangle in g's two dims mirrored (antisymmetric: negated, diagonal 0).
 NodeRef mirror(const NodeRef& x, const SymmetryGroup& g);

@@ -49,14 +49,38 @@ void check_groups(const Shape& shape, std::vector<SymmetryGroup>& groups) {
   }
 }
 
-NodeRef declare(const NodeRef& x, std::vector<SymmetryGroup> groups, bool trust) {
-  user_check(!groups.empty(), "nothing to declare: give symmetry = tp.symmetric{...} or a list of groups");
+void check_tiles(const Shape& shape, const std::vector<int64_t>& tiles, const std::vector<bool>& nonzero) {
+  user_check(tiles.size() == shape.size(), "tiles ", shape_str(tiles),
+             " must give one extent per dim of shape ", shape_str(shape));
+  for (size_t d = 0; d < tiles.size(); ++d)
+    user_check(tiles[d] >= 1, "tiles ", shape_str(tiles), ": extents must be positive");
+  const Shape grid = tile_grid(shape, tiles);
+  user_check(static_cast<int64_t>(nonzero.size()) == numel(grid), "nonzero must cover the tile grid ",
+             shape_str(grid), " of shape ", shape_str(shape), " in tiles ", shape_str(tiles), ", got ",
+             nonzero.size(), " tiles");
+}
+
+NodeRef declare(const NodeRef& x, PropertiesAttrs p, bool trust) {
+  user_check(!p.empty(),
+             "nothing to declare: give symmetry = tp.symmetric{...} (or a list of groups), "
+             "or tiles and nonzero");
+  std::vector<SymmetryGroup>& groups = p.groups;
   check_groups(x->shape, groups);
+  if (!p.tiles.empty()) check_tiles(x->shape, p.tiles, p.nonzero);
   const Properties known = properties_of(x);
-  std::vector<SymmetryGroup> unknown;
+  PropertiesAttrs unknown;
   for (const SymmetryGroup& g : groups)
-    if (!knows(known, g)) unknown.push_back(g);
+    if (!knows(known, g)) unknown.groups.push_back(g);
+  const bool tiles_known = p.tiles.empty() || (known.tiles == p.tiles && known.nonzero == p.nonzero);
+  if (!tiles_known) {
+    unknown.tiles = p.tiles;
+    unknown.nonzero = p.nonzero;
+  }
   if (unknown.empty() && x->op == Op::Declare) return x;
+  if (p.tiles.empty()) {  // what x was known to have stays
+    p.tiles = known.tiles;
+    p.nonzero = known.nonzero;
+  }
   // Keep what x is known to have where the new groups leave its dims alone.
   std::vector<SymmetryGroup> all = groups;
   for (const SymmetryGroup& g : known.groups)
@@ -66,8 +90,9 @@ NodeRef declare(const NodeRef& x, std::vector<SymmetryGroup> groups, bool trust)
             [](const SymmetryGroup& a, const SymmetryGroup& b) { return a.dims < b.dims; });
   NodeRef src = x->op == Op::Declare ? x->inputs[0] : x;
   if (!trust && !unknown.empty())
-    src = make_node(Op::CheckDeclared, {src}, PropertiesAttrs{unknown}.encode(), x->shape, x->dtype);
-  return make_node(Op::Declare, {src}, PropertiesAttrs{all}.encode(), x->shape, x->dtype);
+    src = make_node(Op::CheckDeclared, {src}, unknown.encode(), x->shape, x->dtype);
+  p.groups = std::move(all);
+  return make_node(Op::Declare, {src}, p.encode(), x->shape, x->dtype);
 }
 
 NodeRef dense(const NodeRef& x) {

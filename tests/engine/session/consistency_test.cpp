@@ -128,9 +128,10 @@ std::vector<Case> cases() {
     const NodeRef sq = source({2, 6, 6}, 62);
     const NodeRef sym = bin(Op::Add, sq, build::transpose(sq, 1, 2));
     const NodeRef m = bin(Op::Mul, sq, Operand::number(2));
-    c.push_back(exact("declare", {build::declare(m, {{false, {1, 2}}}, true),
-                                  bin(Op::Mul, build::declare(build::dense(sym), {{false, {1, 2}}}, false),
-                                      Operand::number(3))}));
+    const PropertiesAttrs p{{{false, {1, 2}}}, {}, {}};
+    c.push_back(
+        exact("declare", {build::declare(m, p, true),
+                          bin(Op::Mul, build::declare(build::dense(sym), p, false), Operand::number(3))}));
   }
   c.push_back(
       exact("cat", {build::cat({x, source({5, 7}, 16), y}, 0), build::cat({x, source({11, 2}, 17)}, 1)}));

@@ -167,4 +167,39 @@ test("planning and gradients", function()
   near(g:totable(), (w * 2):totable(), 1e-12)
 end)
 
+test("block sparsity", function()
+  local mask = tp.tensor{{true, false}, {false, true}}
+  local pattern = tp.tensor{{1, 1, 0, 0}, {1, 1, 0, 0}, {0, 0, 1, 1}, {0, 0, 1, 1}}:ne(0)
+  local x = tp.where(pattern, tp.randn({4, 4}, {seed = 5}), 0)
+  local b = x:declare{tiles = {2, 2}, nonzero = mask}
+  eq(b:nbytes(), 8 * 4)
+  eq(b:properties().tiles, {2, 2})
+  eq(b:properties().nonzero:totable(), {{true, false}, {false, true}})
+  near(b:totable(), x:totable(), 0)
+  eq((b * 2):nbytes(), 32)
+  eq(b:exp():nbytes(), 64, "exp(0) = 1: not sparse")
+  eq((b + b):nbytes(), 32)
+  eq(b:dense():nbytes(), 64)
+  err(function() return tp.randn{4, 4}:declare{tiles = {2, 2}, nonzero = mask}:totable() end,
+      "tp.declare: x is not zero outside its nonzero tiles (tile {1,2} is declared zero")
+  err(function() return x:declare{tiles = {2, 2}, nonzero = tp.tensor{true, false}} end,
+      "tp.declare", "tile grid's shape {2,2}", "shape {4,4} in tiles {2,2}", "got bool {2}")
+  err(function() return x:declare{tiles = {2, 2}, nonzero = pattern:cast("f32")} end, "got f32 {4,4}")
+  err(function() return x:declare{tiles = {2, 2}} end, "needs both tiles")
+  err(function() return x:declare{tiles = {2}, nonzero = mask} end, "one extent per dim")
+  -- edge tiles are clipped; a transpose moves the grid
+  local c = x:declare{tiles = {3, 2}, nonzero = tp.tensor{{true, false}, {true, true}}, trust = true}
+  eq(c:nbytes(), (6 + 2 + 2) * 4)
+  eq(c:t():properties().nonzero:totable(), {{true, true}, {false, true}})
+  eq(c:t():properties().tiles, {2, 3})
+  -- block-diagonal 512^2 in 64^2 tiles: 1/8 of the dense bytes
+  local bd = tp.eye(8, {dtype = "bool"})
+  local big = tp.randn{512, 512}:declare{tiles = {64, 64}, nonzero = bd, trust = true}
+  eq(big:nbytes(), 8 * 64 * 64 * 4)
+  tp.env.sparse = b
+  tp.eval(tp.env.sparse)
+  eq(tp.env.sparse:nbytes(), 32, "tp.env keeps the tiles")
+  tp.env.sparse = nil
+end)
+
 check.summary()
