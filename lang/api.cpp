@@ -195,7 +195,9 @@ const ApiEntry kApi[] = {
      "1-based index of the first minimum, as argmax.", l_argreduce<Op::ArgMin>, M},
     {"tp.matmul", K::Function, "contract", "tp.matmul(a, b) / a:matmul(b)",
      "Matrix product with numpy's rules: 1-D operands are vectors, leading dims are batch dims "
-     "and broadcast. f32/f64 run on OpenBLAS.",
+     "and broadcast. f32/f64 run on OpenBLAS. A 2-D a declared block-sparse (x:declare{tiles, nonzero}) "
+     "is multiplied by its nonzero tiles only (so planned and run with their flops alone), and the "
+     "result is declared sparse in the row blocks with none.",
      lua::l_matmul, M},
     {"tp.einsum", K::Function, "contract", "tp.einsum(spec, a, b, ...)",
      "Einstein summation over any number of operands, as numpy.einsum: spec names each "
