@@ -1,12 +1,26 @@
 #include "engine/ir/properties.hpp"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "engine/ir/op.hpp"
 #include "engine/ir/shape.hpp"
 
 namespace tapestry {
 namespace {
+
+// At most this many nodes are visited per question (a chain of maps, or x = x + x repeated,
+// would otherwise make every matmul and binding walk, or double, the whole history).
+constexpr int kVisitBudget = 64;
+
+// One question's walk: what each visited node has (shared inputs are visited once), and the
+// nodes it may still visit.
+struct Walk {
+  int budget = kVisitBudget;
+  std::unordered_map<const Node*, Properties> seen;
+};
+
+Properties derive(const NodeRef& n, Walk& w);
 
 // Functions f with f(-x) = -f(x): they keep antisymmetry; even ones turn it into symmetry.
 bool odd_op(Op op) {
@@ -99,10 +113,10 @@ std::vector<SymmetryGroup> with_constant(Op op, const Properties& x, bool x_firs
   return out;
 }
 
-Properties binary_properties(const NodeRef& n) {
+Properties binary_properties(const NodeRef& n, Walk& w) {
   const NodeRef &a = n->inputs[0], &b = n->inputs[1];
   Properties out;
-  const Properties pa = properties_of(a), pb = properties_of(b);
+  const Properties pa = derive(a, w), pb = derive(b, w);
   SymmetryGroup g;
   const bool commutes = n->op == Op::Add || n->op == Op::Mul || n->op == Op::Maximum || n->op == Op::Minimum;
   if (commutes && (swapped_of(b, a, g) || swapped_of(a, b, g))) {
@@ -149,9 +163,17 @@ int64_t choose(int64_t n, int64_t k) {
   return static_cast<int64_t>(r + 0.5);
 }
 
-}  // namespace
+Properties derive_node(const NodeRef& n, Walk& w);
 
-Properties properties_of(const NodeRef& n) {
+Properties derive(const NodeRef& n, Walk& w) {
+  if (auto it = w.seen.find(n.get()); it != w.seen.end()) return it->second;
+  if (--w.budget < 0) return {};  // unknown is always sound: nothing is claimed
+  Properties p = derive_node(n, w);
+  w.seen.emplace(n.get(), p);
+  return p;
+}
+
+Properties derive_node(const NodeRef& n, Walk& w) {
   switch (n->op) {
     case Op::Declare: {
       Properties p;
@@ -160,7 +182,7 @@ Properties properties_of(const NodeRef& n) {
       p.groups = a.groups;
       p.tiles = a.tiles;
       p.nonzero = a.nonzero;
-      const Properties below = properties_of(n->inputs[0]);  // what is known stays known
+      const Properties below = derive(n->inputs[0], w);  // what is known stays known
       p.zero = below.zero;
       p.diagonal = below.diagonal;
       return p;
@@ -178,12 +200,12 @@ Properties properties_of(const NodeRef& n) {
       return p;
     }
     case Op::Constrain:
-    case Op::CheckDeclared: return properties_of(n->inputs[0]);
+    case Op::CheckDeclared: return derive(n->inputs[0], w);
     case Op::Permute: {
       const std::vector<int> perm = attrs_of<PermuteAttrs>(*n).perm;  // out i = in perm[i]
       std::vector<int> where(perm.size());
       for (size_t i = 0; i < perm.size(); ++i) where[perm[i]] = static_cast<int>(i);
-      Properties p = properties_of(n->inputs[0]);
+      Properties p = derive(n->inputs[0], w);
       for (SymmetryGroup& g : p.groups) {
         for (int& d : g.dims) d = where[d];
         std::sort(g.dims.begin(), g.dims.end());
@@ -217,7 +239,7 @@ Properties properties_of(const NodeRef& n) {
   }
   if (op_kind(n->op) != OpKind::Map) return {};
   if (n->inputs.size() == 1) {
-    const Properties x = properties_of(n->inputs[0]);
+    const Properties x = derive(n->inputs[0], w);
     Properties p;
     for (const SymmetryGroup& g : x.groups) {
       if (!g.anti || odd_op(n->op) || n->op == Op::Cast) p.groups.push_back(g);
@@ -233,8 +255,15 @@ Properties properties_of(const NodeRef& n) {
     p.uniform = x.uniform;
     return p;
   }
-  if (n->inputs.size() == 2) return binary_properties(n);
+  if (n->inputs.size() == 2) return binary_properties(n, w);
   return {};
+}
+
+}  // namespace
+
+Properties properties_of(const NodeRef& n) {
+  Walk w;
+  return derive(n, w);
 }
 
 int64_t stored_elements(const NodeRef& n) {

@@ -25,7 +25,8 @@ struct Properties {
   PropertiesAttrs declared() const { return {groups, tiles, nonzero}; }
 };
 
-// Derived from the graph alone: walks at most a few nodes below n (never the whole graph).
+// Derived from the graph alone, visiting at most 64 nodes below n (never the whole graph;
+// what lies deeper is not claimed).
 Properties properties_of(const NodeRef& n);
 
 // The number of independent elements: a symmetric group of k dims of size m holds

@@ -134,6 +134,13 @@ test("propagation", function()
   eq(groups(y + y:transpose(2, 4)), {"symmetric{2,4}"})
   local p = tp.randn({3, 3, 2}):declare{symmetry = tp.symmetric{1, 2}, trust = true}
   eq(groups(p:permute{3, 1, 2}), {"symmetric{2,3}"})
+  local d = s
+  for _ = 1, 40 do d = d + d end  -- shared inputs are visited once
+  eq(groups(d), {"symmetric{1,2}"})
+  local deep = s
+  for _ = 1, 20000 do deep = deep * 1 end  -- a long history is not walked: nothing claimed
+  eq(groups(deep), {})
+  eq(deep:matmul(deep).shape, {4, 4})
   -- what is derived holds: the values agree
   local v = (x - x:t()):declare{symmetry = tp.antisymmetric{1, 2}}
   near(v:totable(), (x - x:t()):totable(), 0)
