@@ -29,16 +29,23 @@ const ApiEntry kApi[] = {
     // --- create ---------------------------------------------------------------------
     {"tp.tensor", K::Function, "create", "tp.tensor(t [,opts])",
      "A tensor from a nested Lua table (or a number: a scalar). Defaults to f32; a table of "
-     "booleans gives bool. opts: dtype, name. Example: tp.tensor{{1,2},{3,4}}",
+     "booleans gives bool. opts: dtype, name, symmetry (checked when evaluated, as x:declare). Example: "
+     "tp.tensor{{1,2},{3,4}}",
      lua::l_tensor},
     {"tp.zeros", K::Function, "create", "tp.zeros(shape [,opts])",
-     "All zeros. shape is a table of positive sizes, e.g. {2,3}. opts: dtype (default f32), name.",
+     "All zeros. shape is a table of positive sizes, e.g. {2,3}. opts: dtype (default f32), name, "
+     "symmetry (any group: zero is symmetric and antisymmetric). x:properties() says zero = true.",
      lua::l_zeros},
-    {"tp.ones", K::Function, "create", "tp.ones(shape [,opts])", "All ones. opts: dtype, name.", lua::l_ones},
+    {"tp.ones", K::Function, "create", "tp.ones(shape [,opts])",
+     "All ones. opts: dtype, name, symmetry (symmetric groups only).", lua::l_ones},
     {"tp.full", K::Function, "create", "tp.full(shape, v [,opts])",
-     "Every element equal to v (a number or boolean). opts: dtype, name.", lua::l_full},
+     "Every element equal to v (a number or boolean). opts: dtype, name, symmetry (antisymmetric only for "
+     "v = 0).",
+     lua::l_full},
     {"tp.eye", K::Function, "create", "tp.eye(n [,m] [,opts])",
-     "The n x m identity (m defaults to n). opts: dtype, name.", lua::l_eye},
+     "The n x m identity (m defaults to n). opts: dtype, name, symmetry. x:properties() says diagonal = "
+     "true, and symmetric{1,2} when n = m.",
+     lua::l_eye},
     {"tp.arange", K::Function, "create", "tp.arange(first, last [,step] [,opts])",
      "first, first+step, ... up to last inclusive, like a Lua numeric for. "
      "Example: tp.arange(1, 5) is [1. 2. 3. 4. 5.]. opts: dtype, name.",
@@ -47,10 +54,12 @@ const ApiEntry kApi[] = {
      "n evenly spaced points from a to b inclusive. opts: dtype (f32 or f64), name.", lua::l_linspace},
     {"tp.rand", K::Function, "create", "tp.rand(shape [,opts])",
      "Uniform in [0,1) from a counter-based generator (Philox-4x32) keyed by (seed, element "
-     "index): the same seed gives the same values on any mesh. opts: seed, dtype, name.",
+     "index): the same seed gives the same values on any mesh. opts: seed, dtype, name, symmetry "
+     "(tp.symmetric{1,2}: the upper triangle mirrored; tp.antisymmetric{1,2}: mirrored and negated, "
+     "0 on the diagonal; groups of 2 dims).",
      lua::l_rand},
     {"tp.randn", K::Function, "create", "tp.randn(shape [,opts])",
-     "Standard normal, keyed like tp.rand. opts: seed, dtype, name.", lua::l_randn},
+     "Standard normal, keyed like tp.rand. opts: seed, dtype, name, symmetry (as tp.rand).", lua::l_randn},
     {"tp.randint", K::Function, "create", "tp.randint(lo, hi, shape [,opts])",
      "Uniform integers from lo to hi inclusive (i64; opts.dtype 'i32' too), keyed like tp.rand "
      "(floor(u * (hi-lo+1)) + lo of an f64 uniform u), so the same seed gives the same values on "
@@ -81,6 +90,50 @@ const ApiEntry kApi[] = {
      "Sets the session's seed, used by tp.rand/randn without opts.seed (each such call "
      "advances it). Without n, returns the current seed.",
      lua::l_seed},
+
+    // --- declared properties (docs/properties.md) ---------------------------------------
+    {"tp.symmetric", K::Function, "properties", "tp.symmetric{d1, d2, ...}",
+     "A permutational symmetry group: the tensor is unchanged when any two of dims d1, d2, ... (1-based, "
+     "of equal sizes) are swapped. For the symmetry option of x:declare and the creators; a list of "
+     "groups declares several: {tp.antisymmetric{1,2}, tp.antisymmetric{3,4}}. tostring: \"symmetric{1,2}\".",
+     lua::l_symmetric},
+    {"tp.antisymmetric", K::Function, "properties", "tp.antisymmetric{d1, d2, ...}",
+     "A group under which the tensor changes sign when any two of the dims are swapped (so it is 0 "
+     "where two of them are equal). As tp.symmetric.",
+     lua::l_antisymmetric},
+    {"tp.hermitian", K::Function, "properties", "tp.hermitian{d1, d2}",
+     "Hermitian symmetry needs complex dtypes, which Tapestry does not have yet: an error that says so.",
+     lua::l_hermitian},
+    {"tp.declare", K::Function, "properties",
+     "tp.declare(x, {symmetry = group or {groups...}, tiles = {t1, ...}, nonzero = mask [, trust = true]}) / "
+     "x:declare{...}",
+     "x with the properties declared (and those x is already known to have in other dims). The "
+     "declaration is checked when the result is evaluated: the whole tensor on one rank, within 1e-5 of "
+     "its largest magnitude for floats, exactly for integers (\"tp.declare: x is not symmetric in dims "
+     "1,2 (max |x - x^T| = 3)\"); trust = true skips the check. Block sparsity: tiles gives the tile "
+     "extents per dim, nonzero a bool tensor over the tile grid (ceil(shape / tiles) per dim; observed at "
+     "the call) saying which tiles may hold nonzeros; the check: x is 0 in every other tile. The properties "
+     "live in the graph: they "
+     "stay through laziness, tp.env and planning, and ops that provably keep them carry them "
+     "(x:properties()). Example: s = (a + a:t()):declare{symmetry = tp.symmetric{1,2}}.",
+     lua::l_declare, M},
+    {"tp.dense", K::Function, "properties", "tp.dense(x) / x:dense()",
+     "The same values with nothing declared (x itself when nothing is known of it).", lua::l_dense, M},
+    {"tp.nbytes", K::Function, "properties", "tp.nbytes(x) / x:nbytes()",
+     "The bytes x's independent elements take: a symmetric group of k dims of size n holds C(n+k-1, k) "
+     "of the n^k elements, an antisymmetric one C(n, k), a zero tensor none, a diagonal one n, a "
+     "block-sparse one the elements of its nonzero tiles. With "
+     "nothing declared, numel * the dtype's size. (Values are still held dense today: this is what the "
+     "declared structure needs; see docs/properties.md.)",
+     lua::l_nbytes, M},
+    {"tp.properties", K::Function, "properties", "tp.properties(x) / x:properties()",
+     "What is known of x's structure: {symmetry = {groups...}, zero =, diagonal =, stored = the number "
+     "of independent elements, and for a block-sparse x tiles = {...} and nonzero = the bool tile mask}. "
+     "Known from x:declare, tp.zeros/ones/full/eye, and carried through "
+     "scalar maps (x * 2 keeps symmetry; odd functions such as neg, sin, tanh keep antisymmetry, even "
+     "ones such as abs, square, cos make it symmetric), transposes and permutes, sums and products of "
+     "tensors with the same groups, and x + x^T (symmetric) and x - x^T (antisymmetric).",
+     lua::l_properties, M},
 
     // --- map ------------------------------------------------------------------------
     UNARY("abs", Abs, "Absolute value."),
@@ -169,7 +222,9 @@ const ApiEntry kApi[] = {
      "1-based index of the first minimum, as argmax.", l_argreduce<Op::ArgMin>, M},
     {"tp.matmul", K::Function, "contract", "tp.matmul(a, b) / a:matmul(b)",
      "Matrix product with numpy's rules: 1-D operands are vectors, leading dims are batch dims "
-     "and broadcast. f32/f64 run on OpenBLAS.",
+     "and broadcast. f32/f64 run on OpenBLAS. A 2-D a declared block-sparse (x:declare{tiles, nonzero}) "
+     "is multiplied by its nonzero tiles only (so planned and run with their flops alone), and the "
+     "result is declared sparse in the row blocks with none.",
      lua::l_matmul, M},
     {"tp.einsum", K::Function, "contract", "tp.einsum(spec, a, b, ...)",
      "Einstein summation over any number of operands, as numpy.einsum: spec names each "
@@ -742,15 +797,25 @@ std::string format_help(const ApiEntry& e) {
 
 std::string reference_markdown() {
   static const std::pair<std::string_view, std::string_view> kGroups[] = {
-      {"create", "Creating tensors"}, {"map", "Elementwise operations"},
-      {"operators", "Operators"},     {"reduce", "Reductions"},
-      {"contract", "Contractions"},   {"linalg", "Linear algebra"},
-      {"shape", "Shape operations"},  {"structure", "Diagonals and triangles"},
-      {"window", "Windows"},          {"slice", "Reading slices"},
-      {"tensor", "Tensor metadata"},  {"observe", "Observation"},
-      {"env", "The environment"},     {"io", "Files"},
-      {"grad", "Gradients"},          {"plan", "Plans, layouts and the mesh"},
-      {"stdlib", "Standard library"}, {"shell", "Shell commands"},
+      {"create", "Creating tensors"},
+      {"properties", "Declared properties"},
+      {"map", "Elementwise operations"},
+      {"operators", "Operators"},
+      {"reduce", "Reductions"},
+      {"contract", "Contractions"},
+      {"linalg", "Linear algebra"},
+      {"shape", "Shape operations"},
+      {"structure", "Diagonals and triangles"},
+      {"window", "Windows"},
+      {"slice", "Reading slices"},
+      {"tensor", "Tensor metadata"},
+      {"observe", "Observation"},
+      {"env", "The environment"},
+      {"io", "Files"},
+      {"grad", "Gradients"},
+      {"plan", "Plans, layouts and the mesh"},
+      {"stdlib", "Standard library"},
+      {"shell", "Shell commands"},
   };
   std::string out =
       "# Tapestry language reference\n\n"

@@ -28,6 +28,15 @@ int l_randn_like(lua_State* L);
 int l_randn(lua_State* L);
 int l_seed(lua_State* L);
 
+// declared properties (properties_lua.cpp)
+int l_symmetric(lua_State* L);
+int l_antisymmetric(lua_State* L);
+int l_hermitian(lua_State* L);
+int l_declare(lua_State* L);
+int l_dense(lua_State* L);
+int l_nbytes(lua_State* L);
+int l_properties(lua_State* L);
+
 // maps (map_lua.cpp)
 template <Op op> int l_unary(lua_State* L);
 template <Op op> int l_binary(lua_State* L);

@@ -9,6 +9,7 @@
 #include "lang/bindings.hpp"
 #include "lang/convert.hpp"
 #include "lang/lua_args.hpp"
+#include "lang/properties_lua.hpp"
 #include "lang/state_context.hpp"
 #include "lang/tensor_lua.hpp"
 
@@ -22,11 +23,12 @@ struct CreateOpts {
   DType dtype = kDefaultFloat;
   std::optional<std::string> name;
   std::optional<int64_t> seed;
+  std::vector<SymmetryGroup> symmetry;  // opts.symmetry (properties_lua.hpp)
 };
 
 CreateOpts read_opts(lua_State* L, int arg, bool random = false) {
-  Options o = random ? Options(L, arg, {"dtype", "name", "layout", "seed"})
-                     : Options(L, arg, {"dtype", "name", "layout"});
+  Options o = random ? Options(L, arg, {"dtype", "name", "layout", "seed", "symmetry"})
+                     : Options(L, arg, {"dtype", "name", "layout", "symmetry"});
   user_check(!o.has("layout"),
              "option 'layout' needs the sharding planner, which this build does "
              "not have yet (single rank)");
@@ -35,10 +37,12 @@ CreateOpts read_opts(lua_State* L, int arg, bool random = false) {
   if (c.given) c.dtype = *c.given;
   c.name = o.string("name");
   if (random) c.seed = o.integer("seed");
+  c.symmetry = read_symmetry(L, lua_istable(L, arg) ? arg : 0);
   return c;
 }
 
-int finish(lua_State* L, NodeRef n, const CreateOpts& c) {
+int finish(lua_State* L, NodeRef n, const CreateOpts& c, Creator kind = Creator::Data, double value = 0) {
+  n = with_symmetry(n, c.symmetry, kind, value);
   if (c.name) {
     session_of(L).env().bind(*c.name, n);
     push_tensor(L, std::move(n), *c.name);
@@ -51,7 +55,7 @@ int finish(lua_State* L, NodeRef n, const CreateOpts& c) {
 int fill(lua_State* L, double v) {
   const Shape s = check_shape_arg(L, 1);
   const CreateOpts c = read_opts(L, 2);
-  return finish(L, build::full(s, v, c.dtype), c);
+  return finish(L, build::full(s, v, c.dtype), c, Creator::Constant, v);
 }
 
 // Where the options table sits when trailing arguments are optional.
@@ -83,6 +87,7 @@ int l_full(lua_State* L) {
   const Shape s = check_shape_arg(L, 1);
   const CreateOpts c = read_opts(L, 3);
   NodeRef n;
+  const double v = lua_type(L, 2) == LUA_TBOOLEAN ? lua_toboolean(L, 2) : lua_tonumber(L, 2);
   if (lua_type(L, 2) == LUA_TBOOLEAN) {
     n = build::full_int(s, lua_toboolean(L, 2), c.given.value_or(DType::Bool));
   } else if (lua_isinteger(L, 2)) {
@@ -90,7 +95,7 @@ int l_full(lua_State* L) {
   } else {
     n = build::full(s, check_number(L, 2), c.dtype);
   }
-  return finish(L, n, c);
+  return finish(L, n, c, Creator::Constant, v);
 }
 
 int l_eye(lua_State* L) {
@@ -98,7 +103,7 @@ int l_eye(lua_State* L) {
   const int oi = opts_index(L, 2, 2);
   const int64_t m = (oi == 2 || lua_isnoneornil(L, 2)) ? n : check_int(L, 2);
   const CreateOpts c = read_opts(L, oi);
-  return finish(L, build::eye(n, m, c.dtype), c);
+  return finish(L, build::eye(n, m, c.dtype), c, Creator::Eye);
 }
 
 int l_arange(lua_State* L) {
@@ -129,7 +134,8 @@ static int random(lua_State* L, bool normal) {
   const Shape s = check_shape_arg(L, 1);
   const CreateOpts c = read_opts(L, 2, true);
   const uint64_t seed = c.seed ? static_cast<uint64_t>(*c.seed) : session_of(L).random_seed()++;
-  return finish(L, normal ? build::randn(s, seed, c.dtype) : build::rand(s, seed, c.dtype), c);
+  return finish(L, normal ? build::randn(s, seed, c.dtype) : build::rand(s, seed, c.dtype), c,
+                Creator::Random);
 }
 int l_rand(lua_State* L) { return random(L, false); }
 int l_randn(lua_State* L) { return random(L, true); }

@@ -5,6 +5,8 @@
 // plain table whose fields save_env would never see.
 #include "lang/env_lua.hpp"
 
+#include "engine/ir/build/builders.hpp"
+
 #include <lauxlib.h>
 #include <lua.h>
 
@@ -31,7 +33,12 @@ std::string check_name(lua_State* L, int arg) {
 
 int env_index(lua_State* L) {
   const std::string name = check_name(L, 2);
-  NodeRef n = session_of(L).env().get(name);
+  const Environment& env = session_of(L).env();
+  NodeRef n = env.get(name);
+  if (n) {
+    PropertiesAttrs declared = env.declared(name);
+    if (!declared.empty()) n = build::declare(n, std::move(declared), true);  // checked when computed
+  }
   if (!n) lua_pushnil(L);
   else push_tensor(L, std::move(n), name);
   return 1;

@@ -111,6 +111,43 @@ ConstrainAttrs ConstrainAttrs::decode(const Attrs& a) {
   return {{a.ints.begin(), a.ints.end() - 1}, a.ints.back() != 0};
 }
 
+// The number of groups, per group anti (0 or 1), the number of dims and the dims; the number
+// of tile dims, the tile extents, and one 0/1 per tile.
+Attrs PropertiesAttrs::encode() const {
+  std::vector<int64_t> ints{static_cast<int64_t>(groups.size())};
+  for (const SymmetryGroup& g : groups) {
+    ints.push_back(g.anti ? 1 : 0);
+    ints.push_back(static_cast<int64_t>(g.dims.size()));
+    ints.insert(ints.end(), g.dims.begin(), g.dims.end());
+  }
+  ints.push_back(static_cast<int64_t>(tiles.size()));
+  ints.insert(ints.end(), tiles.begin(), tiles.end());
+  for (bool b : nonzero) ints.push_back(b ? 1 : 0);
+  return with_ints(std::move(ints));
+}
+PropertiesAttrs PropertiesAttrs::decode(const Attrs& a) {
+  PropertiesAttrs p;
+  if (a.ints.empty()) return p;
+  size_t i = 1;
+  for (int64_t n = 0; n < a.ints[0]; ++n) {
+    internal_check(i + 2 <= a.ints.size());
+    SymmetryGroup g{a.ints[i] != 0, {}};
+    const auto k = static_cast<size_t>(a.ints[i + 1]);
+    i += 2;
+    internal_check(i + k <= a.ints.size());
+    for (size_t j = 0; j < k; ++j) g.dims.push_back(static_cast<int>(a.ints[i + j]));
+    i += k;
+    p.groups.push_back(std::move(g));
+  }
+  internal_check(i < a.ints.size());
+  const auto nt = static_cast<size_t>(a.ints[i++]);
+  internal_check(i + nt <= a.ints.size());
+  p.tiles.assign(a.ints.begin() + static_cast<std::ptrdiff_t>(i),
+                 a.ints.begin() + static_cast<std::ptrdiff_t>(i + nt));
+  for (i += nt; i < a.ints.size(); ++i) p.nonzero.push_back(a.ints[i] != 0);
+  return p;
+}
+
 Attrs CatAttrs::encode() const { return with_ints({dim}); }
 CatAttrs CatAttrs::decode(const Attrs& a) {
   internal_check(a.ints.size() == 1);

@@ -126,6 +126,27 @@ struct ConstrainAttrs {        // the layout the planner must give the node
   bool operator==(const ConstrainAttrs&) const = default;
 };
 
+// A permutational symmetry group: the tensor is unchanged (symmetric) or changes sign
+// (antisymmetric) when any two of `dims` (0-based, ascending, equal sizes) are swapped.
+struct SymmetryGroup {
+  bool anti = false;
+  std::vector<int> dims;
+  bool operator==(const SymmetryGroup&) const = default;
+};
+
+// What x:declare says of a tensor (engine/ir/properties.hpp derives them through ops).
+struct PropertiesAttrs {
+  std::vector<SymmetryGroup> groups;  // disjoint
+  // Block sparsity: tile extents per dim (empty: none), and per tile of the grid (row-major,
+  // ceil(shape / tiles) tiles per dim) whether it may hold a nonzero.
+  std::vector<int64_t> tiles;
+  std::vector<bool> nonzero;
+  bool empty() const { return groups.empty() && tiles.empty(); }
+  Attrs encode() const;
+  static PropertiesAttrs decode(const Attrs& a);
+  bool operator==(const PropertiesAttrs&) const = default;
+};
+
 struct CatAttrs {
   int dim = 0;
   Attrs encode() const;

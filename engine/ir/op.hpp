@@ -97,11 +97,13 @@ enum class OpKind : uint8_t {
   X(Qr, "qr", Linalg, 1, LinalgAttrs, "Q and R packed in the last dim (LAPACK geqrf, orgqr)") \
   X(Svd, "svd", Linalg, 1, LinalgAttrs, "U, S and Vh packed in the last dim (LAPACK gesdd)") \
   X(Eigh, "eigh", Linalg, 1, LinalgAttrs, "eigenvalues (ascending) and eigenvectors packed in the last dim (LAPACK syevd)") \
+  X(CheckDeclared, "check_declared", Linalg, 1, PropertiesAttrs, "the input, checked whole on one rank against declared properties") \
   X(Reshape, "reshape", View, 1, NoAttrs, "same elements in row-major order, another shape") \
   X(Permute, "permute", View, 1, PermuteAttrs, "reorder dimensions")                      \
   X(Expand, "expand", View, 1, NoAttrs, "broadcast size-1 (or missing leading) dims")     \
   X(Slice, "slice", View, 1, SliceAttrs, "a strided box of the input")                    \
   X(Constrain, "constrain", View, 1, ConstrainAttrs, "the input, with its layout fixed (x:constrain)") \
+  X(Declare, "declare", View, 1, PropertiesAttrs, "the input, with declared properties (symmetry groups; x:declare)") \
   X(Cat, "cat", Cat, -1, CatAttrs, "concatenate along one dim")                           \
   X(WriteRegion, "write_region", Write, 2, WriteAttrs, "base with the box at start replaced by value") \
   X(FusedMap, "fused_map", Fused, -1, FusedProgram, "a group of maps computed in one pass (made by fusion)") \

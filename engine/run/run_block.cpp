@@ -89,6 +89,7 @@ bool view_geometry(const Node& n, Where& w, const View& l, View& out) {
   switch (n.op) {
     case Op::Permute: out = l.permuted(attrs_of<PermuteAttrs>(n).perm); return true;
     case Op::Constrain:  // an identity: its layout is the planner's business
+    case Op::Declare:    // an identity: its properties are the graph's business
       out = l;
       return true;
     case Op::Expand:  // broadcast dims are [0..0] in the slice: broadcasting it is the block

@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "engine/ir/error.hpp"
+#include "engine/ir/properties.hpp"
 
 namespace tapestry {
 
@@ -29,6 +30,7 @@ void Environment::bind(const std::string& name, NodeRef value) {
   Entry& e = entries_[name];
   // A Source is data already: its value, or a stored leaf's shards (a loaded file).
   if (value->value || value->op == Op::Source) {
+    e.declared = properties_of(value).declared();
     e.stored = as_leaf(std::move(value));
     e.pending = nullptr;
     e.rebinds = 0;
@@ -51,6 +53,12 @@ NodeRef Environment::get(const std::string& name) const {
   return it == entries_.end() ? nullptr : it->second.current();
 }
 
+PropertiesAttrs Environment::declared(const std::string& name) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end() || it->second.pending) return {};
+  return it->second.declared;
+}
+
 std::vector<std::string> Environment::names() const {
   std::vector<std::string> out;
   for (const auto& [name, e] : entries_) out.push_back(name);
@@ -68,6 +76,7 @@ void Environment::settle(const std::string& name, NodeRef stored) {
   auto it = entries_.find(name);
   internal_check(it != entries_.end() && it->second.pending != nullptr);
   Entry& e = it->second;
+  if (stored) e.declared = properties_of(e.pending).declared();
   e.pending = nullptr;
   e.rebinds = 0;
   pending_.erase(name);

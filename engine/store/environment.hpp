@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/ir/attrs.hpp"
 #include "engine/ir/node.hpp"
 
 namespace tapestry {
@@ -28,6 +29,9 @@ class Environment {
     NodeRef pending;  // bound but not yet computed
     int author = 0;   // who bound `pending` (author() then)
     int rebinds = 0;  // pending rebinds in a row with no computation between: see overdue()
+    // The symmetry groups known of the expression `stored` was computed from
+    // (engine/ir/properties.hpp): a leaf has no history, so the entry keeps them.
+    PropertiesAttrs declared;
     const NodeRef& current() const { return pending ? pending : stored; }
   };
   // A pending binding that could not be computed, waiting for its author.
@@ -48,7 +52,10 @@ class Environment {
   void bind(const std::string& name, NodeRef value);
   void drop(const std::string& name);
   NodeRef get(const std::string& name) const;  // nullptr when unbound
-  std::vector<std::string> names() const;      // sorted
+  // What get(name) is known to keep when it is a stored leaf ({} for a pending expression,
+  // which carries its own): the reader declares them again, trusted.
+  PropertiesAttrs declared(const std::string& name) const;
+  std::vector<std::string> names() const;  // sorted
   const std::map<std::string, Entry>& entries() const { return entries_; }
 
   bool has_pending() const { return !pending_.empty(); }  // O(1): every observation asks

@@ -57,6 +57,8 @@ void run_matmul(const View& a, const View& b, const View& out);
 // The LAPACK ops (Solve, Cholesky, Det, Slogdet, Qr, Svd, Eigh) on every matrix of the batch:
 // inputs {..., m, n} (any strides, batch dims equal), out contiguous {..., parts} of their
 // dtype (f32 or f64). A singular or indefinite matrix is a user error naming the function.
+// x:declare's check (check_declared.cpp): copies in to out, or raises naming the group that fails.
+void run_check_declared(const Attrs& attrs, const View& in, const View& out);
 void run_linalg(Op op, const Attrs& attrs, const std::vector<View>& in, const View& out);
 
 // Fill `out`, the box of a generated tensor of `global_shape` whose first element

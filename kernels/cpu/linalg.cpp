@@ -175,6 +175,7 @@ template <class T> void run_typed(Op op, int64_t mode, const std::vector<View>& 
 }  // namespace
 
 void run_linalg(Op op, const Attrs& attrs, const std::vector<View>& in, const View& out) {
+  if (op == Op::CheckDeclared) return run_check_declared(attrs, in.at(0), out);
   internal_check(!in.empty() && in[0].rank() >= 2 && out.is_contiguous() && out.dtype == in[0].dtype);
   int64_t batch = 1;
   for (int d = 0; d < in[0].rank() - 2; ++d) batch *= in[0].shape[d];

@@ -380,6 +380,7 @@ NodeRef matmul(const NodeRef& a0, const NodeRef& b0) {
   if (a0->shape.empty() || b0->shape.empty())  // (user_check would format the shapes every call)
     user_error("operands must have at least 1 dimension, got ", shape_str(a0->shape), " @ ",
                shape_str(b0->shape));
+  if (NodeRef sparse = tile_matmul(a0, b0)) return sparse;  // a block-sparse a: its nonzero tiles only
   const DType t = promote(a0->dtype, b0->dtype);
   NodeRef a = cast(a0, t), b = cast(b0, t);
   const bool a_vec = a->shape.size() == 1, b_vec = b->shape.size() == 1;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/ir/attrs.hpp"
 #include "engine/ir/node.hpp"
 
 namespace tapestry::build {
@@ -116,6 +117,20 @@ NodeRef conv2d(const NodeRef& x, const NodeRef& w, const Conv2dOptions& o);
 // padding included (count_include_pad), and gives floats (ints become f64).
 NodeRef pool2d(Op op, const NodeRef& x, const int64_t kernel[2], const int64_t stride[2],
                const int64_t padding[2]);
+
+// --- declared properties (builders_declare.cpp; engine/ir/properties.hpp) --------------
+// Sorts each group's dims and checks them against shape (in range, distinct, equal sizes,
+// groups disjoint).
+void check_groups(const Shape& shape, std::vector<SymmetryGroup>& groups);
+// x with the groups declared (and what x is known to keep); checked when evaluated unless
+// trust, and not again where x is already known to have them.
+NodeRef declare(const NodeRef& x, PropertiesAttrs p, bool trust);
+NodeRef dense(const NodeRef& x);  // the same values, nothing declared
+// a @ b over a's nonzero tiles when a is a 2-D block-sparse declared tensor, else nullptr
+// (builders_tile_matmul.cpp; matmul calls it).
+NodeRef tile_matmul(const NodeRef& a, const NodeRef& b);
+// x's upper triangle in g's two dims mirrored (antisymmetric: negated, diagonal 0).
+NodeRef mirror(const NodeRef& x, const SymmetryGroup& g);
 
 // --- linear algebra (builders_linalg.cpp) ---------------------------------------------
 // LAPACK on whole matrices, the last two dims, batched over the leading dims as numpy. Integer

@@ -180,7 +180,8 @@ std::vector<NodeRef> view_vjp(const NodeRef& n, const NodeRef& g) {
       return {build::permute(g, inv)};
     }
     case Op::Expand: return {sum_to(g, x->shape)};
-    case Op::Constrain: return {g};
+    case Op::Constrain:
+    case Op::Declare: return {g};
     case Op::Slice: {
       const SliceAttrs a = attrs_of<SliceAttrs>(*n);
       return {scatter_slice(g, x->shape, a.starts, a.steps)};

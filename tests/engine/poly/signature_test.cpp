@@ -83,6 +83,8 @@ std::vector<NodeRef> samples(Op op) {
         case Op::Qr: return {node(op, {tall}, {0}, {21}), node(op, {btall}, {1}, {2, 31})};
         case Op::Svd: return {node(op, {tall}, {1}, {24}), node(op, {btall}, {0}, {2, 3})};
         case Op::Eigh: return {node(op, {sq}, {1}, {12}), node(op, {bsq}, {0}, {2, 3})};
+        case Op::CheckDeclared:  // {groups, (anti, k, dims)..., tile dims, tiles..., nonzero...}
+          return {node(op, {sq}, {1, 0, 2, 0, 1, 0}, {3, 3}), node(op, {bsq}, {1, 1, 2, 1, 2, 0}, {2, 3, 3})};
         default: break;
       }
       break;
@@ -92,6 +94,9 @@ std::vector<NodeRef> samples(Op op) {
   if (op == Op::Reshape)
     return {node(op, {src({4, 6})}, {}, {2, 2, 6}), node(op, {src({2, 3})}, {}, {3, 2}),
             node(op, {src({6})}, {}, {1, 2, 3})};
+  if (op == Op::Declare)
+    return {node(op, {src({3, 3})}, {1, 0, 2, 0, 1, 0}, {3, 3}), node(op, {src({3, 3})}, {0, 0}, {3, 3}),
+            node(op, {src({4, 3})}, {0, 2, 2, 2, 1, 0, 0, 1}, {4, 3})};
   if (op == Op::Constrain) return {node(op, {src({3, 4})}, {2, 1, 0}, {3, 4})};
   if (op == Op::Permute) return {node(op, {src({2, 3, 4})}, {2, 0, 1}, {4, 2, 3})};
   if (op == Op::Expand) return {node(op, {src({3, 1})}, {}, {2, 3, 4}), node(op, {src({})}, {}, {2, 2})};

@@ -128,6 +128,16 @@ std::vector<Case> cases() {
                                   build::diagonal(source({3, 5, 4}, 19), -1, 2, 1), build::tril(x, -2),
                                   build::triu(source({2, 11, 7}, 20), 1), build::diag(source({6}, 21), 2)}));
   c.push_back(exact("constrain", {build::constrain(bin(Op::Add, x, y), {1, 1})}));
+  {
+    // A declared symmetric tensor: checked whole on one rank (check_declared), or trusted.
+    const NodeRef sq = source({2, 6, 6}, 62);
+    const NodeRef sym = bin(Op::Add, sq, build::transpose(sq, 1, 2));
+    const NodeRef m = bin(Op::Mul, sq, Operand::number(2));
+    const PropertiesAttrs p{{{false, {1, 2}}}, {}, {}};
+    c.push_back(
+        exact("declare", {build::declare(m, p, true),
+                          bin(Op::Mul, build::declare(build::dense(sym), p, false), Operand::number(3))}));
+  }
   c.push_back(
       exact("cat", {build::cat({x, source({5, 7}, 16), y}, 0), build::cat({x, source({11, 2}, 17)}, 1)}));
   c.push_back(exact("write_region", {build::write_region(x, {2, 1}, {4, 3}, Operand(source({4, 3}, 18))),
