@@ -11,19 +11,6 @@ using namespace tapestry;
 using namespace tapestry::io;
 using namespace tapestry::io_test;
 
-namespace {
-
-template <class F> std::string error_of(F&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-}  // namespace
-
 TEST_CASE("io.hdf5.contiguous_is_raw") {
   TempDir d;
   const std::string p = d.path("c.h5");

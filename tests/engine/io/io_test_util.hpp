@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
 
 namespace tapestry::io_test {
@@ -33,6 +34,16 @@ class TempDir {
  private:
   std::string dir_;
 };
+
+// The message of the tapestry::Error fn throws, or "" when it throws none.
+template <class F> std::string error_of(F&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
 
 inline void write_file(const std::string& path, const std::string& bytes) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);

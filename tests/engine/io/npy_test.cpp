@@ -23,14 +23,6 @@ void check_same(const View& got, const View& want) {
 }
 
 // The message of the Error fn throws ("" when it throws none).
-template <class F> std::string error_of(F&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // Every box of a shape, as (lo, hi) per dim.
 std::vector<poly::Box> all_boxes(const Shape& s) {

@@ -13,14 +13,6 @@ using namespace tapestry::io_test;
 namespace {
 
 // The message of the Error fn throws ("" when it throws none).
-template <class F> std::string error_of(F&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 std::string parse_error(const std::string& json, int64_t data_bytes) {
   return error_of([&] { parse_safetensors_header("m.st", json, 16, data_bytes); });

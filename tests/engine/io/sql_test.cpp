@@ -11,19 +11,6 @@ using namespace tapestry;
 using namespace tapestry::io;
 using namespace tapestry::io_test;
 
-namespace {
-
-template <class F> std::string error_of(F&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-}  // namespace
-
 TEST_CASE("io.sql.round_trip") {
   TempDir d;
   const std::string db = d.path("t.db");

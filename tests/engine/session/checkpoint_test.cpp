@@ -24,15 +24,6 @@ using namespace tapestry::io_test;
 
 namespace {
 
-template <class F> std::string error_of(F&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 NodeRef source(DType t, const Shape& s) {
   auto v = iota(t, s);
   return make_source(v, s, t);
