@@ -13,6 +13,23 @@
 
 namespace tapestry::io {
 
+void write_atomically(const std::string& path, const std::function<void(const std::string& tmp)>& write) {
+  check_replaceable(path);
+  const std::string tmp = cat_str(path, ".partial-", ::getpid());
+  ::unlink(tmp.c_str());  // a temporary left by a crashed process with our pid
+  try {
+    write(tmp);
+    if (std::rename(tmp.c_str(), path.c_str()) != 0)
+      throw Error(cat_str("'", path, "': cannot write: ", std::strerror(errno)));
+  } catch (const Error& e) {
+    ::unlink(tmp.c_str());
+    std::string msg = e.what();
+    const std::string quoted = "'" + tmp + "'";
+    if (msg.compare(0, quoted.size(), quoted) == 0) msg = "'" + path + "'" + msg.substr(quoted.size());
+    throw Error(msg);
+  }
+}
+
 void write_file_atomically(const std::string& path, const std::string& bytes) {
   check_replaceable(path);
   const std::string tmp = cat_str(path, ".partial-", ::getpid());

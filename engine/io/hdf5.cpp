@@ -10,6 +10,7 @@
 #include <cstring>
 #include <utility>
 
+#include "engine/io/atomic_file.hpp"
 #include "engine/io/npy.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/telemetry/stats.hpp"
@@ -304,20 +305,10 @@ void write_hdf5_box(const std::string& path, const std::string& ds, const poly::
 
 void save_hdf5(const std::string& path, const std::string& ds, const View& v,
                const std::map<std::string, Hdf5Attr>& attrs, const std::vector<int64_t>& chunks) {
-  check_replaceable(path);
-  const std::string tmp = cat_str(path, ".partial-", ::getpid());
-  ::unlink(tmp.c_str());  // a temporary left by a crashed process with our pid
-  try {
+  write_atomically(path, [&](const std::string& tmp) {
     create_hdf5(tmp, ds, v.dtype, v.shape, attrs, chunks);
     write_hdf5_box(tmp, ds, poly::Box::of_shape(v.shape), v);
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) fail(path, "", "cannot write: ", std::strerror(errno));
-  } catch (const Error& e) {
-    ::unlink(tmp.c_str());
-    std::string msg = e.what();
-    const std::string quoted = "'" + tmp + "'";
-    if (msg.compare(0, quoted.size(), quoted) == 0) msg = "'" + path + "'" + msg.substr(quoted.size());
-    throw Error(msg);
-  }
+  });
 }
 
 }  // namespace tapestry::io

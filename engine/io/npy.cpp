@@ -13,6 +13,7 @@
 #include <functional>
 #include <utility>
 
+#include "engine/io/atomic_file.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/telemetry/stats.hpp"
 
@@ -477,21 +478,10 @@ void check_replaceable(const std::string& path) {
 }
 
 void save_npy(const std::string& path, const View& v) {
-  check_replaceable(path);
-  const std::string tmp = cat_str(path, ".partial-", ::getpid());
-  ::unlink(tmp.c_str());  // a temporary left by a crashed process with our pid
-  try {
+  write_atomically(path, [&](const std::string& tmp) {
     const NpyHeader h = write_npy_header(tmp, v.dtype, v.shape, true);
     write_npy_box(tmp, h, poly::Box::of_shape(v.shape), v);
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) fail(path, "cannot write: ", std::strerror(errno));
-  } catch (const Error& e) {
-    ::unlink(tmp.c_str());
-    // Name the file the user asked for, not the temporary one.
-    std::string msg = e.what();
-    const std::string quoted = "'" + tmp + "'";
-    if (msg.compare(0, quoted.size(), quoted) == 0) msg = "'" + path + "'" + msg.substr(quoted.size());
-    throw Error(msg);
-  }
+  });
 }
 
 }  // namespace tapestry::io

@@ -5,10 +5,7 @@ package.path = (arg[0]:match("^(.*)/") or ".") .. "/../lib/?.lua;" .. package.pa
 local check = require "check"
 local test, eq, mistake = check.test, check.eq, check.mistake
 
-local dir = os.tmpname()
-os.remove(dir)
-os.execute("mkdir -p '" .. dir .. "'")
-local function path(name) return dir .. "/" .. name end
+local dir, path = check.scratch_dir()
 local function write(name, text)
   local f = assert(io.open(path(name), "wb"))
   f:write(text)

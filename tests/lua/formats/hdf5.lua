@@ -5,22 +5,9 @@ package.path = (arg[0]:match("^(.*)/") or ".") .. "/../lib/?.lua;" .. package.pa
 local check = require "check"
 local test, eq, mistake = check.test, check.eq, check.mistake
 
-local dir = os.tmpname()
-os.remove(dir)
-os.execute("mkdir -p '" .. dir .. "'")
-local function path(name) return dir .. "/" .. name end
-local function read_all(p)
-  local f = assert(io.open(p, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function same(got, want, what)
-  eq(got.dtype, want.dtype, what)
-  eq(got.shape, want.shape, what)
-  check.truthy(got:eq(want):all():item(), what .. ": values differ")
-end
+local dir, path = check.scratch_dir()
+local read_all = check.read_file
+local same = check.same_tensor
 
 test("hdf5.round_trip", function()
   local x = tp.arange(1, 37 * 4):reshape{37, 4} / 3 - 20

@@ -5,23 +5,10 @@ package.path = (arg[0]:match("^(.*)/") or ".") .. "/../lib/?.lua;" .. package.pa
 local check = require "check"
 local test, eq, mistake = check.test, check.eq, check.mistake
 
-local dir = os.tmpname()
-os.remove(dir)
-os.execute("mkdir -p '" .. dir .. "'")
-local function path(name) return dir .. "/" .. name end
+local dir, path = check.scratch_dir()
 
-local function read_all(p)
-  local f = assert(io.open(p, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function same(got, want, what)
-  eq(got.dtype, want.dtype, what)
-  eq(got.shape, want.shape, what)
-  check.truthy(got:eq(want):all():item(), what .. ": values differ")
-end
+local read_all = check.read_file
+local same = check.same_tensor
 
 local function tensors()
   return {

@@ -5,9 +5,7 @@ package.path = (arg[0]:match("^(.*)/") or ".") .. "/../lib/?.lua;" .. package.pa
 local check = require "check"
 local test, eq, mistake = check.test, check.eq, check.mistake
 
-local dir = os.tmpname()
-os.remove(dir)
-os.execute("mkdir -p '" .. dir .. "'")
+local dir = check.scratch_dir()
 local db = dir .. "/t.db"
 
 test("sql.round_trip_dtypes", function()

@@ -5,16 +5,9 @@ package.path = (arg[0]:match("^(.*)/") or ".") .. "/../lib/?.lua;" .. package.pa
 local check = require "check"
 local test, eq, mistake = check.test, check.eq, check.mistake
 
-local dir = os.tmpname()
-os.remove(dir)
-os.execute("mkdir -p '" .. dir .. "'")
-local function path(name) return dir .. "/" .. name end
+local dir, path = check.scratch_dir()
 
-local function same(got, want, what)
-  eq(got.dtype, want.dtype, what)
-  eq(got.shape, want.shape, what)
-  check.truthy(got:eq(want):all():item(), what .. ": values differ")
-end
+local same = check.same_tensor
 
 test("zarr.round_trip", function()
   local x = tp.arange(1, 31 * 7):reshape{31, 7} / 3 - 20

@@ -114,6 +114,30 @@ function check.mistake(name, fn, ...)
   end)
 end
 
+-- A fresh folder for a test file's scratch files (the file removes it with rm -rf at its end),
+-- and a function naming a file in it.
+function check.scratch_dir()
+  local dir = os.tmpname()
+  os.remove(dir)
+  os.execute("mkdir -p '" .. dir .. "'")
+  return dir, function(name) return dir .. "/" .. name end
+end
+
+-- A file's bytes.
+function check.read_file(p)
+  local f = assert(io.open(p, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+-- Two tensors alike in dtype, shape and every value (exactly).
+function check.same_tensor(got, want, what)
+  check.eq(got.dtype, want.dtype, what)
+  check.eq(got.shape, want.shape, what)
+  check.truthy(got:eq(want):all():item(), what .. ": values differ")
+end
+
 function check.summary()
   print(string.format("%d passed, %d failed", passed, failed))
   if failed > 0 then os.exit(1) end
