@@ -54,7 +54,10 @@ std::vector<Candidate> candidates(const poly::Signature& s, int ranks, bool repl
   const int d = s.rank();
   std::vector<Candidate> out;
   for (int r = 0; r < std::min(ranks, 8); ++r) out.push_back({std::vector<int64_t>(d, 1), r});
-  if (ranks == 1) return out;
+  if (ranks == 1) {  // the one whole block is every rank's copy
+    out[0].replicated = replicated;
+    return out;
+  }
   // Recomputing a cheap value on every rank can beat moving it; on bigger meshes each such
   // candidate lowers ranks x inputs whole fetches, and a replica there comes from relays anyway.
   bool cheap = s.flops_per_point <= kCheapFlopsPerPoint && ranks <= kReplicatedRanks;

@@ -84,6 +84,7 @@ TEST_CASE("engine.plan.search.candidates") {
   CHECK(c[10].name(s) == cat_str(s.space[2].name, "/4 + all-reduce"));
   CHECK(c[11].name(s) == cat_str(s.space[2].name, "/4 + reduce-scatter"));
   CHECK(candidates(s, 1).size() == 1);
+  CHECK(candidates(s, 1, true)[0].replicated);  // on one rank the whole block is the copy
   // A matmul is replicated only when asked (x:constrain(tp.replicated())); a map is cheap enough
   // to recompute on every rank of a small mesh.
   const std::vector<Candidate> asked = candidates(s, 4, true);
