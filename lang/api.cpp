@@ -408,8 +408,11 @@ const ApiEntry kApi[] = {
     // --- io -------------------------------------------------------------------------
     {"tp.load", K::Function, "io", "tp.load(path [,opts])",
      "Read a NumPy .npy file (f32 '<f4', f64 '<f8', i32 '<i4', i64 '<i8', bool '|b1'; "
-     "little-endian, C or Fortran order; a 0-d array gives a scalar). opts: name (bind it in "
-     "tp.env), dtype (cast after loading). Example: tp.load('w.npy', {name = 'w'})",
+     "little-endian, C or Fortran order; a 0-d array gives a scalar). Lazy: the header is read now, "
+     "the data when observed, and only the boxes the observation needs (x[{1, {1, 10}}] reads 10 "
+     "elements), each rank its own; a file changed since the load is an error. opts: name (bind "
+     "it in tp.env: read in parallel and stored at the next observation), dtype (cast after "
+     "loading). Example: tp.load('w.npy', {name = 'w'})",
      lua::l_load},
     {"tp.save", K::Function, "io", "tp.save(x, path)",
      "Observe x and write it as a NumPy .npy file (version 1.0, C order) that np.load reads. "
@@ -446,8 +449,9 @@ const ApiEntry kApi[] = {
     {"tp.load_hdf5", K::Function, "io", "tp.load_hdf5(path, dataset [,opts])",
      "Read an HDF5 dataset (chunked or contiguous, compressed or not; integers load as i32 or i64, "
      "floats as f32 or f64, h5py bools as bool). Returns the tensor and a table of the dataset's "
-     "attributes (numbers, strings, sequences of numbers). On N ranks each rank reads only its own "
-     "rows (tp.stats().bytes_read counts them). opts: dtype (cast after loading), name (bind it in "
+     "attributes (numbers, strings, sequences of numbers). Lazy, as tp.load: only the boxes an "
+     "observation needs are read, each by the rank that needs it (tp.stats().bytes_read counts "
+     "them). opts: dtype (cast after loading), name (bind it in "
      "tp.env). Example: local u, attrs = tp.load_hdf5('sim.h5', '/fields/u')",
      lua::l_load_hdf5},
     {"tp.save_hdf5", K::Function, "io", "tp.save_hdf5(x, path, dataset [,opts])",
@@ -460,8 +464,8 @@ const ApiEntry kApi[] = {
     {"tp.load_zarr", K::Function, "io", "tp.load_zarr(path [,opts])",
      "Read a zarr v2 array (a folder with .zarray; C or F order; no compressor, zlib, gzip, zstd or "
      "blosc; dtypes <f4 <f8 <i4 <i8 |b1; missing chunks hold fill_value). Returns the tensor and a "
-     "table of its .zattrs (numbers, strings, sequences of numbers). On N ranks each rank reads and "
-     "decodes only the chunks holding its rows, whatever the chunk grid. opts: dtype (cast after "
+     "table of its .zattrs (numbers, strings, sequences of numbers). Lazy, as tp.load: each rank "
+     "reads and decodes only the chunks its boxes touch, whatever the chunk grid. opts: dtype (cast after "
      "loading), name (bind it in tp.env). Example: local x, attrs = tp.load_zarr('data.zarr')",
      lua::l_load_zarr},
     {"tp.save_zarr", K::Function, "io", "tp.save_zarr(x, path [,opts])",
@@ -489,7 +493,7 @@ const ApiEntry kApi[] = {
     {"tp.load_safetensors", K::Function, "io", "tp.load_safetensors(path [,opts])",
      "Read a safetensors file (F32, F64, I32, I64, BOOL tensors; see docs/io.md). Returns a table "
      "of tensors keyed by their names in the file, and a table of the file's __metadata__ strings. "
-     "On N ranks each rank reads only its own rows of every tensor. opts: dtype (cast after "
+     "Lazy, as tp.load: only the boxes an observation needs are read. opts: dtype (cast after "
      "loading), env (true: also bind each as tp.env.NAME, with every character that is not a "
      "letter, digit or _ made _, e.g. 'layer.0.weight' -> layer_0_weight). "
      "Example: local w, meta = tp.load_safetensors('model.safetensors', {env = true})",

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/io/hdf5.hpp"
+#include "engine/io/lazy_load.hpp"
 #include "engine/io/npy.hpp"
 #include "engine/session/session.hpp"
 #include "engine/session/sharded_io.hpp"
@@ -33,20 +34,7 @@ int l_load_hdf5(lua_State* L) {
   Session& s = session_of(L);
   const TelemetryScope in(s.telemetry());
   const io::Hdf5Info info = io::read_hdf5_info(path, ds);
-  io::NpyHeader h;
-  h.dtype = info.dtype;
-  h.shape = info.shape;
-  h.data_offset = info.raw_offset;
-  const bool raw = info.raw_offset >= 0;
-  NodeRef n;
-  if (s.mesh().ranks > 1) {
-    n = io::load_raw_sharded(s, path, {h}, s.mesh().ranks, raw ? io::IoTask::Raw : io::IoTask::Hdf5, ds)[0];
-  } else {
-    auto v = Value::alloc(info.dtype, info.shape);
-    if (raw) io::read_npy_box(path, h, poly::Box::of_shape(info.shape), v->view());
-    else io::read_hdf5_box(path, ds, poly::Box::of_shape(info.shape), v->view());
-    n = make_source(std::move(v), info.shape, info.dtype);
-  }
+  NodeRef n = io::lazy_hdf5(path, ds, info);  // read when observed, only the boxes a plan needs
   if (const std::optional<DType> dt = o.dtype(); dt && *dt != n->dtype) n = build::cast(n, *dt);
   if (name) s.env().bind(*name, n);
   push_tensor(L, std::move(n), name.value_or(""));

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/io/lazy_load.hpp"
 #include "engine/io/npy.hpp"
 #include "engine/io/parallel_io.hpp"
 #include "engine/plan/planner.hpp"
@@ -45,18 +46,10 @@ int l_load(lua_State* L) {
   const std::optional<std::string> name = o.string("name");
   // Check the name before reading: a bad name should not cost a large read.
   if (name) user_check(is_identifier(*name), "'", *name, "' is not a valid tensor name (use an identifier)");
-  // A named tensor on N ranks: each rank reads its own rows into its shard store.
+  // Lazy: the header now, the data when observed, each rank reading only the boxes its
+  // blocks need (a named tensor on N ranks is read in parallel at the next observation).
   Session& s = session_of(L);
-  const int ranks = s.mesh().ranks;
-  NodeRef n;
-  if (name && ranks > 1) {
-    n = io::load_npy_sharded(s, path, ranks);
-  } else {
-    auto value = io::load_npy(path);
-    const Shape shape = value->view().shape;
-    const DType stored = value->view().dtype;
-    n = make_source(std::move(value), shape, stored);
-  }
+  NodeRef n = io::lazy_raw(path, io::read_npy_header(path));
   if (dtype && *dtype != n->dtype) n = build::cast(n, *dtype);
   if (name) s.env().bind(*name, n);
   push_tensor(L, std::move(n), name.value_or(""));

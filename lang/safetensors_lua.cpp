@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/io/lazy_load.hpp"
 #include "engine/io/safetensors.hpp"
 #include "engine/session/session.hpp"
 #include "engine/session/sharded_io.hpp"
@@ -115,19 +116,8 @@ int l_load_safetensors(lua_State* L) {
       user_check(fresh, "'", path, "': tensors '", it->second, "' and '", e.name, "' would both be tp.env.",
                  it->first);
     }
-  std::vector<NodeRef> nodes;
-  const int ranks = s.mesh().ranks;
-  if (ranks > 1) {
-    std::vector<io::NpyHeader> hs;
-    for (const io::SafetensorsEntry& e : f.tensors) hs.push_back(e.header);
-    nodes = io::load_raw_sharded(s, path, hs, ranks);
-  } else {
-    for (const io::SafetensorsEntry& e : f.tensors) {
-      auto v = Value::alloc(e.header.dtype, e.header.shape);
-      io::read_npy_box(path, e.header, poly::Box::of_shape(e.header.shape), v->view());
-      nodes.push_back(make_source(std::move(v), e.header.shape, e.header.dtype));
-    }
-  }
+  std::vector<NodeRef> nodes;  // lazy: each read when observed, only the boxes a plan needs
+  for (const io::SafetensorsEntry& e : f.tensors) nodes.push_back(io::lazy_raw(path, e.header));
   lua_createtable(L, 0, static_cast<int>(nodes.size()));
   for (size_t i = 0; i < nodes.size(); ++i) {
     NodeRef n = nodes[i];

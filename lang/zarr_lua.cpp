@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/io/lazy_load.hpp"
 #include "engine/io/zarr.hpp"
 #include "engine/session/session.hpp"
 #include "engine/session/sharded_io.hpp"
@@ -29,17 +30,7 @@ int l_load_zarr(lua_State* L) {
   Session& s = session_of(L);
   const TelemetryScope in(s.telemetry());
   const io::ZarrMeta m = io::read_zarr_meta(path);
-  NodeRef n;
-  if (s.mesh().ranks > 1) {
-    io::NpyHeader h;
-    h.dtype = m.dtype;
-    h.shape = m.shape;
-    n = io::load_raw_sharded(s, path, {h}, s.mesh().ranks, io::IoTask::Zarr)[0];
-  } else {
-    auto v = Value::alloc(m.dtype, m.shape);
-    io::read_zarr_box(path, m, poly::Box::of_shape(m.shape), v->view());
-    n = make_source(std::move(v), m.shape, m.dtype);
-  }
+  NodeRef n = io::lazy_zarr(path, m);  // read when observed, only the chunks a plan needs
   if (const std::optional<DType> dt = o.dtype(); dt && *dt != n->dtype) n = build::cast(n, *dt);
   if (name) s.env().bind(*name, n);
   push_tensor(L, std::move(n), name.value_or(""));

@@ -15,6 +15,7 @@
 
 #include "engine/ir/error.hpp"
 #include "engine/ir/fused.hpp"
+#include "engine/ir/load_attrs.hpp"
 #include "engine/ir/node.hpp"
 
 namespace tapestry {

@@ -38,6 +38,7 @@ enum class OpKind : uint8_t {
   X(Eye, "eye", Generate, 0, EyeAttrs, "ones on the main diagonal, zeros elsewhere")      \
   X(Rand, "rand", Generate, 0, RandAttrs, "uniform [0,1) from Philox-4x32 keyed by (seed, element index)") \
   X(Randn, "randn", Generate, 0, RandAttrs, "standard normal from Philox-4x32 keyed by (seed, element index)") \
+  X(Load, "load", Generate, 0, LoadAttrs, "a box of an array in a file, read where it is needed when observed") \
   X(Cast, "cast", Map, 1, CastAttrs, "convert to another dtype (float to int truncates toward zero)") \
   X(Neg, "neg", Map, 1, NoAttrs, "-x")                                                    \
   X(Abs, "abs", Map, 1, NoAttrs, "|x|")                                                   \

@@ -399,8 +399,9 @@ Signature signature_of(const Node& n) {
     case Op::Eye: return over_output(n, 1);
     case Op::Rand: return over_output(n, 8);
     case Op::Randn: return over_output(n, 16);
-    case Op::Declare: return map_sig(n, 0);  // an identity that carries properties
-    case Op::CheckDeclared: {                // reads the tensor whole: one block on one rank
+    case Op::Load: return over_output(n, 1);  // read where it is read, as rand is generated
+    case Op::Declare: return map_sig(n, 0);   // an identity that carries properties
+    case Op::CheckDeclared: {                 // reads the tensor whole: one block on one rank
       Signature s = map_sig(n, 2);
       for (IndexDim& d : s.space) d.splittable = false;
       return s;

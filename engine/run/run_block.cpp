@@ -173,6 +173,19 @@ void run_window(DeviceBackend& be, const Node& n, Where& w, std::vector<DeviceVi
   }
 }
 
+// A file's box: read straight into host memory, or through a host buffer onto a device.
+void read_load(DeviceBackend& be, const Node& n, const std::vector<int64_t>& origin, const DeviceView& out) {
+  const LoadAttrs a = attrs_of<LoadAttrs>(n);
+  if (const Buffer* host = out.mem->host_buffer()) {
+    View v = out.layout;
+    v.buf = std::shared_ptr<Buffer>(out.mem, const_cast<Buffer*>(host));  // owns out.mem
+    return read_load_box(a, origin, v);
+  }
+  auto tmp = Value::alloc(out.dtype(), out.shape());
+  read_load_box(a, origin, tmp->view());
+  be.upload(tmp->view(), out);
+}
+
 // The one switch over op kinds: computes the block `w` of n into `out` (its output slice's
 // shape and n's dtype; allocated by the caller).
 void run_into(DeviceBackend& be, const Node& n, Where& w, const std::vector<DeviceView>& inputs,
@@ -180,6 +193,7 @@ void run_into(DeviceBackend& be, const Node& n, Where& w, const std::vector<Devi
   switch (op_kind(n.op)) {
     case OpKind::Source: internal_fail(__FILE__, __LINE__, "a source is held, never run");
     case OpKind::Generate:  // the space is the output: the block's first point is the origin
+      if (n.op == Op::Load) return read_load(be, n, w.origin(), out);
       return be.generate(n.op, n.attrs, n.shape, w.origin(), out);
     case OpKind::Map: {
       DeviceMapProgram p = map_program(n, inputs);

@@ -136,7 +136,8 @@ bool cuda_supports(Op op, DType dtype) {
     case OpKind::View:   // data movement: copy_view
     case OpKind::Cat:
     case OpKind::Write: return true;
-    case OpKind::Generate: return (op != Op::Rand && op != Op::Randn) || is_float(dtype);
+    case OpKind::Generate:  // a file's box is read on the host (engine/ir/load_attrs.hpp)
+      return op != Op::Load && ((op != Op::Rand && op != Op::Randn) || is_float(dtype));
     default: break;
   }
   switch (op) {

@@ -126,6 +126,31 @@ NodeRef flatten(const NodeRef& x, int first, int last) {
   return reshape(x, out);
 }
 
+namespace {
+
+// A slice of a file not yet read is a smaller box of the file: only it is read (a strided
+// slice reads its bounding box, then steps through it).
+NodeRef slice_of_load(const NodeRef& x, const std::vector<int64_t>& start, const std::vector<int64_t>& step,
+                      const Shape& count) {
+  LoadAttrs a = attrs_of<LoadAttrs>(*x);
+  Shape box(count.size());
+  std::vector<int64_t> inner_start(count.size());
+  bool unit = true;
+  for (size_t d = 0; d < count.size(); ++d) {
+    const int64_t last = start[d] + (count[d] - 1) * step[d];
+    const int64_t lo = std::min(start[d], last);
+    box[d] = std::max(start[d], last) - lo + 1;
+    a.origin[d] += lo;
+    inner_start[d] = start[d] - lo;
+    unit = unit && step[d] == 1;
+  }
+  NodeRef sub = make_node(Op::Load, {}, a.encode(), box, x->dtype);
+  if (unit) return sub;
+  return make_node(Op::Slice, {sub}, SliceAttrs{std::move(inner_start), step}.encode(), count, x->dtype);
+}
+
+}  // namespace
+
 NodeRef slice(const NodeRef& x, std::vector<int64_t> start, std::vector<int64_t> step, Shape count) {
   const size_t r = x->shape.size();
   internal_check(start.size() == r && step.size() == r && count.size() == r);
@@ -139,6 +164,7 @@ NodeRef slice(const NodeRef& x, std::vector<int64_t> start, std::vector<int64_t>
     whole = whole && start[d] == 0 && step[d] == 1 && count[d] == x->shape[d];
   }
   if (whole) return x;
+  if (x->op == Op::Load && !x->value && !x->stored) return slice_of_load(x, start, step, count);
   return make_node(Op::Slice, {x}, SliceAttrs{std::move(start), std::move(step)}.encode(), std::move(count),
                    x->dtype);
 }

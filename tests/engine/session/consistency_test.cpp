@@ -4,8 +4,11 @@
 // float reductions. An op with no case fails the registry check (Source is every case's input).
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <random>
@@ -13,6 +16,8 @@
 #include <string>
 
 #include "engine/device/sim_backend.hpp"
+#include "engine/io/lazy_load.hpp"
+#include "engine/io/npy.hpp"
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
@@ -49,6 +54,19 @@ NodeRef source(const Shape& s, int seed, DType t = DType::F32) {
 
 NodeRef x117(int seed = 1) { return source({11, 7}, seed); }
 
+// A lazy load (Op::Load) of source({11, 7}, seed) saved as .npy once per process.
+NodeRef loaded(int seed) {
+  struct File {
+    std::string path = (std::filesystem::temp_directory_path() /
+                        ("tapestry_consistency_" + std::to_string(::getpid()) + ".npy"))
+                           .string();
+    explicit File(int seed) { io::save_npy(path, source({11, 7}, seed)->value->view()); }
+    ~File() { std::filesystem::remove(path); }
+  };
+  static const File f(seed);
+  return io::lazy_raw(f.path, io::read_npy_header(f.path));
+}
+
 // --- the cases ---------------------------------------------------------------------------
 
 struct Case {
@@ -77,6 +95,9 @@ std::vector<Case> cases() {
   c.push_back(exact("eye", {build::eye(11, 7, DType::F32)}));
   c.push_back(exact("rand", {build::rand({11, 7}, 42, DType::F32)}));
   c.push_back(exact("randn", {build::randn({7, 11}, 43, DType::F64)}));
+  // A file's boxes, read by every rank that needs them (a slice is a smaller box of the file).
+  c.push_back(exact(
+      "load", {loaded(7), build::slice(loaded(7), {2, 1}, {1, 2}, {5, 3}), bin(Op::Add, loaded(7), x)}));
   // Maps: one op at the top, over sources.
   c.push_back(exact("cast", {build::cast(x, DType::I32), build::cast(xi, DType::F64)}));
   for (Op op : {Op::Neg, Op::Abs, Op::Exp, Op::Sin, Op::Cos, Op::Tanh, Op::Sigmoid, Op::Relu, Op::Gelu,

@@ -36,6 +36,7 @@ test("hdf5.bytes_read", function()
   for _, f in ipairs({"b.h5", "r.h5"}) do
     local before = tp.stats().bytes_read
     tp.load_hdf5(path(f), "x", {name = "y"})
+    tp.eval(tp.env.y)  -- loads are lazy: read at the observation
     local read = tp.stats().bytes_read - before
     -- every rank reads only its rows: this process's ranks together read the data once
     if os.getenv("OMPI_COMM_WORLD_SIZE") then

@@ -56,8 +56,11 @@ test("safetensors.dtype_option", function()
 end)
 
 test("safetensors.bytes_read", function()
+  tp.save_safetensors(tensors(), path("fresh.safetensors"))  -- a file no loaded tensor has read
   local before = tp.stats().bytes_read
-  tp.load_safetensors(path("a.safetensors"))
+  local t = tp.load_safetensors(path("fresh.safetensors"))
+  eq(tp.stats().bytes_read, before, "a load reads nothing until observed")
+  for _, x in pairs(t) do tp.eval(x) end
   -- Only the tensors' data is counted: 240*4 + 24*8 + 36*8 + 12*4 + 30 + 4 bytes, over all ranks
   -- on one process (rank 0's own under mpirun).
   local read = tp.stats().bytes_read - before

@@ -1,0 +1,104 @@
+#include "engine/io/lazy_load.hpp"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "engine/ir/attrs.hpp"
+#include "engine/ir/error.hpp"
+
+namespace tapestry::io {
+
+namespace {
+
+// The file a load depends on (a zarr store's .zarray), as modification time and size.
+std::string identity_file(const LoadAttrs& a) { return a.format == LoadAttrs::Zarr ? a.path + "/.zarray" : a.path; }
+
+void stamp(LoadAttrs& a) {
+  struct stat st {};
+  const std::string f = identity_file(a);
+  user_check(::stat(f.c_str(), &st) == 0, "'", f, "': cannot stat: ", std::strerror(errno));
+  a.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  a.file_bytes = static_cast<int64_t>(st.st_size);
+  a.inode = static_cast<int64_t>(st.st_ino);
+}
+
+NodeRef make_load(LoadAttrs a) {
+  stamp(a);
+  a.origin.assign(a.file_shape.size(), 0);
+  const Shape shape = a.file_shape;
+  const DType dtype = a.dtype;
+  return make_node(Op::Load, {}, a.encode(), shape, dtype);
+}
+
+void read_box(const LoadAttrs& a, const std::vector<int64_t>& lo, const View& out) {
+  LoadAttrs now = a;
+  stamp(now);
+  user_check(now.mtime_ns == a.mtime_ns && now.file_bytes == a.file_bytes && now.inode == a.inode, "'",
+             identity_file(a),
+             "' changed since it was loaded (modified or rewritten); load it again");
+  poly::Coords first(lo.size()), last(lo.size());
+  for (size_t d = 0; d < lo.size(); ++d) {
+    first[d] = a.origin[d] + lo[d];
+    last[d] = first[d] + out.shape[d] - 1;
+  }
+  const poly::Box box(first, last);
+  switch (a.format) {
+    case LoadAttrs::Raw: {
+      NpyHeader h;
+      h.dtype = a.dtype;
+      h.shape = a.file_shape;
+      h.fortran_order = a.fortran_order;
+      h.data_offset = a.data_offset;
+      return read_npy_box(a.path, h, box, out);
+    }
+    case LoadAttrs::Hdf5: return read_hdf5_box(a.path, a.dataset, box, out);
+    case LoadAttrs::Zarr: return read_zarr_box(a.path, read_zarr_meta(a.path), box, out);
+  }
+  internal_fail(__FILE__, __LINE__, "unknown load format");
+}
+
+// Installed when this file is linked (every binary that can make a load node links it).
+const bool g_installed = (install_load_reader(&read_box), true);
+
+}  // namespace
+
+NodeRef lazy_raw(const std::string& path, const NpyHeader& h) {
+  LoadAttrs a;
+  a.format = LoadAttrs::Raw;
+  a.path = path;
+  a.data_offset = h.data_offset;
+  a.fortran_order = h.fortran_order;
+  a.dtype = h.dtype;
+  a.file_shape = h.shape;
+  return make_load(std::move(a));
+}
+
+NodeRef lazy_hdf5(const std::string& path, const std::string& dataset, const Hdf5Info& info) {
+  if (info.raw_offset >= 0) {  // contiguous and uncompressed: plain reads at its offset
+    NpyHeader h;
+    h.dtype = info.dtype;
+    h.shape = info.shape;
+    h.data_offset = info.raw_offset;
+    return lazy_raw(path, h);
+  }
+  LoadAttrs a;
+  a.format = LoadAttrs::Hdf5;
+  a.path = path;
+  a.dataset = dataset;
+  a.dtype = info.dtype;
+  a.file_shape = info.shape;
+  return make_load(std::move(a));
+}
+
+NodeRef lazy_zarr(const std::string& dir, const ZarrMeta& m) {
+  LoadAttrs a;
+  a.format = LoadAttrs::Zarr;
+  a.path = dir;
+  a.dtype = m.dtype;
+  a.file_shape = m.shape;
+  return make_load(std::move(a));
+}
+
+}  // namespace tapestry::io
