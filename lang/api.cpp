@@ -408,7 +408,8 @@ const ApiEntry kApi[] = {
     // --- io -------------------------------------------------------------------------
     {"tp.load", K::Function, "io", "tp.load(path [,opts])",
      "Read a NumPy .npy file (f32 '<f4', f64 '<f8', i32 '<i4', i64 '<i8', bool '|b1'; "
-     "little-endian, C or Fortran order; a 0-d array gives a scalar). Lazy: the header is read now, "
+     "little-endian, C or Fortran order; a 0-d array gives a scalar). path may be an http:// or "
+     "https:// URL (fetched by range requests). Lazy: the header is read now, "
      "the data when observed, and only the boxes the observation needs (x[{1, {1, 10}}] reads 10 "
      "elements), each rank its own; a file changed since the load is an error. opts: name (bind "
      "it in tp.env: read in parallel and stored at the next observation), dtype (cast after "
@@ -462,7 +463,8 @@ const ApiEntry kApi[] = {
      "sequence of numbers), chunks.",
      lua::l_save_hdf5},
     {"tp.load_zarr", K::Function, "io", "tp.load_zarr(path [,opts])",
-     "Read a zarr v2 array (a folder with .zarray; C or F order; no compressor, zlib, gzip, zstd or "
+     "Read a zarr v2 array (a folder with .zarray, or its http(s):// URL; C or F order; no compressor, zlib, "
+     "gzip, zstd or "
      "blosc; dtypes <f4 <f8 <i4 <i8 |b1; missing chunks hold fill_value). Returns the tensor and a "
      "table of its .zattrs (numbers, strings, sequences of numbers). Lazy, as tp.load: each rank "
      "reads and decodes only the chunks its boxes touch, whatever the chunk grid. opts: dtype (cast after "
@@ -491,7 +493,8 @@ const ApiEntry kApi[] = {
      "existing table, creating it if missing).",
      lua::l_save_sql},
     {"tp.load_safetensors", K::Function, "io", "tp.load_safetensors(path [,opts])",
-     "Read a safetensors file (F32, F64, I32, I64, BOOL tensors; see docs/io.md). Returns a table "
+     "Read a safetensors file or http(s):// URL (F32, F64, I32, I64, BOOL tensors; see docs/io.md). "
+     "Returns a table "
      "of tensors keyed by their names in the file, and a table of the file's __metadata__ strings. "
      "Lazy, as tp.load: only the boxes an observation needs are read. opts: dtype (cast after "
      "loading), env (true: also bind each as tp.env.NAME, with every character that is not a "

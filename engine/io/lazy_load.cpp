@@ -1,10 +1,6 @@
 #include "engine/io/lazy_load.hpp"
 
-#include <sys/stat.h>
-
-#include <cerrno>
-#include <cstring>
-
+#include "engine/io/byte_source.hpp"
 #include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
 
@@ -13,15 +9,15 @@ namespace tapestry::io {
 namespace {
 
 // The file a load depends on (a zarr store's .zarray), as modification time and size.
-std::string identity_file(const LoadAttrs& a) { return a.format == LoadAttrs::Zarr ? a.path + "/.zarray" : a.path; }
+std::string identity_file(const LoadAttrs& a) {
+  return a.format == LoadAttrs::Zarr ? a.path + "/.zarray" : a.path;
+}
 
 void stamp(LoadAttrs& a) {
-  struct stat st {};
-  const std::string f = identity_file(a);
-  user_check(::stat(f.c_str(), &st) == 0, "'", f, "': cannot stat: ", std::strerror(errno));
-  a.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
-  a.file_bytes = static_cast<int64_t>(st.st_size);
-  a.inode = static_cast<int64_t>(st.st_ino);
+  const Stamp st = stamp_of(identity_file(a));  // a file, or a URL's Last-Modified and ETag
+  a.mtime_ns = st.mtime_ns;
+  a.file_bytes = st.bytes;
+  a.inode = st.inode;
 }
 
 NodeRef make_load(LoadAttrs a) {
@@ -36,8 +32,7 @@ void read_box(const LoadAttrs& a, const std::vector<int64_t>& lo, const View& ou
   LoadAttrs now = a;
   stamp(now);
   user_check(now.mtime_ns == a.mtime_ns && now.file_bytes == a.file_bytes && now.inode == a.inode, "'",
-             identity_file(a),
-             "' changed since it was loaded (modified or rewritten); load it again");
+             identity_file(a), "' changed since it was loaded (modified or rewritten); load it again");
   poly::Coords first(lo.size()), last(lo.size());
   for (size_t d = 0; d < lo.size(); ++d) {
     first[d] = a.origin[d] + lo[d];

@@ -1,6 +1,8 @@
 // NumPy .npy reading and writing by boxes (npy.hpp).
 #include "engine/io/npy.hpp"
 
+#include "engine/io/byte_source.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -347,7 +349,8 @@ NpyHeader make_npy_header(DType dtype, const Shape& shape) {
 }
 
 NpyHeader read_npy_header(const std::string& path) {
-  const File f(path, O_RDONLY, "for reading");
+  const std::unique_ptr<ByteSource> src = open_bytes(path);  // a file or a URL
+  const ByteSource& f = *src;
   const int64_t size = f.size();
   char pre[12];
   if (size < 10) fail(path, "not a .npy file (too short: ", size, " bytes)");
@@ -404,7 +407,7 @@ void read_npy_box(const std::string& path, const NpyHeader& h, const poly::Box& 
     return read_npy_box(path, c, rb, out.permuted(reversed_dims(out.rank())));
   }
   if (box.rank() > 0 && box.empty()) return;
-  const File f(path, O_RDONLY, "for reading");
+  const std::unique_ptr<ByteSource> src = open_bytes(path);  // a file or a URL
   const int esz = dtype_size(h.dtype);
   // Straight into `out` when it is dense; else through a staging buffer.
   std::shared_ptr<Value> stage;
@@ -414,9 +417,11 @@ void read_npy_box(const std::string& path, const NpyHeader& h, const poly::Box& 
     dst = stage->view();
   }
   char* base = dst.byte_ptr();
+  std::vector<ByteRun> runs;
   for_each_run(h.shape, box, [&](int64_t file_el, int64_t box_el, int64_t n) {
-    f.read_at(base + box_el * esz, static_cast<size_t>(n * esz), h.data_offset + file_el * esz);
+    runs.push_back({h.data_offset + file_el * esz, n * esz, base + box_el * esz});
   });
+  src->read_runs(std::move(runs));
   stats().bytes_read += static_cast<uint64_t>(dst.numel() * esz);
   if (h.dtype == DType::Bool) {  // numpy bools are any nonzero byte; ours must be 0 or 1
     const int64_t n = dst.numel();

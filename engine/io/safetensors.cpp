@@ -1,6 +1,8 @@
 // safetensors headers: parsing, validating and laying out (safetensors.hpp).
 #include "engine/io/safetensors.hpp"
 
+#include "engine/io/byte_source.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -40,19 +42,6 @@ const char* st_name(DType t) {
   for (const DTypeName& d : kDTypes)
     if (d.dtype == t) return d.name;
   throw InternalError(cat_str("no safetensors dtype for ", dtype_name(t)));
-}
-
-// Reads exactly n bytes at off.
-void read_exact(const std::string& path, int fd, char* p, size_t n, int64_t off) {
-  while (n > 0) {
-    const ssize_t k = ::pread(fd, p, n, off);
-    if (k < 0 && errno == EINTR) continue;
-    if (k < 0) fail(path, "read failed: ", std::strerror(errno));
-    if (k == 0) fail(path, "truncated: the header ends at byte ", off);
-    p += k;
-    n -= static_cast<size_t>(k);
-    off += k;
-  }
 }
 
 void write_exact(const std::string& path, int fd, const char* p, size_t n, int64_t off) {
@@ -134,21 +123,11 @@ SafetensorsFile parse_safetensors_header(const std::string& path, const std::str
 }
 
 SafetensorsFile read_safetensors_header(const std::string& path) {
-  int fd;
-  do fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  while (fd < 0 && errno == EINTR);
-  if (fd < 0) fail(path, "cannot open for reading: ", std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) fail(path, "cannot stat: ", std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) fail(path, "not a regular file");
-  const int64_t size = st.st_size;
+  const std::unique_ptr<ByteSource> src = open_bytes(path);  // a file or a URL
+  const int64_t size = src->size();
   if (size < 8) fail(path, "not a safetensors file: ", size, " bytes, shorter than the header length");
   unsigned char len[8];
-  read_exact(path, fd, reinterpret_cast<char*>(len), 8, 0);
+  src->read_at(reinterpret_cast<char*>(len), 8, 0);
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = n << 8 | len[i];
   if (n > kMaxHeader)
@@ -156,7 +135,7 @@ SafetensorsFile read_safetensors_header(const std::string& path) {
   if (static_cast<int64_t>(n) > size - 8)
     fail(path, "truncated: the header needs ", n, " bytes, the file has ", size - 8);
   std::string text(n, '\0');
-  read_exact(path, fd, text.data(), n, 8);
+  src->read_at(text.data(), n, 8);
   const int64_t header_end = 8 + static_cast<int64_t>(n);
   return parse_safetensors_header(path, text, header_end, size - header_end);
 }

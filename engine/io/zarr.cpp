@@ -1,6 +1,8 @@
 // zarr v2 directory stores (zarr.hpp).
 #include "engine/io/zarr.hpp"
 
+#include "engine/io/byte_source.hpp"
+
 #include <blosc.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -34,15 +36,13 @@ template <class... Args> [[noreturn]] void fail(const std::string& dir, const Ar
 }
 
 // A whole file, or nullopt when it does not exist.
+// (A file or a URL: byte_source.hpp.)
 std::optional<std::string> slurp(const std::string& dir, const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    if (errno == ENOENT) return std::nullopt;
-    fail(dir, "cannot read '", path, "': ", std::strerror(errno));
+  try {
+    return read_object(path);
+  } catch (const Error& e) {
+    fail(dir, "cannot read '", path, "': ", e.what());
   }
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 struct DTypeCode {

@@ -40,7 +40,13 @@ Attrs LoadAttrs::encode() const {
   internal_check(origin.size() == file_shape.size());
   Attrs a;
   a.dtype = dtype;
-  a.ints = {format, fortran_order ? 1 : 0, data_offset, mtime_ns, file_bytes, inode, static_cast<int64_t>(file_shape.size())};
+  a.ints = {format,
+            fortran_order ? 1 : 0,
+            data_offset,
+            mtime_ns,
+            file_bytes,
+            inode,
+            static_cast<int64_t>(file_shape.size())};
   a.ints.insert(a.ints.end(), file_shape.begin(), file_shape.end());
   a.ints.insert(a.ints.end(), origin.begin(), origin.end());
   put_string(a.ints, path);

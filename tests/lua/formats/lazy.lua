@@ -71,3 +71,4 @@ test("lazy.named_load_shards", function()
 end)
 
 os.execute("rm -rf '" .. dir .. "'")
+check.summary()
