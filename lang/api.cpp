@@ -478,7 +478,8 @@ const ApiEntry kApi[] = {
      "number, string or sequence of numbers).",
      lua::l_save_zarr},
     {"tp.load_sql", K::Function, "io", "tp.load_sql(db, query [,opts])",
-     "Run one reading SQL statement on the SQLite database file db; returns a 2-D tensor {rows, "
+     "Run one reading SQL statement on the SQLite database file db (or the PostgreSQL database of a "
+     "postgresql:// URL, inside a READ ONLY transaction); returns a 2-D tensor {rows, "
      "numeric columns}, the names of those columns (a sequence, as the query names them) and the "
      "names of the columns left out because they hold text or blobs. A column is numeric when every "
      "value is an INTEGER, a REAL or NULL (NaN). opts: dtype (default f32; NULL is an error for "
@@ -487,7 +488,8 @@ const ApiEntry kApi[] = {
      lua::l_load_sql},
     {"tp.save_sql", K::Function, "io", "tp.save_sql(x, db, table [,opts])",
      "Observe a 1-D (one column) or 2-D tensor x and write it as the table `table` of the SQLite "
-     "database file db (created if missing): REAL columns for floats (NaN as NULL), INTEGER for "
+     "database file db (created if missing; or of a postgresql:// URL's database): REAL columns for floats "
+     "(NaN as NULL), INTEGER for "
      "integers and bools. One transaction: the table is replaced (or appended to) whole or not at "
      "all. opts: columns (a sequence of names; default c1, c2, ...), append (true: insert into the "
      "existing table, creating it if missing).",

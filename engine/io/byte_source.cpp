@@ -140,22 +140,30 @@ class Url final : public ByteSource {
       std::memcpy(p, r.body.data(), n);
       return;
     }
-    if (r.status != 206) fail(url_, "HTTP status ", r.status, " for bytes ", off, "-", off + n - 1, r.status == 200 ? " (the server does not answer range requests)" : "");
+    if (r.status != 206)
+      fail(url_, "HTTP status ", r.status, " for bytes ", off, "-", off + n - 1,
+           r.status == 200 ? " (the server does not answer range requests)" : "");
     if (r.body.size() != n) fail(url_, "bytes ", off, "-", off + n - 1, ": the server sent ", r.body.size());
     std::memcpy(p, r.body.data(), n);
   }
   void read_runs(std::vector<ByteRun> runs) const override {
     constexpr int64_t kGap = 64 << 10, kMaxRequest = 64 << 20;
-    std::sort(runs.begin(), runs.end(), [](const ByteRun& a, const ByteRun& b) { return a.offset < b.offset; });
+    std::sort(runs.begin(), runs.end(),
+              [](const ByteRun& a, const ByteRun& b) { return a.offset < b.offset; });
     std::string buf;
     for (size_t i = 0; i < runs.size();) {
       size_t j = i + 1;
       int64_t end = runs[i].offset + runs[i].bytes;
-      while (j < runs.size() && runs[j].offset - end <= kGap && runs[j].offset + runs[j].bytes - runs[i].offset <= kMaxRequest)
-        end = std::max(end, runs[j].offset + runs[j++].bytes);
+      while (j < runs.size() && runs[j].offset - end <= kGap &&
+             runs[j].offset + runs[j].bytes - runs[i].offset <= kMaxRequest) {
+        end = std::max(end, runs[j].offset + runs[j].bytes);
+        ++j;
+      }
       buf.resize(static_cast<size_t>(end - runs[i].offset));
       read_at(buf.data(), buf.size(), runs[i].offset);
-      for (size_t k = i; k < j; ++k) std::memcpy(runs[k].dst, buf.data() + (runs[k].offset - runs[i].offset), static_cast<size_t>(runs[k].bytes));
+      for (size_t k = i; k < j; ++k)
+        std::memcpy(runs[k].dst, buf.data() + (runs[k].offset - runs[i].offset),
+                    static_cast<size_t>(runs[k].bytes));
       i = j;
     }
   }
@@ -167,7 +175,9 @@ class Url final : public ByteSource {
 
 }  // namespace
 
-bool is_url(const std::string& path) { return path.rfind("http://", 0) == 0 || path.rfind("https://", 0) == 0; }
+bool is_url(const std::string& path) {
+  return path.rfind("http://", 0) == 0 || path.rfind("https://", 0) == 0;
+}
 
 void ByteSource::read_runs(std::vector<ByteRun> runs) const {
   for (const ByteRun& r : runs) read_at(r.dst, static_cast<size_t>(r.bytes), r.offset);
@@ -202,7 +212,8 @@ std::optional<std::string> read_object(const std::string& path) {
 Stamp stamp_of(const std::string& path) {
   if (is_url(path)) {
     const Response r = request(path, true);
-    if (r.status != 200) fail(path, r.status == 404 ? "not found (HTTP 404)" : cat_str("HTTP status ", r.status));
+    if (r.status != 200)
+      fail(path, r.status == 404 ? "not found (HTTP 404)" : cat_str("HTTP status ", r.status));
     return {r.mtime * 1'000'000'000, r.length, static_cast<int64_t>(std::hash<std::string>{}(r.etag))};
   }
   struct stat st {};

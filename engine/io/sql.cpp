@@ -1,6 +1,8 @@
 // SQLite reading and writing (sql.hpp).
 #include "engine/io/sql.hpp"
 
+#include "engine/io/postgres.hpp"
+
 #include <sqlite3.h>
 
 #include <cmath>
@@ -70,15 +72,10 @@ std::string quote_id(const std::string& s) {
   return q;
 }
 
-struct Cell {
-  int type = SQLITE_NULL;
-  int64_t i = 0;
-  double d = 0;
-};
-
 }  // namespace
 
 SqlTable read_sql(const std::string& db_path, const std::string& query, DType dtype) {
+  if (is_postgres_url(db_path)) return read_postgres(db_path, query, dtype);
   const Db db(db_path, SQLITE_OPEN_READONLY);
   const char* tail = nullptr;
   const Stmt st(db, query, "the query failed", &tail);
@@ -91,20 +88,26 @@ SqlTable read_sql(const std::string& db_path, const std::string& query, DType dt
   user_check(ncol > 0, "'", db_path, "': the query returns no columns");
   std::vector<std::string> names(static_cast<size_t>(ncol));
   for (int c = 0; c < ncol; ++c) names[c] = sqlite3_column_name(st.get(), c);
-  std::vector<Cell> cells;
+  std::vector<SqlCell> cells;
   std::vector<bool> numeric(static_cast<size_t>(ncol), true);
   int rc;
   while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {
     for (int c = 0; c < ncol; ++c) {
-      Cell cell;
-      cell.type = sqlite3_column_type(st.get(), c);
-      if (cell.type == SQLITE_INTEGER) cell.i = sqlite3_column_int64(st.get(), c);
-      if (cell.type == SQLITE_FLOAT) cell.d = sqlite3_column_double(st.get(), c);
-      if (cell.type == SQLITE_TEXT || cell.type == SQLITE_BLOB) numeric[c] = false;
+      SqlCell cell;
+      const int type = sqlite3_column_type(st.get(), c);
+      if (type == SQLITE_INTEGER) cell = {SqlCell::Integer, sqlite3_column_int64(st.get(), c), 0};
+      if (type == SQLITE_FLOAT) cell = {SqlCell::Real, 0, sqlite3_column_double(st.get(), c)};
+      if (type == SQLITE_TEXT || type == SQLITE_BLOB) numeric[c] = false;
       cells.push_back(cell);
     }
   }
   if (rc != SQLITE_DONE) db.fail("the query failed");
+  return sql_table(db_path, names, numeric, cells, dtype);
+}
+
+SqlTable sql_table(const std::string& db_path, const std::vector<std::string>& names,
+                   const std::vector<bool>& numeric, const std::vector<SqlCell>& cells, DType dtype) {
+  const int ncol = static_cast<int>(names.size());
   const int64_t rows = static_cast<int64_t>(cells.size()) / ncol;
   SqlTable t;
   std::vector<int> keep;
@@ -130,12 +133,12 @@ SqlTable read_sql(const std::string& db_path, const std::string& query, DType dt
   const View out = t.value->view();
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t k = 0; k < kcols; ++k) {
-      const Cell& cell = cells[static_cast<size_t>(r * ncol + keep[k])];
+      const SqlCell& cell = cells[static_cast<size_t>(r * ncol + keep[k])];
       const int64_t at = r * kcols + k;
-      const bool null = cell.type == SQLITE_NULL;
-      const double d = null                          ? std::numeric_limits<double>::quiet_NaN()
-                       : cell.type == SQLITE_INTEGER ? static_cast<double>(cell.i)
-                                                     : cell.d;
+      const bool null = cell.type == SqlCell::Null;
+      const double d = null                            ? std::numeric_limits<double>::quiet_NaN()
+                       : cell.type == SqlCell::Integer ? static_cast<double>(cell.i)
+                                                       : cell.d;
       switch (dtype) {
         case DType::F32: out.ptr<float>()[at] = static_cast<float>(d); break;
         case DType::F64: out.ptr<double>()[at] = d; break;
@@ -148,9 +151,9 @@ SqlTable read_sql(const std::string& db_path, const std::string& query, DType dt
         case DType::I64: {
           user_check(!null, "'", db_path, "': row ", r + 1, ", column '", t.names[k], "' is NULL, which ",
                      dtype_name(dtype), " cannot hold");
-          const int64_t i = cell.type == SQLITE_INTEGER ? cell.i : static_cast<int64_t>(cell.d);
-          user_check(cell.type == SQLITE_INTEGER || static_cast<double>(i) == cell.d, "'", db_path, "': row ",
-                     r + 1, ", column '", t.names[k], "' holds ", cell.d, ", not an integer");
+          const int64_t i = cell.type == SqlCell::Integer ? cell.i : static_cast<int64_t>(cell.d);
+          user_check(cell.type == SqlCell::Integer || static_cast<double>(i) == cell.d, "'", db_path,
+                     "': row ", r + 1, ", column '", t.names[k], "' holds ", cell.d, ", not an integer");
           if (dtype == DType::I32) {
             user_check(i >= INT32_MIN && i <= INT32_MAX, "'", db_path, "': row ", r + 1, ", column '",
                        t.names[k], "' holds ", i, ", outside i32");
@@ -171,6 +174,7 @@ void write_sql(const std::string& db_path, const std::string& table, const View&
   internal_check(v.rank() == 1 || v.rank() == 2);
   const int64_t rows = v.shape[0], cols = v.rank() == 2 ? v.shape[1] : 1;
   internal_check(static_cast<int64_t>(names.size()) == cols);
+  if (is_postgres_url(db_path)) return write_postgres(db_path, table, v, names, append);
   const Db db(db_path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   const bool real = v.dtype == DType::F32 || v.dtype == DType::F64;
   std::string create = "CREATE TABLE " + std::string(append ? "IF NOT EXISTS " : "") + quote_id(table) + " (";
