@@ -24,7 +24,13 @@ int push_all(lua_State* L, const std::vector<NodeRef>& parts) {
 int line_dim(lua_State* L, int arg, const NodeRef& x, bool last) {
   const int rank = static_cast<int>(x->shape.size());
   user_check(rank >= 1, "x must have at least 1 dimension, got a scalar {}");
-  if (!lua_isnoneornil(L, arg)) return check_dim(L, arg, rank);
+  if (!lua_isnoneornil(L, arg)) {
+    const int64_t d = check_int(L, arg);
+    if (d == 0 || d > rank || d < -rank)
+      arg_error(arg, cat_str("dim ", d, " out of range for x of shape ", shape_str(x->shape), " (valid: 1..", rank,
+                             " or -", rank, "..-1)"));
+    return check_dim(L, arg, rank);
+  }
   if (!last && rank > 1)
     arg_error(arg, cat_str("dim is required for a ", rank, "-D tensor ", shape_str(x->shape)));
   return rank - 1;
