@@ -27,8 +27,8 @@ int line_dim(lua_State* L, int arg, const NodeRef& x, bool last) {
   if (!lua_isnoneornil(L, arg)) {
     const int64_t d = check_int(L, arg);
     if (d == 0 || d > rank || d < -rank)
-      arg_error(arg, cat_str("dim ", d, " out of range for x of shape ", shape_str(x->shape), " (valid: 1..", rank,
-                             " or -", rank, "..-1)"));
+      arg_error(arg, cat_str("dim ", d, " out of range for x of shape ", shape_str(x->shape), " (valid: 1..",
+                             rank, " or -", rank, "..-1)"));
     return check_dim(L, arg, rank);
   }
   if (!last && rank > 1)
@@ -122,7 +122,8 @@ int l_unique(lua_State* L) {
     using T = typename decltype(tag)::type;
     auto at = [&](int64_t i) { return sv.ptr<T>()[i * sv.strides[0]]; };
     for (int64_t i = 0; i < n; ++i) {
-      const bool nan_run = i > 0 && at(i) != at(i) && at(i - 1) != at(i - 1);  // NaNs are one value, as numpy 2
+      const bool nan_run =
+          i > 0 && at(i) != at(i) && at(i - 1) != at(i - 1);  // NaNs are one value, as numpy 2
       if (i == 0 || (at(i) != at(i - 1) && !nan_run)) starts.push_back(i);
     }
   });

@@ -37,7 +37,8 @@ struct Lines {
 // f(first element's offset, stride) for every line, in parallel.
 template <class F> void for_lines(const Lines& L, F f) {
   const int64_t work = L.count() * L.n;
-  const int64_t grain = work < kSerialWork ? L.count() : grain_for(L.count(), std::max<int64_t>(1, kSerialWork / L.n));
+  const int64_t grain =
+      work < kSerialWork ? L.count() : grain_for(L.count(), std::max<int64_t>(1, kSerialWork / L.n));
   parallel_for(L.count(), grain, [&](int64_t lo, int64_t hi, int) {
     for (int64_t l = lo; l < hi; ++l) f(L.start(l), L.inner);
   });
@@ -85,15 +86,18 @@ template <bool Max, class T> void extreme_lines(const T* x, const View& out, con
   });
 }
 
-template <class T> void sort_lines(const T* x, const View& out, const Lines& L, bool descending, bool indices) {
+template <class T>
+void sort_lines(const T* x, const View& out, const Lines& L, bool descending, bool indices) {
   for_lines(L, [&](int64_t b, int64_t s) {
     std::vector<int64_t> order(L.n);
     std::iota(order.begin(), order.end(), 0);
     auto at = [&](int64_t i) { return x[b + i * s]; };
     if (descending)
-      std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) { return scan::less(at(j), at(i)); });
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int64_t i, int64_t j) { return scan::less(at(j), at(i)); });
     else
-      std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) { return scan::less(at(i), at(j)); });
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int64_t i, int64_t j) { return scan::less(at(i), at(j)); });
     for (int64_t i = 0; i < L.n; ++i) {
       if (indices) out.ptr<int64_t>()[b + i * s] = order[i] + 1;
       else out.ptr<T>()[b + i * s] = at(order[i]);

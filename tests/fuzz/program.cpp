@@ -424,8 +424,8 @@ class Gen {
         break;
       }
       case 27: {
-        static const std::vector<Op> kLine{Op::Sort, Op::Cumsum, Op::Cumprod, Op::Cummax, Op::Cummin,
-                                           Op::Logcumsumexp};
+        static const std::vector<Op> kLine{Op::Sort,   Op::Cumsum, Op::Cumprod,
+                                           Op::Cummax, Op::Cummin, Op::Logcumsumexp};
         if (rank == 0) return;
         s.kind = Kind::Line;
         s.op = pick(r_, kLine);
@@ -545,7 +545,8 @@ NodeRef build_step(const Step& s, const std::vector<NodeRef>& in) {
       const int dim = static_cast<int>(s.n);
       user_check(dim < static_cast<int>(in[0]->shape.size()), "dim out of range after a shrink");
       if (s.op == Op::Sort) return build::sort(in[0], dim, s.a[0] != 0)[s.flag ? 1 : 0];
-      if (s.op == Op::Cummax || s.op == Op::Cummin) return build::scan_extreme(s.op, in[0], dim)[s.flag ? 1 : 0];
+      if (s.op == Op::Cummax || s.op == Op::Cummin)
+        return build::scan_extreme(s.op, in[0], dim)[s.flag ? 1 : 0];
       return build::scan(s.op, in[0], dim);
     }
     case Kind::WriteRegion:
@@ -731,12 +732,11 @@ end
       case Kind::Line: {
         const std::string d = std::to_string(s.n + 1), name(op_def(s.op).name);
         if (s.op == Op::Sort)
-          e = cat_str(s.flag ? v(0) + ":argsort(" : "(" + v(0) + ":sort(", d, ", {descending = ",
-                      s.a[0] ? "true" : "false", "})", s.flag ? "" : ")");
+          e = cat_str(s.flag ? v(0) + ":argsort(" : "(" + v(0) + ":sort(", d,
+                      ", {descending = ", s.a[0] ? "true" : "false", "})", s.flag ? "" : ")");
         else if (s.op == Op::Cummax || s.op == Op::Cummin)
           e = cat_str(s.flag ? "select(2, " : "(", v(0), ":", name, "(", d, "))");
-        else
-          e = cat_str(v(0), ":", name, "(", d, ")");
+        else e = cat_str(v(0), ":", name, "(", d, ")");
         break;
       }
       case Kind::WriteRegion: {
@@ -765,12 +765,11 @@ end
 }
 
 const char* kind_name(Kind k) {
-  static const char* names[] = {"src",       "full",          "arange", "rand",      "eye",         "unary",
-                                "binary",    "binary_scalar", "where",  "cast",      "reduce",      "mean",
-                                "argreduce", "matmul",        "einsum", "reshape",   "permute",     "expand",
-                                "slice",     "narrow",        "select", "cat",       "pad",         "roll",
-                                "stencil",   "conv2d",        "pool",   "constrain", "write_region",
-                                "line"};
+  static const char* names[] = {"src",       "full",          "arange", "rand",      "eye",          "unary",
+                                "binary",    "binary_scalar", "where",  "cast",      "reduce",       "mean",
+                                "argreduce", "matmul",        "einsum", "reshape",   "permute",      "expand",
+                                "slice",     "narrow",        "select", "cat",       "pad",          "roll",
+                                "stencil",   "conv2d",        "pool",   "constrain", "write_region", "line"};
   return names[static_cast<int>(k)];
 }
 

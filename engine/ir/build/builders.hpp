@@ -136,7 +136,7 @@ NodeRef mirror(const NodeRef& x, const SymmetryGroup& g);
 // Cumsum, Cumprod (ints and bools in i64), Cummax, Cummin (values), Logcumsumexp (floats);
 // reverse runs from the end of the line (the gradients' adjoint scans).
 NodeRef scan(Op op, const NodeRef& x, int dim, bool reverse = false);
-std::vector<NodeRef> scan_extreme(Op op, const NodeRef& x, int dim);  // Cummax/Cummin: {values, indices}
+std::vector<NodeRef> scan_extreme(Op op, const NodeRef& x, int dim);    // Cummax/Cummin: {values, indices}
 std::vector<NodeRef> sort(const NodeRef& x, int dim, bool descending);  // stable: {values, indices}
 std::vector<NodeRef> topk(const NodeRef& x, int64_t k, int dim, bool largest);  // sorted: {values, indices}
 // out[.., idx[i], ..] += g[.., i, ..] along dim (idx 1-based i64, g's shape): sort's adjoint.

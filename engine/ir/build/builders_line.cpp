@@ -27,7 +27,7 @@ NodeRef scan(Op op, const NodeRef& x0, int dim, bool reverse) {
   check_line(x0, dim);
   NodeRef x = x0;
   if ((op == Op::Cumsum || op == Op::Cumprod) && !is_float(x->dtype)) x = cast(x, DType::I64);  // as numpy
-  if (op == Op::Logcumsumexp && !is_float(x->dtype)) x = cast(x, float_result(x->dtype));  // as exp
+  if (op == Op::Logcumsumexp && !is_float(x->dtype)) x = cast(x, float_result(x->dtype));       // as exp
   return line(op, {x}, LineAttrs{dim, reverse, false, false}, x->shape, x->dtype);
 }
 
@@ -47,8 +47,8 @@ std::vector<NodeRef> sort(const NodeRef& x, int dim, bool descending) {
 std::vector<NodeRef> topk(const NodeRef& x, int64_t k, int dim, bool largest) {
   check_line(x, dim);
   const int64_t n = x->shape[dim];
-  user_check(k >= 1 && k <= n, "k must be in 1..", n, " (the size of dim ", dim + 1, " of x ", shape_str(x->shape),
-             "), got ", k);
+  user_check(k >= 1 && k <= n, "k must be in 1..", n, " (the size of dim ", dim + 1, " of x ",
+             shape_str(x->shape), "), got ", k);
   std::vector<NodeRef> vi = sort(x, dim, largest);
   if (k == n) return vi;
   return {narrow(vi[0], dim, 0, k), narrow(vi[1], dim, 0, k)};
@@ -62,8 +62,8 @@ NodeRef line_scatter_add(const NodeRef& g, const NodeRef& idx, int dim) {
 
 NodeRef searchsorted(const NodeRef& sorted, const NodeRef& values, bool right) {
   user_check(sorted->shape.size() == 1, "sorted_sequence must be 1-D, got ", shape_str(sorted->shape));
-  user_check((sorted->dtype == DType::Bool) == (values->dtype == DType::Bool),
-             "sorted_sequence (", dtype_name(sorted->dtype), ") and values (", dtype_name(values->dtype),
+  user_check((sorted->dtype == DType::Bool) == (values->dtype == DType::Bool), "sorted_sequence (",
+             dtype_name(sorted->dtype), ") and values (", dtype_name(values->dtype),
              ") must both be bool or both numeric");
   const DType t = promote(sorted->dtype, values->dtype);  // compared in their common dtype
   return line(Op::Searchsorted, {cast(sorted, t), cast(values, t)}, LineAttrs{0, false, false, right},

@@ -39,7 +39,9 @@ std::vector<NodeRef> line_vjp(const NodeRef& n, const NodeRef& g) {
       out[0] = build::binary(Op::Div, build::scan(Op::Cumsum, mul(g, n), dim, !a.reverse), x);
       return out;
     case Op::Cummax:
-    case Op::Cummin: out[0] = build::line_scatter_add(g, build::scan_extreme(n->op, x, dim)[1], dim); return out;
+    case Op::Cummin:
+      out[0] = build::line_scatter_add(g, build::scan_extreme(n->op, x, dim)[1], dim);
+      return out;
     case Op::Logcumsumexp: {
       const NodeRef pos = build::unary(Op::Relu, g), neg = build::unary(Op::Relu, build::unary(Op::Neg, g));
       out[0] = sub(lcse_part(pos, x, n, dim, a.reverse), lcse_part(neg, x, n, dim, a.reverse));

@@ -169,9 +169,9 @@ std::vector<Case> cases() {
                                     build::scan(Op::Cumsum, x, 0), build::scan(Op::Cumsum, xi, 1, true),
                                     build::line_scatter_add(x, s[1], 1), build::searchsorted(seq, x, false),
                                     build::searchsorted(seq, x3, true)}));
-    c.push_back(approx("cumprod logcumsumexp", {build::scan(Op::Cumprod, near1, 0),
-                                                build::scan(Op::Logcumsumexp, x3, 2),
-                                                build::scan(Op::Logcumsumexp, x, 0, true)}));
+    c.push_back(approx("cumprod logcumsumexp",
+                       {build::scan(Op::Cumprod, near1, 0), build::scan(Op::Logcumsumexp, x3, 2),
+                        build::scan(Op::Logcumsumexp, x, 0, true)}));
   }
   c.push_back(
       exact("correlate", {build::stencil(x, source({3, 3}, 23), build::Boundary::Zero),

@@ -40,7 +40,8 @@ std::vector<double> run(Op op, LineAttrs a, const std::vector<View>& in, DType o
 
 void same(const std::vector<double>& got, const std::vector<double>& want, double rtol = 0) {
   REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) CHECK_MESSAGE(close(got[i], want[i], rtol), i, ": ", got[i], " vs ", want[i]);
+  for (size_t i = 0; i < got.size(); ++i)
+    CHECK_MESSAGE(close(got[i], want[i], rtol), i, ": ", got[i], " vs ", want[i]);
 }
 
 // A {4, 3, 5} f64 tensor with ties, seen through a permutation (so the kernel gets strides).
@@ -107,7 +108,8 @@ TEST_CASE("kernels.cpu.line.sort_is_stable_and_scatter_inverts_it") {
           const double a = e[L.at(l, i)], b = e[L.at(l, j)];
           return desc ? a > b : a < b;
         });
-        for (int64_t k = 0; k < L.n; ++k) vals[L.at(l, k)] = e[L.at(l, order[k])], idx[L.at(l, k)] = order[k] + 1;
+        for (int64_t k = 0; k < L.n; ++k)
+          vals[L.at(l, k)] = e[L.at(l, order[k])], idx[L.at(l, k)] = order[k] + 1;
       }
       same(run(Op::Sort, LineAttrs{dim, desc, false, false}, {x}, DType::F64), vals);
       const std::vector<double> got = run(Op::Sort, LineAttrs{dim, desc, true, false}, {x}, DType::I64);
@@ -118,7 +120,8 @@ TEST_CASE("kernels.cpu.line.sort_is_stable_and_scatter_inverts_it") {
       auto sv = tensor<double>(x.shape, vals);
       std::vector<double> xs(60);
       for (int64_t i = 0; i < 60; ++i) xs[i] = e[i];
-      same(run(Op::LineScatterAdd, LineAttrs{dim, false, false, false}, {sv->view(), iv->view()}, DType::F64), xs);
+      same(run(Op::LineScatterAdd, LineAttrs{dim, false, false, false}, {sv->view(), iv->view()}, DType::F64),
+           xs);
     }
 }
 
@@ -126,9 +129,11 @@ TEST_CASE("kernels.cpu.line.nan_and_infinities") {
   auto x = tensor<double>({5}, {2, kNaN, -1, kNaN, 0});
   same(run(Op::Sort, LineAttrs{0, false, true, false}, {x->view()}, DType::I64), {3, 5, 1, 2, 4});
   same(run(Op::Sort, LineAttrs{0, true, true, false}, {x->view()}, DType::I64), {2, 4, 1, 5, 3});
-  same(run(Op::Cummax, LineAttrs{0, false, false, false}, {x->view()}, DType::F64), {2, kNaN, kNaN, kNaN, kNaN});
+  same(run(Op::Cummax, LineAttrs{0, false, false, false}, {x->view()}, DType::F64),
+       {2, kNaN, kNaN, kNaN, kNaN});
   same(run(Op::Cummax, LineAttrs{0, false, true, false}, {x->view()}, DType::I64), {1, 2, 2, 2, 2});
-  same(run(Op::Cumsum, LineAttrs{0, false, false, false}, {x->view()}, DType::F64), {2, kNaN, kNaN, kNaN, kNaN});
+  same(run(Op::Cumsum, LineAttrs{0, false, false, false}, {x->view()}, DType::F64),
+       {2, kNaN, kNaN, kNaN, kNaN});
   // logaddexp: -inf is the identity; inf + inf stays inf, and a NaN spreads.
   const scan::ScanStep<Op::Logcumsumexp> lae;
   CHECK(lae(-kInf, 1.5) == 1.5);
@@ -139,7 +144,7 @@ TEST_CASE("kernels.cpu.line.nan_and_infinities") {
   CHECK(lae(0, -800) == 0);
   CHECK(scan::less(1.0, kNaN));
   CHECK_FALSE(scan::less(kNaN, 1.0));
-  CHECK(scan::takes_over<true>(1, 1));   // a tie moves to the later element
+  CHECK(scan::takes_over<true>(1, 1));  // a tie moves to the later element
   CHECK_FALSE(scan::takes_over<true>(kNaN, 5.0));
 }
 
@@ -152,5 +157,6 @@ TEST_CASE("kernels.cpu.line.searchsorted") {
        {1, 4, 4, 5, 5, 6});
   auto iseq = tensor<int32_t>({4}, {-3, 0, 0, 7});
   auto iv = tensor<int32_t>({3}, {0, 8, -9});
-  same(run(Op::Searchsorted, LineAttrs{0, false, false, false}, {iseq->view(), iv->view()}, DType::I64), {2, 5, 1});
+  same(run(Op::Searchsorted, LineAttrs{0, false, false, false}, {iseq->view(), iv->view()}, DType::I64),
+       {2, 5, 1});
 }
