@@ -220,6 +220,52 @@ const ApiEntry kApi[] = {
      l_argreduce<Op::ArgMax>, M},
     {"tp.argmin", K::Function, "reduce", "x:argmin([dim] [,opts])",
      "1-based index of the first minimum, as argmax.", l_argreduce<Op::ArgMin>, M},
+
+    // --- sorting and scans (whole lines along one dim; the other dims shard freely) ------
+    {"tp.sort", K::Function, "sort", "tp.sort(x [,dim] [,opts]) / x:sort([dim] [,opts])",
+     "Sorts along dim (default the last) and returns values, indices: indices (i64) are the 1-based "
+     "positions in x (values[j] is x[indices[j]] along dim). Stable (equal elements keep their order); "
+     "NaN sorts after every number. opts.descending (default false). Example: local v, i = x:sort(1)",
+     lua::l_sort, M},
+    {"tp.argsort", K::Function, "sort", "tp.argsort(x [,dim] [,opts]) / x:argsort([dim] [,opts])",
+     "The 1-based indices (i64) tp.sort returns: a stable sort along dim (default the last). "
+     "opts.descending.",
+     lua::l_argsort, M},
+    {"tp.topk", K::Function, "sort", "tp.topk(x, k [,dim] [,opts]) / x:topk(k [,dim] [,opts])",
+     "The k largest along dim (default the last), largest first, and their 1-based indices: values, "
+     "indices. k in 1..size of dim. opts.largest = false gives the k smallest, smallest first. Ties "
+     "keep x's order.",
+     lua::l_topk, M},
+    {"tp.unique", K::Function, "sort", "tp.unique(x [,opts]) / x:unique([opts])",
+     "The distinct values of x, flattened and sorted (1-D, x's dtype); NaNs count as one value. "
+     "opts.return_counts = true also returns how often each occurs (i64). Its size depends on the "
+     "data, so it observes x when called (an observation point, as x:totable()) and returns a tensor "
+     "holding the result.",
+     lua::l_unique, M},
+    {"tp.searchsorted", K::Function, "sort",
+     "tp.searchsorted(sorted_sequence, values [,opts]) / s:searchsorted(values [,opts])",
+     "1-based insertion points (i64, values' shape): the position p where each value would be inserted "
+     "into the ascending 1-D sorted_sequence to keep it sorted (numpy's index + 1, so 1..n+1). Equal "
+     "elements: before them, or after them with opts.right = true (or opts.side = 'right'). Compared in "
+     "the common dtype; NaN sorts last.",
+     lua::l_searchsorted, M},
+    {"tp.cumsum", K::Function, "sort", "tp.cumsum(x [,dim]) / x:cumsum([dim])",
+     "Running sum along dim: y[i] = x[1] + ... + x[i]. dim may be left out for a 1-D x only. Integers "
+     "and bools sum in i64, as numpy. Gradient: the reverse running sum.",
+     lua::l_scan<Op::Cumsum>, M},
+    {"tp.cumprod", K::Function, "sort", "tp.cumprod(x [,dim]) / x:cumprod([dim])",
+     "Running product along dim; integers and bools in i64. Its gradient divides by x, so it is "
+     "exact only where x has no zeros.",
+     lua::l_scan<Op::Cumprod>, M},
+    {"tp.cummax", K::Function, "sort", "tp.cummax(x [,dim]) / x:cummax([dim])",
+     "Running maximum along dim: values, indices (1-based i64 position of the maximum so far; a tie "
+     "moves to the later element, as torch). NaN propagates.",
+     lua::l_scan<Op::Cummax>, M},
+    {"tp.cummin", K::Function, "sort", "tp.cummin(x [,dim]) / x:cummin([dim])",
+     "Running minimum along dim: values, indices, as cummax.", lua::l_scan<Op::Cummin>, M},
+    {"tp.logcumsumexp", K::Function, "sort", "tp.logcumsumexp(x [,dim]) / x:logcumsumexp([dim])",
+     "log(cumsum(exp(x))) along dim without overflow (accumulated in f64); integers give floats.",
+     lua::l_scan<Op::Logcumsumexp>, M},
     {"tp.matmul", K::Function, "contract", "tp.matmul(a, b) / a:matmul(b)",
      "Matrix product with numpy's rules: 1-D operands are vectors, leading dims are batch dims "
      "and broadcast. f32/f64 run on OpenBLAS. A 2-D a declared block-sparse (x:declare{tiles, nonzero}) "
@@ -811,6 +857,7 @@ std::string reference_markdown() {
       {"map", "Elementwise operations"},
       {"operators", "Operators"},
       {"reduce", "Reductions"},
+      {"sort", "Sorting and scans"},
       {"contract", "Contractions"},
       {"linalg", "Linear algebra"},
       {"shape", "Shape operations"},

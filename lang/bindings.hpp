@@ -89,6 +89,14 @@ int l_stencil(lua_State* L);
 int l_conv2d(lua_State* L);
 template <Op op> int l_pool2d(lua_State* L);  // maxpool2d avgpool2d
 
+// sorting and scans (line_lua.cpp)
+int l_sort(lua_State* L);
+int l_argsort(lua_State* L);
+int l_topk(lua_State* L);
+template <Op op> int l_scan(lua_State* L);  // cumsum cumprod cummax cummin logcumsumexp
+int l_searchsorted(lua_State* L);
+int l_unique(lua_State* L);
+
 // tp.linalg (linalg_lua.cpp)
 int l_linalg_solve(lua_State* L);
 int l_linalg_cholesky(lua_State* L);

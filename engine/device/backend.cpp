@@ -16,6 +16,10 @@ void DeviceBackend::map_reduce(const DeviceMapProgram& p, const Shape& shape, Op
   reduce(op, tmp, dims, out);
 }
 
+void DeviceBackend::line(Op, const Attrs&, const std::vector<DeviceView>&, const DeviceView&) {
+  internal_fail(__FILE__, __LINE__, "a device without line kernels ran a scan or sort");
+}
+
 void DeviceBackend::linalg(Op op, const Attrs&, const std::vector<DeviceView>&, const DeviceView&) {
   (void)op;
   internal_fail(__FILE__, __LINE__, "a device without LAPACK kernels ran a linalg op");

@@ -100,6 +100,9 @@ class DeviceBackend {
                       const cpu::WindowAxis& wd, const DeviceView& out) = 0;
   // LAPACK on whole matrices (cpu::run_linalg). The CPU's; a device without it answers
   // supports() false for these ops, so they run on the CPU (the default is never called then).
+  // Scans, sorts and searchsorted over whole lines (cpu::run_line); as linalg, a device without
+  // them answers supports() false.
+  virtual void line(Op op, const Attrs& attrs, const std::vector<DeviceView>& in, const DeviceView& out);
   virtual void linalg(Op op, const Attrs& attrs, const std::vector<DeviceView>& in, const DeviceView& out);
 
   // Transfers between the devices of an MPI job's ranks (NCCL on GPUs). Whether this device

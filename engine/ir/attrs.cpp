@@ -171,6 +171,12 @@ CorrelateAttrs CorrelateAttrs::decode(const Attrs& a) {
 }
 
 // {stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups}
+Attrs LineAttrs::encode() const { return with_ints({dim, reverse, indices, right}); }
+LineAttrs LineAttrs::decode(const Attrs& a) {
+  internal_check(a.ints.size() == 4);
+  return {a.ints[0], a.ints[1] != 0, a.ints[2] != 0, a.ints[3] != 0};
+}
+
 Attrs LinalgAttrs::encode() const { return with_ints({mode}); }
 LinalgAttrs LinalgAttrs::decode(const Attrs& a) {
   internal_check(a.ints.size() == 1);

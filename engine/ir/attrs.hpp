@@ -172,6 +172,17 @@ struct CorrelateAttrs {
 };
 
 // Conv2d: inputs {x {N,C,H,W}, w {O,C/groups,KH,KW}} of one dtype; output {N,O,OH,OW}.
+// The Line ops (scans, Sort, LineScatterAdd, Searchsorted): along one dim.
+struct LineAttrs {
+  int64_t dim = 0;       // 0-based; Searchsorted: unused (the sorted sequence is 1-D)
+  bool reverse = false;  // scans: from the last element back (gradients); Sort: descending
+  bool indices = false;  // Sort, Cummax, Cummin: the 1-based indices (i64), not the values
+  bool right = false;    // Searchsorted: after equal elements (numpy side='right')
+  Attrs encode() const;
+  static LineAttrs decode(const Attrs& a);
+  bool operator==(const LineAttrs&) const = default;
+};
+
 // Qr, Svd, Eigh: which parts the packed output holds (engine/ir/build/builders_linalg.cpp).
 struct LinalgAttrs {
   int64_t mode = 0;  // Qr: 0 reduced, 1 complete; Svd: 0 values only, 1 reduced, 2 full;

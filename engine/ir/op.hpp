@@ -22,6 +22,8 @@ enum class OpKind : uint8_t {
   Cat,        // concatenation along one dim
   Write,      // a copy of a tensor with one box replaced (region writes)
   Window,     // sliding windows: stencil correlation, conv2d, pooling (kernels/cpu/window.cpp)
+  Line,       // whole lines along one dim, every other dim free: scans, sort, searchsorted
+              // (kernels/cpu/line.cpp)
   Linalg,     // LAPACK on whole matrices (the last two dims of each input), batched over the
               // leading dims; factorizations pack their parts into the output's last dim
   Fused,      // made by fusion (engine/plan/fuse.hpp), never by a builder: a map program,
@@ -99,6 +101,14 @@ enum class OpKind : uint8_t {
   X(Svd, "svd", Linalg, 1, LinalgAttrs, "U, S and Vh packed in the last dim (LAPACK gesdd)") \
   X(Eigh, "eigh", Linalg, 1, LinalgAttrs, "eigenvalues (ascending) and eigenvectors packed in the last dim (LAPACK syevd)") \
   X(CheckDeclared, "check_declared", Linalg, 1, PropertiesAttrs, "the input, checked whole on one rank against declared properties") \
+  X(Cumsum, "cumsum", Line, 1, LineAttrs, "running sum along a dim (ints and bools to i64)") \
+  X(Cumprod, "cumprod", Line, 1, LineAttrs, "running product along a dim (ints and bools to i64)") \
+  X(Cummax, "cummax", Line, 1, LineAttrs, "running maximum along a dim (or its 1-based index), NaN propagates") \
+  X(Cummin, "cummin", Line, 1, LineAttrs, "running minimum along a dim (or its 1-based index), NaN propagates") \
+  X(Logcumsumexp, "logcumsumexp", Line, 1, LineAttrs, "log of the running sum of exp along a dim, stable") \
+  X(Sort, "sort", Line, 1, LineAttrs, "stable sort along a dim: the values, or their 1-based indices") \
+  X(LineScatterAdd, "line_scatter_add", Line, 2, LineAttrs, "out[.., idx[i], ..] += g[.., i, ..] along a dim (gradients of sort and cummax)") \
+  X(Searchsorted, "searchsorted", Line, 2, LineAttrs, "1-based insertion points of values into a sorted 1-D sequence") \
   X(Reshape, "reshape", View, 1, NoAttrs, "same elements in row-major order, another shape") \
   X(Permute, "permute", View, 1, PermuteAttrs, "reorder dimensions")                      \
   X(Expand, "expand", View, 1, NoAttrs, "broadcast size-1 (or missing leading) dims")     \

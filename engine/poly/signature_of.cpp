@@ -1,5 +1,6 @@
 // signature_of: the one place that knows how each op reaches its operands.
 #include <algorithm>
+#include <cmath>
 
 #include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
@@ -123,6 +124,27 @@ Signature argreduce_sig(const Node& n, CombineKind c) {
   // global one, and no (value, index) combine is needed.
   Signature s = reduce_sig(n, dims, c);
   for (int d : dims) s.space[d].splittable = false;
+  return s;
+}
+
+// Line ops: the space is the output, every dim parallel but the line's, which is never split:
+// a block holds whole lines, so a scan needs no carry from the blocks before it and a sort no
+// merge (the plan gathers a split line first). Searchsorted reads its 1-D sequence whole.
+Signature line_sig(const Node& n) {
+  const LineAttrs a = attrs_of<LineAttrs>(n);
+  if (n.op == Op::Searchsorted) {
+    const Node& seq = *n.inputs[0];
+    Signature s = over_output(n, std::log2(static_cast<double>(seq.shape[0]) + 1));
+    Projection whole(1, static_cast<int>(n.shape.size()));
+    whole.w[0] = seq.shape[0];
+    s.inputs.push_back(access_of(seq, std::move(whole)));
+    s.inputs.push_back(access_of(*n.inputs[1], Projection::identity(static_cast<int>(n.shape.size()))));
+    return s;
+  }
+  const double len = static_cast<double>(n.shape[a.dim]);
+  const double flops = n.op == Op::Sort ? 2 * std::log2(len + 1) : n.op == Op::Logcumsumexp ? 16 : 2;
+  Signature s = map_sig(n, flops);
+  s.space[a.dim].splittable = false;
   return s;
 }
 
@@ -462,6 +484,14 @@ Signature signature_of(const Node& n) {
     case Op::Qr:
     case Op::Svd:
     case Op::Eigh: return linalg_sig(n);
+    case Op::Cumsum:
+    case Op::Cumprod:
+    case Op::Cummax:
+    case Op::Cummin:
+    case Op::Logcumsumexp:
+    case Op::Sort:
+    case Op::LineScatterAdd:
+    case Op::Searchsorted: return line_sig(n);
     case Op::Correlate: return correlate_sig(n);
     case Op::Conv2d: return conv2d_sig(n);
     case Op::MaxPool2d:

@@ -50,6 +50,11 @@ void merge_moments(Moments& a, const Moments& b);  // a = the moments of a's and
 // tensor when dim < 0. NaN counts as the extreme, as numpy.
 void run_argreduce(Op op, const View& in, int dim, const View& out);
 
+// The Line ops (line.cpp) over whole lines along LineAttrs::dim: Cumsum, Cumprod, Cummax, Cummin,
+// Logcumsumexp (in f64), Sort (stable, NaN last), LineScatterAdd {g, idx}, and Searchsorted
+// {sorted 1-D, values} (1-based insertion points). Inputs any strides; out contiguous.
+void run_line(Op op, const Attrs& attrs, const std::vector<View>& in, const View& out);
+
 // out[..., n, m] = a[..., n, k] @ b[..., k, m]; batch dims of a and b are broadcast
 // to out's (strides 0). All three share one dtype.
 void run_matmul(const View& a, const View& b, const View& out);

@@ -1,7 +1,9 @@
 #include "tests/fuzz/naive.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <utility>
 
@@ -318,6 +320,46 @@ NaiveResult naive_check(const Node& n, std::string& why) {
         if (better && !std::isnan(x)) {
           best[k] = x;
           w.v[k] = static_cast<double>(pos + 1);
+        }
+      }
+      break;
+    }
+    case Op::Cumsum:
+    case Op::Cumprod:
+    case Op::Cummax:
+    case Op::Cummin:
+    case Op::Sort: {  // line by line, in the order numpy and torch define
+      const LineAttrs a = attrs_of<LineAttrs>(n);
+      const int dim = static_cast<int>(a.dim);
+      const int64_t len = n.shape[dim];
+      auto less = [](double x, double y) { return !std::isnan(x) && (std::isnan(y) || x < y); };
+      for (int64_t i = 0; i < count; ++i) {
+        auto ix = out_idx(i);
+        if (ix[dim] != 0) continue;  // the first element of a line
+        std::vector<int64_t> at(len);
+        for (int64_t k = 0; k < len; ++k) ix[dim] = k, at[k] = ravel(ix, n.shape);
+        if (n.op == Op::Sort) {
+          std::vector<int64_t> order(len);
+          std::iota(order.begin(), order.end(), 0);
+          std::stable_sort(order.begin(), order.end(), [&](int64_t p, int64_t q) {
+            return a.reverse ? less(in[0][at[q]], in[0][at[p]]) : less(in[0][at[p]], in[0][at[q]]);
+          });
+          for (int64_t k = 0; k < len; ++k) w.v[at[k]] = a.indices ? order[k] + 1.0 : in[0][at[order[k]]];
+          continue;
+        }
+        double acc = 0, mag = 0;
+        int64_t best = 0;
+        for (int64_t j = 0; j < len; ++j) {
+          const int64_t k = a.reverse ? len - 1 - j : j;
+          const double x = in[0][at[k]];
+          if (n.op == Op::Cumsum) acc = j ? acc + x : x, mag += std::abs(x);
+          else if (n.op == Op::Cumprod)
+            acc = j ? acc * x : x, mag = std::max(mag, 1.0) * std::max(std::abs(x), 1.0);
+          else if (j == 0 ||
+                   (!std::isnan(acc) && (std::isnan(x) || (n.op == Op::Cummax ? x >= acc : x <= acc))))
+            acc = x, best = k;
+          w.v[at[k]] = a.indices ? best + 1.0 : acc;
+          w.slack[at[k]] = tol * mag * 4;
         }
       }
       break;

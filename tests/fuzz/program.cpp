@@ -220,7 +220,7 @@ class Gen {
     const int rank = static_cast<int>(xs.size());
     Step s;
     s.in = {x};
-    const int k = static_cast<int>(uni(r_, 0, 27));
+    const int k = static_cast<int>(uni(r_, 0, 28));
     switch (k) {
       case 0: add_leaf(); return;
       case 1:
@@ -423,6 +423,18 @@ class Gen {
         s.c = {kh, kw, uni(r_, 1, 3), uni(r_, 1, 3), uni(r_, 0, kh / 2), uni(r_, 0, kw / 2)};
         break;
       }
+      case 27: {
+        static const std::vector<Op> kLine{Op::Sort,   Op::Cumsum, Op::Cumprod,
+                                           Op::Cummax, Op::Cummin, Op::Logcumsumexp};
+        if (rank == 0) return;
+        s.kind = Kind::Line;
+        s.op = pick(r_, kLine);
+        if (s.op == Op::Cumprod && !is_float(dtype(x))) return;  // i64 products of a long line overflow
+        s.n = uni(r_, 0, rank - 1);
+        s.a = {coin(r_) ? 1 : 0};
+        s.flag = coin(r_, 0.3);
+        break;
+      }
       default: {
         if (coin(r_)) {
           s.kind = Kind::Constrain;
@@ -529,6 +541,14 @@ NodeRef build_step(const Step& s, const std::vector<NodeRef>& in) {
       return build::pool2d(s.op, in[0], k, st, p);
     }
     case Kind::Constrain: return build::constrain(in[0], s.a);
+    case Kind::Line: {
+      const int dim = static_cast<int>(s.n);
+      user_check(dim < static_cast<int>(in[0]->shape.size()), "dim out of range after a shrink");
+      if (s.op == Op::Sort) return build::sort(in[0], dim, s.a[0] != 0)[s.flag ? 1 : 0];
+      if (s.op == Op::Cummax || s.op == Op::Cummin)
+        return build::scan_extreme(s.op, in[0], dim)[s.flag ? 1 : 0];
+      return build::scan(s.op, in[0], dim);
+    }
     case Kind::WriteRegion:
       return build::write_region(in[0], s.a, s.b, s.flag ? Operand::number(s.v) : Operand(in[1]));
   }
@@ -709,6 +729,16 @@ end
                     s.c[2], ", ", s.c[3], "}, padding = {", s.c[4], ", ", s.c[5], "}})");
         break;
       case Kind::Constrain: e = cat_str(v(0), ":constrain(tp.grid", ilist(s.a), ")"); break;
+      case Kind::Line: {
+        const std::string d = std::to_string(s.n + 1), name(op_def(s.op).name);
+        if (s.op == Op::Sort)
+          e = cat_str(s.flag ? v(0) + ":argsort(" : "(" + v(0) + ":sort(", d,
+                      ", {descending = ", s.a[0] ? "true" : "false", "})", s.flag ? "" : ")");
+        else if (s.op == Op::Cummax || s.op == Op::Cummin)
+          e = cat_str(s.flag ? "select(2, " : "(", v(0), ":", name, "(", d, "))");
+        else e = cat_str(v(0), ":", name, "(", d, ")");
+        break;
+      }
       case Kind::WriteRegion: {
         const std::string name = cat_str("tp.env.fuzz_w", env++);
         o += cat_str(name, " = ", v(0), "\n", name, "[{");
@@ -735,11 +765,11 @@ end
 }
 
 const char* kind_name(Kind k) {
-  static const char* names[] = {"src",       "full",          "arange", "rand",      "eye",         "unary",
-                                "binary",    "binary_scalar", "where",  "cast",      "reduce",      "mean",
-                                "argreduce", "matmul",        "einsum", "reshape",   "permute",     "expand",
-                                "slice",     "narrow",        "select", "cat",       "pad",         "roll",
-                                "stencil",   "conv2d",        "pool",   "constrain", "write_region"};
+  static const char* names[] = {"src",       "full",          "arange", "rand",      "eye",          "unary",
+                                "binary",    "binary_scalar", "where",  "cast",      "reduce",       "mean",
+                                "argreduce", "matmul",        "einsum", "reshape",   "permute",      "expand",
+                                "slice",     "narrow",        "select", "cat",       "pad",          "roll",
+                                "stencil",   "conv2d",        "pool",   "constrain", "write_region", "line"};
   return names[static_cast<int>(k)];
 }
 

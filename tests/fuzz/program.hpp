@@ -47,6 +47,7 @@ enum class Kind {
   Pool,
   Constrain,
   WriteRegion,
+  Line,  // sort, argsort, the scans (op; n: dim; a: {descending}; flag: indices)
 };
 
 struct Step {

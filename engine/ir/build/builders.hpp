@@ -132,6 +132,18 @@ NodeRef tile_matmul(const NodeRef& a, const NodeRef& b);
 // x's upper triangle in g's two dims mirrored (antisymmetric: negated, diagonal 0).
 NodeRef mirror(const NodeRef& x, const SymmetryGroup& g);
 
+// --- lines along one dim (builders_line.cpp): dim 0-based, x at least 1-D -------------
+// Cumsum, Cumprod (ints and bools in i64), Cummax, Cummin (values), Logcumsumexp (floats);
+// reverse runs from the end of the line (the gradients' adjoint scans).
+NodeRef scan(Op op, const NodeRef& x, int dim, bool reverse = false);
+std::vector<NodeRef> scan_extreme(Op op, const NodeRef& x, int dim);    // Cummax/Cummin: {values, indices}
+std::vector<NodeRef> sort(const NodeRef& x, int dim, bool descending);  // stable: {values, indices}
+std::vector<NodeRef> topk(const NodeRef& x, int64_t k, int dim, bool largest);  // sorted: {values, indices}
+// out[.., idx[i], ..] += g[.., i, ..] along dim (idx 1-based i64, g's shape): sort's adjoint.
+NodeRef line_scatter_add(const NodeRef& g, const NodeRef& idx, int dim);
+// 1-based insertion points (i64, values' shape) of values into a 1-D ascending sequence.
+NodeRef searchsorted(const NodeRef& sorted, const NodeRef& values, bool right);
+
 // --- linear algebra (builders_linalg.cpp) ---------------------------------------------
 // LAPACK on whole matrices, the last two dims, batched over the leading dims as numpy. Integer
 // and bool inputs are computed in f64, as numpy. A factorization is one node whose last dim

@@ -89,6 +89,13 @@ std::vector<NodeRef> samples(Op op) {
       }
       break;
     }
+    case OpKind::Line:  // {dim, reverse, indices, right}
+      if (op == Op::Searchsorted)
+        return {node(op, {src({6}), src({3, 4})}, {0, 0, 0, 0}, {3, 4}, DType::I64),
+                node(op, {src({6}), src({})}, {0, 0, 0, 1}, {}, DType::I64)};
+      if (op == Op::LineScatterAdd)
+        return {node(op, {src({3, 4}), src({3, 4}, DType::I64)}, {1, 0, 0, 0}, {3, 4})};
+      return {node(op, {src({3, 4, 5})}, {1, 0, 0, 0}, {3, 4, 5}), node(op, {src({7})}, {0, 1, 0, 0}, {7})};
     case OpKind::View: break;
   }
   if (op == Op::Reshape)
@@ -241,4 +248,24 @@ TEST_CASE("engine.poly.signature.problems_are_reported") {
   CHECK(signature_problem(bad) == "");  // within the tensor: allowed (a slice does this)
   bad.inputs[0].proj.b[1] = 4;
   CHECK(signature_problem(bad).find("input 0") != std::string::npos);
+}
+
+TEST_CASE("engine.poly.signature.lines") {
+  // A scan or sort keeps its line whole: that dim is never split, the others are free.
+  Signature s = signature_of(*build::scan(Op::Cumsum, src({3, 4, 5}), 1));
+  CHECK(s.space.size() == 3);
+  CHECK(s.space[0].splittable);
+  CHECK_FALSE(s.space[1].splittable);
+  CHECK(s.space[2].splittable);
+  CHECK(s.input_slice(0, Box({1, 0, 2}, {2, 3, 3})) == Box({1, 0, 2}, {2, 3, 3}));
+  s = signature_of(*build::sort(src({6, 8}), 0, false)[1]);
+  CHECK_FALSE(s.space[0].splittable);
+  CHECK(s.space[1].splittable);
+  CHECK(s.flops_per_point > signature_of(*build::scan(Op::Cumsum, src({6, 8}), 0)).flops_per_point);
+  // Searchsorted: a block of values reads the whole sorted sequence.
+  s = signature_of(*build::searchsorted(src({9}), src({4, 5}), false));
+  CHECK(s.space[0].splittable);
+  CHECK(s.space[1].splittable);
+  CHECK(s.input_slice(0, Box({1, 2}, {2, 3})) == Box({0}, {8}));
+  CHECK(s.input_slice(1, Box({1, 2}, {2, 3})) == Box({1, 2}, {2, 3}));
 }

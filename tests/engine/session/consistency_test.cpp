@@ -178,6 +178,22 @@ std::vector<Case> cases() {
     c.push_back(approx("linalg", {build::solve(spd, r), build::cholesky(spd), build::det(s),
                                   build::slogdet(s)[1], q[0], q[1], u[0], u[1], u[2], w[0], w[1]}));
   }
+  {
+    // Line ops read whole lines along their dim (never split); the other dims split freely.
+    const NodeRef x3 = source({3, 11, 7}, 63);
+    const std::vector<NodeRef> s = build::sort(x, 1, false), sd = build::sort(x3, 1, true);
+    const std::vector<NodeRef> cm = build::scan_extreme(Op::Cummax, x, 0);
+    const std::vector<NodeRef> cn = build::scan_extreme(Op::Cummin, xi, 1);
+    const std::vector<NodeRef> k = build::topk(x3, 3, 2, true);
+    const NodeRef seq = build::sort(source({9}, 64), 0, false)[0];
+    c.push_back(exact("sort scan", {s[0], s[1], sd[0], sd[1], cm[0], cm[1], cn[0], cn[1], k[0], k[1],
+                                    build::scan(Op::Cumsum, x, 0), build::scan(Op::Cumsum, xi, 1, true),
+                                    build::line_scatter_add(x, s[1], 1), build::searchsorted(seq, x, false),
+                                    build::searchsorted(seq, x3, true)}));
+    c.push_back(approx("cumprod logcumsumexp",
+                       {build::scan(Op::Cumprod, near1, 0), build::scan(Op::Logcumsumexp, x3, 2),
+                        build::scan(Op::Logcumsumexp, x, 0, true)}));
+  }
   c.push_back(
       exact("correlate", {build::stencil(x, source({3, 3}, 23), build::Boundary::Zero),
                           build::stencil(x, source({5, 3}, 24), build::Boundary::Periodic),

@@ -1,0 +1,55 @@
+// Gradients of the Line ops, as torch's:
+//   cumsum        gx = the reverse cumsum of g
+//   cumprod       gx = revcumsum(g * y) / x          (exact where x has no zeros)
+//   cummax/min    gx = g added at each output's running-extreme index (a scatter-add)
+//   logcumsumexp  gx = e^(x + revlcse(log g+ - y)) - e^(x + revlcse(log g- - y)), g = g+ - g-
+//   sort values   gx = g added back at each value's original index
+// Indices (sort, cummax, searchsorted) are piecewise constant: no gradient, as argmax.
+#include "engine/ir/build/builders.hpp"
+#include "engine/ir/error.hpp"
+#include "engine/ir/grad/grad.hpp"
+
+namespace tapestry::grad_detail {
+
+namespace {
+
+using build::Operand;
+
+NodeRef mul(const NodeRef& a, const NodeRef& b) { return build::binary(Op::Mul, a, b); }
+NodeRef add(const NodeRef& a, const NodeRef& b) { return build::binary(Op::Add, a, b); }
+NodeRef sub(const NodeRef& a, const NodeRef& b) { return build::binary(Op::Sub, a, b); }
+
+// e^(x + reverse-lcse(log(part) - y)) for a nonnegative part of g: log 0 = -inf adds nothing.
+NodeRef lcse_part(const NodeRef& part, const NodeRef& x, const NodeRef& y, int dim, bool reverse) {
+  const NodeRef inner = sub(build::unary(Op::Log, part), y);
+  return build::unary(Op::Exp, add(x, build::scan(Op::Logcumsumexp, inner, dim, !reverse)));
+}
+
+}  // namespace
+
+std::vector<NodeRef> line_vjp(const NodeRef& n, const NodeRef& g) {
+  const LineAttrs a = attrs_of<LineAttrs>(*n);
+  const int dim = static_cast<int>(a.dim);
+  const NodeRef& x = n->inputs[0];
+  std::vector<NodeRef> out(n->inputs.size());
+  if (a.indices || n->op == Op::Searchsorted) return out;
+  switch (n->op) {
+    case Op::Cumsum: out[0] = build::scan(Op::Cumsum, g, dim, !a.reverse); return out;
+    case Op::Cumprod:
+      out[0] = build::binary(Op::Div, build::scan(Op::Cumsum, mul(g, n), dim, !a.reverse), x);
+      return out;
+    case Op::Cummax:
+    case Op::Cummin:
+      out[0] = build::line_scatter_add(g, build::scan_extreme(n->op, x, dim)[1], dim);
+      return out;
+    case Op::Logcumsumexp: {
+      const NodeRef pos = build::unary(Op::Relu, g), neg = build::unary(Op::Relu, build::unary(Op::Neg, g));
+      out[0] = sub(lcse_part(pos, x, n, dim, a.reverse), lcse_part(neg, x, n, dim, a.reverse));
+      return out;
+    }
+    case Op::Sort: out[0] = build::line_scatter_add(g, build::sort(x, dim, a.reverse)[1], dim); return out;
+    default: user_error("the gradient of a gradient through ", op_def(n->op).name, " is not supported");
+  }
+}
+
+}  // namespace tapestry::grad_detail

@@ -1,0 +1,146 @@
+// Sorting and scans: tp.sort, argsort, topk, unique, searchsorted, cumsum, cumprod, cummax,
+// cummin, logcumsumexp (methods too).
+//   local v, i = x:sort(2, {descending = true})   -- i: 1-based positions in x, stable
+//   local c = x:cumsum(1)
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "engine/ir/value.hpp"
+#include "lang/bindings.hpp"
+#include "lang/lua_args.hpp"
+#include "lang/tensor_lua.hpp"
+
+namespace tapestry::lua {
+
+namespace {
+
+int push_all(lua_State* L, const std::vector<NodeRef>& parts) {
+  for (const NodeRef& p : parts) push_tensor(L, p);
+  return static_cast<int>(parts.size());
+}
+
+// The dim at `arg` (1-based, negative from the end). Left out: the last dim where `last` (sort
+// and topk, as numpy and torch), else only a 1-D x has an obvious one (scans: torch asks for it).
+int line_dim(lua_State* L, int arg, const NodeRef& x, bool last) {
+  const int rank = static_cast<int>(x->shape.size());
+  user_check(rank >= 1, "x must have at least 1 dimension, got a scalar {}");
+  if (!lua_isnoneornil(L, arg)) {
+    const int64_t d = check_int(L, arg);
+    if (d == 0 || d > rank || d < -rank)
+      arg_error(arg, cat_str("dim ", d, " out of range for x of shape ", shape_str(x->shape), " (valid: 1..",
+                             rank, " or -", rank, "..-1)"));
+    return check_dim(L, arg, rank);
+  }
+  if (!last && rank > 1)
+    arg_error(arg, cat_str("dim is required for a ", rank, "-D tensor ", shape_str(x->shape)));
+  return rank - 1;
+}
+
+// f(x [,dim] [,opts]): where the options table sits (dim may be left out before it).
+int options_at(lua_State* L, int dim_arg) {
+  return is_options_table(L, dim_arg) && lua_isnoneornil(L, dim_arg + 1) ? dim_arg : dim_arg + 1;
+}
+
+struct SortArgs {
+  NodeRef x;
+  int dim;
+  bool descending;
+};
+
+SortArgs sort_args(lua_State* L) {
+  SortArgs s;
+  s.x = check_tensor_like(L, 1);
+  const int oi = options_at(L, 2);
+  s.dim = line_dim(L, oi == 2 ? 0 : 2, s.x, true);
+  Options o(L, oi, {"descending", "stable"});
+  s.descending = o.boolean("descending").value_or(false);
+  user_check(o.boolean("stable").value_or(true), "opts.stable: every sort is stable; false is not offered");
+  return s;
+}
+
+}  // namespace
+
+int l_sort(lua_State* L) {
+  const SortArgs s = sort_args(L);
+  return push_all(L, build::sort(s.x, s.dim, s.descending));
+}
+
+int l_argsort(lua_State* L) {
+  const SortArgs s = sort_args(L);
+  push_tensor(L, build::sort(s.x, s.dim, s.descending)[1]);
+  return 1;
+}
+
+int l_topk(lua_State* L) {
+  const NodeRef x = check_tensor_like(L, 1);
+  const int64_t k = check_int(L, 2);
+  const int oi = options_at(L, 3);
+  const int dim = line_dim(L, oi == 3 ? 0 : 3, x, true);
+  Options o(L, oi, {"largest"});
+  return push_all(L, build::topk(x, k, dim, o.boolean("largest").value_or(true)));
+}
+
+template <Op op> int l_scan(lua_State* L) {
+  const NodeRef x = check_tensor_like(L, 1);
+  const int dim = line_dim(L, 2, x, false);
+  if (op == Op::Cummax || op == Op::Cummin) return push_all(L, build::scan_extreme(op, x, dim));
+  push_tensor(L, build::scan(op, x, dim));
+  return 1;
+}
+template int l_scan<Op::Cumsum>(lua_State*);
+template int l_scan<Op::Cumprod>(lua_State*);
+template int l_scan<Op::Cummax>(lua_State*);
+template int l_scan<Op::Cummin>(lua_State*);
+template int l_scan<Op::Logcumsumexp>(lua_State*);
+
+int l_searchsorted(lua_State* L) {
+  const NodeRef seq = check_tensor_like(L, 1);
+  const NodeRef v = check_tensor_like(L, 2);
+  Options o(L, 3, {"right", "side"});
+  bool right = o.boolean("right").value_or(false);
+  if (const std::optional<std::string> side = o.string("side")) {
+    user_check(*side == "left" || *side == "right", "opts.side must be 'left' or 'right', got '", *side, "'");
+    right = *side == "right";
+  }
+  push_tensor(L, build::searchsorted(seq, v, right));
+  return 1;
+}
+
+// Its size depends on the data, so tp.unique observes x (sorted lazily, so on several ranks the
+// sort is planned like any other) and compacts the sorted values on rank 0.
+int l_unique(lua_State* L) {
+  const NodeRef x = check_tensor_like(L, 1);
+  Options o(L, 2, {"return_counts"});
+  const bool counts = o.boolean("return_counts").value_or(false);
+  const NodeRef flat = x->shape.size() == 1 ? x : build::reshape(x, {numel(x->shape)});
+  const NodeRef sorted = build::sort(flat, 0, false)[0];
+  observe(L, {sorted});
+  const View sv = sorted->value->view();
+  const int64_t n = sv.shape[0];
+  std::vector<int64_t> starts;  // where each run of equal values begins
+  dispatch_dtype(sv.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    auto at = [&](int64_t i) { return sv.ptr<T>()[i * sv.strides[0]]; };
+    for (int64_t i = 0; i < n; ++i) {
+      const bool nan_run =
+          i > 0 && at(i) != at(i) && at(i - 1) != at(i - 1);  // NaNs are one value, as numpy 2
+      if (i == 0 || (at(i) != at(i - 1) && !nan_run)) starts.push_back(i);
+    }
+  });
+  const int64_t m = static_cast<int64_t>(starts.size());
+  auto values = Value::alloc(sv.dtype, {m});
+  auto count = Value::alloc(DType::I64, {m});
+  dispatch_dtype(sv.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (int64_t j = 0; j < m; ++j) {
+      values->data<T>()[j] = sv.ptr<T>()[starts[j] * sv.strides[0]];
+      count->data<int64_t>()[j] = (j + 1 < m ? starts[j + 1] : n) - starts[j];
+    }
+  });
+  push_tensor(L, make_source(std::move(values), {m}, sv.dtype));
+  if (!counts) return 1;
+  push_tensor(L, make_source(std::move(count), {m}, DType::I64));
+  return 2;
+}
+
+}  // namespace tapestry::lua

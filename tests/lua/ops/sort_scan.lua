@@ -1,0 +1,244 @@
+-- Sorting and scans against numpy: sort, argsort, topk, unique, searchsorted, cumsum, cumprod,
+-- cummax, cummin, logcumsumexp; a sharded sort and scan checked element by element; gradients
+-- by finite differences; bad inputs. The expected values are numpy's for the same inputs
+-- (printed by tests/lua/ops/sort_scan_numpy.py). Runs on 1 rank, 3 virtual ranks and under mpirun.
+package.path = (arg[0]:match("^(.*)/") or ".") .. "/../lib/?.lua;" .. package.path
+local check = require "check"
+local gradcheck = require "gradcheck"
+local test, eq, near = check.test, check.eq, check.near
+
+-- numpy 1.24.2 on A = (arange(1,25)*7 % 11 - 5).reshape(2,3,4), B = A/4 + 0.25
+local np = {
+  sort1 = {{{-2.0, -2.0, 1.0, -3.0}, {-3.0, 0.0, -4.0, -4.0}, {-1.0, -5.0, -5.0, -2.0}}, {{2.0, 5.0, 5.0, 1.0}, {4.0, 4.0, 0.0, 3.0}, {3.0, -1.0, 2.0, 2.0}}},
+  argsort1 = {{{2, 1, 2, 2}, {1, 2, 2, 1}, {2, 2, 1, 2}}, {{1, 2, 1, 1}, {2, 1, 1, 2}, {1, 1, 2, 1}}},
+  argsort_desc1 = {{{1, 2, 1, 1}, {2, 1, 1, 2}, {1, 1, 2, 1}}, {{2, 1, 2, 2}, {1, 2, 2, 1}, {2, 2, 1, 2}}},
+  cumsum1 = {{{2.0, -2.0, 5.0, 1.0}, {-3.0, 4.0, 0.0, -4.0}, {3.0, -1.0, -5.0, 2.0}}, {{0.0, 3.0, 6.0, -2.0}, {1.0, 4.0, -4.0, -1.0}, {2.0, -6.0, -3.0, 0.0}}},
+  cumprod1 = {{{0.75, -0.25, 1.5, 0.5}, {-0.5, 1.25, 0.25, -0.75}, {1.0, 0.0, -1.0, 0.75}}, {{-0.1875, -0.375, 0.75, -0.25}, {-0.625, 0.3125, -0.1875, -0.75}, {0.0, -0.0, -0.75, -0.1875}}},
+  cummax1 = {{{2.0, -2.0, 5.0, 1.0}, {-3.0, 4.0, 0.0, -4.0}, {3.0, -1.0, -5.0, 2.0}}, {{2.0, 5.0, 5.0, 1.0}, {4.0, 4.0, 0.0, 3.0}, {3.0, -1.0, 2.0, 2.0}}},
+  cummin1 = {{{2.0, -2.0, 5.0, 1.0}, {-3.0, 4.0, 0.0, -4.0}, {3.0, -1.0, -5.0, 2.0}}, {{-2.0, -2.0, 1.0, -3.0}, {-3.0, 0.0, -4.0, -4.0}, {-1.0, -5.0, -5.0, -2.0}}},
+  lcse1 = {{{0.75, -0.25, 1.5, 0.5}, {-0.5, 1.25, 0.25, -0.75}, {1.0, 0.0, -1.0, 0.75}}, {{1.0632616875182228, 1.6602241504380872, 1.8132616875182228, 0.8132616875182228}, {1.4102241504380872, 1.5632616875182228, 0.5632616875182228, 1.1602241504380872}, {1.3132616875182228, 0.31326168751822286, 0.9102241504380872, 1.0632616875182228}}},
+  sort2 = {{{-3.0, -2.0, -5.0, -4.0}, {2.0, -1.0, 0.0, 1.0}, {3.0, 4.0, 5.0, 2.0}}, {{-2.0, -5.0, -4.0, -3.0}, {-1.0, 0.0, 1.0, -2.0}, {4.0, 5.0, 2.0, 3.0}}},
+  argsort2 = {{{2, 1, 3, 2}, {1, 3, 2, 1}, {3, 2, 1, 3}}, {{1, 3, 2, 1}, {3, 2, 1, 3}, {2, 1, 3, 2}}},
+  argsort_desc2 = {{{3, 2, 1, 3}, {1, 3, 2, 1}, {2, 1, 3, 2}}, {{2, 1, 3, 2}, {3, 2, 1, 3}, {1, 3, 2, 1}}},
+  cumsum2 = {{{2.0, -2.0, 5.0, 1.0}, {-1.0, 2.0, 5.0, -3.0}, {2.0, 1.0, 0.0, -1.0}}, {{-2.0, 5.0, 1.0, -3.0}, {2.0, 5.0, -3.0, 0.0}, {1.0, 0.0, -1.0, -2.0}}},
+  cumprod2 = {{{0.75, -0.25, 1.5, 0.5}, {-0.375, -0.3125, 0.375, -0.375}, {-0.375, -0.0, -0.375, -0.28125}}, {{-0.25, 1.5, 0.5, -0.5}, {-0.3125, 0.375, -0.375, -0.5}, {-0.0, -0.375, -0.28125, 0.125}}},
+  cummax2 = {{{2.0, -2.0, 5.0, 1.0}, {2.0, 4.0, 5.0, 1.0}, {3.0, 4.0, 5.0, 2.0}}, {{-2.0, 5.0, 1.0, -3.0}, {4.0, 5.0, 1.0, 3.0}, {4.0, 5.0, 2.0, 3.0}}},
+  cummin2 = {{{2.0, -2.0, 5.0, 1.0}, {-3.0, -2.0, 0.0, -4.0}, {-3.0, -2.0, -5.0, -4.0}}, {{-2.0, 5.0, 1.0, -3.0}, {-2.0, 0.0, -4.0, -3.0}, {-2.0, -5.0, -4.0, -3.0}}},
+  lcse2 = {{{0.75, -0.25, 1.5, 0.5}, {1.001929081345373, 1.4514132779827524, 1.751929081345373, 0.751929081345373}, {1.6941121864019144, 1.6618678712750954, 1.813780863337258, 1.4441121864019144}}, {{-0.25, 1.5, 0.5, -0.5}, {1.4514132779827524, 1.751929081345373, 0.751929081345373, 1.2014132779827524}, {1.6618678712750954, 1.813780863337258, 1.4441121864019144, 1.4118678712750954}}},
+  sort3 = {{{-2.0, 1.0, 2.0, 5.0}, {-4.0, -3.0, 0.0, 4.0}, {-5.0, -1.0, 2.0, 3.0}}, {{-3.0, -2.0, 1.0, 5.0}, {-4.0, 0.0, 3.0, 4.0}, {-5.0, -2.0, -1.0, 2.0}}},
+  argsort3 = {{{2, 4, 1, 3}, {4, 1, 3, 2}, {3, 2, 4, 1}}, {{4, 1, 3, 2}, {3, 2, 4, 1}, {2, 4, 1, 3}}},
+  argsort_desc3 = {{{3, 1, 4, 2}, {2, 3, 1, 4}, {1, 4, 2, 3}}, {{2, 3, 1, 4}, {1, 4, 2, 3}, {3, 1, 4, 2}}},
+  cumsum3 = {{{2.0, 0.0, 5.0, 6.0}, {-3.0, 1.0, 1.0, -3.0}, {3.0, 2.0, -3.0, -1.0}}, {{-2.0, 3.0, 4.0, 1.0}, {4.0, 4.0, 0.0, 3.0}, {-1.0, -6.0, -4.0, -6.0}}},
+  cumprod3 = {{{0.75, -0.1875, -0.28125, -0.140625}, {-0.5, -0.625, -0.15625, 0.1171875}, {1.0, 0.0, -0.0, -0.0}}, {{-0.25, -0.375, -0.1875, 0.09375}, {1.25, 0.3125, -0.234375, -0.234375}, {0.0, -0.0, -0.0, 0.0}}},
+  cummax3 = {{{2.0, 2.0, 5.0, 5.0}, {-3.0, 4.0, 4.0, 4.0}, {3.0, 3.0, 3.0, 3.0}}, {{-2.0, 5.0, 5.0, 5.0}, {4.0, 4.0, 4.0, 4.0}, {-1.0, -1.0, 2.0, 2.0}}},
+  cummin3 = {{{2.0, -2.0, -2.0, -2.0}, {-3.0, -3.0, -3.0, -4.0}, {3.0, -1.0, -5.0, -5.0}}, {{-2.0, -2.0, -2.0, -3.0}, {4.0, 0.0, -4.0, -4.0}, {-1.0, -5.0, -5.0, -5.0}}},
+  lcse3 = {{{0.75, 1.0632616875182228, 1.99843345474315, 2.200132693633123}, {-0.5, 1.4102241504380872, 1.682855466878769, 1.766999725429153}, {1.0, 1.3132616875182228, 1.4076059644443804, 1.825059046981851}}, {{-0.25, 1.6602241504380872, 1.932855466878769, 2.016999725429153}, {1.25, 1.5632616875182228, 1.6576059644443804, 2.075059046981851}, {0.0, 0.31326168751822286, 1.24843345474315, 1.450132693633123}}},
+  topk_v = {{{5.0, 2.0}, {4.0, 0.0}, {3.0, 2.0}}, {{5.0, 1.0}, {4.0, 3.0}, {2.0, -1.0}}},
+  topk_i = {{{3, 1}, {2, 3}, {1, 4}}, {{2, 3}, {1, 4}, {3, 1}}},
+  topk_small_v = {{{-3.0, -2.0, -5.0, -4.0}, {2.0, -1.0, 0.0, 1.0}}, {{-2.0, -5.0, -4.0, -3.0}, {-1.0, 0.0, 1.0, -2.0}}},
+  topk_small_i = {{{2, 1, 3, 2}, {1, 3, 2, 1}}, {{1, 3, 2, 1}, {3, 2, 1, 3}}},
+  unique = {-5.0, -4.0, -3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0},
+  unique_counts = {2, 2, 2, 3, 2, 2, 2, 3, 2, 2, 2},
+  ss_left = {{1, 3, 5}, {6, 7, 2}},
+  ss_right = {{1, 5, 6}, {7, 7, 3}},
+  icumsum = {{3, 1, 6}, {1, 2, -2}},
+  icumprod = {{3, -2, 5}, {3, -2, -20}},
+  bcumsum = {1, 1, 2, 3},
+}
+
+local A = (tp.arange(1, 24, 1, {dtype = "f64"}) * 7 % 11 - 5):reshape{2, 3, 4}
+local B = A / 4 + 0.25
+-- The same values through a sharded producer: a matmul by the identity, so that plans split it.
+local As = tp.einsum("bij,jk->bik", A, tp.eye(4, {dtype = "f64"}))
+
+test("sort", function()
+  for _, a in ipairs{A, As} do
+    for d = 1, 3 do
+      local v, i = a:sort(d)
+      eq(v.dtype, "f64")
+      eq(i.dtype, "i64")
+      eq(v:totable(), np["sort" .. d], "sort values along " .. d)
+      eq(i:totable(), np["argsort" .. d], "stable indices along " .. d)
+      eq(tp.argsort(a, d):totable(), np["argsort" .. d], "argsort along " .. d)
+      eq(a:argsort(d - 4, {descending = true}):totable(), np["argsort_desc" .. d], "descending along " .. d)
+    end
+    eq(tp.sort(a):totable(), np.sort3, "the last dim by default")
+    local v, i = tp.sort(a, {descending = true})
+    eq(i:totable(), np.argsort_desc3, "options without a dim")
+    eq(v:totable(), (-tp.sort(-a)):totable(), "descending values")
+  end
+  local v, i = tp.sort(tp.tensor({3, -1, 2}, {dtype = "i32"}))
+  eq(v.dtype, "i32")
+  eq(v:totable(), {-1, 2, 3})
+  eq(i:totable(), {2, 3, 1})
+  eq(tp.sort(tp.tensor{true, false, true}):totable(), {false, true, true})
+  -- NaN sorts after every number (numpy's order); descending puts it first.
+  eq(tp.argsort(tp.tensor{3, 0 / 0, 1}):totable(), {3, 1, 2})
+  eq(tp.argsort(tp.tensor{3, 0 / 0, 1}, {descending = true}):totable(), {2, 1, 3})
+end)
+
+test("topk", function()
+  for _, a in ipairs{A, As} do
+    local v, i = tp.topk(a, 2)
+    eq(v:totable(), np.topk_v)
+    eq(i:totable(), np.topk_i)
+    v, i = a:topk(2, 2, {largest = false})
+    eq(v:totable(), np.topk_small_v)
+    eq(i:totable(), np.topk_small_i)
+    eq(a:topk(4):totable(), tp.sort(a, {descending = true}):totable(), "k = size is the whole sort")
+  end
+end)
+
+test("scans", function()
+  for _, a in ipairs{A, As} do
+    local b = a / 4 + 0.25
+    for d = 1, 3 do
+      eq(a:cumsum(d):totable(), np["cumsum" .. d], "cumsum along " .. d)
+      eq(tp.cumprod(b, d):totable(), np["cumprod" .. d], "cumprod along " .. d)
+      near(b:logcumsumexp(d):totable(), np["lcse" .. d], 1e-12, "logcumsumexp along " .. d)
+      local mx, mi = a:cummax(d)
+      local mn, ni = tp.cummin(a, d)
+      eq(mx:totable(), np["cummax" .. d], "cummax along " .. d)
+      eq(mn:totable(), np["cummin" .. d], "cummin along " .. d)
+      eq(mi.dtype, "i64")
+      -- The index is where the running extreme is, and the latest such place (as torch).
+      local at = tp.tensor(mi:totable(), {dtype = "i64"})
+      local x, m, n = a:totable(), mx:totable(), ni:totable()
+      for p = 1, 2 do
+        for q = 1, 3 do
+          for r = 1, 4 do
+            local pos = {p, q, r}
+            local k = at:totable()[p][q][r]
+            local src = {p, q, r}
+            src[d] = k
+            eq(x[src[1]][src[2]][src[3]], m[p][q][r], "cummax index")
+            check.truthy(k <= pos[d], "an index at or before the element")
+            for j = k + 1, pos[d] do
+              local o = {p, q, r}
+              o[d] = j
+              check.truthy(x[o[1]][o[2]][o[3]] < m[p][q][r], "no later tie of the maximum")
+            end
+            src[d] = n[p][q][r]
+            eq(x[src[1]][src[2]][src[3]], mn:totable()[p][q][r], "cummin index")
+          end
+        end
+      end
+    end
+    eq(a:cumsum(-1):totable(), np.cumsum3, "negative dim")
+  end
+  near(tp.logcumsumexp(B:cast("f32"), 3):totable(), np.lcse3, 1e-6, "f32")
+  eq(tp.tensor{1, 2, 3}:cumsum():totable(), {1, 3, 6}, "a 1-D x needs no dim")
+  local I = tp.tensor({{3, -2, 5}, {1, 1, -4}}, {dtype = "i32"})
+  eq(I:cumsum(2).dtype, "i64")
+  eq(I:cumsum(2):totable(), np.icumsum)
+  eq(I:cumprod(1):totable(), np.icumprod)
+  eq(tp.tensor{true, false, true, true}:cumsum():totable(), np.bcumsum)
+  eq(tp.tensor{true, false, true, true}:cumsum().dtype, "i64")
+  eq(I:cummax(2):totable(), {{3, 3, 5}, {1, 1, 1}})
+  eq(I:cummax(2).dtype, "i32")
+  eq(I:logcumsumexp(2).dtype, "f64", "integers give floats, as exp")
+  local inf = math.huge
+  eq(tp.logcumsumexp(tp.tensor({-inf, -inf, 0}, {dtype = "f64"})):totable(), {-inf, -inf, 0})
+  near(tp.logcumsumexp(tp.tensor({1000, 1000}, {dtype = "f64"})):totable(), {1000, 1000 + math.log(2)}, 1e-12)
+end)
+
+test("unique", function()
+  for _, a in ipairs{A, As} do
+    local u, c = tp.unique(a, {return_counts = true})
+    eq(u.dtype, "f64")
+    eq(u:totable(), np.unique)
+    eq(c:totable(), np.unique_counts)
+    eq(a:unique():totable(), np.unique)
+    eq((u * 2):sum():item(), 0, "a tensor like any other")
+  end
+  eq(tp.unique(tp.tensor({5, 5, 5}, {dtype = "i32"})):totable(), {5})
+  eq(tp.unique(tp.tensor{true, false, true}):totable(), {false, true})
+  local u, c = tp.unique(tp.tensor{0 / 0, 1, 0 / 0}, {return_counts = true})
+  eq(u.shape, {2}, "NaNs are one value")
+  eq(c:totable(), {1, 2})
+end)
+
+test("searchsorted", function()
+  local s = tp.tensor({-4, -1, 0, 0, 2.5, 7}, {dtype = "f64"})
+  local v = tp.tensor({{-5, 0, 2.5}, {7, 8, -1}}, {dtype = "f64"})
+  eq(tp.searchsorted(s, v):totable(), np.ss_left)
+  eq(tp.searchsorted(s, v, {right = true}):totable(), np.ss_right)
+  eq(s:searchsorted(v, {side = "right"}):totable(), np.ss_right)
+  eq(tp.searchsorted(s, v).dtype, "i64")
+  eq(tp.searchsorted(s, 0):item(), 3, "a number is a scalar value")
+  eq(tp.searchsorted(tp.tensor({1, 5, 9}, {dtype = "i32"}), tp.tensor{4.5, 9.5}):totable(), {2, 4})
+  eq(tp.searchsorted(tp.sort(As:reshape{24}), As):totable(),
+     tp.searchsorted(tp.sort(A:reshape{24}), A):totable(), "a sharded sequence and values")
+end)
+
+-- Big enough that a plan splits the free dims over ranks; checked element by element.
+test("sharded", function()
+  local x = (tp.arange(1, 6000, 1, {dtype = "f64"}) * 7919 % 1009):reshape{60, 100}
+  local xt = x:totable()
+  for d = 1, 2 do
+    local v, i = x:sort(d, {descending = d == 2})
+    local vt, it = v:totable(), i:totable()
+    for a = 1, 60 do
+      for b = 1, 100 do
+        local src = {a, b}
+        src[d] = it[a][b]
+        eq(xt[src[1]][src[2]], vt[a][b], "values are x at the indices")
+        local nxt = {a, b}
+        nxt[d] = nxt[d] + 1
+        if nxt[d] <= (d == 1 and 60 or 100) then
+          local w, j = vt[nxt[1]][nxt[2]], it[nxt[1]][nxt[2]]
+          local pv = vt[a][b]
+          check.truthy(d == 1 and pv <= w or d == 2 and pv >= w, "ordered")
+          if pv == w then check.truthy(it[a][b] < j, "stable") end
+        end
+      end
+    end
+  end
+  local c = x:cumsum(1):totable()
+  for b = 1, 100 do
+    local s = 0
+    for a = 1, 60 do
+      s = s + xt[a][b]
+      eq(c[a][b], s, "cumsum")
+    end
+  end
+  local tv = tp.topk(x, 3, 1):totable()
+  eq(tv[1], x:max(1):totable(), "topk's first row is the max")
+end)
+
+test("grad", function()
+  gradcheck.check("cumsum", function(x) return x:cumsum(2) end, {{3, 4}})
+  gradcheck.check("cumprod", function(x) return x:cumprod(1) end, {{4, 3}}, {lo = 0.5, hi = 2})
+  gradcheck.check("cummax", function(x) return (x:cummax(2)) end, {{3, 5}})
+  gradcheck.check("cummin", function(x) return (tp.cummin(x, 1)) end, {{5, 2}})
+  gradcheck.check("logcumsumexp", function(x) return x:logcumsumexp(2) end, {{2, 5}})
+  gradcheck.check("sort", function(x) return (x:sort(1)) end, {{4, 3}})
+  gradcheck.check("sort descending", function(x) return (x:sort(2, {descending = true})) end, {{3, 4}})
+  gradcheck.check("topk", function(x) return (x:topk(2)) end, {{3, 5}})
+  local w = tp.tensor({0.5, -1, 2}, {dtype = "f64"})
+  eq(tp.grad((w:cumsum() * tp.tensor{1, 2, 3}):sum(), {w})[1]:totable(), {6, 5, 3})
+  local _, i = w:sort()
+  eq(tp.grad((w:sort() * tp.tensor{1, 2, 3}):sum(), {w})[1]:totable(), {2, 1, 3}, "the weight at each rank")
+  eq(i:totable(), {2, 1, 3})
+end)
+
+local M = A[1]
+check.mistake("sort_dim", function() return A:sort(4) end, "tp.sort", "dim 4 out of range", "{2,3,4}")
+check.mistake("sort_scalar", function() return tp.sort(tp.tensor(3)) end, "tp.sort", "at least 1 dimension", "{}")
+check.mistake("sort_option", function() return tp.sort(A, {descend = true}) end, "tp.sort", "descend")
+check.mistake("sort_unstable", function() return A:sort(1, {stable = false}) end, "tp.sort", "stable")
+check.mistake("topk_k", function() return tp.topk(M, 5) end, "tp.topk", "k must be in 1..4", "{3,4}", "got 5")
+check.mistake("topk_k0", function() return M:topk(0, 1) end, "tp.topk", "1..3", "got 0")
+check.mistake("cumsum_dim_needed", function() return M:cumsum() end, "tp.cumsum", "dim is required", "{3,4}")
+check.mistake("cumprod_dim", function() return tp.cumprod(M, -3) end, "tp.cumprod", "dim -3 out of range", "{3,4}")
+check.mistake("cummax_dim", function() return M:cummax(3) end, "tp.cummax", "dim 3", "{3,4}")
+check.mistake("logcumsumexp_scalar", function() return tp.logcumsumexp(tp.tensor(1)) end, "tp.logcumsumexp",
+              "scalar")
+check.mistake("searchsorted_2d", function() return tp.searchsorted(M, 1) end, "tp.searchsorted",
+              "sorted_sequence must be 1-D", "{3,4}")
+check.mistake("searchsorted_bool", function() return tp.searchsorted(tp.tensor{1, 2}, tp.tensor{true}) end,
+              "tp.searchsorted", "f32", "bool", "both numeric")
+check.mistake("searchsorted_side", function() return tp.searchsorted(tp.tensor{1, 2}, 1, {side = "up"}) end,
+              "tp.searchsorted", "side", "up")
+check.mistake("unique_option", function() return tp.unique(A, {counts = true}) end, "tp.unique", "counts")
+check.summary()
