@@ -742,6 +742,23 @@ int l_mesh(lua_State* L) {
   lua_setfield(L, -2, "memory_per_rank");
   lua_pushnumber(L, m.flops_per_s);
   lua_setfield(L, -2, "flops_per_rank");
+  lua_pushnumber(L, m.mem_bytes_per_s);
+  lua_setfield(L, -2, "memory_bytes_per_s");
+  lua_pushnumber(L, m.intra.bandwidth);
+  lua_setfield(L, -2, "link_bandwidth");
+  lua_pushnumber(L, m.intra.latency);
+  lua_setfield(L, -2, "link_latency");
+  // Where the planner's rates come from: this machine's measurements (cached per machine,
+  // `tapestry --calibrate`), or the documented defaults (TAPESTRY_RATES=builtin).
+  const std::optional<MachineRates>& rates = s.rates();
+  lua_pushstring(L, rates ? "measured" : "built-in");
+  lua_setfield(L, -2, "rates");
+  lua_pushstring(L, rates && rates->link_measured ? "measured" : "built-in");
+  lua_setfield(L, -2, "link_rates");
+  if (rates) {
+    lua_pushstring(L, rates->measured_at.c_str());
+    lua_setfield(L, -2, "measured_at");
+  }
   // The CPU kernels' vector instructions on this rank: "avx512" where the CPU has AVX-512.
   lua_pushstring(L, cpu::isa_name(cpu::isa()));
   lua_setfield(L, -2, "cpu_isa");
