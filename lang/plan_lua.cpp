@@ -758,6 +758,8 @@ int l_mesh(lua_State* L) {
   if (rates) {
     lua_pushstring(L, rates->measured_at.c_str());
     lua_setfield(L, -2, "measured_at");
+    lua_pushstring(L, rates->key.c_str());
+    lua_setfield(L, -2, "machine");
   }
   // The CPU kernels' vector instructions on this rank: "avx512" where the CPU has AVX-512.
   lua_pushstring(L, cpu::isa_name(cpu::isa()));

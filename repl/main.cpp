@@ -166,8 +166,8 @@ int main(int argc, char** argv) {
   // Workers never read the command line but for the memory budget, which each rank enforces.
   if (const CliResult pre = parse_cli(argc, argv); pre.error.empty() && pre.options.memory_per_rank >= 0)
     session.set_memory_per_rank(pre.options.memory_per_rank);
-  if (const CliResult pre = parse_cli(argc, argv); pre.error.empty() && pre.options.calibrate &&
-                                      (pre.options.ranks == 1 || session.config().mpi_launched))
+  if (const CliResult pre = parse_cli(argc, argv);
+      pre.error.empty() && pre.options.calibrate && (pre.options.ranks == 1 || session.config().mpi_launched))
     return calibrate_command(session);
   if (const int worker_status = start_mpi(session); worker_status >= 0) return worker_status;
   CliResult cli = parse_cli(argc, argv);

@@ -31,7 +31,8 @@ double combine_time(const Mesh& m, const std::vector<Rank>& who, size_t dests, s
     if (m.link(who[0], r).time(bytes) > l->time(bytes)) l = &m.link(who[0], r);
   const int n = static_cast<int>(p);
   if (dests > 1) return all_reduce_time(*l, n, bytes, m.mem_bytes_per_s).time;
-  if (scatter > 1) return reduce_scatter_time(*l, n, bytes * double(scatter), m.mem_bytes_per_s).time / double(scatter);
+  if (scatter > 1)
+    return reduce_scatter_time(*l, n, bytes * double(scatter), m.mem_bytes_per_s).time / double(scatter);
   return reduce_time(*l, n, bytes, m.mem_bytes_per_s).time;
 }
 
@@ -132,7 +133,8 @@ PlanCost cost_of(const ShardedGraph& g, const Mesh& m) {
             waiting[r] = true;
             ready[k] = std::max(ready[k], clock[r]);
             if (++arrived[k] == static_cast<int>(who[k].size()))
-              done[k] = ready[k] + combine_time(m, who[k], g.combines[k].dest.size(), scatter[k], combine_bytes[k]);
+              done[k] =
+                  ready[k] + combine_time(m, who[k], g.combines[k].dest.size(), scatter[k], combine_bytes[k]);
           }
           if (done[k] < 0) break;
           waiting[r] = false;

@@ -19,8 +19,7 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // The fastest of `reps` runs of f: the machine's rate, not its load's.
-template <class F>
-double best_seconds(int reps, F&& f) {
+template <class F> double best_seconds(int reps, F&& f) {
   double best = 1e30;
   for (int i = 0; i < reps; ++i) {
     const auto t0 = Clock::now();

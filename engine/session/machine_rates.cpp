@@ -26,12 +26,9 @@ std::string cpu_model() {
 }
 
 nlohmann::json to_json(const MachineRates& r) {
-  return {{"flops_per_s", r.flops_per_s},
-          {"mem_bytes_per_s", r.mem_bytes_per_s},
-          {"link_bandwidth", r.link.bandwidth},
-          {"link_latency", r.link.latency},
-          {"link_measured", r.link_measured},
-          {"seconds", r.seconds},
+  return {{"flops_per_s", r.flops_per_s},       {"mem_bytes_per_s", r.mem_bytes_per_s},
+          {"link_bandwidth", r.link.bandwidth}, {"link_latency", r.link.latency},
+          {"link_measured", r.link_measured},   {"seconds", r.seconds},
           {"measured_at", r.measured_at}};
 }
 
