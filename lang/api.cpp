@@ -506,15 +506,20 @@ const ApiEntry kApi[] = {
      "Plan without running and return a Plan: print(plan) shows one line per op (its placement, "
      "the bytes its output sends and how its partials merge) and the totals, on any mesh; "
      "plan:blocks() lists every rank's blocks, transfers and combines; plan:cost() returns {time, "
-     "bytes_moved, flops, peak_bytes, memory_penalty, estimated}; plan:dot(path) writes Graphviz. A big "
+     "bytes_moved, flops, peak_bytes, memory_penalty, estimated}, and plan:cost{exact = true} the exact "
+     "simulation of every rank's program even where the plan was estimated (it lowers every block); "
+     "plan:dot(path) writes Graphviz. A big "
      "graph on a "
      "big mesh (ops x ranks > 4096) is chosen and costed by estimate from sampled blocks "
      "(estimated=true) and its blocks are built only when it runs or is drawn. opts.mesh = N (or {ranks=, "
      "ranks_per_node=, "
      "flops=, memory=, bandwidth=, latency=, network_bandwidth=, network_latency=}) plans for "
-     "another machine; opts.search = 'greedy', 'anneal' or {method=, steps=, budget=, seed=}: steps "
+     "another machine; opts.search = 'greedy', 'anneal' or {method=, steps=, budget=, seed=, exact_limit=}: "
+     "steps "
      "moves at most (2000), budget blocks and transfers lowered at most over all the plans costed "
-     "(4,000,000): budgets count work, never seconds, so the same graph, mesh and options give the "
+     "(4,000,000), exact_limit the ops x ranks past which candidates are compared by estimate (4096; 0: "
+     "always, to check the estimate against plan:cost{exact = true}): budgets count work, never seconds, so "
+     "the same graph, mesh and options give the "
      "same plan on any machine and load, and the plan cache keys on them.",
      lua::l_plan},
     {"tp.explain", K::Function, "plan", "tp.explain(x [,opts])",
