@@ -182,6 +182,7 @@ struct Model {
         if (in[i][j].generate_flops >= 0) {  // computed on the rank that reads it
           const double elems = double(need.volume());
           gen += m.compute_time(elems * in[i][j].generate_flops, elems * elem);
+          flops += elems * in[i][j].generate_flops;  // counted as the exact cost counts its blocks
           continue;
         }
         needed[j] += double(need.volume()) * elem;
