@@ -152,7 +152,7 @@ plan::SearchOptions read_search(lua_State* L, int opts_idx) {
   if (lua_type(L, t) == LUA_TSTRING) {
     method(lua_tostring(L, t));
   } else if (lua_type(L, t) == LUA_TTABLE) {
-    Options o(L, t, {"method", "steps", "budget", "seed"});
+    Options o(L, t, {"method", "steps", "budget", "seed", "exact_limit"});
     if (auto m = o.string("method")) method(*m);
     if (auto v = o.integer("steps")) s.steps = static_cast<int>(std::max<int64_t>(1, *v));
     if (auto v = o.integer("budget")) {
@@ -160,6 +160,10 @@ plan::SearchOptions read_search(lua_State* L, int opts_idx) {
       s.work_budget = *v;
     }
     if (auto v = o.integer("seed")) s.seed = static_cast<uint64_t>(*v);
+    if (auto v = o.integer("exact_limit")) {
+      user_check(*v >= 0, "search exact_limit must be a count of ops x ranks >= 0, got ", *v);
+      s.exact_limit = *v;
+    }
   } else if (!lua_isnil(L, t)) {
     arg_error(opts_idx, cat_str("option 'search' must be a string or a table, got ", luaL_typename(L, t)));
   }
@@ -337,8 +341,12 @@ int plan_gc(lua_State* L) {
   return 0;
 }
 
+// plan:cost([{exact = true}]): the plan's cost, or the exact simulation of an estimated one.
 int plan_cost(lua_State* L) {
-  const plan::PlanCost& c = check_plan(L, 1)->pg.plan.cost;
+  const plan::PlannedGraph& pg = check_plan(L, 1)->pg;
+  bool exact = false;
+  if (!lua_isnoneornil(L, 2)) exact = Options(L, 2, {"exact"}).boolean("exact").value_or(false);
+  const plan::PlanCost c = exact ? pg.plan.exact_cost(pg.mesh) : pg.plan.cost;
   lua_createtable(L, 0, 6);
   lua_pushnumber(L, c.time);
   lua_setfield(L, -2, "time");
@@ -742,6 +750,25 @@ int l_mesh(lua_State* L) {
   lua_setfield(L, -2, "memory_per_rank");
   lua_pushnumber(L, m.flops_per_s);
   lua_setfield(L, -2, "flops_per_rank");
+  lua_pushnumber(L, m.mem_bytes_per_s);
+  lua_setfield(L, -2, "memory_bytes_per_s");
+  lua_pushnumber(L, m.intra.bandwidth);
+  lua_setfield(L, -2, "link_bandwidth");
+  lua_pushnumber(L, m.intra.latency);
+  lua_setfield(L, -2, "link_latency");
+  // Where the planner's rates come from: this machine's measurements (cached per machine,
+  // `tapestry --calibrate`), or the documented defaults (TAPESTRY_RATES=builtin).
+  const std::optional<MachineRates>& rates = s.rates();
+  lua_pushstring(L, rates ? "measured" : "built-in");
+  lua_setfield(L, -2, "rates");
+  lua_pushstring(L, rates && rates->link_measured ? "measured" : "built-in");
+  lua_setfield(L, -2, "link_rates");
+  if (rates) {
+    lua_pushstring(L, rates->measured_at.c_str());
+    lua_setfield(L, -2, "measured_at");
+    lua_pushstring(L, rates->key.c_str());
+    lua_setfield(L, -2, "machine");
+  }
   // The CPU kernels' vector instructions on this rank: "avx512" where the CPU has AVX-512.
   lua_pushstring(L, cpu::isa_name(cpu::isa()));
   lua_setfield(L, -2, "cpu_isa");

@@ -101,6 +101,9 @@ void define(CLI::App& app, CliOptions& o) {
   app.add_flag("-v,--version", o.version, "print the version and exit");
   app.add_flag("-h,--help", o.help, "print this help and exit");
   app.add_flag("--reference", o.reference, "print the language reference (docs/reference.md) and exit");
+  app.add_flag("--calibrate", o.calibrate,
+               "measure this machine's compute, memory and (under mpirun -n 2) link rates for the planner, "
+               "cache and print them, and exit");
   app.footer(
       "  --             stop handling options (the next argument is the script)\n"
       "  -              run standard input as a script\n"

@@ -21,6 +21,7 @@ struct CliOptions {
   bool help = false;               // -h, --help
   bool version = false;            // -v, --version
   bool reference = false;          // --reference: print docs/reference.md and exit
+  bool calibrate = false;          // --calibrate: measure this machine's rates, cache and print them
   int ranks = 1;                   // -n N
   long long memory_per_rank = -1;  // --memory-per-rank BYTES (K/M/G suffixes); -1: not given
   std::string subcommand;          // "serve" or "connect" (first argument only)

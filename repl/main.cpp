@@ -7,10 +7,12 @@
 #include <unistd.h>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/comm/mpi.hpp"
+#include "engine/session/calibrate.hpp"
 #include "engine/session/config.hpp"
 #include "engine/session/session.hpp"
 #include "kernels/cpu/kernels.hpp"
@@ -119,6 +121,33 @@ int start_mpi(tapestry::Session& session) {
   }
 }
 
+// --calibrate: every rank measures (under mpirun ranks 0 and 1 also ping-pong), rank 0 writes
+// the cache and prints the rates. No coordinator: the job is only this.
+int calibrate_command(tapestry::Session& session) {
+  namespace comm = tapestry::comm;
+  try {
+    comm::Mpi* mpi = comm::Mpi::start(session.config().mpi_launched);
+    std::optional<tapestry::plan::Link> link;
+    if (mpi && mpi->size() > 1) {
+      bool measured = false;
+      const tapestry::plan::Link l = tapestry::ping_pong(*mpi, &measured);
+      if (measured) link = l;
+    }
+    // Only rank 0 measures compute and memory: the others would share its cores meanwhile.
+    if (!mpi || mpi->rank() == 0) {
+      const tapestry::MachineRates& r = session.recalibrate(link);
+      printf("%s\ncached in %s\n", tapestry::to_string(r).c_str(),
+             tapestry::rates_cache_file(session.config().cache_dir).c_str());
+    }
+    if (mpi) comm::Mpi::finish(false);
+    return 0;
+  } catch (const std::exception& e) {
+    fprintf(stderr, "%s: --calibrate: %s\n", kProgname, e.what());
+    comm::Mpi::finish(true);
+    return 1;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -137,6 +166,9 @@ int main(int argc, char** argv) {
   // Workers never read the command line but for the memory budget, which each rank enforces.
   if (const CliResult pre = parse_cli(argc, argv); pre.error.empty() && pre.options.memory_per_rank >= 0)
     session.set_memory_per_rank(pre.options.memory_per_rank);
+  if (const CliResult pre = parse_cli(argc, argv);
+      pre.error.empty() && pre.options.calibrate && (pre.options.ranks == 1 || session.config().mpi_launched))
+    return calibrate_command(session);
   if (const int worker_status = start_mpi(session); worker_status >= 0) return worker_status;
   CliResult cli = parse_cli(argc, argv);
   const CliOptions& o = cli.options;

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <unordered_map>
 
 #include "engine/ir/error.hpp"
+#include "engine/plan/collective_cost.hpp"
 #include "engine/plan/peak_memory.hpp"
 #include "engine/poly/cost.hpp"
 
@@ -16,17 +18,22 @@ double slice_bytes(const Node& n, const Box& b) {
   return static_cast<double>(b.volume()) * dtype_size(n.dtype);
 }
 
-// A combine as a tree reduction over its participants: ceil(log2 p) rounds of one message
-// (the slowest link involved), plus the arithmetic of merging p partials at memory speed; with
-// several destinations (an all-reduce) the result comes back down the tree as well.
-double combine_time(const Mesh& m, const std::vector<Rank>& who, size_t dests, double bytes) {
+// A combine as the collective it is (collective_cost.hpp: the cheaper of tree and ring) over the
+// slowest link between its participants: a reduce to one destination, an all-reduce to every
+// participant, and the members of a reduce-scatter (`scatter` of them share the participants,
+// each to its own destination) as one reduce-scatter of all their bytes: every participant runs
+// the members one after another, so each takes its share of the whole.
+double combine_time(const Mesh& m, const std::vector<Rank>& who, size_t dests, size_t scatter, double bytes) {
   const size_t p = who.size();
   if (p <= 1) return bytes / m.mem_bytes_per_s;
-  const Link* l = &m.link(who[0], who[0]);  // the slowest link between the participants
+  const Link* l = &m.link(who[0], who[0]);
   for (Rank r : who)
     if (m.link(who[0], r).time(bytes) > l->time(bytes)) l = &m.link(who[0], r);
-  const double rounds = std::ceil(std::log2(static_cast<double>(p))) * (dests > 1 ? 2 : 1);
-  return rounds * l->time(bytes) + static_cast<double>(p - 1) * bytes / m.mem_bytes_per_s;
+  const int n = static_cast<int>(p);
+  if (dests > 1) return all_reduce_time(*l, n, bytes, m.mem_bytes_per_s).time;
+  if (scatter > 1)
+    return reduce_scatter_time(*l, n, bytes * double(scatter), m.mem_bytes_per_s).time / double(scatter);
+  return reduce_time(*l, n, bytes, m.mem_bytes_per_s).time;
 }
 
 }  // namespace
@@ -64,6 +71,7 @@ PlanCost cost_of(const ShardedGraph& g, const Mesh& m) {
     c.bytes_moved += static_cast<int64_t>(bytes);
   }
   std::vector<std::vector<Rank>> who(g.combines.size());
+  std::vector<size_t> scatter(g.combines.size(), 1);  // members of its reduce-scatter
   std::vector<double> combine_bytes(g.combines.size());
   for (size_t i = 0; i < g.combines.size(); ++i) {
     const Combine& k = g.combines[i];
@@ -73,6 +81,13 @@ PlanCost cost_of(const ShardedGraph& g, const Mesh& m) {
     // destination receives the result once.
     c.bytes_moved +=
         static_cast<int64_t>(combine_bytes[i] * static_cast<double>(who[i].size() - 1 + k.dest.size() - 1));
+  }
+  {  // a reduce-scatter: one-destination combines of a node over the same participants
+    std::map<std::pair<uint64_t, std::vector<Rank>>, std::vector<size_t>> groups;
+    for (size_t i = 0; i < g.combines.size(); ++i)
+      if (g.combines[i].dest.size() == 1) groups[{g.combines[i].node, who[i]}].push_back(i);
+    for (const auto& [key, members] : groups)
+      for (size_t i : members) scatter[i] = members.size();
   }
 
   // The schedule: advance every rank as far as its dependencies allow, until all are done.
@@ -118,7 +133,8 @@ PlanCost cost_of(const ShardedGraph& g, const Mesh& m) {
             waiting[r] = true;
             ready[k] = std::max(ready[k], clock[r]);
             if (++arrived[k] == static_cast<int>(who[k].size()))
-              done[k] = ready[k] + combine_time(m, who[k], g.combines[k].dest.size(), combine_bytes[k]);
+              done[k] =
+                  ready[k] + combine_time(m, who[k], g.combines[k].dest.size(), scatter[k], combine_bytes[k]);
           }
           if (done[k] < 0) break;
           waiting[r] = false;

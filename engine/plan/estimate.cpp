@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "engine/ir/error.hpp"
+#include "engine/plan/collective_cost.hpp"
 #include "engine/poly/cost.hpp"
 
 namespace tapestry::plan {
@@ -105,6 +106,32 @@ struct Model {
     std::vector<Box> need;  // per input: the slice it reads
   };
   mutable std::vector<std::vector<std::vector<Sample>>> samples_full, samples_ahead;  // [op][candidate]
+  mutable std::vector<std::vector<std::vector<double>>> copies_cache;  // [op][candidate][input]
+
+  // Per input of op i as candidate c: how many blocks read each distinct slice of it (the
+  // product of the parts of the index dims it does not depend on: a weight every row block
+  // reads whole has as many readers as row blocks).
+  const std::vector<double>& copies(size_t i, size_t c) const {
+    if (copies_cache.size() <= i) copies_cache.resize(ops.size());
+    if (copies_cache[i].size() <= c) copies_cache[i].resize(cands[i].size());
+    std::vector<double>& out = copies_cache[i][c];
+    if (!out.empty() || in[i].empty()) return out;
+    const Candidate& cand = cands[i][c];
+    const poly::Signature& s = sigs[i];
+    const Box all = s.space_box();
+    for (size_t j = 0; j < in[i].size(); ++j) {
+      const Box whole = s.input_slice(j, all);
+      double n = 1;
+      for (int d = 0; d < s.rank(); ++d) {
+        if (cand.parts[d] <= 1) continue;
+        Box piece = all;
+        piece.hi[d] = piece.lo[d] + (all.hi[d] - all.lo[d] + 1) / cand.parts[d] - 1;
+        if (s.input_slice(j, piece) == whole) n *= double(cand.parts[d]);
+      }
+      out.push_back(cand.replicated ? double(m.ranks) : n);
+    }
+    return out;
+  }
 
   const std::vector<Sample>& sampled(size_t i, size_t c, int64_t samples) const {
     auto& cache = samples == kLookaheadSamples ? samples_ahead : samples_full;
@@ -137,8 +164,7 @@ struct Model {
     const Candidate& cand = cands[i][c];
     const poly::Signature& s = sigs[i];
     const int64_t nb = blocks(cand), ns = std::min(nb, samples);
-    std::vector<double> msgs(in[i].size(), 0.0);
-    std::vector<char> whole(in[i].size(), 1);  // per input: every sampled block reads it whole
+    std::vector<double> msgs(in[i].size(), 0.0), missing(in[i].size(), 0.0), needed(in[i].size(), 0.0);
     std::vector<Box> mine;
     OpEstimate e;
     e.blocks = nb;
@@ -152,18 +178,21 @@ struct Model {
       for (size_t j = 0; j < in[i].size(); ++j) {
         const Box& need = b.need[j];
         if (need.empty()) continue;
-        if (!(need == Box::of_shape(s.inputs[j].shape))) whole[j] = 0;
+        const double elem = dtype_size(s.inputs[j].dtype);
         if (in[i][j].generate_flops >= 0) {  // computed on the rank that reads it
           const double elems = double(need.volume());
-          gen += m.compute_time(elems * in[i][j].generate_flops, elems * dtype_size(s.inputs[j].dtype));
+          gen += m.compute_time(elems * in[i][j].generate_flops, elems * elem);
+          flops += elems * in[i][j].generate_flops;  // counted as the exact cost counts its blocks
           continue;
         }
+        needed[j] += double(need.volume()) * elem;
         mine.clear();
         held_by(in[i][j], b.rank, mine);
         for (const Box& miss : poly::uncovered(need, mine)) {
-          const double bytes = double(miss.volume()) * dtype_size(s.inputs[j].dtype);
-          t += link.time(bytes);
+          const double bytes = double(miss.volume()) * elem;
+          t += link.time(bytes);  // the receiver's link takes one message at a time
           received += bytes;
+          missing[j] += bytes;
           msgs[j] += 1;
         }
       }
@@ -179,22 +208,34 @@ struct Model {
     // A small value every block reads whole (a stencil's weights) travels down a tree instead
     // (lower()'s relays: the holders double every round), so a sender pays one message per
     // round. Big ones keep the queue: the relays' copies then contend with the rest of the step
-    // (on W9 a tree estimate picked a plan that simulates 1.7x slower).
-    double senders = 0;
+    // (on W9 a tree estimate picked a plan that simulates 1.7x slower). A scatter -- each slice
+    // read by one block, so no relay forwards it -- also queues its bytes on the holder's link:
+    // a 128 MiB weight on rank 0 sent in column bands, the last band leaves after all the others.
+    double senders = 0, scatter = 0;
+    const std::vector<double>& readers = copies(i, c);
     for (size_t j = 0; j < in[i].size(); ++j) {
-      const double per_holder = msgs[j] * scale / holder_count(in[i][j]);
-      const bool tree = whole[j] && s.inputs[j].bytes() <= kTreeBytes;
+      if (missing[j] <= 0) continue;
+      const double holders = holder_count(in[i][j]), per_holder = msgs[j] * scale / holders;
+      const bool whole = needed[j] >= double(ns) * s.inputs[j].bytes() * (1 - 1e-9);
+      const bool tree = whole && s.inputs[j].bytes() <= kTreeBytes;
       senders = std::max(senders, (tree ? std::ceil(std::log2(1 + per_holder)) : per_holder) * link.latency);
+      if (readers[j] <= 1) scatter = std::max(scatter, missing[j] * scale / holders / link.bandwidth);
     }
     double combine = 0;
-    if (partial) {  // one reduction round of an output slice per doubling of its partials
+    if (partial) {  // the partials of each output slice merged as the candidate's collective
       double per_slice = 1;
       for (int j = 0; j < s.rank(); ++j)
         if (s.space[j].kind == poly::IndexDim::Reduction) per_slice *= double(cand.parts[j]);
-      combine = std::ceil(std::log2(per_slice)) * link.time(s.output.bytes() / double(nb) * per_slice);
+      const int p = static_cast<int>(std::min<double>(per_slice, m.ranks));
+      const double bytes = s.output.bytes() / double(nb) * per_slice;  // one output slice
+      combine = cand.combine == CombineMode::AllReduce
+                    ? all_reduce_time(link, p, bytes, m.mem_bytes_per_s).time
+                : cand.combine == CombineMode::ReduceScatter
+                    ? reduce_scatter_time(link, p, bytes, m.mem_bytes_per_s).time
+                    : reduce_time(link, p, bytes, m.mem_bytes_per_s).time;
       e.moved += (per_slice - 1) * s.output.bytes();  // every partial but one per slice is sent once
     }
-    e.time = worst + senders + combine;
+    e.time = std::max(worst, e.compute + scatter) + senders + combine;
     return e;
   }
 

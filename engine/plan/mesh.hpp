@@ -6,9 +6,10 @@
 // With named axes (as JAX's Mesh and DTensor's DeviceMesh), rank r has coordinates in row-major
 // order over the axes, outermost first, and two ranks talk over the link of the outermost axis
 // on which their coordinates differ.
-// Defaults come from measurements (docs/planner.md, known limits): sgemm ~67-135 GFLOP/s per
-// core, ~11 GB/s of memory bandwidth, OpenMPI shared-memory ping-pong ~5 GB/s and ~0.5 us. The
-// inter-node link is a modelled cluster network (25 GB/s, 2 us), not a measurement.
+// The defaults below are a modelled rank's (docs/planner.md, known limits): sgemm ~67-135 GFLOP/s
+// per core, ~11 GB/s of memory bandwidth, OpenMPI shared-memory ping-pong ~5 GB/s and ~0.5 us; the
+// inter-node link is a modelled cluster network (25 GB/s, 2 us). The running machine's mesh takes
+// its measured rates instead (engine/session/machine_rates.hpp).
 #pragma once
 
 #include <cstdint>

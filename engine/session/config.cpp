@@ -56,6 +56,10 @@ Config Config::from_environment() {
   }
   if (const char* e = var("PATH")) c.launch.path = e;
   c.launch.relaunched = set("TAPESTRY_RELAUNCHED");
+  const char* rates = var("TAPESTRY_RATES");
+  c.builtin_rates = rates && std::string_view(rates) == "builtin";
+  if (const char* e = var("XDG_CACHE_HOME"); e && *e == '/') c.cache_dir = std::string(e) + "/tapestry";
+  else if (const char* h = var("HOME"); h && *h) c.cache_dir = std::string(h) + "/.cache/tapestry";
   c.launch.sigkill_timeout_set = set("OMPI_MCA_odls_base_sigkill_timeout");
   return c;
 }

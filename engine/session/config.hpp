@@ -30,6 +30,11 @@ struct Config {
   int io_fault_rank = -1;       // TAPESTRY_IO_FAULT=RANK: that rank fails every I/O job (tests)
   RetryPolicy retry;            // TAPESTRY_BLOCK_RETRIES=N, TAPESTRY_BLOCK_FAULT=EVERY[:TIMES] (tests)
   comm::LaunchEnv launch;       // what relaunching under mpirun needs (PATH, ...)
+  // The running mesh keeps the documented default rates: a plain Config{} and
+  // TAPESTRY_RATES=builtin (tests pin them); from the environment otherwise false, this
+  // machine's measured rates (engine/session/machine_rates.hpp).
+  bool builtin_rates = true;
+  std::string cache_dir;  // $XDG_CACHE_HOME/tapestry, else $HOME/.cache/tapestry ("" if neither)
 
   static Config from_environment();
 };

@@ -6,6 +6,7 @@
 #include "engine/dist/worker.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
+#include "engine/session/calibrate.hpp"
 #include "engine/session/memory_budget.hpp"
 #include "kernels/cpu/kernels.hpp"
 
@@ -34,8 +35,40 @@ void Session::apply_memory_budget() {
 
 Session::~Session() = default;
 
+const std::optional<MachineRates>& Session::rates() {
+  if (rates_read_ || config_.builtin_rates) return rates_;
+  rates_read_ = true;
+  const std::string key = machine_key(cpu::num_threads());
+  rates_ = load_rates(rates_cache_file(config_.cache_dir), key);
+  if (!rates_) {
+    rates_ = calibrate(key);
+    // Another process may measure at the same time: the last rename wins, both are this machine's.
+    // An unwritable cache only costs measuring again next time.
+    try {
+      save_rates(rates_cache_file(config_.cache_dir), *rates_);
+    } catch (const Error&) {
+    }
+  }
+  return rates_;
+}
+
+const MachineRates& Session::recalibrate(const std::optional<plan::Link>& link) {
+  const std::string file = rates_cache_file(config_.cache_dir), key = machine_key(cpu::num_threads());
+  const std::optional<MachineRates> old = load_rates(file, key);
+  MachineRates r = calibrate(key);
+  if (link) r.link = *link, r.link_measured = true;
+  else if (old && old->link_measured) r.link = old->link, r.link_measured = true;
+  save_rates(file, r);
+  rates_ = r;
+  rates_read_ = true;
+  mesh_.reset();
+  return *rates_;
+}
+
 plan::Mesh Session::machine_mesh(int ranks) {
-  plan::Mesh m = device::apply_device(plan::Mesh::this_machine(ranks), device_selection());
+  plan::Mesh here = plan::Mesh::this_machine(ranks);
+  if (const std::optional<MachineRates>& r = rates()) here = with_rates(here, *r);
+  plan::Mesh m = device::apply_device(here, device_selection());
   // On the CPU the budget is the capacity; a device keeps its own memory's, unless one is given.
   if (config_.memory_per_rank > 0 || !device()) m.mem_bytes_per_rank = static_cast<double>(memory_per_rank());
   return m;

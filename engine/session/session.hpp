@@ -21,6 +21,7 @@
 #include "engine/plan/planner.hpp"
 #include "engine/session/computed_layouts.hpp"
 #include "engine/session/config.hpp"
+#include "engine/session/machine_rates.hpp"
 #include "engine/store/environment.hpp"
 #include "engine/store/shard_store.hpp"
 #include "engine/store/stored_tensor.hpp"
@@ -51,6 +52,13 @@ class Session {
   // search prefers plans that fit; engine/plan/memory_limit.hpp refuses plans beyond it).
   const plan::Mesh& mesh();
   void set_ranks(int ranks);  // user_check: 1..4096
+  // The compute, memory and link rates that mesh is costed with: this machine's, from the
+  // cache (measured on first use, well under a second), or nullopt with TAPESTRY_RATES=builtin
+  // (the documented defaults). Modelled meshes (tp.plan's {mesh = ...}) never use them.
+  const std::optional<MachineRates>& rates();
+  // Measures again and rewrites the cache (`tapestry --calibrate`); `link`, when given, is a
+  // ping-pong's measurement (calibrate.hpp), else an earlier measured link is kept.
+  const MachineRates& recalibrate(const std::optional<plan::Link>& link = std::nullopt);
   // The per-rank memory budget: --memory-per-rank (or TAPESTRY_MEMORY_PER_RANK), else the memory
   // available when the session started less a margin, split over the machine's ranks
   // (engine/session/memory_budget.hpp). It is the planner's capacity, the limit a plan is checked
@@ -94,6 +102,8 @@ class Session {
   plan::PlannerState planner_;
   ComputedLayouts layouts_;
   std::optional<plan::Mesh> mesh_;
+  std::optional<MachineRates> rates_;
+  bool rates_read_ = false;
   uint64_t seed_ = 0x5eed;
   int64_t available_at_start_ = 0;  // engine/session/memory_budget.hpp
   // Last: the job shuts down (device peers first) before anything it runs on goes.

@@ -162,3 +162,22 @@ TEST_CASE("engine.session.config.memory_per_rank_suffixes") {
     CHECK(Config::from_environment().memory_per_rank == bytes);
   }
 }
+
+// TAPESTRY_RATES=builtin pins the documented rates; the cache folder follows XDG, then HOME.
+TEST_CASE("engine.session.config.rates_and_cache_dir") {
+  Env env;
+  env.set("TAPESTRY_RATES", std::nullopt);
+  env.set("XDG_CACHE_HOME", std::nullopt);
+  env.set("HOME", "/home/ada");
+  Config c = Config::from_environment();
+  CHECK(!c.builtin_rates);
+  CHECK(c.cache_dir == "/home/ada/.cache/tapestry");
+  env.set("TAPESTRY_RATES", "builtin");
+  env.set("XDG_CACHE_HOME", "/var/cache/ada");
+  c = Config::from_environment();
+  CHECK(c.builtin_rates);
+  CHECK(c.cache_dir == "/var/cache/ada/tapestry");
+  env.set("XDG_CACHE_HOME", "relative");  // XDG: a relative path is ignored
+  env.set("HOME", std::nullopt);
+  CHECK(Config::from_environment().cache_dir.empty());
+}

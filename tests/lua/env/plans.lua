@@ -34,6 +34,17 @@ f:close()
 os.remove(path)
 assert(dot:find("subgraph cluster_63", 1, true), "the dot file has every rank")
 
+-- exact_limit = 0 searches by estimate even on a small mesh; plan:cost{exact = true} lowers the
+-- winner and simulates it, which an exact plan's cost already is.
+local y = x:matmul(w):relu()
+local forced = tp.plan(y, {mesh = 4, search = {exact_limit = 0}})
+assert(forced:cost().estimated == true, "exact_limit = 0 estimates")
+local sim = forced:cost{exact = true}
+assert(sim.estimated == false and sim.time > 0, "plan:cost{exact = true} simulates")
+assert(math.abs(sim.flops - forced:cost().flops) <= 1e-6 * sim.flops, "the same flops either way")
+assert(small:cost{exact = true}.time == c.time, "an exact plan's exact cost is its cost")
+assert(tp.plan(y, {mesh = 4, search = {exact_limit = 1 << 20}}):cost().estimated == false)
+
 -- Observing the same expression runs it (the plan on the current mesh).
 assert(math.abs(h:sum():item()) >= 0)
 
@@ -44,4 +55,8 @@ ok, err = pcall(tp.plan, h, {mesh = "big"})
 assert(not ok and err:find("mesh", 1, true), err)
 ok, err = pcall(tp.plan, h, {meshes = 4})
 assert(not ok and err:find("meshes", 1, true), err)
+ok, err = pcall(tp.plan, h, {mesh = 4, search = {exact_limit = -1}})
+assert(not ok and err:find("tp.plan", 1, true) and err:find("exact_limit", 1, true), err)
+ok, err = pcall(small.cost, small, {exactly = true})
+assert(not ok and err:find("exactly", 1, true), err)
 print("ok")

@@ -1,0 +1,47 @@
+#include "engine/plan/collective_cost.hpp"
+
+#include <cmath>
+
+namespace tapestry::plan {
+
+namespace {
+
+double rounds(int p) { return std::ceil(std::log2(static_cast<double>(p))); }
+
+Collective cheaper(Collective a, Collective b) { return b.time < a.time ? b : a; }
+
+}  // namespace
+
+Collective broadcast_time(const Link& l, int p, double n) {
+  if (p <= 1 || n <= 0) return {0.0, "local"};
+  const double beta = 1 / l.bandwidth, a = l.latency;
+  const Collective tree{rounds(p) * (a + n * beta), "tree"};
+  const Collective ring{(rounds(p) + p - 1) * a + 2.0 * (p - 1) / p * n * beta, "ring"};
+  return cheaper(tree, ring);
+}
+
+Collective reduce_time(const Link& l, int p, double n, double merge) {
+  if (p <= 1) return {0.0, "local"};
+  const double beta = 1 / l.bandwidth, gamma = 1 / merge, a = l.latency, f = double(p - 1) / p;
+  const Collective tree{rounds(p) * (a + n * beta + n * gamma), "tree"};
+  const Collective rab{2 * rounds(p) * a + 2 * f * n * beta + f * n * gamma, "rabenseifner"};
+  return cheaper(tree, rab);
+}
+
+Collective all_reduce_time(const Link& l, int p, double n, double merge) {
+  if (p <= 1) return {0.0, "local"};
+  const double beta = 1 / l.bandwidth, gamma = 1 / merge, a = l.latency, f = double(p - 1) / p;
+  const Collective tree{rounds(p) * (a + n * beta + n * gamma), "tree"};
+  const Collective ring{2.0 * (p - 1) * a + 2 * f * n * beta + f * n * gamma, "ring"};
+  return cheaper(tree, ring);
+}
+
+Collective reduce_scatter_time(const Link& l, int p, double n, double merge) {
+  if (p <= 1) return {0.0, "local"};
+  const double beta = 1 / l.bandwidth, gamma = 1 / merge, a = l.latency, f = double(p - 1) / p;
+  const Collective ring{(p - 1) * (a + n / p * (beta + gamma)), "ring"};
+  if ((p & (p - 1)) != 0) return ring;
+  return cheaper(ring, {rounds(p) * a + f * n * (beta + gamma), "halving"});
+}
+
+}  // namespace tapestry::plan

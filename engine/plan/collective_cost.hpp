@@ -1,0 +1,34 @@
+// The alpha-beta cost of the collectives a plan uses, each the cheaper of its tree and ring forms.
+//   Collective c = all_reduce_time(m.inter, 64, 4 << 20, m.mem_bytes_per_s);
+//   c.time;  c.algorithm   // "ring": 2(p-1) messages of n/p beat 2 log2 p of n at 4 MiB
+//   broadcast_time(link, p, n).time == ceil(log2 p) * link.time(n)   // small n: the binomial tree
+// alpha is the link's latency, beta its seconds per byte, gamma the seconds per byte of merging
+// two partials (memory speed). The formulas are those of Thakur, Rabenseifner and Gropp,
+// "Optimization of Collective Communication Operations in MPICH" (2005), which Open MPI's tuned
+// collectives also choose between by size: n bytes on p ranks,
+//   binomial tree broadcast  ceil(log2 p) (alpha + n beta)
+//   scatter + ring allgather (ceil(log2 p) + p - 1) alpha + 2 (p-1)/p n beta
+//   binomial tree reduce     ceil(log2 p) (alpha + n beta + n gamma)
+//   reduce-scatter + gather  2 ceil(log2 p) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma  (Rabenseifner)
+//   recursive-doubling all-reduce  ceil(log2 p) (alpha + n beta + n gamma)
+//   ring all-reduce          2 (p-1) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma
+//   ring reduce-scatter      (p-1) (alpha + n/p beta + n/p gamma)      (n: the whole input)
+//   recursive halving        ceil(log2 p) alpha + (p-1)/p n (beta + gamma)   (p a power of two)
+#pragma once
+
+#include "engine/plan/mesh.hpp"
+
+namespace tapestry::plan {
+
+struct Collective {
+  double time = 0;             // s
+  const char* algorithm = "";  // "tree", "ring", "rabenseifner", "halving", "local"
+};
+
+Collective broadcast_time(const Link& l, int p, double bytes);
+Collective reduce_time(const Link& l, int p, double bytes, double merge_bytes_per_s);
+Collective all_reduce_time(const Link& l, int p, double bytes, double merge_bytes_per_s);
+// `bytes`: the whole input of each rank; each of the p ranks ends with bytes / p of the sum.
+Collective reduce_scatter_time(const Link& l, int p, double bytes, double merge_bytes_per_s);
+
+}  // namespace tapestry::plan
