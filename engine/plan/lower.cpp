@@ -70,7 +70,7 @@ class Lowering {
  public:
   Lowering(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
            const std::vector<NodeRef>& roots, int num_ranks, Rank me)
-      : g_(num_ranks), me_(me), have_(static_cast<size_t>(num_ranks)) {
+      : g_(num_ranks), me_(me) {
     for (const NodeRef& n : topo) {
       shape_of_[n->id] = n->shape;
       for (const NodeRef& in : n->inputs) shape_of_[in->id] = in->shape;
@@ -229,14 +229,15 @@ class Lowering {
 
   // Rank r holds `box` of t from now on (made, held, received or generated there).
   void remember(uint64_t t, const Box& box, Rank r) {
-    std::vector<Box>& v = have_[static_cast<size_t>(r)][t];
+    std::vector<std::vector<Box>>& per_rank = have_[t];
+    if (per_rank.empty()) per_rank.resize(static_cast<size_t>(g_.num_ranks));
+    std::vector<Box>& v = per_rank[static_cast<size_t>(r)];
     if (std::find(v.begin(), v.end(), box) == v.end()) v.push_back(box);
   }
 
   std::vector<Box> missing(uint64_t t, const Box& want, Rank r) const {
-    const auto& mine = have_[static_cast<size_t>(r)];
-    auto it = mine.find(t);
-    return it == mine.end() ? std::vector<Box>{want} : poly::uncovered(want, it->second);
+    auto it = have_.find(t);
+    return it == have_.end() ? std::vector<Box>{want} : poly::uncovered(want, it->second[static_cast<size_t>(r)]);
   }
 
   PieceIndex& index(uint64_t t) {
@@ -414,8 +415,8 @@ class Lowering {
 
   ShardedGraph g_;
   Rank me_;  // -1: every rank
-  // What each rank holds of each tensor: made, held, received or generated there.
-  std::vector<std::unordered_map<uint64_t, std::vector<Box>>> have_;
+  // What each rank holds of each tensor (tensor -> per rank): made, held, received or generated.
+  std::unordered_map<uint64_t, std::vector<std::vector<Box>>> have_;
   // The pieces made or held before any transfer, by tensor and box: the senders.
   std::unordered_map<uint64_t, PieceIndex> sources_;
   std::unordered_map<uint64_t, std::vector<Box>> my_sources_;  // those on `me`
