@@ -475,12 +475,15 @@ ShardedGraph lower_rank(const std::vector<NodeRef>& topo, const Assignment& bloc
                         const CombineModes& modes, Rank me) {
   user_check(me >= 0 && me < num_ranks, "lower_rank: rank ", me, " is not one of the mesh's ", num_ranks,
              " ranks");
-  return lower_as(topo, blocks, initial, roots, num_ranks, modes, me);
+  ShardedGraph g = lower_as(topo, blocks, initial, roots, num_ranks, modes, me);
+  g.part_of = me;
+  return g;
 }
 
 ShardedGraph restrict_to_rank(const ShardedGraph& g, Rank r) {
   internal_check(r >= 0 && r < g.num_ranks);
   ShardedGraph out(g.num_ranks);
+  out.part_of = r;
   out.nodes = g.nodes;
   out.initial = g.initial;
   out.roots = g.roots;

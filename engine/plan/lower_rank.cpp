@@ -28,4 +28,11 @@ ShardedGraph lower_choice(const LoweringInput& in, const std::map<uint64_t, Cand
   return lower_rank(in.topo, a, in.initial, in.roots, in.mesh.ranks, modes, me);
 }
 
+LoweringInput lowering_input(const PlannedGraph& pg) { return {pg.topo, pg.initial, pg.roots, pg.mesh}; }
+
+ShardedGraph rank_part(const PlannedGraph& pg, Rank r) {
+  if (pg.plan.lowered()) return restrict_to_rank(pg.plan.graph(), r);
+  return lower_choice(lowering_input(pg), pg.plan.choice, r);
+}
+
 }  // namespace tapestry::plan
