@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "engine/ir/error.hpp"
+#include "engine/plan/lower_rank.hpp"
 #include "engine/plan/memory_limit.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/plan/verifier.hpp"
@@ -177,11 +178,15 @@ std::vector<std::vector<plan::Shard>> run_observation(Session& s, const std::vec
   const double t_run = seconds();
   if (trace::enabled())
     trace::record({"phase", "plan", 0, trace::kPhases, t_plan * 1e6, (t_run - t_plan) * 1e6,
-                   cat_str("\"blocks\":", pg.plan.graph().blocks.size(),
+                   cat_str("\"blocks\":", pg.plan.blocks,
                            ",\"cache_hit\":", pg.cache_hit ? "true" : "false")});
   for (const auto& [id, origin] : pg.fused_origin) stats().fused_ops += origin.size() - 1;
   check_memory_limit(pg.plan, s.memory_per_rank());
-  const plan::ShardedGraph& g = pg.plan.graph();
+  // On an MPI job every rank lowers only its own part of the plan from its choices (rank 0 sends
+  // just those); rank 0's part lists every input shard, root and output as the whole plan does.
+  const bool own_parts = on_mpi(s, pg.mesh.ranks);
+  const plan::ShardedGraph part = own_parts ? plan::rank_part(pg, 0) : plan::ShardedGraph{};
+  const plan::ShardedGraph& g = own_parts ? part : pg.plan.graph();
   StoreKeys keys;
   keys.initial = s.stored().initial_keys(g);
   if (!keep.empty()) {
@@ -190,11 +195,13 @@ std::vector<std::vector<plan::Shard>> run_observation(Session& s, const std::vec
       for (size_t i = 0; i < pg.observed.size(); ++i)
         if (pg.roots[i]->id == g.roots[j] && keep[i]) keys.roots[j] = keep[i];
   }
-  if (s.config().verify) {
-    const plan::VerifyResult v = plan::verify(g, pg.topo);
+  if (s.config().verify) {  // the whole plan, lowered on rank 0 for it
+    const plan::VerifyResult v = plan::verify(pg.plan.graph(), pg.topo);
     if (!v.ok()) throw InternalError(cat_str("the plan fails verification:\n", v.message()));
   }
-  const RunReport report = run(s, g, keys);
+  const RunReport report =
+      own_parts ? s.coordinator()->run_own_parts({plan::lowering_input(pg), pg.plan.choice}, g, keys, pg.plan.blocks)
+                : run(s, g, keys);
   const double t_end = seconds();
   stats().time_run += t_end - t_run;
   if (trace::enabled())
