@@ -27,9 +27,9 @@ double seconds() {
 }
 
 // "split(1, 4)", "grid{2,2}", "whole on rank 0", "replicated on 4 ranks".
-std::string describe_layout(const plan::PlannedGraph& pg, size_t i) {
+std::string describe_layout(const plan::PlannedGraph& pg, size_t i, const plan::ShardedGraph& g) {
   try {
-    const plan::LayoutInfo li = plan::layout_of(pg, pg.roots[i]->id);
+    const plan::LayoutInfo li = plan::layout_of(pg, pg.roots[i]->id, &g);
     const std::string g = plan::grid_string(li.grid);
     if (g != "whole") return g;
     std::unordered_set<int> ranks;
@@ -198,6 +198,10 @@ std::vector<std::vector<plan::Shard>> run_observation(Session& s, const std::vec
   if (s.config().verify) {  // the whole plan, lowered on rank 0 for it
     const plan::VerifyResult v = plan::verify(pg.plan.graph(), pg.topo);
     if (!v.ok()) throw InternalError(cat_str("the plan fails verification:\n", v.message()));
+    // What the workers lower from the choices is their part of the plan verified: so is rank 0's.
+    if (own_parts && plan::to_string(plan::lower_choice(plan::lowering_input(pg), pg.plan.choice, 0)) !=
+                         plan::to_string(plan::restrict_to_rank(pg.plan.graph(), 0)))
+      throw InternalError("rank 0's part lowered from the plan's choices is not its part of the plan");
   }
   const RunReport report =
       own_parts ? s.coordinator()->run_own_parts({plan::lowering_input(pg), pg.plan.choice}, g, keys, pg.plan.blocks)
@@ -208,7 +212,7 @@ std::vector<std::vector<plan::Shard>> run_observation(Session& s, const std::vec
     trace::record({"phase", "run", 0, trace::kPhases, t_run * 1e6, (t_end - t_run) * 1e6,
                    cat_str("\"blocks\":", report.blocks, ",\"messages\":", report.messages,
                            ",\"bytes\":", report.bytes)});
-  for (size_t i = 0; i < pg.observed.size(); ++i) s.layouts().put(pg.observed[i]->id, describe_layout(pg, i));
+  for (size_t i = 0; i < pg.observed.size(); ++i) s.layouts().put(pg.observed[i]->id, describe_layout(pg, i, g));
   count(report);
   std::vector<std::vector<plan::Shard>> shards(pg.observed.size());
   for (size_t i = 0; i < pg.observed.size(); ++i) {
