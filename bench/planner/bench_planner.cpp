@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "engine/ir/build/builders.hpp"
-#include "engine/plan/plan_cache.hpp"
 #include "engine/plan/lower_rank.hpp"
+#include "engine/plan/plan_cache.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/plan/search.hpp"
 
@@ -135,10 +135,11 @@ void lower_one_rank(int layers, int ranks) {
     worst = std::max(worst, seconds_since(t0));
     steps = std::max(steps, mine.steps[static_cast<size_t>(r)].size());
   }
-  std::printf("lower one rank: %d ops on %d modelled ranks (%s plan, %lld blocks, planned in %.2f s): "
-              "slowest of 4 ranks %.3f s (%.3f s of CPU), at most %zu steps on a rank\n",
-              g.ops, ranks, p.estimated ? "estimated" : "exact", (long long)p.blocks, plan_s, worst, worst_cpu,
-              steps);
+  std::printf(
+      "lower one rank: %d ops on %d modelled ranks (%s plan, %lld blocks, planned in %.2f s): "
+      "slowest of 4 ranks %.3f s (%.3f s of CPU), at most %zu steps on a rank\n",
+      g.ops, ranks, p.estimated ? "estimated" : "exact", (long long)p.blocks, plan_s, worst, worst_cpu,
+      steps);
   if (std::getenv("BENCH_EXACT")) {  // the global lowering it replaces
     t0 = Clock::now();
     const ShardedGraph all = lower_choice(in, p.choice);

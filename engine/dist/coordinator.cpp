@@ -235,8 +235,8 @@ RunReport Coordinator::run_plan(const plan::ShardedGraph& g, const StoreKeys& ke
   return run(encode_plan(g), 0, g, keys, static_cast<int64_t>(g.blocks.size()));
 }
 
-RunReport Coordinator::run_own_parts(const PlanChoices& plan, const plan::ShardedGraph& mine, const StoreKeys& keys,
-                                     int64_t blocks) {
+RunReport Coordinator::run_own_parts(const PlanChoices& plan, const plan::ShardedGraph& mine,
+                                     const StoreKeys& keys, int64_t blocks) {
   internal_check(mine.part_of == 0);
   return run(encode_choices(plan), Command::Choices, mine, keys, blocks);
 }

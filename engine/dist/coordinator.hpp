@@ -81,8 +81,8 @@ class Coordinator {
  private:
   class Statuses;
   // run_plan and run_own_parts: `plan` is the workers' message, `g` rank 0's graph.
-  RunReport run(std::vector<char> plan, uint8_t plan_flags, const plan::ShardedGraph& g, const StoreKeys& keys,
-                int64_t total_blocks);
+  RunReport run(std::vector<char> plan, uint8_t plan_flags, const plan::ShardedGraph& g,
+                const StoreKeys& keys, int64_t total_blocks);
   void connect_device_peers();
   void abort_run(uint64_t epoch, Statuses& st);
   void check_alive();  // throws, marking the job broken, when a worker was lost

@@ -203,14 +203,16 @@ class Decoder {
     nodes(listed);
     for (size_t i = 0, n = r_.count(8); i < n; ++i) p.input.topo.push_back(node(r_.get<uint64_t>(), "topo"));
     for (size_t i = 0, n = r_.count(16); i < n; ++i) p.input.initial.push_back(shard(g, "an initial shard"));
-    for (size_t i = 0, n = r_.count(8); i < n; ++i) p.input.roots.push_back(node(r_.get<uint64_t>(), "a root"));
+    for (size_t i = 0, n = r_.count(8); i < n; ++i)
+      p.input.roots.push_back(node(r_.get<uint64_t>(), "a root"));
     for (size_t i = 0, n = r_.count(14); i < n; ++i) {
       const NodeRef op = node(r_.get<uint64_t>(), "a choice");
       plan::Candidate c;
       c.parts = r_.vec<int64_t>();
       c.rank = rank(g, r_.get<int32_t>());
       const uint8_t mode = r_.get<uint8_t>();
-      if (mode > static_cast<uint8_t>(plan::CombineMode::ReduceScatter)) r_.reject(cat_str("combine mode ", int(mode)));
+      if (mode > static_cast<uint8_t>(plan::CombineMode::ReduceScatter))
+        r_.reject(cat_str("combine mode ", int(mode)));
       c.combine = static_cast<plan::CombineMode>(mode);
       const uint8_t replicated = r_.get<uint8_t>();
       if (replicated > 1) r_.reject(cat_str("replicated flag ", int(replicated)));
@@ -221,7 +223,8 @@ class Decoder {
         r_.reject(cat_str("the choice of node %", op->id, " has ", c.parts.size(), " parts for ", s.rank(),
                           " index dims"));
       for (int j = 0; j < s.rank(); ++j)
-        if (c.parts[static_cast<size_t>(j)] < 1 || c.parts[static_cast<size_t>(j)] > std::max<int64_t>(1, s.space[j].extent))
+        if (c.parts[static_cast<size_t>(j)] < 1 ||
+            c.parts[static_cast<size_t>(j)] > std::max<int64_t>(1, s.space[j].extent))
           r_.reject(cat_str("the choice of node %", op->id, " cuts index dim ", j, " into ",
                             c.parts[static_cast<size_t>(j)], " parts"));
       if (!p.choice.emplace(op->id, std::move(c)).second)

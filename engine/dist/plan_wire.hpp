@@ -22,7 +22,7 @@
 
 namespace tapestry {
 
-inline constexpr uint32_t kPlanWireMagic = 0x4c505054;  // "TPPL"
+inline constexpr uint32_t kPlanWireMagic = 0x4c505054;     // "TPPL"
 inline constexpr uint32_t kPlanChoicesMagic = 0x48435054;  // "TPCH"
 inline constexpr uint32_t kPlanWireVersion = 3;            // 2: the linalg ops; 3: the choices
 

@@ -194,7 +194,8 @@ class Worker {
   plan::ShardedGraph own_part(const std::vector<char>& bytes, int me) {
     const PlanChoices p = decode_choices(bytes);
     if (p.input.mesh.ranks != mpi_.size())
-      throw InternalError(cat_str("a plan for ", p.input.mesh.ranks, " ranks sent to a job of ", mpi_.size()));
+      throw InternalError(
+          cat_str("a plan for ", p.input.mesh.ranks, " ranks sent to a job of ", mpi_.size()));
     return plan::lower_choice(p.input, p.choice, me);
   }
 
@@ -281,7 +282,8 @@ Command decode_command(std::span<const char> bytes) {
   const uint8_t kind = r.get<uint8_t>();
   c.flags = r.get<uint8_t>();
   c.epoch = r.get<uint64_t>();
-  if (c.flags & ~(Command::Trace | Command::DevicePeers | Command::Choices)) r.reject(cat_str("command flags ", int(c.flags)));
+  if (c.flags & ~(Command::Trace | Command::DevicePeers | Command::Choices))
+    r.reject(cat_str("command flags ", int(c.flags)));
   if (kind < Command::Run || kind > Command::Driver) r.reject(cat_str("command kind ", int(kind)));
   c.kind = static_cast<Command::Kind>(kind);
   c.plan = r.vec<char>();

@@ -237,7 +237,8 @@ class Lowering {
 
   std::vector<Box> missing(uint64_t t, const Box& want, Rank r) const {
     auto it = have_.find(t);
-    return it == have_.end() ? std::vector<Box>{want} : poly::uncovered(want, it->second[static_cast<size_t>(r)]);
+    return it == have_.end() ? std::vector<Box>{want}
+                             : poly::uncovered(want, it->second[static_cast<size_t>(r)]);
   }
 
   PieceIndex& index(uint64_t t) {

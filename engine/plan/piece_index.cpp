@@ -31,8 +31,8 @@ void PieceIndex::build_grid() {
   cell_extent_.clear();
   int64_t total = 1;
   for (size_t d = 0; d < r; ++d) {
-    const auto n = static_cast<int64_t>(std::clamp(std::floor(across[d] / shrink + 1e-9), 1.0,
-                                                   double(std::max<int64_t>(1, shape_[d]))));
+    const auto n = static_cast<int64_t>(
+        std::clamp(std::floor(across[d] / shrink + 1e-9), 1.0, double(std::max<int64_t>(1, shape_[d]))));
     const int64_t fit = std::max<int64_t>(1, std::min(n, kMaxCells / total));
     cells_per_dim_.push_back(fit);
     cell_extent_.push_back(std::max<int64_t>(1, (shape_[d] + fit - 1) / fit));

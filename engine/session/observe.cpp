@@ -177,9 +177,9 @@ std::vector<std::vector<plan::Shard>> run_observation(Session& s, const std::vec
   const plan::PlannedGraph pg = s.plan_observed(todo, mesh, opts);
   const double t_run = seconds();
   if (trace::enabled())
-    trace::record({"phase", "plan", 0, trace::kPhases, t_plan * 1e6, (t_run - t_plan) * 1e6,
-                   cat_str("\"blocks\":", pg.plan.blocks,
-                           ",\"cache_hit\":", pg.cache_hit ? "true" : "false")});
+    trace::record(
+        {"phase", "plan", 0, trace::kPhases, t_plan * 1e6, (t_run - t_plan) * 1e6,
+         cat_str("\"blocks\":", pg.plan.blocks, ",\"cache_hit\":", pg.cache_hit ? "true" : "false")});
   for (const auto& [id, origin] : pg.fused_origin) stats().fused_ops += origin.size() - 1;
   check_memory_limit(pg.plan, s.memory_per_rank());
   // On an MPI job every rank lowers only its own part of the plan from its choices (rank 0 sends
@@ -203,16 +203,18 @@ std::vector<std::vector<plan::Shard>> run_observation(Session& s, const std::vec
                          plan::to_string(plan::restrict_to_rank(pg.plan.graph(), 0)))
       throw InternalError("rank 0's part lowered from the plan's choices is not its part of the plan");
   }
-  const RunReport report =
-      own_parts ? s.coordinator()->run_own_parts({plan::lowering_input(pg), pg.plan.choice}, g, keys, pg.plan.blocks)
-                : run(s, g, keys);
+  const RunReport report = own_parts
+                               ? s.coordinator()->run_own_parts({plan::lowering_input(pg), pg.plan.choice}, g,
+                                                                keys, pg.plan.blocks)
+                               : run(s, g, keys);
   const double t_end = seconds();
   stats().time_run += t_end - t_run;
   if (trace::enabled())
     trace::record({"phase", "run", 0, trace::kPhases, t_run * 1e6, (t_end - t_run) * 1e6,
                    cat_str("\"blocks\":", report.blocks, ",\"messages\":", report.messages,
                            ",\"bytes\":", report.bytes)});
-  for (size_t i = 0; i < pg.observed.size(); ++i) s.layouts().put(pg.observed[i]->id, describe_layout(pg, i, g));
+  for (size_t i = 0; i < pg.observed.size(); ++i)
+    s.layouts().put(pg.observed[i]->id, describe_layout(pg, i, g));
   count(report);
   std::vector<std::vector<plan::Shard>> shards(pg.observed.size());
   for (size_t i = 0; i < pg.observed.size(); ++i) {

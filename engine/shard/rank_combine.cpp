@@ -57,7 +57,8 @@ bool RankProgram::combine(size_t c) {
   for (size_t p : m.partials) {
     const plan::Rank from = g_.blocks[p].rank;
     if (from == me_ || region(p).empty() || arrived_.count({c, p})) continue;
-    if (auto v = t_.try_recv(from, comm::tag(comm::TagKind::Partial, partial_tag_.at({c, p, me_})))) arrived_[{c, p}] = std::move(v);
+    if (auto v = t_.try_recv(from, comm::tag(comm::TagKind::Partial, partial_tag_.at({c, p, me_}))))
+      arrived_[{c, p}] = std::move(v);
     else all = false;
   }
   if (!all) return false;

@@ -448,7 +448,10 @@ void RankProgram::send(size_t t) {
     return post_peer_ops();
   }
   run_retried([&x] { return cat_str("a transfer of %", x.tensor, " to rank ", x.to); },
-              [&] { t_.send(x.to, comm::tag(comm::TagKind::Transfer, transfer_tag_[t]), gather(x.tensor, x.slice)); });
+              [&] {
+                t_.send(x.to, comm::tag(comm::TagKind::Transfer, transfer_tag_[t]),
+                        gather(x.tensor, x.slice));
+              });
 }
 
 void RankProgram::use_device_peers(comm::DevicePeers* peers) {

@@ -169,7 +169,7 @@ class RankProgram {
   double block_weight_ = 1;
   void trace_step(const plan::Step& s, double t0_us, double dur_us);
   std::unordered_map<uint64_t, const Node*> nodes_;
-  std::vector<uint64_t> transfer_tag_;                             // per transfer of this rank
+  std::vector<uint64_t> transfer_tag_;                               // per transfer of this rank
   std::map<std::tuple<size_t, size_t, int>, uint64_t> partial_tag_;  // (combine, block, to)
   std::unordered_map<uint64_t, poly::Signature> sigs_;
   std::unordered_set<uint64_t> split_;  // nodes whose blocks leave partials (they have combines)

@@ -186,7 +186,8 @@ std::string first_difference(const ShardedGraph& a, const ShardedGraph& b) {
   };
   if (!shards_eq(a.initial, b.initial)) return "initial";
   if (!shards_eq(a.outputs, b.outputs)) return "outputs";
-  if (a.blocks.size() != b.blocks.size()) return cat_str("blocks: ", a.blocks.size(), " vs ", b.blocks.size());
+  if (a.blocks.size() != b.blocks.size())
+    return cat_str("blocks: ", a.blocks.size(), " vs ", b.blocks.size());
   for (size_t i = 0; i < a.blocks.size(); ++i)
     if (a.blocks[i].node != b.blocks[i].node || !box_eq(a.blocks[i].box, b.blocks[i].box) ||
         a.blocks[i].rank != b.blocks[i].rank)
@@ -215,8 +216,8 @@ std::string first_difference(const ShardedGraph& a, const ShardedGraph& b) {
 // a stencil chain (halos) and a matmul chain whose reductions the candidates split.
 std::vector<std::vector<NodeRef>> rank_lowering_graphs() {
   NodeRef x = src({12, 10}), k = src({3, 3});
-  NodeRef st = build::unary(Op::Tanh, build::stencil(build::stencil(x, k, build::Boundary::Zero), k,
-                                                        build::Boundary::Zero));
+  NodeRef st = build::unary(
+      Op::Tanh, build::stencil(build::stencil(x, k, build::Boundary::Zero), k, build::Boundary::Zero));
   NodeRef a = src({6, 8}), w = src({8, 8});
   NodeRef h = build::matmul(build::unary(Op::Relu, build::matmul(a, w)), w);
   NodeRef s = build::reduce(Op::Sum, build::binary(Op::Mul, h, h), {0}, false);
@@ -245,7 +246,8 @@ TEST_CASE("engine.plan.lower.each_rank_lowers_its_own_part") {
           const int how = std::uniform_int_distribution<int>(0, 2)(rng);
           std::vector<Placement> p =
               how == 0 ? grid_blocks(s, random_parts(s, rng), ranks)
-                       : std::vector<Placement>{{s.space_box(), std::uniform_int_distribution<int>(0, ranks - 1)(rng)}};
+                       : std::vector<Placement>{
+                             {s.space_box(), std::uniform_int_distribution<int>(0, ranks - 1)(rng)}};
           for (const Placement& q : p) initial.push_back(Shard{n->id, s.output_slice(q.box), q.rank});
           if (how == 2 && p[0].rank != ranks - 1)  // a second copy
             initial.push_back(Shard{n->id, Box::of_shape(n->shape), ranks - 1});
@@ -270,8 +272,8 @@ TEST_CASE("engine.plan.lower.each_rank_lowers_its_own_part") {
       with_transfers += !g.transfers.empty();
       with_combines += !g.combines.empty();
       for (Rank r = 0; r < ranks; ++r) {
-        const std::string diff = first_difference(lower_rank(topo, a, initial, roots, ranks, modes, r),
-                                                  restrict_to_rank(g, r));
+        const std::string diff =
+            first_difference(lower_rank(topo, a, initial, roots, ranks, modes, r), restrict_to_rank(g, r));
         REQUIRE_MESSAGE(diff.empty(), "rank ", r, " of ", ranks, ": ", diff, "\n", to_string(g));
         ++compared;
       }

@@ -261,7 +261,8 @@ TEST_CASE("engine.shard.rank_program.combine_modes_from_lower") {
     set_value(*y, nullptr);
     // Each rank with only its own part: partials are tagged alike on both ends.
     std::vector<ShardedGraph> parts;
-    for (Rank r = 0; r < 4; ++r) parts.push_back(plan::lower_rank(topo, asg, initial, {y}, 4, {{y->id, mode}}, r));
+    for (Rank r = 0; r < 4; ++r)
+      parts.push_back(plan::lower_rank(topo, asg, initial, {y}, 4, {{y->id, mode}}, r));
     run_plan_parts(parts);
     check_close(y, want, 1e-5);
     set_value(*y, nullptr);

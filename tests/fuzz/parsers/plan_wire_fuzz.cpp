@@ -26,7 +26,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   const std::vector<char> bytes = encode_plan(pg.plan.graph());
   std::ofstream(std::string(dir) + "/plan_matmul_sum", std::ios::binary).write(bytes.data(), bytes.size());
   const std::vector<char> choices = encode_choices({plan::lowering_input(pg), pg.plan.choice});
-  std::ofstream(std::string(dir) + "/choices_matmul_sum", std::ios::binary).write(choices.data(), choices.size());
+  std::ofstream(std::string(dir) + "/choices_matmul_sum", std::ios::binary)
+      .write(choices.data(), choices.size());
   return 0;
 }
 
@@ -46,7 +47,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // when lower()'s own checks catch it), never the process. Small plans only: a valid message
   // may well ask for millions of blocks.
   int64_t blocks = 0;
-  for (const auto& [id, c] : p->choice) blocks += std::min<int64_t>(c.block_count(p->input.mesh.ranks), 1 << 20);
+  for (const auto& [id, c] : p->choice)
+    blocks += std::min<int64_t>(c.block_count(p->input.mesh.ranks), 1 << 20);
   if (blocks > 4096) return 0;
   try {
     plan::lower_choice(p->input, p->choice, 0);
