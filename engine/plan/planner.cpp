@@ -70,7 +70,7 @@ PlannedGraph plan_observation(PlannerState& planner, const std::vector<NodeRef>&
 }
 
 LayoutInfo layout_of(const PlannedGraph& pg, uint64_t node, const ShardedGraph* part) {
-  const ShardedGraph& g = part ? *part : g;
+  const ShardedGraph& g = part ? *part : pg.plan.graph();
   LayoutInfo li;
   for (size_t i = 0; i < pg.observed.size(); ++i)  // an observed root may be fused away
     if (pg.observed[i]->id == node) node = pg.roots[i]->id;

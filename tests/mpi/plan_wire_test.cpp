@@ -268,7 +268,9 @@ TEST_CASE("device peers on the wire: a Peers command, the DevicePeers flag and a
   std::vector<char> bytes = encode_command(run);
   back = decode_command(bytes);
   CHECK(back.flags == (Command::Trace | Command::DevicePeers));
-  bytes[9] = 4;  // the flags byte after magic, version and kind: an unknown flag
+  bytes[9] = Command::Choices;  // the flags byte after magic, version and kind (protocol 8)
+  CHECK(decode_command(bytes).flags == Command::Choices);
+  bytes[9] = 8;  // an unknown flag
   CHECK_THROWS_WITH_AS(decode_command(bytes), doctest::Contains("command flags"), Error);
 
   Status hello{Status::Hello, Status::User, 0, 0, 0, 0, "4242 node7", {}};

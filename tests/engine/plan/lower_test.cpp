@@ -7,6 +7,7 @@
 #include "engine/ir/error.hpp"
 #include "engine/plan/collapse.hpp"
 #include "engine/plan/lower.hpp"
+#include "engine/plan/lower_rank.hpp"
 #include "engine/plan/search.hpp"
 #include "engine/plan/verifier.hpp"
 #include "tests/engine/plan/plan_test_util.hpp"
@@ -292,4 +293,36 @@ TEST_CASE("engine.plan.lower.lower_rank_names_a_rank_off_the_mesh") {
   const std::vector<Shard> initial{{x->id, Box::of_shape(x->shape), 0}};
   CHECK_THROWS_WITH_AS(lower_rank({x, y}, a, initial, {y}, 2, {}, 2),
                        doctest::Contains("lower_rank: rank 2 is not one of the mesh's 2 ranks"), Error);
+}
+
+// An estimated plan (as on a big mesh): the choices the search keeps, lowered for one rank at a
+// time, give every rank its part of the plan the run or the verifier lowers as a whole.
+TEST_CASE("engine.plan.lower.an_estimated_plan_lowers_per_rank_as_a_whole") {
+  const int P = 48;
+  NodeRef x = src({96 * 4, 64});
+  NodeRef h = x;
+  std::vector<NodeRef> weights;
+  for (int l = 0; l < 3; ++l) {
+    NodeRef w = src({64, 64}), b = src({64});
+    weights.push_back(w), weights.push_back(b);
+    h = build::unary(Op::Tanh, build::binary(Op::Add, build::matmul(h, w), b));
+  }
+  NodeRef s = build::reduce(Op::Sum, h, {0}, false);
+  const std::vector<NodeRef> topo = topo_of({h, s});
+  std::vector<Shard> initial;
+  for (Rank r = 0; r < P; ++r) initial.push_back({x->id, Box({r * 8, 0}, {r * 8 + 7, 63}), r});
+  for (const NodeRef& w : weights) initial.push_back({w->id, Box::of_shape(w->shape), 0});
+  SearchOptions opt;
+  opt.exact_limit = 1;  // estimate, as past 4,096 ops x ranks
+  const Plan p = search(topo, initial, {h, s}, Mesh::modelled(P), opt);
+  REQUIRE(p.estimated);
+  REQUIRE(!p.lowered());
+  const LoweringInput in{topo, initial, {h, s}, Mesh::modelled(P)};
+  const ShardedGraph& whole = p.graph();
+  REQUIRE(verify(whole, topo).ok());
+  CHECK(!whole.transfers.empty());
+  for (Rank r = 0; r < P; ++r) {
+    const std::string diff = first_difference(lower_choice(in, p.choice, r), restrict_to_rank(whole, r));
+    REQUIRE_MESSAGE(diff.empty(), "rank ", r, ": ", diff);
+  }
 }
