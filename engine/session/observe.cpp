@@ -27,9 +27,10 @@ double seconds() {
 }
 
 // "split(1, 4)", "grid{2,2}", "whole on rank 0", "replicated on 4 ranks".
-std::string describe_layout(const plan::PlannedGraph& pg, size_t i, const plan::ShardedGraph& g) {
+// part: the plan as this rank runs it (its own part on an MPI job), which lists every output.
+std::string describe_layout(const plan::PlannedGraph& pg, size_t i, const plan::ShardedGraph& part) {
   try {
-    const plan::LayoutInfo li = plan::layout_of(pg, pg.roots[i]->id, &g);
+    const plan::LayoutInfo li = plan::layout_of(pg, pg.roots[i]->id, &part);
     const std::string g = plan::grid_string(li.grid);
     if (g != "whole") return g;
     std::unordered_set<int> ranks;
