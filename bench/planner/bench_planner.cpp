@@ -127,6 +127,7 @@ void lower_one_rank(int layers, int ranks) {
   const LoweringInput in{g.topo, g.initial, g.roots, mesh};
   double worst = 0, worst_cpu = 0;
   size_t steps = 0;
+  std::vector<ShardedGraph> parts;
   for (Rank r : {0, 1, ranks / 2, ranks - 1}) {
     t0 = Clock::now();
     const double c0 = cpu_seconds();
@@ -134,6 +135,7 @@ void lower_one_rank(int layers, int ranks) {
     worst_cpu = std::max(worst_cpu, cpu_seconds() - c0);
     worst = std::max(worst, seconds_since(t0));
     steps = std::max(steps, mine.steps[static_cast<size_t>(r)].size());
+    parts.push_back(mine);
   }
   std::printf(
       "lower one rank: %d ops on %d modelled ranks (%s plan, %lld blocks, planned in %.2f s): "
@@ -143,7 +145,11 @@ void lower_one_rank(int layers, int ranks) {
   if (std::getenv("BENCH_EXACT")) {  // the global lowering it replaces
     t0 = Clock::now();
     const ShardedGraph all = lower_choice(in, p.choice);
-    std::printf("  lowering every rank: %.3f s, %zu transfers\n", seconds_since(t0), all.transfers.size());
+    const double all_s = seconds_since(t0);
+    bool same = true;
+    for (const ShardedGraph& part : parts) same = same && to_string(part) == to_string(restrict_to_rank(all, part.part_of));
+    std::printf("  lowering every rank: %.3f s, %zu transfers; the 4 ranks' parts are theirs of it: %s\n", all_s,
+                all.transfers.size(), same ? "yes" : "NO");
   }
 }
 
