@@ -147,9 +147,10 @@ void lower_one_rank(int layers, int ranks) {
     const ShardedGraph all = lower_choice(in, p.choice);
     const double all_s = seconds_since(t0);
     bool same = true;
-    for (const ShardedGraph& part : parts) same = same && to_string(part) == to_string(restrict_to_rank(all, part.part_of));
-    std::printf("  lowering every rank: %.3f s, %zu transfers; the 4 ranks' parts are theirs of it: %s\n", all_s,
-                all.transfers.size(), same ? "yes" : "NO");
+    for (const ShardedGraph& part : parts)
+      same = same && to_string(part) == to_string(restrict_to_rank(all, part.part_of));
+    std::printf("  lowering every rank: %.3f s, %zu transfers; the 4 ranks' parts are theirs of it: %s\n",
+                all_s, all.transfers.size(), same ? "yes" : "NO");
   }
 }
 

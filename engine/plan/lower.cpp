@@ -258,10 +258,10 @@ class Lowering {
   // Brings slice i of every block's input t. Blocks reading the same slice form a group, in
   // order of their first block. A group's slice that one piece made or held before the plan
   // contains whole (the lowest rank's such piece) travels down a binomial tree over that holder
-  // and the group's ranks in rank order; otherwise each block's rank fetches the parts it lacks
-  // piece by piece, from the lowest rank that made or held each piece. A generator's slice is
-  // computed by each reader. Either way the senders follow from the slice and the producers'
-  // pieces alone, so every rank works out its own transfers without simulating the others'.
+  // and the group's ranks in rank order; otherwise so does its part in each such piece, from
+  // that piece's rank (one reader fetches the parts it lacks from the lowest rank holding each). A
+  // generator's slice is computed by each reader. Either way the senders follow from the slice and the
+  // producers' pieces alone, so every rank works out its own transfers without simulating the others'.
   void fetch_input(uint64_t t, const poly::Signature& s, size_t i, const std::vector<Placement>& blocks) {
     std::vector<Box> need;
     need.reserve(blocks.size());
@@ -282,8 +282,10 @@ class Lowering {
         for (size_t k : ks) remember(t, want, blocks[k].rank);
       } else if (const PieceIndex::Piece* root = whole_source(t, want)) {
         broadcast(t, want, root->rank, ks, blocks);
+      } else if (several_ranks(ks, blocks)) {
+        broadcast_pieces(t, want, ks, blocks);
       } else {
-        for (size_t k : ks) gather_pieces(t, want, blocks[k].rank);
+        gather_pieces(t, want, blocks[ks[0]].rank);
       }
     }
   }
@@ -320,6 +322,30 @@ class Lowering {
       const Rank to = order[pos], from = order[tree_parent(pos)];
       if (mine(to) || mine(from))
         for (const Box& m : missing(t, want, to)) g_.add_transfer(t, m, from, to);
+      remember(t, want, to);
+    }
+  }
+
+  static bool several_ranks(const std::vector<size_t>& ks, const std::vector<Placement>& blocks) {
+    for (size_t k : ks)
+      if (blocks[k].rank != blocks[ks[0]].rank) return true;
+    return false;
+  }
+
+  // A slice several ranks read that no one piece holds whole: the part of it in each piece
+  // (lowest rank first) goes down a tree of its own rooted at that piece's rank, so a source is
+  // not asked for the same part by every reader.
+  void broadcast_pieces(uint64_t t, const Box& want, const std::vector<size_t>& ks,
+                        const std::vector<Placement>& blocks) {
+    for (const PieceIndex::Piece* p : index(t).overlapping(want))
+      broadcast(t, intersect(want, p->box), p->rank, ks, blocks);
+    for (size_t k : ks) {
+      const Rank to = blocks[k].rank;
+      if (mine(to)) {
+        const std::vector<Box> left = missing(t, want, to);
+        user_check(left.empty(), "slice ", to_string(left.empty() ? want : left[0]), " of node %", t,
+                   " lies on no rank");
+      }
       remember(t, want, to);
     }
   }
