@@ -66,6 +66,9 @@ CollectivePlan plan_collectives(const plan::ShardedGraph& g, const Transport& t)
     if (s == sigs.end()) s = sigs.emplace(m.node, poly::signature_of(*n->second)).first;
     cp.combines[c] = route_one(g, m, *n->second, s->second, t);
   }
+  // A rank's part of a plan lists only its own program: the other members' are taken as
+  // lower() makes them, each meeting every combine once and all in the plan's combine order.
+  const auto listed = [&](int r) { return g.part_of < 0 || r == g.part_of; };
   // Where each rank meets each combine in its program; a member must meet it exactly once.
   std::vector<std::unordered_map<size_t, size_t>> at(g.steps.size());
   std::vector<bool> bad(g.combines.size(), false);
@@ -79,7 +82,7 @@ CollectivePlan plan_collectives(const plan::ShardedGraph& g, const Transport& t)
   for (size_t c = 0; c < cp.combines.size(); ++c) {
     if (!cp.combines[c].collective) continue;
     for (int r : cp.combines[c].spec.group)
-      if (static_cast<size_t>(r) >= at.size() || !at[r].count(c)) bad[c] = true;
+      if (static_cast<size_t>(r) >= at.size() || (!at[r].count(c) && listed(r))) bad[c] = true;
     if (bad[c]) cp.combines[c] = {};
     else by_group[cp.combines[c].spec.group].push_back(c);
   }
@@ -89,6 +92,7 @@ CollectivePlan plan_collectives(const plan::ShardedGraph& g, const Transport& t)
     std::vector<size_t> first;
     bool same = true;
     for (int r : group) {
+      if (!listed(r)) continue;
       std::vector<size_t> order = list;
       std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return at[r].at(a) < at[r].at(b); });
       if (first.empty()) first = order;

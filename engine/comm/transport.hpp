@@ -33,8 +33,8 @@ namespace tapestry::comm {
 // What a message carries; with the plan's indices it names the message uniquely, so sender
 // and receiver agree on it without any handshake.
 enum class TagKind : uint8_t {
-  Transfer = 1,  // a = transfer index
-  Partial = 2,   // a = combine index, b = block index of the partial
+  Transfer = 1,  // a = its order among the plan's transfers between the two ranks
+  Partial = 2,   // a = its order among the plan's partials sent between the two ranks
   Output = 3,    // a = index into ShardedGraph::outputs (gather to rank 0)
 };
 

@@ -231,6 +231,18 @@ void Coordinator::drop_on_workers(const std::vector<uint64_t>& keys) {
 }
 
 RunReport Coordinator::run_plan(const plan::ShardedGraph& g, const StoreKeys& keys) {
+  internal_check(g.part_of < 0);
+  return run(encode_plan(g), 0, g, keys, static_cast<int64_t>(g.blocks.size()));
+}
+
+RunReport Coordinator::run_own_parts(const PlanChoices& plan, const plan::ShardedGraph& mine,
+                                     const StoreKeys& keys, int64_t blocks) {
+  internal_check(mine.part_of == 0);
+  return run(encode_choices(plan), Command::Choices, mine, keys, blocks);
+}
+
+RunReport Coordinator::run(std::vector<char> plan, uint8_t plan_flags, const plan::ShardedGraph& g,
+                           const StoreKeys& keys, int64_t total_blocks) {
   internal_check(mpi_ && !shut_ && g.num_ranks == mpi_->size());
   if (!broken_.empty()) throw Error(broken_);
   if (const int lost = peers_.lost()) {
@@ -245,10 +257,11 @@ RunReport Coordinator::run_plan(const plan::ShardedGraph& g, const StoreKeys& ke
   comm::Mpi& mpi = *mpi_;
   const uint64_t epoch = ++epoch_;
   const bool over_peers = device_peers_ && !device_peers_retired_;
-  const uint8_t flags = (trace::enabled() ? Command::Trace : 0) | (over_peers ? Command::DevicePeers : 0);
+  const uint8_t flags =
+      (trace::enabled() ? Command::Trace : 0) | (over_peers ? Command::DevicePeers : 0) | plan_flags;
   Command run;
   run.epoch = epoch;
-  run.plan = encode_plan(g);
+  run.plan = std::move(plan);
   run.flags = flags;
   run.store = keys;
   auto cmd = std::make_shared<const std::vector<char>>(encode_command(run));
@@ -275,11 +288,11 @@ RunReport Coordinator::run_plan(const plan::ShardedGraph& g, const StoreKeys& ke
   // Rank 0 sees only its own blocks until the statuses come: its share stands for the rest.
   int64_t mine_total = 0;
   for (const plan::Block& b : g.blocks) mine_total += b.rank == 0;
-  Progress bar(static_cast<int64_t>(g.blocks.size()));
+  Progress bar(total_blocks);
   try {
     RankProgram me(g, t, keys, settings_.dev, settings_.store);
     if (over_peers) me.use_device_peers(device_peers_.get());
-    me.report_progress(&bar, mine_total ? double(g.blocks.size()) / double(mine_total) : 0.0);
+    me.report_progress(&bar, mine_total ? double(total_blocks) / double(mine_total) : 0.0);
     bool sent = false, gathered = false;
     comm::Backoff wait(std::chrono::microseconds(1000),
                        std::chrono::milliseconds(5));  // a halo is usually near

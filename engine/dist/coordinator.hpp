@@ -24,6 +24,7 @@
 #include "engine/comm/mpi.hpp"
 #include "engine/device/peers.hpp"
 #include "engine/dist/liveness.hpp"
+#include "engine/dist/plan_wire.hpp"
 #include "engine/plan/sharded_graph.hpp"
 #include "engine/shard/rank_program.hpp"
 #include "engine/store/shard_store.hpp"
@@ -59,6 +60,11 @@ class Coordinator {
   // Runs `g` (planned for ranks() ranks) on the job. Throws as described above.
   // `keys`: initial shards read from each rank's shard store, results kept there.
   RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys = {});
+  // The same, each rank lowering its own part from the plan's choices (plan::lower_choice):
+  // the workers get only `plan`, and rank 0 runs `mine`, its own part (plan::rank_part).
+  // blocks: the plan's blocks over all ranks (Plan::blocks), for the progress bar.
+  RunReport run_own_parts(const PlanChoices& plan, const plan::ShardedGraph& mine, const StoreKeys& keys,
+                          int64_t blocks);
 
   // Runs an I/O job (engine/io/parallel_io.hpp: encode_io's bytes) on every rank: sends it as
   // an Io command, runs `mine` (rank 0's part), and waits for every worker's status. Throws the
@@ -74,6 +80,9 @@ class Coordinator {
 
  private:
   class Statuses;
+  // run_plan and run_own_parts: `plan` is the workers' message, `g` rank 0's graph.
+  RunReport run(std::vector<char> plan, uint8_t plan_flags, const plan::ShardedGraph& g,
+                const StoreKeys& keys, int64_t total_blocks);
   void connect_device_peers();
   void abort_run(uint64_t epoch, Statuses& st);
   void check_alive();  // throws, marking the job broken, when a worker was lost

@@ -1,5 +1,7 @@
 // Layout: a sealed message (engine/ir/codec.hpp: magic, version, length, checksum) whose body is
 //   ranks u32; nodes; initial; blocks; transfers; combines; steps per rank; roots; outputs
+// or, for the choices (magic TPCH):
+//   ranks u32; nodes; topo ids; initial; root ids; per op: id, parts, rank, combine mode, replicated
 // Counts are u64, checked by ByteReader against the bytes left.
 #include "engine/dist/plan_wire.hpp"
 
@@ -48,11 +50,11 @@ bool is_leaf(const Node& n) { return n.value != nullptr || n.op == Op::Source; }
 // The plan's nodes and every node they read, inputs first, stopping at leaves. A plan may
 // name a node without the nodes it reads (a Constrain's or fused group's input that no block
 // computes), and make_node on the worker needs each input before its consumer.
-std::vector<const Node*> closure(const ShardedGraph& g) {
+std::vector<const Node*> closure(const std::vector<NodeRef>& listed) {
   std::vector<const Node*> order;
   std::unordered_set<const Node*> seen;
   std::vector<std::pair<const Node*, size_t>> stack;  // iterative: chains can be long
-  for (const NodeRef& root : g.nodes) {
+  for (const NodeRef& root : listed) {
     if (!seen.insert(root.get()).second) continue;
     stack.push_back({root.get(), 0});
     while (!stack.empty()) {
@@ -69,12 +71,8 @@ std::vector<const Node*> closure(const ShardedGraph& g) {
   return order;
 }
 
-}  // namespace
-
-std::vector<char> encode_plan(const ShardedGraph& g) {
-  ByteWriter w;
-  w.put<uint32_t>(static_cast<uint32_t>(g.num_ranks));
-  const std::vector<const Node*> nodes = closure(g);
+void put_nodes(ByteWriter& w, const std::vector<NodeRef>& listed) {
+  const std::vector<const Node*> nodes = closure(listed);
   w.size(nodes.size());
   for (const Node* n : nodes) {
     w.put(n->id);
@@ -89,6 +87,14 @@ std::vector<char> encode_plan(const ShardedGraph& g) {
     w.size(n->inputs.size());
     for (const NodeRef& in : n->inputs) w.put(in->id);
   }
+}
+
+}  // namespace
+
+std::vector<char> encode_plan(const ShardedGraph& g) {
+  ByteWriter w;
+  w.put<uint32_t>(static_cast<uint32_t>(g.num_ranks));
+  put_nodes(w, g.nodes);
   w.size(g.initial.size());
   for (const plan::Shard& s : g.initial) put_shard(w, s);
   w.size(g.blocks.size());
@@ -128,6 +134,29 @@ std::vector<char> encode_plan(const ShardedGraph& g) {
   return w.seal(kPlanWireMagic, kPlanWireVersion);
 }
 
+std::vector<char> encode_choices(const PlanChoices& p) {
+  ByteWriter w;
+  w.put<uint32_t>(static_cast<uint32_t>(p.input.mesh.ranks));
+  std::vector<NodeRef> listed = p.input.topo;
+  listed.insert(listed.end(), p.input.roots.begin(), p.input.roots.end());
+  put_nodes(w, listed);
+  w.size(p.input.topo.size());
+  for (const NodeRef& n : p.input.topo) w.put(n->id);
+  w.size(p.input.initial.size());
+  for (const plan::Shard& s : p.input.initial) put_shard(w, s);
+  w.size(p.input.roots.size());
+  for (const NodeRef& n : p.input.roots) w.put(n->id);
+  w.size(p.choice.size());
+  for (const auto& [id, c] : p.choice) {
+    w.put(id);
+    w.vec(c.parts);
+    w.put<int32_t>(c.rank);
+    w.put<uint8_t>(static_cast<uint8_t>(c.combine));
+    w.put<uint8_t>(c.replicated ? 1 : 0);
+  }
+  return w.seal(kPlanChoicesMagic, kPlanWireVersion);
+}
+
 namespace {
 
 // Decodes the body into `g`, mapping rank 0's node ids to the nodes rebuilt here.
@@ -139,7 +168,7 @@ class Decoder {
     const uint32_t ranks = r_.get<uint32_t>();
     if (ranks < 1 || ranks > kMaxRanks) r_.reject(cat_str("bad rank count ", ranks));
     ShardedGraph g(static_cast<int>(ranks));
-    nodes(g);
+    nodes(g.nodes);
     for (size_t i = 0, n = r_.count(16); i < n; ++i) g.initial.push_back(shard(g, "an initial shard"));
     for (size_t i = 0, n = r_.count(16); i < n; ++i) {
       const uint64_t node = id(r_.get<uint64_t>(), "a block");
@@ -164,8 +193,56 @@ class Decoder {
     return g;
   }
 
+  PlanChoices choices() {
+    const uint32_t ranks = r_.get<uint32_t>();
+    if (ranks < 1 || ranks > kMaxRanks) r_.reject(cat_str("bad rank count ", ranks));
+    ShardedGraph g(1);  // for rank(): the mesh's size
+    g.num_ranks = static_cast<int>(ranks);
+    PlanChoices p{{{}, {}, {}, plan::Mesh::modelled(static_cast<int>(ranks))}, {}};
+    std::vector<NodeRef> listed;
+    nodes(listed);
+    for (size_t i = 0, n = r_.count(8); i < n; ++i) p.input.topo.push_back(node(r_.get<uint64_t>(), "topo"));
+    for (size_t i = 0, n = r_.count(16); i < n; ++i) p.input.initial.push_back(shard(g, "an initial shard"));
+    for (size_t i = 0, n = r_.count(8); i < n; ++i)
+      p.input.roots.push_back(node(r_.get<uint64_t>(), "a root"));
+    for (size_t i = 0, n = r_.count(14); i < n; ++i) {
+      const NodeRef op = node(r_.get<uint64_t>(), "a choice");
+      plan::Candidate c;
+      c.parts = r_.vec<int64_t>();
+      c.rank = rank(g, r_.get<int32_t>());
+      const uint8_t mode = r_.get<uint8_t>();
+      if (mode > static_cast<uint8_t>(plan::CombineMode::ReduceScatter))
+        r_.reject(cat_str("combine mode ", int(mode)));
+      c.combine = static_cast<plan::CombineMode>(mode);
+      const uint8_t replicated = r_.get<uint8_t>();
+      if (replicated > 1) r_.reject(cat_str("replicated flag ", int(replicated)));
+      c.replicated = replicated == 1;
+      // place() cuts the op's index space into these parts: each within its dim's extent.
+      const poly::Signature s = poly::signature_of(*op);
+      if (static_cast<int>(c.parts.size()) != s.rank())
+        r_.reject(cat_str("the choice of node %", op->id, " has ", c.parts.size(), " parts for ", s.rank(),
+                          " index dims"));
+      for (int j = 0; j < s.rank(); ++j)
+        if (c.parts[static_cast<size_t>(j)] < 1 ||
+            c.parts[static_cast<size_t>(j)] > std::max<int64_t>(1, s.space[j].extent))
+          r_.reject(cat_str("the choice of node %", op->id, " cuts index dim ", j, " into ",
+                            c.parts[static_cast<size_t>(j)], " parts"));
+      if (!p.choice.emplace(op->id, std::move(c)).second)
+        r_.reject(cat_str("node %", op->id, " has two choices"));
+    }
+    r_.end();
+    return p;
+  }
+
  private:
-  void nodes(ShardedGraph& g) {
+  NodeRef node(uint64_t wire_id, const char* what) const {
+    auto it = local_.find(wire_id);
+    if (it == local_.end())
+      r_.reject(cat_str(what, " names node ", wire_id, ", which the message does not list"));
+    return it->second;
+  }
+
+  void nodes(std::vector<NodeRef>& out) {
     const size_t n = r_.count(16);
     for (size_t i = 0; i < n; ++i) {
       const uint64_t wire_id = r_.get<uint64_t>();
@@ -209,7 +286,7 @@ class Decoder {
       // Distinct nodes on rank 0 are distinct in structure, so they stay distinct here.
       if (!made_.insert(made.get()).second) r_.reject(cat_str("node ", wire_id, " duplicates another node"));
       local_[wire_id] = made;
-      g.nodes.push_back(made);
+      out.push_back(made);
     }
   }
 
@@ -275,6 +352,12 @@ ShardedGraph decode_plan(std::span<const char> bytes) {
   ByteReader r(bytes, "plan message");
   r.unseal(kPlanWireMagic, kPlanWireVersion);
   return Decoder(r).run();
+}
+
+PlanChoices decode_choices(std::span<const char> bytes) {
+  ByteReader r(bytes, "plan message");
+  r.unseal(kPlanChoicesMagic, kPlanWireVersion);
+  return Decoder(r).choices();
 }
 
 }  // namespace tapestry

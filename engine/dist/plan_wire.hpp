@@ -2,6 +2,8 @@
 //   std::vector<char> bytes = encode_plan(pg.plan.graph());   // rank 0
 //   plan::ShardedGraph g = decode_plan(bytes);              // a worker: nodes rebuilt here
 //   RankProgram me(g, transport);                          // ids are this process's own
+//   encode_choices({plan::lowering_input(pg), pg.plan.choice});   // or only the choices:
+//   PlanChoices p = decode_choices(bytes);  plan::lower_choice(p.input, p.choice, me);   // a worker
 // Node ids are per process (a counter), so the message names nodes by rank 0's ids and the
 // decoder maps each to the node it rebuilds with make_node, rewriting every id in the graph.
 // A node that holds a value on rank 0 (a Source, a materialized result) travels as a
@@ -11,19 +13,35 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <span>
 #include <vector>
 
+#include "engine/plan/search.hpp"
 #include "engine/plan/sharded_graph.hpp"
 
 namespace tapestry {
 
-inline constexpr uint32_t kPlanWireMagic = 0x4c505054;  // "TPPL"
-inline constexpr uint32_t kPlanWireVersion = 3;         // 2: the linalg ops; 3: the line ops (sort, scans)
+inline constexpr uint32_t kPlanWireMagic = 0x4c505054;     // "TPPL"
+inline constexpr uint32_t kPlanChoicesMagic = 0x48435054;  // "TPCH"
+// 2: the linalg ops; 3: the line ops (sort, scans); 4: the choices, and the load op
+inline constexpr uint32_t kPlanWireVersion = 4;
 
 std::vector<char> encode_plan(const plan::ShardedGraph& g);
 
 // Throws Error ("plan message rejected: ...") when the bytes are not a plan this build reads.
 plan::ShardedGraph decode_plan(std::span<const char> bytes);
+
+// A plan as its choices: what each rank lowers its own part from (plan::lower_choice), a few
+// bytes per op where the lowered plan lists every rank's blocks and transfers. The mesh travels
+// as its rank count (lowering reads nothing else of it).
+struct PlanChoices {
+  plan::LoweringInput input;
+  std::map<uint64_t, plan::Candidate> choice;
+};
+std::vector<char> encode_choices(const PlanChoices& p);
+// Checked like decode_plan, and each choice against its op: parts per index dim within its
+// extent, ranks on the mesh, a known combine mode.
+PlanChoices decode_choices(std::span<const char> bytes);
 
 }  // namespace tapestry

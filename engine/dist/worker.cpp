@@ -14,6 +14,7 @@
 #include "engine/io/parallel_io.hpp"
 #include "engine/ir/codec.hpp"
 #include "engine/ir/error.hpp"
+#include "engine/plan/lower_rank.hpp"
 #include "engine/shard/rank_program.hpp"
 #include "engine/store/shard_store.hpp"
 #include "engine/telemetry/trace.hpp"
@@ -31,7 +32,8 @@ constexpr uint32_t kStatusMagic = 0x54535054;   // "TPST"
 // 6: one codec for every message (engine/ir/codec.hpp): u64 counts in trace events, a versioned
 //    I/O job.
 // 7: Driver commands.
-constexpr uint32_t kProtocolVersion = 7;
+// 8: the Choices run flag: a plan as its choices, each rank lowering its own part.
+constexpr uint32_t kProtocolVersion = 8;
 
 // TAPESTRY_FAULT=RANK:RUN[:oom] (`spec`): whether this rank is to fail its run number `run`,
 // and how.
@@ -188,9 +190,18 @@ class Worker {
     report(st);
   }
 
+  // This rank's part of a plan sent as its choices: lowered here, none of the others'.
+  plan::ShardedGraph own_part(const std::vector<char>& bytes, int me) {
+    const PlanChoices p = decode_choices(bytes);
+    if (p.input.mesh.ranks != mpi_.size())
+      throw InternalError(
+          cat_str("a plan for ", p.input.mesh.ranks, " ranks sent to a job of ", mpi_.size()));
+    return plan::lower_choice(p.input, p.choice, me);
+  }
+
   void run_traced(const Command& c, Status& st, int me) {
     try {
-      const plan::ShardedGraph g = decode_plan(c.plan);
+      const plan::ShardedGraph g = (c.flags & Command::Choices) ? own_part(c.plan, me) : decode_plan(c.plan);
       if (g.num_ranks != mpi_.size())
         throw InternalError(cat_str("a plan for ", g.num_ranks, " ranks sent to a job of ", mpi_.size()));
       // The program first: it joins the groups of the plan's collectives, which the other
@@ -271,7 +282,8 @@ Command decode_command(std::span<const char> bytes) {
   const uint8_t kind = r.get<uint8_t>();
   c.flags = r.get<uint8_t>();
   c.epoch = r.get<uint64_t>();
-  if (c.flags & ~(Command::Trace | Command::DevicePeers)) r.reject(cat_str("command flags ", int(c.flags)));
+  if (c.flags & ~(Command::Trace | Command::DevicePeers | Command::Choices))
+    r.reject(cat_str("command flags ", int(c.flags)));
   if (kind < Command::Run || kind > Command::Driver) r.reject(cat_str("command kind ", int(kind)));
   c.kind = static_cast<Command::Kind>(kind);
   c.plan = r.vec<char>();

@@ -30,7 +30,8 @@ struct Command {
   enum Kind : uint8_t { Run = 1, Abort = 2, Shutdown = 3, Drop = 4, Io = 5, Peers = 6, Driver = 7 };
   // Trace: record trace events and send them back. DevicePeers: the run's transfers go from
   // device to device, through the peers every rank joined (protocol 5).
-  enum Flags : uint8_t { Trace = 1, DevicePeers = 2 };
+  // Choices: `plan` is encode_choices's, and each rank lowers its own part (protocol 8).
+  enum Flags : uint8_t { Trace = 1, DevicePeers = 2, Choices = 4 };
   Kind kind = Run;
   uint64_t epoch = 0;          // which run (Run and Abort)
   std::vector<char> plan;      // Run: encode_plan's bytes

@@ -37,11 +37,40 @@ std::vector<Placement> grid_blocks(const poly::Signature& s, const std::vector<i
 
 namespace {
 
+// Hashes a box by its bounds, to group blocks that read the same slice.
+struct BoxHash {
+  size_t operator()(const Box& b) const {
+    uint64_t h = 1469598103934665603ull;
+    for (int d = 0; d < b.rank(); ++d)
+      for (int64_t v : {b.lo[d], b.hi[d]}) h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+    return static_cast<size_t>(h);
+  }
+};
+
+// Position i of a binomial tree over a list receives from position i minus its highest set bit:
+// the holders double every round, and each rank finds its parent and children by arithmetic.
+size_t tree_parent(size_t i) {
+  size_t high = 1;
+  while (high * 2 <= i) high *= 2;
+  return i - high;
+}
+
+// The combine of one output slice of a split reduction, over block positions of its node.
+struct PlannedCombine {
+  Box out;
+  std::vector<size_t> partials;  // positions in the node's blocks
+  std::vector<Rank> dest;
+};
+
+// One lowering, of every rank (me = -1) or of one rank's part (lower_rank). Every decision is
+// the same in both: the per-rank lowering keeps the cheap bookkeeping of every rank (which block
+// reads which slice, where each piece was made) and works out transfers, combines and steps only
+// where `me` sends, receives or computes, so its output is the global one restricted to `me`.
 class Lowering {
  public:
   Lowering(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
-           const std::vector<NodeRef>& roots, int num_ranks)
-      : g_(num_ranks), have_(num_ranks), link_busy_(static_cast<size_t>(num_ranks), 0.0) {
+           const std::vector<NodeRef>& roots, int num_ranks, Rank me)
+      : g_(num_ranks), me_(me) {
     for (const NodeRef& n : topo) {
       shape_of_[n->id] = n->shape;
       for (const NodeRef& in : n->inputs) shape_of_[in->id] = in->shape;
@@ -49,8 +78,7 @@ class Lowering {
     }
     for (const Shard& h : initial) {
       g_.hold(h.tensor, h.box, h.rank);
-      add_held(h.tensor, h.box, h.rank);
-      produced_[h.tensor].push_back(h);
+      produce(h.tensor, h.box, h.rank);
     }
   }
 
@@ -65,40 +93,71 @@ class Lowering {
     const poly::Signature s = poly::signature_of(*n);
     bool split = false;
     for (const Placement& p : blocks) split = split || s.splits_reduction(p.box);
-    std::vector<size_t> ids;
     // Every block's inputs are sent before any block runs: a rank that holds what another
     // needs must not compute its own block first (W8: the other rank would wait for it).
-    for (const Placement& p : blocks)
-      for (size_t i = 0; i < n->inputs.size(); ++i) fetch(n->inputs[i]->id, s.input_slice(i, p.box), p.rank);
-    for (const Placement& p : blocks) {
-      ids.push_back(g_.add_block(n->id, p.box, p.rank));
+    for (size_t i = 0; i < n->inputs.size(); ++i) fetch_input(n->inputs[i]->id, s, i, blocks);
+    std::vector<PlannedCombine> combines;
+    if (split) combines = plan_combines(n, s, blocks, mode);
+    // The blocks this lowering lists: its own, and the partials of the combines it takes part in.
+    std::vector<char> listed(blocks.size(), 0);
+    for (size_t k = 0; k < blocks.size(); ++k) listed[k] = mine(blocks[k].rank);
+    for (const PlannedCombine& c : combines)
+      if (involves(c, blocks))
+        for (size_t k : c.partials) listed[k] = 1;
+    std::vector<size_t> ids(blocks.size(), 0);
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      const Placement& p = blocks[k];
+      if (listed[k] && mine(p.rank)) ids[k] = g_.add_block(n->id, p.box, p.rank);
+      else if (listed[k]) g_.blocks.push_back(Block{n->id, p.box, p.rank}), ids[k] = g_.blocks.size() - 1;
       if (!split) produce(n->id, s.output_slice(p.box), p.rank);
     }
     if (blocks.size() > 1 && !split && blocks[0].box == blocks[1].box) replicated_.insert(n->id);
-    if (split) combine(n, s, ids, mode);
+    for (const PlannedCombine& c : combines) {
+      for (Rank d : c.dest) produce(n->id, c.out, d);
+      if (!involves(c, blocks)) continue;
+      std::vector<size_t> partials;
+      for (size_t k : c.partials) partials.push_back(ids[k]);
+      g_.add_combine(n->id, s.combine(), std::move(partials), c.out, c.dest);
+    }
   }
 
   ShardedGraph finish(const std::vector<NodeRef>& roots) {
     for (const NodeRef& r : roots) {
       // A replicated op's result keeps every copy (a named tensor stays where each rank reads
       // it); leaves may be held several times over: keep one copy of each element.
-      std::vector<Box> taken;
+      PieceIndex taken(r->shape);
       for (const Shard& p : produced_[r->id]) {
         if (replicated_.count(r->id)) {
           g_.add_output(r->id, p.box, p.rank);
           continue;
         }
-        for (const Box& piece : poly::uncovered(p.box, taken)) g_.add_output(r->id, piece, p.rank);
-        taken.push_back(p.box);
+        std::vector<Box> near;
+        for (const PieceIndex::Piece* q : taken.overlapping(p.box)) near.push_back(q->box);
+        for (const Box& piece : poly::uncovered(p.box, near)) g_.add_output(r->id, piece, p.rank);
+        taken.add(p.box, 0);
       }
       if (produced_[r->id].empty()) g_.roots.push_back(r->id);  // verify reports it
     }
+    if (me_ >= 0)  // the peers' halves of this rank's transfers are theirs to schedule
+      for (Rank r = 0; r < g_.num_ranks; ++r)
+        if (r != me_) g_.steps[static_cast<size_t>(r)].clear();
     send_held_data_first();
     post_sends_before_receives();
     return std::move(g_);
   }
 
  private:
+  bool mine(Rank r) const { return me_ < 0 || r == me_; }
+
+  bool involves(const PlannedCombine& c, const std::vector<Placement>& blocks) const {
+    if (me_ < 0) return true;
+    for (Rank d : c.dest)
+      if (d == me_) return true;
+    for (size_t k : c.partials)
+      if (blocks[k].rank == me_) return true;
+    return false;
+  }
+
   // A send of data its rank held before the plan started depends on nothing, and sends are
   // buffered, so it moves to the front of the sender's program: the receiver need not wait
   // for the sender's earlier blocks (W8: a bias sent after rank 0's whole matmul). The order
@@ -160,22 +219,34 @@ class Lowering {
     if (listed_.insert(n->id).second) g_.nodes.push_back(n);
   }
 
+  // A piece of t made or held on rank r before any transfer: a sender of what others lack.
   void produce(uint64_t t, const Box& box, Rank r) {
-    add_held(t, box, r);
+    index(t).add(box, r);
+    remember(t, box, r);
+    if (r == me_) my_sources_[t].push_back(box);
     produced_[t].push_back(Shard{t, box, r});
   }
 
-  void add_held(uint64_t t, const Box& box, Rank r) {
-    have_[r][t].push_back(box);
-    index(t).add(box, r);
+  // Rank r holds `box` of t from now on (made, held, received or generated there).
+  void remember(uint64_t t, const Box& box, Rank r) {
+    std::vector<std::vector<Box>>& per_rank = have_[t];
+    if (per_rank.empty()) per_rank.resize(static_cast<size_t>(g_.num_ranks));
+    std::vector<Box>& v = per_rank[static_cast<size_t>(r)];
+    if (std::find(v.begin(), v.end(), box) == v.end()) v.push_back(box);
+  }
+
+  std::vector<Box> missing(uint64_t t, const Box& want, Rank r) const {
+    auto it = have_.find(t);
+    return it == have_.end() ? std::vector<Box>{want}
+                             : poly::uncovered(want, it->second[static_cast<size_t>(r)]);
   }
 
   PieceIndex& index(uint64_t t) {
-    auto it = where_.find(t);
-    if (it != where_.end()) return it->second;
+    auto it = sources_.find(t);
+    if (it != sources_.end()) return it->second;
     auto shape = shape_of_.find(t);
     internal_check(shape != shape_of_.end());  // every tensor a plan names is in topo or feeds it
-    return where_.emplace(t, PieceIndex(shape->second)).first->second;
+    return sources_.emplace(t, PieceIndex(shape->second)).first->second;
   }
 
   static bool meet(const Box& a, const Box& b) {
@@ -184,126 +255,200 @@ class Lowering {
     return true;
   }
 
-  // A slice some ranks hold whole comes from the holder that can start sending it first: the
-  // holders it was made or held on, and the ranks it already reached, whose links each send one
-  // message at a time. Many ranks fetching the same slice then form a binomial tree (the number
-  // of holders doubles every round) instead of a star whose root sends every copy.
-  bool relay(uint64_t t, const Box& m, Rank to) {
-    const double bytes = static_cast<double>(m.volume());
-    Rank best = -1;
-    double best_start = 0;
-    for (const PieceIndex::Piece* p : index(t).overlapping(m)) {
-      if (p->rank == to || p->rank == best || !p->box.contains(m)) continue;
-      auto r = ready_[t].find(p->rank);
-      const double start = std::max(r == ready_[t].end() ? 0.0 : r->second, link_busy_[p->rank]);
-      if (best < 0 || start < best_start) best = p->rank, best_start = start;
+  // Brings slice i of every block's input t. Blocks reading the same slice form a group, in
+  // order of their first block. A group's slice that one piece made or held before the plan
+  // contains whole (the lowest rank's such piece) travels down a binomial tree over that holder
+  // and the group's ranks in rank order; otherwise so does its part in each such piece, from
+  // that piece's rank (one reader fetches the parts it lacks from the lowest rank holding each). A
+  // generator's slice is computed by each reader. Either way the senders follow from the slice and the
+  // producers' pieces alone, so every rank works out its own transfers without simulating the others'.
+  void fetch_input(uint64_t t, const poly::Signature& s, size_t i, const std::vector<Placement>& blocks) {
+    std::vector<Box> need;
+    need.reserve(blocks.size());
+    std::vector<std::vector<size_t>> groups;
+    std::unordered_map<Box, size_t, BoxHash> group_of;
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      need.push_back(s.input_slice(i, blocks[k].box));
+      auto [it, fresh] = group_of.emplace(need.back(), groups.size());
+      if (fresh) groups.emplace_back();
+      groups[it->second].push_back(k);
     }
-    if (best < 0) return false;
-    g_.add_transfer(t, m, best, to);
-    link_busy_[best] = best_start + bytes;
-    ready_[t][to] = best_start + bytes;
-    add_held(t, m, to);
-    return true;
+    for (const std::vector<size_t>& ks : groups) {
+      const Box& want = need[ks[0]];
+      if (want.empty()) continue;
+      if (on_demand_.count(t)) {
+        for (size_t k : ks) generate(t, want, blocks[k].rank);
+      } else if (!involved(t, want, ks, blocks)) {
+        for (size_t k : ks) remember(t, want, blocks[k].rank);
+      } else if (const PieceIndex::Piece* root = whole_source(t, want)) {
+        broadcast(t, want, root->rank, ks, blocks);
+      } else if (several_ranks(ks, blocks)) {
+        broadcast_pieces(t, want, ks, blocks);
+      } else {
+        gather_pieces(t, want, blocks[ks[0]].rank);
+      }
+    }
   }
 
-  // Brings the parts of `need` that rank `to` lacks, piece by piece from the lowest rank
-  // holding each piece. Only the pieces near `need` are visited (PieceIndex): on a big mesh
+  // Whether `me` reads the slice, or holds a piece it may be sent from (a tree's root is such).
+  bool involved(uint64_t t, const Box& want, const std::vector<size_t>& ks,
+                const std::vector<Placement>& blocks) const {
+    if (me_ < 0) return true;
+    for (size_t k : ks)
+      if (blocks[k].rank == me_) return true;
+    auto it = my_sources_.find(t);
+    if (it != my_sources_.end())
+      for (const Box& b : it->second)
+        if (meet(b, want)) return true;
+    return false;
+  }
+
+  const PieceIndex::Piece* whole_source(uint64_t t, const Box& want) {
+    for (const PieceIndex::Piece* p : index(t).overlapping(want))
+      if (p->box.contains(want)) return p;
+    return nullptr;
+  }
+
+  // Position 0 is the holder, then the readers in rank order; each receives what it lacks of the
+  // slice from its tree parent (tree_parent), which holds all of it by then.
+  void broadcast(uint64_t t, const Box& want, Rank holder, const std::vector<size_t>& ks,
+                 const std::vector<Placement>& blocks) {
+    std::vector<Rank> order{holder};
+    for (size_t k : ks)
+      if (blocks[k].rank != holder) order.push_back(blocks[k].rank);
+    std::sort(order.begin() + 1, order.end());
+    order.erase(std::unique(order.begin() + 1, order.end()), order.end());
+    for (size_t pos = 1; pos < order.size(); ++pos) {
+      const Rank to = order[pos], from = order[tree_parent(pos)];
+      if (mine(to) || mine(from))
+        for (const Box& m : missing(t, want, to)) g_.add_transfer(t, m, from, to);
+      remember(t, want, to);
+    }
+  }
+
+  static bool several_ranks(const std::vector<size_t>& ks, const std::vector<Placement>& blocks) {
+    for (size_t k : ks)
+      if (blocks[k].rank != blocks[ks[0]].rank) return true;
+    return false;
+  }
+
+  // A slice several ranks read that no one piece holds whole: the part of it in each piece
+  // (lowest rank first) goes down a tree of its own rooted at that piece's rank, so a source is
+  // not asked for the same part by every reader.
+  void broadcast_pieces(uint64_t t, const Box& want, const std::vector<size_t>& ks,
+                        const std::vector<Placement>& blocks) {
+    for (const PieceIndex::Piece* p : index(t).overlapping(want))
+      broadcast(t, intersect(want, p->box), p->rank, ks, blocks);
+    for (size_t k : ks) {
+      const Rank to = blocks[k].rank;
+      if (mine(to)) {
+        const std::vector<Box> left = missing(t, want, to);
+        user_check(left.empty(), "slice ", to_string(left.empty() ? want : left[0]), " of node %", t,
+                   " lies on no rank");
+      }
+      remember(t, want, to);
+    }
+  }
+
+  // Brings the parts of `want` that rank `to` lacks, piece by piece from the lowest rank
+  // holding each piece. Only the pieces near `want` are visited (PieceIndex): on a big mesh
   // most ranks hold nothing of it.
-  void fetch(uint64_t t, const Box& need, Rank to) {
-    if (need.empty()) return;
-    auto mine = have_[to].find(t);
-    std::vector<Box> missing =
-        mine == have_[to].end() ? std::vector<Box>{need} : poly::uncovered(need, mine->second);
-    if (missing.empty()) return;
-    if (on_demand_.count(t)) {  // a generator: the reader computes what it lacks
-      for (const Box& m : missing) {
-        g_.add_block(t, m, to);
-        add_held(t, m, to);
-      }
-      return;
-    }
-    if (missing.size() == 1 && relay(t, missing[0], to)) return;
-    std::vector<Box> arrived;  // added once the scan is over: `to` is skipped by it anyway
-    for (const PieceIndex::Piece* p : index(t).overlapping(need)) {
-      if (missing.empty()) break;
-      if (p->rank == to) continue;
-      const Box& h = p->box;
-      bool any = false;
-      for (const Box& m : missing) any = any || meet(m, h);
-      if (!any) continue;
-      std::vector<Box> still;
-      for (const Box& m : missing) {
-        if (!meet(m, h)) {
-          still.push_back(m);
-          continue;
+  void gather_pieces(uint64_t t, const Box& want, Rank to) {
+    bool mine_here = mine(to);
+    if (!mine_here)
+      for (const Box& b : my_sources_[t]) mine_here = mine_here || meet(b, want);
+    if (mine_here) {
+      std::vector<Box> left = missing(t, want, to);
+      for (const PieceIndex::Piece* p : index(t).overlapping(want)) {
+        if (left.empty()) break;
+        if (p->rank == to) continue;
+        std::vector<Box> still;
+        for (const Box& m : left) {
+          if (!meet(m, p->box)) {
+            still.push_back(m);
+            continue;
+          }
+          const Box part = intersect(m, p->box);
+          if (mine(to) || mine(p->rank)) g_.add_transfer(t, part, p->rank, to);
+          for (const Box& rest : poly::subtract(m, part)) still.push_back(rest);
         }
-        const Box part = intersect(m, h);
-        g_.add_transfer(t, part, p->rank, to);
-        arrived.push_back(part);
-        for (const Box& rest : poly::subtract(m, part)) still.push_back(rest);
+        left = std::move(still);
       }
-      missing = std::move(still);
+      if (mine(to))
+        user_check(left.empty(), "slice ", to_string(left.empty() ? want : left[0]), " of node %", t,
+                   " lies on no rank");
     }
-    for (const Box& b : arrived) add_held(t, b, to);
-    user_check(missing.empty(), "slice ", to_string(missing.empty() ? need : missing[0]), " of node %", t,
-               " lies on no rank");
+    remember(t, want, to);
   }
 
-  void combine(const NodeRef& n, const poly::Signature& s, const std::vector<size_t>& ids, CombineMode mode) {
-    // Group the partials by output slice; a regular grid gives equal-or-disjoint slices.
+  void generate(uint64_t t, const Box& want, Rank to) {
+    if (mine(to))
+      for (const Box& m : missing(t, want, to)) g_.add_block(t, m, to);
+    remember(t, want, to);
+  }
+
+  // The combines of a split reduction, one per distinct output slice of its blocks (a regular
+  // grid gives equal-or-disjoint slices; one combine of the whole output when they overlap
+  // irregularly), as its CombineMode says.
+  std::vector<PlannedCombine> plan_combines(const NodeRef& n, const poly::Signature& s,
+                                            const std::vector<Placement>& blocks, CombineMode mode) {
     std::vector<std::pair<Box, std::vector<size_t>>> groups;
-    for (size_t b : ids) {
-      const Box out = s.output_slice(g_.blocks[b].box);
-      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& gr) { return gr.first == out; });
-      if (it == groups.end()) groups.push_back({out, {b}});
-      else it->second.push_back(b);
+    std::unordered_map<Box, size_t, BoxHash> group_of;
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      auto [it, fresh] = group_of.emplace(s.output_slice(blocks[k].box), groups.size());
+      if (fresh) groups.push_back({it->first, {}});
+      groups[it->second].second.push_back(k);
     }
     bool regular = true;
-    for (size_t i = 0; i < groups.size(); ++i)
-      for (size_t k = i + 1; k < groups.size(); ++k)
-        regular = regular && !overlaps(groups[i].first, groups[k].first);
-    if (!regular) groups = {{Box::of_shape(n->shape), ids}};
-    for (const auto& [out, partials] : groups) {
+    PieceIndex seen(n->shape);
+    for (const auto& gr : groups) {
+      regular = regular && seen.overlapping(gr.first).empty();
+      seen.add(gr.first, 0);
+    }
+    if (!regular) {
+      std::vector<size_t> all(blocks.size());
+      for (size_t k = 0; k < all.size(); ++k) all[k] = k;
+      groups = {{Box::of_shape(n->shape), all}};
+    }
+    std::vector<PlannedCombine> out;
+    std::vector<char> seen_rank(static_cast<size_t>(g_.num_ranks), 0);
+    for (const auto& [slice, partials] : groups) {
       std::vector<Rank> holders;  // the ranks with a partial of this slice, in block order
-      for (size_t b : partials)
-        if (std::find(holders.begin(), holders.end(), g_.blocks[b].rank) == holders.end())
-          holders.push_back(g_.blocks[b].rank);
+      for (size_t k : partials)
+        if (!seen_rank[static_cast<size_t>(blocks[k].rank)]++) holders.push_back(blocks[k].rank);
+      for (Rank r : holders) seen_rank[static_cast<size_t>(r)] = 0;
       if (mode == CombineMode::AllReduce) {
-        g_.add_combine(n->id, s.combine(), partials, out, holders);
-        for (Rank d : holders) produce(n->id, out, d);
-      } else if (mode == CombineMode::ReduceScatter && out.rank() > 0) {
+        out.push_back({slice, partials, holders});
+      } else if (mode == CombineMode::ReduceScatter && slice.rank() > 0) {
         int dim = 0;
-        for (int d = 1; d < out.rank(); ++d)
-          if (out.extent(d) > out.extent(dim)) dim = d;
-        const int64_t e = out.extent(dim), k = std::min<int64_t>(e, static_cast<int64_t>(holders.size()));
+        for (int d = 1; d < slice.rank(); ++d)
+          if (slice.extent(d) > slice.extent(dim)) dim = d;
+        const int64_t e = slice.extent(dim), k = std::min<int64_t>(e, static_cast<int64_t>(holders.size()));
         for (int64_t i = 0; i < k; ++i) {
-          Box piece = out;
-          piece.lo[dim] = out.lo[dim] + i * e / k;
-          piece.hi[dim] = out.lo[dim] + (i + 1) * e / k - 1;
-          std::vector<size_t> reach;  // the partials this piece needs: all of them, as they cover `out`
+          Box piece = slice;
+          piece.lo[dim] = slice.lo[dim] + i * e / k;
+          piece.hi[dim] = slice.lo[dim] + (i + 1) * e / k - 1;
+          std::vector<size_t> reach;  // regular: every partial covers the whole slice
           for (size_t b : partials)
-            if (overlaps(s.output_slice(g_.blocks[b].box), piece)) reach.push_back(b);
-          g_.add_combine(n->id, s.combine(), reach, piece, {holders[static_cast<size_t>(i)]});
-          produce(n->id, piece, holders[static_cast<size_t>(i)]);
+            if (regular || overlaps(s.output_slice(blocks[b].box), piece)) reach.push_back(b);
+          out.push_back({piece, std::move(reach), {holders[static_cast<size_t>(i)]}});
         }
       } else {
-        const Rank dest = g_.blocks[partials[0]].rank;
-        g_.add_combine(n->id, s.combine(), partials, out, {dest});
-        produce(n->id, out, dest);
+        out.push_back({slice, partials, {blocks[partials[0]].rank}});
       }
     }
+    return out;
   }
 
   ShardedGraph g_;
-  std::vector<std::unordered_map<uint64_t, std::vector<Box>>> have_;
-  // have_ again, by tensor and box: a fetch visits only the pieces near the slice it needs.
-  std::unordered_map<uint64_t, PieceIndex> where_;
+  Rank me_;  // -1: every rank
+  // What each rank holds of each tensor (tensor -> per rank): made, held, received or generated.
+  std::unordered_map<uint64_t, std::vector<std::vector<Box>>> have_;
+  // The pieces made or held before any transfer, by tensor and box: the senders.
+  std::unordered_map<uint64_t, PieceIndex> sources_;
+  std::unordered_map<uint64_t, std::vector<Box>> my_sources_;  // those on `me`
   std::unordered_map<uint64_t, Shape> shape_of_;
-  std::unordered_set<uint64_t> on_demand_;  // generated where read (generated_where_read)
-  // relay(): when a rank that received a tensor's slice has it (in bytes sent before, a proxy
-  // for time), and how many bytes each rank's link has been given to send.
-  std::unordered_map<uint64_t, std::unordered_map<Rank, double>> ready_;
-  std::vector<double> link_busy_;
+  std::unordered_set<uint64_t> on_demand_;                     // generated where read (generated_where_read)
   std::unordered_map<uint64_t, std::vector<Shard>> produced_;  // final pieces, in order
   std::unordered_set<uint64_t> listed_;
   std::unordered_set<uint64_t> replicated_;  // ops whose blocks each compute the whole value
@@ -330,10 +475,11 @@ const char* combine_mode_name(CombineMode m) {
   return "?";
 }
 
-ShardedGraph lower(const std::vector<NodeRef>& topo, const Assignment& blocks,
-                   const std::vector<Shard>& initial, const std::vector<NodeRef>& roots, int num_ranks,
-                   const CombineModes& modes) {
-  Lowering l(topo, initial, roots, num_ranks);
+namespace {
+ShardedGraph lower_as(const std::vector<NodeRef>& topo, const Assignment& blocks,
+                      const std::vector<Shard>& initial, const std::vector<NodeRef>& roots, int num_ranks,
+                      const CombineModes& modes, Rank me) {
+  Lowering l(topo, initial, roots, num_ranks, me);
   static const std::vector<Placement> none;
   for (const NodeRef& n : topo) {
     auto it = blocks.find(n->id);
@@ -342,6 +488,65 @@ ShardedGraph lower(const std::vector<NodeRef>& topo, const Assignment& blocks,
            mode == modes.end() ? CombineMode::Reduce : mode->second);
   }
   return l.finish(roots);
+}
+}  // namespace
+
+ShardedGraph lower(const std::vector<NodeRef>& topo, const Assignment& blocks,
+                   const std::vector<Shard>& initial, const std::vector<NodeRef>& roots, int num_ranks,
+                   const CombineModes& modes) {
+  return lower_as(topo, blocks, initial, roots, num_ranks, modes, -1);
+}
+
+ShardedGraph lower_rank(const std::vector<NodeRef>& topo, const Assignment& blocks,
+                        const std::vector<Shard>& initial, const std::vector<NodeRef>& roots, int num_ranks,
+                        const CombineModes& modes, Rank me) {
+  user_check(me >= 0 && me < num_ranks, "lower_rank: rank ", me, " is not one of the mesh's ", num_ranks,
+             " ranks");
+  ShardedGraph g = lower_as(topo, blocks, initial, roots, num_ranks, modes, me);
+  g.part_of = me;
+  return g;
+}
+
+ShardedGraph restrict_to_rank(const ShardedGraph& g, Rank r) {
+  internal_check(r >= 0 && r < g.num_ranks);
+  ShardedGraph out(g.num_ranks);
+  out.part_of = r;
+  out.nodes = g.nodes;
+  out.initial = g.initial;
+  out.roots = g.roots;
+  out.outputs = g.outputs;
+  std::vector<size_t> block_at(g.blocks.size(), SIZE_MAX), transfer_at(g.transfers.size(), SIZE_MAX),
+      combine_at(g.combines.size(), SIZE_MAX);
+  std::vector<char> keep(g.blocks.size(), 0);
+  for (size_t b = 0; b < g.blocks.size(); ++b) keep[b] = g.blocks[b].rank == r;
+  for (const Combine& c : g.combines) {
+    const std::vector<Rank> who = g.participants(c);
+    if (std::find(who.begin(), who.end(), r) != who.end())
+      for (size_t b : c.partials) keep[b] = 1;
+  }
+  for (size_t b = 0; b < g.blocks.size(); ++b)
+    if (keep[b]) block_at[b] = out.blocks.size(), out.blocks.push_back(g.blocks[b]);
+  for (size_t t = 0; t < g.transfers.size(); ++t)
+    if (g.transfers[t].from == r || g.transfers[t].to == r)
+      transfer_at[t] = out.transfers.size(), out.transfers.push_back(g.transfers[t]);
+  for (size_t c = 0; c < g.combines.size(); ++c) {
+    const std::vector<Rank> who = g.participants(g.combines[c]);
+    if (std::find(who.begin(), who.end(), r) == who.end()) continue;
+    Combine k = g.combines[c];
+    for (size_t& b : k.partials) b = block_at[b];
+    combine_at[c] = out.combines.size();
+    out.combines.push_back(std::move(k));
+  }
+  for (Step s : g.steps[static_cast<size_t>(r)]) {
+    switch (s.kind) {
+      case Step::Kind::Run: s.index = block_at[s.index]; break;
+      case Step::Kind::Send:
+      case Step::Kind::Recv: s.index = transfer_at[s.index]; break;
+      case Step::Kind::Combine: s.index = combine_at[s.index]; break;
+    }
+    out.steps[static_cast<size_t>(r)].push_back(s);
+  }
+  return out;
 }
 
 }  // namespace tapestry::plan

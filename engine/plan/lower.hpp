@@ -39,8 +39,9 @@ std::vector<Placement> grid_blocks(const poly::Signature& s, const std::vector<i
 bool generated_where_read(const Node& n, const std::vector<Shard>& initial,
                           const std::vector<NodeRef>& roots);
 
-// Emits, in topological order, for each block: the transfers that bring its missing input
-// slices (a slice ranks read whole travels down a binomial tree), then the block; after the
+// Emits, in topological order, for each op: the transfers that bring its blocks' missing input
+// slices (a slice several ranks read whole travels down a binomial tree: the lowest rank whose
+// own piece contains it, then the readers in rank order), then the blocks; after the
 // blocks of a node that split a reduction, the combines of each distinct partial output slice as
 // its CombineMode says (one combine of the whole output when those slices overlap irregularly).
 // Result shards are where the roots' producers put them. Nodes of `topo` without blocks must be
@@ -50,5 +51,19 @@ bool generated_where_read(const Node& n, const std::vector<Shard>& initial,
 ShardedGraph lower(const std::vector<NodeRef>& topo, const Assignment& blocks,
                    const std::vector<Shard>& initial, const std::vector<NodeRef>& roots, int num_ranks,
                    const CombineModes& modes = {});
+
+// Rank `me`'s part of lower()'s graph, equal to restrict_to_rank(lower(...), me), worked out
+// without lowering the other ranks: each sender and tree parent follows from the slice and the
+// producers' pieces, so `me` computes transfers, combines and steps only where it takes part
+// and keeps just the cheap bookkeeping (which block reads which slice) of the rest. Each rank
+// of a distributed run lowers its own part from the plan's choices (engine/dist).
+ShardedGraph lower_rank(const std::vector<NodeRef>& topo, const Assignment& blocks,
+                        const std::vector<Shard>& initial, const std::vector<NodeRef>& roots, int num_ranks,
+                        const CombineModes& modes, Rank me);
+
+// What rank r needs of a global plan: its blocks and the partials of the combines it takes part
+// in, its transfers (sent or received), those combines, its own steps (other ranks' are empty),
+// and all of nodes, initial shards, roots and outputs; indices renumbered in the same order.
+ShardedGraph restrict_to_rank(const ShardedGraph& g, Rank r);
 
 }  // namespace tapestry::plan

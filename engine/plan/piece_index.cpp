@@ -15,16 +15,28 @@ constexpr size_t kGridAt = 32;       // fewer pieces are scanned one by one
 void PieceIndex::build_grid() {
   const size_t r = shape_.size();
   const int64_t want = std::clamp<int64_t>(4 * static_cast<int64_t>(pieces_.size()), 1, kMaxCells);
-  const auto per_dim = static_cast<int64_t>(
-      r == 0 ? 1 : std::max(1.0, std::floor(std::pow(double(want), 1.0 / double(r)) + 1e-9)));
+  // Cells shaped like the pieces: along each dim about as many as pieces fit across it (their
+  // mean extent), scaled down together to `want`, so a row-split tensor gets rows of cells and
+  // each piece is listed in about one cell, not in a whole row of square cells.
+  std::vector<double> across(r, 1.0);
+  double total_wanted = 1;
+  for (size_t d = 0; d < r; ++d) {
+    double extent = 0;
+    for (const Piece& p : pieces_) extent += double(std::max<int64_t>(1, p.box.hi[d] - p.box.lo[d] + 1));
+    across[d] = std::max(1.0, double(shape_[d]) * double(pieces_.size()) / std::max(1.0, extent));
+    total_wanted *= across[d];
+  }
+  const double shrink = r == 0 ? 1.0 : std::pow(std::max(1.0, total_wanted / double(want)), 1.0 / double(r));
   cells_per_dim_.clear();
   cell_extent_.clear();
   int64_t total = 1;
   for (size_t d = 0; d < r; ++d) {
-    const int64_t n = std::max<int64_t>(1, std::min(per_dim, shape_[d]));
-    cells_per_dim_.push_back(n);
-    cell_extent_.push_back(std::max<int64_t>(1, (shape_[d] + n - 1) / n));
-    total *= n;
+    const auto n = static_cast<int64_t>(
+        std::clamp(std::floor(across[d] / shrink + 1e-9), 1.0, double(std::max<int64_t>(1, shape_[d]))));
+    const int64_t fit = std::max<int64_t>(1, std::min(n, kMaxCells / total));
+    cells_per_dim_.push_back(fit);
+    cell_extent_.push_back(std::max<int64_t>(1, (shape_[d] + fit - 1) / fit));
+    total *= fit;
   }
   cells_.assign(static_cast<size_t>(total), {});
   big_.clear();
@@ -51,7 +63,8 @@ void PieceIndex::list(uint32_t id) {
 template <class F> void PieceIndex::cells_of(const poly::Box& b, F&& f) const {
   const size_t r = cells_per_dim_.size();
   if (r == 0) return f(size_t{0});
-  std::vector<int64_t> lo(r), hi(r), at(r);
+  std::vector<int64_t>&lo = lo_, &hi = hi_, &at = at_;  // scratch: called once per piece and query
+  lo.resize(r), hi.resize(r), at.resize(r);
   for (size_t d = 0; d < r; ++d) {
     lo[d] = std::clamp<int64_t>(b.lo[d] / cell_extent_[d], 0, cells_per_dim_[d] - 1);
     hi[d] = std::clamp<int64_t>(b.hi[d] / cell_extent_[d], 0, cells_per_dim_[d] - 1);

@@ -45,6 +45,7 @@ class PieceIndex {
   std::vector<Piece> pieces_;
   mutable std::vector<uint32_t> seen_;  // per piece: the query that last listed it
   mutable uint32_t query_ = 0;
+  mutable std::vector<int64_t> lo_, hi_, at_;  // cells_of's cell ranges
 };
 
 }  // namespace tapestry::plan

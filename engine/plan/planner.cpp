@@ -69,29 +69,30 @@ PlannedGraph plan_observation(PlannerState& planner, const std::vector<NodeRef>&
   return pg;
 }
 
-LayoutInfo layout_of(const PlannedGraph& pg, uint64_t node) {
+LayoutInfo layout_of(const PlannedGraph& pg, uint64_t node, const ShardedGraph* part) {
+  const ShardedGraph& g = part ? *part : pg.plan.graph();
   LayoutInfo li;
   for (size_t i = 0; i < pg.observed.size(); ++i)  // an observed root may be fused away
     if (pg.observed[i]->id == node) node = pg.roots[i]->id;
-  const Node* n = pg.plan.graph().find(node);
+  const Node* n = g.find(node);
   internal_check(n != nullptr);
   const size_t r = n->shape.size();
   // Results (outputs) of roots; else the output slices of its blocks or combines; else held.
-  for (const Shard& s : pg.plan.graph().outputs)
+  for (const Shard& s : g.outputs)
     if (s.tensor == node) li.shards.push_back(s);
   if (li.shards.empty()) {
     bool combined = false;
-    for (const Combine& c : pg.plan.graph().combines)
+    for (const Combine& c : g.combines)
       if (c.node == node)
         for (Rank d : c.dest) li.shards.push_back(Shard{node, c.out, d}), combined = true;
     if (!combined) {
       const poly::Signature sig = poly::signature_of(*n);
-      for (const Block& b : pg.plan.graph().blocks)
+      for (const Block& b : g.blocks)
         if (b.node == node) li.shards.push_back(Shard{node, sig.output_slice(b.box), b.rank});
     }
   }
   if (li.shards.empty())
-    for (const Shard& s : pg.plan.graph().initial)
+    for (const Shard& s : g.initial)
       if (s.tensor == node) li.shards.push_back(s);
   std::vector<std::set<int64_t>> starts(r);
   for (const Shard& s : li.shards)

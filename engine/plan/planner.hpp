@@ -57,7 +57,9 @@ struct LayoutInfo {
   std::vector<int64_t> grid;  // parts per dim
   std::vector<Shard> shards;  // tensor boxes per rank
 };
-LayoutInfo layout_of(const PlannedGraph& pg, uint64_t node);
+// part: rank 0's part of the plan (lower_rank.hpp) to read instead of the whole plan; it lists
+// every output, so it serves for the roots without lowering every rank's blocks.
+LayoutInfo layout_of(const PlannedGraph& pg, uint64_t node, const ShardedGraph* part = nullptr);
 std::string grid_string(const std::vector<int64_t>& grid);  // "replicated" / "split(1, 4)" / "grid{2,2}"
 
 }  // namespace tapestry::plan

@@ -72,6 +72,9 @@ struct ShardedGraph {
   std::vector<std::vector<Step>> steps;  // per rank, in program order
   std::vector<uint64_t> roots;           // observed or named values
   std::vector<Shard> outputs;            // where the roots' shards lie when the plan ends
+  // -1: the whole plan. r: rank r's part of it (plan::lower_rank, restrict_to_rank), whose
+  // other ranks' steps are not listed: each rank of a distributed run holds only its own.
+  Rank part_of = -1;
 
   explicit ShardedGraph(int ranks = 1);
 

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "engine/ir/error.hpp"
+#include "engine/plan/lower_rank.hpp"
 #include "engine/plan/memory_limit.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/plan/verifier.hpp"
@@ -26,9 +27,10 @@ double seconds() {
 }
 
 // "split(1, 4)", "grid{2,2}", "whole on rank 0", "replicated on 4 ranks".
-std::string describe_layout(const plan::PlannedGraph& pg, size_t i) {
+// part: the plan as this rank runs it (its own part on an MPI job), which lists every output.
+std::string describe_layout(const plan::PlannedGraph& pg, size_t i, const plan::ShardedGraph& part) {
   try {
-    const plan::LayoutInfo li = plan::layout_of(pg, pg.roots[i]->id);
+    const plan::LayoutInfo li = plan::layout_of(pg, pg.roots[i]->id, &part);
     const std::string g = plan::grid_string(li.grid);
     if (g != "whole") return g;
     std::unordered_set<int> ranks;
@@ -176,12 +178,16 @@ std::vector<std::vector<plan::Shard>> run_observation(Session& s, const std::vec
   const plan::PlannedGraph pg = s.plan_observed(todo, mesh, opts);
   const double t_run = seconds();
   if (trace::enabled())
-    trace::record({"phase", "plan", 0, trace::kPhases, t_plan * 1e6, (t_run - t_plan) * 1e6,
-                   cat_str("\"blocks\":", pg.plan.graph().blocks.size(),
-                           ",\"cache_hit\":", pg.cache_hit ? "true" : "false")});
+    trace::record(
+        {"phase", "plan", 0, trace::kPhases, t_plan * 1e6, (t_run - t_plan) * 1e6,
+         cat_str("\"blocks\":", pg.plan.blocks, ",\"cache_hit\":", pg.cache_hit ? "true" : "false")});
   for (const auto& [id, origin] : pg.fused_origin) stats().fused_ops += origin.size() - 1;
   check_memory_limit(pg.plan, s.memory_per_rank());
-  const plan::ShardedGraph& g = pg.plan.graph();
+  // On an MPI job every rank lowers only its own part of the plan from its choices (rank 0 sends
+  // just those); rank 0's part lists every input shard, root and output as the whole plan does.
+  const bool own_parts = on_mpi(s, pg.mesh.ranks);
+  const plan::ShardedGraph part = own_parts ? plan::rank_part(pg, 0) : plan::ShardedGraph{};
+  const plan::ShardedGraph& g = own_parts ? part : pg.plan.graph();
   StoreKeys keys;
   keys.initial = s.stored().initial_keys(g);
   if (!keep.empty()) {
@@ -190,18 +196,26 @@ std::vector<std::vector<plan::Shard>> run_observation(Session& s, const std::vec
       for (size_t i = 0; i < pg.observed.size(); ++i)
         if (pg.roots[i]->id == g.roots[j] && keep[i]) keys.roots[j] = keep[i];
   }
-  if (s.config().verify) {
-    const plan::VerifyResult v = plan::verify(g, pg.topo);
+  if (s.config().verify) {  // the whole plan, lowered on rank 0 for it
+    const plan::VerifyResult v = plan::verify(pg.plan.graph(), pg.topo);
     if (!v.ok()) throw InternalError(cat_str("the plan fails verification:\n", v.message()));
+    // What the workers lower from the choices is their part of the plan verified: so is rank 0's.
+    if (own_parts && plan::to_string(plan::lower_choice(plan::lowering_input(pg), pg.plan.choice, 0)) !=
+                         plan::to_string(plan::restrict_to_rank(pg.plan.graph(), 0)))
+      throw InternalError("rank 0's part lowered from the plan's choices is not its part of the plan");
   }
-  const RunReport report = run(s, g, keys);
+  const RunReport report = own_parts
+                               ? s.coordinator()->run_own_parts({plan::lowering_input(pg), pg.plan.choice}, g,
+                                                                keys, pg.plan.blocks)
+                               : run(s, g, keys);
   const double t_end = seconds();
   stats().time_run += t_end - t_run;
   if (trace::enabled())
     trace::record({"phase", "run", 0, trace::kPhases, t_run * 1e6, (t_end - t_run) * 1e6,
                    cat_str("\"blocks\":", report.blocks, ",\"messages\":", report.messages,
                            ",\"bytes\":", report.bytes)});
-  for (size_t i = 0; i < pg.observed.size(); ++i) s.layouts().put(pg.observed[i]->id, describe_layout(pg, i));
+  for (size_t i = 0; i < pg.observed.size(); ++i)
+    s.layouts().put(pg.observed[i]->id, describe_layout(pg, i, g));
   count(report);
   std::vector<std::vector<plan::Shard>> shards(pg.observed.size());
   for (size_t i = 0; i < pg.observed.size(); ++i) {

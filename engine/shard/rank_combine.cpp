@@ -48,7 +48,7 @@ bool RankProgram::combine(size_t c) {
       internal_check(p < g_.blocks.size());
       if (g_.blocks[p].rank != me_ || region(p).empty()) continue;
       for (plan::Rank d : m.dest)
-        if (d != me_) t_.send(d, comm::tag(comm::TagKind::Partial, c, p), local(p));
+        if (d != me_) t_.send(d, comm::tag(comm::TagKind::Partial, partial_tag_.at({c, p, d})), local(p));
     }
   }
   if (std::find(m.dest.begin(), m.dest.end(), me_) == m.dest.end()) return true;
@@ -57,7 +57,8 @@ bool RankProgram::combine(size_t c) {
   for (size_t p : m.partials) {
     const plan::Rank from = g_.blocks[p].rank;
     if (from == me_ || region(p).empty() || arrived_.count({c, p})) continue;
-    if (auto v = t_.try_recv(from, comm::tag(comm::TagKind::Partial, c, p))) arrived_[{c, p}] = std::move(v);
+    if (auto v = t_.try_recv(from, comm::tag(comm::TagKind::Partial, partial_tag_.at({c, p, me_}))))
+      arrived_[{c, p}] = std::move(v);
     else all = false;
   }
   if (!all) return false;

@@ -61,6 +61,7 @@ RankProgram::RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreK
   t.join_groups(coll_.groups);
   for (const NodeRef& n : g.nodes) nodes_[n->id] = n.get();
   for (const plan::Combine& c : g.combines) split_.insert(c.node);
+  number_messages();
   // The initial shards are windows on the nodes' values or on stored shards: nothing is
   // copied to start.
   for (size_t i = 0; i < g.initial.size(); ++i) {
@@ -89,6 +90,26 @@ RankProgram::RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreK
   // at its own step: those stay until the plan ends.
   for (const auto& [tensor, block] : deferred_)
     for (const NodeRef& in : node(tensor).inputs) kept_.insert(in->id);
+}
+
+// A message is tagged by its order among those between the same two ranks: both ends count
+// alike whether they hold the whole plan or only their own part of it (plan::lower_rank), as
+// a part keeps its rank's transfers and combines in the plan's order.
+void RankProgram::number_messages() {
+  std::map<std::pair<int, int>, uint64_t> next;
+  transfer_tag_.assign(g_.transfers.size(), 0);
+  for (size_t t = 0; t < g_.transfers.size(); ++t) {
+    const plan::Transfer& x = g_.transfers[t];
+    if (x.from == me_ || x.to == me_) transfer_tag_[t] = next[{x.from, x.to}]++;
+  }
+  next.clear();
+  for (size_t c = 0; c < g_.combines.size(); ++c)
+    for (size_t p : g_.combines[c].partials) {
+      if (p >= g_.blocks.size()) continue;  // combine() reports it
+      const int from = g_.blocks[p].rank;
+      for (int d : g_.combines[c].dest)
+        if (d != from && (from == me_ || d == me_)) partial_tag_[{c, p, d}] = next[{from, d}]++;
+    }
 }
 
 std::string RankProgram::describe(uint64_t tensor) const {
@@ -427,7 +448,10 @@ void RankProgram::send(size_t t) {
     return post_peer_ops();
   }
   run_retried([&x] { return cat_str("a transfer of %", x.tensor, " to rank ", x.to); },
-              [&] { t_.send(x.to, comm::tag(comm::TagKind::Transfer, t), gather(x.tensor, x.slice)); });
+              [&] {
+                t_.send(x.to, comm::tag(comm::TagKind::Transfer, transfer_tag_[t]),
+                        gather(x.tensor, x.slice));
+              });
 }
 
 void RankProgram::use_device_peers(comm::DevicePeers* peers) {
@@ -477,7 +501,7 @@ bool RankProgram::recv(size_t t) {
   internal_check(t < g_.transfers.size() && g_.transfers[t].to == me_);
   if (peers_) return recv_from_peer(t);
   const plan::Transfer& x = g_.transfers[t];
-  std::shared_ptr<Value> v = t_.try_recv(x.from, comm::tag(comm::TagKind::Transfer, t));
+  std::shared_ptr<Value> v = t_.try_recv(x.from, comm::tag(comm::TagKind::Transfer, transfer_tag_[t]));
   if (!v) return false;
   internal_check(v->v.shape == x.slice.extents());
   hold(x.tensor, x.slice, v->view());
@@ -561,8 +585,12 @@ void RankProgram::keep_outputs() {
   }
 }
 
-RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys,
-                   const std::vector<DeviceBackend*>& devices, ShardStore* store) {
+namespace {
+
+// run_plan over rank r's graph part(r): the whole plan, or each rank's own part.
+RunReport run_ranks(const std::function<const plan::ShardedGraph&(int)>& part, const StoreKeys& keys,
+                    const std::vector<DeviceBackend*>& devices, ShardStore* store) {
+  const plan::ShardedGraph& g = part(0);
   internal_check(devices.size() <= 1 || static_cast<int>(devices.size()) == g.num_ranks);
   comm::LoopbackHub hub(g.num_ranks);
   // With devices, slices go from device to device: copies on the device the virtual ranks share,
@@ -571,12 +599,16 @@ RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys,
   std::optional<comm::LocalPeersHub> peers;
   if (!devices.empty()) peers.emplace(g.num_ranks, devices.size() == 1 ? *devices[0] : between_simulated);
   std::vector<std::unique_ptr<RankProgram>> ranks;
-  Progress bar(static_cast<int64_t>(g.blocks.size()));
+  int64_t blocks = 0;
+  for (int r = 0; r < g.num_ranks; ++r)
+    for (const plan::Block& b : part(r).blocks) blocks += b.rank == r;
+  Progress bar(blocks);
   for (int r = 0; r < g.num_ranks; ++r) {
     DeviceBackend* dev = devices.empty()       ? nullptr
                          : devices.size() == 1 ? devices[0]
                                                : devices[static_cast<size_t>(r)];
-    ranks.push_back(std::make_unique<RankProgram>(g, hub.endpoint(r), keys, dev, store));
+    internal_check(part(r).num_ranks == g.num_ranks && (part(r).part_of < 0 || part(r).part_of == r));
+    ranks.push_back(std::make_unique<RankProgram>(part(r), hub.endpoint(r), keys, dev, store));
     if (peers) ranks.back()->use_device_peers(&peers->endpoint(r));
     ranks.back()->report_progress(&bar, 1);
   }
@@ -612,6 +644,20 @@ RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys,
     if (n && !n->value) set_value(*n, std::move(v));
   }
   return report;
+}
+
+}  // namespace
+
+RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys,
+                   const std::vector<DeviceBackend*>& devices, ShardStore* store) {
+  return run_ranks([&](int) -> const plan::ShardedGraph& { return g; }, keys, devices, store);
+}
+
+RunReport run_plan_parts(const std::vector<plan::ShardedGraph>& parts, const StoreKeys& keys,
+                         const std::vector<DeviceBackend*>& devices, ShardStore* store) {
+  internal_check(!parts.empty() && static_cast<int>(parts.size()) == parts[0].num_ranks);
+  return run_ranks([&](int r) -> const plan::ShardedGraph& { return parts[static_cast<size_t>(r)]; }, keys,
+                   devices, store);
 }
 
 }  // namespace tapestry

@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -121,6 +122,7 @@ class RankProgram {
   const std::vector<plan::Step>& steps() const { return g_.steps[me_]; }
   bool step(const plan::Step& s);  // false: must wait
   void release_after(size_t i);    // frees what step i was the last reader of
+  void number_messages();          // transfer_tag_, partial_tag_
   void run(size_t b);
   void run_once(size_t b);  // one attempt of run (engine/run/retry.hpp)
   void run_on_device(size_t b);
@@ -167,6 +169,8 @@ class RankProgram {
   double block_weight_ = 1;
   void trace_step(const plan::Step& s, double t0_us, double dur_us);
   std::unordered_map<uint64_t, const Node*> nodes_;
+  std::vector<uint64_t> transfer_tag_;                               // per transfer of this rank
+  std::map<std::tuple<size_t, size_t, int>, uint64_t> partial_tag_;  // (combine, block, to)
   std::unordered_map<uint64_t, poly::Signature> sigs_;
   std::unordered_set<uint64_t> split_;  // nodes whose blocks leave partials (they have combines)
   RankStore store_;
@@ -204,5 +208,9 @@ class RankProgram {
 // shard store holding every rank's pieces, when `keys` name any.
 RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys = {},
                    const std::vector<DeviceBackend*>& devices = {}, ShardStore* store = nullptr);
+// The same, each rank r running only parts[r], its own part of the plan (plan::lower_rank), as
+// the ranks of a distributed run do.
+RunReport run_plan_parts(const std::vector<plan::ShardedGraph>& parts, const StoreKeys& keys = {},
+                         const std::vector<DeviceBackend*>& devices = {}, ShardStore* store = nullptr);
 
 }  // namespace tapestry

@@ -14,6 +14,7 @@
 #include "engine/ir/codec.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
+#include "engine/plan/lower_rank.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/run/evaluator.hpp"
 #include "engine/shard/rank_program.hpp"
@@ -114,6 +115,71 @@ TEST_CASE("a wrong version or a lying body says why") {
   CHECK_THROWS_WITH_AS(decode_plan(huge), doctest::Contains("exceeds the message"), Error);
 }
 
+// A plan sent as its choices: each rank lowers its own part from the decoded message, the parts
+// match the plan's, and run together they give the plan's values.
+TEST_CASE("a plan's choices decode and every rank lowers its own part from them") {
+  Example ex(3);
+  const plan::ShardedGraph& g = ex.pg.plan.graph();
+  const std::vector<char> bytes = encode_choices({plan::lowering_input(ex.pg), ex.pg.plan.choice});
+  const PlanChoices d = decode_choices(bytes);
+  CHECK(d.input.mesh.ranks == 3);
+  CHECK(d.input.topo.size() == ex.pg.topo.size());
+  CHECK(d.input.initial.size() == ex.pg.initial.size());
+  REQUIRE(d.choice.size() == ex.pg.plan.choice.size());
+  auto want = ex.pg.plan.choice.begin();
+  for (auto got = d.choice.begin(); got != d.choice.end(); ++got, ++want) CHECK(got->second == want->second);
+  std::vector<plan::ShardedGraph> parts;
+  for (plan::Rank r = 0; r < 3; ++r) {
+    parts.push_back(plan::lower_choice(d.input, d.choice, r));
+    const plan::ShardedGraph mine = plan::restrict_to_rank(g, r);
+    CHECK(parts.back().blocks.size() == mine.blocks.size());
+    CHECK(parts.back().transfers.size() == mine.transfers.size());
+    CHECK(parts.back().combines.size() == mine.combines.size());
+    CHECK(parts.back().steps == mine.steps);
+  }
+  for (const plan::Shard& h : parts[0].initial) {  // rank 0's data, as in the test above
+    const Node* mine = parts[0].find(h.tensor);
+    for (size_t i = 0; i < d.input.topo.size(); ++i)
+      if (d.input.topo[i].get() == mine) set_value(*mine, ex.pg.topo[i]->value);
+  }
+  run_plan_parts(parts);
+  evaluate({ex.y});
+  const Node* got = parts[0].find(parts[0].roots[0]);
+  REQUIRE(got->value != nullptr);
+  const std::vector<float> w = values(*ex.y->value), have = values(*got->value);
+  REQUIRE(w.size() == have.size());
+  for (size_t i = 0; i < w.size(); ++i) CHECK(have[i] == doctest::Approx(w[i]).epsilon(1e-5));
+}
+
+TEST_CASE("a choices message that is cut, flipped or not the plan's op is rejected with an Error") {
+  Example ex(2);
+  const PlanChoices good{plan::lowering_input(ex.pg), ex.pg.plan.choice};
+  const std::vector<char> bytes = encode_choices(good);
+  for (size_t n = 0; n < bytes.size(); ++n)
+    CHECK_THROWS_AS(decode_choices(std::span<const char>(bytes.data(), n)), Error);
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::vector<char> bad = bytes;
+    bad[i] ^= 0x5a;
+    CHECK_THROWS_AS(decode_choices(bad), Error);
+  }
+  CHECK_THROWS_WITH_AS(decode_choices(encode_plan(ex.pg.plan.graph())), doctest::Contains("rejected"), Error);
+  REQUIRE(!good.choice.empty());
+  const uint64_t op = good.choice.begin()->first;
+  PlanChoices more_parts = good;
+  more_parts.choice[op].parts.push_back(1);
+  CHECK_THROWS_WITH_AS(decode_choices(encode_choices(more_parts)), doctest::Contains("index dims"), Error);
+  PlanChoices too_many = good;
+  too_many.choice[op].parts[0] = 1000;
+  CHECK_THROWS_WITH_AS(decode_choices(encode_choices(too_many)), doctest::Contains("into 1000 parts"), Error);
+  PlanChoices off_mesh = good;
+  off_mesh.choice[op].rank = 2;
+  CHECK_THROWS_WITH_AS(decode_choices(encode_choices(off_mesh)), doctest::Contains("outside the mesh of 2"),
+                       Error);
+  PlanChoices stranger = good;
+  stranger.choice[build::rand({3}, 9, DType::F32)->id] = plan::Candidate{{1}};
+  CHECK_THROWS_WITH_AS(decode_choices(encode_choices(stranger)), doctest::Contains("does not list"), Error);
+}
+
 TEST_CASE("commands and statuses round-trip and are checked") {
   Command c = Command::of(Command::Run, 7, {'a', 'b', 'c'}, Command::Trace);
   std::vector<char> bytes = encode_command(c);
@@ -202,7 +268,9 @@ TEST_CASE("device peers on the wire: a Peers command, the DevicePeers flag and a
   std::vector<char> bytes = encode_command(run);
   back = decode_command(bytes);
   CHECK(back.flags == (Command::Trace | Command::DevicePeers));
-  bytes[9] = 4;  // the flags byte after magic, version and kind: an unknown flag
+  bytes[9] = Command::Choices;  // the flags byte after magic, version and kind (protocol 8)
+  CHECK(decode_command(bytes).flags == Command::Choices);
+  bytes[9] = 8;  // an unknown flag
   CHECK_THROWS_WITH_AS(decode_command(bytes), doctest::Contains("command flags"), Error);
 
   Status hello{Status::Hello, Status::User, 0, 0, 0, 0, "4242 node7", {}};

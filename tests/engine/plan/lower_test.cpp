@@ -7,6 +7,8 @@
 #include "engine/ir/error.hpp"
 #include "engine/plan/collapse.hpp"
 #include "engine/plan/lower.hpp"
+#include "engine/plan/lower_rank.hpp"
+#include "engine/plan/search.hpp"
 #include "engine/plan/verifier.hpp"
 #include "tests/engine/plan/plan_test_util.hpp"
 
@@ -165,4 +167,162 @@ TEST_CASE("engine.plan.lower.broadcast_is_a_tree") {
   CHECK(received[0] == 0);
   for (Rank r = 1; r < 16; ++r) CHECK(received[static_cast<size_t>(r)] == 1);
   CHECK(*std::max_element(sent.begin(), sent.end()) == 4);
+}
+
+namespace {
+
+// The first difference between two sharded graphs, or "" when they are the same plan.
+std::string first_difference(const ShardedGraph& a, const ShardedGraph& b) {
+  const auto box_eq = [](const Box& x, const Box& y) { return x == y; };
+  if (a.num_ranks != b.num_ranks) return "num_ranks";
+  if (a.nodes.size() != b.nodes.size()) return "nodes";
+  for (size_t i = 0; i < a.nodes.size(); ++i)
+    if (a.nodes[i]->id != b.nodes[i]->id) return cat_str("node ", i);
+  if (a.roots != b.roots) return "roots";
+  const auto shards_eq = [&](const std::vector<Shard>& x, const std::vector<Shard>& y) {
+    if (x.size() != y.size()) return false;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (x[i].tensor != y[i].tensor || !box_eq(x[i].box, y[i].box) || x[i].rank != y[i].rank) return false;
+    return true;
+  };
+  if (!shards_eq(a.initial, b.initial)) return "initial";
+  if (!shards_eq(a.outputs, b.outputs)) return "outputs";
+  if (a.blocks.size() != b.blocks.size())
+    return cat_str("blocks: ", a.blocks.size(), " vs ", b.blocks.size());
+  for (size_t i = 0; i < a.blocks.size(); ++i)
+    if (a.blocks[i].node != b.blocks[i].node || !box_eq(a.blocks[i].box, b.blocks[i].box) ||
+        a.blocks[i].rank != b.blocks[i].rank)
+      return cat_str("block ", i);
+  if (a.transfers.size() != b.transfers.size())
+    return cat_str("transfers: ", a.transfers.size(), " vs ", b.transfers.size());
+  for (size_t i = 0; i < a.transfers.size(); ++i) {
+    const Transfer &x = a.transfers[i], &y = b.transfers[i];
+    if (x.tensor != y.tensor || !box_eq(x.slice, y.slice) || x.from != y.from || x.to != y.to)
+      return cat_str("transfer ", i);
+  }
+  if (a.combines.size() != b.combines.size())
+    return cat_str("combines: ", a.combines.size(), " vs ", b.combines.size());
+  for (size_t i = 0; i < a.combines.size(); ++i) {
+    const Combine &x = a.combines[i], &y = b.combines[i];
+    if (x.node != y.node || x.kind != y.kind || x.partials != y.partials || !box_eq(x.out, y.out) ||
+        x.dest != y.dest)
+      return cat_str("combine ", i);
+  }
+  for (size_t r = 0; r < a.steps.size(); ++r)
+    if (a.steps[r] != b.steps[r]) return cat_str("steps of rank ", r);
+  return "";
+}
+
+// Graphs for the per-rank lowering: the network above (generators, reductions, cat, slices),
+// a stencil chain (halos) and a matmul chain whose reductions the candidates split.
+std::vector<std::vector<NodeRef>> rank_lowering_graphs() {
+  NodeRef x = src({12, 10}), k = src({3, 3});
+  NodeRef st = build::unary(
+      Op::Tanh, build::stencil(build::stencil(x, k, build::Boundary::Zero), k, build::Boundary::Zero));
+  NodeRef a = src({6, 8}), w = src({8, 8});
+  NodeRef h = build::matmul(build::unary(Op::Relu, build::matmul(a, w)), w);
+  NodeRef s = build::reduce(Op::Sum, build::binary(Op::Mul, h, h), {0}, false);
+  return {network(), {st}, {h, s}};
+}
+
+}  // namespace
+
+// The key property of lower_rank: for random graphs, meshes and choices (replicated ops,
+// reduction splits with each combine mode, uneven grids, generators, stencil halos, inputs held
+// whole, split or in copies), every rank's own lowering is the global plan restricted to it.
+TEST_CASE("engine.plan.lower.each_rank_lowers_its_own_part") {
+  std::mt19937 rng(77);
+  int compared = 0, with_transfers = 0, with_combines = 0;
+  for (const std::vector<NodeRef>& roots : rank_lowering_graphs()) {
+    const std::vector<NodeRef> topo = topo_of(roots);
+    for (int trial = 0; trial < 25; ++trial) {
+      const int ranks = std::uniform_int_distribution<int>(1, 9)(rng);
+      Assignment a;
+      CombineModes modes;
+      std::vector<Shard> initial;
+      for (const NodeRef& n : topo) {
+        const poly::Signature s = poly::signature_of(*n);
+        if (n->op == Op::Source) {
+          // Split over the ranks, whole on one, or whole on one with a copy on another.
+          const int how = std::uniform_int_distribution<int>(0, 2)(rng);
+          std::vector<Placement> p =
+              how == 0 ? grid_blocks(s, random_parts(s, rng), ranks)
+                       : std::vector<Placement>{
+                             {s.space_box(), std::uniform_int_distribution<int>(0, ranks - 1)(rng)}};
+          for (const Placement& q : p) initial.push_back(Shard{n->id, s.output_slice(q.box), q.rank});
+          if (how == 2 && p[0].rank != ranks - 1)  // a second copy
+            initial.push_back(Shard{n->id, Box::of_shape(n->shape), ranks - 1});
+          continue;
+        }
+        if (op_kind(n->op) == OpKind::Generate && std::uniform_int_distribution<int>(0, 1)(rng)) continue;
+        const std::vector<Candidate> cands = candidates(s, ranks, true);
+        if (std::uniform_int_distribution<int>(0, 2)(rng) == 0) {
+          std::vector<Placement> p = grid_blocks(s, random_parts(s, rng), ranks);
+          const int shift = std::uniform_int_distribution<int>(0, ranks - 1)(rng);
+          for (Placement& q : p) q.rank = (q.rank + shift) % ranks;
+          a[n->id] = std::move(p);
+          modes[n->id] = static_cast<CombineMode>(std::uniform_int_distribution<int>(0, 2)(rng));
+        } else {
+          const Candidate& c = cands[std::uniform_int_distribution<size_t>(0, cands.size() - 1)(rng)];
+          a[n->id] = place(s, c, ranks);
+          modes[n->id] = c.combine;
+        }
+      }
+      const ShardedGraph g = lower(topo, a, initial, roots, ranks, modes);
+      REQUIRE_MESSAGE(verify(g, topo).ok(), verify(g, topo).message());
+      with_transfers += !g.transfers.empty();
+      with_combines += !g.combines.empty();
+      for (Rank r = 0; r < ranks; ++r) {
+        const std::string diff =
+            first_difference(lower_rank(topo, a, initial, roots, ranks, modes, r), restrict_to_rank(g, r));
+        REQUIRE_MESSAGE(diff.empty(), "rank ", r, " of ", ranks, ": ", diff, "\n", to_string(g));
+        ++compared;
+      }
+    }
+  }
+  CHECK(compared > 200);
+  CHECK(with_transfers > 30);
+  CHECK(with_combines > 10);
+}
+
+TEST_CASE("engine.plan.lower.lower_rank_names_a_rank_off_the_mesh") {
+  NodeRef x = src({4});
+  NodeRef y = build::unary(Op::Relu, x);
+  Assignment a;
+  a[y->id] = grid_blocks(poly::signature_of(*y), {2}, 2);
+  const std::vector<Shard> initial{{x->id, Box::of_shape(x->shape), 0}};
+  CHECK_THROWS_WITH_AS(lower_rank({x, y}, a, initial, {y}, 2, {}, 2),
+                       doctest::Contains("lower_rank: rank 2 is not one of the mesh's 2 ranks"), Error);
+}
+
+// An estimated plan (as on a big mesh): the choices the search keeps, lowered for one rank at a
+// time, give every rank its part of the plan the run or the verifier lowers as a whole.
+TEST_CASE("engine.plan.lower.an_estimated_plan_lowers_per_rank_as_a_whole") {
+  const int P = 48;
+  NodeRef x = src({96 * 4, 64});
+  NodeRef h = x;
+  std::vector<NodeRef> weights;
+  for (int l = 0; l < 3; ++l) {
+    NodeRef w = src({64, 64}), b = src({64});
+    weights.push_back(w), weights.push_back(b);
+    h = build::unary(Op::Tanh, build::binary(Op::Add, build::matmul(h, w), b));
+  }
+  NodeRef s = build::reduce(Op::Sum, h, {0}, false);
+  const std::vector<NodeRef> topo = topo_of({h, s});
+  std::vector<Shard> initial;
+  for (Rank r = 0; r < P; ++r) initial.push_back({x->id, Box({r * 8, 0}, {r * 8 + 7, 63}), r});
+  for (const NodeRef& w : weights) initial.push_back({w->id, Box::of_shape(w->shape), 0});
+  SearchOptions opt;
+  opt.exact_limit = 1;  // estimate, as past 4,096 ops x ranks
+  const Plan p = search(topo, initial, {h, s}, Mesh::modelled(P), opt);
+  REQUIRE(p.estimated);
+  REQUIRE(!p.lowered());
+  const LoweringInput in{topo, initial, {h, s}, Mesh::modelled(P)};
+  const ShardedGraph& whole = p.graph();
+  REQUIRE(verify(whole, topo).ok());
+  CHECK(!whole.transfers.empty());
+  for (Rank r = 0; r < P; ++r) {
+    const std::string diff = first_difference(lower_choice(in, p.choice, r), restrict_to_rank(whole, r));
+    REQUIRE_MESSAGE(diff.empty(), "rank ", r, ": ", diff);
+  }
 }
