@@ -16,6 +16,11 @@ void DeviceBackend::map_reduce(const DeviceMapProgram& p, const Shape& shape, Op
   reduce(op, tmp, dims, out);
 }
 
+void DeviceBackend::index(Op op, const Attrs&, const std::vector<DeviceView>&, const DeviceView&) {
+  (void)op;
+  internal_fail(__FILE__, __LINE__, "a device without index kernels ran a gather or scatter");
+}
+
 void DeviceBackend::linalg(Op op, const Attrs&, const std::vector<DeviceView>&, const DeviceView&) {
   (void)op;
   internal_fail(__FILE__, __LINE__, "a device without LAPACK kernels ran a linalg op");

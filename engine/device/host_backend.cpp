@@ -75,6 +75,12 @@ void HostBackend::matmul(const DeviceView& a, const DeviceView& b, const DeviceV
   cpu::run_matmul(view(a), view(b), view(out));
 }
 
+void HostBackend::index(Op op, const Attrs& attrs, const std::vector<DeviceView>& in, const DeviceView& out) {
+  std::vector<View> v;
+  for (const DeviceView& d : in) v.push_back(view(d));
+  cpu::run_index(op, attrs, v, view(out));
+}
+
 void HostBackend::linalg(Op op, const Attrs& attrs, const std::vector<DeviceView>& in,
                          const DeviceView& out) {
   std::vector<View> v;

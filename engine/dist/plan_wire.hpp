@@ -19,7 +19,7 @@
 namespace tapestry {
 
 inline constexpr uint32_t kPlanWireMagic = 0x4c505054;  // "TPPL"
-inline constexpr uint32_t kPlanWireVersion = 2;         // 2: the linalg ops
+inline constexpr uint32_t kPlanWireVersion = 3;         // 2: the linalg ops; 3: gather, scatter, nonzero
 
 std::vector<char> encode_plan(const plan::ShardedGraph& g);
 

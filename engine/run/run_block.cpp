@@ -199,6 +199,8 @@ void run_into(DeviceBackend& be, const Node& n, Where& w, const std::vector<Devi
       be.copy(inputs[0], out);  // the base: identity, the whole block
       return place_clipped(be, w, 1, inputs[1], out);
     case OpKind::Window: return run_window(be, n, w, inputs, out);
+    case OpKind::Index:  // the signature reads the indexed dim whole: positions are local
+      return be.index(n.op, n.attrs, inputs, out);
     case OpKind::Linalg:  // the signature splits only batch dims: a block is whole matrices
       return be.linalg(n.op, n.attrs, inputs, out);
     case OpKind::Fused: {
