@@ -52,10 +52,26 @@ struct TensorKey {
   int dim = 0;
 };
 
+std::optional<TensorKey> table_key(lua_State* L, int arg);
+
 // The tensor key of argument `arg`, if it holds one: a Tensor, or a table {{}, .., t, ..}.
 std::optional<TensorKey> tensor_key(lua_State* L, int arg, const NodeRef& x) {
-  if (is_tensor(L, arg)) return TensorKey{check_tensor(L, arg), 0};
-  if (lua_type(L, arg) != LUA_TTABLE) return std::nullopt;
+  std::optional<TensorKey> found;
+  if (is_tensor(L, arg)) found = TensorKey{check_tensor(L, arg), 0};
+  else if (lua_type(L, arg) != LUA_TTABLE) return std::nullopt;
+  else found = table_key(L, arg);
+  if (!found) return std::nullopt;
+  const DType t = found->key->dtype;
+  user_check(is_int(t) || t == DType::Bool, "an index tensor must be integer (i32, i64) or bool, got ",
+             dtype_name(t), " ", shape_str(found->key->shape));
+  user_check(t != DType::Bool || found->dim == 0, "a bool mask indexes x's leading dims: put it first");
+  user_check(found->dim < std::max(rank_of(x), 1), "too many indices (", found->dim + 1,
+             ") for a tensor of shape ", shape_str(x->shape));
+  return found;
+}
+
+// A table {{}, .., t, ..} with one tensor t: its dim.
+std::optional<TensorKey> table_key(lua_State* L, int arg) {
   std::optional<TensorKey> found;
   const lua_Integer n = luaL_len(L, arg);
   for (lua_Integer k = 1; k <= n; ++k) {
@@ -72,14 +88,8 @@ std::optional<TensorKey> tensor_key(lua_State* L, int arg, const NodeRef& x) {
     const bool whole = is_tensor(L, -1) || (lua_type(L, -1) == LUA_TTABLE && luaL_len(L, -1) == 0);
     lua_pop(L, 1);
     user_check(whole, "with an index tensor, the other entries must be {} (whole dims); dim ", k,
-                      " is not (index it in a second step)");
+               " is not (index it in a second step)");
   }
-  user_check(found->dim < std::max(rank_of(x), 1), "too many indices (", n, ") for a tensor of shape ",
-             shape_str(x->shape));
-  const DType t = found->key->dtype;
-  user_check(is_int(t) || t == DType::Bool, "an index tensor must be integer (i32, i64) or bool, got ",
-             dtype_name(t), " ", shape_str(found->key->shape));
-  user_check(t != DType::Bool || found->dim == 0, "a bool mask indexes x's leading dims: put it first");
   return found;
 }
 

@@ -35,14 +35,16 @@ template <class I> int64_t index_at(const View& index, int64_t off) {
   return static_cast<int64_t>(static_cast<const I*>(index.buf->data())[off]);
 }
 
-[[noreturn]] void out_of_range(IndexFn f, int64_t v, int dim, int64_t size, const View& x, const View& index) {
+[[noreturn]] void out_of_range(IndexFn f, int64_t v, int dim, int64_t size, const View& x,
+                               const View& index) {
   user_error(index_fn_name(f), ": index ", v, " is out of range for dim ", dim + 1, " of size ", size,
              " (valid: 1..", size, " or -", size, "..-1; x ", shape_str(x.shape), ", index ",
              shape_str(index.shape), ")");
 }
 
 // out[p] = x[p with dim = index[p]]: out has index's shape, x its shape but along dim.
-template <class T, class I> void gather(const IndexAttrs& a, const View& x, const View& index, const View& out) {
+template <class T, class I>
+void gather(const IndexAttrs& a, const View& x, const View& index, const View& out) {
   const int64_t size = x.shape[a.dim], xs = x.strides[a.dim];
   View xr = x;  // x walked with index's shape: its dim contributes through the value alone
   xr.shape = index.shape;

@@ -13,8 +13,8 @@ namespace tapestry::build {
 namespace {
 
 void check_index_dtype(const NodeRef& index, const char* what) {
-  user_check(is_int(index->dtype), what, " must be an integer tensor (i32 or i64), got ", dtype_name(index->dtype),
-             " ", shape_str(index->shape));
+  user_check(is_int(index->dtype), what, " must be an integer tensor (i32 or i64), got ",
+             dtype_name(index->dtype), " ", shape_str(index->shape));
 }
 
 void check_rank(const NodeRef& x, const NodeRef& t, const char* what) {
@@ -40,9 +40,9 @@ NodeRef gather(const NodeRef& x, int dim, const NodeRef& index, IndexFn fn) {
   check_index_dtype(index, "index");
   check_rank(x, index, "index");
   for (size_t d = 0; d < x->shape.size(); ++d)
-    user_check(static_cast<int>(d) == dim || index->shape[d] <= x->shape[d], "index ", shape_str(index->shape),
-               " is larger than x ", shape_str(x->shape), " in dim ", d + 1, " (only dim ", dim + 1,
-               " is indexed)");
+    user_check(static_cast<int>(d) == dim || index->shape[d] <= x->shape[d], "index ",
+               shape_str(index->shape), " is larger than x ", shape_str(x->shape), " in dim ", d + 1,
+               " (only dim ", dim + 1, " is indexed)");
   // torch reads x at the index's own coordinates in the other dims: the slice of x they cover.
   const NodeRef xs = head(x, with_dim(index->shape, dim, x->shape[dim]));
   return make_node(Op::Gather, {xs, index}, IndexAttrs{dim, fn}.encode(), index->shape, x->dtype);
@@ -52,11 +52,12 @@ NodeRef scatter(Op op, const NodeRef& x, int dim, const NodeRef& index, const Op
   internal_check(op == Op::Scatter || op == Op::ScatterAdd);
   check_index_dtype(index, "index");
   check_rank(x, index, "index");
-  user_check(op != Op::ScatterAdd || x->dtype != DType::Bool, "x must be numeric, got bool ", shape_str(x->shape));
+  user_check(op != Op::ScatterAdd || x->dtype != DType::Bool, "x must be numeric, got bool ",
+             shape_str(x->shape));
   for (size_t d = 0; d < x->shape.size(); ++d)
-    user_check(static_cast<int>(d) == dim || index->shape[d] <= x->shape[d], "index ", shape_str(index->shape),
-               " is larger than x ", shape_str(x->shape), " in dim ", d + 1, " (only dim ", dim + 1,
-               " is indexed)");
+    user_check(static_cast<int>(d) == dim || index->shape[d] <= x->shape[d], "index ",
+               shape_str(index->shape), " is larger than x ", shape_str(x->shape), " in dim ", d + 1,
+               " (only dim ", dim + 1, " is indexed)");
   NodeRef s;
   if (src.weak) {  // torch's scatter(value=): one number everywhere the index points
     s = broadcast_to(scalar(src, x->dtype), index->shape);
@@ -71,7 +72,8 @@ NodeRef scatter(Op op, const NodeRef& x, int dim, const NodeRef& index, const Op
   }
   // The index covers a corner of x in the other dims: scatter into that corner, keep the rest.
   const Shape corner = with_dim(index->shape, dim, x->shape[dim]);
-  const NodeRef part = make_node(op, {head(x, corner), index, s}, IndexAttrs{dim, fn}.encode(), corner, x->dtype);
+  const NodeRef part =
+      make_node(op, {head(x, corner), index, s}, IndexAttrs{dim, fn}.encode(), corner, x->dtype);
   if (corner == x->shape) return part;
   return write_region(x, std::vector<int64_t>(corner.size(), 0), corner, part);
 }
@@ -117,7 +119,8 @@ std::vector<NodeRef> unravel(const NodeRef& flat, const Shape& shape) {
   for (int64_t size : shape) {
     stride /= size;
     const NodeRef q = binary(Op::FloorDiv, zero_based, Operand::integer_number(stride));
-    out.push_back(binary(Op::Add, binary(Op::Mod, q, Operand::integer_number(size)), Operand::integer_number(1)));
+    out.push_back(
+        binary(Op::Add, binary(Op::Mod, q, Operand::integer_number(size)), Operand::integer_number(1)));
   }
   return out;
 }
@@ -171,8 +174,9 @@ NodeRef index_put(const NodeRef& x, int dim, const NodeRef& index, const Operand
   const int64_t n = numel(index->shape);
   const Shape selected = with_dim(x->shape, dim, n);
   NodeRef v = value.weak ? scalar(value, x->dtype) : value.node;
-  user_check(broadcastable_to(v->shape, selected), "value ", shape_str(v->shape), " cannot be broadcast to the ",
-             n, " indexed slices ", shape_str(selected), " of x ", shape_str(x->shape));
+  user_check(broadcastable_to(v->shape, selected), "value ", shape_str(v->shape),
+             " cannot be broadcast to the ", n, " indexed slices ", shape_str(selected), " of x ",
+             shape_str(x->shape));
   if (v->dtype != x->dtype) v = cast(v, x->dtype);
   Shape one(x->shape.size(), 1);
   one[dim] = n;
