@@ -47,6 +47,7 @@ enum class Kind {
   Pool,
   Constrain,
   WriteRegion,
+  Index,  // gather, scatter, scatter_add: a: index shape, b: its 1-based values, n: dim
 };
 
 struct Step {

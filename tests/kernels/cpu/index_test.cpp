@@ -71,7 +71,8 @@ TEST_CASE("kernels.index.out_of_range_names_the_value") {
     cpu::run_index(Op::Gather, at(1, IndexFn::Take), {x->view(), idx->view()}, out->view());
     FAIL("no error");
   } catch (const Error& e) {
-    CHECK(std::string(e.what()).find("tp.take: index 4 is out of range for dim 2 of size 3") != std::string::npos);
+    CHECK(std::string(e.what()).find("tp.take: index 4 is out of range for dim 2 of size 3") !=
+          std::string::npos);
   }
 }
 
