@@ -84,9 +84,8 @@ void run_index(Op op, const Attrs& attrs, const std::vector<DView>& in, const DV
         const Strides xr = zero_dim(x.strides, a.dim);
         const Strided<3> st = make_strided<3>(index.shape, {&xr, &index.strides, &out.strides});
         const int64_t n = index.numel();
-        gather_kernel<<<blocks_for(n), kThreads, 0, cx.s()>>>(static_cast<const T*>(x.data), ip,
-                                                               static_cast<T*>(out.data), st, x.strides[a.dim],
-                                                               size, n, bad);
+        gather_kernel<<<blocks_for(n), kThreads, 0, cx.s()>>>(
+            static_cast<const T*>(x.data), ip, static_cast<T*>(out.data), st, x.strides[a.dim], size, n, bad);
         return;
       }
       copy_view(x, out);
@@ -101,10 +100,12 @@ void run_index(Op op, const Attrs& attrs, const std::vector<DView>& in, const DV
       T* op_ = static_cast<T*>(out.data);
       if (op == Op::Scatter)
         scatter_kernel<T, I, fn::ScatterSet><<<blocks_for(lines), kThreads, 0, cx.s()>>>(
-            iptr, sp, op_, st, len, index.strides[a.dim], src.strides[a.dim], out.strides[a.dim], size, lines, bad);
+            iptr, sp, op_, st, len, index.strides[a.dim], src.strides[a.dim], out.strides[a.dim], size, lines,
+            bad);
       else
         scatter_kernel<T, I, fn::ScatterAccumulate><<<blocks_for(lines), kThreads, 0, cx.s()>>>(
-            iptr, sp, op_, st, len, index.strides[a.dim], src.strides[a.dim], out.strides[a.dim], size, lines, bad);
+            iptr, sp, op_, st, len, index.strides[a.dim], src.strides[a.dim], out.strides[a.dim], size, lines,
+            bad);
     };
     if (index.dtype == DType::I32) launch(int32_t{});
     else launch(int64_t{});
@@ -115,8 +116,8 @@ void run_index(Op op, const Attrs& attrs, const std::vector<DView>& in, const DV
   cx.stream.synchronize();
   if (h.set)
     user_error(index_fn_name(a.fn), ": index ", static_cast<int64_t>(h.value), " is out of range for dim ",
-               a.dim + 1, " of size ", size, " (valid: 1..", size, " or -", size, "..-1; x ", shape_str(x.shape),
-               ", index ", shape_str(index.shape), ")");
+               a.dim + 1, " of size ", size, " (valid: 1..", size, " or -", size, "..-1; x ",
+               shape_str(x.shape), ", index ", shape_str(index.shape), ")");
 }
 
 }  // namespace tapestry::cuda
