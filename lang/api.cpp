@@ -326,29 +326,30 @@ const ApiEntry kApi[] = {
      lua::l_newindex},
 
     // --- indexing -------------------------------------------------------------------
-    {"tp.gather", K::Function, "index", "x:gather(dim, index)",
+    {"tp.gather", K::Function, "index", "tp.gather(x, dim, index) / x:gather(dim, index)",
      "torch.gather with 1-based index values: out[i][j] = x[index[i][j]][j] for dim 1, "
      "x[i][index[i][j]] for dim 2, and so on. index is an integer tensor (or a Lua table, made "
      "i64) of x's rank, no larger than x in the other dims; out has index's shape and x's dtype. "
      "A negative value counts from the end; one out of range is an error naming it when "
      "computed. Sharded, each block reads x whole along dim. Gradient: scatter_add.",
      lua::l_gather, M},
-    {"tp.scatter", K::Function, "index", "x:scatter(dim, index, src)",
+    {"tp.scatter", K::Function, "index", "tp.scatter(x, dim, index, src) / x:scatter(dim, index, src)",
      "torch.scatter with 1-based index values: a copy of x with out[index[i][j]][j] = src[i][j] "
      "for dim 1 (and so on). src is a tensor at least index's shape (its corner is used, cast to "
      "x's dtype) or a number; index as tp.gather's. Of repeated indices the last in row-major "
      "order wins. Sharded, dim is never split. Gradients: x gets g zeroed where written, src "
      "gets g gathered.",
      lua::l_scatter<Op::Scatter>, M},
-    {"tp.scatter_add", K::Function, "index", "x:scatter_add(dim, index, src)",
+    {"tp.scatter_add", K::Function, "index",
+     "tp.scatter_add(x, dim, index, src) / x:scatter_add(dim, index, src)",
      "torch.scatter_add: as tp.scatter, but src's elements are added, repeated indices "
      "accumulating (x numeric). Gradients: g to x, g gathered to src.",
      lua::l_scatter<Op::ScatterAdd>, M},
-    {"tp.index_select", K::Function, "index", "x:index_select(dim, index)",
+    {"tp.index_select", K::Function, "index", "tp.index_select(x, dim, index) / x:index_select(dim, index)",
      "torch.index_select with 1-based values: the slices of x at the 1-D index along dim, in "
      "index's order (repeats allowed). A gather of the broadcast index; gradient index_add.",
      lua::l_index_select, M},
-    {"tp.take", K::Function, "index", "x:take(index)",
+    {"tp.take", K::Function, "index", "tp.take(x, index) / x:take(index)",
      "torch.take: the elements of x at 1-based flat (row-major) positions, in index's shape. "
      "Gradient: added back at those positions.",
      lua::l_take, M},
