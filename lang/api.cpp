@@ -180,8 +180,12 @@ const ApiEntry kApi[] = {
     BINARY("ge", Ge, "", "a >= b, as a bool tensor."),
     BINARY("logical_and", LogicalAnd, "", "a and b, as bool (nonzero is true)."),
     BINARY("logical_or", LogicalOr, "", "a or b, as bool."),
-    {"tp.where", K::Function, "map", "tp.where(cond, a, b)",
-     "a where cond is true, else b; all three broadcast together.", lua::l_where},
+    {"tp.where", K::Function, "map", "tp.where(cond, a, b) / tp.where(cond)",
+     "a where cond is true, else b; all three broadcast together. With cond alone: the 1-based "
+     "indices of cond's nonzero elements, one i64 tensor per dim of cond, returned as that many "
+     "values in row-major order (numpy.nonzero, torch.where(cond)); see the indexing section for "
+     "how the count is found.",
+     lua::l_where},
     {"tp.cast", K::Function, "map", "tp.cast(x, dtype) / x:cast(dtype)",
      "Convert to dtype ('f32', 'f64', 'i32', 'i64', 'bool'). Float to int truncates toward 0.", lua::l_cast,
      M},
@@ -366,6 +370,51 @@ const ApiEntry kApi[] = {
      "(a number or a tensor broadcast to the region, cast to w's dtype); the rest is kept. "
      "Ranges need step 1.",
      lua::l_newindex},
+
+    // --- indexing -------------------------------------------------------------------
+    {"tp.gather", K::Function, "index", "tp.gather(x, dim, index) / x:gather(dim, index)",
+     "torch.gather with 1-based index values: out[i][j] = x[index[i][j]][j] for dim 1, "
+     "x[i][index[i][j]] for dim 2, and so on. index is an integer tensor (or a Lua table, made "
+     "i64) of x's rank, no larger than x in the other dims; out has index's shape and x's dtype. "
+     "A negative value counts from the end; one out of range is an error naming it when "
+     "computed. Sharded, each block reads x whole along dim. Gradient: scatter_add.",
+     lua::l_gather, M},
+    {"tp.scatter", K::Function, "index", "tp.scatter(x, dim, index, src) / x:scatter(dim, index, src)",
+     "torch.scatter with 1-based index values: a copy of x with out[index[i][j]][j] = src[i][j] "
+     "for dim 1 (and so on). src is a tensor at least index's shape (its corner is used, cast to "
+     "x's dtype) or a number; index as tp.gather's. Of repeated indices the last in row-major "
+     "order wins. Sharded, dim is never split. Gradients: x gets g zeroed where written, src "
+     "gets g gathered.",
+     lua::l_scatter<Op::Scatter>, M},
+    {"tp.scatter_add", K::Function, "index",
+     "tp.scatter_add(x, dim, index, src) / x:scatter_add(dim, index, src)",
+     "torch.scatter_add: as tp.scatter, but src's elements are added, repeated indices "
+     "accumulating (x numeric). Gradients: g to x, g gathered to src.",
+     lua::l_scatter<Op::ScatterAdd>, M},
+    {"tp.index_select", K::Function, "index", "tp.index_select(x, dim, index) / x:index_select(dim, index)",
+     "torch.index_select with 1-based values: the slices of x at the 1-D index along dim, in "
+     "index's order (repeats allowed). A gather of the broadcast index; gradient index_add.",
+     lua::l_index_select, M},
+    {"tp.take", K::Function, "index", "tp.take(x, index) / x:take(index)",
+     "torch.take: the elements of x at 1-based flat (row-major) positions, in index's shape. "
+     "Gradient: added back at those positions.",
+     lua::l_take, M},
+    {"Tensor.__index_tensor", K::Metamethod, "index", "x[idx]  x[{ {}, idx }]  x[mask]",
+     "An integer tensor idx in a subscript picks 1-based indices along its dim, which is "
+     "replaced by idx's dims (numpy's integer-array index; one index tensor per subscript, the "
+     "other entries {}). A bool mask of x's leading dims selects, in row-major order, the "
+     "elements (or sub-tensors) where it is true: {count, x's other dims}. The count decides the "
+     "shape, so it is observed first: the mask is computed and kept where it lies, its count "
+     "read, then the selection runs on the kept mask (a mask with no true element is an error: "
+     "there are no empty tensors yet). Bound as Tensor.__index.",
+     nullptr},
+    {"Tensor.__newindex_tensor", K::Metamethod, "index", "tp.env.w[mask] = v  tp.env.w[{ {}, idx }] = v",
+     "Writes through a tensor key. A mask with a number v: w where mask, else w (a map, no "
+     "count needed); with a tensor v: v broadcast to w[mask]'s shape is placed at the true "
+     "elements in order (numpy; the count is observed as for x[mask]). An integer index "
+     "tensor: the slices it names along its dim are replaced by v broadcast to them (the last "
+     "repeat wins). Bound as Tensor.__newindex.",
+     nullptr},
 
     // --- windows --------------------------------------------------------------------
     {"tp.stencil", K::Function, "window", "tp.stencil(x, k [,opts])",
@@ -877,6 +926,7 @@ std::string reference_markdown() {
       {"structure", "Diagonals and triangles"},
       {"window", "Windows"},
       {"slice", "Reading slices"},
+      {"index", "Indexing: gather, scatter, masks"},
       {"tensor", "Tensor metadata"},
       {"observe", "Observation"},
       {"env", "The environment"},

@@ -108,6 +108,13 @@ int l_linalg_svd(lua_State* L);
 int l_linalg_eigh(lua_State* L);
 int l_linalg_eigvalsh(lua_State* L);
 
+// indexing (index_lua.cpp)
+int l_gather(lua_State* L);
+template <Op op> int l_scatter(lua_State* L);  // scatter scatter_add
+int l_index_select(lua_State* L);
+int l_take(lua_State* L);
+int l_where_indices(lua_State* L);  // tp.where(cond)
+
 // gradients (grad_lua.cpp)
 int l_grad(lua_State* L);
 int l_detach(lua_State* L);

@@ -35,6 +35,7 @@ TAPESTRY_BINARY(INST_BINARY)
 #undef INST_BINARY
 
 int l_where(lua_State* L) {
+  if (lua_gettop(L) == 1) return l_where_indices(L);  // tp.where(cond): the indices
   const build::Operand c = check_operand(L, 1);
   const build::Operand a = check_operand(L, 2);
   const build::Operand b = check_operand(L, 3);

@@ -5,6 +5,7 @@
 
 #include "engine/session/session.hpp"
 #include "lang/bindings.hpp"
+#include "lang/index_lua.hpp"
 #include "lang/lua_args.hpp"
 #include "lang/state_context.hpp"
 #include "lang/tensor_lua.hpp"
@@ -246,6 +247,7 @@ int l_index(lua_State* L) {
     push_tensor(L, build::select(x, 0, resolve_index(check_int(L, 2), x->shape[0], 0, x->shape)));
     return 1;
   }
+  if (index_by_tensor(L, x)) return 1;
   if (lua_type(L, 2) != LUA_TTABLE) type_error(L, 2, "index table");
   const Region g = parse_region(L, 2, x);
   push_tensor(L, build::reshape(build::slice(x, g.start, g.step, g.count), g.kept));
@@ -263,6 +265,11 @@ int l_newindex(lua_State* L) {
     lua_pushvalue(L, 2);
     lua_seti(L, -2, 1);
     lua_replace(L, 2);
+  }
+  if (const std::optional<NodeRef> w = write_by_tensor(L, x)) {  // an index tensor or a mask
+    session_of(L).env().bind(h->name, *w);
+    h->node = *w;
+    return 0;
   }
   if (lua_type(L, 2) != LUA_TTABLE) type_error(L, 2, "index table");
   const Region g = parse_region(L, 2, x);

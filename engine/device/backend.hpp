@@ -98,6 +98,9 @@ class DeviceBackend {
                       const DeviceView& out) = 0;
   virtual void pool2d(Op op, const DeviceView& x, int64_t kh, int64_t kw, const cpu::WindowAxis& h,
                       const cpu::WindowAxis& wd, const DeviceView& out) = 0;
+  // Gather, scatter and nonzero (cpu::run_index). The CPU's; a device without them answers
+  // supports() false for these ops, so they run on the CPU (the default is never called then).
+  virtual void index(Op op, const Attrs& attrs, const std::vector<DeviceView>& in, const DeviceView& out);
   // LAPACK on whole matrices (cpu::run_linalg). The CPU's; a device without it answers
   // supports() false for these ops, so they run on the CPU (the default is never called then).
   // Scans, sorts and searchsorted over whole lines (cpu::run_line); as linalg, a device without

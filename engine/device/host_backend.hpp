@@ -67,6 +67,7 @@ class HostBackend : public DeviceBackend {
   void argreduce(Op op, const DeviceView& in, int dim, const DeviceView& out) override;
   void matmul(const DeviceView& a, const DeviceView& b, const DeviceView& out) override;
   void line(Op op, const Attrs& attrs, const std::vector<DeviceView>& in, const DeviceView& out) override;
+  void index(Op op, const Attrs& attrs, const std::vector<DeviceView>& in, const DeviceView& out) override;
   void linalg(Op op, const Attrs& attrs, const std::vector<DeviceView>& in, const DeviceView& out) override;
   void generate(Op op, const Attrs& attrs, const Shape& global_shape, const std::vector<int64_t>& origin,
                 const DeviceView& out) override;

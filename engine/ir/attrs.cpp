@@ -170,6 +170,25 @@ CorrelateAttrs CorrelateAttrs::decode(const Attrs& a) {
   return {{a.ints.begin(), mid}, {mid, a.ints.end()}};
 }
 
+std::string_view index_fn_name(IndexFn f) {
+  switch (f) {
+    case IndexFn::Gather: return "tp.gather";
+    case IndexFn::Take: return "tp.take";
+    case IndexFn::IndexSelect: return "tp.index_select";
+    case IndexFn::Subscript: return "x[{...}]";
+    case IndexFn::Scatter: return "tp.scatter";
+    case IndexFn::ScatterAdd: return "tp.scatter_add";
+    case IndexFn::MaskedWrite: return "region write";
+  }
+  return "?";
+}
+Attrs IndexAttrs::encode() const { return with_ints({dim, static_cast<int64_t>(fn)}); }
+IndexAttrs IndexAttrs::decode(const Attrs& a) {
+  internal_check(a.ints.size() == 2 && a.ints[1] >= 0 &&
+                 a.ints[1] <= static_cast<int64_t>(IndexFn::MaskedWrite));
+  return {static_cast<int>(a.ints[0]), static_cast<IndexFn>(a.ints[1])};
+}
+
 // {stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups}
 Attrs LineAttrs::encode() const { return with_ints({dim, reverse, indices, right}); }
 LineAttrs LineAttrs::decode(const Attrs& a) {

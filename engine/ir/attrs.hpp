@@ -10,6 +10,7 @@
 #include <concepts>
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -169,6 +170,19 @@ struct CorrelateAttrs {
   Attrs encode() const;
   static CorrelateAttrs decode(const Attrs& a);
   bool operator==(const CorrelateAttrs&) const = default;
+};
+
+// Gather, Scatter, ScatterAdd: inputs {x, index (i32 or i64)[, src]}, index of x's shape except
+// along dim (Gather's output and Scatter's src have index's shape). fn is the function the user
+// called: the kernels name it when an index value is out of range.
+enum class IndexFn : int64_t { Gather, Take, IndexSelect, Subscript, Scatter, ScatterAdd, MaskedWrite };
+std::string_view index_fn_name(IndexFn f);
+struct IndexAttrs {
+  int dim = 0;  // 0-based
+  IndexFn fn = IndexFn::Gather;
+  Attrs encode() const;
+  static IndexAttrs decode(const Attrs& a);
+  bool operator==(const IndexAttrs&) const = default;
 };
 
 // Conv2d: inputs {x {N,C,H,W}, w {O,C/groups,KH,KW}} of one dtype; output {N,O,OH,OW}.

@@ -36,6 +36,7 @@ std::string_view op_kind_name(OpKind k) {
     case OpKind::Write: return "write";
     case OpKind::Window: return "window";
     case OpKind::Line: return "line";
+    case OpKind::Index: return "index";
     case OpKind::Linalg: return "linalg";
     case OpKind::Fused: return "fused";
   }

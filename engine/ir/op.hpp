@@ -24,6 +24,8 @@ enum class OpKind : uint8_t {
   Window,     // sliding windows: stencil correlation, conv2d, pooling (kernels/cpu/window.cpp)
   Line,       // whole lines along one dim, every other dim free: scans, sort, searchsorted
               // (kernels/cpu/line.cpp)
+  Index,      // data-dependent reads and writes along one dim: gather, scatter, nonzero
+              // (kernels/cpu/index.cpp); the indexed dim is read whole
   Linalg,     // LAPACK on whole matrices (the last two dims of each input), batched over the
               // leading dims; factorizations pack their parts into the output's last dim
   Fused,      // made by fusion (engine/plan/fuse.hpp), never by a builder: a map program,
@@ -93,6 +95,10 @@ enum class OpKind : uint8_t {
   X(Conv2d, "conv2d", Window, 2, Conv2dAttrs, "2-D convolution, NCHW, with stride, padding, dilation, groups") \
   X(MaxPool2d, "maxpool2d", Window, 1, PoolAttrs, "maximum over 2-D windows of NCHW (padding never wins)") \
   X(AvgPool2d, "avgpool2d", Window, 1, PoolAttrs, "mean over 2-D windows of NCHW, padding counted as zeros") \
+  X(Gather, "gather", Index, 2, IndexAttrs, "out[..i..] = x[..index[..i..]..] along dim (torch.gather, 1-based)") \
+  X(Scatter, "scatter", Index, 3, IndexAttrs, "x with x[..index[..i..]..] = src[..i..] along dim (torch.scatter, 1-based)") \
+  X(ScatterAdd, "scatter_add", Index, 3, IndexAttrs, "x with src[..i..] added at x[..index[..i..]..] along dim (torch.scatter_add)") \
+  X(Nonzero, "nonzero", Index, 1, NoAttrs, "1-based flat indices of the nonzero elements, in order (its size is the count)") \
   X(Solve, "solve", Linalg, 2, NoAttrs, "x with a x = b, a {..., n, n}, b {..., n, k} (LAPACK gesv)") \
   X(Cholesky, "cholesky", Linalg, 1, NoAttrs, "lower-triangular l with l l^T = a (LAPACK potrf)") \
   X(Det, "det", Linalg, 1, NoAttrs, "determinant from the LU factorization (LAPACK getrf)") \

@@ -145,6 +145,39 @@ Signature line_sig(const Node& n) {
   const double flops = n.op == Op::Sort ? 2 * std::log2(len + 1) : n.op == Op::Logcumsumexp ? 16 : 2;
   Signature s = map_sig(n, flops);
   s.space[a.dim].splittable = false;
+// Gather, Scatter, ScatterAdd: which element an index names is data, so the operand indexed
+// by it is read whole along dim (a full window) and by the identity elsewhere; index (and
+// src) follow the space. Gather's space is its output (index's shape), free to split anywhere;
+// a scatter's is x's, and its dim is never split (any src element may land anywhere along it).
+Signature index_sig(const Node& n) {
+  const int dim = attrs_of<IndexAttrs>(n).dim;
+  const int r = static_cast<int>(n.shape.size());
+  Signature s = over_output(n, 1);
+  auto whole_along_dim = [&](const Node& t) {
+    Projection p = Projection::identity(r);
+    p.A[dim][dim] = 0;
+    p.w[dim] = t.shape[dim];
+    return access_of(t, std::move(p));
+  };
+  if (n.op == Op::Gather) {
+    s.inputs = {whole_along_dim(*n.inputs[0]), access_of(*n.inputs[1], Projection::identity(r))};
+    return s;
+  }
+  s.space[dim].splittable = false;
+  s.inputs = {access_of(*n.inputs[0], Projection::identity(r)), whole_along_dim(*n.inputs[1]),
+              whole_along_dim(*n.inputs[2])};
+  return s;
+}
+
+// Nonzero: the count was observed before the node was built; where each true element lands
+// depends on every element before it, so the mask is read whole into one block.
+Signature nonzero_sig(const Node& n) {
+  const Node& mask = *n.inputs[0];
+  Signature s = over_output(n, 1);
+  s.space[0].splittable = false;
+  Projection p(static_cast<int>(mask.shape.size()), 1);
+  for (size_t t = 0; t < mask.shape.size(); ++t) p.w[t] = mask.shape[t];
+  s.inputs.push_back(access_of(mask, std::move(p)));
   return s;
 }
 
@@ -477,6 +510,10 @@ Signature signature_of(const Node& n) {
     case Op::ArgMax: return argreduce_sig(n, CombineKind::ArgMax);
     case Op::ArgMin: return argreduce_sig(n, CombineKind::ArgMin);
     case Op::Matmul: return matmul_sig(n);
+    case Op::Gather:
+    case Op::Scatter:
+    case Op::ScatterAdd: return index_sig(n);
+    case Op::Nonzero: return nonzero_sig(n);
     case Op::Solve:
     case Op::Cholesky:
     case Op::Det:

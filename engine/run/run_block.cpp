@@ -215,6 +215,8 @@ void run_into(DeviceBackend& be, const Node& n, Where& w, const std::vector<Devi
     case OpKind::Window: return run_window(be, n, w, inputs, out);
     case OpKind::Line:  // the signature splits no line: a block's indices and prefixes are global
       return be.line(n.op, n.attrs, inputs, out);
+    case OpKind::Index:  // the signature reads the indexed dim whole: positions are local
+      return be.index(n.op, n.attrs, inputs, out);
     case OpKind::Linalg:  // the signature splits only batch dims: a block is whole matrices
       return be.linalg(n.op, n.attrs, inputs, out);
     case OpKind::Fused: {

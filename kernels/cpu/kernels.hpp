@@ -59,6 +59,12 @@ void run_line(Op op, const Attrs& attrs, const std::vector<View>& in, const View
 // to out's (strides 0). All three share one dtype.
 void run_matmul(const View& a, const View& b, const View& out);
 
+// Gather, Scatter, ScatterAdd (in {x, index[, src]}, IndexAttrs) and Nonzero (in {bool mask},
+// out {count} i64): inputs any strides, out contiguous. A block sees x whole along the indexed
+// dim (engine/poly/signature_of.cpp), so a position is local. An index value out of range is a
+// user error naming the function the user called, the value and the dim.
+void run_index(Op op, const Attrs& attrs, const std::vector<View>& in, const View& out);
+
 // The LAPACK ops (Solve, Cholesky, Det, Slogdet, Qr, Svd, Eigh) on every matrix of the batch:
 // inputs {..., m, n} (any strides, batch dims equal), out contiguous {..., parts} of their
 // dtype (f32 or f64). A singular or indefinite matrix is a user error naming the function.

@@ -146,7 +146,10 @@ bool cuda_supports(Op op, DType dtype) {
     case Op::Conv2d: return dtype != DType::Bool || op == Op::Matmul;
     case Op::MaxPool2d:
     case Op::AvgPool2d: return dtype != DType::Bool;
-    default: return false;  // gathers, scatters, sorts: the block runs on the CPU
+    case Op::Gather:
+    case Op::Scatter:
+    case Op::ScatterAdd: return true;  // index.cu
+    default: return false;             // nonzero, sorts: the block runs on the CPU
   }
 }
 

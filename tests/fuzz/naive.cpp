@@ -244,6 +244,23 @@ NaiveResult naive_check(const Node& n, std::string& why) {
       }
       break;
     }
+    case Op::Gather:
+    case Op::Scatter:
+    case Op::ScatterAdd: {  // torch's definitions, index values 1-based, negative from the end
+      const int dim = attrs_of<IndexAttrs>(n).dim;
+      const Shape& is = n.inputs[1]->shape;
+      const int64_t size = n.op == Op::Gather ? n.inputs[0]->shape[dim] : n.shape[dim];
+      if (n.op != Op::Gather) w.v = in[0];
+      for (int64_t i = 0; i < numel(is); ++i) {
+        auto ix = unravel(i, is);
+        const int64_t v = static_cast<int64_t>(in[1][i]);
+        ix[dim] = v > 0 ? v - 1 : v + size;
+        if (n.op == Op::Gather) w.v[i] = in[0][ravel(ix, n.inputs[0]->shape)];
+        else if (n.op == Op::Scatter) w.v[ravel(ix, n.shape)] = in[2][i];
+        else w.v[ravel(ix, n.shape)] += in[2][i];
+      }
+      break;
+    }
     case Op::WriteRegion: {
       const Shape& vs = n.inputs[1]->shape;
       const std::vector<int64_t> start = attrs_of<WriteAttrs>(n).start;

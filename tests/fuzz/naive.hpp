@@ -4,8 +4,8 @@
 //   if (r == NaiveResult::Mismatch) report(err);
 // Covered: generators full/arange/eye, every map (cast, unary, binary, where), every reduce,
 // argmax/argmin, matmul (equal ranks >= 2), reshape, permute, expand, slice, constrain, cat,
-// write_region. Not covered (the single-rank evaluator is their only reference): rand, randn,
-// linspace, correlate, conv2d, the pools and the fused ops.
+// write_region, gather, scatter, scatter_add. Not covered (the single-rank evaluator is their only
+// reference): rand, randn, linspace, correlate, conv2d, the pools and the fused ops.
 #pragma once
 
 #include <string>

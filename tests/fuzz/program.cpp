@@ -220,7 +220,7 @@ class Gen {
     const int rank = static_cast<int>(xs.size());
     Step s;
     s.in = {x};
-    const int k = static_cast<int>(uni(r_, 0, 28));
+    const int k = static_cast<int>(uni(r_, 0, 29));  // 29: the default
     switch (k) {
       case 0: add_leaf(); return;
       case 1:
@@ -433,6 +433,23 @@ class Gen {
         s.n = uni(r_, 0, rank - 1);
         s.a = {coin(r_) ? 1 : 0};
         s.flag = coin(r_, 0.3);
+      case 28: {  // index values drawn valid (a fifth negative): the ops, not range errors, are fuzzed
+        if (rank == 0) return;
+        s.kind = Kind::Index;
+        s.op = pick(r_, std::vector<Op>{Op::Gather, Op::Scatter, Op::ScatterAdd});
+        s.n = uni(r_, 0, rank - 1);
+        for (int d = 0; d < rank; ++d) s.a.push_back(uni(r_, 1, xs[d]));  // no larger than x
+        if (s.op == Op::Gather) s.a[s.n] = uni(r_, 1, 6);
+        for (int64_t i = 0; i < numel(s.a); ++i) {
+          const int64_t p = uni(r_, 1, xs[s.n]);
+          s.b.push_back(coin(r_, 0.2) ? p - xs[s.n] - 1 : p);
+        }
+        if (s.op != Op::Gather) {
+          if (s.op == Op::ScatterAdd && dtype(x) == DType::Bool) return;
+          const int y = src(s.a, dtype(x));
+          if (y < 0) return;
+          s.in.push_back(y);
+        }
         break;
       }
       default: {
@@ -530,6 +547,14 @@ NodeRef build_step(const Step& s, const std::vector<NodeRef>& in) {
       return build::roll(in[0], static_cast<int64_t>(s.v),
                          s.n < 0 ? std::nullopt : std::optional<int>(static_cast<int>(s.n)));
     case Kind::Stencil: return build::stencil(in[0], in[1], static_cast<build::Boundary>(s.n));
+    case Kind::Index: {
+      auto v = Value::alloc(DType::I64, s.a);
+      for (size_t i = 0; i < s.b.size(); ++i) v->data<int64_t>()[i] = s.b[i];
+      const NodeRef index = make_source(v, s.a, DType::I64);
+      if (s.op == Op::Gather) return build::gather(in[0], static_cast<int>(s.n), index);
+      return build::scatter(s.op, in[0], static_cast<int>(s.n), index, in[1],
+                            s.op == Op::Scatter ? IndexFn::Scatter : IndexFn::ScatterAdd);
+    }
     case Kind::Conv2d: {
       build::Conv2dOptions o;
       o.stride[0] = s.c[0], o.stride[1] = s.c[1], o.padding[0] = s.c[2], o.padding[1] = s.c[3];
@@ -737,6 +762,11 @@ end
         else if (s.op == Op::Cummax || s.op == Op::Cummin)
           e = cat_str(s.flag ? "select(2, " : "(", v(0), ":", name, "(", d, "))");
         else e = cat_str(v(0), ":", name, "(", d, ")");
+      case Kind::Index: {
+        const std::string index =
+            cat_str("tp.tensor(", ilist(s.b), ", {dtype = \"i64\"}):reshape", ilist(s.a));
+        e = cat_str(v(0), ":", op_def(s.op).name, "(", s.n + 1, ", ", index,
+                    s.op == Op::Gather ? std::string() : ", " + v(1), ")");
         break;
       }
       case Kind::WriteRegion: {
@@ -769,7 +799,8 @@ const char* kind_name(Kind k) {
                                 "binary",    "binary_scalar", "where",  "cast",      "reduce",       "mean",
                                 "argreduce", "matmul",        "einsum", "reshape",   "permute",      "expand",
                                 "slice",     "narrow",        "select", "cat",       "pad",          "roll",
-                                "stencil",   "conv2d",        "pool",   "constrain", "write_region", "line"};
+                                "stencil",   "conv2d",        "pool",   "constrain", "write_region", "line",
+                                "index"};
   return names[static_cast<int>(k)];
 }
 

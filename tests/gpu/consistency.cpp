@@ -245,6 +245,28 @@ void check_copy() {
   }
 }
 
+// Gather, scatter and scatter_add: the same order as the CPU, so exact; repeats included.
+void check_index() {
+  auto index = Value::alloc(DType::I64, {6, 5, 4});  // values 1..9 or -9..-1 along a dim of 9
+  for (int64_t i = 0; i < 120; ++i) index->data<int64_t>()[i] = (i * 7) % 9 + 1 - (i % 5 == 0 ? 10 : 0);
+  for (DType t : kAll) {
+    auto x = sample(t, {9, 5, 4}, 10);
+    auto src = sample(t, {6, 5, 4}, 11);
+    Dev dx = upload(x->view()), di = upload(index->view()), ds = upload(src->view());
+    for (Op op : {Op::Gather, Op::Scatter, Op::ScatterAdd}) {
+      if (op == Op::ScatterAdd && t == DType::Bool) continue;
+      const Attrs a = IndexAttrs{0, IndexFn::Gather}.encode();
+      const Shape os = op == Op::Gather ? index->view().shape : x->view().shape;
+      auto want = Value::alloc(t, os);
+      cpu::run_index(op, a, {x->view(), index->view(), src->view()}, want->view());
+      cuda::DeviceBuffer ob(want->view().numel() * dtype_size(t));
+      const cuda::DView dout = cuda::dview(ob.get(), t, os);
+      cuda::run_index(op, a, {dx.v, di.v, ds.v}, dout);
+      compare(std::string(op_def(op).name) + " " + std::string(dtype_name(t)), *want, *download(dout), 0);
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -259,6 +281,7 @@ int main() {
     check_generate();
     check_window();
     check_copy();
+    check_index();
     cuda::synchronize();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpu.consistency: %s\n", e.what());

@@ -87,6 +87,11 @@ class CudaDevice final : public DeviceBackend {
               const cpu::WindowAxis& wd, const DeviceView& out) override {
     run_pool2d(op, dv(x), kh, kw, h, wd, dv(out));
   }
+  void index(Op op, const Attrs& attrs, const std::vector<DeviceView>& in, const DeviceView& out) override {
+    std::vector<DView> v;
+    for (const DeviceView& d : in) v.push_back(dv(d));
+    run_index(op, attrs, v, dv(out));
+  }
 
   // NCCL between the GPUs of an MPI job (nccl_peers.hpp).
   bool can_join_peers() const override { return true; }

@@ -143,6 +143,32 @@ std::vector<NodeRef> topk(const NodeRef& x, int64_t k, int dim, bool largest);  
 NodeRef line_scatter_add(const NodeRef& g, const NodeRef& idx, int dim);
 // 1-based insertion points (i64, values' shape) of values into a 1-D ascending sequence.
 NodeRef searchsorted(const NodeRef& sorted, const NodeRef& values, bool right);
+// --- indexing (builders_index.cpp) -------------------------------------------------------
+// torch's semantics with 1-based index values (negative from the end), checked when computed;
+// index tensors are i32 or i64. fn names the user's function in the kernels' range errors.
+// gather: out[..i..] = x[..index[..i..]..] along dim; index has x's rank, and no dim of it but
+// dim is larger than x's. scatter (Op::Scatter or Op::ScatterAdd): x with src's elements put at
+// (or added to) the positions index names along dim; src a tensor (at least index's shape, its
+// corner used) or a number.
+NodeRef gather(const NodeRef& x, int dim, const NodeRef& index, IndexFn fn = IndexFn::Gather);
+NodeRef scatter(Op op, const NodeRef& x, int dim, const NodeRef& index, const Operand& src, IndexFn fn);
+NodeRef index_select(const NodeRef& x, int dim, const NodeRef& index, IndexFn fn = IndexFn::IndexSelect);
+NodeRef take(const NodeRef& x, const NodeRef& index, IndexFn fn = IndexFn::Take);  // flat x, index's shape
+// x[{.., index, ..}]: dim replaced by index's dims (numpy's integer-array index on one dim).
+NodeRef index_tensor(const NodeRef& x, int dim, const NodeRef& index, IndexFn fn = IndexFn::Subscript);
+// The 1-based flat positions of mask's nonzero elements: {count} i64, count observed before.
+NodeRef nonzero(const NodeRef& mask, int64_t count);
+// 1-based flat positions into a tensor of `shape` -> one index tensor per dim (numpy.unravel_index).
+std::vector<NodeRef> unravel(const NodeRef& flat, const Shape& shape);
+// numpy's boolean index x[mask], mask the shape of x's leading dims: {count, x's other dims...}.
+NodeRef masked_select(const NodeRef& x, const NodeRef& mask, int64_t count);
+// x with value (a number, or a tensor broadcast to x) where mask is true: x[mask] = value.
+NodeRef masked_fill(const NodeRef& x, const NodeRef& mask, const Operand& value);
+// x with value (broadcast to x[mask]'s shape) put at mask's true elements in order.
+NodeRef masked_scatter(const NodeRef& x, const NodeRef& mask, const NodeRef& value, int64_t count);
+// x with the slices at index (1-D) along dim replaced by value (broadcast to them): x[{.., index, ..}] =
+// value.
+NodeRef index_put(const NodeRef& x, int dim, const NodeRef& index, const Operand& value);
 
 // --- linear algebra (builders_linalg.cpp) ---------------------------------------------
 // LAPACK on whole matrices, the last two dims, batched over the leading dims as numpy. Integer

@@ -61,6 +61,7 @@ std::vector<NodeRef> vjp_inputs(const NodeRef& n, const NodeRef& g, const std::v
     case OpKind::Write: return view_vjp(n, g);
     case OpKind::Window: return window_vjp(n, g, need);
     case OpKind::Line: return line_vjp(n, g);
+    case OpKind::Index: return index_vjp(n, g, need);
     case OpKind::Linalg: return linalg_vjp(n, g, need);
     case OpKind::Fused: break;
   }

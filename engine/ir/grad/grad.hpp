@@ -32,6 +32,7 @@ std::vector<NodeRef> reduce_vjp(const NodeRef& n, const NodeRef& g);
 std::vector<NodeRef> view_vjp(const NodeRef& n, const NodeRef& g);
 std::vector<NodeRef> window_vjp(const NodeRef& n, const NodeRef& g, const std::vector<bool>& need);
 std::vector<NodeRef> line_vjp(const NodeRef& n, const NodeRef& g);
+std::vector<NodeRef> index_vjp(const NodeRef& n, const NodeRef& g, const std::vector<bool>& need);
 std::vector<NodeRef> linalg_vjp(const NodeRef& n, const NodeRef& g, const std::vector<bool>& need);
 // g (a box of `shape` at `start` with `step`) scattered into zeros of `shape`: the adjoint of
 // a slice. Strided dims interleave zeros first, so it needs only pads and a region write.

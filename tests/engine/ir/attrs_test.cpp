@@ -36,6 +36,7 @@ TEST_CASE("every attrs struct round-trips through Attrs") {
   round_trips(CorrelateAttrs{{1, 0}, {1, 2}});
   round_trips(Conv2dAttrs{{2, 3}, {1, 0}, {1, 2}, 4});
   round_trips(PoolAttrs{{3, 3}, {2, 1}, {1, 0}});
+  round_trips(IndexAttrs{2, IndexFn::ScatterAdd});
 }
 
 TEST_CASE("the op table names each op's struct") {

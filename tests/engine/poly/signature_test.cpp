@@ -71,6 +71,16 @@ std::vector<NodeRef> samples(Op op) {
       // {kh, kw, sh, sw, ph, pw}
       return {node(op, {src({1, 2, 6, 6})}, {2, 2, 2, 2, 0, 0}, {1, 2, 3, 3}),
               node(op, {src({2, 1, 8, 7})}, {3, 2, 3, 1, 1, 1}, {2, 1, 3, 8})};
+    case OpKind::Index: {  // attrs {dim, fn}; index and src i64 / f32
+      const NodeRef i = src({3, 2}, DType::I64);
+      if (op == Op::Gather)
+        return {node(op, {src({3, 5}), i}, {1, 0}, {3, 2}), node(op, {src({4, 2}), i}, {0, 0}, {3, 2})};
+      if (op == Op::Nonzero)
+        return {node(op, {src({3, 4}, DType::Bool)}, {}, {5}, DType::I64),
+                node(op, {src({}, DType::Bool)}, {}, {1}, DType::I64)};
+      return {node(op, {src({3, 5}), i, src({3, 2})}, {1, 4}, {3, 5}),
+              node(op, {src({6, 2}), i, src({3, 2})}, {0, 5}, {6, 2})};
+    }
     case OpKind::Linalg: {
       // Outputs as builders_linalg.cpp makes them: batch dims, then the op's own (packed) dims.
       const NodeRef sq = src({3, 3}), bsq = src({2, 3, 3}), tall = src({4, 3}), btall = src({2, 4, 3});
@@ -163,6 +173,26 @@ TEST_CASE("engine.poly.signature.matmul") {
   CHECK(s.input_slice(0, half_k) == Box({0, 0, 0}, {1, 2, 1}));
   CHECK(s.input_slice(1, half_k) == Box({0, 0, 0}, {1, 1, 4}));
   CHECK(s.output_slice(half_k) == Box::of_shape({2, 3, 5}));  // a partial of the whole output
+}
+
+TEST_CASE("engine.poly.signature.index_reads_the_indexed_dim_whole") {
+  // gather along dim 2: the output (index's shape) splits freely, each block reading x's rows whole.
+  Signature s = signature_of(*node(Op::Gather, {src({4, 9}), src({4, 3}, DType::I64)}, {1, 0}, {4, 3}));
+  CHECK(s.space[0].splittable);
+  CHECK(s.space[1].splittable);
+  CHECK(s.input_slice(0, Box({1, 1}, {2, 1})) == Box({1, 0}, {2, 8}));
+  CHECK(s.input_slice(1, Box({1, 1}, {2, 1})) == Box({1, 1}, {2, 1}));
+  // scatter_add along dim 1: dim 1 is never split; index and src are read whole along it.
+  s = signature_of(
+      *node(Op::ScatterAdd, {src({6, 4}), src({3, 4}, DType::I64), src({3, 4})}, {0, 5}, {6, 4}));
+  CHECK_FALSE(s.space[0].splittable);
+  CHECK(s.space[1].splittable);
+  CHECK(s.input_slice(0, Box({0, 2}, {5, 3})) == Box({0, 2}, {5, 3}));
+  CHECK(s.input_slice(2, Box({0, 2}, {5, 3})) == Box({0, 2}, {2, 3}));
+  // nonzero reads the whole mask into one block.
+  s = signature_of(*node(Op::Nonzero, {src({3, 4}, DType::Bool)}, {}, {5}, DType::I64));
+  CHECK_FALSE(s.space[0].splittable);
+  CHECK(s.input_slice(0, Box({0}, {4})) == Box({0, 0}, {2, 3}));
 }
 
 TEST_CASE("engine.poly.signature.reductions") {

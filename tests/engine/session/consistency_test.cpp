@@ -193,6 +193,33 @@ std::vector<Case> cases() {
     c.push_back(approx("cumprod logcumsumexp",
                        {build::scan(Op::Cumprod, near1, 0), build::scan(Op::Logcumsumexp, x3, 2),
                         build::scan(Op::Logcumsumexp, x, 0, true)}));
+    // Gather reads x whole along dim, a scatter keeps dim whole; index values 1-based (some
+    // negative). The mask keeps every third element: its count (26 of 77) is known here.
+    auto index = [](const Shape& s, int64_t size, int64_t mul) {
+      const NodeRef i = build::arange_int(0, numel(s) - 1, 1, DType::I64);
+      return build::reshape(
+          bin(Op::Sub,
+              bin(Op::Mod, bin(Op::Mul, i, Operand::integer_number(mul)), Operand::integer_number(2 * size)),
+              Operand::integer_number(size)),
+          s);  // values -size..size-1, 0 made 1 below
+    };
+    auto nonzero_index = [&](const Shape& s, int64_t size, int64_t mul) {
+      const NodeRef i = index(s, size, mul);
+      return build::where(bin(Op::Eq, i, Operand::integer_number(0)), Operand::integer_number(1), i);
+    };
+    const NodeRef g1 = nonzero_index({11, 5}, 7, 5), g0 = nonzero_index({6, 7}, 11, 3);
+    const NodeRef third = bin(Op::Eq,
+                              bin(Op::Mod, build::reshape(build::arange_int(0, 76, 1, DType::I64), {11, 7}),
+                                  Operand::integer_number(3)),
+                              Operand::integer_number(0));
+    c.push_back(exact(
+        "index",
+        {build::gather(x, 1, g1), build::gather(xi, 0, g0),
+         build::scatter(Op::Scatter, x, 1, g1, Operand(source({11, 5}, 40)), IndexFn::Scatter),
+         build::scatter(Op::ScatterAdd, xi, 0, g0, Operand(source({6, 7}, 41, DType::I32)),
+                        IndexFn::ScatterAdd),
+         build::index_select(x, 0, nonzero_index({4}, 11, 3)), build::take(x, nonzero_index({3, 4}, 77, 13)),
+         build::masked_select(x, third, 26), build::masked_scatter(x, third, source({26}, 42), 26)}));
   }
   c.push_back(
       exact("correlate", {build::stencil(x, source({3, 3}, 23), build::Boundary::Zero),
