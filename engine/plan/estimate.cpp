@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <limits>
+#include <string>
 #include <unordered_map>
 
 #include "engine/ir/error.hpp"
@@ -231,11 +233,11 @@ std::vector<Candidate> allowed(const poly::Signature& s, const NodeRef& n, const
   return kept;
 }
 
-}  // namespace
-
-Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
-                      const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt) {
-  Model md(m);
+// Builds the model of ops_to_place(topo, initial, roots) on md's mesh: signatures, allowed
+// candidates, where each input comes from and who reads each op.
+void build_model(Model& md, const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
+                 const std::vector<NodeRef>& roots, const SearchOptions& opt) {
+  const Mesh& m = md.m;
   md.ops = ops_to_place(topo, initial, roots);
   const size_t n_ops = md.ops.size();
   std::unordered_map<uint64_t, int> index;
@@ -272,32 +274,137 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
     md.in.push_back(std::move(src));
   }
 
-  // Greedy with one step of lookahead: in order, each op takes the candidate that minimizes its
-  // own estimate plus its users' best responses to it, so a cheap op (a broadcast bias) does
-  // not pick a layout that every op after it would have to move away from.
-  md.pick.assign(n_ops, 0);
-  std::vector<double> est(n_ops, 0.0);
-  std::vector<std::vector<double>> local(n_ops);  // greedy's estimate of every candidate
-  for (size_t i = 0; i < n_ops; ++i) {
-    local[i].assign(md.cands[i].size(), INFINITY);
-    double best = INFINITY;
-    for (size_t c = 0; c < md.cands[i].size(); ++c) {
-      md.pick[i] = static_cast<int>(c);
-      local[i][c] = md.estimate(i, c);
-      double ahead = local[i][c];
-      for (int u : md.users[i]) {
-        double r = INFINITY;
-        for (size_t cu = 0; cu < md.cands[u].size(); ++cu)
-          r = std::min(r, md.estimate(u, cu, kLookaheadSamples));
-        ahead += r;
+}
+
+// Inputs read as if every rank held them whole (a stand-in tensor per tensor rank), so that an
+// op's estimate leaves out what its producers' layouts cost it.
+Source everywhere(Model& md, size_t dims) {
+  const uint64_t id = ~uint64_t(0) - dims;
+  std::vector<std::pair<Rank, Box>>& v = md.held[id];
+  if (v.empty()) {
+    for (Rank r = 0; r < md.m.ranks; ++r)
+      v.push_back({r, Box(poly::Coords(dims, 0), poly::Coords(dims, std::numeric_limits<int64_t>::max() / 4))});
+    md.holders[id] = md.m.ranks;
+  }
+  return Source{-1, id};
+}
+
+// What an op's estimate depends on besides its producers' picks: its signature, where its
+// other inputs come from, its allowed candidates. Ops with equal keys have equal tables (the
+// 1,000 ops of a repeated layer cost 5 ops' worth).
+std::string key_of(const Model& md, size_t i, const SearchOptions& opt) {
+  std::string k = poly::to_string(md.sigs[i]);
+  for (size_t j = 0; j < md.in[i].size(); ++j) {
+    const Source& s = md.in[i][j];
+    k += cat_str("|", shape_str(md.sigs[i].inputs[j].shape), dtype_size(md.sigs[i].inputs[j].dtype),
+                 s.op >= 0 ? std::string("op") : s.generate_flops >= 0 ? cat_str("g", s.generate_flops)
+                                                                        : cat_str("h", s.tensor));
+  }
+  const uint64_t id = md.ops[i]->id;
+  if (opt.output_grid.count(id) || opt.replicated.count(id)) k += cat_str("|c", id);
+  return k;
+}
+
+// The estimate as node and edge costs for the global stage: an op's node cost is its estimate
+// with every producer's output already where it reads it; the edge from producer p is what p's
+// candidate adds to that (its estimate with p's input moved, the others in place, minus the
+// node cost; exact for an op with one producer, the sum of the parts for more).
+CostGraph pairwise(Model& md, const SearchOptions& opt) {
+  const size_t n = md.ops.size();
+  CostGraph g;
+  g.node.resize(n);
+  std::unordered_map<std::string, std::vector<double>> nodes, edges;
+  const std::vector<int> saved = md.pick;
+  md.pick.assign(n, 0);
+  for (size_t u = 0; u < n; ++u) {
+    const std::vector<Source> from = md.in[u];
+    std::vector<int> producers;
+    for (const Source& s : from)
+      if (s.op >= 0 && std::find(producers.begin(), producers.end(), s.op) == producers.end())
+        producers.push_back(s.op);
+    const std::string key = key_of(md, u, opt);
+    for (size_t j = 0; j < from.size(); ++j)
+      if (from[j].op >= 0) md.in[u][j] = everywhere(md, md.sigs[u].inputs[j].shape.size());
+    const size_t cu_n = md.cands[u].size();
+    auto [nit, fresh] = nodes.try_emplace(key);
+    if (fresh)
+      for (size_t cu = 0; cu < cu_n; ++cu) nit->second.push_back(md.estimate(u, cu));
+    g.node[u] = nit->second;
+    std::vector<double> base;  // with the edges' samples
+    for (int p : producers) {
+      std::string ekey = key + "<-" + key_of(md, static_cast<size_t>(p), opt);
+      for (size_t j = 0; j < from.size(); ++j)
+        if (from[j].op == p) md.in[u][j] = from[j], ekey += cat_str(",", j);
+      auto [eit, new_edge] = edges.try_emplace(ekey);
+      if (new_edge) {
+        if (base.empty()) {
+          std::vector<Source> moved = md.in[u];
+          for (size_t j = 0; j < from.size(); ++j)
+            if (from[j].op >= 0) md.in[u][j] = everywhere(md, md.sigs[u].inputs[j].shape.size());
+          for (size_t cu = 0; cu < cu_n; ++cu) base.push_back(md.estimate(u, cu, kLookaheadSamples));
+          md.in[u] = moved;
+        }
+        for (size_t cp = 0; cp < md.cands[p].size(); ++cp) {
+          md.pick[p] = static_cast<int>(cp);
+          for (size_t cu = 0; cu < cu_n; ++cu)
+            eit->second.push_back(md.estimate(u, cu, kLookaheadSamples) - base[cu]);
+        }
+        md.pick[p] = 0;
       }
-      if (ahead < best * (1 - 1e-9)) best = ahead, est[i] = local[i][c];
+      g.edges.push_back(CostGraph::Edge{p, static_cast<int>(u), eit->second});
+      for (size_t j = 0; j < from.size(); ++j)
+        if (from[j].op == p) md.in[u][j] = everywhere(md, md.sigs[u].inputs[j].shape.size());
     }
-    for (size_t c = 0; c < md.cands[i].size(); ++c)
-      if (local[i][c] == est[i]) {
-        md.pick[i] = static_cast<int>(c);
-        break;
+    md.in[u] = from;
+  }
+  md.pick = saved;
+  return g;
+}
+
+}  // namespace
+
+GlobalStart global_start(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
+                         const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt) {
+  Model md(m);
+  build_model(md, topo, initial, roots, opt);
+  GlobalStart s{pairwise(md, opt), {}};
+  s.choice = solve(s.graph);
+  return s;
+}
+
+Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
+                      const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt) {
+  Model md(m);
+  build_model(md, topo, initial, roots, opt);
+  const size_t n_ops = md.ops.size();
+
+  // The start: the global optimum of the estimate as node and edge costs (global_search.hpp);
+  // SearchOptions::Greedy takes the greedy one with a step of lookahead instead: in order, each
+  // op takes the candidate that minimizes its own estimate plus its users' best responses to it,
+  // so a cheap op (a broadcast bias) does not pick a layout every op after it would move away from.
+  md.pick.assign(n_ops, 0);
+  if (opt.method == SearchOptions::Greedy) {
+    for (size_t i = 0; i < n_ops; ++i) {
+      double best = INFINITY;
+      for (size_t c = 0; c < md.cands[i].size(); ++c) {
+        double ahead = md.estimate(i, c);
+        for (int u : md.users[i]) {
+          double r = INFINITY;
+          for (size_t cu = 0; cu < md.cands[u].size(); ++cu)
+            r = std::min(r, md.estimate(u, cu, kLookaheadSamples));
+          ahead += r;
+        }
+        if (ahead < best * (1 - 1e-9)) best = ahead, md.pick[i] = static_cast<int>(c);
       }
+    }
+  } else {
+    md.pick = solve(pairwise(md, opt)).pick;
+  }
+  std::vector<double> est(n_ops, 0.0);
+  std::vector<std::vector<double>> local(n_ops);  // every candidate's estimate, the others as picked
+  for (size_t i = 0; i < n_ops; ++i) {
+    for (size_t c = 0; c < md.cands[i].size(); ++c) local[i].push_back(md.estimate(i, c));
+    est[i] = local[i][md.pick[i]];
   }
   double cur = 0, cur_compute = 0;
   std::vector<double> est_compute(n_ops);  // compute of each op's pick: its users' picks leave it be
@@ -315,7 +422,7 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
   // Annealing on the estimate, for opt.steps moves: nothing is lowered afterwards.
   std::vector<int> best = md.pick;
   double best_cost = cur;
-  int evaluations = 1;  // joint choices costed: the greedy start, then each annealing move
+  int evaluations = 1;  // joint choices costed: the start, then each annealing move
   if (opt.method == SearchOptions::Anneal && n_ops > 0) {
     std::mt19937_64 rng(opt.seed);
     const double t0 = 0.05 * std::max(cur, 1e-12), t1 = 1e-4 * std::max(cur, 1e-12);

@@ -14,12 +14,23 @@
 
 #include <vector>
 
+#include "engine/plan/global_search.hpp"
 #include "engine/plan/search.hpp"
 
 namespace tapestry::plan {
 
 // Block k of the grid that grid_blocks(s, parts, ...) cuts, without building the others.
 Box grid_block(const poly::Signature& s, const poly::Coords& parts, int64_t k);
+
+// The global stage on the estimate, for ops_to_place(topo, initial, roots): node and edge costs
+// over each op's allowed candidates (candidates() filtered by opt's constraints, in that order)
+// and their optimum, the start of both searches.
+struct GlobalStart {
+  CostGraph graph;
+  GlobalChoice choice;
+};
+GlobalStart global_start(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
+                         const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt);
 
 Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
                       const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt);

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "engine/ir/error.hpp"
 #include "engine/plan/estimate.hpp"
+#include "engine/plan/global_search.hpp"
 #include "engine/poly/cost.hpp"
 #include "engine/telemetry/cancel.hpp"
 
@@ -302,6 +302,66 @@ bool meets_constraint(uint64_t id, const poly::Signature& s, const Candidate& c,
   return output_grid_of(s, placed) == grid->second;
 }
 
+namespace {
+
+// Joint moves: op i to another candidate with each of its consumers at its best response to
+// that (a producer and its readers change together; one-op moves never turn a chain of ops
+// from strips to blocks). Moves are ranked by the global stage's node and edge costs and the
+// most promising few costed exactly; the first that lowers the exact cost is taken, and the
+// refinement ends when none of the few does or `more()` says the budget is spent.
+template <class Cost, class More>
+void refine(const CostGraph& g, std::vector<int>& best, double& best_cost, Cost& cost, More more) {
+  constexpr size_t kTriedPerRound = 64;
+  const size_t n = g.node.size();
+  std::vector<std::vector<int>> at(n), consumers(n);  // edges per op; readers per op
+  for (size_t e = 0; e < g.edges.size(); ++e) {
+    at[g.edges[e].a].push_back(static_cast<int>(e));
+    at[g.edges[e].b].push_back(static_cast<int>(e));
+    consumers[g.edges[e].a].push_back(g.edges[e].b);
+  }
+  auto respond = [&](std::vector<int>& st, int u) {  // u's best candidate given the others
+    double low = INFINITY;
+    for (size_t x = 0; x < g.node[u].size(); ++x) {
+      double c = g.node[u][x];
+      for (int e : at[u]) {
+        const CostGraph::Edge& ed = g.edges[e];
+        const size_t a = ed.a == u ? x : st[ed.a], b = ed.b == u ? x : st[ed.b];
+        c += ed.cost[a * g.node[ed.b].size() + b];
+      }
+      if (c < low) low = c, st[u] = static_cast<int>(x);
+    }
+  };
+  std::set<std::vector<int>> costed;
+  while (more()) {
+    const double here = total(g, best);
+    std::vector<std::pair<double, std::vector<int>>> moves;
+    for (size_t i = 0; i < n; ++i)
+      for (size_t c = 0; c < g.node[i].size(); ++c) {
+        if (int(c) == best[i]) continue;
+        std::vector<int> st = best;
+        st[i] = static_cast<int>(c);
+        for (int u : consumers[i]) respond(st, u);
+        moves.push_back({total(g, st) - here, std::move(st)});
+      }
+    std::stable_sort(moves.begin(), moves.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    bool improved = false;
+    size_t tried = 0;
+    for (auto& [delta, st] : moves) {
+      if (tried == kTriedPerRound || !more()) break;
+      if (!costed.insert(st).second) continue;
+      ++tried;
+      const double c = cost(st);
+      if (c < best_cost * (1 - 1e-12)) {
+        best = std::move(st), best_cost = c, improved = true;
+        break;
+      }
+    }
+    if (!improved) break;
+  }
+}
+
+}  // namespace
+
 Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
             const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt) {
   Space sp;
@@ -360,45 +420,34 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
     return t;
   };
 
-  std::vector<int> cur = greedy(sp, initial, m), best = cur;
-  double cur_cost = cost(cur), best_cost = cur_cost;
-  // A joint space no larger than the move budget is searched whole: exact, and the same plan
-  // whatever the seed or the machine's load (annealing moves one op at a time, and the best
-  // plan can need a producer and its consumers to change together).
+  std::vector<int> best;
+  double best_cost = INFINITY;
+  auto consider = [&](const std::vector<int>& st) {
+    const double c = cost(st);
+    if (c < best_cost * (1 - 1e-12)) best = st, best_cost = c;
+  };
   double joint = 1;
   for (const auto& c : sp.cands) joint = std::min(joint * double(c.size()), 1e18);
-  if (opt.method == SearchOptions::Anneal && n_ops > 0 && joint <= std::max(opt.steps, 1)) {
+  if (opt.method == SearchOptions::Greedy || n_ops == 0) {
+    consider(greedy(sp, initial, m));
+  } else if (joint <= std::max(opt.steps, 1)) {
+    // A joint space no larger than the move budget is searched whole: the cheapest joint choice
+    // by the exact cost, whatever the seed or the machine's load.
     std::vector<int> st(n_ops, 0);
     while (true) {
-      const double c = cost(st);
-      if (c < best_cost * (1 - 1e-12)) best = st, best_cost = c;
+      consider(st);
       size_t i = n_ops;
       while (i > 0 && st[i - 1] == int(sp.cands[i - 1].size()) - 1) st[--i] = 0;
       if (i == 0) break;
       ++st[i - 1];
     }
-  } else if (opt.method == SearchOptions::Anneal && n_ops > 0) {
-    std::mt19937_64 rng(opt.seed);
-    // Geometric cooling from 5% of the start's cost to 0.01% of it: early moves may lose a
-    // little to leave a local optimum, late moves only improve.
-    const double t0 = 0.05 * std::max(cur_cost, 1e-12), t1 = 1e-4 * std::max(cur_cost, 1e-12);
-    const int steps = std::max(opt.steps, 1);
-    for (int k = 0; k < steps && work < opt.work_budget; ++k) {
-      const double temp = t0 * std::pow(t1 / t0, double(k) / steps);
-      if (std::uniform_real_distribution<double>(0, 1)(rng) < 0.02) cur = best, cur_cost = best_cost;
-      std::vector<int> next = cur;
-      const size_t i = std::uniform_int_distribution<size_t>(0, n_ops - 1)(rng);
-      if (sp.cands[i].size() < 2) continue;
-      int c = std::uniform_int_distribution<int>(0, int(sp.cands[i].size()) - 2)(rng);
-      next[i] = c >= cur[i] ? c + 1 : c;
-      const double nc = cost(next);
-      if (nc <= cur_cost ||
-          std::uniform_real_distribution<double>(0, 1)(rng) < std::exp((cur_cost - nc) / temp)) {
-        cur = std::move(next);
-        cur_cost = nc;
-        if (cur_cost < best_cost) best = cur, best_cost = cur_cost;
-      }
-    }
+  } else {
+    // The global optimum of the estimate's node and edge costs (global_search.hpp), and the
+    // owner-computes greedy as a second start while the budget allows; then joint moves refine.
+    const GlobalStart gs = global_start(topo, initial, roots, m, opt);
+    consider(gs.choice.pick);
+    if (work < opt.work_budget) consider(greedy(sp, initial, m));
+    refine(gs.graph, best, best_cost, cost, [&] { return evaluations < opt.steps && work < opt.work_budget; });
   }
 
   std::vector<Candidate> choice;
