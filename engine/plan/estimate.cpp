@@ -305,6 +305,16 @@ std::string key_of(const Model& md, size_t i, const SearchOptions& opt) {
   return k;
 }
 
+// The ranks holding a producer's output once it has run: a reduced split's slices lie on one
+// rank each (the first partial's), not on every rank that made a partial.
+double holders_of(const Model& md, const Source& s, const Candidate& c, const poly::Signature& sig) {
+  double n = double(md.holder_count(s));
+  if (c.combine == CombineMode::Reduce)
+    for (int j = 0; j < sig.rank(); ++j)
+      if (sig.space[j].kind == poly::IndexDim::Reduction) n /= double(c.parts[j]);
+  return std::max(1.0, n);
+}
+
 // The estimate as node and edge costs for the global stage: an op's node cost is its estimate
 // with every producer's output already where it reads it; the edge from producer p is what p's
 // candidate adds to that (its estimate with p's input moved, the others in place, minus the
@@ -330,7 +340,7 @@ CostGraph pairwise(Model& md, const SearchOptions& opt) {
     if (fresh)
       for (size_t cu = 0; cu < cu_n; ++cu) nit->second.push_back(md.estimate(u, cu));
     g.node[u] = nit->second;
-    std::vector<double> base;  // with the edges' samples
+    std::vector<Model::OpEstimate> base;  // with the edges' samples
     for (int p : producers) {
       std::string ekey = key + "<-" + key_of(md, static_cast<size_t>(p), opt);
       for (size_t j = 0; j < from.size(); ++j)
@@ -341,13 +351,20 @@ CostGraph pairwise(Model& md, const SearchOptions& opt) {
           std::vector<Source> moved = md.in[u];
           for (size_t j = 0; j < from.size(); ++j)
             if (from[j].op >= 0) md.in[u][j] = everywhere(md, md.sigs[u].inputs[j].shape.size());
-          for (size_t cu = 0; cu < cu_n; ++cu) base.push_back(md.estimate(u, cu, kLookaheadSamples));
+          for (size_t cu = 0; cu < cu_n; ++cu) base.push_back(md.detail(u, cu, kLookaheadSamples));
           md.in[u] = moved;
         }
+        const Source& first = from[std::find_if(from.begin(), from.end(), [&](const Source& s) { return s.op == p; }) - from.begin()];
         for (size_t cp = 0; cp < md.cands[p].size(); ++cp) {
           md.pick[p] = static_cast<int>(cp);
-          for (size_t cu = 0; cu < cu_n; ++cu)
-            eit->second.push_back(md.estimate(u, cu, kLookaheadSamples) - base[cu]);
+          const double holders = holders_of(md, first, md.cands[p][cp], md.sigs[p]);
+          for (size_t cu = 0; cu < cu_n; ++cu) {
+            const Model::OpEstimate e = md.detail(u, cu, kLookaheadSamples);
+            // The receivers' side, or the senders' when the holders of p's output each send
+            // more than a receiver gets (the estimate prices a sender's messages, not its bytes).
+            const double sent = (e.moved - base[cu].moved) / holders / md.link.bandwidth;
+            eit->second.push_back(std::max(e.time - base[cu].time, sent));
+          }
         }
         md.pick[p] = 0;
       }
