@@ -289,6 +289,20 @@ Source everywhere(Model& md, size_t dims) {
   return Source{-1, id};
 }
 
+// Where a held tensor lies, as a hash: two weights loaded the same way cost the same to read.
+uint64_t layout_hash(const Model& md, uint64_t tensor) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](int64_t v) { h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull; };
+  auto it = md.held.find(tensor);
+  if (it == md.held.end()) return h;
+  for (const auto& [r, box] : it->second) {
+    mix(r);
+    for (int64_t v : box.lo) mix(v);
+    for (int64_t v : box.hi) mix(v);
+  }
+  return h;
+}
+
 // What an op's estimate depends on besides its producers' picks: its signature, where its
 // other inputs come from, its allowed candidates. Ops with equal keys have equal tables (the
 // 1,000 ops of a repeated layer cost 5 ops' worth).
@@ -298,7 +312,7 @@ std::string key_of(const Model& md, size_t i, const SearchOptions& opt) {
     const Source& s = md.in[i][j];
     k += cat_str("|", shape_str(md.sigs[i].inputs[j].shape), dtype_size(md.sigs[i].inputs[j].dtype),
                  s.op >= 0 ? std::string("op") : s.generate_flops >= 0 ? cat_str("g", s.generate_flops)
-                                                                        : cat_str("h", s.tensor));
+                                                                        : cat_str("h", layout_hash(md, s.tensor)));
   }
   const uint64_t id = md.ops[i]->id;
   if (opt.output_grid.count(id) || opt.replicated.count(id)) k += cat_str("|c", id);
@@ -319,11 +333,17 @@ double holders_of(const Model& md, const Source& s, const Candidate& c, const po
 // with every producer's output already where it reads it; the edge from producer p is what p's
 // candidate adds to that (its estimate with p's input moved, the others in place, minus the
 // node cost; exact for an op with one producer, the sum of the parts for more).
-CostGraph pairwise(Model& md, const SearchOptions& opt) {
+struct Pairwise {
+  CostGraph graph;
+  std::vector<std::vector<double>> compute;  // [op][candidate]: its busiest sampled block's compute
+};
+Pairwise pairwise(Model& md, const SearchOptions& opt) {
   const size_t n = md.ops.size();
-  CostGraph g;
+  Pairwise out;
+  CostGraph& g = out.graph;
   g.node.resize(n);
-  std::unordered_map<std::string, std::vector<double>> nodes, edges;
+  out.compute.resize(n);
+  std::unordered_map<std::string, std::vector<double>> nodes, edges, computes;
   const std::vector<int> saved = md.pick;
   md.pick.assign(n, 0);
   for (size_t u = 0; u < n; ++u) {
@@ -337,9 +357,15 @@ CostGraph pairwise(Model& md, const SearchOptions& opt) {
       if (from[j].op >= 0) md.in[u][j] = everywhere(md, md.sigs[u].inputs[j].shape.size());
     const size_t cu_n = md.cands[u].size();
     auto [nit, fresh] = nodes.try_emplace(key);
+    std::vector<double>& comp = computes[key];
     if (fresh)
-      for (size_t cu = 0; cu < cu_n; ++cu) nit->second.push_back(md.estimate(u, cu));
+      for (size_t cu = 0; cu < cu_n; ++cu) {
+        const Model::OpEstimate e = md.detail(u, cu);
+        nit->second.push_back(e.time);
+        comp.push_back(e.compute);
+      }
     g.node[u] = nit->second;
+    out.compute[u] = comp;
     std::vector<Model::OpEstimate> base;  // with the edges' samples
     for (int p : producers) {
       std::string ekey = key + "<-" + key_of(md, static_cast<size_t>(p), opt);
@@ -375,7 +401,7 @@ CostGraph pairwise(Model& md, const SearchOptions& opt) {
     md.in[u] = from;
   }
   md.pick = saved;
-  return g;
+  return out;
 }
 
 }  // namespace
@@ -384,7 +410,7 @@ GlobalStart global_start(const std::vector<NodeRef>& topo, const std::vector<Sha
                          const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt) {
   Model md(m);
   build_model(md, topo, initial, roots, opt);
-  GlobalStart s{pairwise(md, opt), {}};
+  GlobalStart s{pairwise(md, opt).graph, {}};
   s.choice = solve(s.graph);
   return s;
 }
@@ -400,6 +426,7 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
   // op takes the candidate that minimizes its own estimate plus its users' best responses to it,
   // so a cheap op (a broadcast bias) does not pick a layout every op after it would move away from.
   md.pick.assign(n_ops, 0);
+  Pairwise tables;
   if (opt.method == SearchOptions::Greedy) {
     for (size_t i = 0; i < n_ops; ++i) {
       double best = INFINITY;
@@ -415,26 +442,47 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
       }
     }
   } else {
-    md.pick = solve(pairwise(md, opt)).pick;
-  }
-  std::vector<double> est(n_ops, 0.0);
-  std::vector<std::vector<double>> local(n_ops);  // every candidate's estimate, the others as picked
-  for (size_t i = 0; i < n_ops; ++i) {
-    for (size_t c = 0; c < md.cands[i].size(); ++c) local[i].push_back(md.estimate(i, c));
-    est[i] = local[i][md.pick[i]];
+    tables = pairwise(md, opt);
+    md.pick = solve(tables.graph).pick;
   }
   double cur = 0, cur_compute = 0;
-  std::vector<double> est_compute(n_ops);  // compute of each op's pick: its users' picks leave it be
+  std::vector<double> est(n_ops), est_compute(n_ops);  // of each op's pick: its users' picks leave compute be
   for (size_t i = 0; i < n_ops; ++i) {
-    cur += est[i];
-    est_compute[i] = md.detail(i, static_cast<size_t>(md.pick[i])).compute;
-    cur_compute += est_compute[i];
+    const Model::OpEstimate e = md.detail(i, static_cast<size_t>(md.pick[i]));
+    est[i] = e.time, est_compute[i] = e.compute;
+    cur += est[i], cur_compute += est_compute[i];
   }
+  // For tp.explain, every other candidate of an op with the rest as picked: by the global stage's
+  // node and edge costs where it ran (no estimate per candidate), else by the estimate.
   std::vector<std::vector<Tried>> seen(n_ops);  // [op][candidate]: the best plan with it
-  for (size_t i = 0; i < n_ops; ++i)
-    for (size_t c = 0; c < md.cands[i].size(); ++c)
-      seen[i].push_back(Tried{md.cands[i][c], cur - est[i] + local[i][c],
-                              cur_compute - est_compute[i] + md.detail(i, c).compute});
+  std::vector<std::vector<int>> at(n_ops);      // the global stage's edges per op
+  for (size_t e = 0; e < tables.graph.edges.size(); ++e) {
+    at[tables.graph.edges[e].a].push_back(static_cast<int>(e));
+    at[tables.graph.edges[e].b].push_back(static_cast<int>(e));
+  }
+  auto modelled = [&](size_t i, size_t c) {
+    double t = tables.graph.node[i][c];
+    for (int e : at[i]) {
+      const CostGraph::Edge& ed = tables.graph.edges[e];
+      const size_t a = ed.a == int(i) ? c : md.pick[ed.a], b = ed.b == int(i) ? c : md.pick[ed.b];
+      t += ed.cost[a * tables.graph.node[ed.b].size() + b];
+    }
+    return t;
+  };
+  for (size_t i = 0; i < n_ops; ++i) {
+    const size_t own = static_cast<size_t>(md.pick[i]);
+    for (size_t c = 0; c < md.cands[i].size(); ++c) {
+      double t = est[i], comp = est_compute[i];
+      if (c != own && tables.graph.node.empty()) {
+        const Model::OpEstimate e = md.detail(i, c);
+        t = e.time, comp = e.compute;
+      } else if (c != own) {
+        t = est[i] + modelled(i, c) - modelled(i, own);
+        comp = tables.compute[i][c];
+      }
+      seen[i].push_back(Tried{md.cands[i][c], cur - est[i] + t, cur_compute - est_compute[i] + comp});
+    }
+  }
 
   // Annealing on the estimate, for opt.steps moves: nothing is lowered afterwards.
   std::vector<int> best = md.pick;
