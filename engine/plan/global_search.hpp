@@ -1,6 +1,6 @@
 // The global stage of the search: one candidate per op minimizing node + edge costs, exactly.
 //   CostGraph g;  g.node = {{1, 2}, {3, 0}};  g.edges.push_back({0, 1, {0, 5, 5, 0}});
-//   const GlobalChoice c = solve(g);   // c.pick == {0, 0}, c.cost == 4, c.exact
+//   const GlobalChoice c = solve(g);   // c.pick == {1, 1}, c.cost == 2, c.exact
 // A node cost is an op's own time as one of its candidates; an edge cost is what bringing the
 // producer's layout (candidate a) to what the consumer's candidate b reads adds. The optimum of
 // their sum is found by variable elimination (min-sum dynamic programming, as OptCNN and

@@ -392,12 +392,12 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
   std::vector<std::vector<Tried>> seen(n_ops);  // [op][candidate]: the best plan with it
   for (size_t i = 0; i < n_ops; ++i)
     for (const Candidate& c : sp.cands[i]) seen[i].push_back(Tried{c, INFINITY});
-  std::map<std::vector<int>, double> memo;
+  std::map<std::vector<int>, std::pair<double, int64_t>> memo;  // time, bytes moved
   int evaluations = 0;
   int64_t work = 0;  // blocks and transfers lowered so far (SearchOptions::work_budget)
   auto cost = [&](const std::vector<int>& st) {
     auto it = memo.find(st);
-    if (it != memo.end()) return it->second;
+    if (it != memo.end()) return it->second.first;
     Assignment a;
     CombineModes modes;
     for (size_t i = 0; i < n_ops; ++i) {
@@ -416,15 +416,18 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
     for (size_t i = 0; i < n_ops; ++i)
       if (t < seen[i][st[i]].best_total)
         seen[i][st[i]] = Tried{sp.cands[i][st[i]], t, busiest, pc.memory_penalty};
-    memo.emplace(st, t);
+    memo.emplace(st, std::make_pair(t, pc.bytes_moved));
     return t;
   };
 
   std::vector<int> best;
   double best_cost = INFINITY;
-  auto consider = [&](const std::vector<int>& st) {
+  int64_t best_bytes = 0;
+  auto consider = [&](const std::vector<int>& st) {  // the faster plan; of two as fast, fewer bytes
     const double c = cost(st);
-    if (c < best_cost * (1 - 1e-12)) best = st, best_cost = c;
+    const int64_t bytes = memo.at(st).second;
+    if (c < best_cost * (1 - 1e-9) || (c <= best_cost * (1 + 1e-9) && bytes < best_bytes))
+      best = st, best_cost = c, best_bytes = bytes;
   };
   double joint = 1;
   for (const auto& c : sp.cands) joint = std::min(joint * double(c.size()), 1e18);
