@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <limits>
 #include <string>
 #include <unordered_map>
@@ -35,6 +34,8 @@ constexpr double kTreeBytes = 64 * 1024;
 // each op (about 20 x 20 per edge on a big mesh): it takes fewer samples, the ends and two
 // between, enough to rank the users' responses.
 constexpr int64_t kLookaheadSamples = 4;
+// Joint moves in a row without a gain before the refinement on the estimate gives up.
+constexpr size_t kPatience = 32;
 
 // Where an op's input comes from: an earlier op (its chosen candidate) or a tensor held in `initial`.
 struct Source {
@@ -273,7 +274,6 @@ void build_model(Model& md, const std::vector<NodeRef>& topo, const std::vector<
     }
     md.in.push_back(std::move(src));
   }
-
 }
 
 // Inputs read as if every rank held them whole (a stand-in tensor per tensor rank), so that an
@@ -283,7 +283,8 @@ Source everywhere(Model& md, size_t dims) {
   std::vector<std::pair<Rank, Box>>& v = md.held[id];
   if (v.empty()) {
     for (Rank r = 0; r < md.m.ranks; ++r)
-      v.push_back({r, Box(poly::Coords(dims, 0), poly::Coords(dims, std::numeric_limits<int64_t>::max() / 4))});
+      v.push_back(
+          {r, Box(poly::Coords(dims, 0), poly::Coords(dims, std::numeric_limits<int64_t>::max() / 4))});
     md.holders[id] = md.m.ranks;
   }
   return Source{-1, id};
@@ -311,8 +312,9 @@ std::string key_of(const Model& md, size_t i, const SearchOptions& opt) {
   for (size_t j = 0; j < md.in[i].size(); ++j) {
     const Source& s = md.in[i][j];
     k += cat_str("|", shape_str(md.sigs[i].inputs[j].shape), dtype_size(md.sigs[i].inputs[j].dtype),
-                 s.op >= 0 ? std::string("op") : s.generate_flops >= 0 ? cat_str("g", s.generate_flops)
-                                                                        : cat_str("h", layout_hash(md, s.tensor)));
+                 s.op >= 0               ? std::string("op")
+                 : s.generate_flops >= 0 ? cat_str("g", s.generate_flops)
+                                         : cat_str("h", layout_hash(md, s.tensor)));
   }
   const uint64_t id = md.ops[i]->id;
   if (opt.output_grid.count(id) || opt.replicated.count(id)) k += cat_str("|c", id);
@@ -380,7 +382,9 @@ Pairwise pairwise(Model& md, const SearchOptions& opt) {
           for (size_t cu = 0; cu < cu_n; ++cu) base.push_back(md.detail(u, cu, kLookaheadSamples));
           md.in[u] = moved;
         }
-        const Source& first = from[std::find_if(from.begin(), from.end(), [&](const Source& s) { return s.op == p; }) - from.begin()];
+        const Source& first =
+            from[std::find_if(from.begin(), from.end(), [&](const Source& s) { return s.op == p; }) -
+                 from.begin()];
         for (size_t cp = 0; cp < md.cands[p].size(); ++cp) {
           md.pick[p] = static_cast<int>(cp);
           const double holders = holders_of(md, first, md.cands[p][cp], md.sigs[p]);
@@ -445,6 +449,47 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
     tables = pairwise(md, opt);
     md.pick = solve(tables.graph).pick;
   }
+  // Joint moves refine the start on the estimate itself (the sum over ops), for at most
+  // opt.steps of them; a move re-estimates only the ops it changes and their readers.
+  int evaluations = 1;  // joint choices costed: the start, then each move
+  if (opt.method == SearchOptions::Anneal && n_ops > 0) {
+    std::vector<int> best = md.pick, base = md.pick;
+    std::vector<double> at_base(n_ops);  // each op's estimate with `base` picked
+    double best_cost = 0;
+    for (size_t i = 0; i < n_ops; ++i)
+      best_cost += at_base[i] = md.estimate(i, static_cast<size_t>(md.pick[i]));
+    std::vector<int> touched;
+    auto changed = [&](const std::vector<int>& st) {  // ops whose estimate differs from base's
+      touched.clear();
+      for (size_t i = 0; i < n_ops; ++i)
+        if (st[i] != base[i]) {
+          touched.push_back(static_cast<int>(i));
+          touched.insert(touched.end(), md.users[i].begin(), md.users[i].end());
+        }
+      std::sort(touched.begin(), touched.end());
+      touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    };
+    auto cost = [&](const std::vector<int>& st) {
+      if (base != best) {  // the refinement kept a move: estimates follow it
+        changed(best);
+        md.pick = best;
+        for (int i : touched) at_base[i] = md.estimate(i, static_cast<size_t>(best[i]));
+        base = best;
+      }
+      ++evaluations;
+      changed(st);
+      md.pick = st;
+      double t = best_cost;
+      for (int i : touched) t += md.estimate(i, static_cast<size_t>(st[i])) - at_base[i];
+      md.pick = base;
+      return t;
+    };
+    refine(
+        tables.graph, best, best_cost, cost, [&] { return evaluations <= opt.steps; }, kPatience);
+    md.pick = best;
+  }
+  std::vector<int> best = md.pick;
+
   double cur = 0, cur_compute = 0;
   std::vector<double> est(n_ops), est_compute(n_ops);  // of each op's pick: its users' picks leave compute be
   for (size_t i = 0; i < n_ops; ++i) {
@@ -481,47 +526,6 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
         comp = tables.compute[i][c];
       }
       seen[i].push_back(Tried{md.cands[i][c], cur - est[i] + t, cur_compute - est_compute[i] + comp});
-    }
-  }
-
-  // Annealing on the estimate, for opt.steps moves: nothing is lowered afterwards.
-  std::vector<int> best = md.pick;
-  double best_cost = cur;
-  int evaluations = 1;  // joint choices costed: the start, then each annealing move
-  if (opt.method == SearchOptions::Anneal && n_ops > 0) {
-    std::mt19937_64 rng(opt.seed);
-    const double t0 = 0.05 * std::max(cur, 1e-12), t1 = 1e-4 * std::max(cur, 1e-12);
-    const int steps = std::max(opt.steps, 1);
-    std::vector<double> user_est;
-    for (int k = 0; k < steps; ++k) {
-      const size_t i = std::uniform_int_distribution<size_t>(0, n_ops - 1)(rng);
-      if (md.cands[i].size() < 2) continue;
-      const int old = md.pick[i];
-      int c = std::uniform_int_distribution<int>(0, int(md.cands[i].size()) - 2)(rng);
-      md.pick[i] = c >= old ? c + 1 : c;
-      const Model::OpEstimate mine_e = md.detail(i, static_cast<size_t>(md.pick[i]));
-      const double mine = mine_e.time;
-      ++evaluations;
-      double next = cur - est[i] + mine;
-      user_est.clear();
-      for (int u : md.users[i]) {
-        user_est.push_back(md.estimate(u, md.pick[u]));
-        next += user_est.back() - est[u];
-      }
-      const double next_compute = cur_compute - est_compute[i] + mine_e.compute;
-      if (next < seen[i][md.pick[i]].best_total)
-        seen[i][md.pick[i]] = Tried{md.cands[i][md.pick[i]], next, next_compute};
-      const double temp = t0 * std::pow(t1 / t0, double(k) / steps);
-      if (next <= cur || std::uniform_real_distribution<double>(0, 1)(rng) < std::exp((cur - next) / temp)) {
-        est[i] = mine;
-        est_compute[i] = mine_e.compute;
-        cur_compute = next_compute;
-        for (size_t u = 0; u < md.users[i].size(); ++u) est[md.users[i][u]] = user_est[u];
-        cur = next;
-        if (cur < best_cost) best = md.pick, best_cost = cur;
-      } else {
-        md.pick[i] = old;
-      }
     }
   }
 

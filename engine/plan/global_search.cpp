@@ -114,7 +114,8 @@ GlobalChoice solve(const CostGraph& g, int64_t max_table) {
       std::vector<int> pick(n, 0);
       for (size_t k = 0; k < f.table.size(); ++k) {
         size_t rest = k;
-        for (size_t q = f.vars.size(); q-- > 0;) pick[f.vars[q]] = static_cast<int>(rest % dom[f.vars[q]]), rest /= dom[f.vars[q]];
+        for (size_t q = f.vars.size(); q-- > 0;)
+          pick[f.vars[q]] = static_cast<int>(rest % dom[f.vars[q]]), rest /= dom[f.vars[q]];
         for (int x = 0; x < dom[v]; ++x) {
           pick[v] = x;
           double c = 0;
@@ -135,7 +136,8 @@ GlobalChoice solve(const CostGraph& g, int64_t max_table) {
         std::vector<int> pick(n, 0);
         for (size_t k = 0; k < size; ++k) {
           size_t rest = k;
-          for (size_t q = f.vars.size(); q-- > 0;) pick[f.vars[q]] = static_cast<int>(rest % dom[f.vars[q]]), rest /= dom[f.vars[q]];
+          for (size_t q = f.vars.size(); q-- > 0;)
+            pick[f.vars[q]] = static_cast<int>(rest % dom[f.vars[q]]), rest /= dom[f.vars[q]];
           for (int x = 0; x < dom[v]; ++x) {
             pick[v] = x;
             f.table[k] = std::min(f.table[k], factors[b].table[index_of(factors[b], pick, dom)]);
@@ -171,6 +173,62 @@ GlobalChoice solve(const CostGraph& g, int64_t max_table) {
   }
   if (!out.exact) improve(g, out.pick);
   out.cost = total(g, out.pick);
+  return out;
+}
+
+std::vector<JointMove> joint_moves(const CostGraph& g, const std::vector<int>& pick) {
+  const size_t n = g.node.size();
+  std::vector<std::vector<int>> at(n), readers(n);  // edges per op; the ops reading each op
+  for (size_t e = 0; e < g.edges.size(); ++e) {
+    at[g.edges[e].a].push_back(static_cast<int>(e));
+    at[g.edges[e].b].push_back(static_cast<int>(e));
+    readers[g.edges[e].a].push_back(g.edges[e].b);
+  }
+  std::vector<int> st = pick;
+  auto edge_cost = [&](int e) {
+    const CostGraph::Edge& ed = g.edges[e];
+    return ed.cost[st[ed.a] * g.node[ed.b].size() + st[ed.b]];
+  };
+  auto own = [&](int u) {  // u's node and edges as st has them
+    double c = g.node[u][st[u]];
+    for (int e : at[u]) c += edge_cost(e);
+    return c;
+  };
+  std::vector<JointMove> out;
+  std::vector<int> moved, edges;
+  for (size_t i = 0; i < n; ++i)
+    for (size_t to = 0; to < g.node[i].size(); ++to) {
+      if (int(to) == pick[i]) continue;
+      st[i] = static_cast<int>(to);
+      JointMove mv{0, {{int(i), int(to)}}};
+      for (int u : readers[i]) {  // each reader's best response, in order
+        int arg = st[u];
+        double low = INFINITY;
+        for (size_t x = 0; x < g.node[u].size(); ++x) {
+          st[u] = static_cast<int>(x);
+          const double c = own(u);
+          if (c < low) low = c, arg = static_cast<int>(x);
+        }
+        st[u] = arg;
+        if (arg != pick[u]) mv.change.push_back({u, arg});
+      }
+      // The change: the moved ops' nodes and every edge touching one of them, once each.
+      edges.clear();
+      for (auto [op, c] : mv.change) edges.insert(edges.end(), at[op].begin(), at[op].end());
+      std::sort(edges.begin(), edges.end());
+      edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+      double after = 0, before = 0;
+      for (auto [op, c] : mv.change) after += g.node[op][c];
+      for (int e : edges) after += edge_cost(e);
+      for (auto [op, c] : mv.change) st[op] = pick[op];
+      for (int u : readers[i]) st[u] = pick[u];
+      for (auto [op, c] : mv.change) before += g.node[op][pick[op]];
+      for (int e : edges) before += edge_cost(e);
+      mv.delta = after - before;
+      out.push_back(std::move(mv));
+    }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const JointMove& a, const JointMove& b) { return a.delta < b.delta; });
   return out;
 }
 

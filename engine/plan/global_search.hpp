@@ -12,7 +12,10 @@
 // candidate index, so the same tables always give the same choice.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <set>
+#include <utility>
 #include <vector>
 
 namespace tapestry::plan {
@@ -37,5 +40,48 @@ struct GlobalChoice {
 
 inline constexpr int64_t kMaxTable = int64_t(1) << 20;
 GlobalChoice solve(const CostGraph& g, int64_t max_table = kMaxTable);
+
+// A joint move from `pick`: op `op` to candidate `to`, each op reading it (an edge from it) to
+// its best candidate given that, by the tables: a producer and its consumers change together.
+struct JointMove {
+  double delta;                             // the change of total(g, ...) it makes
+  std::vector<std::pair<int, int>> change;  // (op, candidate), the moved op first
+};
+// Every such move, most promising first (by delta; ties in op and candidate order).
+std::vector<JointMove> joint_moves(const CostGraph& g, const std::vector<int>& pick);
+
+// Refinement by joint moves costed by a truer cost than the tables (`cost` of a whole choice:
+// the exact simulation, or the estimate): moves are tried most promising first, each one that
+// lowers `cost` is kept (later moves touching an op already changed wait for the next round),
+// and a round ends after `patience` moves in a row that do not. It stops when a round keeps
+// none or `more()` says the budget is spent. Deterministic: no randomness, no clock.
+template <class Cost, class More>
+void refine(const CostGraph& g, std::vector<int>& best, double& best_cost, Cost&& cost, More&& more,
+            std::size_t patience) {
+  std::set<std::vector<int>> costed{best};
+  while (more()) {
+    const std::vector<JointMove> moves = joint_moves(g, best);
+    std::vector<char> touched(best.size(), 0);
+    std::size_t misses = 0;
+    bool kept = false;
+    for (const JointMove& mv : moves) {
+      if (misses == patience || !more()) break;
+      bool stale = false;
+      for (auto [op, c] : mv.change) stale = stale || touched[op];
+      if (stale) continue;
+      std::vector<int> st = best;
+      for (auto [op, c] : mv.change) st[op] = c;
+      if (!costed.insert(st).second) continue;
+      const double c = cost(st);
+      if (c < best_cost * (1 - 1e-12)) {
+        for (auto [op, to] : mv.change) touched[op] = 1;
+        best = std::move(st), best_cost = c, kept = true, misses = 0;
+      } else {
+        ++misses;
+      }
+    }
+    if (!kept) break;
+  }
+}
 
 }  // namespace tapestry::plan

@@ -29,7 +29,8 @@ GlobalChoice brute_force(const CostGraph& g) {
 
 // Random costs over the given edges, 2 to `most` candidates per op; small integers, so that
 // ties happen and sums are exact.
-CostGraph random_graph(std::mt19937& rng, int n, const std::vector<std::pair<int, int>>& edges, int most = 4) {
+CostGraph random_graph(std::mt19937& rng, int n, const std::vector<std::pair<int, int>>& edges,
+                       int most = 4) {
   std::uniform_int_distribution<int> size(2, most), value(0, 9);
   CostGraph g;
   for (int i = 0; i < n; ++i) {
@@ -87,7 +88,8 @@ TEST_CASE("engine.plan.global_search.equals_brute_force") {
       {"parallel edges", {3, {{0, 1}, {1, 0}, {1, 2}, {0, 2}}}},
       {"attention-like", {6, {{0, 2}, {1, 2}, {2, 3}, {3, 4}, {4, 5}, {1, 5}, {0, 5}}}},
       {"complete K5", {5, {{0, 1}, {0, 2}, {0, 3}, {0, 4}, {1, 2}, {1, 3}, {1, 4}, {2, 3}, {2, 4}, {3, 4}}}},
-      {"grid 3x3", {9, {{0, 1}, {1, 2}, {3, 4}, {4, 5}, {6, 7}, {7, 8}, {0, 3}, {3, 6}, {1, 4}, {4, 7}, {2, 5}, {5, 8}}}},
+      {"grid 3x3",
+       {9, {{0, 1}, {1, 2}, {3, 4}, {4, 5}, {6, 7}, {7, 8}, {0, 3}, {3, 6}, {1, 4}, {4, 7}, {2, 5}, {5, 8}}}},
       {"no edges", {4, {}}},
   };
   std::mt19937 rng(2024);
