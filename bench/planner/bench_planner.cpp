@@ -148,8 +148,9 @@ int main(int argc, char** argv) {
       if (last.choice.count(n->id))
         std::printf("  %%%llu %s %s: %s\n", (unsigned long long)n->id, op_def(n->op).name.data(),
                     shape_str(n->shape).c_str(), last.choice.at(n->id).name(poly::signature_of(*n)).c_str());
-  std::printf("plan: %d ops on %d modelled ranks: median %.3f s (%.3f s CPU) over %d runs (work budget %lld)\n",
-              ops, ranks, median(plan_s), median(plan_cpu), reps, static_cast<long long>(budget));
+  std::printf(
+      "plan: %d ops on %d modelled ranks: median %.3f s (%.3f s CPU) over %d runs (work budget %lld)\n", ops,
+      ranks, median(plan_s), median(plan_cpu), reps, static_cast<long long>(budget));
   std::printf("  plan: %lld blocks, %d evaluations, %s cost %s\n", (long long)last.blocks, last.evaluations,
               last.estimated ? "estimated" : "exact", to_string(last.cost).c_str());
   if (last.estimated && std::getenv("BENCH_EXACT")) {  // what running it would add: lowering every block

@@ -7,7 +7,8 @@
 // slices its rank lacks given where the producers' chosen candidates put them, plus the
 // senders' message overheads and a split reduction's combine. The objective is the sum over
 // ops (a chain runs its ops one after another), so changing one op's candidate re-estimates only
-// that op and its consumers. The greedy start and annealing run on the estimate, and the plan
+// that op and its consumers. The global stage's tables (global_search.hpp) come from the
+// estimate, joint moves refine its optimum on the estimate itself, and the plan
 // keeps only the choice per op: its million blocks are lowered when the plan runs or is drawn
 // (Plan::graph), and Plan::exact_cost simulates them.
 #pragma once
