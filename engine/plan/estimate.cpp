@@ -363,7 +363,10 @@ Pairwise pairwise(Model& md, const SearchOptions& opt) {
     if (fresh)
       for (size_t cu = 0; cu < cu_n; ++cu) {
         const Model::OpEstimate e = md.detail(u, cu);
-        nit->second.push_back(e.time);
+        // A candidate whose own blocks on one rank, beside the held inputs, pass the memory per
+        // rank is out whatever the others do: the limit's penalty, as cost_of charges it.
+        const double mine = double((e.blocks + md.m.ranks - 1) / md.m.ranks) * e.block_bytes + md.held_peak;
+        nit->second.push_back(e.time + (mine > md.m.mem_bytes_per_rank ? kOverMemory : 0.0));
         comp.push_back(e.compute);
       }
     g.node[u] = nit->second;

@@ -28,6 +28,14 @@ size_t index_of(const Factor& f, const std::vector<int>& pick, const std::vector
   return k;
 }
 
+// The choices of f's ops that its k-th entry is for, into pick.
+void entry(const Factor& f, size_t k, const std::vector<int>& dom, std::vector<int>& pick) {
+  for (size_t q = f.vars.size(); q-- > 0;) {
+    pick[f.vars[q]] = static_cast<int>(k % dom[f.vars[q]]);
+    k /= dom[f.vars[q]];
+  }
+}
+
 // Best single-op changes until none lowers the sum (after an inexact elimination).
 void improve(const CostGraph& g, std::vector<int>& pick) {
   std::vector<std::vector<int>> at(g.node.size());  // edges per op
@@ -113,9 +121,7 @@ GlobalChoice solve(const CostGraph& g, int64_t max_table) {
       Factor f{neighbours, std::vector<double>(static_cast<size_t>(v_size), INFINITY)};
       std::vector<int> pick(n, 0);
       for (size_t k = 0; k < f.table.size(); ++k) {
-        size_t rest = k;
-        for (size_t q = f.vars.size(); q-- > 0;)
-          pick[f.vars[q]] = static_cast<int>(rest % dom[f.vars[q]]), rest /= dom[f.vars[q]];
+        entry(f, k, dom, pick);
         for (int x = 0; x < dom[v]; ++x) {
           pick[v] = x;
           double c = 0;
@@ -135,9 +141,7 @@ GlobalChoice solve(const CostGraph& g, int64_t max_table) {
         f.table.assign(size, INFINITY);
         std::vector<int> pick(n, 0);
         for (size_t k = 0; k < size; ++k) {
-          size_t rest = k;
-          for (size_t q = f.vars.size(); q-- > 0;)
-            pick[f.vars[q]] = static_cast<int>(rest % dom[f.vars[q]]), rest /= dom[f.vars[q]];
+          entry(f, k, dom, pick);
           for (int x = 0; x < dom[v]; ++x) {
             pick[v] = x;
             f.table[k] = std::min(f.table[k], factors[b].table[index_of(factors[b], pick, dom)]);
