@@ -180,6 +180,9 @@ GlobalChoice solve(const CostGraph& g, int64_t max_table) {
   return out;
 }
 
+// How many levels of readers a joint move carries down.
+constexpr int kCascade = 3;
+
 std::vector<JointMove> joint_moves(const CostGraph& g, const std::vector<int>& pick) {
   const size_t n = g.node.size();
   std::vector<std::vector<int>> at(n), readers(n);  // edges per op; the ops reading each op
@@ -199,22 +202,33 @@ std::vector<JointMove> joint_moves(const CostGraph& g, const std::vector<int>& p
     return c;
   };
   std::vector<JointMove> out;
-  std::vector<int> moved, edges;
+  std::vector<int> responded, edges;
   for (size_t i = 0; i < n; ++i)
     for (size_t to = 0; to < g.node[i].size(); ++to) {
       if (int(to) == pick[i]) continue;
       st[i] = static_cast<int>(to);
       JointMove mv{0, {{int(i), int(to)}}};
-      for (int u : readers[i]) {  // each reader's best response, in order
-        int arg = st[u];
-        double low = INFINITY;
-        for (size_t x = 0; x < g.node[u].size(); ++x) {
-          st[u] = static_cast<int>(x);
-          const double c = own(u);
-          if (c < low) low = c, arg = static_cast<int>(x);
-        }
-        st[u] = arg;
-        if (arg != pick[u]) mv.change.push_back({u, arg});
+      // Each reader's best response, in order; a reader that changes passes the move on to its
+      // own readers, kCascade levels down (a stencil's or a layer's ops change together).
+      responded.clear();
+      std::vector<int> frontier{int(i)};
+      for (int level = 0; level < kCascade && !frontier.empty(); ++level) {
+        std::vector<int> next;
+        for (int p : frontier)
+          for (int u : readers[p]) {
+            if (u == int(i) || std::find(responded.begin(), responded.end(), u) != responded.end()) continue;
+            responded.push_back(u);
+            int arg = st[u];
+            double low = INFINITY;
+            for (size_t x = 0; x < g.node[u].size(); ++x) {
+              st[u] = static_cast<int>(x);
+              const double c = own(u);
+              if (c < low) low = c, arg = static_cast<int>(x);
+            }
+            st[u] = arg;
+            if (arg != pick[u]) mv.change.push_back({u, arg}), next.push_back(u);
+          }
+        frontier = std::move(next);
       }
       // The change: the moved ops' nodes and every edge touching one of them, once each.
       edges.clear();
@@ -224,8 +238,8 @@ std::vector<JointMove> joint_moves(const CostGraph& g, const std::vector<int>& p
       double after = 0, before = 0;
       for (auto [op, c] : mv.change) after += g.node[op][c];
       for (int e : edges) after += edge_cost(e);
-      for (auto [op, c] : mv.change) st[op] = pick[op];
-      for (int u : readers[i]) st[u] = pick[u];
+      st[i] = pick[i];
+      for (int u : responded) st[u] = pick[u];
       for (auto [op, c] : mv.change) before += g.node[op][pick[op]];
       for (int e : edges) before += edge_cost(e);
       mv.delta = after - before;

@@ -41,8 +41,9 @@ struct GlobalChoice {
 inline constexpr int64_t kMaxTable = int64_t(1) << 20;
 GlobalChoice solve(const CostGraph& g, int64_t max_table = kMaxTable);
 
-// A joint move from `pick`: op `op` to candidate `to`, each op reading it (an edge from it) to
-// its best candidate given that, by the tables: a producer and its consumers change together.
+// A joint move from `pick`: one op to another candidate, each op reading it (an edge from it)
+// to its best candidate given that, by the tables, and the readers of a reader that changed in
+// turn, three levels down: a producer and its consumers change together.
 struct JointMove {
   double delta;                             // the change of total(g, ...) it makes
   std::vector<std::pair<int, int>> change;  // (op, candidate), the moved op first
