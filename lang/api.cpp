@@ -618,13 +618,14 @@ const ApiEntry kApi[] = {
      "(estimated=true) and its blocks are built only when it runs or is drawn. opts.mesh = N (or {ranks=, "
      "ranks_per_node=, "
      "flops=, memory=, bandwidth=, latency=, network_bandwidth=, network_latency=}) plans for "
-     "another machine; opts.search = 'greedy', 'anneal' or {method=, steps=, budget=, seed=, exact_limit=}: "
-     "steps "
-     "moves at most (2000), budget blocks and transfers lowered at most over all the plans costed "
-     "(4,000,000), exact_limit the ops x ranks past which candidates are compared by estimate (4096; 0: "
-     "always, to check the estimate against plan:cost{exact = true}): budgets count work, never seconds, so "
-     "the same graph, mesh and options give the "
-     "same plan on any machine and load, and the plan cache keys on them.",
+     "another machine; opts.search = 'global' (the default: the optimum of per-op and per-edge "
+     "costs by dynamic programming, refined by joint moves; 'anneal' is its old name), 'greedy' or "
+     "{method=, steps=, budget=, seed=, exact_limit=}: steps joint choices costed at most (2000), "
+     "budget blocks and transfers lowered at most over all the plans costed (4,000,000), exact_limit "
+     "the ops x ranks past which candidates are compared by estimate (4096; 0: always, to check the "
+     "estimate against plan:cost{exact = true}): budgets count work, never seconds, and nothing is "
+     "random, so the same graph, mesh and options give the same plan in any process and under any "
+     "load, and the plan cache keys on them.",
      lua::l_plan},
     {"tp.explain", K::Function, "plan", "tp.explain(x [,opts])",
      "Print (and return) why the plan was chosen: each op's signature, the candidate shardings "

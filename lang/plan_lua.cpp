@@ -138,7 +138,7 @@ plan::Mesh read_mesh(lua_State* L, int opts_idx) {
   return m;
 }
 
-// opts.search: "greedy", "anneal", or {method=, steps=, budget=, seed=}.
+// opts.search: "global", "greedy", "anneal" (global's old name), or {method=, steps=, budget=, seed=}.
 plan::SearchOptions read_search(lua_State* L, int opts_idx) {
   plan::SearchOptions s;
   if (opts_idx == 0) return s;
@@ -146,8 +146,8 @@ plan::SearchOptions read_search(lua_State* L, int opts_idx) {
   const int t = lua_gettop(L);
   auto method = [&](const std::string& m) {
     if (m == "greedy") s.method = plan::SearchOptions::Greedy;
-    else if (m == "anneal") s.method = plan::SearchOptions::Anneal;
-    else arg_error(opts_idx, cat_str("unknown search '", m, "' (expected greedy or anneal)"));
+    else if (m == "global" || m == "anneal") s.method = plan::SearchOptions::Global;
+    else arg_error(opts_idx, cat_str("unknown search '", m, "' (expected global, greedy or anneal)"));
   };
   if (lua_type(L, t) == LUA_TSTRING) {
     method(lua_tostring(L, t));

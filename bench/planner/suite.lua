@@ -5,9 +5,11 @@
 --   tapestry bench/planner/suite.lua 8 64         -- these meshes only
 --   BENCH_CASES=mlp,heat tapestry bench/planner/suite.lua
 -- One line per case and mesh:
---   SUITE case p free_us hand_us time_ratio free_bytes hand_bytes analytic_bytes bytes_ratio plan_s
+--   SUITE case p free_us hand_us time_ratio free_bytes hand_bytes analytic_bytes bytes_ratio plan_s cpu_s hit_ms
 -- time_ratio = free/hand (the goal: <= 1.1), bytes_ratio = free/analytic (<= 1.25; "-" where
--- both are 0), plan_s the seconds the free plan took to make. A constrain the hand strategy adds
+-- both are 0), plan_s the seconds the free plan took to make (wall clock) and cpu_s the
+-- process CPU seconds it took (os.clock: what a shared machine's load does not inflate), hit_ms
+-- the milliseconds of planning it again (a plan-cache hit; the goal: < 1 ms). A constrain the hand strategy adds
 -- is an identity the executor copies; hand_us leaves those copies out (each is one memory-bound
 -- pass over the tensor, split evenly over the ranks, at the mesh's 11 GB/s), so the hand time is
 -- the strategy's own. Then a MONOTONE line per case: whether a plan for more ranks is ever modelled
@@ -176,21 +178,24 @@ if os.getenv("BENCH_ESTIMATE") then
   return
 end
 
-print("SUITE case p free_us hand_us time_ratio free_bytes hand_bytes analytic_bytes bytes_ratio plan_s")
+print("SUITE case p free_us hand_us time_ratio free_bytes hand_bytes analytic_bytes bytes_ratio plan_s cpu_s hit_ms")
 for _, name in ipairs(order) do
   if next(only) == nil or only[name] then
     local best_fewer, best_fewer_p, monotone = math.huge, nil, true
     for _, p in ipairs(meshes) do
       local free, hand, analytic, copies = cases[name].build(p)
-      local t0 = tp.clock()
+      local t0, c0 = tp.clock(), os.clock()
       local fc = tp.plan(free, {mesh = p}):cost()
-      local plan_s = tp.clock() - t0
+      local plan_s, cpu_s = tp.clock() - t0, os.clock() - c0
+      t0 = tp.clock()
+      tp.plan(free, {mesh = p})
+      local hit_ms = (tp.clock() - t0) * 1e3
       local hc = tp.plan(hand, {mesh = p}):cost()
       local hand_s = hc.time
       for _, t in ipairs(copies) do hand_s = hand_s - copy_s(t, p) end
-      print(string.format("SUITE %s %d %s %s %s %d %d %d %s %.2f", name, p, fmt(fc.time * 1e6), fmt(hand_s * 1e6),
-                          ratio(fc.time, hand_s), fc.bytes_moved, hc.bytes_moved, math.floor(analytic),
-                          ratio(fc.bytes_moved, analytic), plan_s))
+      print(string.format("SUITE %s %d %s %s %s %d %d %d %s %.2f %.2f %.3f", name, p, fmt(fc.time * 1e6),
+                          fmt(hand_s * 1e6), ratio(fc.time, hand_s), fc.bytes_moved, hc.bytes_moved,
+                          math.floor(analytic), ratio(fc.bytes_moved, analytic), plan_s, cpu_s, hit_ms))
       if fc.time > best_fewer * 1.0001 then
         monotone = false
         print(string.format("MONOTONE %s: %d ranks %s us > %d ranks %s us", name, p, fmt(fc.time * 1e6),

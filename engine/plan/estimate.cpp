@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
+#include <limits>
+#include <string>
 #include <unordered_map>
 
 #include "engine/ir/error.hpp"
@@ -34,6 +35,8 @@ constexpr double kTreeBytes = 64 * 1024;
 // each op (about 20 x 20 per edge on a big mesh): it takes fewer samples, the ends and two
 // between, enough to rank the users' responses.
 constexpr int64_t kLookaheadSamples = 4;
+// Joint moves in a row without a gain before the refinement on the estimate gives up.
+constexpr size_t kPatience = 32;
 
 // Where an op's input comes from: an earlier op (its chosen candidate) or a tensor held in `initial`.
 struct Source {
@@ -272,11 +275,11 @@ std::vector<Candidate> allowed(const poly::Signature& s, const NodeRef& n, const
   return kept;
 }
 
-}  // namespace
-
-Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
-                      const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt) {
-  Model md(m);
+// Builds the model of ops_to_place(topo, initial, roots) on md's mesh: signatures, allowed
+// candidates, where each input comes from and who reads each op.
+void build_model(Model& md, const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
+                 const std::vector<NodeRef>& roots, const SearchOptions& opt) {
+  const Mesh& m = md.m;
   md.ops = ops_to_place(topo, initial, roots);
   const size_t n_ops = md.ops.size();
   std::unordered_map<uint64_t, int> index;
@@ -312,85 +315,261 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
     }
     md.in.push_back(std::move(src));
   }
+}
 
-  // Greedy with one step of lookahead: in order, each op takes the candidate that minimizes its
-  // own estimate plus its users' best responses to it, so a cheap op (a broadcast bias) does
-  // not pick a layout that every op after it would have to move away from.
-  md.pick.assign(n_ops, 0);
-  std::vector<double> est(n_ops, 0.0);
-  std::vector<std::vector<double>> local(n_ops);  // greedy's estimate of every candidate
-  for (size_t i = 0; i < n_ops; ++i) {
-    local[i].assign(md.cands[i].size(), INFINITY);
-    double best = INFINITY;
-    for (size_t c = 0; c < md.cands[i].size(); ++c) {
-      md.pick[i] = static_cast<int>(c);
-      local[i][c] = md.estimate(i, c);
-      double ahead = local[i][c];
-      for (int u : md.users[i]) {
-        double r = INFINITY;
-        for (size_t cu = 0; cu < md.cands[u].size(); ++cu)
-          r = std::min(r, md.estimate(u, cu, kLookaheadSamples));
-        ahead += r;
+// Inputs read as if every rank held them whole (a stand-in tensor per tensor rank), so that an
+// op's estimate leaves out what its producers' layouts cost it.
+Source everywhere(Model& md, size_t dims) {
+  const uint64_t id = ~uint64_t(0) - dims;
+  std::vector<std::pair<Rank, Box>>& v = md.held[id];
+  if (v.empty()) {
+    for (Rank r = 0; r < md.m.ranks; ++r)
+      v.push_back(
+          {r, Box(poly::Coords(dims, 0), poly::Coords(dims, std::numeric_limits<int64_t>::max() / 4))});
+    md.holders[id] = md.m.ranks;
+  }
+  return Source{-1, id};
+}
+
+// Where a held tensor lies, as a hash: two weights loaded the same way cost the same to read.
+uint64_t layout_hash(const Model& md, uint64_t tensor) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](int64_t v) { h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull; };
+  auto it = md.held.find(tensor);
+  if (it == md.held.end()) return h;
+  for (const auto& [r, box] : it->second) {
+    mix(r);
+    for (int64_t v : box.lo) mix(v);
+    for (int64_t v : box.hi) mix(v);
+  }
+  return h;
+}
+
+// What an op's estimate depends on besides its producers' picks: its signature, where its
+// other inputs come from, its allowed candidates. Ops with equal keys have equal tables (the
+// 1,000 ops of a repeated layer cost 5 ops' worth).
+std::string key_of(const Model& md, size_t i, const SearchOptions& opt) {
+  std::string k = poly::to_string(md.sigs[i]);
+  for (size_t j = 0; j < md.in[i].size(); ++j) {
+    const Source& s = md.in[i][j];
+    k += cat_str("|", shape_str(md.sigs[i].inputs[j].shape), dtype_size(md.sigs[i].inputs[j].dtype),
+                 s.op >= 0               ? std::string("op")
+                 : s.generate_flops >= 0 ? cat_str("g", s.generate_flops)
+                                         : cat_str("h", layout_hash(md, s.tensor)));
+  }
+  const uint64_t id = md.ops[i]->id;
+  if (opt.output_grid.count(id) || opt.replicated.count(id)) k += cat_str("|c", id);
+  return k;
+}
+
+// The ranks holding a producer's output once it has run: a reduced split's slices lie on one
+// rank each (the first partial's), not on every rank that made a partial.
+double holders_of(const Model& md, const Source& s, const Candidate& c, const poly::Signature& sig) {
+  double n = double(md.holder_count(s));
+  if (c.combine == CombineMode::Reduce)
+    for (int j = 0; j < sig.rank(); ++j)
+      if (sig.space[j].kind == poly::IndexDim::Reduction) n /= double(c.parts[j]);
+  return std::max(1.0, n);
+}
+
+// The estimate as node and edge costs for the global stage: an op's node cost is its estimate
+// with every producer's output already where it reads it; the edge from producer p is what p's
+// candidate adds to that (its estimate with p's input moved, the others in place, minus the
+// node cost; exact for an op with one producer, the sum of the parts for more).
+struct Pairwise {
+  CostGraph graph;
+  std::vector<std::vector<double>> compute;  // [op][candidate]: its busiest sampled block's compute
+};
+Pairwise pairwise(Model& md, const SearchOptions& opt) {
+  const size_t n = md.ops.size();
+  Pairwise out;
+  CostGraph& g = out.graph;
+  g.node.resize(n);
+  out.compute.resize(n);
+  std::unordered_map<std::string, std::vector<double>> nodes, edges, computes;
+  const std::vector<int> saved = md.pick;
+  md.pick.assign(n, 0);
+  for (size_t u = 0; u < n; ++u) {
+    const std::vector<Source> from = md.in[u];
+    std::vector<int> producers;
+    for (const Source& s : from)
+      if (s.op >= 0 && std::find(producers.begin(), producers.end(), s.op) == producers.end())
+        producers.push_back(s.op);
+    const std::string key = key_of(md, u, opt);
+    for (size_t j = 0; j < from.size(); ++j)
+      if (from[j].op >= 0) md.in[u][j] = everywhere(md, md.sigs[u].inputs[j].shape.size());
+    const size_t cu_n = md.cands[u].size();
+    auto [nit, fresh] = nodes.try_emplace(key);
+    std::vector<double>& comp = computes[key];
+    if (fresh)
+      for (size_t cu = 0; cu < cu_n; ++cu) {
+        const Model::OpEstimate e = md.detail(u, cu);
+        // A candidate whose own blocks on one rank, beside the held inputs, pass the memory per
+        // rank is out whatever the others do: the limit's penalty, as cost_of charges it.
+        const double mine = double((e.blocks + md.m.ranks - 1) / md.m.ranks) * e.block_bytes + md.held_peak;
+        nit->second.push_back(e.time + (mine > md.m.mem_bytes_per_rank ? kOverMemory : 0.0));
+        comp.push_back(e.compute);
       }
-      if (ahead < best * (1 - 1e-9)) best = ahead, est[i] = local[i][c];
+    g.node[u] = nit->second;
+    out.compute[u] = comp;
+    std::vector<Model::OpEstimate> base;  // with the edges' samples
+    for (int p : producers) {
+      std::string ekey = key + "<-" + key_of(md, static_cast<size_t>(p), opt);
+      for (size_t j = 0; j < from.size(); ++j)
+        if (from[j].op == p) md.in[u][j] = from[j], ekey += cat_str(",", j);
+      auto [eit, new_edge] = edges.try_emplace(ekey);
+      if (new_edge) {
+        if (base.empty()) {
+          std::vector<Source> moved = md.in[u];
+          for (size_t j = 0; j < from.size(); ++j)
+            if (from[j].op >= 0) md.in[u][j] = everywhere(md, md.sigs[u].inputs[j].shape.size());
+          for (size_t cu = 0; cu < cu_n; ++cu) base.push_back(md.detail(u, cu, kLookaheadSamples));
+          md.in[u] = moved;
+        }
+        const Source& first =
+            from[std::find_if(from.begin(), from.end(), [&](const Source& s) { return s.op == p; }) -
+                 from.begin()];
+        for (size_t cp = 0; cp < md.cands[p].size(); ++cp) {
+          md.pick[p] = static_cast<int>(cp);
+          const double holders = holders_of(md, first, md.cands[p][cp], md.sigs[p]);
+          for (size_t cu = 0; cu < cu_n; ++cu) {
+            const Model::OpEstimate e = md.detail(u, cu, kLookaheadSamples);
+            // The receivers' side, or the senders' when the holders of p's output each send
+            // more than a receiver gets (the estimate prices a sender's messages, not its bytes).
+            const double sent = (e.moved - base[cu].moved) / holders / md.link.bandwidth;
+            eit->second.push_back(std::max(e.time - base[cu].time, sent));
+          }
+        }
+        md.pick[p] = 0;
+      }
+      g.edges.push_back(CostGraph::Edge{p, static_cast<int>(u), eit->second});
+      for (size_t j = 0; j < from.size(); ++j)
+        if (from[j].op == p) md.in[u][j] = everywhere(md, md.sigs[u].inputs[j].shape.size());
     }
-    for (size_t c = 0; c < md.cands[i].size(); ++c)
-      if (local[i][c] == est[i]) {
-        md.pick[i] = static_cast<int>(c);
-        break;
-      }
+    md.in[u] = from;
   }
-  double cur = 0, cur_compute = 0;
-  std::vector<double> est_compute(n_ops);  // compute of each op's pick: its users' picks leave it be
-  for (size_t i = 0; i < n_ops; ++i) {
-    cur += est[i];
-    est_compute[i] = md.detail(i, static_cast<size_t>(md.pick[i])).compute;
-    cur_compute += est_compute[i];
-  }
-  std::vector<std::vector<Tried>> seen(n_ops);  // [op][candidate]: the best plan with it
-  for (size_t i = 0; i < n_ops; ++i)
-    for (size_t c = 0; c < md.cands[i].size(); ++c)
-      seen[i].push_back(Tried{md.cands[i][c], cur - est[i] + local[i][c],
-                              cur_compute - est_compute[i] + md.detail(i, c).compute});
+  md.pick = saved;
+  return out;
+}
 
-  // Annealing on the estimate, for opt.steps moves: nothing is lowered afterwards.
-  std::vector<int> best = md.pick;
-  double best_cost = cur;
-  int evaluations = 1;  // joint choices costed: the greedy start, then each annealing move
+}  // namespace
+
+GlobalStart global_start(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
+                         const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt) {
+  Model md(m);
+  build_model(md, topo, initial, roots, opt);
+  GlobalStart s{pairwise(md, opt).graph, {}};
+  s.choice = solve(s.graph);
+  return s;
+}
+
+Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
+                      const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt) {
+  Model md(m);
+  build_model(md, topo, initial, roots, opt);
+  const size_t n_ops = md.ops.size();
+
+  // The start: the global optimum of the estimate as node and edge costs (global_search.hpp);
+  // SearchOptions::Greedy takes the greedy one with a step of lookahead instead: in order, each
+  // op takes the candidate that minimizes its own estimate plus its users' best responses to it,
+  // so a cheap op (a broadcast bias) does not pick a layout every op after it would move away from.
+  md.pick.assign(n_ops, 0);
+  Pairwise tables;
+  if (opt.method == SearchOptions::Greedy) {
+    for (size_t i = 0; i < n_ops; ++i) {
+      double best = INFINITY;
+      for (size_t c = 0; c < md.cands[i].size(); ++c) {
+        double ahead = md.estimate(i, c);
+        for (int u : md.users[i]) {
+          double r = INFINITY;
+          for (size_t cu = 0; cu < md.cands[u].size(); ++cu)
+            r = std::min(r, md.estimate(u, cu, kLookaheadSamples));
+          ahead += r;
+        }
+        if (ahead < best * (1 - 1e-9)) best = ahead, md.pick[i] = static_cast<int>(c);
+      }
+    }
+  } else {
+    tables = pairwise(md, opt);
+    md.pick = solve(tables.graph).pick;
+  }
+  // Joint moves refine the start on the estimate itself (the sum over ops), for at most
+  // opt.steps of them; a move re-estimates only the ops it changes and their readers.
+  int evaluations = 1;  // joint choices costed: the start, then each move
   if (opt.method == SearchOptions::Anneal && n_ops > 0) {
-    std::mt19937_64 rng(opt.seed);
-    const double t0 = 0.05 * std::max(cur, 1e-12), t1 = 1e-4 * std::max(cur, 1e-12);
-    const int steps = std::max(opt.steps, 1);
-    std::vector<double> user_est;
-    for (int k = 0; k < steps; ++k) {
-      const size_t i = std::uniform_int_distribution<size_t>(0, n_ops - 1)(rng);
-      if (md.cands[i].size() < 2) continue;
-      const int old = md.pick[i];
-      int c = std::uniform_int_distribution<int>(0, int(md.cands[i].size()) - 2)(rng);
-      md.pick[i] = c >= old ? c + 1 : c;
-      const Model::OpEstimate mine_e = md.detail(i, static_cast<size_t>(md.pick[i]));
-      const double mine = mine_e.time;
+    std::vector<int> best = md.pick, base = md.pick;
+    std::vector<double> at_base(n_ops);  // each op's estimate with `base` picked
+    double best_cost = 0;
+    for (size_t i = 0; i < n_ops; ++i)
+      best_cost += at_base[i] = md.estimate(i, static_cast<size_t>(md.pick[i]));
+    std::vector<int> touched;
+    auto changed = [&](const std::vector<int>& st) {  // ops whose estimate differs from base's
+      touched.clear();
+      for (size_t i = 0; i < n_ops; ++i)
+        if (st[i] != base[i]) {
+          touched.push_back(static_cast<int>(i));
+          touched.insert(touched.end(), md.users[i].begin(), md.users[i].end());
+        }
+      std::sort(touched.begin(), touched.end());
+      touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    };
+    auto cost = [&](const std::vector<int>& st) {
+      if (base != best) {  // the refinement kept a move: estimates follow it
+        changed(best);
+        md.pick = best;
+        for (int i : touched) at_base[i] = md.estimate(i, static_cast<size_t>(best[i]));
+        base = best;
+      }
       ++evaluations;
-      double next = cur - est[i] + mine;
-      user_est.clear();
-      for (int u : md.users[i]) {
-        user_est.push_back(md.estimate(u, md.pick[u]));
-        next += user_est.back() - est[u];
+      changed(st);
+      md.pick = st;
+      double t = best_cost;
+      for (int i : touched) t += md.estimate(i, static_cast<size_t>(st[i])) - at_base[i];
+      md.pick = base;
+      return t;
+    };
+    refine(
+        tables.graph, best, best_cost, cost, [&] { return evaluations <= opt.steps; }, kPatience);
+    md.pick = best;
+  }
+  std::vector<int> best = md.pick;
+
+  double cur = 0, cur_compute = 0;
+  std::vector<double> est(n_ops), est_compute(n_ops);  // of each op's pick: its users' picks leave compute be
+  for (size_t i = 0; i < n_ops; ++i) {
+    const Model::OpEstimate e = md.detail(i, static_cast<size_t>(md.pick[i]));
+    est[i] = e.time, est_compute[i] = e.compute;
+    cur += est[i], cur_compute += est_compute[i];
+  }
+  // For tp.explain, every other candidate of an op with the rest as picked: by the global stage's
+  // node and edge costs where it ran (no estimate per candidate), else by the estimate.
+  std::vector<std::vector<Tried>> seen(n_ops);  // [op][candidate]: the best plan with it
+  std::vector<std::vector<int>> at(n_ops);      // the global stage's edges per op
+  for (size_t e = 0; e < tables.graph.edges.size(); ++e) {
+    at[tables.graph.edges[e].a].push_back(static_cast<int>(e));
+    at[tables.graph.edges[e].b].push_back(static_cast<int>(e));
+  }
+  auto modelled = [&](size_t i, size_t c) {
+    double t = tables.graph.node[i][c];
+    for (int e : at[i]) {
+      const CostGraph::Edge& ed = tables.graph.edges[e];
+      const size_t a = ed.a == int(i) ? c : md.pick[ed.a], b = ed.b == int(i) ? c : md.pick[ed.b];
+      t += ed.cost[a * tables.graph.node[ed.b].size() + b];
+    }
+    return t;
+  };
+  for (size_t i = 0; i < n_ops; ++i) {
+    const size_t own = static_cast<size_t>(md.pick[i]);
+    for (size_t c = 0; c < md.cands[i].size(); ++c) {
+      double t = est[i], comp = est_compute[i];
+      if (c != own && tables.graph.node.empty()) {
+        const Model::OpEstimate e = md.detail(i, c);
+        t = e.time, comp = e.compute;
+      } else if (c != own) {
+        t = est[i] + modelled(i, c) - modelled(i, own);
+        comp = tables.compute[i][c];
       }
-      const double next_compute = cur_compute - est_compute[i] + mine_e.compute;
-      if (next < seen[i][md.pick[i]].best_total)
-        seen[i][md.pick[i]] = Tried{md.cands[i][md.pick[i]], next, next_compute};
-      const double temp = t0 * std::pow(t1 / t0, double(k) / steps);
-      if (next <= cur || std::uniform_real_distribution<double>(0, 1)(rng) < std::exp((cur - next) / temp)) {
-        est[i] = mine;
-        est_compute[i] = mine_e.compute;
-        cur_compute = next_compute;
-        for (size_t u = 0; u < md.users[i].size(); ++u) est[md.users[i][u]] = user_est[u];
-        cur = next;
-        if (cur < best_cost) best = md.pick, best_cost = cur;
-      } else {
-        md.pick[i] = old;
-      }
+      seen[i].push_back(Tried{md.cands[i][c], cur - est[i] + t, cur_compute - est_compute[i] + comp});
     }
   }
 

@@ -7,19 +7,31 @@
 // slices its rank lacks given where the producers' chosen candidates put them, plus the
 // senders' message overheads and a split reduction's combine. The objective is the sum over
 // ops (a chain runs its ops one after another), so changing one op's candidate re-estimates only
-// that op and its consumers. The greedy start and annealing run on the estimate, and the plan
+// that op and its consumers. The global stage's tables (global_search.hpp) come from the
+// estimate, joint moves refine its optimum on the estimate itself, and the plan
 // keeps only the choice per op: its million blocks are lowered when the plan runs or is drawn
 // (Plan::graph), and Plan::exact_cost simulates them.
 #pragma once
 
 #include <vector>
 
+#include "engine/plan/global_search.hpp"
 #include "engine/plan/search.hpp"
 
 namespace tapestry::plan {
 
 // Block k of the grid that grid_blocks(s, parts, ...) cuts, without building the others.
 Box grid_block(const poly::Signature& s, const poly::Coords& parts, int64_t k);
+
+// The global stage on the estimate, for ops_to_place(topo, initial, roots): node and edge costs
+// over each op's allowed candidates (candidates() filtered by opt's constraints, in that order)
+// and their optimum, the start of both searches.
+struct GlobalStart {
+  CostGraph graph;
+  GlobalChoice choice;
+};
+GlobalStart global_start(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
+                         const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt);
 
 Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
                       const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt);

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "engine/ir/error.hpp"
 #include "engine/plan/estimate.hpp"
+#include "engine/plan/global_search.hpp"
 #include "engine/poly/cost.hpp"
 #include "engine/telemetry/cancel.hpp"
 
@@ -302,6 +302,11 @@ bool meets_constraint(uint64_t id, const poly::Signature& s, const Candidate& c,
   return output_grid_of(s, placed) == grid->second;
 }
 
+// Joint moves costed exactly in a row without a gain before the refinement gives up: the tables
+// come from the estimate, which can rank the exact best far down the list (the einsum chain's
+// on 64 ranks is its 27th).
+constexpr size_t kPatience = 64;
+
 Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
             const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt) {
   Space sp;
@@ -332,12 +337,12 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
   std::vector<std::vector<Tried>> seen(n_ops);  // [op][candidate]: the best plan with it
   for (size_t i = 0; i < n_ops; ++i)
     for (const Candidate& c : sp.cands[i]) seen[i].push_back(Tried{c, INFINITY});
-  std::map<std::vector<int>, double> memo;
+  std::map<std::vector<int>, std::pair<double, int64_t>> memo;  // time, bytes moved
   int evaluations = 0;
   int64_t work = 0;  // blocks and transfers lowered so far (SearchOptions::work_budget)
   auto cost = [&](const std::vector<int>& st) {
     auto it = memo.find(st);
-    if (it != memo.end()) return it->second;
+    if (it != memo.end()) return it->second.first;
     Assignment a;
     CombineModes modes;
     for (size_t i = 0; i < n_ops; ++i) {
@@ -356,49 +361,43 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
     for (size_t i = 0; i < n_ops; ++i)
       if (t < seen[i][st[i]].best_total)
         seen[i][st[i]] = Tried{sp.cands[i][st[i]], t, busiest, pc.memory_penalty};
-    memo.emplace(st, t);
+    memo.emplace(st, std::make_pair(t, pc.bytes_moved));
     return t;
   };
 
-  std::vector<int> cur = greedy(sp, initial, m), best = cur;
-  double cur_cost = cost(cur), best_cost = cur_cost;
-  // A joint space no larger than the move budget is searched whole: exact, and the same plan
-  // whatever the seed or the machine's load (annealing moves one op at a time, and the best
-  // plan can need a producer and its consumers to change together).
+  std::vector<int> best;
+  double best_cost = INFINITY;
+  int64_t best_bytes = 0;
+  auto consider = [&](const std::vector<int>& st) {  // the faster plan; of two as fast, fewer bytes
+    const double c = cost(st);
+    const int64_t bytes = memo.at(st).second;
+    if (c < best_cost * (1 - 1e-9) || (c <= best_cost * (1 + 1e-9) && bytes < best_bytes))
+      best = st, best_cost = c, best_bytes = bytes;
+  };
   double joint = 1;
   for (const auto& c : sp.cands) joint = std::min(joint * double(c.size()), 1e18);
-  if (opt.method == SearchOptions::Anneal && n_ops > 0 && joint <= std::max(opt.steps, 1)) {
+  if (opt.method == SearchOptions::Greedy || n_ops == 0) {
+    consider(greedy(sp, initial, m));
+  } else if (joint <= std::max(opt.steps, 1)) {
+    // A joint space no larger than the move budget is searched whole: the cheapest joint choice
+    // by the exact cost, whatever the seed or the machine's load.
     std::vector<int> st(n_ops, 0);
     while (true) {
-      const double c = cost(st);
-      if (c < best_cost * (1 - 1e-12)) best = st, best_cost = c;
+      consider(st);
       size_t i = n_ops;
       while (i > 0 && st[i - 1] == int(sp.cands[i - 1].size()) - 1) st[--i] = 0;
       if (i == 0) break;
       ++st[i - 1];
     }
-  } else if (opt.method == SearchOptions::Anneal && n_ops > 0) {
-    std::mt19937_64 rng(opt.seed);
-    // Geometric cooling from 5% of the start's cost to 0.01% of it: early moves may lose a
-    // little to leave a local optimum, late moves only improve.
-    const double t0 = 0.05 * std::max(cur_cost, 1e-12), t1 = 1e-4 * std::max(cur_cost, 1e-12);
-    const int steps = std::max(opt.steps, 1);
-    for (int k = 0; k < steps && work < opt.work_budget; ++k) {
-      const double temp = t0 * std::pow(t1 / t0, double(k) / steps);
-      if (std::uniform_real_distribution<double>(0, 1)(rng) < 0.02) cur = best, cur_cost = best_cost;
-      std::vector<int> next = cur;
-      const size_t i = std::uniform_int_distribution<size_t>(0, n_ops - 1)(rng);
-      if (sp.cands[i].size() < 2) continue;
-      int c = std::uniform_int_distribution<int>(0, int(sp.cands[i].size()) - 2)(rng);
-      next[i] = c >= cur[i] ? c + 1 : c;
-      const double nc = cost(next);
-      if (nc <= cur_cost ||
-          std::uniform_real_distribution<double>(0, 1)(rng) < std::exp((cur_cost - nc) / temp)) {
-        cur = std::move(next);
-        cur_cost = nc;
-        if (cur_cost < best_cost) best = cur, best_cost = cur_cost;
-      }
-    }
+  } else {
+    // The global optimum of the estimate's node and edge costs (global_search.hpp), and the
+    // owner-computes greedy as a second start while the budget allows; then joint moves refine.
+    const GlobalStart gs = global_start(topo, initial, roots, m, opt);
+    consider(gs.choice.pick);
+    if (work < opt.work_budget) consider(greedy(sp, initial, m));
+    refine(
+        gs.graph, best, best_cost, cost, [&] { return evaluations < opt.steps && work < opt.work_budget; },
+        kPatience);
   }
 
   std::vector<Candidate> choice;

@@ -4,9 +4,11 @@
 //   for (const Tried& t : p.tried[y->id]) ...   // every candidate of y evaluated, for tp.explain
 // Candidates split one or two splittable index dims (parallel: data/model parallel; reduction:
 // partial sums + combine) over factors of the rank count, or keep the op whole on one rank.
-// Every evaluation is a full lower() + cost_of(), so the cost is exactly what would run — up to
-// exact_limit blocks per plan; past it (a big graph on a big mesh) the search runs on per-op
-// estimates and lowers only the winner (estimate.hpp).
+// The start is the global optimum of per-op node and per-edge costs from the estimate
+// (global_search.hpp); joint moves then refine it, each costed by a full lower() + cost_of(), so
+// the cost is exactly what would run — up to exact_limit blocks per plan; past it (a big graph
+// on a big mesh) the moves are costed by the estimate and only the winner is lowered
+// (estimate.hpp). Nothing is random and nothing reads a clock.
 #pragma once
 
 #include <algorithm>
@@ -56,9 +58,11 @@ bool splits_reduction(const poly::Signature& s, const Candidate& c);
 // Budgets count work, never seconds, so the same graph, mesh and options give the same plan on
 // any machine and under any load.
 struct SearchOptions {
-  enum Method { Greedy, Anneal } method = Anneal;
-  int steps = 2000;  // annealing moves at most
-  uint64_t seed = 1;
+  // Global: the global stage, then joint moves (Anneal is its old name: it annealed). Greedy:
+  // owner computes (exact meshes) or a greedy with lookahead (estimated ones), nothing more.
+  enum Method { Greedy, Global, Anneal = Global } method = Global;
+  int steps = 2000;   // joint choices costed at most
+  uint64_t seed = 1;  // no stage is random any more; kept because the plan cache keys on it
   // And at most this many blocks and transfers lowered over all the plans costed (each costed
   // plan is lowered whole): a big graph gets fewer moves than a small one.
   int64_t work_budget = 4'000'000;

@@ -136,3 +136,25 @@ TEST_CASE("engine.plan.scale.an_estimated_plan_is_cached_without_its_blocks") {
   CHECK(hit.graph().blocks.size() == first.graph().blocks.size());
   CHECK(hit.graph().transfers.size() == first.graph().transfers.size());
 }
+
+// Memory per rank in the global stage: a candidate whose own blocks pass the limit on one rank
+// is out. Here the links are so slow that keeping a 3 MiB chain whole on rank 0, where its
+// input lies, is by far the fastest; but its output beside the input passes 4 MiB per rank.
+TEST_CASE("engine.plan.scale.global_stage_keeps_to_the_memory_per_rank") {
+  NodeRef x = src({768, 1024});  // 3 MiB
+  NodeRef h = x;
+  for (Op op : {Op::Exp, Op::Neg, Op::Tanh}) h = build::unary(op, h);
+  const std::vector<NodeRef> topo = topo_of({h});
+  const std::vector<Shard> initial{Shard{x->id, Box::of_shape(x->shape), 0}};
+  Mesh m = Mesh::modelled(64);
+  m.inter.bandwidth = m.intra.bandwidth = 1e6;
+  SearchOptions o;
+  o.exact_limit = 0;
+  const Plan fast = search(topo, initial, {h}, m, o);
+  for (const auto& [id, c] : fast.choice) CHECK(c.block_count(64) == 1);  // whole: nothing moves
+  m.mem_bytes_per_rank = 4 << 20;
+  const Plan p = search(topo, initial, {h}, m, o);
+  CHECK(p.estimated);
+  CHECK(p.cost.memory_penalty == 0);
+  for (const auto& [id, c] : p.choice) CHECK(c.block_count(64) > 1);
+}

@@ -257,3 +257,27 @@ TEST_CASE("engine.plan.search.deterministic_and_cached_by_options") {
   cache.plan(topo, initial, {y}, m, opt);
   CHECK(cache.hits() == 1);
 }
+
+// With too few moves to enumerate the joint space, the global stage and the joint moves still
+// reach the exhaustive optimum of the exact cost on a small graph, with the same plan for any seed.
+TEST_CASE("engine.plan.search.global_stage_reaches_the_exhaustive_optimum") {
+  for (int ranks : {2, 4}) {
+    NodeRef x = src({64, 48}), w = src({48, 32});
+    NodeRef y = build::matmul(x, w);
+    NodeRef z = build::unary(Op::Relu, y);
+    NodeRef s = build::reduce(Op::Sum, z, {1}, false);
+    const std::vector<NodeRef> topo = topo_of({s});
+    std::vector<Shard> initial = rows(x, ranks);
+    initial.push_back(whole(w, 0));
+    const Mesh m = Mesh::modelled(ranks);
+    const double opt = exhaustive(topo, initial, {s}, m);
+    const Plan a = search(topo, initial, {s}, m, {SearchOptions::Global, 60, 1});
+    const Plan b = search(topo, initial, {s}, m, {SearchOptions::Global, 60, 99});
+    CAPTURE(ranks);
+    check_verifies(a, topo);
+    CHECK(a.evaluations <= 60);
+    CHECK(a.cost.total() == doctest::Approx(opt).epsilon(1e-9));
+    CHECK(a.choice == b.choice);
+    CHECK(a.cost.total() == b.cost.total());
+  }
+}
