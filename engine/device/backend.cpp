@@ -18,6 +18,8 @@ void DeviceBackend::map_reduce(const DeviceMapProgram& p, const Shape& shape, Op
 
 void DeviceBackend::line(Op, const Attrs&, const std::vector<DeviceView>&, const DeviceView&) {
   internal_fail(__FILE__, __LINE__, "a device without line kernels ran a scan or sort");
+}
+
 void DeviceBackend::index(Op op, const Attrs&, const std::vector<DeviceView>&, const DeviceView&) {
   (void)op;
   internal_fail(__FILE__, __LINE__, "a device without index kernels ran a gather or scatter");

@@ -79,6 +79,8 @@ void HostBackend::line(Op op, const Attrs& attrs, const std::vector<DeviceView>&
   std::vector<View> v;
   for (const DeviceView& d : in) v.push_back(view(d));
   cpu::run_line(op, attrs, v, view(out));
+}
+
 void HostBackend::index(Op op, const Attrs& attrs, const std::vector<DeviceView>& in, const DeviceView& out) {
   std::vector<View> v;
   for (const DeviceView& d : in) v.push_back(view(d));

@@ -26,7 +26,8 @@ class Connection {
  public:
   explicit Connection(const std::string& url) : url_(url), c_(PQconnectdb(url.c_str()), PQfinish) {
     if (!c_ || PQstatus(c_.get()) != CONNECTION_OK) fail("cannot connect");
-    PQsetNoticeProcessor(c_.get(), [](void*, const char*) {}, nullptr);  // "table does not exist, skipping"
+    PQsetNoticeProcessor(
+        c_.get(), [](void*, const char*) {}, nullptr);  // "table does not exist, skipping"
   }
   [[noreturn]] void fail(const std::string& what) const {
     std::string msg = c_ ? PQerrorMessage(c_.get()) : "out of memory";
@@ -91,8 +92,9 @@ SqlTable read_postgres(const std::string& url, const std::string& query, DType d
   cells.reserve(static_cast<size_t>(nrow) * ncol);
   for (int i = 0; i < nrow; ++i)
     for (int k = 0; k < ncol; ++k)
-      cells.push_back(PQgetisnull(r.get(), i, k) || !numeric[k] ? SqlCell{}
-                                                                 : cell_of(PQftype(r.get(), k), PQgetvalue(r.get(), i, k)));
+      cells.push_back(PQgetisnull(r.get(), i, k) || !numeric[k]
+                          ? SqlCell{}
+                          : cell_of(PQftype(r.get(), k), PQgetvalue(r.get(), i, k)));
   c.exec("COMMIT", PGRES_COMMAND_OK, "cannot end the transaction");
   return sql_table(shown(url), names, numeric, cells, dtype);
 }
@@ -104,7 +106,8 @@ void write_postgres(const std::string& url, const std::string& table, const View
   const char* type = v.dtype == DType::F32 || v.dtype == DType::F64 ? " double precision"
                      : v.dtype == DType::Bool                       ? " boolean"
                                                                     : " bigint";
-  std::string create = "CREATE TABLE " + std::string(append ? "IF NOT EXISTS " : "") + c.quote_id(table) + " (";
+  std::string create =
+      "CREATE TABLE " + std::string(append ? "IF NOT EXISTS " : "") + c.quote_id(table) + " (";
   std::string copy = "COPY " + c.quote_id(table) + " (";
   for (int64_t k = 0; k < cols; ++k) {
     create += (k ? ", " : "") + c.quote_id(names[k]) + type;
@@ -114,7 +117,9 @@ void write_postgres(const std::string& url, const std::string& table, const View
   copy += ") FROM STDIN";
   c.exec("BEGIN", PGRES_COMMAND_OK, "cannot start a transaction");
   try {
-    if (!append) c.exec("DROP TABLE IF EXISTS " + c.quote_id(table), PGRES_COMMAND_OK, cat_str("cannot replace table '", table, "'"));
+    if (!append)
+      c.exec("DROP TABLE IF EXISTS " + c.quote_id(table), PGRES_COMMAND_OK,
+             cat_str("cannot replace table '", table, "'"));
     c.exec(create, PGRES_COMMAND_OK, cat_str("cannot create table '", table, "'"));
     c.exec(copy, PGRES_COPY_IN, cat_str("cannot copy into table '", table, "'"));
     // COPY's text format: tab-separated, \N for NULL (NaN, as SQLite writes it), rows in batches.
@@ -133,7 +138,8 @@ void write_postgres(const std::string& url, const std::string& table, const View
         switch (v.dtype) {
           case DType::F32:
           case DType::F64: {
-            const double d = v.dtype == DType::F32 ? static_cast<const float*>(base)[at] : static_cast<const double*>(base)[at];
+            const double d = v.dtype == DType::F32 ? static_cast<const float*>(base)[at]
+                                                   : static_cast<const double*>(base)[at];
             if (std::isnan(d)) batch += "\\N";
             else batch.append(num, static_cast<size_t>(std::snprintf(num, sizeof num, "%.17g", d)));
             break;
@@ -149,7 +155,8 @@ void write_postgres(const std::string& url, const std::string& table, const View
     if (!batch.empty()) flush();
     if (PQputCopyEnd(c.get(), nullptr) != 1) c.fail(cat_str("cannot copy into table '", table, "'"));
     const Result done(PQgetResult(c.get()), PQclear);
-    if (!done || PQresultStatus(done.get()) != PGRES_COMMAND_OK) c.fail(cat_str("cannot copy into table '", table, "'"));
+    if (!done || PQresultStatus(done.get()) != PGRES_COMMAND_OK)
+      c.fail(cat_str("cannot copy into table '", table, "'"));
     while (PGresult* more = PQgetResult(c.get())) PQclear(more);
     c.exec("COMMIT", PGRES_COMMAND_OK, cat_str("cannot commit table '", table, "'"));
   } catch (...) {  // roll back, then the same exception goes on (no Lua runs here)

@@ -145,6 +145,9 @@ Signature line_sig(const Node& n) {
   const double flops = n.op == Op::Sort ? 2 * std::log2(len + 1) : n.op == Op::Logcumsumexp ? 16 : 2;
   Signature s = map_sig(n, flops);
   s.space[a.dim].splittable = false;
+  return s;
+}
+
 // Gather, Scatter, ScatterAdd: which element an index names is data, so the operand indexed
 // by it is read whole along dim (a full window) and by the identity elsewhere; index (and
 // src) follow the space. Gather's space is its output (index's shape), free to split anywhere;

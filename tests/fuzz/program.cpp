@@ -433,6 +433,8 @@ class Gen {
         s.n = uni(r_, 0, rank - 1);
         s.a = {coin(r_) ? 1 : 0};
         s.flag = coin(r_, 0.3);
+        break;
+      }
       case 28: {  // index values drawn valid (a fifth negative): the ops, not range errors, are fuzzed
         if (rank == 0) return;
         s.kind = Kind::Index;
@@ -762,6 +764,8 @@ end
         else if (s.op == Op::Cummax || s.op == Op::Cummin)
           e = cat_str(s.flag ? "select(2, " : "(", v(0), ":", name, "(", d, "))");
         else e = cat_str(v(0), ":", name, "(", d, ")");
+        break;
+      }
       case Kind::Index: {
         const std::string index =
             cat_str("tp.tensor(", ilist(s.b), ", {dtype = \"i64\"}):reshape", ilist(s.a));
@@ -795,12 +799,11 @@ end
 }
 
 const char* kind_name(Kind k) {
-  static const char* names[] = {"src",       "full",          "arange", "rand",      "eye",          "unary",
-                                "binary",    "binary_scalar", "where",  "cast",      "reduce",       "mean",
-                                "argreduce", "matmul",        "einsum", "reshape",   "permute",      "expand",
-                                "slice",     "narrow",        "select", "cat",       "pad",          "roll",
-                                "stencil",   "conv2d",        "pool",   "constrain", "write_region", "line",
-                                "index"};
+  static const char* names[] = {
+      "src",     "full",   "arange", "rand",      "eye",          "unary",  "binary", "binary_scalar",
+      "where",   "cast",   "reduce", "mean",      "argreduce",    "matmul", "einsum", "reshape",
+      "permute", "expand", "slice",  "narrow",    "select",       "cat",    "pad",    "roll",
+      "stencil", "conv2d", "pool",   "constrain", "write_region", "line",   "index"};
   return names[static_cast<int>(k)];
 }
 

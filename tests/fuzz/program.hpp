@@ -47,7 +47,7 @@ enum class Kind {
   Pool,
   Constrain,
   WriteRegion,
-  Line,  // sort, argsort, the scans (op; n: dim; a: {descending}; flag: indices)
+  Line,   // sort, argsort, the scans (op; n: dim; a: {descending}; flag: indices)
   Index,  // gather, scatter, scatter_add: a: index shape, b: its 1-based values, n: dim
 };
 

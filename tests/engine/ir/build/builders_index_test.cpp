@@ -41,8 +41,9 @@ TEST_CASE("engine.ir.builders.index.gather") {
   CHECK(error_of([&] { build::gather(x, 1, src({4, 2})); }).find("integer tensor") != std::string::npos);
   CHECK(error_of([&] { build::gather(x, 1, src({4}, DType::I64)); }).find("x's number of dims (2)") !=
         std::string::npos);
-  CHECK(error_of([&] { build::gather(x, 1, src({5, 2}, DType::I64)); }) ==
-        "index {5,2} is larger than x {4,6} in dim 1 (only dim 2 is indexed)");
+  CHECK(error_of([&] {
+          build::gather(x, 1, src({5, 2}, DType::I64));
+        }) == "index {5,2} is larger than x {4,6} in dim 1 (only dim 2 is indexed)");
 }
 
 TEST_CASE("engine.ir.builders.index.scatter") {
@@ -61,8 +62,8 @@ TEST_CASE("engine.ir.builders.index.scatter") {
           build::scatter(Op::Scatter, x, 0, src({2, 6}, DType::I64), Operand(src({2, 5})), IndexFn::Scatter);
         }) == "src {2,5} is smaller than index {2,6} in dim 2 (src needs a value for every index)");
   CHECK(error_of([&] {
-          build::scatter(Op::ScatterAdd, src({3}, DType::Bool), 0, src({1}, DType::I64), Operand::boolean(true),
-                         IndexFn::ScatterAdd);
+          build::scatter(Op::ScatterAdd, src({3}, DType::Bool), 0, src({1}, DType::I64),
+                         Operand::boolean(true), IndexFn::ScatterAdd);
         }).find("numeric") != std::string::npos);
 }
 
@@ -83,5 +84,7 @@ TEST_CASE("engine.ir.builders.index.compositions") {
         "mask {4} must match the leading dims of x {3,4,5}");
   CHECK(error_of([&] { build::masked_scatter(x, mask, src({4}), 5); }).find("cannot be broadcast") !=
         std::string::npos);
-  CHECK(error_of([&] { build::index_select(x, 0, src({2, 2}, DType::I64)); }) == "index must be 1-D, got {2,2}");
+  CHECK(error_of([&] {
+          build::index_select(x, 0, src({2, 2}, DType::I64));
+        }) == "index must be 1-D, got {2,2}");
 }
