@@ -38,7 +38,7 @@ template <class... Args> [[noreturn]] void fail(const std::string& path, const A
   throw Error(cat_str("'", path, "': ", args...));
 }
 
-// An owned file descriptor.
+// An owned file descriptor, for writing (reads go through byte_source.hpp: a file or a URL).
 class File {
  public:
   File(const std::string& path, int flags, const char* what) : path_(path) {
@@ -51,26 +51,6 @@ class File {
   }
   File(const File&) = delete;
   File& operator=(const File&) = delete;
-
-  int64_t size() const {
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0) fail(path_, "cannot stat: ", std::strerror(errno));
-    if (!S_ISREG(st.st_mode)) fail(path_, "not a regular file");
-    return static_cast<int64_t>(st.st_size);
-  }
-
-  // Reads exactly n bytes at off; a short file is "truncated".
-  void read_at(char* p, size_t n, int64_t off) const {
-    while (n > 0) {
-      const ssize_t k = ::pread(fd_, p, n, off);
-      if (k < 0 && errno == EINTR) continue;
-      if (k < 0) fail(path_, "read failed: ", std::strerror(errno));
-      if (k == 0) fail(path_, "truncated: the data ends at byte ", off, " of the file");
-      p += k;
-      n -= static_cast<size_t>(k);
-      off += k;
-    }
-  }
 
   void write_at(const char* p, size_t n, int64_t off) const {
     while (n > 0) {
