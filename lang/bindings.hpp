@@ -161,7 +161,7 @@ int l_save_sql(lua_State* L);
 int l_load_safetensors(lua_State* L);
 int l_save_safetensors(lua_State* L);
 
-// plans, layouts and the mesh (plan_lua.cpp)
+// plans and layouts (plan_lua.cpp)
 int l_plan(lua_State* L);
 int l_explain(lua_State* L);
 int l_dot(lua_State* L);
@@ -170,7 +170,9 @@ int l_constrain(lua_State* L);
 int l_replicated(lua_State* L);
 int l_split(lua_State* L);
 int l_grid(lua_State* L);
-int l_mesh(lua_State* L);
 int l_layout_map(lua_State* L);
+
+// the mesh (mesh_lua.cpp)
+int l_mesh(lua_State* L);
 
 }  // namespace tapestry::lua

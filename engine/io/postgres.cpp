@@ -54,6 +54,27 @@ class Connection {
   std::unique_ptr<PGconn, void (*)(PGconn*)> c_;
 };
 
+// A transaction rolled back unless committed: a failure anywhere leaves the database as it was.
+class Transaction {
+ public:
+  explicit Transaction(const Connection& c) : c_(c) {
+    c.exec("BEGIN", PGRES_COMMAND_OK, "cannot start a transaction");
+  }
+  ~Transaction() {
+    if (!done_) PQclear(PQexec(c_.get(), "ROLLBACK"));
+  }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  void commit(const std::string& what) {
+    c_.exec("COMMIT", PGRES_COMMAND_OK, what);
+    done_ = true;
+  }
+
+ private:
+  const Connection& c_;
+  bool done_ = false;
+};
+
 // PostgreSQL's built-in type oids (pg_type.h): the numeric ones.
 enum : Oid { kBool = 16, kInt8 = 20, kInt2 = 21, kInt4 = 23, kFloat4 = 700, kFloat8 = 701, kNumeric = 1700 };
 
@@ -115,54 +136,49 @@ void write_postgres(const std::string& url, const std::string& table, const View
   }
   create += ")";
   copy += ") FROM STDIN";
-  c.exec("BEGIN", PGRES_COMMAND_OK, "cannot start a transaction");
-  try {
-    if (!append)
-      c.exec("DROP TABLE IF EXISTS " + c.quote_id(table), PGRES_COMMAND_OK,
-             cat_str("cannot replace table '", table, "'"));
-    c.exec(create, PGRES_COMMAND_OK, cat_str("cannot create table '", table, "'"));
-    c.exec(copy, PGRES_COPY_IN, cat_str("cannot copy into table '", table, "'"));
-    // COPY's text format: tab-separated, \N for NULL (NaN, as SQLite writes it), rows in batches.
-    std::string batch;
-    auto flush = [&] {
-      if (PQputCopyData(c.get(), batch.data(), static_cast<int>(batch.size())) != 1)
-        c.fail(cat_str("cannot copy into table '", table, "'"));
-      batch.clear();
-    };
-    char num[32];
-    for (int64_t i = 0; i < rows; ++i) {
-      for (int64_t k = 0; k < cols; ++k) {
-        const int64_t at = v.offset + i * v.strides[0] + (v.rank() == 2 ? k * v.strides[1] : 0);
-        const void* base = v.buf->data();
-        if (k) batch += '\t';
-        switch (v.dtype) {
-          case DType::F32:
-          case DType::F64: {
-            const double d = v.dtype == DType::F32 ? static_cast<const float*>(base)[at]
-                                                   : static_cast<const double*>(base)[at];
-            if (std::isnan(d)) batch += "\\N";
-            else batch.append(num, static_cast<size_t>(std::snprintf(num, sizeof num, "%.17g", d)));
-            break;
-          }
-          case DType::I32: batch += std::to_string(static_cast<const int32_t*>(base)[at]); break;
-          case DType::I64: batch += std::to_string(static_cast<const int64_t*>(base)[at]); break;
-          case DType::Bool: batch += static_cast<const bool*>(base)[at] ? 't' : 'f'; break;
-        }
-      }
-      batch += '\n';
-      if (batch.size() > (1 << 20)) flush();
-    }
-    if (!batch.empty()) flush();
-    if (PQputCopyEnd(c.get(), nullptr) != 1) c.fail(cat_str("cannot copy into table '", table, "'"));
-    const Result done(PQgetResult(c.get()), PQclear);
-    if (!done || PQresultStatus(done.get()) != PGRES_COMMAND_OK)
+  Transaction tx(c);
+  if (!append)
+    c.exec("DROP TABLE IF EXISTS " + c.quote_id(table), PGRES_COMMAND_OK,
+           cat_str("cannot replace table '", table, "'"));
+  c.exec(create, PGRES_COMMAND_OK, cat_str("cannot create table '", table, "'"));
+  c.exec(copy, PGRES_COPY_IN, cat_str("cannot copy into table '", table, "'"));
+  // COPY's text format: tab-separated, \N for NULL (NaN, as SQLite writes it), rows in batches.
+  std::string batch;
+  auto flush = [&] {
+    if (PQputCopyData(c.get(), batch.data(), static_cast<int>(batch.size())) != 1)
       c.fail(cat_str("cannot copy into table '", table, "'"));
-    while (PGresult* more = PQgetResult(c.get())) PQclear(more);
-    c.exec("COMMIT", PGRES_COMMAND_OK, cat_str("cannot commit table '", table, "'"));
-  } catch (...) {  // roll back, then the same exception goes on (no Lua runs here)
-    PQclear(PQexec(c.get(), "ROLLBACK"));
-    throw;
+    batch.clear();
+  };
+  char num[32];
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t k = 0; k < cols; ++k) {
+      const int64_t at = v.offset + i * v.strides[0] + (v.rank() == 2 ? k * v.strides[1] : 0);
+      const void* base = v.buf->data();
+      if (k) batch += '\t';
+      switch (v.dtype) {
+        case DType::F32:
+        case DType::F64: {
+          const double d = v.dtype == DType::F32 ? static_cast<const float*>(base)[at]
+                                                 : static_cast<const double*>(base)[at];
+          if (std::isnan(d)) batch += "\\N";
+          else batch.append(num, static_cast<size_t>(std::snprintf(num, sizeof num, "%.17g", d)));
+          break;
+        }
+        case DType::I32: batch += std::to_string(static_cast<const int32_t*>(base)[at]); break;
+        case DType::I64: batch += std::to_string(static_cast<const int64_t*>(base)[at]); break;
+        case DType::Bool: batch += static_cast<const bool*>(base)[at] ? 't' : 'f'; break;
+      }
+    }
+    batch += '\n';
+    if (batch.size() > (1 << 20)) flush();
   }
+  if (!batch.empty()) flush();
+  if (PQputCopyEnd(c.get(), nullptr) != 1) c.fail(cat_str("cannot copy into table '", table, "'"));
+  const Result done(PQgetResult(c.get()), PQclear);
+  if (!done || PQresultStatus(done.get()) != PGRES_COMMAND_OK)
+    c.fail(cat_str("cannot copy into table '", table, "'"));
+  while (PGresult* more = PQgetResult(c.get())) PQclear(more);
+  tx.commit(cat_str("cannot commit table '", table, "'"));
   stats().bytes_written += static_cast<uint64_t>(rows * cols * dtype_size(v.dtype));
 }
 
