@@ -786,11 +786,56 @@ const ApiEntry kApi[] = {
      "biased variance as Torch. opts.eps (default 1e-5), opts.weight and opts.bias ({last dim} "
      "or numbers).",
      nullptr},
-    {"tapestry.nn.cross_entropy", K::Module, "stdlib", "nn.cross_entropy(logits, labels)",
-     "Mean cross-entropy of logits {N, C} (computed through log_softmax, so it is stable). "
-     "labels: 1-based class indices (an i32/i64 tensor {N} or a Lua sequence), or targets of "
-     "logits' shape (one-hot or probabilities, float or bool). An index outside 1..C in a tensor "
-     "makes the loss nan.",
+    {"tapestry.nn.cross_entropy", K::Module, "stdlib", "nn.cross_entropy(logits, labels [,opts])",
+     "Cross-entropy of logits {N, C} or {N, C, d1, ...}, through log_softmax (stable). labels: "
+     "1-based class indices (an i32/i64 tensor {N, d1, ...} or a Lua sequence), which is "
+     "nn.nll_loss(nn.log_softmax(logits, 2), labels, opts); or targets of logits' shape (one-hot "
+     "or probabilities, float or bool). opts: weight {C}, reduction ('mean', 'sum', 'none'), "
+     "ignore_index (class indices only). An index outside 1..C is an error when evaluated.",
+     nullptr},
+    {"tapestry.nn.nll_loss", K::Module, "stdlib", "nn.nll_loss(logp, labels [,opts])",
+     "Negative log-likelihood of 1-based class indices (torch's nll_loss): logp {N, C} or {N, C, "
+     "d1, ...} of log-probabilities, labels i32/i64 {N, d1, ...} (or a Lua sequence). opts.weight "
+     "{C} weighs each class; opts.ignore_index is a label that counts for nothing; "
+     "opts.reduction: 'mean' (default: sum of w[y]*loss over sum of w[y]), 'sum' or 'none'. A "
+     "label outside 1..C is an error when evaluated.",
+     nullptr},
+    {"tapestry.nn.embedding", K::Module, "stdlib", "nn.embedding(indices, weight)",
+     "The rows of weight {V, D} at 1-based integer indices of any shape (a tensor or a Lua "
+     "sequence): indices' shape followed by D. A gather (tp.index_select); the gradient adds "
+     "each picked row's gradient into its row.",
+     nullptr},
+    {"tapestry.nn.dropout", K::Module, "stdlib", "nn.dropout(x, p [,opts])",
+     "Inverted dropout: each element zeroed with probability p, the rest scaled by 1/(1-p). The "
+     "mask is tp.rand(x's shape) >= p keyed by (seed, element index), so the same seed gives the "
+     "same mask on any mesh. opts.seed (default: the session's next seed, as tp.rand), "
+     "opts.training (default true; false returns x).",
+     nullptr},
+    {"tapestry.nn.batchnorm", K::Module, "stdlib", "nn.batchnorm(x [,opts])",
+     "Batch normalization over the channels (dim 2) of x {N, C, ...}: (x - mean) / sqrt(var + "
+     "eps) * weight + bias, with the batch mean and biased variance over every dim but 2 "
+     "(training), or the running ones (opts.training = false). Returns y and, with "
+     "running_mean/running_var, their new values (1 - momentum) * running + momentum * batch "
+     "(unbiased variance, as torch): y, rm, rv = nn.batchnorm(x, {running_mean = rm, running_var "
+     "= rv}); tp.env.rm, tp.env.rv = tp.detach(rm, rv). opts: weight, bias, running_mean, "
+     "running_var ({C}), training, momentum (0.1), eps (1e-5).",
+     nullptr},
+    {"tapestry.nn.conv1d", K::Module, "stdlib", "nn.conv1d(x, w [,opts])",
+     "1-D convolution (cross-correlation, as torch) of x {N, C, L} (or {C, L}) with w {O, C/groups, "
+     "K}: {N, O, OL}. tp.conv2d over a height of 1, so it shards and differentiates as conv2d. "
+     "opts: stride, padding (a number, 'valid' or 'same' with stride 1: torch's split, the odd "
+     "element after), dilation, groups, bias {O}.",
+     nullptr},
+    {"tapestry.nn.conv2d", K::Module, "stdlib", "nn.conv2d(x, w [,opts])",
+     "tp.conv2d with torch's options: x {N, C, H, W} or {C, H, W}, opts.bias {O}, padding a "
+     "number, {h, w}, 'valid' or 'same' (any padding: what tp.conv2d cannot take is padded into x).",
+     nullptr},
+    {"tapestry.nn.conv3d", K::Module, "stdlib", "nn.conv3d(x, w [,opts])",
+     "3-D convolution of x {N, C, D, H, W} (or {C, D, H, W}) with w {O, C/groups, KD, KH, KW}: "
+     "{N, O, OD, OH, OW}. The KD depth taps of x are stacked along the channels and one tp.conv2d "
+     "runs over the depth positions folded into the batch, so it shards and differentiates as "
+     "conv2d. opts: stride, padding, dilation (each a number or {d, h, w}; padding also 'valid' "
+     "or 'same'), groups, bias {O}.",
      nullptr},
     {"tapestry.nn.attention", K::Module, "stdlib", "nn.attention(q, k, v [,opts])",
      "Scaled dot-product attention softmax(q·kᵀ/sqrt(d) + mask)·v, q {..., Lq, d}, k {..., Lk, "

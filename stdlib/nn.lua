@@ -128,38 +128,230 @@ local function labels_from_table(fname, labels, n, c)
   return tp.tensor(labels, {dtype = "i64"})
 end
 
--- Mean cross-entropy of a batch of logits {N, C} against labels, via log_softmax (stable).
--- labels: 1-based class indices (an integer tensor {N} or a Lua sequence), or per-class
--- targets of logits' shape (one-hot or probabilities, float or bool). An index outside 1..C
--- in an integer tensor makes the loss nan (it cannot be checked without computing it).
-function nn.cross_entropy(logits, labels)
+local function is_int_dtype(t) return t == "i32" or t == "i64" end
+
+-- opts.reduction of the losses: "mean" (default), "sum" or "none".
+local function reduction_of(fname, r)
+  r = r or "mean"
+  if r ~= "mean" and r ~= "sum" and r ~= "none" then
+    args.fail(fname, "opts.reduction must be 'mean', 'sum' or 'none', got %s", tostring(r))
+  end
+  return r
+end
+
+-- opts.weight of the losses: a float tensor {C}, or nil.
+local function class_weight(fname, w, c)
+  if w == nil then return nil end
+  args.tensor(fname, "opts.weight", w)
+  args.float(fname, "opts.weight", w)
+  if w:dim() ~= 1 or w:size(1) ~= c then
+    args.fail(fname, "opts.weight must be {%d} (one weight per class), got %s", c, shape_str(w.shape))
+  end
+  return w
+end
+
+-- The negative log-likelihood of class indices (torch.nn.functional.nll_loss, 1-based):
+-- logp is {N, C} or {N, C, d1, ...} (log-probabilities, e.g. nn.log_softmax(x, 2)), labels
+-- integers {N} or {N, d1, ...} in 1..C (a Lua sequence for {N}). opts.weight {C} weighs each
+-- class, opts.ignore_index is a label that contributes nothing, opts.reduction is "mean" (the
+-- weighted mean: sum of w[y]*loss over sum of w[y], as torch), "sum" or "none". A label outside
+-- 1..C is an error when the loss is evaluated (tp.gather's range check).
+local function nll_loss(fname, logp, labels, opts, input)
+  input = input or "logp"
+  args.min_dims(fname, input, logp, 2)
+  args.float(fname, input, logp)
+  opts = args.opts(fname, opts, {"weight", "ignore_index", "reduction"})
+  local n, c = logp:size(1), logp:size(2)
+  if type(labels) == "table" and not args.is_tensor(labels) then
+    labels = labels_from_table(fname, labels, n, c)
+  end
+  args.tensor(fname, "labels", labels)
+  local want = {n}
+  for i = 3, logp:dim() do want[#want + 1] = logp:size(i) end
+  if not is_int_dtype(labels.dtype) or shape_str(labels.shape) ~= shape_str(want) then
+    args.fail(fname, "labels must be i32/i64 class indices %s for %s %s, got %s %s", shape_str(want),
+              input, shape_str(logp.shape), labels.dtype, shape_str(labels.shape))
+  end
+  local w = class_weight(fname, opts.weight, c)
+  local reduction = reduction_of(fname, opts.reduction)
+  local ignore = opts.ignore_index
+  if ignore ~= nil and not args.is_int(ignore) then
+    args.fail(fname, "opts.ignore_index must be an integer, got %s", tostring(ignore))
+  end
+  local valid = ignore ~= nil and labels:ne(ignore) or nil
+  local idx = labels
+  if valid ~= nil then idx = tp.where(valid, idx, 1) end
+  -- tp.gather counts negative indices from the end; a class index below 1 is out of range.
+  idx = tp.where(idx:ge(1), idx, c + 1)
+  local loss = -logp:gather(2, idx:unsqueeze(2)):squeeze(2)
+  local wy = w and w:index_select(1, idx:reshape{-1}):reshape(idx.shape) or nil
+  if wy ~= nil then loss = loss * wy end
+  if valid ~= nil then
+    loss = tp.where(valid, loss, 0)
+    wy = tp.where(valid, wy or 1, 0)
+  end
+  if reduction == "none" then return loss end
+  if reduction == "sum" then return loss:sum() end
+  if wy == nil then return loss:mean() end
+  return loss:sum() / wy:sum()
+end
+
+function nn.nll_loss(logp, labels, opts)
+  return nll_loss("tapestry.nn.nll_loss", logp, labels, opts)
+end
+
+-- Cross-entropy of logits {N, C} (or {N, C, d1, ...}) against labels: 1-based class indices
+-- (an integer tensor, or a Lua sequence for {N}), which is nn.nll_loss(nn.log_softmax(logits,
+-- 2), labels, opts); or per-class targets of logits' shape (one-hot or probabilities, float or
+-- bool), -sum_c w_c t_c log p_c per item. opts: weight, reduction as nll_loss; ignore_index
+-- for class indices.
+function nn.cross_entropy(logits, labels, opts)
   local fname = "tapestry.nn.cross_entropy"
-  args.dims(fname, "logits", logits, 2)
+  args.min_dims(fname, "logits", logits, 2)
   local n, c = logits:size(1), logits:size(2)
-  if type(labels) == "table" then labels = labels_from_table(fname, labels, n, c) end
+  if type(labels) == "table" and not args.is_tensor(labels) then
+    labels = labels_from_table(fname, labels, n, c)
+  end
   args.tensor(fname, "labels", labels)
   local logp = nn.log_softmax(logits, 2)
-  local is_int = labels.dtype == "i32" or labels.dtype == "i64"
-  if is_int and labels:dim() == 1 then
-    if labels:size(1) ~= n then
-      args.fail(fname, "labels %s does not match the batch of logits %s", shape_str(labels.shape),
-                shape_str(logits.shape))
-    end
-    -- No gather op: the one-hot mask is labels (as a column) == 1..C (as a row).
-    local onehot = labels:unsqueeze(2):eq(tp.arange(1, c, {dtype = labels.dtype}))
-    local picked = tp.where(onehot, logp, 0):sum(2)
-    local valid = tp.logical_and(labels:ge(1), labels:le(c))
-    return tp.where(valid, -picked, 0 / 0):mean()
+  if is_int_dtype(labels.dtype) and labels:dim() == logits:dim() - 1 then
+    return nll_loss(fname, logp, labels, opts, "logits")
   end
-  if labels:dim() ~= 2 or labels:size(1) ~= n or labels:size(2) ~= c then
-    args.fail(fname, "labels must be class indices {%d} (i32/i64) or targets of logits' shape %s, got %s %s",
-              n, shape_str(logits.shape), labels.dtype, shape_str(labels.shape))
+  opts = args.opts(fname, opts, {"weight", "reduction"})
+  if shape_str(labels.shape) ~= shape_str(logits.shape) then
+    args.fail(fname, "labels must be class indices (i32/i64, logits' shape without dim 2) or targets of logits' shape %s, got %s %s",
+              shape_str(logits.shape), labels.dtype, shape_str(labels.shape))
   end
+  local terms
   if labels.dtype == "bool" then
-    return -tp.where(labels, logp, 0):sum(2):mean()  -- where, so a masked -inf never meets 0
+    terms = tp.where(labels, logp, 0)  -- where, so a masked -inf never meets 0
+  else
+    terms = labels * logp
   end
-  return -(labels * logp):sum(2):mean()
+  local w = class_weight(fname, opts.weight, c)
+  if w ~= nil then
+    local shape = {1, c}
+    for _ = 3, logits:dim() do shape[#shape + 1] = 1 end
+    terms = terms * w:reshape(shape)
+  end
+  local loss = -terms:sum(2)
+  local reduction = reduction_of(fname, opts.reduction)
+  if reduction == "none" then return loss end
+  if reduction == "sum" then return loss:sum() end
+  return loss:mean()
 end
+
+-- Rows of weight {V, D} picked by integer indices of any shape (1-based, as tp.index_select;
+-- a Lua sequence is made i64): the result is indices' shape followed by D. The gradient with
+-- respect to weight adds each picked row's gradient into its row (index_add).
+function nn.embedding(indices, weight)
+  local fname = "tapestry.nn.embedding"
+  if type(indices) == "table" and not args.is_tensor(indices) then
+    indices = tp.tensor(indices, {dtype = "i64"})
+  end
+  args.tensor(fname, "indices", indices)
+  args.dims(fname, "weight", weight, 2)
+  if not is_int_dtype(indices.dtype) then
+    args.fail(fname, "indices must be i32 or i64, got %s %s", indices.dtype, shape_str(indices.shape))
+  end
+  local shape = {}
+  for i = 1, indices:dim() do shape[i] = indices:size(i) end
+  shape[#shape + 1] = weight:size(2)
+  return weight:index_select(1, indices:reshape{-1}):reshape(shape)
+end
+
+-- Inverted dropout: each element of x zeroed with probability p, the rest scaled by 1/(1-p),
+-- so the expectation is x. The mask is tp.rand(x's shape) >= p, keyed by (seed, element index)
+-- (Philox): the same seed gives the same mask on any mesh. opts.seed (default: the session's
+-- next seed, as tp.rand), opts.training (default true; false returns x).
+function nn.dropout(x, p, opts)
+  local fname = "tapestry.nn.dropout"
+  args.tensor(fname, "x", x)
+  args.float(fname, "x", x)
+  if type(p) ~= "number" or not (p >= 0 and p <= 1) then
+    args.fail(fname, "p must be a probability in [0, 1], got %s", tostring(p))
+  end
+  opts = args.opts(fname, opts, {"seed", "training"})
+  if opts.training == false or p == 0 then return x end
+  if p == 1 then return x * 0 end
+  local keep = tp.rand(x.shape, {seed = opts.seed, dtype = x.dtype}):ge(p)
+  return tp.where(keep, x * (1 / (1 - p)), 0)
+end
+
+-- Batch normalization over the channels (dim 2) of x {N, C, ...}: (x - mean) / sqrt(var + eps)
+-- * weight + bias, with the mean and the biased variance over every dim but 2 (training), or
+-- opts.running_mean and opts.running_var (opts.training = false). Returns y and, when running
+-- statistics are given, their new values: (1 - momentum) * running + momentum * batch, the
+-- batch variance unbiased, as torch (in evaluation they come back unchanged). Bind them with
+-- tp.detach to keep them as plain values: tp.env.rm, tp.env.rv = tp.detach(rm, rv).
+-- opts: weight, bias, running_mean, running_var ({C} each), training (true), momentum (0.1),
+-- eps (1e-5).
+function nn.batchnorm(x, opts)
+  local fname = "tapestry.nn.batchnorm"
+  args.min_dims(fname, "x", x, 2)
+  args.float(fname, "x", x)
+  opts = args.opts(fname, opts, {"weight", "bias", "running_mean", "running_var", "training",
+                                 "momentum", "eps"})
+  local c = x:size(2)
+  local vec = {}
+  for _, key in ipairs{"weight", "bias", "running_mean", "running_var"} do
+    local v = opts[key]
+    if v ~= nil then
+      args.tensor(fname, "opts." .. key, v)
+      if v:dim() ~= 1 or v:size(1) ~= c then
+        args.fail(fname, "opts.%s must be {%d} (the channels, dim 2 of x %s), got %s", key, c,
+                  shape_str(x.shape), shape_str(v.shape))
+      end
+      local shape = {1, c}
+      for _ = 3, x:dim() do shape[#shape + 1] = 1 end
+      vec[key] = v:reshape(shape)
+    end
+  end
+  local rm, rv = opts.running_mean, opts.running_var
+  if (rm == nil) ~= (rv == nil) then
+    args.fail(fname, "opts.running_mean and opts.running_var go together (got only %s)",
+              rm ~= nil and "running_mean" or "running_var")
+  end
+  local eps = opts.eps == nil and 1e-5 or opts.eps
+  if type(eps) ~= "number" or not (eps >= 0) then
+    args.fail(fname, "opts.eps must be a number >= 0, got %s", tostring(eps))
+  end
+  local momentum = opts.momentum == nil and 0.1 or opts.momentum
+  if type(momentum) ~= "number" or not (momentum >= 0 and momentum <= 1) then
+    args.fail(fname, "opts.momentum must be a number in [0, 1], got %s", tostring(momentum))
+  end
+  local training = opts.training ~= false
+  local mean, var
+  if training then
+    local dims = {1}
+    for d = 3, x:dim() do dims[#dims + 1] = d end
+    local count = x:numel() // c
+    if count < 2 then
+      args.fail(fname, "training needs more than one value per channel, x %s has %d", shape_str(x.shape), count)
+    end
+    mean = x:mean(dims, {keepdim = true})
+    var = (x - mean):square():mean(dims, {keepdim = true})
+    if rm ~= nil then
+      local bm, bv = mean:reshape{c}, var:reshape{c} * (count / (count - 1))
+      rm = rm * (1 - momentum) + bm * momentum
+      rv = rv * (1 - momentum) + bv * momentum
+    end
+  else
+    if rm == nil then
+      args.fail(fname, "opts.training = false needs opts.running_mean and opts.running_var")
+    end
+    mean, var = vec.running_mean, vec.running_var
+  end
+  local y = (x - mean) * (var + eps):rsqrt()
+  if vec.weight ~= nil then y = y * vec.weight end
+  if vec.bias ~= nil then y = y + vec.bias end
+  return y, rm, rv
+end
+
+-- Convolutions (stdlib/nn_conv.lua): conv1d, conv2d (with bias and 'same'/'valid' padding) and
+-- conv3d, on tp.conv2d.
+local conv = require "tapestry.nn_conv"
+nn.conv1d, nn.conv2d, nn.conv3d = conv.conv1d, conv.conv2d, conv.conv3d
 
 -- Scaled dot-product attention: softmax(q·kᵀ·scale + mask)·v, scale = 1/sqrt(d) by default.
 -- q is {..., Lq, d}, k {..., Lk, d}, v {..., Lk, dv}; leading dims broadcast (heads, batch).

@@ -26,6 +26,37 @@ test("nn.attention", function()
   gc.check("attention", function(q, k, v) return (nn.attention(q, k, v, {causal = true})) end,
            {{2, 3, 2}, {2, 4, 2}, {2, 4, 3}}, {lo = -1, hi = 1})
 end)
+test("nn.conv1d", function()
+  gc.check("conv1d", function(x, w, b) return nn.conv1d(x, w, {bias = b, stride = 2, padding = "valid"}) end,
+           {{2, 2, 7}, {3, 2, 3}, {3}})
+  gc.check("conv1d.same", function(x, w) return nn.conv1d(x, w, {padding = "same", groups = 2}) end,
+           {{1, 2, 5}, {2, 1, 2}})
+end)
+test("nn.conv3d", function()
+  gc.check("conv3d", function(x, w, b) return nn.conv3d(x, w, {padding = {1, 0, 1}, stride = {2, 1, 1}, bias = b}) end,
+           {{1, 2, 4, 3, 3}, {2, 2, 2, 2, 2}, {2}})
+  gc.check("conv3d.groups", function(x, w) return nn.conv3d(x, w, {groups = 2, dilation = {2, 1, 1}}) end,
+           {{1, 2, 4, 2, 2}, {2, 1, 2, 2, 1}})
+end)
+test("nn.nll_loss", function()
+  local wc = tp.tensor({1, 2, 0.5}, {dtype = "f64"})
+  gc.check("nll_loss", function(x) return nn.nll_loss(nn.log_softmax(x, 2), {2, 1, 3, 1}, {weight = wc, ignore_index = 3}) end,
+           {{4, 3}})
+  gc.check("cross_entropy.none", function(x) return nn.cross_entropy(x, {2, 1}, {reduction = "none"}) end, {{2, 3}})
+end)
+test("nn.batchnorm", function()
+  gc.check("batchnorm", function(x, g, b) return (nn.batchnorm(x, {weight = g, bias = b})) end,
+           {{3, 2, 2}, {2}, {2}})
+  local rm, rv = tp.tensor({0.1, -0.2}, {dtype = "f64"}), tp.tensor({1.5, 0.5}, {dtype = "f64"})
+  gc.check("batchnorm.eval", function(x) return (nn.batchnorm(x, {running_mean = rm, running_var = rv, training = false})) end,
+           {{2, 2, 3}})
+end)
+test("nn.embedding", function()
+  gc.check("embedding", function(w) return nn.embedding({{2, 1}, {2, 4}}, w) end, {{4, 3}})
+end)
+test("nn.dropout", function()
+  gc.check("dropout", function(x) return nn.dropout(x, 0.4, {seed = 11}) end, {{5, 6}})
+end)
 test("fem.laplacian", function()
   gc.check("laplacian", function(u) return fem.laplacian(u) end, {{4, 5}})
   gc.check("laplacian.periodic", function(u) return fem.laplacian(u, {boundary = "periodic"}) end, {{3, 4}})
