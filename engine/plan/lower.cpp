@@ -55,6 +55,10 @@ size_t tree_parent(size_t i) {
   return i - high;
 }
 
+// The round in which position i of a binomial tree receives: one per set bit (its parent, i
+// minus its highest bit, has one fewer).
+int tree_round(size_t i) { return __builtin_popcountll(static_cast<unsigned long long>(i)); }
+
 // The combine of one output slice of a split reduction, over block positions of its node.
 struct PlannedCombine {
   Box out;
@@ -288,6 +292,22 @@ class Lowering {
         gather_pieces(t, want, blocks[ks[0]].rank);
       }
     }
+    emit_pending();
+  }
+
+  // The transfers of one input go out round by round over all its trees: a relay's receives of
+  // round k all come before its sends of round k + 1 and its receives of round k + 1, so no rank
+  // waits for a late piece of one tree before forwarding an early piece of another (tree by tree,
+  // the ranks of an all-gather finished in a staircase, one message time apart).
+  void emit_pending() {
+    std::stable_sort(pending_.begin(), pending_.end(),
+                     [](const Pending& a, const Pending& b) { return a.round < b.round; });
+    for (const Pending& p : pending_) g_.add_transfer(p.tensor, p.slice, p.from, p.to);
+    pending_.clear();
+  }
+
+  void send(uint64_t t, const Box& slice, Rank from, Rank to, int round) {
+    pending_.push_back(Pending{t, slice, from, to, round});
   }
 
   // Whether `me` reads the slice, or holds a piece it may be sent from (a tree's root is such).
@@ -309,19 +329,31 @@ class Lowering {
     return nullptr;
   }
 
-  // Position 0 is the holder, then the readers in rank order; each receives what it lacks of the
-  // slice from its tree parent (tree_parent), which holds all of it by then.
+  // The readers of a slice other than `holder`, in rank order starting after the holder's
+  // (cyclically): trees rooted at different ranks then put different ranks next to their roots,
+  // so the relaying (most of it by the first positions) is spread over the readers.
+  std::vector<Rank> readers_after(Rank holder, const std::vector<size_t>& ks,
+                                  const std::vector<Placement>& blocks) const {
+    std::vector<Rank> out;
+    for (size_t k : ks)
+      if (blocks[k].rank != holder) out.push_back(blocks[k].rank);
+    const int n = g_.num_ranks;
+    const auto after = [&](Rank r) { return ((r - holder) % n + n) % n; };
+    std::sort(out.begin(), out.end(), [&](Rank a, Rank b) { return after(a) < after(b); });
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+
+  // Position 0 is the holder, then the readers (readers_after); each receives what it lacks of
+  // the slice from its tree parent (tree_parent), which holds all of it by then.
   void broadcast(uint64_t t, const Box& want, Rank holder, const std::vector<size_t>& ks,
                  const std::vector<Placement>& blocks) {
     std::vector<Rank> order{holder};
-    for (size_t k : ks)
-      if (blocks[k].rank != holder) order.push_back(blocks[k].rank);
-    std::sort(order.begin() + 1, order.end());
-    order.erase(std::unique(order.begin() + 1, order.end()), order.end());
+    for (Rank r : readers_after(holder, ks, blocks)) order.push_back(r);
     for (size_t pos = 1; pos < order.size(); ++pos) {
       const Rank to = order[pos], from = order[tree_parent(pos)];
       if (mine(to) || mine(from))
-        for (const Box& m : missing(t, want, to)) g_.add_transfer(t, m, from, to);
+        for (const Box& m : missing(t, want, to)) send(t, m, from, to, tree_round(pos));
       remember(t, want, to);
     }
   }
@@ -334,11 +366,32 @@ class Lowering {
 
   // A slice several ranks read that no one piece holds whole: the part of it in each piece
   // (lowest rank first) goes down a tree of its own rooted at that piece's rank, so a source is
-  // not asked for the same part by every reader.
+  // not asked for the same part by every reader. Where the slice has at least as many parts as
+  // it has readers (an all-gather: every reader made a piece), each piece's rank sends its part
+  // to every reader itself instead: a holder sends no more than a reader receives, and nothing
+  // waits on a relay.
   void broadcast_pieces(uint64_t t, const Box& want, const std::vector<size_t>& ks,
                         const std::vector<Placement>& blocks) {
-    for (const PieceIndex::Piece* p : index(t).overlapping(want))
-      broadcast(t, intersect(want, p->box), p->rank, ks, blocks);
+    const std::vector<const PieceIndex::Piece*> pieces = index(t).overlapping(want);
+    std::vector<Box> parts;
+    for (const PieceIndex::Piece* p : pieces) parts.push_back(intersect(want, p->box));
+    const std::unordered_set<Box, BoxHash> distinct(parts.begin(), parts.end());
+    std::vector<Rank> readers;
+    for (size_t k : ks) readers.push_back(blocks[k].rank);
+    std::sort(readers.begin(), readers.end());
+    readers.erase(std::unique(readers.begin(), readers.end()), readers.end());
+    const bool direct = readers.size() <= distinct.size();
+    for (size_t q = 0; q < pieces.size(); ++q) {
+      if (!direct) {
+        broadcast(t, parts[q], pieces[q]->rank, ks, blocks);
+        continue;
+      }
+      for (Rank to : readers_after(pieces[q]->rank, ks, blocks)) {
+        if (mine(to) || mine(pieces[q]->rank))
+          for (const Box& m : missing(t, parts[q], to)) send(t, m, pieces[q]->rank, to, 1);
+        remember(t, parts[q], to);
+      }
+    }
     for (size_t k : ks) {
       const Rank to = blocks[k].rank;
       if (mine(to)) {
@@ -369,7 +422,7 @@ class Lowering {
             continue;
           }
           const Box part = intersect(m, p->box);
-          if (mine(to) || mine(p->rank)) g_.add_transfer(t, part, p->rank, to);
+          if (mine(to) || mine(p->rank)) send(t, part, p->rank, to, 1);
           for (const Box& rest : poly::subtract(m, part)) still.push_back(rest);
         }
         left = std::move(still);
@@ -439,6 +492,15 @@ class Lowering {
     }
     return out;
   }
+
+  // The transfers of the input being fetched, with the tree round of each (emit_pending).
+  struct Pending {
+    uint64_t tensor;
+    Box slice;
+    Rank from, to;
+    int round;
+  };
+  std::vector<Pending> pending_;
 
   ShardedGraph g_;
   Rank me_;  // -1: every rank
