@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 #include "engine/ir/error.hpp"
@@ -29,8 +30,6 @@ namespace {
 // Blocks sampled per candidate: the first and last few carry the uneven pieces and the ranks
 // at the ends of the mesh; the rest are spread evenly between them.
 constexpr int64_t kSamples = 24;
-// Inputs up to this size that every block reads whole are priced as a broadcast tree.
-constexpr double kTreeBytes = 64 * 1024;
 // The greedy start's lookahead prices every candidate of every user for every candidate of
 // each op (about 20 x 20 per edge on a big mesh): it takes fewer samples, the ends and two
 // between, enough to rank the users' responses.
@@ -53,6 +52,7 @@ struct Model {
   std::vector<std::vector<Candidate>> cands;
   std::vector<std::vector<Source>> in;  // per op, per input
   std::vector<std::vector<int>> users;  // per op: the later ops reading it, each once
+  std::vector<char> after_an_op;        // per op: whether it reads an earlier op's output
   std::unordered_map<uint64_t, std::vector<std::pair<Rank, Box>>> held;  // initial, by rank
   std::unordered_map<uint64_t, int> holders;                             // distinct ranks
   std::vector<int> pick;
@@ -63,8 +63,10 @@ struct Model {
 
   int64_t blocks(const Candidate& c) const { return c.block_count(m.ranks); }
 
-  // The pieces of `s` that rank r holds once its producer has run (a split reduction's
-  // combined slices lie on the rank of their first partial, as lower() puts them).
+  // The pieces of `s` that rank r holds once its producer has run, as lower() leaves them: a
+  // split reduction's combined slices on the rank of their first partial (reduce), on every rank
+  // of a partial (all-reduce), or in equal pieces along the slice's longest dim, one per such
+  // rank in block order (reduce-scatter).
   void held_by(const Source& s, Rank r, std::vector<Box>& out) const {
     if (s.op < 0) {
       auto it = held.find(s.tensor);
@@ -76,18 +78,51 @@ struct Model {
     }
     const Candidate& c = cands[s.op][pick[s.op]];
     const poly::Signature& sig = sigs[s.op];
+    if (c.replicated) {
+      out.push_back(Box::of_shape(sig.output.shape));
+      return;
+    }
     const int64_t k = ((r - c.rank) % m.ranks + m.ranks) % m.ranks;
     if (k >= blocks(c)) return;
     const Box box = grid_block(sig, c.parts, k);
+    int64_t q = 0, partials = 1;  // this block's place among its slice's partials, and how many
     for (int j = 0; j < sig.rank(); ++j)
-      if (sig.space[j].kind == poly::IndexDim::Reduction && box.lo[j] != 0) return;
-    out.push_back(sig.output_slice(box));
+      if (sig.space[j].kind == poly::IndexDim::Reduction) {
+        const int64_t e = sig.space[j].extent, n = c.parts[j];
+        q = q * n + (box.lo[j] * n + e - 1) / e;  // grid_block's piece index along j
+        partials *= n;
+      }
+    const Box slice = sig.output_slice(box);
+    if (partials == 1 || c.combine == CombineMode::AllReduce) {
+      out.push_back(slice);
+    } else if (c.combine == CombineMode::Reduce) {
+      if (q == 0) out.push_back(slice);
+    } else if (slice.rank() > 0) {
+      int dim = 0;
+      for (int d = 1; d < slice.rank(); ++d)
+        if (slice.extent(d) > slice.extent(dim)) dim = d;
+      const int64_t e = slice.extent(dim), pieces = std::min(e, partials);
+      if (q >= pieces) return;
+      Box piece = slice;
+      piece.lo[dim] = slice.lo[dim] + q * e / pieces;
+      piece.hi[dim] = slice.lo[dim] + (q + 1) * e / pieces - 1;
+      out.push_back(piece);
+    }
   }
 
+  // The ranks holding a source once its producer has run (held_by's pieces).
   int holder_count(const Source& s) const {
-    if (s.op >= 0) return static_cast<int>(std::min<int64_t>(blocks(cands[s.op][pick[s.op]]), m.ranks));
-    auto it = holders.find(s.tensor);
-    return it == holders.end() ? 1 : std::max(1, it->second);
+    if (s.op < 0) {
+      auto it = holders.find(s.tensor);
+      return it == holders.end() ? 1 : std::max(1, it->second);
+    }
+    const Candidate& c = cands[s.op][pick[s.op]];
+    if (c.replicated) return m.ranks;
+    double n = double(blocks(c));
+    if (c.combine == CombineMode::Reduce)
+      for (int j = 0; j < sigs[s.op].rank(); ++j)
+        if (sigs[s.op].space[j].kind == poly::IndexDim::Reduction) n /= double(c.parts[j]);
+    return static_cast<int>(std::max(1.0, std::min(n, double(m.ranks))));
   }
 
   // Op i run as its candidate c, given its producers' picks: the estimated time (what the
@@ -110,6 +145,90 @@ struct Model {
   };
   mutable std::vector<std::vector<std::vector<Sample>>> samples_full, samples_ahead;  // [op][candidate]
   mutable std::vector<std::vector<std::vector<double>>> copies_cache;  // [op][candidate][input]
+
+  // Where a source's pieces start along each of its dims (sorted), as held_by cuts it: a box
+  // spans as many pieces as the product of the pieces it meets along each dim, and lower()
+  // sends one message per piece (an all-gather of 64 pieces is 63 messages to each reader).
+  using Cuts = std::vector<std::vector<int64_t>>;
+  mutable std::vector<std::vector<Cuts>> cuts_cache;  // [op][candidate]
+  mutable std::unordered_map<uint64_t, Cuts> held_cuts;
+  const Cuts& cuts_of(const Source& src) const {
+    if (src.op < 0) {
+      auto [it, fresh] = held_cuts.try_emplace(src.tensor);
+      if (fresh) {
+        auto h = held.find(src.tensor);
+        if (h != held.end() && !h->second.empty()) {
+          it->second.resize(static_cast<size_t>(h->second[0].second.rank()));
+          for (const auto& [r, box] : h->second)
+            for (int d = 0; d < box.rank(); ++d) it->second[static_cast<size_t>(d)].push_back(box.lo[d]);
+          for (auto& v : it->second) {
+            std::sort(v.begin(), v.end());
+            v.erase(std::unique(v.begin(), v.end()), v.end());
+          }
+        }
+      }
+      return it->second;
+    }
+    if (cuts_cache.size() <= size_t(src.op)) cuts_cache.resize(ops.size());
+    std::vector<Cuts>& per = cuts_cache[static_cast<size_t>(src.op)];
+    if (per.empty()) per.resize(cands[static_cast<size_t>(src.op)].size());
+    Cuts& out = per[static_cast<size_t>(pick[static_cast<size_t>(src.op)])];
+    if (!out.empty()) return out;
+    const Candidate& c =
+        cands[static_cast<size_t>(src.op)][static_cast<size_t>(pick[static_cast<size_t>(src.op)])];
+    const poly::Signature& sig = sigs[static_cast<size_t>(src.op)];
+    const Box all = sig.space_box(), whole = sig.output_slice(all);
+    out.assign(static_cast<size_t>(whole.rank()), {});
+    for (int d = 0; d < whole.rank(); ++d) out[static_cast<size_t>(d)].push_back(whole.lo[d]);
+    int64_t partials = 1;
+    for (int j = 0; j < sig.rank() && !c.replicated; ++j) {
+      if (sig.space[j].kind == poly::IndexDim::Reduction) {
+        partials *= c.parts[j];
+        continue;
+      }
+      for (int64_t q = 1; q < c.parts[j]; ++q) {  // the output slice of piece q along index dim j
+        Box b = all;
+        b.lo[j] = q * sig.space[j].extent / c.parts[j];
+        const Box o = sig.output_slice(b);
+        for (int d = 0; d < o.rank(); ++d)
+          if (o.lo[d] != whole.lo[d]) out[static_cast<size_t>(d)].push_back(o.lo[d]);
+      }
+    }
+    for (auto& v : out) {
+      std::sort(v.begin(), v.end());
+      v.erase(std::unique(v.begin(), v.end()), v.end());
+    }
+    if (partials > 1 && c.combine == CombineMode::ReduceScatter && whole.rank() > 0) {
+      // Each output slice in equal pieces along its longest dim (held_by): refine that dim.
+      const Box first = sig.output_slice(grid_block(sig, c.parts, 0));
+      int dim = 0;
+      for (int d = 1; d < first.rank(); ++d)
+        if (first.extent(d) > first.extent(dim)) dim = d;
+      std::vector<int64_t>& v = out[static_cast<size_t>(dim)];
+      std::vector<int64_t> finer;
+      for (size_t k = 0; k < v.size(); ++k) {
+        const int64_t lo = v[k], hi = k + 1 < v.size() ? v[k + 1] - 1 : whole.hi[dim];
+        const int64_t e = hi - lo + 1, n = std::min(e, partials);
+        for (int64_t q = 0; q < n; ++q) finer.push_back(lo + q * e / n);
+      }
+      v = std::move(finer);
+    }
+    return out;
+  }
+
+  // How many pieces of `src` the box meets (cuts_of).
+  double pieces_in(const Source& src, const Box& box) const {
+    const Cuts& cuts = cuts_of(src);
+    double n = 1;
+    for (int d = 0; d < box.rank() && size_t(d) < cuts.size(); ++d) {
+      const std::vector<int64_t>& v = cuts[static_cast<size_t>(d)];
+      if (v.empty()) continue;
+      const auto first = std::upper_bound(v.begin(), v.end(), box.lo[d]);
+      const auto last = std::upper_bound(v.begin(), v.end(), box.hi[d]);
+      n *= double(last - first + 1);
+    }
+    return n;
+  }
 
   // Per input of op i as candidate c: how many blocks read each distinct slice of it (the
   // product of the parts of the index dims it does not depend on: a weight every row block
@@ -161,13 +280,28 @@ struct Model {
     return out;
   }
 
-  double estimate(size_t i, size_t c, int64_t samples = kSamples) const { return detail(i, c, samples).time; }
+  // The objective of op i as candidate c: its time, plus its bytes at bytes_weight (weigh()).
+  double bytes_weight = 0;
+  double estimate(size_t i, size_t c, int64_t samples = kSamples) const {
+    const OpEstimate e = detail(i, c, samples);
+    return e.time + bytes_weight * e.moved;
+  }
+
+  // When the last of q messages of `bytes` in all, sent one after another by one rank, has
+  // arrived, as cost_of() simulates it: the sender's program pays each message's overhead, its
+  // link carries one message at a time, and the last then crosses the wire.
+  double sender_time(double q, double bytes) const {
+    if (q <= 0 || bytes <= 0) return 0;
+    const double per = bytes / q / link.bandwidth;
+    return std::max(q * link.latency + per, link.latency + q * per) + link.latency;
+  }
 
   OpEstimate detail(size_t i, size_t c, int64_t samples = kSamples) const {
     const Candidate& cand = cands[i][c];
     const poly::Signature& s = sigs[i];
     const int64_t nb = blocks(cand), ns = std::min(nb, samples);
-    std::vector<double> msgs(in[i].size(), 0.0), missing(in[i].size(), 0.0), needed(in[i].size(), 0.0);
+    const size_t n_in = in[i].size();
+    std::vector<double> msgs(n_in, 0.0), missing(n_in, 0.0), needed(n_in, 0.0), lacking(n_in, 0.0);
     std::vector<Box> mine;
     OpEstimate e;
     e.blocks = nb;
@@ -175,10 +309,11 @@ struct Model {
     bool partial = false;
     for (const Sample& b : sampled(i, c, samples)) {
       double t = b.compute, gen = 0;
+      bool lacks = false;
       flops += b.flops;
       out += b.output_bytes;
       partial = partial || b.partial;
-      for (size_t j = 0; j < in[i].size(); ++j) {
+      for (size_t j = 0; j < n_in; ++j) {
         const Box& need = b.need[j];
         if (need.empty()) continue;
         const double elem = dtype_size(s.inputs[j].dtype);
@@ -191,14 +326,17 @@ struct Model {
         needed[j] += double(need.volume()) * elem;
         mine.clear();
         held_by(in[i][j], b.rank, mine);
+        const double before = msgs[j];
         for (const Box& miss : poly::uncovered(need, mine)) {
           const double bytes = double(miss.volume()) * elem;
-          t += link.time(bytes);  // the receiver's link takes one message at a time
+          t += bytes / link.bandwidth;  // the receiver's link takes one message at a time
           received += bytes;
           missing[j] += bytes;
-          msgs[j] += 1;
+          msgs[j] += pieces_in(in[i][j], miss);
         }
+        if (msgs[j] > before) lacking[j] += 1, lacks = true;
       }
+      if (lacks) t += 2 * link.latency;  // the last message's sender overhead, then the wire
       t += gen;
       worst = std::max(worst, t);
       e.compute = std::max(e.compute, b.compute + gen);
@@ -207,22 +345,36 @@ struct Model {
     e.flops = flops * scale;
     e.moved = received * scale;
     e.block_bytes = (out + received) / double(ns);
-    // A sender pays each message's overhead: a value on few ranks feeding many blocks queues them.
-    // A small value every block reads whole (a stencil's weights) travels down a tree instead
-    // (lower()'s relays: the holders double every round), so a sender pays one message per
-    // round. Big ones keep the queue: the relays' copies then contend with the rest of the step
-    // (on W9 a tree estimate picked a plan that simulates 1.7x slower). A scatter -- each slice
-    // read by one block, so no relay forwards it -- also queues its bytes on the holder's link:
-    // a 128 MiB weight on rank 0 sent in column bands, the last band leaves after all the others.
-    double senders = 0, scatter = 0;
+    // The senders' side, as lower() moves each input (lower.hpp). A slice several blocks read
+    // whole from one piece goes down a binomial tree, whose root sends ceil(log2(readers + 1))
+    // copies and whose last reader is that many rounds away. The parts of a slice read by no
+    // more ranks than it has parts (an all-gather), and a slice one block reads (a scatter, a
+    // halo), go straight from their holders. The m parts of a slice read by more ranks go down a
+    // tree each over a group of readers/m, which then exchange them (m - 1 messages each). A
+    // holder sends its share of the messages one after another (a 128 MiB weight on rank 0 cut
+    // in column bands: the last band leaves after all the others); summed over the inputs,
+    // whose holders are often the same ranks (a stencil's halo and its weights both leave rank 0).
+    double senders = 0;
     const std::vector<double>& readers = copies(i, c);
-    for (size_t j = 0; j < in[i].size(); ++j) {
+    for (size_t j = 0; j < n_in; ++j) {
       if (missing[j] <= 0) continue;
-      const double holders = holder_count(in[i][j]), per_holder = msgs[j] * scale / holders;
-      const bool whole = needed[j] >= double(ns) * s.inputs[j].bytes() * (1 - 1e-9);
-      const bool tree = whole && s.inputs[j].bytes() <= kTreeBytes;
-      senders = std::max(senders, (tree ? std::ceil(std::log2(1 + per_holder)) : per_holder) * link.latency);
-      if (readers[j] <= 1) scatter = std::max(scatter, missing[j] * scale / holders / link.bandwidth);
+      const double n = readers[j], parts = msgs[j] / lacking[j], per_msg = missing[j] / msgs[j];
+      const double holding = holder_count(in[i][j]), all = msgs[j] * scale;
+      if (n <= 1 || (parts > 1 && n <= parts + 1)) {  // straight from the holders
+        const double q = std::max(1.0, all / holding);
+        senders += sender_time(q, q * per_msg);
+        continue;
+      }
+      const double groups = std::max(1.0, std::round(parts));
+      const double k = std::ceil(std::log2(n / groups + 1));  // rounds of each tree
+      const double trees = all / n;                           // slice parts with a tree each
+      const double q = std::max(1.0, trees / holding) * k;    // a holder's root messages
+      // The relays add a wire latency per round. A held tensor's tree starts with the plan
+      // (lower() sends held data first), so behind an op that reads an earlier op's output its
+      // rounds have already run.
+      senders +=
+          sender_time(q, q * per_msg) + (in[i][j].op < 0 && after_an_op[i] ? 0.0 : (k - 1) * link.latency);
+      if (groups > 1) senders += sender_time(groups - 1, (groups - 1) * per_msg);
     }
     double combine = 0;
     if (partial) {  // the partials of each output slice merged as the candidate's collective
@@ -236,9 +388,10 @@ struct Model {
                 : cand.combine == CombineMode::ReduceScatter
                     ? reduce_scatter_time(link, p, bytes, m.mem_bytes_per_s).time
                     : reduce_time(link, p, bytes, m.mem_bytes_per_s).time;
-      e.moved += (per_slice - 1) * s.output.bytes();  // every partial but one per slice is sent once
+      // Every partial but one per slice is sent once; an all-reduce sends the result back too.
+      e.moved += (per_slice - 1) * s.output.bytes() * (cand.combine == CombineMode::AllReduce ? 2 : 1);
     }
-    e.time = std::max(worst, e.compute + scatter) + senders + combine;
+    e.time = std::max(worst, e.compute + senders) + combine;
     return e;
   }
 
@@ -313,6 +466,7 @@ void build_model(Model& md, const std::vector<NodeRef>& topo, const std::vector<
       if (it != index.end() && (md.users[it->second].empty() || md.users[it->second].back() != int(i)))
         md.users[it->second].push_back(static_cast<int>(i));
     }
+    md.after_an_op.push_back(std::any_of(src.begin(), src.end(), [](const Source& x) { return x.op >= 0; }));
     md.in.push_back(std::move(src));
   }
 }
@@ -362,22 +516,13 @@ std::string key_of(const Model& md, size_t i, const SearchOptions& opt) {
   return k;
 }
 
-// The ranks holding a producer's output once it has run: a reduced split's slices lie on one
-// rank each (the first partial's), not on every rank that made a partial.
-double holders_of(const Model& md, const Source& s, const Candidate& c, const poly::Signature& sig) {
-  double n = double(md.holder_count(s));
-  if (c.combine == CombineMode::Reduce)
-    for (int j = 0; j < sig.rank(); ++j)
-      if (sig.space[j].kind == poly::IndexDim::Reduction) n /= double(c.parts[j]);
-  return std::max(1.0, n);
-}
-
 // The estimate as node and edge costs for the global stage: an op's node cost is its estimate
 // with every producer's output already where it reads it; the edge from producer p is what p's
 // candidate adds to that (its estimate with p's input moved, the others in place, minus the
 // node cost; exact for an op with one producer, the sum of the parts for more).
 struct Pairwise {
-  CostGraph graph;
+  CostGraph graph;  // time (the objective's tables: time + bytes_weight x bytes, see weigh())
+  CostGraph bytes;  // the bytes each node and edge moves, in the same layout
   std::vector<std::vector<double>> compute;  // [op][candidate]: its busiest sampled block's compute
 };
 Pairwise pairwise(Model& md, const SearchOptions& opt) {
@@ -385,8 +530,9 @@ Pairwise pairwise(Model& md, const SearchOptions& opt) {
   Pairwise out;
   CostGraph& g = out.graph;
   g.node.resize(n);
+  out.bytes.node.resize(n);
   out.compute.resize(n);
-  std::unordered_map<std::string, std::vector<double>> nodes, edges, computes;
+  std::unordered_map<std::string, std::vector<double>> nodes, edges, computes, node_bytes, edge_bytes;
   const std::vector<int> saved = md.pick;
   md.pick.assign(n, 0);
   for (size_t u = 0; u < n; ++u) {
@@ -401,6 +547,7 @@ Pairwise pairwise(Model& md, const SearchOptions& opt) {
     const size_t cu_n = md.cands[u].size();
     auto [nit, fresh] = nodes.try_emplace(key);
     std::vector<double>& comp = computes[key];
+    std::vector<double>& nb = node_bytes[key];
     if (fresh)
       for (size_t cu = 0; cu < cu_n; ++cu) {
         const Model::OpEstimate e = md.detail(u, cu);
@@ -409,8 +556,10 @@ Pairwise pairwise(Model& md, const SearchOptions& opt) {
         const double mine = double((e.blocks + md.m.ranks - 1) / md.m.ranks) * e.block_bytes + md.held_peak;
         nit->second.push_back(e.time + (mine > md.m.mem_bytes_per_rank ? kOverMemory : 0.0));
         comp.push_back(e.compute);
+        nb.push_back(e.moved);
       }
     g.node[u] = nit->second;
+    out.bytes.node[u] = nb;
     out.compute[u] = comp;
     std::vector<Model::OpEstimate> base;  // with the edges' samples
     for (int p : producers) {
@@ -418,6 +567,7 @@ Pairwise pairwise(Model& md, const SearchOptions& opt) {
       for (size_t j = 0; j < from.size(); ++j)
         if (from[j].op == p) md.in[u][j] = from[j], ekey += cat_str(",", j);
       auto [eit, new_edge] = edges.try_emplace(ekey);
+      std::vector<double>& eb = edge_bytes[ekey];
       if (new_edge) {
         if (base.empty()) {
           std::vector<Source> moved = md.in[u];
@@ -426,23 +576,18 @@ Pairwise pairwise(Model& md, const SearchOptions& opt) {
           for (size_t cu = 0; cu < cu_n; ++cu) base.push_back(md.detail(u, cu, kLookaheadSamples));
           md.in[u] = moved;
         }
-        const Source& first =
-            from[std::find_if(from.begin(), from.end(), [&](const Source& s) { return s.op == p; }) -
-                 from.begin()];
         for (size_t cp = 0; cp < md.cands[p].size(); ++cp) {
           md.pick[p] = static_cast<int>(cp);
-          const double holders = holders_of(md, first, md.cands[p][cp], md.sigs[p]);
           for (size_t cu = 0; cu < cu_n; ++cu) {
             const Model::OpEstimate e = md.detail(u, cu, kLookaheadSamples);
-            // The receivers' side, or the senders' when the holders of p's output each send
-            // more than a receiver gets (the estimate prices a sender's messages, not its bytes).
-            const double sent = (e.moved - base[cu].moved) / holders / md.link.bandwidth;
-            eit->second.push_back(std::max(e.time - base[cu].time, sent));
+            eit->second.push_back(e.time - base[cu].time);
+            eb.push_back(e.moved - base[cu].moved);
           }
         }
         md.pick[p] = 0;
       }
       g.edges.push_back(CostGraph::Edge{p, static_cast<int>(u), eit->second});
+      out.bytes.edges.push_back(CostGraph::Edge{p, static_cast<int>(u), eb});
       for (size_t j = 0; j < from.size(); ++j)
         if (from[j].op == p) md.in[u][j] = everywhere(md, md.sigs[u].inputs[j].shape.size());
     }
@@ -452,13 +597,29 @@ Pairwise pairwise(Model& md, const SearchOptions& opt) {
   return out;
 }
 
+// The objective's tables: time plus bytes at bytes_weight seconds each, the weight set from the
+// time tables' optimum so that moving nothing at all would be worth opt.bytes_weight of its
+// time (search.hpp). None when that optimum moves nothing or is over the memory limit.
+std::pair<CostGraph, double> weigh(const Pairwise& t, const SearchOptions& opt) {
+  const std::vector<int> fastest = solve(t.graph).pick;
+  const double time = total(t.graph, fastest), bytes = total(t.bytes, fastest);
+  const double w = bytes > 0 && time < kOverMemory ? opt.bytes_weight * time / bytes : 0.0;
+  CostGraph g = t.graph;
+  for (size_t i = 0; i < g.node.size(); ++i)
+    for (size_t c = 0; c < g.node[i].size(); ++c) g.node[i][c] += w * t.bytes.node[i][c];
+  for (size_t e = 0; e < g.edges.size(); ++e)
+    for (size_t k = 0; k < g.edges[e].cost.size(); ++k) g.edges[e].cost[k] += w * t.bytes.edges[e].cost[k];
+  return {std::move(g), w};
+}
+
 }  // namespace
 
 GlobalStart global_start(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
                          const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt) {
   Model md(m);
   build_model(md, topo, initial, roots, opt);
-  GlobalStart s{pairwise(md, opt).graph, {}};
+  GlobalStart s;
+  std::tie(s.graph, s.bytes_weight) = weigh(pairwise(md, opt), opt);
   s.choice = solve(s.graph);
   return s;
 }
@@ -475,6 +636,7 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
   // so a cheap op (a broadcast bias) does not pick a layout every op after it would move away from.
   md.pick.assign(n_ops, 0);
   Pairwise tables;
+  CostGraph objective;  // tables.graph with the bytes weighed in (weigh())
   if (opt.method == SearchOptions::Greedy) {
     for (size_t i = 0; i < n_ops; ++i) {
       double best = INFINITY;
@@ -491,7 +653,8 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
     }
   } else {
     tables = pairwise(md, opt);
-    md.pick = solve(tables.graph).pick;
+    std::tie(objective, md.bytes_weight) = weigh(tables, opt);
+    md.pick = solve(objective).pick;
   }
   // Joint moves refine the start on the estimate itself (the sum over ops), for at most
   // opt.steps of them; a move re-estimates only the ops it changes and their readers.
@@ -529,7 +692,7 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
       return t;
     };
     refine(
-        tables.graph, best, best_cost, cost, [&] { return evaluations <= opt.steps; }, kPatience);
+        objective, best, best_cost, cost, [&] { return evaluations <= opt.steps; }, kPatience);
     md.pick = best;
   }
   std::vector<int> best = md.pick;

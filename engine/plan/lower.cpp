@@ -348,10 +348,13 @@ class Lowering {
   // the slice from its tree parent (tree_parent), which holds all of it by then.
   void broadcast(uint64_t t, const Box& want, Rank holder, const std::vector<size_t>& ks,
                  const std::vector<Placement>& blocks) {
-    std::vector<Rank> order{holder};
-    for (Rank r : readers_after(holder, ks, blocks)) order.push_back(r);
-    for (size_t pos = 1; pos < order.size(); ++pos) {
-      const Rank to = order[pos], from = order[tree_parent(pos)];
+    tree(t, want, holder, readers_after(holder, ks, blocks));
+  }
+
+  void tree(uint64_t t, const Box& want, Rank holder, const std::vector<Rank>& readers) {
+    for (size_t pos = 1; pos <= readers.size(); ++pos) {
+      const Rank to = readers[pos - 1],
+                 from = pos == 1 || tree_parent(pos) == 0 ? holder : readers[tree_parent(pos) - 1];
       if (mine(to) || mine(from))
         for (const Box& m : missing(t, want, to)) send(t, m, from, to, tree_round(pos));
       remember(t, want, to);
@@ -364,33 +367,60 @@ class Lowering {
     return false;
   }
 
-  // A slice several ranks read that no one piece holds whole: the part of it in each piece
-  // (lowest rank first) goes down a tree of its own rooted at that piece's rank, so a source is
-  // not asked for the same part by every reader. Where the slice has at least as many parts as
-  // it has readers (an all-gather: every reader made a piece), each piece's rank sends its part
-  // to every reader itself instead: a holder sends no more than a reader receives, and nothing
-  // waits on a relay.
+  // A slice several ranks read that no one piece holds whole, in m distinct parts (each from the
+  // lowest rank holding it) read by n ranks. With n <= m (an all-gather: every reader made a
+  // part) each part's rank sends it to every reader itself: a holder sends no more than a
+  // reader receives, and nothing waits on a relay. With more readers than parts, the readers
+  // split into m equal groups in rank order: part g goes down a binomial tree over group g, then
+  // each reader takes every other part from the reader at its own place in that part's group
+  // (a reader of 64 gathering 4 parts: a tree over 16, then 3 messages, where 4 trees over all
+  // 64 had every rank relaying in each of them).
   void broadcast_pieces(uint64_t t, const Box& want, const std::vector<size_t>& ks,
                         const std::vector<Placement>& blocks) {
-    const std::vector<const PieceIndex::Piece*> pieces = index(t).overlapping(want);
     std::vector<Box> parts;
-    for (const PieceIndex::Piece* p : pieces) parts.push_back(intersect(want, p->box));
-    const std::unordered_set<Box, BoxHash> distinct(parts.begin(), parts.end());
+    std::vector<Rank> holder;
+    {
+      std::unordered_set<Box, BoxHash> seen;
+      for (const PieceIndex::Piece* p : index(t).overlapping(want)) {
+        const Box part = intersect(want, p->box);
+        if (seen.insert(part).second) parts.push_back(part), holder.push_back(p->rank);
+      }
+    }
     std::vector<Rank> readers;
     for (size_t k : ks) readers.push_back(blocks[k].rank);
     std::sort(readers.begin(), readers.end());
     readers.erase(std::unique(readers.begin(), readers.end()), readers.end());
-    const bool direct = readers.size() <= distinct.size();
-    for (size_t q = 0; q < pieces.size(); ++q) {
-      if (!direct) {
-        broadcast(t, parts[q], pieces[q]->rank, ks, blocks);
-        continue;
+    const size_t m = parts.size(), n = readers.size();
+    if (n <= m) {
+      for (size_t q = 0; q < m; ++q)
+        for (Rank to : readers_after(holder[q], ks, blocks)) {
+          if (mine(to) || mine(holder[q]))
+            for (const Box& x : missing(t, parts[q], to)) send(t, x, holder[q], to, 1);
+          remember(t, parts[q], to);
+        }
+    } else {
+      std::vector<std::vector<Rank>> group(m);
+      std::vector<size_t> group_of(n), place(n);
+      for (size_t x = 0; x < n; ++x) {
+        group_of[x] = x * m / n;
+        place[x] = group[group_of[x]].size();
+        group[group_of[x]].push_back(readers[x]);
       }
-      for (Rank to : readers_after(pieces[q]->rank, ks, blocks)) {
-        if (mine(to) || mine(pieces[q]->rank))
-          for (const Box& m : missing(t, parts[q], to)) send(t, m, pieces[q]->rank, to, 1);
-        remember(t, parts[q], to);
+      for (size_t g = 0; g < m; ++g) {
+        std::vector<Rank> rest;
+        for (Rank r : group[g])
+          if (r != holder[g]) rest.push_back(r);
+        tree(t, parts[g], holder[g], rest);
       }
+      constexpr int kAfterTrees = 1 << 20;  // the exchange follows every tree's last round
+      for (size_t x = 0; x < n; ++x)
+        for (size_t g = 0; g < m; ++g) {
+          if (g == group_of[x]) continue;
+          const Rank to = readers[x], from = group[g][place[x] % group[g].size()];
+          if (from != to && (mine(to) || mine(from)))
+            for (const Box& y : missing(t, parts[g], to)) send(t, y, from, to, kAfterTrees);
+          remember(t, parts[g], to);
+        }
     }
     for (size_t k : ks) {
       const Rank to = blocks[k].rank;
