@@ -334,13 +334,19 @@ class Lowering {
   // so the relaying (most of it by the first positions) is spread over the readers.
   std::vector<Rank> readers_after(Rank holder, const std::vector<size_t>& ks,
                                   const std::vector<Placement>& blocks) const {
-    std::vector<Rank> out;
-    for (size_t k : ks)
-      if (blocks[k].rank != holder) out.push_back(blocks[k].rank);
-    const int n = g_.num_ranks;
-    const auto after = [&](Rank r) { return ((r - holder) % n + n) % n; };
-    std::sort(out.begin(), out.end(), [&](Rank a, Rank b) { return after(a) < after(b); });
-    out.erase(std::unique(out.begin(), out.end()), out.end());
+    std::vector<Rank> sorted;
+    for (size_t k : ks) sorted.push_back(blocks[k].rank);
+    std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    return rotated(sorted, holder);
+  }
+
+  // `sorted` (distinct ranks in order) without `holder`, starting after it, cyclically.
+  static std::vector<Rank> rotated(const std::vector<Rank>& sorted, Rank holder) {
+    const auto mid = std::upper_bound(sorted.begin(), sorted.end(), holder);
+    std::vector<Rank> out(mid, sorted.end());
+    for (auto it = sorted.begin(); it != mid; ++it)
+      if (*it != holder) out.push_back(*it);
     return out;
   }
 
@@ -393,7 +399,7 @@ class Lowering {
     const size_t m = parts.size(), n = readers.size();
     if (n <= m) {
       for (size_t q = 0; q < m; ++q)
-        for (Rank to : readers_after(holder[q], ks, blocks)) {
+        for (Rank to : rotated(readers, holder[q])) {
           if (mine(to) || mine(holder[q]))
             for (const Box& x : missing(t, parts[q], to)) send(t, x, holder[q], to, 1);
           remember(t, parts[q], to);
