@@ -297,8 +297,7 @@ Model::OpEstimate Model::detail(size_t i, size_t c, int64_t samples) const {
       if (s.space[j].kind == poly::IndexDim::Reduction) per_slice *= double(cand.parts[j]);
     const int p = static_cast<int>(std::min<double>(per_slice, m.ranks));
     const double bytes = s.output.bytes() / double(nb) * per_slice;  // one output slice
-    combine = cand.combine == CombineMode::AllReduce
-                  ? all_reduce_time(link, p, bytes, m.mem_bytes_per_s).time
+    combine = cand.combine == CombineMode::AllReduce ? all_reduce_time(link, p, bytes, m.mem_bytes_per_s).time
               : cand.combine == CombineMode::ReduceScatter
                   ? reduce_scatter_time(link, p, bytes, m.mem_bytes_per_s).time
                   : reduce_time(link, p, bytes, m.mem_bytes_per_s).time;
