@@ -27,7 +27,8 @@ Box grid_block(const poly::Signature& s, const poly::Coords& parts, int64_t k);
 // over each op's allowed candidates (candidates() filtered by opt's constraints, in that order)
 // and their optimum, the start of both searches.
 struct GlobalStart {
-  CostGraph graph;
+  CostGraph graph;          // the objective: time + bytes_weight x bytes
+  double bytes_weight = 0;  // seconds per byte moved (SearchOptions::bytes_weight)
   GlobalChoice choice;
 };
 GlobalStart global_start(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,

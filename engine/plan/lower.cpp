@@ -55,6 +55,10 @@ size_t tree_parent(size_t i) {
   return i - high;
 }
 
+// The round in which position i of a binomial tree receives: one per set bit (its parent, i
+// minus its highest bit, has one fewer).
+int tree_round(size_t i) { return __builtin_popcountll(static_cast<unsigned long long>(i)); }
+
 // The combine of one output slice of a split reduction, over block positions of its node.
 struct PlannedCombine {
   Box out;
@@ -288,6 +292,22 @@ class Lowering {
         gather_pieces(t, want, blocks[ks[0]].rank);
       }
     }
+    emit_pending();
+  }
+
+  // The transfers of one input go out round by round over all its trees: a relay's receives of
+  // round k all come before its sends of round k + 1 and its receives of round k + 1, so no rank
+  // waits for a late piece of one tree before forwarding an early piece of another (tree by tree,
+  // the ranks of an all-gather finished in a staircase, one message time apart).
+  void emit_pending() {
+    std::stable_sort(pending_.begin(), pending_.end(),
+                     [](const Pending& a, const Pending& b) { return a.round < b.round; });
+    for (const Pending& p : pending_) g_.add_transfer(p.tensor, p.slice, p.from, p.to);
+    pending_.clear();
+  }
+
+  void send(uint64_t t, const Box& slice, Rank from, Rank to, int round) {
+    pending_.push_back(Pending{t, slice, from, to, round});
   }
 
   // Whether `me` reads the slice, or holds a piece it may be sent from (a tree's root is such).
@@ -309,19 +329,40 @@ class Lowering {
     return nullptr;
   }
 
-  // Position 0 is the holder, then the readers in rank order; each receives what it lacks of the
-  // slice from its tree parent (tree_parent), which holds all of it by then.
+  // The readers of a slice other than `holder`, in rank order starting after the holder's
+  // (cyclically): trees rooted at different ranks then put different ranks next to their roots,
+  // so the relaying (most of it by the first positions) is spread over the readers.
+  std::vector<Rank> readers_after(Rank holder, const std::vector<size_t>& ks,
+                                  const std::vector<Placement>& blocks) const {
+    std::vector<Rank> sorted;
+    for (size_t k : ks) sorted.push_back(blocks[k].rank);
+    std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    return rotated(sorted, holder);
+  }
+
+  // `sorted` (distinct ranks in order) without `holder`, starting after it, cyclically.
+  static std::vector<Rank> rotated(const std::vector<Rank>& sorted, Rank holder) {
+    const auto mid = std::upper_bound(sorted.begin(), sorted.end(), holder);
+    std::vector<Rank> out(mid, sorted.end());
+    for (auto it = sorted.begin(); it != mid; ++it)
+      if (*it != holder) out.push_back(*it);
+    return out;
+  }
+
+  // Position 0 is the holder, then the readers (readers_after); each receives what it lacks of
+  // the slice from its tree parent (tree_parent), which holds all of it by then.
   void broadcast(uint64_t t, const Box& want, Rank holder, const std::vector<size_t>& ks,
                  const std::vector<Placement>& blocks) {
-    std::vector<Rank> order{holder};
-    for (size_t k : ks)
-      if (blocks[k].rank != holder) order.push_back(blocks[k].rank);
-    std::sort(order.begin() + 1, order.end());
-    order.erase(std::unique(order.begin() + 1, order.end()), order.end());
-    for (size_t pos = 1; pos < order.size(); ++pos) {
-      const Rank to = order[pos], from = order[tree_parent(pos)];
+    tree(t, want, holder, readers_after(holder, ks, blocks));
+  }
+
+  void tree(uint64_t t, const Box& want, Rank holder, const std::vector<Rank>& readers) {
+    for (size_t pos = 1; pos <= readers.size(); ++pos) {
+      const Rank to = readers[pos - 1],
+                 from = pos == 1 || tree_parent(pos) == 0 ? holder : readers[tree_parent(pos) - 1];
       if (mine(to) || mine(from))
-        for (const Box& m : missing(t, want, to)) g_.add_transfer(t, m, from, to);
+        for (const Box& m : missing(t, want, to)) send(t, m, from, to, tree_round(pos));
       remember(t, want, to);
     }
   }
@@ -332,13 +373,61 @@ class Lowering {
     return false;
   }
 
-  // A slice several ranks read that no one piece holds whole: the part of it in each piece
-  // (lowest rank first) goes down a tree of its own rooted at that piece's rank, so a source is
-  // not asked for the same part by every reader.
+  // A slice several ranks read that no one piece holds whole, in m distinct parts (each from the
+  // lowest rank holding it) read by n ranks. With n <= m (an all-gather: every reader made a
+  // part) each part's rank sends it to every reader itself: a holder sends no more than a
+  // reader receives, and nothing waits on a relay. With more readers than parts, the readers
+  // split into m equal groups in rank order: part g goes down a binomial tree over group g, then
+  // each reader takes every other part from the reader at its own place in that part's group
+  // (a reader of 64 gathering 4 parts: a tree over 16, then 3 messages, where 4 trees over all
+  // 64 had every rank relaying in each of them).
   void broadcast_pieces(uint64_t t, const Box& want, const std::vector<size_t>& ks,
                         const std::vector<Placement>& blocks) {
-    for (const PieceIndex::Piece* p : index(t).overlapping(want))
-      broadcast(t, intersect(want, p->box), p->rank, ks, blocks);
+    std::vector<Box> parts;
+    std::vector<Rank> holder;
+    {
+      std::unordered_set<Box, BoxHash> seen;
+      for (const PieceIndex::Piece* p : index(t).overlapping(want)) {
+        const Box part = intersect(want, p->box);
+        if (seen.insert(part).second) parts.push_back(part), holder.push_back(p->rank);
+      }
+    }
+    std::vector<Rank> readers;
+    for (size_t k : ks) readers.push_back(blocks[k].rank);
+    std::sort(readers.begin(), readers.end());
+    readers.erase(std::unique(readers.begin(), readers.end()), readers.end());
+    const size_t m = parts.size(), n = readers.size();
+    if (n <= m) {
+      for (size_t q = 0; q < m; ++q)
+        for (Rank to : rotated(readers, holder[q])) {
+          if (mine(to) || mine(holder[q]))
+            for (const Box& x : missing(t, parts[q], to)) send(t, x, holder[q], to, 1);
+          remember(t, parts[q], to);
+        }
+    } else {
+      std::vector<std::vector<Rank>> group(m);
+      std::vector<size_t> group_of(n), place(n);
+      for (size_t x = 0; x < n; ++x) {
+        group_of[x] = x * m / n;
+        place[x] = group[group_of[x]].size();
+        group[group_of[x]].push_back(readers[x]);
+      }
+      for (size_t g = 0; g < m; ++g) {
+        std::vector<Rank> rest;
+        for (Rank r : group[g])
+          if (r != holder[g]) rest.push_back(r);
+        tree(t, parts[g], holder[g], rest);
+      }
+      constexpr int kAfterTrees = 1 << 20;  // the exchange follows every tree's last round
+      for (size_t x = 0; x < n; ++x)
+        for (size_t g = 0; g < m; ++g) {
+          if (g == group_of[x]) continue;
+          const Rank to = readers[x], from = group[g][place[x] % group[g].size()];
+          if (from != to && (mine(to) || mine(from)))
+            for (const Box& y : missing(t, parts[g], to)) send(t, y, from, to, kAfterTrees);
+          remember(t, parts[g], to);
+        }
+    }
     for (size_t k : ks) {
       const Rank to = blocks[k].rank;
       if (mine(to)) {
@@ -369,7 +458,7 @@ class Lowering {
             continue;
           }
           const Box part = intersect(m, p->box);
-          if (mine(to) || mine(p->rank)) g_.add_transfer(t, part, p->rank, to);
+          if (mine(to) || mine(p->rank)) send(t, part, p->rank, to, 1);
           for (const Box& rest : poly::subtract(m, part)) still.push_back(rest);
         }
         left = std::move(still);
@@ -439,6 +528,15 @@ class Lowering {
     }
     return out;
   }
+
+  // The transfers of the input being fetched, with the tree round of each (emit_pending).
+  struct Pending {
+    uint64_t tensor;
+    Box slice;
+    Rank from, to;
+    int round;
+  };
+  std::vector<Pending> pending_;
 
   ShardedGraph g_;
   Rank me_;  // -1: every rank

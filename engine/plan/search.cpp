@@ -32,7 +32,8 @@ int64_t Candidate::block_count(int ranks) const {
 }
 
 std::vector<int64_t> SearchOptions::key() const {
-  return {int64_t(method), steps, static_cast<int64_t>(seed), work_budget, exact_limit, exact_ranks};
+  return {int64_t(method), steps,       static_cast<int64_t>(seed),      work_budget,
+          exact_limit,     exact_ranks, std::llround(bytes_weight * 1e6)};
 }
 
 std::string lost_on(const Tried& rejected, const Tried& winner) {
@@ -339,10 +340,11 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
     for (const Candidate& c : sp.cands[i]) seen[i].push_back(Tried{c, INFINITY});
   std::map<std::vector<int>, std::pair<double, int64_t>> memo;  // time, bytes moved
   int evaluations = 0;
-  int64_t work = 0;  // blocks and transfers lowered so far (SearchOptions::work_budget)
-  auto cost = [&](const std::vector<int>& st) {
+  int64_t work = 0;         // blocks and transfers lowered so far (SearchOptions::work_budget)
+  double bytes_weight = 0;  // the objective: time + bytes_weight x bytes (SearchOptions::bytes_weight)
+  auto simulate = [&](const std::vector<int>& st) {  // the exact time and bytes, memoized
     auto it = memo.find(st);
-    if (it != memo.end()) return it->second.first;
+    if (it != memo.end()) return it->second;
     Assignment a;
     CombineModes modes;
     for (size_t i = 0; i < n_ops; ++i) {
@@ -361,14 +363,17 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
     for (size_t i = 0; i < n_ops; ++i)
       if (t < seen[i][st[i]].best_total)
         seen[i][st[i]] = Tried{sp.cands[i][st[i]], t, busiest, pc.memory_penalty};
-    memo.emplace(st, std::make_pair(t, pc.bytes_moved));
-    return t;
+    return memo.emplace(st, std::make_pair(t, pc.bytes_moved)).first->second;
+  };
+  auto cost = [&](const std::vector<int>& st) {
+    const auto [t, bytes] = simulate(st);
+    return t + bytes_weight * double(bytes);
   };
 
   std::vector<int> best;
   double best_cost = INFINITY;
   int64_t best_bytes = 0;
-  auto consider = [&](const std::vector<int>& st) {  // the faster plan; of two as fast, fewer bytes
+  auto consider = [&](const std::vector<int>& st) {  // the better plan; of two as good, fewer bytes
     const double c = cost(st);
     const int64_t bytes = memo.at(st).second;
     if (c < best_cost * (1 - 1e-9) || (c <= best_cost * (1 + 1e-9) && bytes < best_bytes))
@@ -379,20 +384,29 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
   if (opt.method == SearchOptions::Greedy || n_ops == 0) {
     consider(greedy(sp, initial, m));
   } else if (joint <= std::max(opt.steps, 1)) {
-    // A joint space no larger than the move budget is searched whole: the cheapest joint choice
-    // by the exact cost, whatever the seed or the machine's load.
+    // A joint space no larger than the move budget is searched whole: the best joint choice by
+    // the exact cost, whatever the seed or the machine's load. The bytes' weight comes from the
+    // fastest of them, as weigh() takes it from the time tables' optimum.
+    std::vector<std::vector<int>> all;
     std::vector<int> st(n_ops, 0);
     while (true) {
-      consider(st);
+      all.push_back(st);
       size_t i = n_ops;
       while (i > 0 && st[i - 1] == int(sp.cands[i - 1].size()) - 1) st[--i] = 0;
       if (i == 0) break;
       ++st[i - 1];
     }
+    std::pair<double, int64_t> fastest{INFINITY, 0};
+    for (const std::vector<int>& x : all)
+      if (simulate(x).first < fastest.first * (1 - 1e-9)) fastest = simulate(x);
+    if (fastest.second > 0 && fastest.first < kOverMemory)
+      bytes_weight = opt.bytes_weight * fastest.first / double(fastest.second);
+    for (const std::vector<int>& x : all) consider(x);
   } else {
     // The global optimum of the estimate's node and edge costs (global_search.hpp), and the
     // owner-computes greedy as a second start while the budget allows; then joint moves refine.
     const GlobalStart gs = global_start(topo, initial, roots, m, opt);
+    bytes_weight = gs.bytes_weight;
     consider(gs.choice.pick);
     if (work < opt.work_budget) consider(greedy(sp, initial, m));
     refine(

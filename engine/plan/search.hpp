@@ -76,6 +76,13 @@ struct SearchOptions {
   // 2-op graph simulates every rank's program and takes seconds, so 2,000 of them take hours.
   int64_t exact_limit = 4096;
   int exact_ranks = 256;
+  // The objective is time plus bytes moved at a price: w seconds per byte, with w set so that
+  // moving nothing at all would be worth bytes_weight of the fastest plan's time (the optimum of
+  // the time tables, global_search.hpp). Of plans whose times differ by less than that -- less
+  // than the estimate's own error against the simulation, 10% on the canonical suite -- the one
+  // moving fewer bytes wins: the model prices each link but not the contention of many
+  // transfers in one network, which the bytes stand for. 0: time alone.
+  double bytes_weight = 0.1;
   // What a cached plan was made with besides the graph and mesh (PlanCache keys on it).
   std::vector<int64_t> key() const;
 };

@@ -326,3 +326,61 @@ TEST_CASE("engine.plan.lower.an_estimated_plan_lowers_per_rank_as_a_whole") {
     REQUIRE_MESSAGE(diff.empty(), "rank ", r, ": ", diff);
   }
 }
+
+// An all-gather: each of 8 ranks made one row band of y and every block of z = w y reads y
+// whole. Each band goes from its maker straight to the other 7 (no relay: a rank sends no more
+// than it receives), and the plan verifies.
+TEST_CASE("engine.plan.lower.an_all_gather_sends_each_part_directly") {
+  NodeRef x = src({16, 8}), w = src({8, 16});
+  NodeRef y = build::unary(Op::Exp, x);
+  NodeRef z = build::matmul(w, y);  // {8,8}, k = 16: rows of z each read all of y
+  const std::vector<NodeRef> topo{x, w, y, z};
+  Assignment a;
+  a[y->id] = grid_blocks(poly::signature_of(*y), {8, 1}, 8);
+  a[z->id] = grid_blocks(poly::signature_of(*z), {8, 1, 1}, 8);
+  std::vector<Shard> initial;
+  for (Rank r = 0; r < 8; ++r) {
+    initial.push_back(Shard{x->id, Box({2 * r, 0}, {2 * r + 1, 7}), r});
+    initial.push_back(Shard{w->id, Box({r, 0}, {r, 15}), r});
+  }
+  const ShardedGraph g = lower(topo, a, initial, {z}, 8);
+  CHECK_MESSAGE(verify(g, topo).ok(), verify(g, topo).message());
+  std::vector<int> sent(8, 0), received(8, 0);
+  for (const Transfer& t : g.transfers) {
+    CHECK(t.tensor == y->id);
+    ++sent[static_cast<size_t>(t.from)];
+    ++received[static_cast<size_t>(t.to)];
+    CHECK(t.slice.lo[0] / 2 == t.from);  // straight from the rank that made those rows
+  }
+  for (Rank r = 0; r < 8; ++r) {
+    CHECK(sent[static_cast<size_t>(r)] == 7);
+    CHECK(received[static_cast<size_t>(r)] == 7);
+  }
+}
+
+// Two parts read by 16 ranks: a tree per group of 8 readers, then one exchange each. No rank
+// sends more than log2(8) + 1 tree copies plus its exchange, and every reader gets each part once.
+TEST_CASE("engine.plan.lower.few_parts_to_many_readers_go_down_a_tree_per_group") {
+  NodeRef x = src({16, 8}), w = src({8, 8});
+  NodeRef z = build::matmul(x, w);  // every row block reads w whole
+  Assignment a;
+  a[z->id] = grid_blocks(poly::signature_of(*z), {16, 1, 1}, 16);
+  std::vector<Shard> initial{Shard{w->id, Box({0, 0}, {3, 7}), 3}, Shard{w->id, Box({4, 0}, {7, 7}), 12}};
+  for (Rank r = 0; r < 16; ++r) initial.push_back(Shard{x->id, Box({r, 0}, {r, 7}), r});
+  const std::vector<NodeRef> topo{x, w, z};
+  const ShardedGraph g = lower(topo, a, initial, {z}, 16);
+  CHECK_MESSAGE(verify(g, topo).ok(), verify(g, topo).message());
+  std::vector<int> sent(16, 0), got_top(16, 0), got_bottom(16, 0);
+  for (const Transfer& t : g.transfers) {
+    ++sent[static_cast<size_t>(t.from)];
+    (t.slice.lo[0] == 0 ? got_top : got_bottom)[static_cast<size_t>(t.to)] += 1;
+  }
+  for (Rank r = 0; r < 16; ++r) {
+    CHECK(got_top[static_cast<size_t>(r)] == (r == 3 ? 0 : 1));
+    CHECK(got_bottom[static_cast<size_t>(r)] == (r == 12 ? 0 : 1));
+    CHECK(sent[static_cast<size_t>(r)] <= 4);
+  }
+  for (Rank r = 0; r < 16; ++r)  // lower_rank agrees with the whole plan
+    CHECK(lower_rank(topo, a, initial, {z}, 16, {}, r).transfers.size() ==
+          restrict_to_rank(g, r).transfers.size());
+}

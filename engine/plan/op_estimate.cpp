@@ -1,0 +1,329 @@
+#include "engine/plan/op_estimate.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/ir/error.hpp"
+#include "engine/plan/collective_cost.hpp"
+#include "engine/poly/cost.hpp"
+
+namespace tapestry::plan {
+
+Box grid_block(const poly::Signature& s, const poly::Coords& parts, int64_t k) {
+  // grid_blocks numbers blocks row-major, the last index dim fastest.
+  Box b = s.space_box();
+  for (int j = s.rank() - 1; j >= 0; --j) {
+    const int64_t e = s.space[j].extent, n = parts[j], idx = k % n;
+    k /= n;
+    b.lo[j] = idx * e / n;
+    b.hi[j] = (idx + 1) * e / n - 1;
+  }
+  return b;
+}
+
+namespace op_estimate {
+
+void Model::held_by(const Source& s, Rank r, std::vector<Box>& out) const {
+  if (s.op < 0) {
+    auto it = held.find(s.tensor);
+    if (it == held.end()) return;
+    auto lo = std::lower_bound(it->second.begin(), it->second.end(), r,
+                               [](const std::pair<Rank, Box>& h, Rank x) { return h.first < x; });
+    for (; lo != it->second.end() && lo->first == r; ++lo) out.push_back(lo->second);
+    return;
+  }
+  const Candidate& c = cands[s.op][pick[s.op]];
+  const poly::Signature& sig = sigs[s.op];
+  if (c.replicated) {
+    out.push_back(Box::of_shape(sig.output.shape));
+    return;
+  }
+  const int64_t k = ((r - c.rank) % m.ranks + m.ranks) % m.ranks;
+  if (k >= blocks(c)) return;
+  const Box box = grid_block(sig, c.parts, k);
+  int64_t q = 0, partials = 1;  // this block's place among its slice's partials, and how many
+  for (int j = 0; j < sig.rank(); ++j)
+    if (sig.space[j].kind == poly::IndexDim::Reduction) {
+      const int64_t e = sig.space[j].extent, n = c.parts[j];
+      q = q * n + (box.lo[j] * n + e - 1) / e;  // grid_block's piece index along j
+      partials *= n;
+    }
+  const Box slice = sig.output_slice(box);
+  if (partials == 1 || c.combine == CombineMode::AllReduce) {
+    out.push_back(slice);
+  } else if (c.combine == CombineMode::Reduce) {
+    if (q == 0) out.push_back(slice);
+  } else if (slice.rank() > 0) {
+    int dim = 0;
+    for (int d = 1; d < slice.rank(); ++d)
+      if (slice.extent(d) > slice.extent(dim)) dim = d;
+    const int64_t e = slice.extent(dim), pieces = std::min(e, partials);
+    if (q >= pieces) return;
+    Box piece = slice;
+    piece.lo[dim] = slice.lo[dim] + q * e / pieces;
+    piece.hi[dim] = slice.lo[dim] + (q + 1) * e / pieces - 1;
+    out.push_back(piece);
+  }
+}
+
+int Model::holder_count(const Source& s) const {
+  if (s.op < 0) {
+    auto it = holders.find(s.tensor);
+    return it == holders.end() ? 1 : std::max(1, it->second);
+  }
+  const Candidate& c = cands[s.op][pick[s.op]];
+  if (c.replicated) return m.ranks;
+  double n = double(blocks(c));
+  if (c.combine == CombineMode::Reduce)
+    for (int j = 0; j < sigs[s.op].rank(); ++j)
+      if (sigs[s.op].space[j].kind == poly::IndexDim::Reduction) n /= double(c.parts[j]);
+  return static_cast<int>(std::max(1.0, std::min(n, double(m.ranks))));
+}
+
+const Model::Cuts& Model::cuts_of(const Source& src) const {
+  if (src.op < 0) {
+    auto [it, fresh] = held_cuts.try_emplace(src.tensor);
+    if (fresh) {
+      auto h = held.find(src.tensor);
+      if (h != held.end() && !h->second.empty()) {
+        it->second.resize(static_cast<size_t>(h->second[0].second.rank()));
+        for (const auto& [r, box] : h->second)
+          for (int d = 0; d < box.rank(); ++d) it->second[static_cast<size_t>(d)].push_back(box.lo[d]);
+        for (auto& v : it->second) {
+          std::sort(v.begin(), v.end());
+          v.erase(std::unique(v.begin(), v.end()), v.end());
+        }
+      }
+    }
+    return it->second;
+  }
+  if (cuts_cache.size() <= size_t(src.op)) cuts_cache.resize(ops.size());
+  std::vector<Cuts>& per = cuts_cache[static_cast<size_t>(src.op)];
+  if (per.empty()) per.resize(cands[static_cast<size_t>(src.op)].size());
+  Cuts& out = per[static_cast<size_t>(pick[static_cast<size_t>(src.op)])];
+  if (!out.empty()) return out;
+  const Candidate& c =
+      cands[static_cast<size_t>(src.op)][static_cast<size_t>(pick[static_cast<size_t>(src.op)])];
+  const poly::Signature& sig = sigs[static_cast<size_t>(src.op)];
+  const Box all = sig.space_box(), whole = sig.output_slice(all);
+  out.assign(static_cast<size_t>(whole.rank()), {});
+  for (int d = 0; d < whole.rank(); ++d) out[static_cast<size_t>(d)].push_back(whole.lo[d]);
+  int64_t partials = 1;
+  for (int j = 0; j < sig.rank() && !c.replicated; ++j) {
+    if (sig.space[j].kind == poly::IndexDim::Reduction) {
+      partials *= c.parts[j];
+      continue;
+    }
+    for (int64_t q = 1; q < c.parts[j]; ++q) {  // the output slice of piece q along index dim j
+      Box b = all;
+      b.lo[j] = q * sig.space[j].extent / c.parts[j];
+      const Box o = sig.output_slice(b);
+      for (int d = 0; d < o.rank(); ++d)
+        if (o.lo[d] != whole.lo[d]) out[static_cast<size_t>(d)].push_back(o.lo[d]);
+    }
+  }
+  for (auto& v : out) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+  }
+  if (partials > 1 && c.combine == CombineMode::ReduceScatter && whole.rank() > 0) {
+    // Each output slice in equal pieces along its longest dim (held_by): refine that dim.
+    const Box first = sig.output_slice(grid_block(sig, c.parts, 0));
+    int dim = 0;
+    for (int d = 1; d < first.rank(); ++d)
+      if (first.extent(d) > first.extent(dim)) dim = d;
+    std::vector<int64_t>& v = out[static_cast<size_t>(dim)];
+    std::vector<int64_t> finer;
+    for (size_t k = 0; k < v.size(); ++k) {
+      const int64_t lo = v[k], hi = k + 1 < v.size() ? v[k + 1] - 1 : whole.hi[dim];
+      const int64_t e = hi - lo + 1, n = std::min(e, partials);
+      for (int64_t q = 0; q < n; ++q) finer.push_back(lo + q * e / n);
+    }
+    v = std::move(finer);
+  }
+  return out;
+}
+
+double Model::pieces_in(const Source& src, const Box& box) const {
+  const Cuts& cuts = cuts_of(src);
+  double n = 1;
+  for (int d = 0; d < box.rank() && size_t(d) < cuts.size(); ++d) {
+    const std::vector<int64_t>& v = cuts[static_cast<size_t>(d)];
+    if (v.empty()) continue;
+    const auto first = std::upper_bound(v.begin(), v.end(), box.lo[d]);
+    const auto last = std::upper_bound(v.begin(), v.end(), box.hi[d]);
+    n *= double(last - first + 1);
+  }
+  return n;
+}
+
+const std::vector<double>& Model::copies(size_t i, size_t c) const {
+  if (copies_cache.size() <= i) copies_cache.resize(ops.size());
+  if (copies_cache[i].size() <= c) copies_cache[i].resize(cands[i].size());
+  std::vector<double>& out = copies_cache[i][c];
+  if (!out.empty() || in[i].empty()) return out;
+  const Candidate& cand = cands[i][c];
+  const poly::Signature& s = sigs[i];
+  const Box all = s.space_box();
+  for (size_t j = 0; j < in[i].size(); ++j) {
+    const Box whole = s.input_slice(j, all);
+    double n = 1;
+    for (int d = 0; d < s.rank(); ++d) {
+      if (cand.parts[d] <= 1) continue;
+      Box piece = all;
+      piece.hi[d] = piece.lo[d] + (all.hi[d] - all.lo[d] + 1) / cand.parts[d] - 1;
+      if (s.input_slice(j, piece) == whole) n *= double(cand.parts[d]);
+    }
+    out.push_back(cand.replicated ? double(m.ranks) : n);
+  }
+  return out;
+}
+
+const std::vector<Model::Sample>& Model::sampled(size_t i, size_t c, int64_t samples) const {
+  auto& cache = samples == kLookaheadSamples ? samples_ahead : samples_full;
+  if (cache.size() <= i) cache.resize(ops.size());
+  if (cache[i].size() <= c) cache[i].resize(cands[i].size());
+  std::vector<Sample>& out = cache[i][c];
+  if (!out.empty()) return out;
+  const Candidate& cand = cands[i][c];
+  const poly::Signature& s = sigs[i];
+  const int64_t nb = blocks(cand), ns = std::min(nb, samples);
+  for (int64_t q = 0; q < ns; ++q) {
+    const int64_t k = ns == nb ? q : q * (nb - 1) / (ns - 1);
+    const Box box = grid_block(s, cand.parts, k);
+    const poly::BlockCost bc = poly::block_cost(s, box);
+    Sample b{static_cast<Rank>((k + cand.rank) % m.ranks),
+             m.compute_time(bc.flops, bc.bytes()),
+             bc.flops,
+             double(bc.output_bytes),
+             s.splits_reduction(box),
+             {}};
+    for (size_t j = 0; j < in[i].size(); ++j) b.need.push_back(s.input_slice(j, box));
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+double Model::sender_time(double q, double bytes) const {
+  if (q <= 0 || bytes <= 0) return 0;
+  const double per = bytes / q / link.bandwidth;
+  return std::max(q * link.latency + per, link.latency + q * per) + link.latency;
+}
+
+Model::OpEstimate Model::detail(size_t i, size_t c, int64_t samples) const {
+  const Candidate& cand = cands[i][c];
+  const poly::Signature& s = sigs[i];
+  const int64_t nb = blocks(cand), ns = std::min(nb, samples);
+  const size_t n_in = in[i].size();
+  std::vector<double> msgs(n_in, 0.0), missing(n_in, 0.0), needed(n_in, 0.0), lacking(n_in, 0.0);
+  std::vector<Box> mine;
+  OpEstimate e;
+  e.blocks = nb;
+  double worst = 0, flops = 0, received = 0, out = 0;
+  bool partial = false;
+  for (const Sample& b : sampled(i, c, samples)) {
+    double t = b.compute, gen = 0;
+    bool lacks = false;
+    flops += b.flops;
+    out += b.output_bytes;
+    partial = partial || b.partial;
+    for (size_t j = 0; j < n_in; ++j) {
+      const Box& need = b.need[j];
+      if (need.empty()) continue;
+      const double elem = dtype_size(s.inputs[j].dtype);
+      if (in[i][j].generate_flops >= 0) {  // computed on the rank that reads it
+        const double elems = double(need.volume());
+        gen += m.compute_time(elems * in[i][j].generate_flops, elems * elem);
+        flops += elems * in[i][j].generate_flops;  // counted as the exact cost counts its blocks
+        continue;
+      }
+      needed[j] += double(need.volume()) * elem;
+      mine.clear();
+      held_by(in[i][j], b.rank, mine);
+      const double before = msgs[j];
+      for (const Box& miss : poly::uncovered(need, mine)) {
+        const double bytes = double(miss.volume()) * elem;
+        t += bytes / link.bandwidth;  // the receiver's link takes one message at a time
+        received += bytes;
+        missing[j] += bytes;
+        msgs[j] += pieces_in(in[i][j], miss);
+      }
+      if (msgs[j] > before) lacking[j] += 1, lacks = true;
+    }
+    if (lacks) t += 2 * link.latency;  // the last message's sender overhead, then the wire
+    t += gen;
+    worst = std::max(worst, t);
+    e.compute = std::max(e.compute, b.compute + gen);
+  }
+  const double scale = double(nb) / double(ns);
+  e.flops = flops * scale;
+  e.moved = received * scale;
+  e.block_bytes = (out + received) / double(ns);
+  // The senders' side, as lower() moves each input (lower.hpp). A slice several blocks read
+  // whole from one piece goes down a binomial tree, whose root sends ceil(log2(readers + 1))
+  // copies and whose last reader is that many rounds away. The parts of a slice read by no
+  // more ranks than it has parts (an all-gather), and a slice one block reads (a scatter, a
+  // halo), go straight from their holders. The m parts of a slice read by more ranks go down a
+  // tree each over a group of readers/m, which then exchange them (m - 1 messages each). A
+  // holder sends its share of the messages one after another (a 128 MiB weight on rank 0 cut
+  // in column bands: the last band leaves after all the others); summed over the inputs,
+  // whose holders are often the same ranks (a stencil's halo and its weights both leave rank 0).
+  double senders = 0;
+  const std::vector<double>& readers = copies(i, c);
+  for (size_t j = 0; j < n_in; ++j) {
+    if (missing[j] <= 0) continue;
+    const double n = readers[j], parts = msgs[j] / lacking[j], per_msg = missing[j] / msgs[j];
+    const double holding = holder_count(in[i][j]), all = msgs[j] * scale;
+    if (n <= 1 || (parts > 1 && n <= parts + 1)) {  // straight from the holders
+      const double q = std::max(1.0, all / holding);
+      senders += sender_time(q, q * per_msg);
+      continue;
+    }
+    const double groups = std::max(1.0, std::round(parts));
+    const double k = std::ceil(std::log2(n / groups + 1));  // rounds of each tree
+    const double trees = all / n;                           // slice parts with a tree each
+    const double q = std::max(1.0, trees / holding) * k;    // a holder's root messages
+    // The relays add a wire latency per round. A held tensor's tree starts with the plan
+    // (lower() sends held data first), so behind an op that reads an earlier op's output its
+    // rounds have already run.
+    senders +=
+        sender_time(q, q * per_msg) + (in[i][j].op < 0 && after_an_op[i] ? 0.0 : (k - 1) * link.latency);
+    if (groups > 1) senders += sender_time(groups - 1, (groups - 1) * per_msg);
+  }
+  double combine = 0;
+  if (partial) {  // the partials of each output slice merged as the candidate's collective
+    double per_slice = 1;
+    for (int j = 0; j < s.rank(); ++j)
+      if (s.space[j].kind == poly::IndexDim::Reduction) per_slice *= double(cand.parts[j]);
+    const int p = static_cast<int>(std::min<double>(per_slice, m.ranks));
+    const double bytes = s.output.bytes() / double(nb) * per_slice;  // one output slice
+    combine = cand.combine == CombineMode::AllReduce ? all_reduce_time(link, p, bytes, m.mem_bytes_per_s).time
+              : cand.combine == CombineMode::ReduceScatter
+                  ? reduce_scatter_time(link, p, bytes, m.mem_bytes_per_s).time
+                  : reduce_time(link, p, bytes, m.mem_bytes_per_s).time;
+    // Every partial but one per slice is sent once; an all-reduce sends the result back too.
+    e.moved += (per_slice - 1) * s.output.bytes() * (cand.combine == CombineMode::AllReduce ? 2 : 1);
+  }
+  e.time = std::max(worst, e.compute + senders) + combine;
+  return e;
+}
+
+PlanCost Model::totals() const {
+  PlanCost c;
+  double peak = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const OpEstimate e = detail(i, static_cast<size_t>(pick[i]));
+    c.time += e.time;
+    c.flops += e.flops;
+    c.bytes_moved += static_cast<int64_t>(e.moved);
+    const int64_t per_rank = (e.blocks + m.ranks - 1) / m.ranks;
+    peak += double(per_rank) * e.block_bytes;
+  }
+  c.peak_bytes = static_cast<int64_t>(peak + held_peak);
+  if (double(c.peak_bytes) > m.mem_bytes_per_rank)  // a limit, as cost_of's (cost.hpp)
+    c.memory_penalty = kOverMemory + (double(c.peak_bytes) - m.mem_bytes_per_rank) * 1e-6;
+  return c;
+}
+
+}  // namespace op_estimate
+}  // namespace tapestry::plan

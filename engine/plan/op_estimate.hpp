@@ -1,0 +1,128 @@
+// The per-op estimate behind search by estimate (estimate.hpp): an op as one candidate, priced
+// from a sample of its blocks given where its producers' picks put its inputs.
+//   op_estimate::Model md(mesh);  /* fill ops, sigs, cands, in, pick */
+//   const op_estimate::Model::OpEstimate e = md.detail(i, c);   // e.time, e.moved, e.compute
+// The comm side prices the collectives lower() builds (lower.hpp): binomial trees from one
+// piece, direct all-gathers, grouped trees and their exchange, gathers and halos; each missing
+// box counts a message per source piece, and a holder's messages queue on its link.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "engine/plan/cost.hpp"
+#include "engine/plan/estimate.hpp"
+#include "engine/plan/search.hpp"
+
+namespace tapestry::plan {
+
+namespace op_estimate {
+
+// Blocks sampled per candidate: the first and last few carry the uneven pieces and the ranks
+// at the ends of the mesh; the rest are spread evenly between them.
+constexpr int64_t kSamples = 24;
+// The greedy start's lookahead prices every candidate of every user for every candidate of
+// each op (about 20 x 20 per edge on a big mesh): it takes fewer samples, the ends and two
+// between, enough to rank the users' responses.
+constexpr int64_t kLookaheadSamples = 4;
+// Joint moves in a row without a gain before the refinement on the estimate gives up.
+constexpr size_t kPatience = 32;
+
+// Where an op's input comes from: an earlier op (its chosen candidate) or a tensor held in `initial`.
+struct Source {
+  int op = -1;
+  uint64_t tensor = 0;
+  double generate_flops = -1;  // >= 0: generated where read (flops per element), never moved
+};
+
+struct Model {
+  const Mesh& m;
+  const Link& link;  // of a typical pair of ranks: the network once the mesh spans nodes
+  std::vector<NodeRef> ops;
+  std::vector<poly::Signature> sigs;
+  std::vector<std::vector<Candidate>> cands;
+  std::vector<std::vector<Source>> in;  // per op, per input
+  std::vector<std::vector<int>> users;  // per op: the later ops reading it, each once
+  std::vector<char> after_an_op;        // per op: whether it reads an earlier op's output
+  std::unordered_map<uint64_t, std::vector<std::pair<Rank, Box>>> held;  // initial, by rank
+  std::unordered_map<uint64_t, int> holders;                             // distinct ranks
+  std::vector<int> pick;
+  double held_peak = 0;  // the largest bytes of `initial` on one rank
+
+  explicit Model(const Mesh& mesh)
+      : m(mesh), link(mesh.ranks > mesh.ranks_per_node ? mesh.inter : mesh.intra) {}
+
+  int64_t blocks(const Candidate& c) const { return c.block_count(m.ranks); }
+
+  // The pieces of `s` that rank r holds once its producer has run, as lower() leaves them: a
+  // split reduction's combined slices on the rank of their first partial (reduce), on every rank
+  // of a partial (all-reduce), or in equal pieces along the slice's longest dim, one per such
+  // rank in block order (reduce-scatter).
+  void held_by(const Source& s, Rank r, std::vector<Box>& out) const;
+
+  // The ranks holding a source once its producer has run (held_by's pieces).
+  int holder_count(const Source& s) const;
+
+  // Op i run as its candidate c, given its producers' picks: the estimated time (what the
+  // search minimizes) and, scaled from the sampled blocks to all of them, its flops, the bytes
+  // it moves, and what its blocks leave on a rank.
+  struct OpEstimate {
+    double time = 0, flops = 0, moved = 0;
+    double block_bytes = 0;  // per block on average: its output plus the slices it received
+    double compute = 0;      // the busiest sampled block's compute (its inputs generated included)
+    int64_t blocks = 0;
+  };
+
+  // A sampled block of op i as candidate c: what does not depend on the other ops' picks,
+  // computed once, since the greedy lookahead prices the same candidates over and over.
+  struct Sample {
+    Rank rank;
+    double compute, flops, output_bytes;
+    bool partial;           // it splits a reduction dim
+    std::vector<Box> need;  // per input: the slice it reads
+  };
+  mutable std::vector<std::vector<std::vector<Sample>>> samples_full, samples_ahead;  // [op][candidate]
+  mutable std::vector<std::vector<std::vector<double>>> copies_cache;  // [op][candidate][input]
+
+  // Where a source's pieces start along each of its dims (sorted), as held_by cuts it: a box
+  // spans as many pieces as the product of the pieces it meets along each dim, and lower()
+  // sends one message per piece (an all-gather of 64 pieces is 63 messages to each reader).
+  using Cuts = std::vector<std::vector<int64_t>>;
+  mutable std::vector<std::vector<Cuts>> cuts_cache;  // [op][candidate]
+  mutable std::unordered_map<uint64_t, Cuts> held_cuts;
+  const Cuts& cuts_of(const Source& src) const;
+
+  // How many pieces of `src` the box meets (cuts_of).
+  double pieces_in(const Source& src, const Box& box) const;
+
+  // Per input of op i as candidate c: how many blocks read each distinct slice of it (the
+  // product of the parts of the index dims it does not depend on: a weight every row block
+  // reads whole has as many readers as row blocks).
+  const std::vector<double>& copies(size_t i, size_t c) const;
+
+  const std::vector<Sample>& sampled(size_t i, size_t c, int64_t samples) const;
+
+  // The objective of op i as candidate c: its time, plus its bytes at bytes_weight (weigh()).
+  double bytes_weight = 0;
+  double estimate(size_t i, size_t c, int64_t samples = kSamples) const {
+    const OpEstimate e = detail(i, c, samples);
+    return e.time + bytes_weight * e.moved;
+  }
+
+  // When the last of q messages of `bytes` in all, sent one after another by one rank, has
+  // arrived, as cost_of() simulates it: the sender's program pays each message's overhead, its
+  // link carries one message at a time, and the last then crosses the wire.
+  double sender_time(double q, double bytes) const;
+
+  OpEstimate detail(size_t i, size_t c, int64_t samples = kSamples) const;
+
+  // The plan's cost as estimated for the current picks: the time is the search's objective
+  // (ops one after another), the peak the held inputs plus every op's blocks on the busiest
+  // rank, nothing freed -- the same upper bound cost_of() computes exactly.
+  PlanCost totals() const;
+};
+
+}  // namespace op_estimate
+}  // namespace tapestry::plan
