@@ -11,9 +11,11 @@
 
 #include "engine/io/csv.hpp"
 #include "engine/session/session.hpp"
+#include "engine/session/sharded_io.hpp"
 #include "engine/telemetry/telemetry.hpp"
 #include "lang/bindings.hpp"
 #include "lang/lua_args.hpp"
+#include "lang/save_parts.hpp"
 #include "lang/state_context.hpp"
 #include "lang/tensor_lua.hpp"
 
@@ -105,8 +107,13 @@ int l_save_csv(lua_State* L) {
                          shape_str(x->shape), " has ", cols));
   Session& s = session_of(L);
   const TelemetryScope in(s.telemetry());
-  observe(L, {x});
-  io::write_csv(path, x->value->view(), delim, names);
+  const NodeRef part = computed_for_save(L, {x})[0];
+  if (is_stored(L, part)) {
+    io::save_csv_sharded(s, path, part, delim, names);  // each rank formats and writes its rows
+  } else {
+    const SaveProgress bar(numel(x->shape) * dtype_size(x->dtype));
+    io::write_csv(path, part->value->view(), delim, names);
+  }
   return 0;
 }
 

@@ -15,6 +15,7 @@
 
 #include "engine/io/atomic_file.hpp"
 #include "engine/ir/error.hpp"
+#include "engine/telemetry/progress.hpp"
 #include "engine/telemetry/stats.hpp"
 
 namespace tapestry::io {
@@ -249,17 +250,21 @@ CsvTable read_csv(const std::string& path, const CsvOptions& o) {
   return parse_csv(path, text, o);
 }
 
-void write_csv(const std::string& path, const View& v, char delimiter,
-               const std::vector<std::string>& names) {
-  internal_check(v.rank() == 1 || v.rank() == 2);
-  const int64_t rows = v.shape[0], cols = v.rank() == 2 ? v.shape[1] : 1;
-  internal_check(names.empty() || static_cast<int64_t>(names.size()) == cols);
+std::string csv_header_line(const std::vector<std::string>& names, char delimiter) {
   std::string text;
   for (size_t j = 0; j < names.size(); ++j) {
     if (j) text += delimiter;
     text += quoted(names[j], delimiter);
   }
   if (!names.empty()) text += '\n';
+  return text;
+}
+
+std::string format_csv_rows(const View& v, char delimiter) {
+  internal_check(v.rank() == 1 || v.rank() == 2);
+  const int64_t rows = v.shape[0], cols = v.rank() == 2 ? v.shape[1] : 1;
+  std::string text;
+  text.reserve(static_cast<size_t>(rows * cols * 8));
   for (int64_t i = 0; i < rows; ++i) {
     for (int64_t j = 0; j < cols; ++j) {
       if (j) text += delimiter;
@@ -267,6 +272,15 @@ void write_csv(const std::string& path, const View& v, char delimiter,
     }
     text += '\n';
   }
+  note_io_progress(v.numel() * dtype_size(v.dtype));
+  return text;
+}
+
+void write_csv(const std::string& path, const View& v, char delimiter,
+               const std::vector<std::string>& names) {
+  internal_check(v.rank() == 1 || v.rank() == 2);
+  internal_check(names.empty() || static_cast<int64_t>(names.size()) == (v.rank() == 2 ? v.shape[1] : 1));
+  const std::string text = csv_header_line(names, delimiter) + format_csv_rows(v, delimiter);
   write_file_atomically(path, text);
   stats().bytes_written += text.size();
 }

@@ -38,6 +38,11 @@ CsvTable read_csv(const std::string& path, const CsvOptions& o);
 // The same from text in memory (`path` names errors).
 CsvTable parse_csv(const std::string& path, const std::string& text, const CsvOptions& o);
 
+// The text of the rows of a 1-D or 2-D value, each ending in '\n' (a parallel save formats
+// each rank's rows where they lie), and of a header row ("" without names).
+std::string format_csv_rows(const View& v, char delimiter);
+std::string csv_header_line(const std::vector<std::string>& names, char delimiter);
+
 // Writes a 1-D (one column) or 2-D value; `names` (empty: no header row) one per column.
 // Fields are the shortest text that reads back to the same value; bools are 1 and 0.
 void write_csv(const std::string& path, const View& v, char delimiter, const std::vector<std::string>& names);

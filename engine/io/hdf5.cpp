@@ -1,6 +1,7 @@
 // HDF5 datasets by boxes (hdf5.hpp).
 #include "engine/io/hdf5.hpp"
 
+#include <fcntl.h>
 #include <hdf5.h>
 #include <unistd.h>
 
@@ -12,7 +13,9 @@
 
 #include "engine/io/atomic_file.hpp"
 #include "engine/io/npy.hpp"
+#include "engine/io/write_file.hpp"
 #include "engine/ir/error.hpp"
+#include "engine/telemetry/progress.hpp"
 #include "engine/telemetry/stats.hpp"
 
 namespace tapestry::io {
@@ -36,6 +39,8 @@ class Handle {
   hid_t id_;
   herr_t (*close_)(hid_t);
 };
+
+constexpr int64_t kSlab = int64_t(16) << 20;  // bytes per library read of a large box
 
 // The library prints its error stack to stderr by default; our errors say what failed instead.
 void quiet() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
@@ -219,11 +224,11 @@ Hdf5Info read_hdf5_info(const std::string& path, const std::string& ds) {
   return info;
 }
 
-void read_hdf5_box(const std::string& path, const std::string& ds, const poly::Box& box, const View& out) {
-  if (box.rank() > 0 && box.empty()) return;
-  const Handle f = open_file(path, H5F_ACC_RDONLY);
-  const Handle d = open_dataset(path, f.get(), ds);
-  const Handle fs = select(path, ds, d.get(), box);
+namespace {
+
+void read_slab(const std::string& path, const std::string& ds, hid_t d, const poly::Box& box,
+               const View& out) {
+  const Handle fs = select(path, ds, d, box);
   std::shared_ptr<Value> stage;
   View dst = out;
   if (!out.is_contiguous()) {
@@ -232,9 +237,10 @@ void read_hdf5_box(const std::string& path, const std::string& ds, const poly::B
   }
   const Handle ms = mem_space(out.shape);
   const Handle mt = mem_type(out.dtype);
-  if (H5Dread(d.get(), mt.get(), ms.get(), fs.get(), H5P_DEFAULT, dst.byte_ptr()) < 0)
+  if (H5Dread(d, mt.get(), ms.get(), fs.get(), H5P_DEFAULT, dst.byte_ptr()) < 0)
     fail(path, ds, "cannot read the slice ", poly::to_string(box));
   stats().bytes_read += static_cast<uint64_t>(dst.numel() * dtype_size(out.dtype));
+  note_io_progress(dst.numel() * dtype_size(out.dtype));
   if (stage) {
     // Element by element into the strided view (rare: loads read into fresh dense values).
     const int esz = dtype_size(out.dtype);
@@ -245,6 +251,27 @@ void read_hdf5_box(const std::string& path, const std::string& ds, const poly::B
       std::memcpy(static_cast<char*>(out.buf->data()) + off * esz, dst.byte_ptr() + i * esz, esz);
       for (int k = out.rank() - 1; k >= 0 && ++idx[k] == out.shape[k]; --k) idx[k] = 0;
     }
+  }
+}
+
+}  // namespace
+
+void read_hdf5_box(const std::string& path, const std::string& ds, const poly::Box& box, const View& out) {
+  if (box.rank() > 0 && box.empty()) return;
+  const Handle f = open_file(path, H5F_ACC_RDONLY);
+  const Handle d = open_dataset(path, f.get(), ds);
+  // Slabs of rows of at most kSlab bytes, so the progress bar moves during one large box.
+  const int64_t row = box.rank() == 0 ? 0 : box.volume() / box.extent(0) * dtype_size(out.dtype);
+  const int64_t rows = box.rank() == 0 ? 1 : std::max<int64_t>(1, kSlab / std::max<int64_t>(row, 1));
+  for (int64_t at = 0; at < (box.rank() == 0 ? 1 : box.extent(0)); at += rows) {
+    if (box.rank() == 0) return read_slab(path, ds, d.get(), box, out);
+    poly::Box b = box;
+    b.lo[0] = box.lo[0] + at;
+    b.hi[0] = std::min(box.hi[0], b.lo[0] + rows - 1);
+    View o = out;
+    o.offset += at * out.strides[0];
+    o.shape[0] = b.extent(0);
+    read_slab(path, ds, d.get(), b, o);
   }
 }
 
@@ -263,6 +290,10 @@ int64_t create_hdf5(const std::string& path, const std::string& ds, DType dtype,
   } else {
     std::vector<hsize_t> c(chunks.begin(), chunks.end());
     H5Pset_chunk(dcpl.get(), static_cast<int>(c.size()), c.data());
+    // Every chunk allocated now and never filled: unfiltered chunks are plain bytes at offsets
+    // the library tells, which every rank then writes itself (write_hdf5_chunks_raw).
+    H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY);
+    H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER);
   }
   const Handle space = mem_space(shape);
   const Handle ft = mem_type(dtype);
@@ -276,38 +307,100 @@ int64_t create_hdf5(const std::string& path, const std::string& ds, DType dtype,
   return static_cast<int64_t>(at);
 }
 
-void write_hdf5_box(const std::string& path, const std::string& ds, const poly::Box& box, const View& in) {
+void write_hdf5_chunked_box(const std::string& path, const std::string& ds, const poly::Box& box,
+                            const View& in) {
   if (box.rank() > 0 && box.empty()) return;
-  const Handle f = open_file(path, H5F_ACC_RDWR);
-  const Handle d = open_dataset(path, f.get(), ds);
-  const Handle fs = select(path, ds, d.get(), box);
-  std::shared_ptr<Value> stage;
-  View src = in;
-  if (!in.is_contiguous()) {  // write_hdf5_box gets whole observed values; copy the rare strided one
-    stage = Value::alloc(in.dtype, in.shape);
-    const int esz = dtype_size(in.dtype);
-    std::vector<int64_t> idx(static_cast<size_t>(in.rank()), 0);
-    for (int64_t i = 0; i < in.numel(); ++i) {
-      int64_t off = in.offset;
-      for (int k = 0; k < in.rank(); ++k) off += idx[k] * in.strides[k];
-      std::memcpy(stage->view().byte_ptr() + i * esz, static_cast<const char*>(in.buf->data()) + off * esz,
-                  esz);
-      for (int k = in.rank() - 1; k >= 0 && ++idx[k] == in.shape[k]; --k) idx[k] = 0;
+  const int r = box.rank();
+  const int esz = dtype_size(in.dtype);
+  // Where each chunk the box touches lies, from the library; then the file is closed and the
+  // bytes are written raw (the library's own writes would need one writer for the file).
+  std::vector<int64_t> chunks;
+  std::vector<std::pair<poly::Box, int64_t>> where;  // the part of box in a chunk, the chunk's offset
+  {
+    const Handle f = open_file(path, H5F_ACC_RDONLY);
+    const Handle d = open_dataset(path, f.get(), ds);
+    const Handle plist(H5Dget_create_plist(d.get()), H5Pclose);
+    if (H5Pget_layout(plist.get()) != H5D_CHUNKED || H5Pget_nfilters(plist.get()) != 0)
+      fail(path, ds, "not a chunked, unfiltered dataset");
+    std::vector<hsize_t> c(static_cast<size_t>(r));
+    H5Pget_chunk(plist.get(), r, c.data());
+    chunks.assign(c.begin(), c.end());
+    std::vector<int64_t> first(r), last(r), idx(r);
+    for (int k = 0; k < r; ++k) {
+      first[k] = idx[k] = box.lo[k] / chunks[k];
+      last[k] = box.hi[k] / chunks[k];
     }
-    src = stage->view();
+    while (true) {
+      std::vector<hsize_t> origin(static_cast<size_t>(r));
+      poly::Coords lo(r), hi(r);
+      for (int k = 0; k < r; ++k) {
+        origin[k] = static_cast<hsize_t>(idx[k] * chunks[k]);
+        lo[k] = std::max(box.lo[k], idx[k] * chunks[k]);
+        hi[k] = std::min(box.hi[k], (idx[k] + 1) * chunks[k] - 1);
+      }
+      unsigned mask = 0;
+      haddr_t addr = HADDR_UNDEF;
+      hsize_t size = 0;
+      if (H5Dget_chunk_info_by_coord(d.get(), origin.data(), &mask, &addr, &size) < 0 || addr == HADDR_UNDEF)
+        fail(path, ds, "the chunk at ", poly::to_string(poly::Box(lo, hi)), " is not allocated");
+      where.emplace_back(poly::Box(lo, hi), static_cast<int64_t>(addr));
+      int k = r - 1;
+      for (; k >= 0 && ++idx[k] > last[k]; --k) idx[k] = first[k];
+      if (k < 0) break;
+    }
   }
-  const Handle ms = mem_space(in.shape);
-  const Handle mt = mem_type(in.dtype);
-  if (H5Dwrite(d.get(), mt.get(), ms.get(), fs.get(), H5P_DEFAULT, src.byte_ptr()) < 0)
-    fail(path, ds, "cannot write the slice ", poly::to_string(box));
-  stats().bytes_written += static_cast<uint64_t>(src.numel() * dtype_size(in.dtype));
+  const WriteFile f(path, O_WRONLY, "for writing");
+  const char* src = static_cast<const char*>(in.buf->data());
+  std::string buf;  // a run of bytes contiguous in the file
+  int64_t buf_at = -1;
+  auto flush = [&] {
+    if (!buf.empty()) f.write_at(buf.data(), buf.size(), buf_at);
+    buf.clear();
+  };
+  for (const auto& [part, addr] : where) {
+    // Row by row of the part (the last dimension is contiguous in the chunk).
+    const int64_t run = part.extent(r - 1);
+    std::vector<int64_t> e(static_cast<size_t>(r), 0);
+    while (true) {
+      int64_t co = 0, vo = in.offset;
+      for (int k = 0; k < r; ++k) {
+        const int64_t g = part.lo[k] + e[k];
+        co = co * chunks[k] + g % chunks[k];
+        vo += (g - box.lo[k]) * in.strides[k];
+      }
+      const int64_t at = addr + co * esz;
+      if (at != buf_at + static_cast<int64_t>(buf.size()) || buf.size() >= (size_t(16) << 20)) {
+        flush();
+        buf_at = at;
+      }
+      if (in.strides[r - 1] == 1) {
+        buf.append(src + vo * esz, static_cast<size_t>(run * esz));
+      } else {
+        for (int64_t k = 0; k < run; ++k) buf.append(src + (vo + k * in.strides[r - 1]) * esz, esz);
+      }
+      int k = r - 2;
+      for (; k >= 0 && ++e[k] == part.extent(k); --k) e[k] = 0;
+      if (k < 0) break;
+    }
+  }
+  flush();
+  stats().bytes_written += static_cast<uint64_t>(in.numel() * esz);
 }
 
 void save_hdf5(const std::string& path, const std::string& ds, const View& v,
                const std::map<std::string, Hdf5Attr>& attrs, const std::vector<int64_t>& chunks) {
   write_atomically(path, [&](const std::string& tmp) {
-    create_hdf5(tmp, ds, v.dtype, v.shape, attrs, chunks);
-    write_hdf5_box(tmp, ds, poly::Box::of_shape(v.shape), v);
+    const int64_t at = create_hdf5(tmp, ds, v.dtype, v.shape, attrs, chunks);
+    const poly::Box all = poly::Box::of_shape(v.shape);
+    if (at >= 0) {
+      NpyHeader h;
+      h.dtype = v.dtype;
+      h.shape = v.shape;
+      h.data_offset = at;
+      write_npy_box(tmp, h, all, v);
+    } else {
+      write_hdf5_chunked_box(tmp, ds, all, v);
+    }
   });
 }
 

@@ -1,5 +1,7 @@
 #include "engine/io/lazy_load.hpp"
 
+#include <unordered_set>
+
 #include "engine/io/byte_source.hpp"
 #include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
@@ -58,6 +60,21 @@ void read_box(const LoadAttrs& a, const std::vector<int64_t>& lo, const View& ou
 const bool g_installed = (install_load_reader(&read_box), true);
 
 }  // namespace
+
+int64_t load_bytes(const std::vector<NodeRef>& roots, int mpi_ranks) {
+  int64_t total = 0;
+  std::unordered_set<const Node*> seen;
+  std::vector<const Node*> todo;
+  for (const NodeRef& r : roots) todo.push_back(r.get());
+  while (!todo.empty()) {
+    const Node* n = todo.back();
+    todo.pop_back();
+    if (n->value || n->stored || !seen.insert(n).second) continue;
+    if (n->op == Op::Load) total += numel(n->shape) * dtype_size(n->dtype);
+    for (const NodeRef& in : n->inputs) todo.push_back(in.get());
+  }
+  return mpi_ranks > 1 ? total / mpi_ranks : total;
+}
 
 NodeRef lazy_raw(const std::string& path, const NpyHeader& h) {
   LoadAttrs a;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "engine/io/hdf5.hpp"
 #include "engine/io/npy.hpp"
@@ -20,5 +21,9 @@ namespace tapestry::io {
 NodeRef lazy_raw(const std::string& path, const NpyHeader& h);
 NodeRef lazy_hdf5(const std::string& path, const std::string& dataset, const Hdf5Info& info);
 NodeRef lazy_zarr(const std::string& dir, const ZarrMeta& m);
+
+// The bytes an observation of `roots` reads from files: every load node it reaches that holds
+// no value, once; divided by `mpi_ranks` (> 1 under mpirun: this process reads its share).
+int64_t load_bytes(const std::vector<NodeRef>& roots, int mpi_ranks);
 
 }  // namespace tapestry::io
