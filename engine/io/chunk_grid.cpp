@@ -28,8 +28,8 @@ void for_each_chunk(const Shape& shape, const std::vector<int64_t>& chunks,
   }
 }
 
-std::vector<int64_t> chunks_for_shards(const Shape& shape, DType dtype, const std::vector<plan::Shard>& shards,
-                                       int64_t target_bytes) {
+std::vector<int64_t> chunks_for_shards(const Shape& shape, DType dtype,
+                                       const std::vector<plan::Shard>& shards, int64_t target_bytes) {
   const int r = static_cast<int>(shape.size());
   std::vector<int64_t> c(static_cast<size_t>(r), 1);
   if (r == 0) return c;

@@ -28,7 +28,8 @@ void for_each_chunk(const Shape& shape, const std::vector<int64_t>& chunks,
 // A grid for `shards` (distinct boxes; one whole box on one rank): per dimension the largest
 // shard extent, then the first dimension cut to about `target_bytes` per chunk, preferring a
 // divisor of the shards' row boundaries so the chunks nest in them.
-std::vector<int64_t> chunks_for_shards(const Shape& shape, DType dtype, const std::vector<plan::Shard>& shards,
+std::vector<int64_t> chunks_for_shards(const Shape& shape, DType dtype,
+                                       const std::vector<plan::Shard>& shards,
                                        int64_t target_bytes = int64_t(1) << 20);
 
 struct ChunkWriters {

@@ -30,6 +30,20 @@ NodeRef make_load(LoadAttrs a) {
   return make_node(Op::Load, {}, a.encode(), shape, dtype);
 }
 
+void read_format_box(const LoadAttrs& a, const poly::Box& box, const View& out);
+
+// A read's error names the slice it read, after the file (and dataset) it names first:
+// "'u.h5', dataset 'u', slice [1..10]x[1..4]: ...".
+std::string with_slice(const std::string& msg, const std::string& path, const poly::Box& box) {
+  const std::string slice = box.rank() == 0 ? "" : cat_str(", slice ", poly::to_string(box));
+  const std::string quoted = "'" + path + "'";
+  if (slice.empty() || msg.rfind(quoted, 0) != 0)
+    return slice.empty() ? msg : cat_str(quoted, slice, ": ", msg);
+  const size_t colon = msg.find(": ", quoted.size());
+  if (colon == std::string::npos) return msg + slice;
+  return msg.substr(0, colon) + slice + msg.substr(colon);
+}
+
 void read_box(const LoadAttrs& a, const std::vector<int64_t>& lo, const View& out) {
   LoadAttrs now = a;
   stamp(now);
@@ -41,6 +55,16 @@ void read_box(const LoadAttrs& a, const std::vector<int64_t>& lo, const View& ou
     last[d] = first[d] + out.shape[d] - 1;
   }
   const poly::Box box(first, last);
+  try {
+    read_format_box(a, box, out);
+  } catch (const InternalError&) {
+    throw;
+  } catch (const Error& e) {
+    throw Error(with_slice(e.what(), a.path, box));
+  }
+}
+
+void read_format_box(const LoadAttrs& a, const poly::Box& box, const View& out) {
   switch (a.format) {
     case LoadAttrs::Raw: {
       NpyHeader h;
@@ -52,6 +76,10 @@ void read_box(const LoadAttrs& a, const std::vector<int64_t>& lo, const View& ou
     }
     case LoadAttrs::Hdf5: return read_hdf5_box(a.path, a.dataset, box, out);
     case LoadAttrs::Zarr: return read_zarr_box(a.path, read_zarr_meta(a.path), box, out);
+    case LoadAttrs::Csv: {
+      // The node's columns are the kept ones, in the file's rows: a box of them as it is.
+      return read_csv_box(a.path, CsvIndex::decode(a.extra), box, out);
+    }
   }
   internal_fail(__FILE__, __LINE__, "unknown load format");
 }
@@ -101,6 +129,16 @@ NodeRef lazy_hdf5(const std::string& path, const std::string& dataset, const Hdf
   a.dataset = dataset;
   a.dtype = info.dtype;
   a.file_shape = info.shape;
+  return make_load(std::move(a));
+}
+
+NodeRef lazy_csv(const std::string& path, const CsvIndex& ix) {
+  LoadAttrs a;
+  a.format = LoadAttrs::Csv;
+  a.path = path;
+  a.dtype = ix.dtype;
+  a.file_shape = {ix.rows, static_cast<int64_t>(ix.keep.size())};
+  a.extra = ix.encode();
   return make_load(std::move(a));
 }
 

@@ -34,10 +34,12 @@ TEST_CASE("io.chunk_grid.every_chunk_once") {
 
 TEST_CASE("io.chunk_grid.default_nests_in_shards") {
   // 1000 rows of 1 KiB over 4 ranks: 250-row shards; 1 MiB is 1024 rows, so one chunk per shard.
-  CHECK(chunks_for_shards({1000, 256}, DType::F32, rows({{0, 249}, {250, 499}, {500, 749}, {750, 999}}, 256)) ==
-        std::vector<int64_t>{250, 256});
+  CHECK(
+      chunks_for_shards({1000, 256}, DType::F32, rows({{0, 249}, {250, 499}, {500, 749}, {750, 999}}, 256)) ==
+      std::vector<int64_t>{250, 256});
   // 4 KiB rows: 256 rows wanted, more than a shard holds: a chunk per shard again.
-  CHECK(chunks_for_shards({1000, 1024}, DType::F32, rows({{0, 249}, {250, 499}, {500, 749}, {750, 999}}, 1024)) ==
+  CHECK(chunks_for_shards({1000, 1024}, DType::F32,
+                          rows({{0, 249}, {250, 499}, {500, 749}, {750, 999}}, 1024)) ==
         std::vector<int64_t>{250, 1024});
   // 16 KiB rows: 64 wanted; 50 divides 250 (125 is too many): every chunk inside one shard.
   const auto even = rows({{0, 249}, {250, 499}, {500, 749}, {750, 999}}, 4096);
@@ -50,7 +52,8 @@ TEST_CASE("io.chunk_grid.default_nests_in_shards") {
   CHECK(u == std::vector<int64_t>{64, 4096});
   CHECK(chunk_writers({1000, 4096}, u, uneven).shared.size() == 2);
   // A column split: chunks as wide as a shard.
-  const std::vector<plan::Shard> cols{{7, poly::Box({0, 0}, {9, 49}), 0}, {7, poly::Box({0, 50}, {9, 99}), 1}};
+  const std::vector<plan::Shard> cols{{7, poly::Box({0, 0}, {9, 49}), 0},
+                                      {7, poly::Box({0, 50}, {9, 99}), 1}};
   CHECK(chunks_for_shards({10, 100}, DType::F64, cols) == std::vector<int64_t>{10, 50});
 }
 
