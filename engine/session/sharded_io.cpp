@@ -145,7 +145,9 @@ void save_npy_sharded(Session& ses, const std::vector<std::pair<std::string, Nod
       } catch (const Error& e) {
         std::string msg = e.what();
         for (const auto& [tmp, path] : renames) msg = rename_path(msg, tmp, path);
-        throw Error(msg);
+        // One file: the message names it (a rank's failure may not); several (a checkpoint's):
+        // each rank's own message says which.
+        throw Error(files.size() == 1 ? naming(files[0].first, msg) : msg);
       }
     }
   } catch (...) {  // cleanup, then the same exception goes on (no Lua runs here)
