@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <hdf5.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -72,6 +73,21 @@ Handle mem_type(DType t) {
   throw InternalError("hdf5: unknown dtype");
 }
 
+const char* class_name(H5T_class_t c) {
+  switch (c) {
+    case H5T_STRING: return "string";
+    case H5T_COMPOUND: return "compound";
+    case H5T_OPAQUE: return "opaque";
+    case H5T_BITFIELD: return "bitfield";
+    case H5T_REFERENCE: return "reference";
+    case H5T_ENUM: return "enum";
+    case H5T_VLEN: return "variable-length";
+    case H5T_ARRAY: return "array";
+    case H5T_TIME: return "time";
+    default: return "unknown";
+  }
+}
+
 // The dtype a stored type loads as (HDF5 converts the narrower integers and floats).
 DType dtype_of(const std::string& path, const std::string& ds, hid_t ft) {
   const H5T_class_t c = H5Tget_class(ft);
@@ -84,16 +100,34 @@ DType dtype_of(const std::string& path, const std::string& ds, hid_t ft) {
     fail(path, ds, "an unsigned 64-bit integer dataset, which Tapestry has no dtype for");
   }
   if (c == H5T_ENUM && size == 1) return DType::Bool;  // h5py's bool
-  fail(path, ds, "a dataset of HDF5 type class ", static_cast<int>(c),
-       ", which Tapestry cannot load (integers, floats and h5py bools only)");
+  fail(path, ds, "a dataset of HDF5 ", class_name(c),
+       " type, which Tapestry cannot load (integers, floats and h5py bools only)");
+}
+
+herr_t first_error(unsigned, const H5E_error2_t* e, void* out) {
+  auto* s = static_cast<std::string*>(out);
+  if (s->empty() && e->desc) *s = e->desc;
+  return 0;
+}
+
+// The library's own words for the error it just had (the innermost of its stack).
+std::string library_error() {
+  std::string why;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, first_error, &why);
+  return why;
 }
 
 Handle open_file(const std::string& path, unsigned mode) {
   quiet();
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) fail(path, "", "cannot open for reading: ", std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) fail(path, "", "not a regular file");
   Handle f(H5Fopen(path.c_str(), mode, H5P_DEFAULT), H5Fclose);
   if (!f.ok()) {
+    const std::string why = library_error();
     if (H5Fis_hdf5(path.c_str()) == 0) fail(path, "", "not an HDF5 file");
-    fail(path, "", "cannot open the HDF5 file", mode == H5F_ACC_RDONLY ? " for reading" : " for writing");
+    fail(path, "", "cannot open the HDF5 file", mode == H5F_ACC_RDONLY ? " for reading" : " for writing",
+         why.empty() ? "" : " (" + why + ")");
   }
   return f;
 }
@@ -238,7 +272,7 @@ void read_slab(const std::string& path, const std::string& ds, hid_t d, const po
   const Handle ms = mem_space(out.shape);
   const Handle mt = mem_type(out.dtype);
   if (H5Dread(d, mt.get(), ms.get(), fs.get(), H5P_DEFAULT, dst.byte_ptr()) < 0)
-    fail(path, ds, "cannot read the slice ", poly::to_string(box));
+    fail(path, ds, "the library cannot read it (", library_error(), ")");
   stats().bytes_read += static_cast<uint64_t>(dst.numel() * dtype_size(out.dtype));
   note_io_progress(dst.numel() * dtype_size(out.dtype));
   if (stage) {

@@ -192,6 +192,17 @@ def make_hdf5(d):
         f.create_dataset("flags", data=v["flags"])
         f.create_dataset("narrow", data=v["narrow"])
         f.create_dataset("big_endian", data=v["big_endian"])
+        # what Tapestry cannot load, for its errors
+        f.create_dataset("strings", data=np.array([b"ab", b"cd"]))
+        f.create_dataset("u64", data=np.arange(4, dtype=np.uint64))
+    # A gzip-compressed dataset whose chunk for rows 21..30 is garbage: found by the read of a
+    # slice that needs that chunk.
+    with h5py.File(os.path.join(d, "damaged.h5"), "w") as f:
+        f.create_dataset("x", data=np.arange(400.0).reshape(40, 10), chunks=(10, 10), compression="gzip")
+        offset, size = f["x"].id.get_chunk_info(2).byte_offset, f["x"].id.get_chunk_info(2).size
+    with open(os.path.join(d, "damaged.h5"), "r+b") as raw:
+        raw.seek(offset)
+        raw.write(b"\xff" * size)
     v["narrow"] = v["narrow"].astype(np.int32)  # what it loads as
     for k, a in v.items():
         np.save(os.path.join(d, "want." + k + ".npy"), a.astype(a.dtype.newbyteorder("=")))
