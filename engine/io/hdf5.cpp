@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "engine/io/atomic_file.hpp"
+#include "engine/io/byte_source.hpp"
 #include "engine/io/npy.hpp"
 #include "engine/io/write_file.hpp"
 #include "engine/ir/error.hpp"
@@ -290,10 +291,107 @@ void read_slab(const std::string& path, const std::string& ds, hid_t d, const po
 
 }  // namespace
 
+namespace {
+
+// Where each chunk that `box` touches lies (HADDR_UNDEF: never written), with the part of the
+// box in it; `chunks` gets the chunk shape.
+std::vector<std::pair<poly::Box, haddr_t>> chunk_parts(const std::string& path, const std::string& ds,
+                                                       hid_t d, hid_t plist, const poly::Box& box,
+                                                       std::vector<int64_t>& chunks) {
+  const int r = box.rank();
+  std::vector<hsize_t> c(static_cast<size_t>(r));
+  H5Pget_chunk(plist, r, c.data());
+  chunks.assign(c.begin(), c.end());
+  std::vector<std::pair<poly::Box, haddr_t>> out;
+  std::vector<int64_t> first(r), last(r), idx(r);
+  for (int k = 0; k < r; ++k) {
+    first[k] = idx[k] = box.lo[k] / chunks[k];
+    last[k] = box.hi[k] / chunks[k];
+  }
+  while (true) {
+    std::vector<hsize_t> origin(static_cast<size_t>(r));
+    poly::Coords lo(r), hi(r);
+    for (int k = 0; k < r; ++k) {
+      origin[k] = static_cast<hsize_t>(idx[k] * chunks[k]);
+      lo[k] = std::max(box.lo[k], idx[k] * chunks[k]);
+      hi[k] = std::min(box.hi[k], (idx[k] + 1) * chunks[k] - 1);
+    }
+    unsigned mask = 0;
+    haddr_t addr = HADDR_UNDEF;
+    hsize_t size = 0;
+    if (H5Dget_chunk_info_by_coord(d, origin.data(), &mask, &addr, &size) < 0)
+      fail(path, ds, "cannot find the chunk at ", poly::to_string(poly::Box(lo, hi)), " (", library_error(),
+           ")");
+    out.emplace_back(poly::Box(lo, hi), addr);
+    int k = r - 1;
+    for (; k >= 0 && ++idx[k] > last[k]; --k) idx[k] = first[k];
+    if (k < 0) break;
+  }
+  return out;
+}
+
+// An unfiltered chunked dataset of the native type read raw: each chunk's part of the box with
+// pread, so a slice reads its own bytes rather than whole chunks (and ranks sharing a chunk
+// read only their parts); a chunk never written holds the fill value. False when the dataset
+// is not such a one (the library then reads it).
+bool read_chunks_raw(const std::string& path, const std::string& ds, hid_t d, const poly::Box& box,
+                     const View& out) {
+  const Handle plist(H5Dget_create_plist(d), H5Pclose);
+  if (box.rank() == 0 || !out.is_contiguous() || H5Pget_layout(plist.get()) != H5D_CHUNKED ||
+      H5Pget_nfilters(plist.get()) != 0)
+    return false;
+  const Handle ft(H5Dget_type(d), H5Tclose);
+  const Handle mt = mem_type(out.dtype);
+  if (H5Tequal(ft.get(), mt.get()) <= 0) return false;
+  const int r = box.rank();
+  const int esz = dtype_size(out.dtype);
+  std::string fill(static_cast<size_t>(esz), '\0');
+  H5D_fill_value_t defined = H5D_FILL_VALUE_UNDEFINED;
+  if (H5Pfill_value_defined(plist.get(), &defined) >= 0 && defined != H5D_FILL_VALUE_UNDEFINED)
+    H5Pget_fill_value(plist.get(), mt.get(), fill.data());
+  std::vector<int64_t> chunks;
+  const auto parts = chunk_parts(path, ds, d, plist.get(), box, chunks);
+  char* base = out.byte_ptr();
+  std::vector<ByteRun> runs;
+  for (const auto& [part, addr] : parts) {
+    const int64_t run = part.extent(r - 1);
+    std::vector<int64_t> e(static_cast<size_t>(r), 0);
+    while (true) {
+      int64_t co = 0, oo = 0;
+      for (int k = 0; k < r; ++k) {
+        const int64_t g = part.lo[k] + e[k];
+        co = co * chunks[k] + g % chunks[k];
+        oo = oo * box.extent(k) + (g - box.lo[k]);
+      }
+      char* dst = base + oo * esz;
+      if (addr == HADDR_UNDEF) {
+        for (int64_t k = 0; k < run; ++k) std::memcpy(dst + k * esz, fill.data(), static_cast<size_t>(esz));
+      } else {
+        const int64_t at = static_cast<int64_t>(addr) + co * esz;
+        if (!runs.empty() && runs.back().offset + runs.back().bytes == at &&
+            runs.back().dst + runs.back().bytes == dst)
+          runs.back().bytes += run * esz;
+        else runs.push_back({at, run * esz, dst});
+      }
+      int k = r - 2;
+      for (; k >= 0 && ++e[k] == part.extent(k); --k) e[k] = 0;
+      if (k < 0) break;
+    }
+  }
+  open_bytes(path)->read_runs(std::move(runs));
+  stats().bytes_read += static_cast<uint64_t>(box.volume() * esz);
+  if (out.dtype == DType::Bool)
+    for (int64_t i = 0; i < box.volume(); ++i) base[i] = base[i] != 0;
+  return true;
+}
+
+}  // namespace
+
 void read_hdf5_box(const std::string& path, const std::string& ds, const poly::Box& box, const View& out) {
   if (box.rank() > 0 && box.empty()) return;
   const Handle f = open_file(path, H5F_ACC_RDONLY);
   const Handle d = open_dataset(path, f.get(), ds);
+  if (read_chunks_raw(path, ds, d.get(), box, out)) return;
   // Slabs of rows of at most kSlab bytes, so the progress bar moves during one large box.
   const int64_t row = box.rank() == 0 ? 0 : box.volume() / box.extent(0) * dtype_size(out.dtype);
   const int64_t rows = box.rank() == 0 ? 1 : std::max<int64_t>(1, kSlab / std::max<int64_t>(row, 1));
@@ -349,39 +447,16 @@ void write_hdf5_chunked_box(const std::string& path, const std::string& ds, cons
   // Where each chunk the box touches lies, from the library; then the file is closed and the
   // bytes are written raw (the library's own writes would need one writer for the file).
   std::vector<int64_t> chunks;
-  std::vector<std::pair<poly::Box, int64_t>> where;  // the part of box in a chunk, the chunk's offset
+  std::vector<std::pair<poly::Box, haddr_t>> where;  // the part of box in a chunk, the chunk's offset
   {
     const Handle f = open_file(path, H5F_ACC_RDONLY);
     const Handle d = open_dataset(path, f.get(), ds);
     const Handle plist(H5Dget_create_plist(d.get()), H5Pclose);
     if (H5Pget_layout(plist.get()) != H5D_CHUNKED || H5Pget_nfilters(plist.get()) != 0)
       fail(path, ds, "not a chunked, unfiltered dataset");
-    std::vector<hsize_t> c(static_cast<size_t>(r));
-    H5Pget_chunk(plist.get(), r, c.data());
-    chunks.assign(c.begin(), c.end());
-    std::vector<int64_t> first(r), last(r), idx(r);
-    for (int k = 0; k < r; ++k) {
-      first[k] = idx[k] = box.lo[k] / chunks[k];
-      last[k] = box.hi[k] / chunks[k];
-    }
-    while (true) {
-      std::vector<hsize_t> origin(static_cast<size_t>(r));
-      poly::Coords lo(r), hi(r);
-      for (int k = 0; k < r; ++k) {
-        origin[k] = static_cast<hsize_t>(idx[k] * chunks[k]);
-        lo[k] = std::max(box.lo[k], idx[k] * chunks[k]);
-        hi[k] = std::min(box.hi[k], (idx[k] + 1) * chunks[k] - 1);
-      }
-      unsigned mask = 0;
-      haddr_t addr = HADDR_UNDEF;
-      hsize_t size = 0;
-      if (H5Dget_chunk_info_by_coord(d.get(), origin.data(), &mask, &addr, &size) < 0 || addr == HADDR_UNDEF)
-        fail(path, ds, "the chunk at ", poly::to_string(poly::Box(lo, hi)), " is not allocated");
-      where.emplace_back(poly::Box(lo, hi), static_cast<int64_t>(addr));
-      int k = r - 1;
-      for (; k >= 0 && ++idx[k] > last[k]; --k) idx[k] = first[k];
-      if (k < 0) break;
-    }
+    where = chunk_parts(path, ds, d.get(), plist.get(), box, chunks);
+    for (const auto& [part, addr] : where)
+      if (addr == HADDR_UNDEF) fail(path, ds, "the chunk at ", poly::to_string(part), " is not allocated");
   }
   const WriteFile f(path, O_WRONLY, "for writing");
   const char* src = static_cast<const char*>(in.buf->data());
@@ -402,7 +477,7 @@ void write_hdf5_chunked_box(const std::string& path, const std::string& ds, cons
         co = co * chunks[k] + g % chunks[k];
         vo += (g - box.lo[k]) * in.strides[k];
       }
-      const int64_t at = addr + co * esz;
+      const int64_t at = static_cast<int64_t>(addr) + co * esz;
       if (at != buf_at + static_cast<int64_t>(buf.size()) || buf.size() >= (size_t(16) << 20)) {
         flush();
         buf_at = at;
