@@ -244,7 +244,11 @@ void read_zarr_box(const std::string& dir, const ZarrMeta& m, const poly::Box& b
         oo += (e[d] - box.lo[d]) * out.strides[d];
       }
       char* dst = obase + oo * esz;
-      if (raw) {
+      // A C-order chunk and a dense output row: the rest of this row in one copy.
+      if (raw && r > 0 && !m.fortran && out.strides[r - 1] == 1 && m.dtype != DType::Bool) {
+        std::memcpy(dst, data.data() + co * esz, static_cast<size_t>((hi[r - 1] - e[r - 1] + 1) * esz));
+        e[r - 1] = hi[r - 1];
+      } else if (raw) {
         std::memcpy(dst, data.data() + co * esz, esz);
       } else {
         switch (m.dtype) {
