@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string_view>
 
 #include "engine/io/byte_source.hpp"
 #include "engine/io/csv_tokens.hpp"
@@ -26,20 +27,25 @@ template <class... Args> [[noreturn]] void fail(const std::string& path, const A
   throw Error(cat_str("'", path, "': ", args...));
 }
 
-std::string trim(const std::string& s) {
+std::string_view trim(std::string_view s) {
   const size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
+  if (b == std::string_view::npos) return {};
   return s.substr(b, s.find_last_not_of(" \t") - b + 1);
 }
 
-// A field as a double; nullopt when it is not a number (empty is NaN).
-std::optional<double> number(const std::string& raw) {
-  const std::string s = trim(raw);
+// A field as a double; nullopt when it is not a number (empty is NaN). from_chars reads the
+// common forms fast; strtod then decides the rest ("+1", hex floats), as before.
+std::optional<double> number(std::string_view raw) {
+  const std::string_view s = trim(raw);
   if (s.empty()) return std::numeric_limits<double>::quiet_NaN();
+  double v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec == std::errc() && p == s.data() + s.size()) return v;
+  const std::string z(s);
   char* end = nullptr;
   errno = 0;
-  const double v = std::strtod(s.c_str(), &end);
-  if (end != s.c_str() + s.size()) return std::nullopt;
+  v = std::strtod(z.c_str(), &end);
+  if (end != z.c_str() + z.size()) return std::nullopt;
   return v;
 }
 
@@ -51,7 +57,7 @@ std::string column_label(const CsvIndex& ix, size_t k) {
 // Stores field `raw` (at `line`, kept column k) as element i of `out`.
 void put(const std::string& path, const CsvIndex& ix, int64_t line, size_t k, const std::string& raw,
          const View& out, int64_t i) {
-  const std::string s = trim(raw);
+  const std::string_view s = trim(raw);
   auto bad = [&](const char* want) {
     fail(path, "line ", line, ", column ", column_label(ix, k), ": '", raw, "' is not ", want);
   };
@@ -150,7 +156,7 @@ class IndexSink {
     if (ix.rows == 0) fail(path_, "a header and no data rows");
     std::vector<std::string> all;
     for (size_t j = 0; j < first_.size(); ++j)
-      all.push_back(header_ ? trim(first_[j]) : std::to_string(j + 1));
+      all.push_back(header_ ? std::string(trim(first_[j])) : std::to_string(j + 1));
     for (const auto& c : o_.columns) {
       if (const int64_t* i = std::get_if<int64_t>(&c)) {
         if (*i < 0 || *i >= ix.width)
