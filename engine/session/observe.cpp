@@ -242,7 +242,8 @@ void observe_values(Session& s, const std::vector<NodeRef>& given) {
   const plan::Mesh& mesh = s.mesh();
   std::vector<NodeRef> roots = substitute_stored(s, given);
   gather_what_must_be_whole(s, roots, mesh.ranks);
-  const ExpectIo io(io::load_bytes(roots, s.mpi_job_ranks()));  // the progress bar's file bytes
+  // The file bytes the loads of this observation read, for the progress bar (if one listens).
+  const ExpectIo io(s.telemetry().progress_listener ? io::load_bytes(roots, s.mpi_job_ranks()) : 0);
   if (mesh.ranks == 1) {
     if (DeviceBackend* dev = s.device()) evaluate_on_device(roots, *dev);
     else evaluate(roots);
@@ -294,7 +295,7 @@ std::vector<NodeRef> observe_stored(Session& s, const std::vector<NodeRef>& give
   // Inputs of this plan that cannot be read where they lie are gathered first.
   for (const NodeRef& n : plan::observed_subgraph(todo))
     if (!n->value && s.stored().layout(n->id) && !s.stored().usable(n->id, mesh.ranks)) gather_stored(s, n);
-  const ExpectIo io(io::load_bytes(todo, s.mpi_job_ranks()));  // the progress bar's file bytes
+  const ExpectIo io(s.telemetry().progress_listener ? io::load_bytes(todo, s.mpi_job_ranks()) : 0);
   const auto shards = run_observation(s, todo, keep, mesh);
   for (size_t i = 0; i < todo.size(); ++i) {
     s.stored().register_stored(leaves[i], shards[i], mesh.ranks);
