@@ -62,7 +62,7 @@ void csv_step(const IoTask& t, int rank, ShardStore& store) {
         g_texts.erase(it);
       }
       const WriteFile f(t.path, O_WRONLY, "for writing");
-      f.write_at(text.data(), text.size(), t.offsets[i]);
+      f.write_at(text.data(), text.size(), t.offsets[i], false);  // counted when formatted
       stats().bytes_written += text.size();
     } else {
       const std::lock_guard<std::mutex> lock(g_texts_mu);
