@@ -275,7 +275,11 @@ void save_zarr_sharded(Session& s, const std::string& path, const NodeRef& x, co
   const int ranks = l->ranks;
   const bool exists = check_zarr_replaceable(path);
   const std::string tmp = cat_str(path, ".partial-", ::getpid());
-  const ChunkWriters w = chunk_writers(x->shape, m.chunks, distinct_shards(*l));
+  // Every holder of a box (a replicated tensor's ranks take turns at its chunks).
+  std::vector<plan::Shard> holders;
+  for (const plan::Shard& sh : l->shards)
+    if (!(sh.box.rank() > 0 && sh.box.empty())) holders.push_back(sh);
+  const ChunkWriters w = chunk_writers(x->shape, m.chunks, holders);
   Progress bar(0);
   bar.add_io_total(io_share(s, numel(x->shape) * dtype_size(x->dtype), ranks));
   std::error_code ec;

@@ -38,7 +38,8 @@ void run(lua_State* L, const std::string& code) {
 }  // namespace
 
 TEST_CASE("lang.io_progress.loads_and_saves_report_their_bytes") {
-  const std::string dir = std::filesystem::temp_directory_path() / ("tp-progress-" + std::to_string(::getpid()));
+  const std::string dir =
+      std::filesystem::temp_directory_path() / ("tp-progress-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   for (int ranks : {1, 3}) {
     Session s(Config{});
@@ -65,12 +66,9 @@ TEST_CASE("lang.io_progress.loads_and_saves_report_their_bytes") {
       CHECK(rec.done == bytes);
     }
     const char* loads[] = {
-        "tp.load(d .. '/p.npy')",
-        "tp.load_safetensors(d .. '/p.safetensors').x",
-        "tp.load_hdf5(d .. '/p.h5', 'x')",
-        "tp.load_hdf5(d .. '/k.h5', 'x')",
-        "tp.load_zarr(d .. '/p.zarr')",
-        "tp.load_csv(d .. '/p.csv')",
+        "tp.load(d .. '/p.npy')",          "tp.load_safetensors(d .. '/p.safetensors').x",
+        "tp.load_hdf5(d .. '/p.h5', 'x')", "tp.load_hdf5(d .. '/k.h5', 'x')",
+        "tp.load_zarr(d .. '/p.zarr')",    "tp.load_csv(d .. '/p.csv')",
     };
     for (const std::string load : loads) {
       CAPTURE(ranks);

@@ -104,6 +104,12 @@ test("parallel_save.zarr", function()
     tp.save_zarr(sc, path("c.zarr"), {compressor = "blosc"})
     same(tp.load_zarr(path("c.zarr")), vc, dt .. " by columns")
   end
+  -- replicated on every rank: the ranks take turns at the chunks
+  local sr, vr = pair((tp.arange(1, 40 * 5):reshape{40, 5} * 3):constrain(tp.replicated()))
+  local ws = written(function() tp.save_zarr(sr, path("r.zarr"), {chunks = {4, 5}}) end)
+  local wv = written(function() tp.save_zarr(vr, path("rv.zarr"), {chunks = {4, 5}}) end)
+  shared_out(ws, wv, "replicated")
+  same_store(path("r.zarr"), path("rv.zarr"), "replicated")
   truthy(not listing(dir):find("partial", 1, true), listing(dir))
 end)
 
