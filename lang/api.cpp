@@ -512,7 +512,8 @@ const ApiEntry kApi[] = {
      lua::l_load},
     {"tp.save", K::Function, "io", "tp.save(x, path)",
      "Observe x and write it as a NumPy .npy file (version 1.0, C order) that np.load reads. "
-     "The file is written beside path and renamed, so path never holds half an array. Only a "
+     "On N ranks each rank writes the rows it holds. The file is written beside path and renamed, so path "
+     "never holds half an array. Only a "
      "regular file is replaced: a link, device, FIFO or folder at path is an error.",
      lua::l_save},
     {"tp.save_env", K::Function, "io", "tp.save_env(dir)",
@@ -533,12 +534,16 @@ const ApiEntry kApi[] = {
      "empty field is NaN. opts: header (true/false; default: the first row is a header when one of "
      "its fields is not a number), delimiter (one character; default a tab for .tsv, else a comma), "
      "dtype (default f32), columns (a sequence of names or 1-based numbers: the columns to keep, in "
-     "that order; the others may hold text), name (bind it in tp.env). "
+     "that order; the others may hold text), name (bind it in tp.env). path may be an http(s):// "
+     "URL. Lazy: the call reads the text once to find its rows (checking every row's field count "
+     "and the first row's values); each rank parses only the rows an observation reads, and a bad "
+     "field further down is an error then, naming its line and column. "
      "Example: local x, names = tp.load_csv('iris.csv', {columns = {1, 2, 3, 4}})",
      lua::l_load_csv},
     {"tp.save_csv", K::Function, "io", "tp.save_csv(x, path [,opts])",
      "Observe a 1-D (one column) or 2-D tensor x and write it as CSV (TSV for .tsv): one row per "
-     "line, numbers in the shortest form that reads back the same, bools as 1 and 0. Written beside "
+     "line, numbers in the shortest form that reads back the same, bools as 1 and 0. On N ranks each "
+     "rank formats the rows it holds and writes them at its offset in the file. Written beside "
      "path and renamed, so a failed save leaves the previous file intact. opts: columns (a sequence "
      "of names: the header row), delimiter.",
      lua::l_save_csv},
@@ -552,8 +557,9 @@ const ApiEntry kApi[] = {
      lua::l_load_hdf5},
     {"tp.save_hdf5", K::Function, "io", "tp.save_hdf5(x, path, dataset [,opts])",
      "Observe x and write a new HDF5 file holding it as `dataset` (groups in the name are created) "
-     "that h5py reads. Contiguous by default, written by every rank in parallel; opts.chunks (one "
-     "size per dimension) makes it chunked, written by rank 0. Written beside path and renamed, so "
+     "that h5py reads. Contiguous by default; opts.chunks (one size per dimension) makes it chunked "
+     "(uncompressed). Either way every rank writes the rows it holds, in parallel. Written beside "
+     "path and renamed, so "
      "a failed save leaves the previous file intact. opts: attrs (name -> number, string or "
      "sequence of numbers), chunks.",
      lua::l_save_hdf5},
@@ -568,7 +574,10 @@ const ApiEntry kApi[] = {
     {"tp.save_zarr", K::Function, "io", "tp.save_zarr(x, path [,opts])",
      "Observe x and write it as a zarr v2 array (C order) that the zarr package reads, written "
      "beside path and swapped in whole (only a missing path or an existing zarr array is replaced). "
-     "opts: chunks (one size per dimension; default about 1 MiB of whole rows), compressor ('zstd' "
+     "On N ranks each chunk is encoded and written by a rank holding it (a chunk no rank holds whole "
+     "is gathered to rank 0). "
+     "opts: chunks (one size per dimension; default about 1 MiB, nested in the ranks' blocks), "
+     "compressor ('zstd' "
      "default, 'zlib', 'gzip', 'blosc' (lz4 inside, byte shuffle), 'none'), level, attrs (name -> "
      "number, string or sequence of numbers).",
      lua::l_save_zarr},
@@ -577,7 +586,8 @@ const ApiEntry kApi[] = {
      "postgresql:// URL, inside a READ ONLY transaction); returns a 2-D tensor {rows, "
      "numeric columns}, the names of those columns (a sequence, as the query names them) and the "
      "names of the columns left out because they hold text or blobs. A column is numeric when every "
-     "value is an INTEGER, a REAL or NULL (NaN). opts: dtype (default f32; NULL is an error for "
+     "value is an INTEGER, a REAL or NULL (NaN). The query runs at the call, on rank 0 (its result "
+     "is that moment's; see docs/io.md). opts: dtype (default f32; NULL is an error for "
      "i32, i64 and bool), name (bind it in tp.env). "
      "Example: local x, names = tp.load_sql('runs.db', 'SELECT step, loss FROM log')",
      lua::l_load_sql},
@@ -585,8 +595,9 @@ const ApiEntry kApi[] = {
      "Observe a 1-D (one column) or 2-D tensor x and write it as the table `table` of the SQLite "
      "database file db (created if missing; or of a postgresql:// URL's database): REAL columns for floats "
      "(NaN as NULL), INTEGER for "
-     "integers and bools. One transaction: the table is replaced (or appended to) whole or not at "
-     "all. opts: columns (a sequence of names; default c1, c2, ...), append (true: insert into the "
+     "integers and bools. One transaction on one connection, rank 0's (the tensor is gathered to it): "
+     "the table is replaced (or appended to) whole or not at all. opts: columns (a sequence of names; "
+     "default c1, c2, ...), append (true: insert into the "
      "existing table, creating it if missing).",
      lua::l_save_sql},
     {"tp.load_safetensors", K::Function, "io", "tp.load_safetensors(path [,opts])",

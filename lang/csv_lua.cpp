@@ -1,7 +1,8 @@
 // CSV and TSV files: tp.load_csv, tp.save_csv (engine/io/csv.hpp).
 //   local x, names = tp.load_csv("data.csv", {columns = {"x", "y"}, dtype = "f64"})
 //   tp.save_csv(x, "out.tsv", {columns = names})           -- a tab for .tsv
-// Rank 0 reads and writes the text; on N ranks the planner shards the loaded tensor.
+// A load indexes the text and each rank parses the rows it reads when observed; a save has
+// each rank format and write its own rows (engine/session/sharded_io.hpp).
 #include <lauxlib.h>
 #include <lua.h>
 
@@ -10,10 +11,13 @@
 #include <vector>
 
 #include "engine/io/csv.hpp"
+#include "engine/io/lazy_load.hpp"
 #include "engine/session/session.hpp"
+#include "engine/session/sharded_io.hpp"
 #include "engine/telemetry/telemetry.hpp"
 #include "lang/bindings.hpp"
 #include "lang/lua_args.hpp"
+#include "lang/save_parts.hpp"
 #include "lang/state_context.hpp"
 #include "lang/tensor_lua.hpp"
 
@@ -77,14 +81,15 @@ int l_load_csv(lua_State* L) {
   if (name) user_check(is_identifier(*name), "'", *name, "' is not a valid tensor name (use an identifier)");
   Session& s = session_of(L);
   const TelemetryScope in(s.telemetry());
-  io::CsvTable t = io::read_csv(path, co);
-  const View v = t.value->view();
-  NodeRef n = make_source(std::move(t.value), v.shape, v.dtype);
+  // Lazy: the rows are found now (one pass, no number parsed but the first row's); each rank
+  // parses its own rows when an observation reads them.
+  const io::CsvIndex ix = io::index_csv(path, co);
+  NodeRef n = io::lazy_csv(path, ix);
   if (name) s.env().bind(*name, n);
   push_tensor(L, std::move(n), name.value_or(""));
-  lua_createtable(L, static_cast<int>(t.names.size()), 0);
-  for (size_t i = 0; i < t.names.size(); ++i) {
-    lua_pushlstring(L, t.names[i].data(), t.names[i].size());
+  lua_createtable(L, static_cast<int>(ix.names.size()), 0);
+  for (size_t i = 0; i < ix.names.size(); ++i) {
+    lua_pushlstring(L, ix.names[i].data(), ix.names[i].size());
     lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
   }
   return 2;
@@ -105,8 +110,13 @@ int l_save_csv(lua_State* L) {
                          shape_str(x->shape), " has ", cols));
   Session& s = session_of(L);
   const TelemetryScope in(s.telemetry());
-  observe(L, {x});
-  io::write_csv(path, x->value->view(), delim, names);
+  const NodeRef part = computed_for_save(L, {x})[0];
+  if (is_stored(L, part)) {
+    io::save_csv_sharded(s, path, part, delim, names);  // each rank formats and writes its rows
+  } else {
+    const SaveProgress bar(numel(x->shape) * dtype_size(x->dtype));
+    io::write_csv(path, part->value->view(), delim, names);
+  }
   return 0;
 }
 

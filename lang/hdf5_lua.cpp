@@ -1,8 +1,8 @@
 // HDF5 files: tp.load_hdf5, tp.save_hdf5 (engine/io/hdf5.hpp).
 //   local u, attrs = tp.load_hdf5("sim.h5", "/fields/u")      -- attrs: the dataset's attributes
 //   tp.save_hdf5(u * 2, "out.h5", "u", {attrs = {units = "K", step = 10}, chunks = {64, 64}})
-// On N ranks each rank reads only its own rows; a contiguous save is written by every rank in
-// parallel (its rows, raw, at the dataset's offset), a chunked one by rank 0 through the library.
+// On N ranks each rank reads only its own rows; a save is written by every rank in parallel,
+// its boxes raw at the dataset's offset (contiguous) or at each chunk's (chunked).
 #include <lauxlib.h>
 #include <lua.h>
 
@@ -52,20 +52,17 @@ int l_save_hdf5(lua_State* L) {
   const std::vector<int64_t> chunks = check_chunks(L, 4, x->shape);
   Session& s = session_of(L);
   const TelemetryScope in(s.telemetry());
-  if (!chunks.empty()) {  // through the library, by this process: serial HDF5 has one writer
-    observe(L, {x});
-    io::save_hdf5(path, ds, x->value->view(), attrs, chunks);
-    return 0;
-  }
+  // Contiguous or chunked, the data is allocated at creation and every rank writes its own
+  // boxes raw (at the dataset's offset, or at each chunk's).
   const std::vector<NodeRef> parts = computed_for_save(L, {x});
   auto create = [&](const std::string& tmp) {
     io::NpyHeader h;
     h.dtype = x->dtype;
     h.shape = x->shape;
-    h.data_offset = io::create_hdf5(tmp, ds, x->dtype, x->shape, attrs, {});
+    h.data_offset = io::create_hdf5(tmp, ds, x->dtype, x->shape, attrs, chunks);
     return std::vector<io::NpyHeader>{h};
   };
-  io::save_parts_sharded(s, path, create, parts);
+  io::save_parts_sharded(s, path, create, parts, chunks.empty() ? io::IoTask::Raw : io::IoTask::Hdf5, ds);
   return 0;
 }
 

@@ -19,8 +19,10 @@
 #include "engine/session/observe.hpp"
 #include "engine/session/session.hpp"
 #include "engine/session/sharded_io.hpp"
+#include "engine/telemetry/telemetry.hpp"
 #include "lang/bindings.hpp"
 #include "lang/lua_args.hpp"
+#include "lang/save_parts.hpp"
 #include "lang/state_context.hpp"
 #include "lang/tensor_lua.hpp"
 
@@ -62,21 +64,14 @@ int l_save(lua_State* L) {
   // On N ranks the value is computed (or already stored) sharded and each rank writes its
   // own boxes; rank 0 writes only the header.
   Session& ses = session_of(L);
-  if (ses.mesh().ranks > 1 && !x->value) {
-    ses.telemetry().clear_cancel();
-    materialize(ses);
-    NodeRef leaf = io::stored_leaf_of(ses, x);
-    if (!leaf) {
-      NodeRef s = observe_stored(ses, {x})[0];
-      if (!s->value && ses.stored().layout(s->id)) leaf = s;
-    }
-    if (leaf) {
-      io::save_npy_sharded(ses, {{path, leaf}});
-      return 0;
-    }
+  const TelemetryScope in(ses.telemetry());
+  const NodeRef part = computed_for_save(L, {x})[0];
+  if (is_stored(L, part)) {
+    io::save_npy_sharded(ses, {{path, part}});
+    return 0;
   }
-  observe(L, {x});
-  io::save_npy(path, x->value->view());
+  const SaveProgress bar(numel(x->shape) * dtype_size(x->dtype));
+  io::save_npy(path, part->value->view());
   return 0;
 }
 

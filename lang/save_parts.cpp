@@ -17,10 +17,12 @@ std::vector<NodeRef> computed_for_save(lua_State* L, const std::vector<NodeRef>&
     ses.telemetry().clear_cancel();
     materialize(ses);
     for (size_t i = 0; i < xs.size(); ++i) {
-      if (xs[i]->value) continue;
+      // A stored tensor is written by the ranks holding it, even when rank 0 also holds a
+      // gathered copy (it was printed): that copy would make rank 0 write everything.
+      if (ses.stored().layout(xs[i]->id)) continue;
       if (NodeRef leaf = io::stored_leaf_of(ses, xs[i])) {
         out[i] = leaf;
-      } else {
+      } else if (!xs[i]->value) {
         pending.push_back(i);
       }
     }
@@ -36,6 +38,11 @@ std::vector<NodeRef> computed_for_save(lua_State* L, const std::vector<NodeRef>&
     if (!n->value && !(ses.mesh().ranks > 1 && ses.stored().layout(n->id))) rest.push_back(n);
   if (!rest.empty()) observe(L, rest);
   return out;
+}
+
+bool is_stored(lua_State* L, const NodeRef& part) {
+  Session& ses = session_of(L);
+  return ses.mesh().ranks > 1 && ses.stored().layout(part->id) != nullptr;
 }
 
 }  // namespace tapestry::lua

@@ -1,7 +1,8 @@
 // zarr v2 arrays: tp.load_zarr, tp.save_zarr (engine/io/zarr.hpp).
 //   local x, attrs = tp.load_zarr("data.zarr", {name = "x"})    -- each rank decodes its chunks
 //   tp.save_zarr(x * 2, "out.zarr", {chunks = {256, 256}, compressor = "blosc", attrs = {units = "K"}})
-// A save is written by rank 0 (the tensor is gathered to it) and swapped in whole.
+// A save is written by every rank, each the chunks it holds (engine/session/sharded_io.hpp),
+// into a fresh store swapped in whole.
 #include <lauxlib.h>
 #include <lua.h>
 
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/io/chunk_grid.hpp"
 #include "engine/io/lazy_load.hpp"
 #include "engine/io/zarr.hpp"
 #include "engine/session/session.hpp"
@@ -17,6 +19,7 @@
 #include "lang/attrs_lua.hpp"
 #include "lang/bindings.hpp"
 #include "lang/lua_args.hpp"
+#include "lang/save_parts.hpp"
 #include "lang/state_context.hpp"
 #include "lang/tensor_lua.hpp"
 
@@ -43,14 +46,7 @@ int l_save_zarr(lua_State* L) {
   const std::string path = check_path(L, 2);
   const Options o(L, 3, {"chunks", "compressor", "level", "attrs"});
   const io::Attrs attrs = check_attrs(L, 3);
-  std::vector<int64_t> chunks = check_chunks(L, 3, x->shape);
-  if (chunks.empty()) {  // about 1 MiB chunks of whole trailing dims, split along the first
-    chunks.assign(x->shape.begin(), x->shape.end());
-    if (!chunks.empty()) {
-      const int64_t row = numel(x->shape) / x->shape[0] * dtype_size(x->dtype);
-      chunks[0] = std::clamp<int64_t>((1 << 20) / std::max<int64_t>(row, 1), 1, x->shape[0]);
-    }
-  }
+  const std::vector<int64_t> chunks = check_chunks(L, 3, x->shape);
   io::ZarrCompressor c;
   c.id = o.string("compressor").value_or("zstd");
   if (c.id == "none") c.id.clear();
@@ -66,8 +62,24 @@ int l_save_zarr(lua_State* L) {
   }
   Session& s = session_of(L);
   const TelemetryScope in(s.telemetry());
-  observe(L, {x});
-  io::save_zarr(path, x->value->view(), chunks, c, attrs);
+  const NodeRef part = computed_for_save(L, {x})[0];
+  io::ZarrMeta m;
+  m.dtype = x->dtype;
+  m.shape = x->shape;
+  m.compressor = c;
+  m.attrs = attrs;
+  m.chunks = chunks;
+  const StoredLayout* l = is_stored(L, part) ? s.stored().layout(part->id) : nullptr;
+  if (m.chunks.empty()) {  // about 1 MiB, nested in the shards where they allow it
+    const std::vector<plan::Shard> whole{plan::Shard{part->id, poly::Box::of_shape(x->shape), 0}};
+    m.chunks = io::chunks_for_shards(x->shape, x->dtype, l ? l->shards : whole);
+  }
+  if (l) {
+    io::save_zarr_sharded(s, path, part, m);
+  } else {
+    const SaveProgress bar(numel(x->shape) * dtype_size(x->dtype));
+    io::save_zarr(path, part->value->view(), m.chunks, c, attrs);
+  }
   return 0;
 }
 

@@ -98,6 +98,7 @@ class ProgressBar final : public ProgressListener {
 
   // The caller holds the lock, so finish() cannot erase half a line.
   void draw(double elapsed) {
+    if (s_.io_total > 0) return draw_io(elapsed);
     const double total = double(s_.blocks_total > 0 ? s_.blocks_total : 1);
     const double frac = std::min(1.0, s_.blocks_done / total);
     const int fill = int(frac * kWidth + 0.5);
@@ -109,6 +110,19 @@ class ProgressBar final : public ProgressListener {
     line += buf;
     line += s_.blocks_done > 0 ? "ETA " + human_seconds(elapsed * (total - s_.blocks_done) / s_.blocks_done)
                                : "elapsed " + human_seconds(elapsed);
+    sink_(line);
+    drawn_ = true;
+  }
+
+  // A load or save: bytes of file data done of the total, and the rate.
+  void draw_io(double elapsed) {
+    const double done = double(s_.io_done), total = double(s_.io_total);
+    const double frac = std::min(1.0, done / total);
+    const int fill = int(frac * kWidth + 0.5);
+    std::string line = "[" + std::string(fill, '#') + std::string(kWidth - fill, '.') + "] ";
+    line += human_bytes(done) + " of " + human_bytes(total) + "  " + human_bytes(done / elapsed) + "/s  ";
+    line += done > 0 && done < total ? "ETA " + human_seconds(elapsed * (total - done) / done)
+                                     : "elapsed " + human_seconds(elapsed);
     sink_(line);
     drawn_ = true;
   }

@@ -1,6 +1,7 @@
 // The shell's progress bar: listens to the executor (engine/telemetry/progress.hpp) and, once an
 // evaluation has run for a second, redraws one line on stderr about 10 times a second:
 //   [##########..........] 412/800 blocks  12.0 MiB moved  ETA 3s
+//   [######..............] 412.0 MiB of 1.5 GiB  230.1 MiB/s  ETA 5s      (a load or save)
 // erased when the evaluation ends. Only when stdout is a terminal, or TAPESTRY_PROGRESS=1.
 //   if (progress_wanted(isatty(STDOUT_FILENO))) install_progress_bar(session);
 #pragma once

@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "engine/ir/error.hpp"
+#include "engine/telemetry/progress.hpp"
 
 namespace tapestry::io {
 
@@ -21,9 +22,13 @@ template <class... Args> [[noreturn]] void fail(const std::string& path, const A
   throw Error(cat_str("'", path, "': ", args...));
 }
 
+// Large reads go in pieces of this size, each reported to the progress bar.
+constexpr size_t kPiece = size_t(16) << 20;
+
 class LocalFile final : public ByteSource {
  public:
-  explicit LocalFile(const std::string& path) : path_(path) {
+  // progress: report the bytes read to the progress bar (tensor data, not metadata).
+  explicit LocalFile(const std::string& path, bool progress = true) : path_(path), progress_(progress) {
     do fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     while (fd_ < 0 && errno == EINTR);
     if (fd_ < 0) fail(path, "cannot open for reading: ", std::strerror(errno));
@@ -39,18 +44,20 @@ class LocalFile final : public ByteSource {
   int64_t size() const override { return size_; }
   void read_at(char* p, size_t n, int64_t off) const override {
     while (n > 0) {
-      const ssize_t k = ::pread(fd_, p, n, off);
+      const ssize_t k = ::pread(fd_, p, std::min(n, kPiece), off);
       if (k < 0 && errno == EINTR) continue;
       if (k < 0) fail(path_, "read failed: ", std::strerror(errno));
       if (k == 0) fail(path_, "truncated: the data ends at byte ", off, " of the file");
       p += k;
       n -= static_cast<size_t>(k);
       off += k;
+      if (progress_) note_io_progress(k);
     }
   }
 
  private:
   std::string path_;
+  bool progress_;
   int fd_ = -1;
   int64_t size_ = 0;
 };
@@ -63,6 +70,7 @@ void init_curl() {
 }
 
 struct Response {
+  bool progress = false;  // report the body's bytes to the progress bar as they come
   long status = 0;
   std::string body;
   int64_t length = -1;  // Content-Length of a HEAD
@@ -71,7 +79,9 @@ struct Response {
 };
 
 size_t on_body(char* p, size_t size, size_t n, void* user) {
-  static_cast<std::string*>(user)->append(p, size * n);
+  auto* r = static_cast<Response*>(user);
+  r->body.append(p, size * n);
+  if (r->progress) note_io_progress(static_cast<int64_t>(size * n));
   return size * n;
 }
 
@@ -94,6 +104,7 @@ Response request(const std::string& url, bool head, int64_t first = -1, int64_t 
   std::unique_ptr<CURL, void (*)(CURL*)> c(curl_easy_init(), curl_easy_cleanup);
   if (!c) fail(url, "cannot start an HTTP request (libcurl)");
   Response r;
+  r.progress = first >= 0;  // a range: tensor data
   char error[CURL_ERROR_SIZE] = "";
   curl_easy_setopt(c.get(), CURLOPT_URL, url.c_str());
   curl_easy_setopt(c.get(), CURLOPT_NOSIGNAL, 1L);  // ranks read from several threads
@@ -106,7 +117,7 @@ Response request(const std::string& url, bool head, int64_t first = -1, int64_t 
   curl_easy_setopt(c.get(), CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(c.get(), CURLOPT_HEADERDATA, &r);
   curl_easy_setopt(c.get(), CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(c.get(), CURLOPT_WRITEDATA, &r.body);
+  curl_easy_setopt(c.get(), CURLOPT_WRITEDATA, &r);
   if (head) curl_easy_setopt(c.get(), CURLOPT_NOBODY, 1L);
   const std::string range = first >= 0 ? cat_str(first, "-", last) : "";
   if (!range.empty()) curl_easy_setopt(c.get(), CURLOPT_RANGE, range.c_str());
@@ -203,7 +214,7 @@ std::optional<std::string> read_object(const std::string& path) {
     fail(path, "cannot read: ", std::strerror(errno));
   }
   ::close(fd);
-  const LocalFile f(path);
+  const LocalFile f(path, false);
   std::string s(static_cast<size_t>(f.size()), '\0');
   f.read_at(s.data(), s.size(), 0);
   return s;

@@ -1,119 +1,73 @@
-// CSV and TSV reading and writing (csv.hpp).
+// Reading CSV and TSV (csv.hpp): an index in one pass, then boxes of rows parsed where read.
 #include "engine/io/csv.hpp"
 
-#include <unistd.h>
-
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <limits>
-#include <sstream>
+#include <string_view>
 
-#include "engine/io/atomic_file.hpp"
+#include "engine/io/byte_source.hpp"
+#include "engine/io/csv_tokens.hpp"
 #include "engine/ir/error.hpp"
+#include "engine/telemetry/progress.hpp"
 #include "engine/telemetry/stats.hpp"
 
 namespace tapestry::io {
 
 namespace {
 
+constexpr size_t kMaxPlaces = 1024;          // an index notes 1024 to 2048 places
+constexpr size_t kPiece = size_t(16) << 20;  // bytes read at a time by the index
+
 template <class... Args> [[noreturn]] void fail(const std::string& path, const Args&... args) {
   throw Error(cat_str("'", path, "': ", args...));
 }
 
-struct Row {
-  int64_t line = 0;  // 1-based line where the record starts
-  std::vector<std::string> fields;
-};
-
-// RFC 4180 records: a quoted field may hold the delimiter, newlines and "" for a quote.
-std::vector<Row> split_records(const std::string& path, const std::string& text, char delim) {
-  std::vector<Row> rows;
-  Row row;
-  std::string field;
-  int64_t line = 1;
-  row.line = 1;
-  bool quoted = false, any = false;
-  auto end_field = [&] {
-    row.fields.push_back(std::move(field));
-    field.clear();
-  };
-  auto end_row = [&] {
-    end_field();
-    // A blank line is no record (a trailing newline included).
-    if (!(row.fields.size() == 1 && row.fields[0].empty())) rows.push_back(std::move(row));
-    row = Row{};
-    row.line = line;
-    any = false;
-  };
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-        field += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        if (c == '\n') ++line;
-        field += c;
-      }
-      continue;
-    }
-    if (c == '"' && field.empty()) {
-      quoted = any = true;
-    } else if (c == delim) {
-      end_field();
-      any = true;
-    } else if (c == '\n' || c == '\r') {
-      if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
-      ++line;
-      end_row();
-    } else {
-      field += c;
-      any = true;
-    }
-  }
-  if (quoted) fail(path, "line ", row.line, ": a quoted field is not closed");
-  if (any || !field.empty()) end_row();
-  return rows;
-}
-
-std::string trim(const std::string& s) {
+std::string_view trim(std::string_view s) {
   const size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
+  if (b == std::string_view::npos) return {};
   return s.substr(b, s.find_last_not_of(" \t") - b + 1);
 }
 
-// A field as a double; nullopt when it is not a number (empty is NaN).
-std::optional<double> number(const std::string& raw) {
-  const std::string s = trim(raw);
+// A field as a double; nullopt when it is not a number (empty is NaN). from_chars reads the
+// common forms fast; strtod then decides the rest ("+1", hex floats), as before.
+std::optional<double> number(std::string_view raw) {
+  const std::string_view s = trim(raw);
   if (s.empty()) return std::numeric_limits<double>::quiet_NaN();
+  double v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec == std::errc() && p == s.data() + s.size()) return v;
+  const std::string z(s);
   char* end = nullptr;
   errno = 0;
-  const double v = std::strtod(s.c_str(), &end);
-  if (end != s.c_str() + s.size()) return std::nullopt;
+  v = std::strtod(z.c_str(), &end);
+  if (end != z.c_str() + z.size()) return std::nullopt;
   return v;
 }
 
-// Stores field `raw` of (line, column) as element i of `out`.
-void put(const std::string& path, const Row& r, const std::string& col, const std::string& raw,
+// A kept column as errors name it: "'name' (3)" with a header, "3" without.
+std::string column_label(const CsvIndex& ix, size_t k) {
+  return ix.header ? cat_str("'", ix.names[k], "' (", ix.keep[k] + 1, ")") : std::to_string(ix.keep[k] + 1);
+}
+
+// Stores field `raw` (at `line`, kept column k) as element i of `out`.
+void put(const std::string& path, const CsvIndex& ix, int64_t line, size_t k, const std::string& raw,
          const View& out, int64_t i) {
-  const std::string s = trim(raw);
+  const std::string_view s = trim(raw);
   auto bad = [&](const char* want) {
-    fail(path, "line ", r.line, ", column ", col, ": '", raw, "' is not ", want);
+    fail(path, "line ", line, ", column ", column_label(ix, k), ": '", raw, "' is not ", want);
   };
   switch (out.dtype) {
     case DType::F32:
     case DType::F64: {
       const std::optional<double> v = number(s);
       if (!v) bad("a number");
-      if (out.dtype == DType::F32) out.ptr<float>()[i] = static_cast<float>(*v);
-      else out.ptr<double>()[i] = *v;
+      if (out.dtype == DType::F32) static_cast<float*>(out.buf->data())[i] = static_cast<float>(*v);
+      else static_cast<double*>(out.buf->data())[i] = *v;
       return;
     }
     case DType::I32:
@@ -123,9 +77,9 @@ void put(const std::string& path, const Row& r, const std::string& col, const st
       if (s.empty() || ec != std::errc() || p != s.data() + s.size()) bad("an integer");
       if (out.dtype == DType::I32) {
         if (v < INT32_MIN || v > INT32_MAX) bad("an i32");
-        out.ptr<int32_t>()[i] = static_cast<int32_t>(v);
+        static_cast<int32_t*>(out.buf->data())[i] = static_cast<int32_t>(v);
       } else {
-        out.ptr<int64_t>()[i] = v;
+        static_cast<int64_t*>(out.buf->data())[i] = v;
       }
       return;
     }
@@ -133,142 +87,296 @@ void put(const std::string& path, const Row& r, const std::string& col, const st
       const bool t = s == "1" || s == "true" || s == "True" || s == "TRUE";
       const bool f = s == "0" || s == "false" || s == "False" || s == "FALSE";
       if (!t && !f) bad("a bool (1, 0, true, false)");
-      out.ptr<bool>()[i] = t;
+      static_cast<bool*>(out.buf->data())[i] = t;
       return;
     }
   }
   throw InternalError("csv: unknown dtype");
 }
 
-// The shortest text that reads back as element (i, j).
-std::string field_text(const View& v, int64_t i, int64_t j) {
-  const int64_t k = v.offset + i * v.strides[0] + (v.rank() > 1 ? j * v.strides[1] : 0);
-  char buf[64];
-  std::to_chars_result r{};
-  switch (v.dtype) {
-    case DType::F32:
-      r = std::to_chars(buf, buf + sizeof buf, static_cast<const float*>(v.buf->data())[k]);
-      break;
-    case DType::F64:
-      r = std::to_chars(buf, buf + sizeof buf, static_cast<const double*>(v.buf->data())[k]);
-      break;
-    case DType::I32:
-      r = std::to_chars(buf, buf + sizeof buf, static_cast<const int32_t*>(v.buf->data())[k]);
-      break;
-    case DType::I64:
-      r = std::to_chars(buf, buf + sizeof buf, static_cast<const int64_t*>(v.buf->data())[k]);
-      break;
-    case DType::Bool: return static_cast<const bool*>(v.buf->data())[k] ? "1" : "0";
+// The index pass: records counted, the first two kept whole, every stride-th data row noted.
+class IndexSink {
+ public:
+  IndexSink(const std::string& path, const CsvOptions& o) : path_(path), o_(o) {}
+
+  void ch(char c) {
+    if (collect_) field_ += c;
   }
-  return std::string(buf, r.ptr);
+  void field_end() {
+    if (collect_) fields_.push_back(std::move(field_));
+    field_.clear();
+  }
+  void record_end(const CsvRecord& r, bool blank) {
+    if (blank) {
+      fields_.clear();
+      return;
+    }
+    if (records_ == 0) {
+      first_ = fields_;
+      first_line_ = r.line;
+      header_ = o_.header.value_or(false);
+      if (!o_.header)
+        for (const std::string& f : first_) header_ = header_ || !number(f);
+    } else if (r.fields != static_cast<int64_t>(first_.size())) {
+      fail(path_, "line ", r.line, " has ", r.fields, " fields, line ", first_line_, " has ", first_.size());
+    }
+    if (records_ == (header_ ? 1 : 0)) {
+      data_ = std::move(fields_);
+      data_line_ = r.line;
+    }
+    const int64_t row = records_ - (header_ ? 1 : 0);
+    if (row >= 0 && row % stride_ == 0) {
+      if (offsets_.size() == 2 * kMaxPlaces) {  // every other place goes: twice the stride
+        for (size_t i = 0; i < kMaxPlaces; ++i) {
+          offsets_[i] = offsets_[2 * i];
+          lines_[i] = lines_[2 * i];
+        }
+        offsets_.resize(kMaxPlaces);
+        lines_.resize(kMaxPlaces);
+        stride_ *= 2;
+      }
+      if (row % stride_ == 0) {
+        offsets_.push_back(r.offset);
+        lines_.push_back(r.line);
+      }
+    }
+    ++records_;
+    collect_ = records_ < 2;
+    fields_.clear();
+  }
+
+  CsvIndex finish(int64_t file_bytes) {
+    if (records_ == 0) fail(path_, "no rows");
+    CsvIndex ix;
+    ix.delimiter = o_.delimiter;
+    ix.dtype = o_.dtype;
+    ix.header = header_;
+    ix.width = static_cast<int64_t>(first_.size());
+    ix.rows = records_ - (header_ ? 1 : 0);
+    if (ix.rows == 0) fail(path_, "a header and no data rows");
+    std::vector<std::string> all;
+    for (size_t j = 0; j < first_.size(); ++j)
+      all.push_back(header_ ? std::string(trim(first_[j])) : std::to_string(j + 1));
+    for (const auto& c : o_.columns) {
+      if (const int64_t* i = std::get_if<int64_t>(&c)) {
+        if (*i < 0 || *i >= ix.width)
+          fail(path_, "column ", *i + 1, " is out of range: the file has ", ix.width, " columns");
+        ix.keep.push_back(*i);
+        continue;
+      }
+      const std::string& name = std::get<std::string>(c);
+      if (!header_) fail(path_, "column '", name, "' asked for by name, but the file has no header row");
+      const auto at = std::find(all.begin(), all.end(), name);
+      if (at == all.end()) {
+        std::string have;
+        for (const std::string& n : all) have += (have.empty() ? "" : ", ") + n;
+        fail(path_, "no column '", name, "' (the header has: ", have, ")");
+      }
+      ix.keep.push_back(at - all.begin());
+    }
+    if (o_.columns.empty())
+      for (int64_t j = 0; j < ix.width; ++j) ix.keep.push_back(j);
+    for (int64_t j : ix.keep) ix.names.push_back(all[static_cast<size_t>(j)]);
+    ix.stride = stride_;
+    ix.offsets = std::move(offsets_);
+    ix.lines = std::move(lines_);
+    ix.file_bytes = file_bytes;
+    // The first data row parses, so a text column is an error now rather than when observed.
+    auto row = Value::alloc(ix.dtype, {1, static_cast<int64_t>(ix.keep.size())});
+    for (size_t k = 0; k < ix.keep.size(); ++k)
+      put(path_, ix, data_line_, k, data_[static_cast<size_t>(ix.keep[k])], row->view(),
+          static_cast<int64_t>(k));
+    return ix;
+  }
+
+ private:
+  const std::string& path_;
+  const CsvOptions& o_;
+  bool collect_ = true, header_ = false;
+  std::string field_;
+  std::vector<std::string> fields_, first_, data_;
+  int64_t records_ = 0, first_line_ = 1, data_line_ = 1, stride_ = 1;
+  std::vector<int64_t> offsets_, lines_;
+};
+
+// Parses the rows of `box` from `text` (bytes from `base` of the file, starting at a data
+// row's beginning on `line`; `skip` data rows come first).
+class RowSink {
+ public:
+  RowSink(const std::string& path, const CsvIndex& ix, const poly::Box& box, const View& out, int64_t skip)
+      : path_(path), ix_(ix), box_(box), out_(out), skip_(skip), fields_(static_cast<size_t>(ix.width)) {
+    wanted_.assign(static_cast<size_t>(ix.width), false);
+    for (int64_t k = box.lo[1]; k <= box.hi[1]; ++k) wanted_[static_cast<size_t>(ix.keep[k])] = true;
+    collect_ = skip_ == 0;
+  }
+
+  void ch(char c) {
+    if (collect_ && field_ < ix_.width && wanted_[static_cast<size_t>(field_)])
+      fields_[static_cast<size_t>(field_)] += c;
+  }
+  void field_end() { ++field_; }
+  void record_end(const CsvRecord& r, bool blank) {
+    const int64_t fields = field_;
+    field_ = 0;
+    if (blank) return;
+    const int64_t i = row_++ - skip_;
+    if (i >= 0 && i < box_.extent(0)) {
+      if (fields != ix_.width)
+        fail(path_, "line ", r.line, " has ", fields, " fields, the header has ", ix_.width);
+      for (int64_t k = box_.lo[1]; k <= box_.hi[1]; ++k) {
+        const int64_t at = out_.offset + i * out_.strides[0] + (k - box_.lo[1]) * out_.strides[1];
+        put(path_, ix_, r.line, static_cast<size_t>(k), fields_[static_cast<size_t>(ix_.keep[k])], out_, at);
+      }
+      ++done_;
+    }
+    for (std::string& f : fields_) f.clear();
+    collect_ = row_ - skip_ >= 0 && row_ - skip_ < box_.extent(0);
+  }
+  int64_t done() const { return done_; }
+
+ private:
+  const std::string& path_;
+  const CsvIndex& ix_;
+  const poly::Box& box_;
+  const View& out_;
+  int64_t skip_;
+  std::vector<std::string> fields_;
+  std::vector<bool> wanted_;
+  bool collect_ = false;
+  int64_t field_ = 0, row_ = 0, done_ = 0;
+};
+
+// The bytes of the rows of `box`: from the place at or before its first row to the place
+// after its last (or the file's end).
+struct RowSpan {
+  int64_t begin, end, line, skip;
+};
+RowSpan span_of(const CsvIndex& ix, const poly::Box& box) {
+  const auto p0 = static_cast<size_t>(box.lo[0] / ix.stride);
+  const auto p1 = static_cast<size_t>((box.hi[0] + ix.stride) / ix.stride);
+  return {ix.offsets[p0], p1 < ix.offsets.size() ? ix.offsets[p1] : ix.file_bytes, ix.lines[p0],
+          box.lo[0] - static_cast<int64_t>(p0) * ix.stride};
 }
 
-// A header field, quoted when it holds the delimiter, a quote or a line end.
-std::string quoted(const std::string& s, char delim) {
-  if (s.find_first_of(std::string{delim, '"', '\n', '\r'}) == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"') q += '"';
-    q += c;
+void parse_rows(const std::string& path, const CsvIndex& ix, const char* text, const RowSpan& s,
+                const poly::Box& box, const View& out) {
+  RowSink sink(path, ix, box, out, s.skip);
+  CsvTokenizer t(ix.delimiter, s.begin, s.line);
+  t.feed(text, static_cast<size_t>(s.end - s.begin), s.begin, sink);
+  t.finish(path, s.end, sink);
+  if (sink.done() != box.extent(0))
+    fail(path, "rows ", box.lo[0] + 1, " to ", box.hi[0] + 1,
+         " are not where the index put them (the file changed)");
+}
+
+void put_string(std::vector<int64_t>& ints, const std::string& s) {
+  ints.push_back(static_cast<int64_t>(s.size()));
+  for (size_t i = 0; i < s.size(); i += 8) {
+    uint64_t word = 0;
+    std::memcpy(&word, s.data() + i, std::min<size_t>(8, s.size() - i));
+    ints.push_back(static_cast<int64_t>(word));
   }
-  q += '"';
-  return q;
+}
+
+std::string get_string(const std::vector<int64_t>& ints, size_t& at) {
+  internal_check(at < ints.size() && ints[at] >= 0);
+  const auto n = static_cast<size_t>(ints[at++]);
+  internal_check(ints.size() - at >= (n + 7) / 8);
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; i += 8) {
+    const auto word = static_cast<uint64_t>(ints[at++]);
+    std::memcpy(s.data() + i, &word, std::min<size_t>(8, n - i));
+  }
+  return s;
 }
 
 }  // namespace
+
+std::vector<int64_t> CsvIndex::encode() const {
+  std::vector<int64_t> v = {delimiter,
+                            static_cast<int64_t>(dtype),
+                            header,
+                            width,
+                            rows,
+                            stride,
+                            file_bytes,
+                            static_cast<int64_t>(keep.size()),
+                            static_cast<int64_t>(offsets.size())};
+  v.insert(v.end(), keep.begin(), keep.end());
+  v.insert(v.end(), offsets.begin(), offsets.end());
+  v.insert(v.end(), lines.begin(), lines.end());
+  for (const std::string& n : names) put_string(v, n);
+  return v;
+}
+
+CsvIndex CsvIndex::decode(const std::vector<int64_t>& v) {
+  internal_check(v.size() >= 9 && v[7] >= 0 && v[8] >= 0 && v[1] >= 0 && v[1] < kNumDTypes);
+  CsvIndex ix;
+  ix.delimiter = static_cast<char>(v[0]);
+  ix.dtype = static_cast<DType>(v[1]);
+  ix.header = v[2] != 0;
+  ix.width = v[3];
+  ix.rows = v[4];
+  ix.stride = v[5];
+  ix.file_bytes = v[6];
+  const auto nk = static_cast<size_t>(v[7]), np = static_cast<size_t>(v[8]);
+  internal_check(v.size() >= 9 + nk + 2 * np);
+  auto at = v.begin() + 9;
+  ix.keep.assign(at, at + static_cast<ptrdiff_t>(nk));
+  at += static_cast<ptrdiff_t>(nk);
+  ix.offsets.assign(at, at + static_cast<ptrdiff_t>(np));
+  at += static_cast<ptrdiff_t>(np);
+  ix.lines.assign(at, at + static_cast<ptrdiff_t>(np));
+  size_t pos = 9 + nk + 2 * np;
+  for (size_t k = 0; k < nk; ++k) ix.names.push_back(get_string(v, pos));
+  internal_check(pos == v.size());
+  return ix;
+}
 
 char default_delimiter(const std::string& path) {
   return path.size() >= 4 && path.compare(path.size() - 4, 4, ".tsv") == 0 ? '\t' : ',';
 }
 
-CsvTable parse_csv(const std::string& path, const std::string& text, const CsvOptions& o) {
-  std::vector<Row> rows = split_records(path, text, o.delimiter);
-  if (rows.empty()) fail(path, "no rows");
-  const size_t width = rows[0].fields.size();
-  bool header = false;
-  if (o.header) {
-    header = *o.header;
-  } else {
-    for (const std::string& f : rows[0].fields) header = header || !number(f);
+CsvIndex index_csv(const std::string& path, const CsvOptions& o) {
+  const std::unique_ptr<ByteSource> src = open_bytes(path);  // a file or a URL
+  const int64_t size = src->size();
+  IndexSink sink(path, o);
+  CsvTokenizer t(o.delimiter);
+  std::string buf;
+  for (int64_t at = 0; at < size; at += static_cast<int64_t>(buf.size())) {
+    buf.resize(static_cast<size_t>(std::min<int64_t>(size - at, kPiece)));
+    src->read_at(buf.data(), buf.size(), at);
+    t.feed(buf.data(), buf.size(), at, sink);
   }
-  std::vector<std::string> all_names;
-  for (size_t j = 0; j < width; ++j)
-    all_names.push_back(header ? trim(rows[0].fields[j]) : std::to_string(j + 1));
-  // The kept columns.
-  std::vector<size_t> keep;
-  for (const auto& c : o.columns) {
-    if (const int64_t* i = std::get_if<int64_t>(&c)) {
-      if (*i < 0 || *i >= static_cast<int64_t>(width))
-        fail(path, "column ", *i + 1, " is out of range: the file has ", width, " columns");
-      keep.push_back(static_cast<size_t>(*i));
-    } else {
-      const std::string& name = std::get<std::string>(c);
-      if (!header) fail(path, "column '", name, "' asked for by name, but the file has no header row");
-      size_t at = width;
-      for (size_t j = 0; j < width; ++j)
-        if (all_names[j] == name) at = j;
-      if (at == width) {
-        std::string have;
-        for (const std::string& n : all_names) have += (have.empty() ? "" : ", ") + n;
-        fail(path, "no column '", name, "' (the header has: ", have, ")");
-      }
-      keep.push_back(at);
-    }
-  }
-  if (o.columns.empty())
-    for (size_t j = 0; j < width; ++j) keep.push_back(j);
-  const size_t first = header ? 1 : 0;
-  const int64_t nrows = static_cast<int64_t>(rows.size() - first);
-  if (nrows == 0) fail(path, "a header and no data rows");
-  CsvTable t;
-  for (size_t j : keep) t.names.push_back(all_names[j]);
-  t.value = Value::alloc(o.dtype, {nrows, static_cast<int64_t>(keep.size())});
-  const View out = t.value->view();
-  for (size_t r = first; r < rows.size(); ++r) {
-    const Row& row = rows[r];
-    if (row.fields.size() != width)
-      fail(path, "line ", row.line, " has ", row.fields.size(), " fields, line ", rows[0].line, " has ",
-           width);
-    for (size_t k = 0; k < keep.size(); ++k) {
-      const size_t j = keep[k];
-      const std::string col = header ? cat_str("'", all_names[j], "' (", j + 1, ")") : std::to_string(j + 1);
-      put(path, row, col, row.fields[j], out, static_cast<int64_t>((r - first) * keep.size() + k));
-    }
-  }
-  return t;
+  t.finish(path, size, sink);
+  stats().bytes_read += static_cast<uint64_t>(size);
+  return sink.finish(size);
 }
 
-CsvTable read_csv(const std::string& path, const CsvOptions& o) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(path, "cannot open for reading: ", std::strerror(errno));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) fail(path, "read failed");
-  const std::string text = ss.str();
+void read_csv_box(const std::string& path, const CsvIndex& ix, const poly::Box& box, const View& out) {
+  internal_check(box.rank() == 2 && out.rank() == 2 && out.dtype == ix.dtype);
+  if (box.empty()) return;
+  const RowSpan s = span_of(ix, box);
+  std::string text(static_cast<size_t>(s.end - s.begin), '\0');
+  open_bytes(path)->read_at(text.data(), text.size(), s.begin);
   stats().bytes_read += text.size();
-  return parse_csv(path, text, o);
+  parse_rows(path, ix, text.data(), s, box, out);
+  note_io_progress(out.numel() * dtype_size(out.dtype));
 }
 
-void write_csv(const std::string& path, const View& v, char delimiter,
-               const std::vector<std::string>& names) {
-  internal_check(v.rank() == 1 || v.rank() == 2);
-  const int64_t rows = v.shape[0], cols = v.rank() == 2 ? v.shape[1] : 1;
-  internal_check(names.empty() || static_cast<int64_t>(names.size()) == cols);
-  std::string text;
-  for (size_t j = 0; j < names.size(); ++j) {
-    if (j) text += delimiter;
-    text += quoted(names[j], delimiter);
-  }
-  if (!names.empty()) text += '\n';
-  for (int64_t i = 0; i < rows; ++i) {
-    for (int64_t j = 0; j < cols; ++j) {
-      if (j) text += delimiter;
-      text += field_text(v, i, j);
-    }
-    text += '\n';
-  }
-  write_file_atomically(path, text);
-  stats().bytes_written += text.size();
+CsvTable parse_csv(const std::string& path, const std::string& text, const CsvOptions& o) {
+  IndexSink isink(path, o);
+  CsvTokenizer t(o.delimiter);
+  t.feed(text.data(), text.size(), 0, isink);
+  t.finish(path, static_cast<int64_t>(text.size()), isink);
+  const CsvIndex ix = isink.finish(static_cast<int64_t>(text.size()));
+  CsvTable table;
+  table.names = ix.names;
+  table.value = Value::alloc(ix.dtype, {ix.rows, static_cast<int64_t>(ix.keep.size())});
+  const poly::Box all = poly::Box::of_shape(table.value->view().shape);
+  const RowSpan s = span_of(ix, all);
+  parse_rows(path, ix, text.data() + s.begin, s, all, table.value->view());
+  return table;
 }
 
 }  // namespace tapestry::io

@@ -1,7 +1,9 @@
 // HDF5 datasets by boxes (hdf5.hpp).
 #include "engine/io/hdf5.hpp"
 
+#include <fcntl.h>
 #include <hdf5.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,8 +13,11 @@
 #include <utility>
 
 #include "engine/io/atomic_file.hpp"
+#include "engine/io/byte_source.hpp"
 #include "engine/io/npy.hpp"
+#include "engine/io/write_file.hpp"
 #include "engine/ir/error.hpp"
+#include "engine/telemetry/progress.hpp"
 #include "engine/telemetry/stats.hpp"
 
 namespace tapestry::io {
@@ -36,6 +41,8 @@ class Handle {
   hid_t id_;
   herr_t (*close_)(hid_t);
 };
+
+constexpr int64_t kSlab = int64_t(16) << 20;  // bytes per library read of a large box
 
 // The library prints its error stack to stderr by default; our errors say what failed instead.
 void quiet() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
@@ -67,6 +74,21 @@ Handle mem_type(DType t) {
   throw InternalError("hdf5: unknown dtype");
 }
 
+const char* class_name(H5T_class_t c) {
+  switch (c) {
+    case H5T_STRING: return "string";
+    case H5T_COMPOUND: return "compound";
+    case H5T_OPAQUE: return "opaque";
+    case H5T_BITFIELD: return "bitfield";
+    case H5T_REFERENCE: return "reference";
+    case H5T_ENUM: return "enum";
+    case H5T_VLEN: return "variable-length";
+    case H5T_ARRAY: return "array";
+    case H5T_TIME: return "time";
+    default: return "unknown";
+  }
+}
+
 // The dtype a stored type loads as (HDF5 converts the narrower integers and floats).
 DType dtype_of(const std::string& path, const std::string& ds, hid_t ft) {
   const H5T_class_t c = H5Tget_class(ft);
@@ -79,16 +101,34 @@ DType dtype_of(const std::string& path, const std::string& ds, hid_t ft) {
     fail(path, ds, "an unsigned 64-bit integer dataset, which Tapestry has no dtype for");
   }
   if (c == H5T_ENUM && size == 1) return DType::Bool;  // h5py's bool
-  fail(path, ds, "a dataset of HDF5 type class ", static_cast<int>(c),
-       ", which Tapestry cannot load (integers, floats and h5py bools only)");
+  fail(path, ds, "a dataset of HDF5 ", class_name(c),
+       " type, which Tapestry cannot load (integers, floats and h5py bools only)");
+}
+
+herr_t first_error(unsigned, const H5E_error2_t* e, void* out) {
+  auto* s = static_cast<std::string*>(out);
+  if (s->empty() && e->desc) *s = e->desc;
+  return 0;
+}
+
+// The library's own words for the error it just had (the innermost of its stack).
+std::string library_error() {
+  std::string why;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, first_error, &why);
+  return why;
 }
 
 Handle open_file(const std::string& path, unsigned mode) {
   quiet();
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) fail(path, "", "cannot open for reading: ", std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) fail(path, "", "not a regular file");
   Handle f(H5Fopen(path.c_str(), mode, H5P_DEFAULT), H5Fclose);
   if (!f.ok()) {
+    const std::string why = library_error();
     if (H5Fis_hdf5(path.c_str()) == 0) fail(path, "", "not an HDF5 file");
-    fail(path, "", "cannot open the HDF5 file", mode == H5F_ACC_RDONLY ? " for reading" : " for writing");
+    fail(path, "", "cannot open the HDF5 file", mode == H5F_ACC_RDONLY ? " for reading" : " for writing",
+         why.empty() ? "" : " (" + why + ")");
   }
   return f;
 }
@@ -219,11 +259,11 @@ Hdf5Info read_hdf5_info(const std::string& path, const std::string& ds) {
   return info;
 }
 
-void read_hdf5_box(const std::string& path, const std::string& ds, const poly::Box& box, const View& out) {
-  if (box.rank() > 0 && box.empty()) return;
-  const Handle f = open_file(path, H5F_ACC_RDONLY);
-  const Handle d = open_dataset(path, f.get(), ds);
-  const Handle fs = select(path, ds, d.get(), box);
+namespace {
+
+void read_slab(const std::string& path, const std::string& ds, hid_t d, const poly::Box& box,
+               const View& out) {
+  const Handle fs = select(path, ds, d, box);
   std::shared_ptr<Value> stage;
   View dst = out;
   if (!out.is_contiguous()) {
@@ -232,9 +272,10 @@ void read_hdf5_box(const std::string& path, const std::string& ds, const poly::B
   }
   const Handle ms = mem_space(out.shape);
   const Handle mt = mem_type(out.dtype);
-  if (H5Dread(d.get(), mt.get(), ms.get(), fs.get(), H5P_DEFAULT, dst.byte_ptr()) < 0)
-    fail(path, ds, "cannot read the slice ", poly::to_string(box));
+  if (H5Dread(d, mt.get(), ms.get(), fs.get(), H5P_DEFAULT, dst.byte_ptr()) < 0)
+    fail(path, ds, "the library cannot read it (", library_error(), ")");
   stats().bytes_read += static_cast<uint64_t>(dst.numel() * dtype_size(out.dtype));
+  note_io_progress(dst.numel() * dtype_size(out.dtype));
   if (stage) {
     // Element by element into the strided view (rare: loads read into fresh dense values).
     const int esz = dtype_size(out.dtype);
@@ -245,6 +286,124 @@ void read_hdf5_box(const std::string& path, const std::string& ds, const poly::B
       std::memcpy(static_cast<char*>(out.buf->data()) + off * esz, dst.byte_ptr() + i * esz, esz);
       for (int k = out.rank() - 1; k >= 0 && ++idx[k] == out.shape[k]; --k) idx[k] = 0;
     }
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// Where each chunk that `box` touches lies (HADDR_UNDEF: never written), with the part of the
+// box in it; `chunks` gets the chunk shape.
+std::vector<std::pair<poly::Box, haddr_t>> chunk_parts(const std::string& path, const std::string& ds,
+                                                       hid_t d, hid_t plist, const poly::Box& box,
+                                                       std::vector<int64_t>& chunks) {
+  const int r = box.rank();
+  std::vector<hsize_t> c(static_cast<size_t>(r));
+  H5Pget_chunk(plist, r, c.data());
+  chunks.assign(c.begin(), c.end());
+  std::vector<std::pair<poly::Box, haddr_t>> out;
+  std::vector<int64_t> first(r), last(r), idx(r);
+  for (int k = 0; k < r; ++k) {
+    first[k] = idx[k] = box.lo[k] / chunks[k];
+    last[k] = box.hi[k] / chunks[k];
+  }
+  while (true) {
+    std::vector<hsize_t> origin(static_cast<size_t>(r));
+    poly::Coords lo(r), hi(r);
+    for (int k = 0; k < r; ++k) {
+      origin[k] = static_cast<hsize_t>(idx[k] * chunks[k]);
+      lo[k] = std::max(box.lo[k], idx[k] * chunks[k]);
+      hi[k] = std::min(box.hi[k], (idx[k] + 1) * chunks[k] - 1);
+    }
+    unsigned mask = 0;
+    haddr_t addr = HADDR_UNDEF;
+    hsize_t size = 0;
+    if (H5Dget_chunk_info_by_coord(d, origin.data(), &mask, &addr, &size) < 0)
+      fail(path, ds, "cannot find the chunk at ", poly::to_string(poly::Box(lo, hi)), " (", library_error(),
+           ")");
+    out.emplace_back(poly::Box(lo, hi), addr);
+    int k = r - 1;
+    for (; k >= 0 && ++idx[k] > last[k]; --k) idx[k] = first[k];
+    if (k < 0) break;
+  }
+  return out;
+}
+
+// An unfiltered chunked dataset of the native type read raw: each chunk's part of the box with
+// pread, so a slice reads its own bytes rather than whole chunks (and ranks sharing a chunk
+// read only their parts); a chunk never written holds the fill value. False when the dataset
+// is not such a one (the library then reads it).
+bool read_chunks_raw(const std::string& path, const std::string& ds, hid_t d, const poly::Box& box,
+                     const View& out) {
+  const Handle plist(H5Dget_create_plist(d), H5Pclose);
+  if (box.rank() == 0 || !out.is_contiguous() || H5Pget_layout(plist.get()) != H5D_CHUNKED ||
+      H5Pget_nfilters(plist.get()) != 0)
+    return false;
+  const Handle ft(H5Dget_type(d), H5Tclose);
+  const Handle mt = mem_type(out.dtype);
+  if (H5Tequal(ft.get(), mt.get()) <= 0) return false;
+  const int r = box.rank();
+  const int esz = dtype_size(out.dtype);
+  std::string fill(static_cast<size_t>(esz), '\0');
+  H5D_fill_value_t defined = H5D_FILL_VALUE_UNDEFINED;
+  if (H5Pfill_value_defined(plist.get(), &defined) >= 0 && defined != H5D_FILL_VALUE_UNDEFINED)
+    H5Pget_fill_value(plist.get(), mt.get(), fill.data());
+  std::vector<int64_t> chunks;
+  const auto parts = chunk_parts(path, ds, d, plist.get(), box, chunks);
+  char* base = out.byte_ptr();
+  std::vector<ByteRun> runs;
+  for (const auto& [part, addr] : parts) {
+    const int64_t run = part.extent(r - 1);
+    std::vector<int64_t> e(static_cast<size_t>(r), 0);
+    while (true) {
+      int64_t co = 0, oo = 0;
+      for (int k = 0; k < r; ++k) {
+        const int64_t g = part.lo[k] + e[k];
+        co = co * chunks[k] + g % chunks[k];
+        oo = oo * box.extent(k) + (g - box.lo[k]);
+      }
+      char* dst = base + oo * esz;
+      if (addr == HADDR_UNDEF) {
+        for (int64_t k = 0; k < run; ++k) std::memcpy(dst + k * esz, fill.data(), static_cast<size_t>(esz));
+      } else {
+        const int64_t at = static_cast<int64_t>(addr) + co * esz;
+        if (!runs.empty() && runs.back().offset + runs.back().bytes == at &&
+            runs.back().dst + runs.back().bytes == dst)
+          runs.back().bytes += run * esz;
+        else runs.push_back({at, run * esz, dst});
+      }
+      int k = r - 2;
+      for (; k >= 0 && ++e[k] == part.extent(k); --k) e[k] = 0;
+      if (k < 0) break;
+    }
+  }
+  open_bytes(path)->read_runs(std::move(runs));
+  stats().bytes_read += static_cast<uint64_t>(box.volume() * esz);
+  if (out.dtype == DType::Bool)
+    for (int64_t i = 0; i < box.volume(); ++i) base[i] = base[i] != 0;
+  return true;
+}
+
+}  // namespace
+
+void read_hdf5_box(const std::string& path, const std::string& ds, const poly::Box& box, const View& out) {
+  if (box.rank() > 0 && box.empty()) return;
+  const Handle f = open_file(path, H5F_ACC_RDONLY);
+  const Handle d = open_dataset(path, f.get(), ds);
+  if (read_chunks_raw(path, ds, d.get(), box, out)) return;
+  // Slabs of rows of at most kSlab bytes, so the progress bar moves during one large box.
+  const int64_t row = box.rank() == 0 ? 0 : box.volume() / box.extent(0) * dtype_size(out.dtype);
+  const int64_t rows = box.rank() == 0 ? 1 : std::max<int64_t>(1, kSlab / std::max<int64_t>(row, 1));
+  for (int64_t at = 0; at < (box.rank() == 0 ? 1 : box.extent(0)); at += rows) {
+    if (box.rank() == 0) return read_slab(path, ds, d.get(), box, out);
+    poly::Box b = box;
+    b.lo[0] = box.lo[0] + at;
+    b.hi[0] = std::min(box.hi[0], b.lo[0] + rows - 1);
+    View o = out;
+    o.offset += at * out.strides[0];
+    o.shape[0] = b.extent(0);
+    read_slab(path, ds, d.get(), b, o);
   }
 }
 
@@ -263,6 +422,10 @@ int64_t create_hdf5(const std::string& path, const std::string& ds, DType dtype,
   } else {
     std::vector<hsize_t> c(chunks.begin(), chunks.end());
     H5Pset_chunk(dcpl.get(), static_cast<int>(c.size()), c.data());
+    // Every chunk allocated now and never filled: unfiltered chunks are plain bytes at offsets
+    // the library tells, which every rank then writes itself (write_hdf5_chunks_raw).
+    H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY);
+    H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER);
   }
   const Handle space = mem_space(shape);
   const Handle ft = mem_type(dtype);
@@ -276,38 +439,77 @@ int64_t create_hdf5(const std::string& path, const std::string& ds, DType dtype,
   return static_cast<int64_t>(at);
 }
 
-void write_hdf5_box(const std::string& path, const std::string& ds, const poly::Box& box, const View& in) {
+void write_hdf5_chunked_box(const std::string& path, const std::string& ds, const poly::Box& box,
+                            const View& in) {
   if (box.rank() > 0 && box.empty()) return;
-  const Handle f = open_file(path, H5F_ACC_RDWR);
-  const Handle d = open_dataset(path, f.get(), ds);
-  const Handle fs = select(path, ds, d.get(), box);
-  std::shared_ptr<Value> stage;
-  View src = in;
-  if (!in.is_contiguous()) {  // write_hdf5_box gets whole observed values; copy the rare strided one
-    stage = Value::alloc(in.dtype, in.shape);
-    const int esz = dtype_size(in.dtype);
-    std::vector<int64_t> idx(static_cast<size_t>(in.rank()), 0);
-    for (int64_t i = 0; i < in.numel(); ++i) {
-      int64_t off = in.offset;
-      for (int k = 0; k < in.rank(); ++k) off += idx[k] * in.strides[k];
-      std::memcpy(stage->view().byte_ptr() + i * esz, static_cast<const char*>(in.buf->data()) + off * esz,
-                  esz);
-      for (int k = in.rank() - 1; k >= 0 && ++idx[k] == in.shape[k]; --k) idx[k] = 0;
-    }
-    src = stage->view();
+  const int r = box.rank();
+  const int esz = dtype_size(in.dtype);
+  // Where each chunk the box touches lies, from the library; then the file is closed and the
+  // bytes are written raw (the library's own writes would need one writer for the file).
+  std::vector<int64_t> chunks;
+  std::vector<std::pair<poly::Box, haddr_t>> where;  // the part of box in a chunk, the chunk's offset
+  {
+    const Handle f = open_file(path, H5F_ACC_RDONLY);
+    const Handle d = open_dataset(path, f.get(), ds);
+    const Handle plist(H5Dget_create_plist(d.get()), H5Pclose);
+    if (H5Pget_layout(plist.get()) != H5D_CHUNKED || H5Pget_nfilters(plist.get()) != 0)
+      fail(path, ds, "not a chunked, unfiltered dataset");
+    where = chunk_parts(path, ds, d.get(), plist.get(), box, chunks);
+    for (const auto& [part, addr] : where)
+      if (addr == HADDR_UNDEF) fail(path, ds, "the chunk at ", poly::to_string(part), " is not allocated");
   }
-  const Handle ms = mem_space(in.shape);
-  const Handle mt = mem_type(in.dtype);
-  if (H5Dwrite(d.get(), mt.get(), ms.get(), fs.get(), H5P_DEFAULT, src.byte_ptr()) < 0)
-    fail(path, ds, "cannot write the slice ", poly::to_string(box));
-  stats().bytes_written += static_cast<uint64_t>(src.numel() * dtype_size(in.dtype));
+  const WriteFile f(path, O_WRONLY, "for writing");
+  const char* src = static_cast<const char*>(in.buf->data());
+  std::string buf;  // a run of bytes contiguous in the file
+  int64_t buf_at = -1;
+  auto flush = [&] {
+    if (!buf.empty()) f.write_at(buf.data(), buf.size(), buf_at);
+    buf.clear();
+  };
+  for (const auto& [part, addr] : where) {
+    // Row by row of the part (the last dimension is contiguous in the chunk).
+    const int64_t run = part.extent(r - 1);
+    std::vector<int64_t> e(static_cast<size_t>(r), 0);
+    while (true) {
+      int64_t co = 0, vo = in.offset;
+      for (int k = 0; k < r; ++k) {
+        const int64_t g = part.lo[k] + e[k];
+        co = co * chunks[k] + g % chunks[k];
+        vo += (g - box.lo[k]) * in.strides[k];
+      }
+      const int64_t at = static_cast<int64_t>(addr) + co * esz;
+      if (at != buf_at + static_cast<int64_t>(buf.size()) || buf.size() >= (size_t(16) << 20)) {
+        flush();
+        buf_at = at;
+      }
+      if (in.strides[r - 1] == 1) {
+        buf.append(src + vo * esz, static_cast<size_t>(run * esz));
+      } else {
+        for (int64_t k = 0; k < run; ++k) buf.append(src + (vo + k * in.strides[r - 1]) * esz, esz);
+      }
+      int k = r - 2;
+      for (; k >= 0 && ++e[k] == part.extent(k); --k) e[k] = 0;
+      if (k < 0) break;
+    }
+  }
+  flush();
+  stats().bytes_written += static_cast<uint64_t>(in.numel() * esz);
 }
 
 void save_hdf5(const std::string& path, const std::string& ds, const View& v,
                const std::map<std::string, Hdf5Attr>& attrs, const std::vector<int64_t>& chunks) {
   write_atomically(path, [&](const std::string& tmp) {
-    create_hdf5(tmp, ds, v.dtype, v.shape, attrs, chunks);
-    write_hdf5_box(tmp, ds, poly::Box::of_shape(v.shape), v);
+    const int64_t at = create_hdf5(tmp, ds, v.dtype, v.shape, attrs, chunks);
+    const poly::Box all = poly::Box::of_shape(v.shape);
+    if (at >= 0) {
+      NpyHeader h;
+      h.dtype = v.dtype;
+      h.shape = v.shape;
+      h.data_offset = at;
+      write_npy_box(tmp, h, all, v);
+    } else {
+      write_hdf5_chunked_box(tmp, ds, all, v);
+    }
   });
 }
 

@@ -6,9 +6,11 @@
 // filtered and whose stored type is the native little-endian one is plain bytes at one offset
 // in the file (Hdf5Info::raw_offset), so npy.hpp's box I/O reads and writes it with pread and
 // pwrite: several processes can write their boxes of one file at once, which serial HDF5 does
-// not allow. Every other dataset (chunked, compressed, big-endian, other integer and float
-// widths, which HDF5 converts) is read by hyperslab through the library. Bools are h5py's
-// enum {FALSE = 0, TRUE = 1} of int8. Every failure is an Error naming the file and dataset.
+// not allow. A chunked dataset we create is allocated whole at creation and unfiltered, so its
+// chunks are plain bytes too, written the same way (write_hdf5_chunked_box). Every other dataset (chunked,
+// compressed, big-endian, other integer and float widths, which HDF5 converts) is read by hyperslab through
+// the library. Bools are h5py's enum {FALSE = 0, TRUE = 1} of int8. Every failure is an Error naming the file
+// and dataset.
 #pragma once
 
 #include <cstdint>
@@ -42,15 +44,18 @@ void read_hdf5_box(const std::string& path, const std::string& dataset, const po
                    const View& out);
 
 // Creates `path` (which must not exist: a temporary name) holding `dataset` (intermediate
-// groups created) with `attrs`. Without chunks the data is allocated now and never filled, and
-// the offset of its raw bytes is returned for write_npy_box; with chunks (one per dim), -1 and
-// the data is written with write_hdf5_box.
+// groups created) with `attrs`, its data allocated now and never filled. Without chunks the
+// offset of its raw bytes is returned for write_npy_box; with chunks (one per dim), -1 and the
+// data is written with write_hdf5_chunked_box.
 int64_t create_hdf5(const std::string& path, const std::string& dataset, DType dtype, const Shape& shape,
                     const std::map<std::string, Hdf5Attr>& attrs, const std::vector<int64_t>& chunks);
 
-// Writes `in` to the elements of `box` of an existing dataset (one process at a time).
-void write_hdf5_box(const std::string& path, const std::string& dataset, const poly::Box& box,
-                    const View& in);
+// Writes `in` (box's extents, any strides) to the elements of `box` of a chunked dataset that
+// create_hdf5 made: the library tells where each chunk lies, and each chunk's part of the box
+// is written there raw with pwrite (chunks are unfiltered and native), so several processes
+// may write their boxes of one file at once, even parts of one chunk.
+void write_hdf5_chunked_box(const std::string& path, const std::string& dataset, const poly::Box& box,
+                            const View& in);
 
 // A new file holding `v` as `dataset`, written beside `path` and renamed over it (a failure
 // leaves `path` as it was); only a regular file is replaced (check_replaceable).

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "engine/io/atomic_file.hpp"
+#include "engine/io/write_file.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/telemetry/stats.hpp"
 
@@ -38,39 +39,7 @@ template <class... Args> [[noreturn]] void fail(const std::string& path, const A
   throw Error(cat_str("'", path, "': ", args...));
 }
 
-// An owned file descriptor, for writing (reads go through byte_source.hpp: a file or a URL).
-class File {
- public:
-  File(const std::string& path, int flags, const char* what) : path_(path) {
-    do fd_ = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
-    while (fd_ < 0 && errno == EINTR);
-    if (fd_ < 0) fail(path, "cannot open ", what, ": ", std::strerror(errno));
-  }
-  ~File() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  File(const File&) = delete;
-  File& operator=(const File&) = delete;
-
-  void write_at(const char* p, size_t n, int64_t off) const {
-    while (n > 0) {
-      const ssize_t k = ::pwrite(fd_, p, n, off);
-      if (k < 0 && errno == EINTR) continue;
-      if (k < 0) fail(path_, "write failed: ", std::strerror(errno));
-      p += k;
-      n -= static_cast<size_t>(k);
-      off += k;
-    }
-  }
-
-  void resize(int64_t bytes) const {
-    if (::ftruncate(fd_, bytes) != 0) fail(path_, "cannot size the file: ", std::strerror(errno));
-  }
-
- private:
-  std::string path_;
-  int fd_ = -1;
-};
+using File = WriteFile;  // reads go through byte_source.hpp: a file or a URL
 
 // ---- descr ----
 
@@ -414,7 +383,7 @@ NpyHeader write_npy_header(const std::string& path, DType dtype, const Shape& sh
   NpyHeader h = make_npy_header(dtype, shape);
   const std::string bytes = npy_header_bytes(dtype, shape);
   const File f(path, O_WRONLY | O_CREAT | (fresh ? O_EXCL | O_NOFOLLOW : O_TRUNC), "for writing");
-  f.write_at(bytes.data(), bytes.size(), 0);
+  f.write_at(bytes.data(), bytes.size(), 0, false);
   f.resize(h.data_offset + h.data_bytes());
   return h;
 }

@@ -24,12 +24,22 @@ struct IoTask {
   std::string path;
   uint64_t key = 0;  // the shard store key (a stored leaf's id)
   // Raw: C-order bytes at header.data_offset (.npy, safetensors, contiguous HDF5); Hdf5: the
-  // dataset `dataset` through the library; Zarr: the chunks of the zarr array at `path`.
-  enum Format : uint8_t { Raw = 0, Hdf5 = 1, Zarr = 2 };
+  // dataset `dataset` (read through the library; written raw into its allocated chunks); Zarr:
+  // the chunks of the zarr array at `path` (a write's shards are whole chunks); Csv: text rows.
+  enum Format : uint8_t { Raw = 0, Hdf5 = 1, Zarr = 2, Csv = 3 };
   Format format = Raw;
   NpyHeader header;
   std::string dataset;
   std::vector<plan::Shard> shards;  // the boxes, each with the rank that reads/writes it
+  // Csv writes go in two steps, because where a rank's rows start depends on how long every
+  // earlier rank's text is. Render: each rank formats its shards' rows (kept in its process)
+  // and stores each text's length under `aux_key` (box {i} for shard i) for rank 0 to gather.
+  // Place: each rank writes shard i's text at offsets[i]. Discard: forget the texts.
+  enum Step : uint8_t { Whole = 0, Render = 1, Place = 2, Discard = 3 };
+  Step step = Whole;
+  char delimiter = ',';
+  uint64_t aux_key = 0;
+  std::vector<int64_t> offsets;
 };
 
 std::vector<char> encode_io(const std::vector<IoTask>& tasks);
@@ -39,6 +49,9 @@ std::vector<IoTask> decode_io(std::span<const char> bytes);
 // This rank's part of `tasks`: reads into / writes from `store` on `rank`. The rank
 // `fail_rank` fails instead (TAPESTRY_IO_FAULT, the tests' way to fail one rank; -1: none).
 void run_io_part(const std::vector<IoTask>& tasks, int rank, ShardStore& store, int fail_rank = -1);
+
+// Writes `v` (box's extents) to `box` of t's file as a write task's shard would be written.
+void write_box(const IoTask& t, const poly::Box& box, const View& v);
 
 // The default layout of a loaded tensor: rows (dimension 1) split as evenly as the ranks allow.
 std::vector<plan::Shard> row_split(uint64_t key, const Shape& shape, int ranks);

@@ -2,6 +2,7 @@
 
 #include <libpq-fe.h>
 
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -160,8 +161,12 @@ void write_postgres(const std::string& url, const std::string& table, const View
         case DType::F64: {
           const double d = v.dtype == DType::F32 ? static_cast<const float*>(base)[at]
                                                  : static_cast<const double*>(base)[at];
-          if (std::isnan(d)) batch += "\\N";
-          else batch.append(num, static_cast<size_t>(std::snprintf(num, sizeof num, "%.17g", d)));
+          if (std::isnan(d)) {
+            batch += "\\N";
+          } else {  // the shortest text that reads back the same double (PostgreSQL reads "inf")
+            const std::to_chars_result r = std::to_chars(num, num + sizeof num, d);
+            batch.append(num, static_cast<size_t>(r.ptr - num));
+          }
           break;
         }
         case DType::I32: batch += std::to_string(static_cast<const int32_t*>(base)[at]); break;

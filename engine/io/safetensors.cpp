@@ -107,7 +107,8 @@ SafetensorsFile parse_safetensors_header(const std::string& path, const std::str
       bad("data_offsets [", b, ", ", end, "] hold ", end < b ? 0 : end - b, " bytes, shape ",
           shape_str(t.header.shape), " ", dt, " needs ", want);
     if (end > static_cast<uint64_t>(data_bytes))
-      bad("truncated: the data ends at byte ", end, " of ", data_bytes, " data bytes");
+      bad("truncated: its data ends at byte ", end, " of the data section, which holds ", data_bytes,
+          " bytes");
     t.header.data_offset = header_end + static_cast<int64_t>(b);
     f.tensors.push_back(std::move(t));
   }

@@ -4,6 +4,7 @@
 #include "engine/io/postgres.hpp"
 
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <limits>
@@ -21,7 +22,8 @@ class Db {
  public:
   Db(const std::string& path, int flags) : path_(path) {
     if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
-      const std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
+      std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
+      if (!(flags & SQLITE_OPEN_CREATE) && ::access(path.c_str(), F_OK) != 0) why = "no such file";
       sqlite3_close(db_);
       db_ = nullptr;
       throw Error(cat_str("'", path, "': cannot open the database: ", why));

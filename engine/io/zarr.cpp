@@ -20,8 +20,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "engine/io/chunk_grid.hpp"
 #include "engine/io/npy.hpp"
 #include "engine/ir/error.hpp"
+#include "engine/telemetry/progress.hpp"
 #include "engine/telemetry/stats.hpp"
 
 namespace tapestry::io {
@@ -242,7 +244,11 @@ void read_zarr_box(const std::string& dir, const ZarrMeta& m, const poly::Box& b
         oo += (e[d] - box.lo[d]) * out.strides[d];
       }
       char* dst = obase + oo * esz;
-      if (raw) {
+      // A C-order chunk and a dense output row: the rest of this row in one copy.
+      if (raw && r > 0 && !m.fortran && out.strides[r - 1] == 1 && m.dtype != DType::Bool) {
+        std::memcpy(dst, data.data() + co * esz, static_cast<size_t>((hi[r - 1] - e[r - 1] + 1) * esz));
+        e[r - 1] = hi[r - 1];
+      } else if (raw) {
         std::memcpy(dst, data.data() + co * esz, esz);
       } else {
         switch (m.dtype) {
@@ -258,84 +264,122 @@ void read_zarr_box(const std::string& dir, const ZarrMeta& m, const poly::Box& b
       for (; d >= 0 && ++e[d] > hi[d]; --d) e[d] = lo[d];
       if (d < 0) break;
     }
+    int64_t part = esz;
+    for (int d = 0; d < r; ++d) part *= hi[d] - lo[d] + 1;
+    note_io_progress(part);
     int d = r - 1;
     for (; d >= 0 && ++idx[d] > last[d]; --d) idx[d] = first[d];
     if (d < 0) break;
   }
 }
 
-void save_zarr(const std::string& path, const View& v, const std::vector<int64_t>& chunks,
-               const ZarrCompressor& comp, const Attrs& attrs) {
+bool check_zarr_replaceable(const std::string& path) {
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(path, ec);
   const bool exists = fs::exists(st);
   if (exists && !(fs::is_directory(st) && fs::exists(path + "/.zarray")))
     fail(path, "exists and is not a zarr array (a folder holding .zarray); only a zarr array is replaced");
-  const std::string tmp = cat_str(path, ".partial-", ::getpid());
-  fs::remove_all(tmp, ec);
-  try {
-    if (!fs::create_directory(tmp, ec)) fail(path, "cannot write: ", ec.message());
-    const int r = v.rank();
-    json j = {{"zarr_format", 2},   {"shape", v.shape}, {"chunks", chunks},          {"order", "C"},
-              {"filters", nullptr}, {"fill_value", 0},  {"dimension_separator", "."}};
-    for (const DTypeCode& c : kCodes)
-      if (c.dtype == v.dtype) j["dtype"] = c.code;
-    if (comp.id.empty()) j["compressor"] = nullptr;
-    else if (comp.id == "blosc")
-      j["compressor"] = {{"id", "blosc"},
-                         {"cname", comp.cname},
-                         {"clevel", comp.level},
-                         {"shuffle", comp.shuffle},
-                         {"blocksize", 0}};
-    else j["compressor"] = {{"id", comp.id}, {"level", comp.level}};
-    write_text(tmp + "/.zarray", j.dump(2));
-    json ja = json::object();
-    for (const auto& [k, a] : attrs) {
-      if (const std::string* s = std::get_if<std::string>(&a)) ja[k] = *s;
-      else if (std::get<std::vector<double>>(a).size() == 1) ja[k] = std::get<std::vector<double>>(a)[0];
-      else ja[k] = std::get<std::vector<double>>(a);
-    }
-    write_text(tmp + "/.zattrs", ja.dump(2));
-    // Every chunk: its box of v, padded with zeros to a whole chunk (as zarr writes edges).
-    const int esz = dtype_size(v.dtype);
-    const int64_t chunk_n = numel(chunks);
-    std::vector<int64_t> idx(r, 0), count(r);
-    for (int d = 0; d < r; ++d) count[d] = (v.shape[d] + chunks[d] - 1) / chunks[d];
+  return exists;
+}
+
+void create_zarr(const std::string& dir, const ZarrMeta& m) {
+  std::error_code ec;
+  fs::remove_all(dir, ec);  // a temporary left by a crashed process with our pid
+  if (!fs::create_directory(dir, ec)) fail(dir, "cannot write: ", ec.message());
+  json j = {{"zarr_format", 2},   {"shape", m.shape}, {"chunks", m.chunks},        {"order", "C"},
+            {"filters", nullptr}, {"fill_value", 0},  {"dimension_separator", "."}};
+  for (const DTypeCode& c : kCodes)
+    if (c.dtype == m.dtype) j["dtype"] = c.code;
+  const ZarrCompressor& comp = m.compressor;
+  if (comp.id.empty()) j["compressor"] = nullptr;
+  else if (comp.id == "blosc")
+    j["compressor"] = {{"id", "blosc"},
+                       {"cname", comp.cname},
+                       {"clevel", comp.level},
+                       {"shuffle", comp.shuffle},
+                       {"blocksize", 0}};
+  else j["compressor"] = {{"id", comp.id}, {"level", comp.level}};
+  write_text(dir + "/.zarray", j.dump(2));
+  json ja = json::object();
+  for (const auto& [k, a] : m.attrs) {
+    if (const std::string* s = std::get_if<std::string>(&a)) ja[k] = *s;
+    else if (std::get<std::vector<double>>(a).size() == 1) ja[k] = std::get<std::vector<double>>(a)[0];
+    else ja[k] = std::get<std::vector<double>>(a);
+  }
+  write_text(dir + "/.zattrs", ja.dump(2));
+}
+
+void write_zarr_chunk(const std::string& dir, const ZarrMeta& m, const poly::Box& box, const View& v) {
+  const int r = static_cast<int>(m.shape.size());
+  internal_check(box.rank() == r && v.rank() == r && v.dtype == m.dtype);
+  const int esz = dtype_size(m.dtype);
+  std::string data(static_cast<size_t>(numel(m.chunks) * esz), '\0');
+  std::vector<int64_t> idx(static_cast<size_t>(r));
+  for (int d = 0; d < r; ++d) idx[d] = box.lo[d] / m.chunks[d];
+  if (r == 0) {
+    std::memcpy(data.data(), v.byte_ptr(), static_cast<size_t>(esz));
+  } else {
+    // Row by row (the last dimension is a run in the chunk, and in v when its stride is 1).
+    const int64_t run = box.extent(r - 1);
+    std::vector<int64_t> e(static_cast<size_t>(r), 0);
+    const char* vbase = static_cast<const char*>(v.buf->data());
     while (true) {
-      std::string data(static_cast<size_t>(chunk_n * esz), '\0');
-      std::vector<int64_t> e(r, 0);
-      bool any = true;
-      for (int d = 0; d < r; ++d) any = any && idx[d] * chunks[d] < v.shape[d];
-      while (any) {
-        int64_t co = 0, vo = v.offset;
-        bool inside = true;
-        for (int d = 0; d < r; ++d) {
-          const int64_t g = idx[d] * chunks[d] + e[d];
-          inside = inside && g < v.shape[d];
-          co = co * chunks[d] + e[d];
-          vo += g * v.strides[d];
-        }
-        if (inside)
-          std::memcpy(data.data() + co * esz, static_cast<const char*>(v.buf->data()) + vo * esz, esz);
-        int d = r - 1;
-        for (; d >= 0 && ++e[d] == chunks[d]; --d) e[d] = 0;
-        if (d < 0) break;
+      int64_t co = 0, vo = v.offset;
+      for (int d = 0; d < r; ++d) {
+        co = co * m.chunks[d] + (box.lo[d] - idx[d] * m.chunks[d]) + e[d];
+        vo += e[d] * v.strides[d];
       }
-      const std::string enc = encode(path, comp, data, static_cast<size_t>(esz));
-      write_text(tmp + "/" + chunk_key(idx, '.'), enc);
-      stats().bytes_written += enc.size();
-      int d = r - 1;
-      for (; d >= 0 && ++idx[d] == count[d]; --d) idx[d] = 0;
+      char* dst = data.data() + co * esz;
+      if (v.strides[r - 1] == 1 || run == 1) {
+        std::memcpy(dst, vbase + vo * esz, static_cast<size_t>(run * esz));
+      } else {
+        for (int64_t k = 0; k < run; ++k)
+          std::memcpy(dst + k * esz, vbase + (vo + k * v.strides[r - 1]) * esz, static_cast<size_t>(esz));
+      }
+      int d = r - 2;
+      for (; d >= 0 && ++e[d] == box.extent(d); --d) e[d] = 0;
       if (d < 0) break;
     }
-    // Swap the new store in: one rename, or an exchange with the old one, which then goes.
-    if (!exists) {
-      if (std::rename(tmp.c_str(), path.c_str()) != 0) fail(path, "cannot write: ", std::strerror(errno));
-    } else {
-      if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_EXCHANGE) != 0)
-        fail(path, "cannot replace: ", std::strerror(errno));
-      fs::remove_all(tmp, ec);
-    }
+  }
+  const std::string enc = encode(dir, m.compressor, data, static_cast<size_t>(esz));
+  write_text(dir + "/" + chunk_key(idx, '.'), enc);
+  stats().bytes_written += enc.size();
+  note_io_progress(v.numel() * esz);
+}
+
+void commit_zarr(const std::string& tmp, const std::string& path, bool exists) {
+  if (!exists) {
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) fail(path, "cannot write: ", std::strerror(errno));
+    return;
+  }
+  if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_EXCHANGE) != 0)
+    fail(path, "cannot replace: ", std::strerror(errno));
+  std::error_code ec;
+  fs::remove_all(tmp, ec);  // now the old store
+}
+
+void save_zarr(const std::string& path, const View& v, const std::vector<int64_t>& chunks,
+               const ZarrCompressor& comp, const Attrs& attrs) {
+  const bool exists = check_zarr_replaceable(path);
+  const std::string tmp = cat_str(path, ".partial-", ::getpid());
+  std::error_code ec;
+  try {
+    ZarrMeta m;
+    m.dtype = v.dtype;
+    m.shape = v.shape;
+    m.chunks = chunks;
+    m.compressor = comp;
+    m.attrs = attrs;
+    create_zarr(tmp, m);
+    for_each_chunk(m.shape, m.chunks, [&](const poly::Box& b) {
+      View part = v;  // the chunk's window of v
+      for (int d = 0; d < v.rank(); ++d) {
+        part.offset += b.lo[d] * v.strides[d];
+        part.shape[d] = b.extent(d);
+      }
+      write_zarr_chunk(tmp, m, b, part);
+    });
+    commit_zarr(tmp, path, exists);
   } catch (const Error& e) {
     fs::remove_all(tmp, ec);
     std::string msg = e.what();

@@ -46,9 +46,26 @@ ZarrMeta parse_zarr_meta(const std::string& dir, const std::string& zarray, cons
 
 void read_zarr_box(const std::string& dir, const ZarrMeta& m, const poly::Box& box, const View& out);
 
+// Writing, in pieces so that every rank writes the chunks it holds (engine/session/
+// parallel_save.hpp):
+//   bool old = check_zarr_replaceable(path);          // before anything is written
+//   create_zarr(tmp, meta);                           // .zarray and .zattrs, no chunk yet
+//   write_zarr_chunk(tmp, meta, chunk_box, part);     // each chunk once, by one process
+//   commit_zarr(tmp, path, old);                      // swapped in whole
+// A store we write is C order, fill_value 0, no filters, separator '.'.
+// Whether `path` holds a zarr array (true) or nothing (false); any other thing there is an Error.
+bool check_zarr_replaceable(const std::string& path);
+// A fresh folder `dir` (any earlier one removed) holding m's .zarray and .zattrs.
+void create_zarr(const std::string& dir, const ZarrMeta& m);
+// Chunk `box` of m's grid (a whole chunk, clipped to the shape) from `v` (box's extents, any
+// strides), padded with zeros to a whole chunk as zarr writes the edges. `path` names errors.
+void write_zarr_chunk(const std::string& dir, const ZarrMeta& m, const poly::Box& box, const View& v);
+// Renames `tmp` to `path`, or exchanges them (renameat2) when `exists` and removes the old one.
+void commit_zarr(const std::string& tmp, const std::string& path, bool exists);
+
 // Writes `v` as a new store (C order, `chunks` one per dim) beside `path` and swaps it in: a
 // failure leaves `path` as it was. Only an absent path or a zarr store (a folder holding
-// .zarray) is replaced.
+// .zarray) is replaced. One process writes every chunk.
 void save_zarr(const std::string& path, const View& v, const std::vector<int64_t>& chunks,
                const ZarrCompressor& compressor, const Attrs& attrs);
 

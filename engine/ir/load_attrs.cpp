@@ -51,12 +51,14 @@ Attrs LoadAttrs::encode() const {
   a.ints.insert(a.ints.end(), origin.begin(), origin.end());
   put_string(a.ints, path);
   put_string(a.ints, dataset);
+  a.ints.push_back(static_cast<int64_t>(extra.size()));
+  a.ints.insert(a.ints.end(), extra.begin(), extra.end());
   return a;
 }
 
 LoadAttrs LoadAttrs::decode(const Attrs& a) {
   constexpr size_t kFixed = 7;  // format, order, offset, mtime, bytes, inode, rank
-  internal_check(a.ints.size() >= kFixed && a.ints[0] >= Raw && a.ints[0] <= Zarr && a.ints[6] >= 0);
+  internal_check(a.ints.size() >= kFixed && a.ints[0] >= Raw && a.ints[0] <= Csv && a.ints[6] >= 0);
   LoadAttrs l;
   l.format = static_cast<Format>(a.ints[0]);
   l.fortran_order = a.ints[1] != 0;
@@ -73,7 +75,9 @@ LoadAttrs LoadAttrs::decode(const Attrs& a) {
   size_t at = kFixed + 2 * static_cast<size_t>(rank);
   l.path = get_string(a.ints, at);
   l.dataset = get_string(a.ints, at);
-  internal_check(at == a.ints.size());
+  internal_check(at < a.ints.size() && a.ints[at] >= 0 &&
+                 a.ints.size() - at - 1 == static_cast<size_t>(a.ints[at]));
+  l.extra.assign(a.ints.begin() + static_cast<ptrdiff_t>(at) + 1, a.ints.end());
   return l;
 }
 

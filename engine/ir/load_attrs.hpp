@@ -23,8 +23,9 @@ namespace tapestry {
 struct LoadAttrs {
   // Raw: bytes at data_offset in C order, or Fortran order (.npy, safetensors, contiguous
   // HDF5); Hdf5: `dataset` through the HDF5 library (chunked, compressed); Zarr: the chunks of
-  // the zarr v2 array in the directory `path`.
-  enum Format : uint8_t { Raw = 0, Hdf5 = 1, Zarr = 2 };
+  // the zarr v2 array in the directory `path`; Csv: rows of a text table (`extra` holds its
+  // index, engine/io/csv.hpp).
+  enum Format : uint8_t { Raw = 0, Hdf5 = 1, Zarr = 2, Csv = 3 };
   Format format = Raw;
   std::string path;
   std::string dataset;  // Hdf5 only
@@ -36,6 +37,7 @@ struct LoadAttrs {
   int64_t mtime_ns = 0;         // the file at load time (for a zarr store: its .zarray):
   int64_t file_bytes = 0;       // time stamps can be coarser than two writes apart, and a
   int64_t inode = 0;            // file saved over is a new inode
+  std::vector<int64_t> extra;   // what else a format needs to read a box (Csv: its index)
   Attrs encode() const;
   static LoadAttrs decode(const Attrs& a);
   bool operator==(const LoadAttrs&) const = default;

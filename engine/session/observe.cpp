@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "engine/io/lazy_load.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/lower_rank.hpp"
 #include "engine/plan/memory_limit.hpp"
@@ -14,6 +15,7 @@
 #include "engine/run/device_eval.hpp"
 #include "engine/run/evaluator.hpp"
 #include "engine/session/session.hpp"
+#include "engine/telemetry/progress.hpp"
 #include "engine/telemetry/stats.hpp"
 #include "engine/telemetry/trace.hpp"
 
@@ -240,6 +242,8 @@ void observe_values(Session& s, const std::vector<NodeRef>& given) {
   const plan::Mesh& mesh = s.mesh();
   std::vector<NodeRef> roots = substitute_stored(s, given);
   gather_what_must_be_whole(s, roots, mesh.ranks);
+  // The file bytes the loads of this observation read, for the progress bar (if one listens).
+  const ExpectIo io(s.telemetry().progress_listener ? io::load_bytes(roots, s.mpi_job_ranks()) : 0);
   if (mesh.ranks == 1) {
     if (DeviceBackend* dev = s.device()) evaluate_on_device(roots, *dev);
     else evaluate(roots);
@@ -291,6 +295,7 @@ std::vector<NodeRef> observe_stored(Session& s, const std::vector<NodeRef>& give
   // Inputs of this plan that cannot be read where they lie are gathered first.
   for (const NodeRef& n : plan::observed_subgraph(todo))
     if (!n->value && s.stored().layout(n->id) && !s.stored().usable(n->id, mesh.ranks)) gather_stored(s, n);
+  const ExpectIo io(s.telemetry().progress_listener ? io::load_bytes(todo, s.mpi_job_ranks()) : 0);
   const auto shards = run_observation(s, todo, keep, mesh);
   for (size_t i = 0; i < todo.size(); ++i) {
     s.stored().register_stored(leaves[i], shards[i], mesh.ranks);

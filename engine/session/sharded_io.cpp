@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -11,9 +12,19 @@
 #include <optional>
 #include <utility>
 
+#include <fcntl.h>
+
+#include <filesystem>
+
 #include "engine/dist/worker.hpp"
+#include "engine/io/chunk_grid.hpp"
+#include "engine/io/csv.hpp"
+#include "engine/io/write_file.hpp"
+#include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
+#include "engine/session/observe.hpp"
 #include "engine/session/session.hpp"
+#include "engine/telemetry/progress.hpp"
 
 namespace tapestry::io {
 
@@ -93,6 +104,11 @@ void save_npy_sharded(Session& ses, const std::vector<std::pair<std::string, Nod
   // Grouped by the mesh each was stored on (normally one group: the current mesh).
   std::map<int, std::vector<IoTask>> groups;
   std::vector<std::pair<std::string, std::string>> renames;  // tmp -> path
+  Progress bar(0);
+  for (const auto& [path, leaf] : files) {
+    const StoredLayout* l = ses.stored().layout(leaf->id);
+    bar.add_io_total(io_share(ses, numel(leaf->shape) * dtype_size(leaf->dtype), l ? l->ranks : 1));
+  }
   auto unlink_all = [&] {
     for (const auto& [tmp, path] : renames) ::unlink(tmp.c_str());
   };
@@ -129,7 +145,9 @@ void save_npy_sharded(Session& ses, const std::vector<std::pair<std::string, Nod
       } catch (const Error& e) {
         std::string msg = e.what();
         for (const auto& [tmp, path] : renames) msg = rename_path(msg, tmp, path);
-        throw Error(msg);
+        // One file: the message names it (a rank's failure may not); several (a checkpoint's):
+        // each rank's own message says which.
+        throw Error(files.size() == 1 ? naming(files[0].first, msg) : msg);
       }
     }
   } catch (...) {  // cleanup, then the same exception goes on (no Lua runs here)
@@ -150,8 +168,16 @@ namespace tapestry::io {
 
 void save_parts_sharded(Session& ses, const std::string& path,
                         const std::function<std::vector<NpyHeader>(const std::string&)>& create,
-                        const std::vector<NodeRef>& parts) {
+                        const std::vector<NodeRef>& parts, IoTask::Format format,
+                        const std::string& dataset) {
   check_replaceable(path);
+  int64_t total = 0;
+  for (const NodeRef& n : parts) {
+    const StoredLayout* l = ses.stored().layout(n->id);
+    total += io_share(ses, numel(n->shape) * dtype_size(n->dtype), l ? l->ranks : 1);
+  }
+  Progress bar(0);
+  bar.add_io_total(total);
   const std::string tmp = cat_str(path, ".partial-", ::getpid());
   ::unlink(tmp.c_str());  // a temporary left by a crashed process with our pid
   try {
@@ -161,17 +187,19 @@ void save_parts_sharded(Session& ses, const std::string& path,
     for (size_t i = 0; i < parts.size(); ++i) {
       const NpyHeader& h = headers[i];
       const NodeRef& node = parts[i];
-      if (node->value) {
-        write_npy_box(tmp, h, poly::Box::of_shape(h.shape), node->value->view());
-        continue;
-      }
-      const StoredLayout* s = ses.stored().layout(node->id);
-      internal_check(s != nullptr);
       IoTask t;
       t.kind = IoTask::Write;
+      t.format = format;
+      t.dataset = dataset;
       t.path = tmp;
       t.key = node->id;
       t.header = h;
+      const StoredLayout* s = ses.stored().layout(node->id);
+      if (!s) {
+        internal_check(node->value != nullptr);
+        write_box(t, poly::Box::of_shape(h.shape), node->value->view());
+        continue;
+      }
       for (const plan::Shard& sh : s->shards) {  // a replicated box is written once
         bool dup = false;
         for (const plan::Shard& o : t.shards) dup = dup || o.box == sh.box;
@@ -191,6 +219,187 @@ void save_parts_sharded(Session& ses, const std::string& path,
   } catch (...) {  // cleanup, then the same exception goes on (no Lua runs here)
     ::unlink(tmp.c_str());
     throw;
+  }
+}
+
+}  // namespace tapestry::io
+
+namespace tapestry::io {
+
+namespace {
+
+// The distinct boxes of a stored layout (a replicated box once), with their ranks.
+std::vector<plan::Shard> distinct_shards(const StoredLayout& l) {
+  std::vector<plan::Shard> out;
+  for (const plan::Shard& sh : l.shards) {
+    bool dup = false;
+    for (const plan::Shard& o : out) dup = dup || o.box == sh.box;
+    if (!dup && !(sh.box.rank() > 0 && sh.box.empty())) out.push_back(sh);
+  }
+  return out;
+}
+
+// The window of `v` (holding box `outer`) that holds `inner`.
+View window_of(const View& v, const poly::Box& outer, const poly::Box& inner) {
+  View w = v;
+  for (int d = 0; d < inner.rank(); ++d) {
+    w.offset += (inner.lo[d] - outer.lo[d]) * v.strides[d];
+    w.shape[d] = inner.extent(d);
+  }
+  return w;
+}
+
+// Rows split into blocks of whole rows, in order, covering every row once: each can be
+// formatted and placed by its rank. Sorted by first row.
+std::optional<std::vector<plan::Shard>> row_blocks(const StoredLayout& l, const Shape& shape) {
+  std::vector<plan::Shard> b = distinct_shards(l);
+  std::sort(b.begin(), b.end(),
+            [](const plan::Shard& a, const plan::Shard& c) { return a.box.lo[0] < c.box.lo[0]; });
+  int64_t next = 0;
+  for (const plan::Shard& sh : b) {
+    if (sh.box.lo[0] != next) return std::nullopt;
+    if (shape.size() == 2 && (sh.box.lo[1] != 0 || sh.box.hi[1] != shape[1] - 1)) return std::nullopt;
+    next = sh.box.hi[0] + 1;
+  }
+  if (next != shape[0]) return std::nullopt;
+  return b;
+}
+
+}  // namespace
+
+int64_t io_share(Session& s, int64_t bytes, int ranks) { return on_mpi(s, ranks) ? bytes / ranks : bytes; }
+
+void save_zarr_sharded(Session& s, const std::string& path, const NodeRef& x, const ZarrMeta& m) {
+  const StoredLayout* l = s.stored().layout(x->id);
+  internal_check(l != nullptr);
+  const int ranks = l->ranks;
+  const bool exists = check_zarr_replaceable(path);
+  const std::string tmp = cat_str(path, ".partial-", ::getpid());
+  // Every holder of a box (a replicated tensor's ranks take turns at its chunks).
+  std::vector<plan::Shard> holders;
+  for (const plan::Shard& sh : l->shards)
+    if (!(sh.box.rank() > 0 && sh.box.empty())) holders.push_back(sh);
+  const ChunkWriters w = chunk_writers(x->shape, m.chunks, holders);
+  Progress bar(0);
+  bar.add_io_total(io_share(s, numel(x->shape) * dtype_size(x->dtype), ranks));
+  std::error_code ec;
+  try {
+    create_zarr(tmp, m);
+    if (!w.shared.empty()) {
+      // Chunks no rank holds whole: their boxes gathered here, in as few pieces as rows allow.
+      const std::vector<poly::Box> boxes = merge_boxes(w.shared);
+      std::vector<NodeRef> pieces;
+      for (const poly::Box& b : boxes)
+        pieces.push_back(build::slice(x, b.lo, std::vector<int64_t>(b.lo.size(), 1), b.extents()));
+      observe_values(s, pieces);
+      for (const poly::Box& c : w.shared)
+        for (size_t i = 0; i < boxes.size(); ++i)
+          if (boxes[i].contains(c)) {
+            write_zarr_chunk(tmp, m, c, window_of(pieces[i]->value->view(), boxes[i], c));
+            break;
+          }
+    }
+    IoTask t;
+    t.kind = IoTask::Write;
+    t.format = IoTask::Zarr;
+    t.path = tmp;
+    t.key = x->id;
+    t.header.dtype = x->dtype;
+    t.header.shape = x->shape;
+    t.shards = w.owned;
+    run_io(s, {t}, ranks);
+    commit_zarr(tmp, path, exists);
+  } catch (const InternalError&) {
+    std::filesystem::remove_all(tmp, ec);
+    throw;
+  } catch (const Error& e) {
+    std::filesystem::remove_all(tmp, ec);
+    throw Error(naming(path, rename_path(e.what(), tmp, path)));
+  }
+}
+
+void save_csv_sharded(Session& s, const std::string& path, const NodeRef& x0, char delimiter,
+                      const std::vector<std::string>& names) {
+  check_replaceable(path);
+  NodeRef x = x0;
+  const StoredLayout* l = s.stored().layout(x->id);
+  internal_check(l != nullptr);
+  std::optional<std::vector<plan::Shard>> blocks = row_blocks(*l, x->shape);
+  if (!blocks) {  // e.g. split by columns: stored again as blocks of rows
+    std::vector<int64_t> parts(x->shape.size(), 1);
+    parts[0] = std::min<int64_t>(x->shape[0], s.mesh().ranks);
+    x = observe_stored(s, {build::constrain(x, parts)})[0];
+    l = s.stored().layout(x->id);
+    if (l) blocks = row_blocks(*l, x->shape);
+    if (!blocks) {  // one process holds it after all: it writes the whole file
+      observe_values(s, {x});
+      return write_csv(path, x->value->view(), delimiter, names);
+    }
+  }
+  const int ranks = l->ranks;
+  const std::string tmp = cat_str(path, ".partial-", ::getpid());
+  ::unlink(tmp.c_str());  // a temporary left by a crashed process with our pid
+  Progress bar(0);
+  bar.add_io_total(io_share(s, numel(x->shape) * dtype_size(x->dtype), ranks));
+  // Step 1: each rank formats its rows; their lengths come back as a stored {blocks} tensor.
+  const NodeRef lengths = s.stored().new_leaf({static_cast<int64_t>(blocks->size())}, DType::I64);
+  IoTask t;
+  t.kind = IoTask::Write;
+  t.format = IoTask::Csv;
+  t.path = tmp;
+  t.key = x->id;
+  t.header.dtype = x->dtype;
+  t.header.shape = x->shape;
+  t.shards = *blocks;
+  t.delimiter = delimiter;
+  t.aux_key = lengths->id;
+  std::vector<plan::Shard> length_shards;
+  for (size_t i = 0; i < blocks->size(); ++i) {
+    const auto k = static_cast<int64_t>(i);
+    length_shards.push_back(plan::Shard{lengths->id, poly::Box({k}, {k}), (*blocks)[i].rank});
+  }
+  auto forget = [&] {  // the texts and lengths the ranks keep, after a failure
+    IoTask d = t;
+    d.step = IoTask::Discard;
+    try {
+      run_io(s, {d}, ranks);
+    } catch (const Error&) {  // the failure being reported matters more than this cleanup's
+    }
+    s.shard_store().drop(lengths->id);
+    if (on_mpi(s, ranks)) s.coordinator()->drop_on_workers({lengths->id});
+  };
+  bool kept = true;  // the ranks may hold texts of this save
+  try {
+    t.step = IoTask::Render;
+    run_io(s, {t}, ranks);
+    s.stored().register_stored(lengths, length_shards, ranks);
+    observe_values(s, {lengths});
+    // Step 2: the offsets, an exclusive prefix sum after the header; the file sized for all.
+    const std::string head = csv_header_line(names, delimiter);
+    int64_t at = static_cast<int64_t>(head.size());
+    for (size_t i = 0; i < blocks->size(); ++i) {
+      t.offsets.push_back(at);
+      at += lengths->value->view().ptr<int64_t>()[i];
+    }
+    {
+      const WriteFile f(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, "for writing");
+      f.write_at(head.data(), head.size(), 0, false);
+      f.resize(at);
+    }
+    stats().bytes_written += head.size();
+    t.step = IoTask::Place;
+    run_io(s, {t}, ranks);
+    kept = false;
+    if (std::rename(tmp.c_str(), path.c_str()) != 0)
+      throw Error(cat_str("'", path, "': cannot write: ", std::strerror(errno)));
+  } catch (const InternalError&) {
+    if (kept) forget();
+    ::unlink(tmp.c_str());
+    throw;
+  } catch (const Error& e) {
+    if (kept) forget();
+    ::unlink(tmp.c_str());
+    throw Error(naming(path, rename_path(e.what(), tmp, path)));
   }
 }
 

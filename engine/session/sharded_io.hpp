@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/io/parallel_io.hpp"
+#include "engine/io/zarr.hpp"
 
 namespace tapestry {
 class Session;
@@ -47,8 +48,27 @@ void save_npy_sharded(Session& s, const std::vector<std::pair<std::string, NodeR
 // each part is written there, a stored leaf's boxes by their ranks, a node holding a value by
 // this process. Renamed over `path` once every rank succeeded; on a failure no file is left
 // and `path` is unchanged.
+// With format Hdf5 the parts are the chunked `dataset`'s (written raw into its chunks).
 void save_parts_sharded(Session& s, const std::string& path,
                         const std::function<std::vector<NpyHeader>(const std::string&)>& create,
-                        const std::vector<NodeRef>& parts);
+                        const std::vector<NodeRef>& parts, IoTask::Format format = IoTask::Raw,
+                        const std::string& dataset = {});
+
+// Writes the stored leaf `x` as the zarr array `m` describes (m.chunks: the grid) into a fresh
+// store swapped in at `path` once every rank succeeded: each chunk a rank holds whole is
+// encoded and written by that rank (engine/io/chunk_grid.hpp); a chunk no rank holds whole is
+// gathered to rank 0 (only its box) and written there. On a failure `path` is unchanged.
+void save_zarr_sharded(Session& s, const std::string& path, const NodeRef& x, const ZarrMeta& m);
+
+// Writes the stored leaf `x` (1-D or 2-D) as CSV text: each rank formats the rows it holds,
+// rank 0 gathers their lengths and gives each rank its offset (a prefix sum, after the header
+// row `names` makes), then each rank writes its text there; renamed over `path` once all
+// succeeded. A layout whose shards are not blocks of whole rows is first stored as one.
+void save_csv_sharded(Session& s, const std::string& path, const NodeRef& x, char delimiter,
+                      const std::vector<std::string>& names);
+
+// Bytes this process writes of `bytes` on `ranks` ranks (under mpirun its share), for the
+// progress bar.
+int64_t io_share(Session& s, int64_t bytes, int ranks);
 
 }  // namespace tapestry::io

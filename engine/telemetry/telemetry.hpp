@@ -22,6 +22,8 @@ struct Telemetry {
   trace::State trace;
   ProgressListener* progress_listener = nullptr;  // nullptr: nobody listens (tests, pipes)
   int progress_depth = 0;                         // open Progress scopes
+  Progress* progress_outer = nullptr;             // the outermost open one (it reports)
+  std::atomic<int64_t> io_expected{0};            // file I/O the next outermost scope expects
   std::atomic<bool> cancel{false};                // lock-free: set from a signal handler
 
   void request_cancel() { cancel.store(true); }

@@ -103,6 +103,16 @@ function formats.hdf5()
     same(tp.load_hdf5(f, "grp/chunked", {name = "u"}), want("chunked"), "named chunked")
     same(tp.load_hdf5(f, "contig", {name = "c"}), want("contig"), "named contig")
   end)
+  test("hdf5.errors", function()
+    check.check_error(function() tp.load_hdf5(f, "strings") end, "ref.h5', dataset 'strings'",
+      "a dataset of HDF5 string type, which Tapestry cannot load")
+    check.check_error(function() tp.load_hdf5(f, "u64") end, "ref.h5', dataset 'u64'",
+      "an unsigned 64-bit integer dataset")
+    local x = tp.load_hdf5(dir .. "/damaged.h5", "x")
+    eq(x[{{1, 20}}]:sum():item(), 19900, "the chunks before the damaged one")
+    check.check_error(function() return x[{{25, 26}}]:sum():item() end, "damaged.h5', dataset 'x', slice [25..26]x[1..10]",
+      "the library cannot read it (")
+  end)
   test("hdf5.save_for_reference", function()
     tp.save_hdf5(tp.env.u * 2, dir .. "/out.h5", "fields/u", {attrs = {units = "K", step = 10, origin = {0.5, -1.5}}})
     tp.save_hdf5(tp.env.c, dir .. "/out_chunked.h5", "c", {chunks = {4, 5}})

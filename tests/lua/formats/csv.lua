@@ -57,6 +57,41 @@ test("csv.tsv", function()
   eq(tp.load_csv(path("x.tsv")):totable(), {{1, 2}, {3, 4}, {5, 6}})
 end)
 
+test("csv.lazy", function()
+  -- The load reads the text once to find its rows and parses none but the first; an observation
+  -- of a few rows reads the span of the file around them and parses those rows only.
+  local mpi = os.getenv("OMPI_COMM_WORLD_SIZE") ~= nil
+  local x = tp.arange(1, 3000 * 3):reshape{3000, 3}
+  tp.save_csv(x, path("big.csv"), {columns = {"a", "b", "c"}})
+  local size = #read("big.csv")
+  local before = tp.stats().bytes_read
+  local t = tp.load_csv(path("big.csv"))
+  eq(tp.stats().bytes_read - before, size, "the index: one pass over the text")
+  before = tp.stats().bytes_read
+  eq(t[{{2001, 2002}}]:totable(), x[{{2001, 2002}}]:totable())
+  local got = tp.stats().bytes_read - before
+  check.truthy(got < size / 4 and (mpi or got > 0), "two rows read " .. got .. " bytes of " .. size)
+  -- named: each rank parses its own rows
+  tp.load_csv(path("big.csv"), {name = "bc", dtype = "i64"})
+  check.same_tensor(tp.env.bc, x:cast("i64"), "named")
+  -- a file rewritten since the load: an error, not a mix of two versions
+  local u = tp.load_csv(path("big.csv"))
+  tp.save_csv(x * 2, path("big.csv"))
+  check.check_error(function() return u:sum():item() end, "big.csv", "changed since it was loaded")
+  -- a bad field past the first row: found by the read that parses it, naming line, column, slice
+  local lines = {"a,b"}
+  for i = 1, 3000 do lines[#lines + 1] = i .. "," .. (i == 2500 and "oops" or i) end
+  write("late.csv", table.concat(lines, "\n") .. "\n")
+  local late = tp.load_csv(path("late.csv"))
+  eq(late[{{1, 3}, 2}]:totable(), {1, 2, 3})
+  local ok, err = pcall(function() return late:sum():item() end)
+  check.truthy(not ok, "the bad field was not found")
+  for _, want in ipairs({"late.csv", "slice", "line 2501, column 'b' (2): 'oops' is not a number"}) do
+    check.truthy(tostring(err):find(want, 1, true), tostring(err))
+  end
+  if tp.mesh().ranks > 1 then check.truthy(tostring(err):find("rank %d"), tostring(err)) end
+end)
+
 test("csv.failed_save_keeps_file", function()
   tp.save_csv(tp.ones{2, 2}, path("keep.csv"))
   local before = read("keep.csv")

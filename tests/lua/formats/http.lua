@@ -1,4 +1,4 @@
--- http:// sources: .npy, safetensors and zarr loaded from a loopback HTTP server that answers
+-- http:// sources: .npy, safetensors, zarr and CSV loaded from a loopback HTTP server that answers
 -- Range requests (range_server.py, started here), with each observation fetching only the
 -- ranges it needs, counted by the server. Runs on one rank, 3 virtual ranks and mpirun -n 2.
 package.path = (arg[0]:match("^(.*)/") or ".") .. "/../lib/?.lua;" .. package.path
@@ -59,6 +59,21 @@ test("http.zarr", function()
   same(z[{{5, 8}, {1, 3}}], big[{{5, 8}, {1, 3}}], "box")
   local got = served() - before
   check.truthy(got > 0 and got <= 800, "one chunk: " .. got)
+end)
+
+test("http.csv", function()
+  -- The load reads the text once (to find its rows); two rows then fetch only their span.
+  tp.save_csv(big, path("t.csv"), {columns = nil})
+  local f = io.open(path("t.csv"), "rb")
+  local size = #f:read("a")
+  f:close()
+  local t
+  fetches(size, function() t = tp.load_csv(url .. "/t.csv") end, "the index: the whole text once")
+  local before = served()
+  same(t[{{101, 102}}], big[{{101, 102}}], "two rows")
+  local got = served() - before
+  check.truthy(got > 0 and got < size / 4, "two rows fetched " .. got .. " of " .. size)
+  same(t, big, "whole")
 end)
 
 mistake("http.not_found", function() tp.load(url .. "/none.npy") end, "tp.load", "none.npy", "not found (HTTP 404)")

@@ -1,20 +1,23 @@
 #!/usr/bin/env python3
 """A loopback HTTP server with Range requests, for the tests of http:// sources (http.lua).
 
-    range_server.py DIR PORTFILE COUNTFILE
+    range_server.py DIR PORTFILE COUNTFILE [RATE]
 
 Serves the files of DIR on 127.0.0.1 at a free port, which it writes to PORTFILE once listening,
 and keeps in COUNTFILE the body bytes it has sent so far (all clients: every rank's requests), so a
 test can check that a load fetched only the ranges it needed. Python's own http.server answers no
-Range requests, hence this one."""
+Range requests, hence this one. With RATE (bytes per second) each body is sent at that rate, in
+64 KiB pieces: a load that takes long enough for the progress bar (tests/formats/progress.py)."""
 import email.utils
 import http.server
 import os
 import re
 import sys
 import threading
+import time
 
 root, port_file, count_file = sys.argv[1:4]
+rate = float(sys.argv[4]) if len(sys.argv) > 4 else 0
 sent = 0
 lock = threading.Lock()
 
@@ -58,7 +61,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 with open(count_file + ".tmp", "w") as c:
                     c.write(str(sent))
                 os.replace(count_file + ".tmp", count_file)
-            self.wfile.write(data)
+            if not rate:
+                self.wfile.write(data)
+                return
+            for at in range(0, len(data), 65536):
+                self.wfile.write(data[at:at + 65536])
+                self.wfile.flush()
+                time.sleep(min(65536, len(data) - at) / rate)
 
     def log_message(self, *args):
         pass
