@@ -33,30 +33,58 @@ View RankProgram::partial_over(size_t c, size_t p) {
   return window(it->second->view(), slice, intersect(slice, m.out));
 }
 
-// Point to point: every participant sends the part of its partials over `out` to each other
-// destination; a destination then merges all of them in the combine's partial order (the
-// same order on every destination, so an all-reduce gives bit-identical copies).
+// Point to point, through the combine's first destination (its root): every other participant
+// sends it its partials over `out` (merged into one message where they all cover it), the root
+// merges them in the combine's partial order and sends the merged value on to every other
+// destination. So every copy of an all-reduce is the same value, and the bytes sent are those
+// the plan counts (plan::combine_bytes): one `out` per participant but the root, and one per
+// further destination.
 bool RankProgram::combine(size_t c) {
   internal_check(c < g_.combines.size());
   if (coll_.combines[c].collective) return combine_collective(c);
   const plan::Combine& m = g_.combines[c];
+  internal_check(!m.dest.empty());
   const poly::Signature& s = sig(m.node);
+  const plan::Rank root = m.dest[0];
   auto region = [&](size_t p) { return intersect(s.output_slice(g_.blocks[p].box), m.out); };
   auto local = [&](size_t p) { return partial_over(c, p); };
-  if (combine_started_.insert(c).second) {
+  // Whose message stands for partial p at the root: none when it comes with its rank's first.
+  auto first_of_rank = [&](size_t p) {
+    const plan::Rank r = g_.blocks[p].rank;
+    if (!sends_merged(c, r)) return true;
+    for (size_t q : m.partials)
+      if (g_.blocks[q].rank == r) return q == p;
+    return true;
+  };
+  if (me_ != root && combine_started_.insert(c).second) {
+    std::vector<size_t> mine;
     for (size_t p : m.partials) {
       internal_check(p < g_.blocks.size());
-      if (g_.blocks[p].rank != me_ || region(p).empty()) continue;
-      for (plan::Rank d : m.dest)
-        if (d != me_) t_.send(d, comm::tag(comm::TagKind::Partial, partial_tag_.at({c, p, d})), local(p));
+      if (g_.blocks[p].rank == me_ && !region(p).empty()) mine.push_back(p);
+    }
+    if (!mine.empty() && sends_merged(c, me_)) {
+      const View merged = contribution(c);
+      t_.send(root, comm::tag(comm::TagKind::Partial, partial_tag_.at({c, mine[0], root})), merged);
+      combine_bytes_ += plan::slice_bytes(g_, m.node, m.out);
+    } else {
+      for (size_t p : mine) {
+        t_.send(root, comm::tag(comm::TagKind::Partial, partial_tag_.at({c, p, root})), local(p));
+        combine_bytes_ += plan::slice_bytes(g_, m.node, region(p));
+      }
     }
   }
   if (std::find(m.dest.begin(), m.dest.end(), me_) == m.dest.end()) return true;
-  // Wait for every remote partial; keep the ones that came so far.
+  if (me_ != root) {  // another destination: the root's merged value
+    std::shared_ptr<Value> v = t_.try_recv(root, comm::tag(comm::TagKind::Partial, result_tag_.at({c, me_})));
+    if (!v) return false;
+    hold(m.node, m.out, v->view());
+    return true;
+  }
+  // The root: wait for every remote partial; keep the ones that came so far.
   bool all = true;
   for (size_t p : m.partials) {
     const plan::Rank from = g_.blocks[p].rank;
-    if (from == me_ || region(p).empty() || arrived_.count({c, p})) continue;
+    if (from == me_ || region(p).empty() || !first_of_rank(p) || arrived_.count({c, p})) continue;
     if (auto v = t_.try_recv(from, comm::tag(comm::TagKind::Partial, partial_tag_.at({c, p, me_}))))
       arrived_[{c, p}] = std::move(v);
     else all = false;
@@ -66,14 +94,15 @@ bool RankProgram::combine(size_t c) {
   std::shared_ptr<Value> acc;
   std::vector<Box> filled;  // disjoint
   for (size_t p : m.partials) {
-    const Box r = region(p);
-    if (r.empty()) continue;
+    Box r = region(p);
+    if (r.empty() || (g_.blocks[p].rank != me_ && !first_of_rank(p))) continue;
     View part;
     if (g_.blocks[p].rank == me_) {
       part = local(p);
     } else {
       auto it = arrived_.find({c, p});
       part = it->second->view();
+      if (sends_merged(c, g_.blocks[p].rank)) r = m.out;  // all of that rank's partials, merged
       arrived_.erase(it);
     }
     if (!acc) acc = Value::alloc(part.dtype, shape_with_tail(m.out, part));
@@ -89,6 +118,11 @@ bool RankProgram::combine(size_t c) {
   if (!acc || !poly::covered_by(m.out, filled))
     throw InternalError(
         cat_str("combine ", c, " of %", m.node, ": no partial reaches part of ", poly::to_string(m.out)));
+  for (size_t i = 1; i < m.dest.size(); ++i)
+    if (m.dest[i] != me_) {
+      t_.send(m.dest[i], comm::tag(comm::TagKind::Partial, result_tag_.at({c, m.dest[i]})), acc->view());
+      combine_bytes_ += plan::slice_bytes(g_, m.node, m.out);
+    }
   hold(m.node, m.out, acc->view());
   return true;
 }
@@ -101,6 +135,8 @@ bool RankProgram::combine_collective(size_t c) {
   const comm::ReduceSpec& spec = coll_.combines[c].spec;
   auto it = running_.find(c);
   if (it == running_.end()) {
+    // MPI does not say what its algorithm sent: the collective counts what the plan does, once.
+    if (me_ == spec.group.front()) combine_bytes_ += plan::combine_bytes(g_, m);
     const View in = contribution(c);
     const bool receives = spec.root == comm::kAllMembers || spec.root == me_;
     std::shared_ptr<Value> out = receives ? Value::alloc(in.dtype, in.shape) : nullptr;
