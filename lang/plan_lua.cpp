@@ -478,8 +478,10 @@ std::vector<int64_t> grid_of(const std::vector<plan::Shard>& shards, size_t rank
 // Where x's data lies: the one answer of x:layout(), :layout, :tensors and the footer. A stored
 // tensor's shards (a copy an observation gathered to rank 0 does not move them), a value
 // computed whole on rank 0, else x's result as planned on `mesh`.
+// note: set, for a value still to compute whose op splits a reduction, to how its partials
+// are merged: "from partial sums on 4 ranks (k/4 + all-reduce)".
 plan::LayoutInfo where_it_lies(Session& s, const NodeRef& x, const plan::Mesh& mesh,
-                               const plan::SearchOptions& search) {
+                               const plan::SearchOptions& search, std::string* note = nullptr) {
   plan::LayoutInfo li;
   const NodeRef& held = x->stored ? x->stored : x;
   if (const StoredLayout* st = s.stored().layout(held->id)) {
@@ -490,7 +492,23 @@ plan::LayoutInfo where_it_lies(Session& s, const NodeRef& x, const plan::Mesh& m
     li.shards.push_back(plan::Shard{x->id, poly::Box::of_shape(x->shape), 0});
   } else {
     const std::vector<NodeRef> roots = as_observed(s, {x});
-    li = plan::layout_of(s.plan_observed(roots, mesh, search), roots[0]->id);
+    const plan::PlannedGraph pg = s.plan_observed(roots, mesh, search);
+    li = plan::layout_of(pg, roots[0]->id);
+    const NodeRef& made = pg.roots.empty() ? roots[0] : pg.roots[0];  // fusion may replace it
+    const auto ch = pg.plan.choice.find(made->id);
+    if (note && ch != pg.plan.choice.end()) {
+      const poly::Signature sig = poly::signature_of(*made);
+      if (plan::splits_reduction(sig, ch->second)) {
+        std::string kind = "sums";
+        for (const poly::IndexDim& d : sig.space)
+          if (d.kind == poly::IndexDim::Reduction && d.combine != poly::CombineKind::Sum)
+            kind = cat_str(poly::combine_name(d.combine), " partials");
+        *note = cat_str("from partial ", kind == "sums" ? "sums" : kind, " on ",
+                        ch->second.block_count(mesh.ranks) < mesh.ranks ? ch->second.block_count(mesh.ranks)
+                                                                        : mesh.ranks,
+                        " ranks (", ch->second.name(sig), ")");
+      }
+    }
   }
   return li;
 }
@@ -498,12 +516,14 @@ plan::LayoutInfo where_it_lies(Session& s, const NodeRef& x, const plan::Mesh& m
 // The shard map of x (where_it_lies).
 std::string layout_map_on(Session& s, const NodeRef& x, const plan::Mesh& mesh,
                           const plan::SearchOptions& search) {
-  const plan::LayoutInfo li = where_it_lies(s, x, mesh, search);
+  std::string note;
+  const plan::LayoutInfo li = where_it_lies(s, x, mesh, search, &note);
   const bool tty = isatty(STDOUT_FILENO) != 0;
   winsize ws = {};
   const int width = tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 52;
-  return render_layout(x->shape, li.shards, describe_shards(li.shards, x->shape.size()), tty,
-                       std::min(width, 132));
+  std::string what = describe_shards(li.shards, x->shape.size());
+  if (!note.empty()) what += ", " + note;
+  return render_layout(x->shape, li.shards, what, tty, std::min(width, 132));
 }
 
 }  // namespace
