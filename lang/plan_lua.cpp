@@ -503,10 +503,10 @@ plan::LayoutInfo where_it_lies(Session& s, const NodeRef& x, const plan::Mesh& m
         for (const poly::IndexDim& d : sig.space)
           if (d.kind == poly::IndexDim::Reduction && d.combine != poly::CombineKind::Sum)
             kind = cat_str(poly::combine_name(d.combine), " partials");
-        *note = cat_str("from partial ", kind == "sums" ? "sums" : kind, " on ",
-                        ch->second.block_count(mesh.ranks) < mesh.ranks ? ch->second.block_count(mesh.ranks)
-                                                                        : mesh.ranks,
-                        " ranks (", ch->second.name(sig), ")");
+        *note = cat_str(
+            "from partial ", kind == "sums" ? "sums" : kind, " on ",
+            ch->second.block_count(mesh.ranks) < mesh.ranks ? ch->second.block_count(mesh.ranks) : mesh.ranks,
+            " ranks (", ch->second.name(sig), ")");
       }
     }
   }

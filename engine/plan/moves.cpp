@@ -105,7 +105,10 @@ void classify_tensor(const ShardedGraph& g, uint64_t tensor, const std::vector<s
         add_rank(who, g.transfers[t].to);
         pairs.insert({g.transfers[t].from, g.transfers[t].to});
       }
-    return who.size() >= at_least && pairs.size() == who.size() * (who.size() - 1);
+    if (who.size() < at_least) return false;
+    // A rank's own part lists only its own pairs: it sends to and receives from every other.
+    if (g.part_of >= 0) return pairs.size() == 2 * (who.size() - 1);
+    return pairs.size() == who.size() * (who.size() - 1);
   };
   std::set<const Tree*> gathered;
   {
@@ -148,7 +151,8 @@ Moves classify_moves(const ShardedGraph& g) {
   // Trees: a sender's copies of one slice, and what a rank forwards of a slice it received.
   UnionFind uf(g.transfers.size());
   std::map<std::tuple<uint64_t, Rank, std::vector<int64_t>, std::vector<int64_t>>, size_t> first_copy;
-  std::unordered_map<uint64_t, std::unordered_map<Rank, std::vector<size_t>>> into;  // tensor -> rank -> transfers
+  std::unordered_map<uint64_t, std::unordered_map<Rank, std::vector<size_t>>>
+      into;  // tensor -> rank -> transfers
   std::map<uint64_t, std::vector<size_t>> by_tensor;
   for (size_t t = 0; t < g.transfers.size(); ++t) {
     const Transfer& x = g.transfers[t];
@@ -227,7 +231,8 @@ double move_time(const MoveGroup& c, const ShardedGraph& g, const Mesh& m) {
       }
       double worst = 0;
       for (const auto* side : {&out, &in})
-        for (const auto& [r, mb] : *side) worst = std::max(worst, mb.first * l->latency + double(mb.second) * beta);
+        for (const auto& [r, mb] : *side)
+          worst = std::max(worst, mb.first * l->latency + double(mb.second) * beta);
       if (c.kind == MoveKind::PointToPoint) return worst;
       double bytes = 0;
       for (const auto* side : {&out, &in})

@@ -27,17 +27,25 @@
 
 namespace tapestry::plan {
 
-enum class MoveKind : uint8_t { PointToPoint, Broadcast, AllGather, AllToAll, Reduce, AllReduce, ReduceScatter };
+enum class MoveKind : uint8_t {
+  PointToPoint,
+  Broadcast,
+  AllGather,
+  AllToAll,
+  Reduce,
+  AllReduce,
+  ReduceScatter
+};
 inline constexpr int kMoveKinds = 7;
 const char* move_kind_name(MoveKind k);  // "point-to-point", "broadcast", "all-gather", ...
 
 struct MoveGroup {
   MoveKind kind = MoveKind::PointToPoint;
-  uint64_t tensor = 0;             // the value it moves (a combine's node)
-  std::vector<Rank> ranks;         // every rank taking part, sorted
-  std::vector<size_t> transfers;   // indices into ShardedGraph::transfers
-  std::vector<size_t> combines;    // indices into ShardedGraph::combines
-  int64_t bytes = 0;               // as cost_of counts them (combine_bytes for combines)
+  uint64_t tensor = 0;            // the value it moves (a combine's node)
+  std::vector<Rank> ranks;        // every rank taking part, sorted
+  std::vector<size_t> transfers;  // indices into ShardedGraph::transfers
+  std::vector<size_t> combines;   // indices into ShardedGraph::combines
+  int64_t bytes = 0;              // as cost_of counts them (combine_bytes for combines)
   // The data it is about: a broadcast's slice, the pieces an all-gather gathers, the slices
   // of an all-to-all or point-to-point group, the combined values of its combines.
   int64_t payload = 0;

@@ -100,7 +100,8 @@ std::string describe_shards(const std::vector<plan::Shard>& shards, size_t rank_
     int lo = INT32_MAX, hi = 0;
     for (const auto& [box, n] : copies) lo = std::min(lo, n), hi = std::max(hi, n);
     if (hi <= 1) return g;
-    return lo == hi ? cat_str(g, ", ", hi, " copies of each piece") : cat_str(g, ", up to ", hi, " copies of a piece");
+    return lo == hi ? cat_str(g, ", ", hi, " copies of each piece")
+                    : cat_str(g, ", up to ", hi, " copies of a piece");
   }
   if (ranks.size() == 1) return cat_str("whole on rank ", *ranks.begin());
   return cat_str("replicated on ", ranks.size(), " ranks");

@@ -405,7 +405,8 @@ void usage() {
       "                     [--max-ranks K] [--max-steps N] [--max-dim D] [--devices] [--emit-lua DIR] [-v]\n"
       "Random well-typed graphs over the op registry, each evaluated by the single-rank\n"
       "evaluator (every node also checked by a naive reference) and sharded R times on random\n"
-      "meshes of 1..K loopback ranks with greedy or annealed plans; --devices runs half of them\n"
+      "meshes of 1..K loopback ranks (flat or of named axes) with greedy or searched plans or random\n"
+      "joint choices (3-dim splits, replicas, every combine mode); --devices runs half of them\n"
       "with a simulated device per rank. --emit-lua writes each\n"
       "graph as a self-checking Lua script instead (for `mpirun -n 3 tapestry file.lua`).");
 }

@@ -232,15 +232,16 @@ TEST_CASE("engine.plan.strategies.three_d_matmul_and_its_bound") {
     const double want = (double(moved_blocks) * double(e * e) + double(q - 1) * double(n * n)) * kF32;
     const PlanCost c = cost_of(g, m);
     CHECK(c.bytes_moved == int64_t(want));
-    CHECK(want <= 3.0 * q * double(n * n) * kF32);              // the 3-D algorithm's count
-    CHECK(want / p <= 3.0 * double(n * n) / (q * q) * kF32);    // per rank: 3 n^2 / p^(2/3)
+    CHECK(want <= 3.0 * q * double(n * n) * kF32);            // the 3-D algorithm's count
+    CHECK(want / p <= 3.0 * double(n * n) / (q * q) * kF32);  // per rank: 3 n^2 / p^(2/3)
     const Moves mv = classify_moves(g);
     const auto rs = of_kind(mv, MoveKind::ReduceScatter);
     REQUIRE(rs.size() == size_t(q * q));  // one per C block, over its q k-ranks
     const double piece = double(e * e) * kF32;
     for (const MoveGroup* x : rs) {
       CHECK(x->ranks.size() == size_t(q));
-      CHECK(move_time(*x, g, m) == doctest::Approx(reduce_scatter_time(m.intra, q, piece, m.mem_bytes_per_s).time));
+      CHECK(move_time(*x, g, m) ==
+            doctest::Approx(reduce_scatter_time(m.intra, q, piece, m.mem_bytes_per_s).time));
     }
     // Makespan: at least every rank's compute (n^3 / p multiply-adds) and the reduce-scatter.
     CHECK(c.time >= 2.0 * double(n * n * n) / p / m.flops_per_s);

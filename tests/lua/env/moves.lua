@@ -53,14 +53,14 @@ local function run(name, y, want, tol)
   return kinds, plan
 end
 
-local function reference(f)  -- f() computed on one rank: the plan of a 1-rank mesh
-  return f():totable()
-end
-
 -- Replicated: a weight materialized on rank 0 copied to every rank (a broadcast tree).
 local w = tp.eval(tp.rand({96, 64}, {seed = 2}))
 local kinds = run("replicated", (w:constrain(tp.replicated()) * 2):sum(1), (w * 2):sum(1):totable(), 1e-5)
 if ranks >= 3 then assert(kinds.broadcast or kinds["all-gather"], "a replica comes down a tree") end
+
+-- The trace names each move of the runs below.
+local trace_path = os.tmpname()
+tp.trace(trace_path)
 
 -- Split reductions: x by columns, v by rows, so the k split moves no input.
 local x = tp.rand({64, 32 * ranks}, {seed = 3})
@@ -92,4 +92,32 @@ if ranks >= 2 then
   local c = tp.rand({4, 4, 4}, {seed = 6})
   run("3-dim split", (c:constrain(tp.grid{2, 2, 2}) * 3):sum(), (c * 3):sum():totable(), 1e-5)
 end
+tp.trace(nil)
+local f = assert(io.open(trace_path))
+local trace = f:read("a")
+f:close()
+os.remove(trace_path)
+if ranks > 1 then
+  for _, kind in ipairs({"all-reduce", "reduce-scatter"}) do
+    assert(trace:find('"name":"' .. kind .. ' sum', 1, true), "the trace names the " .. kind)
+    assert(trace:find('"move":"' .. kind .. '"', 1, true), "trace args: " .. kind)
+  end
+  assert(trace:find('"move":"all-to-all"', 1, true) or ranks == 2, "the trace names the all-to-all")
+end
+
+-- The tools on a modelled mesh of named axes: placements per axis, moves with bytes and time,
+-- and :layout's partials and copies.
+local mx = tp.rand({256, 8192}, {seed = 3}):constrain(tp.split(2))
+local mv = tp.rand({8192, 256}, {seed = 4}):constrain(tp.split(1))
+local text = tostring(tp.plan(mx:matmul(mv), {mesh = tp.mesh{nodes = 2, gpus = 4}}))
+assert(text:find("k/8 + reduce-scatter [nodes: k partial sum, gpus: k partial sum]", 1, true), text)
+assert(text:find("reduce-scatter over 8 ranks: 1.75 MiB, ", 1, true), text)
+local a2 = tp.rand({1024, 1024}, {seed = 1}):constrain(tp.grid{2, 4})
+text = tostring(tp.plan(a2:matmul(a2):constrain(tp.grid{2, 4}), {mesh = tp.mesh{nodes = 2, gpus = 4}}))
+assert(text:find("matmul #%d+ {1024,1024} f32: i/2 x j/4 %[nodes: i, gpus: j%]"), text)
+for _, c in ipairs(tp.plan(mx:matmul(mv), {mesh = 8}):collectives()) do
+  assert(c.kind == "reduce-scatter" and c.ranks == 8 and c.bytes == 7 * 256 * 256 * 4 and c.time > 0, c.kind)
+end
+local map = tp.layout_map(mx:matmul(mv), {mesh = 4})
+assert(map:find("from partial sums on 4 ranks (k/4 + ", 1, true), map)
 print("ok")
