@@ -131,6 +131,7 @@ bool RankProgram::combine(size_t c) {
 // it), merged by MPI in its own order. The receiving members wait for the result like for a
 // receive; a member that only contributes goes on at once, as after a send.
 bool RankProgram::combine_collective(size_t c) {
+  if (!coll_.combines[c].scatter.empty()) return combine_scatter(c);
   const plan::Combine& m = g_.combines[c];
   const comm::ReduceSpec& spec = coll_.combines[c].spec;
   auto it = running_.find(c);
@@ -145,11 +146,58 @@ bool RankProgram::combine_collective(size_t c) {
       trailing_.push_back(std::move(h));
       return true;
     }
-    it = running_.emplace(c, Running{std::move(h), std::move(out)}).first;
+    it = running_.emplace(c, Running{std::move(h), std::move(out), nullptr}).first;
   }
   if (!it->second.handle->test()) return false;
   hold(m.node, m.out, it->second.out->view());
   running_.erase(it);
+  return true;
+}
+
+// A reduce-scatter's combines run as one collective: the first of them this rank reaches
+// starts it with its partials over every member's `out`, packed in group order; the combine
+// whose destination is this rank waits for its piece, the others are done at once.
+bool RankProgram::combine_scatter(size_t c) {
+  const comm::CombineRoute& route = coll_.combines[c];
+  const size_t first = route.scatter.front();
+  auto it = scatters_.find(first);
+  if (it == scatters_.end()) {
+    if (scatter_done_.count(first)) return true;
+    const plan::Combine& mine_c = g_.combines[c];
+    const Node& n = node(mine_c.node);
+    int64_t total = 0;
+    for (int64_t k : route.spec.counts) total += k;
+    Running run;
+    auto in = Value::alloc(n.dtype, {total});
+    int64_t at = 0;
+    size_t own = route.scatter.size();
+    for (size_t i = 0; i < route.scatter.size(); ++i) {
+      const size_t member = route.scatter[i];
+      const View piece = contribution(member);
+      View dst;
+      internal_check(in->v.sliced({at}, {1}, {piece.numel()}).try_reshape(piece.shape, dst));
+      cpu::copy_view(piece, dst);
+      at += piece.numel();
+      if (g_.combines[member].dest[0] == me_) own = i;
+    }
+    internal_check(at == total && own < route.scatter.size());
+    // MPI does not say what its algorithm sent: the collective counts what the plan does, once.
+    if (me_ == route.spec.group.front())
+      for (size_t member : route.scatter) combine_bytes_ += plan::combine_bytes(g_, g_.combines[member]);
+    const plan::Combine& mine_out = g_.combines[route.scatter[own]];
+    Shape shape = mine_out.out.extents();
+    for (size_t d = static_cast<size_t>(mine_out.out.rank()); d < n.shape.size(); ++d)
+      shape.push_back(n.shape[d]);
+    run.out = Value::alloc(n.dtype, shape);
+    run.handle = t_.start_reduce(route.spec, in->v, run.out->v);
+    run.in = std::move(in);
+    it = scatters_.emplace(first, std::move(run)).first;
+  }
+  if (g_.combines[c].dest[0] != me_) return true;  // another member's piece
+  if (!it->second.handle->test()) return false;
+  hold(g_.combines[c].node, g_.combines[c].out, it->second.out->view());
+  scatters_.erase(it);
+  scatter_done_.insert(first);
   return true;
 }
 

@@ -338,9 +338,10 @@ void RankProgram::trace_step(const Step& s, double t0_us, double dur_us) {
       e.args =
           cat_str("\"op\":", trace::json_string(op_def(n.op).name), ",\"combine\":", s.index, ",\"move\":\"",
                   kind, "\",\"partials\":", m.partials.size(), ",", box_args(m.out, bytes_of(n, m.out)),
-                  route.collective ? (route.spec.root == comm::kAllMembers ? ",\"collective\":\"all-reduce\""
-                                                                           : ",\"collective\":\"reduce\"")
-                                   : "");
+                  !route.collective                      ? ""
+                  : !route.scatter.empty()               ? ",\"collective\":\"reduce-scatter\""
+                  : route.spec.root == comm::kAllMembers ? ",\"collective\":\"all-reduce\""
+                                                         : ",\"collective\":\"reduce\"");
       break;
     }
   }

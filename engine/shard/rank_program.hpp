@@ -125,7 +125,8 @@ class RankProgram {
   // collective only inside MPI calls on each member (a long message takes many rounds), so a
   // waiting loop should then yield and poll again rather than sleep.
   bool collectives_in_flight() const {
-    return !running_.empty() || !trailing_.empty() || !peer_sends_.empty() || !peer_recvs_.empty();
+    return !running_.empty() || !scatters_.empty() || !trailing_.empty() || !peer_sends_.empty() ||
+           !peer_recvs_.empty();
   }
   // Seconds this rank spent in sends, receives, combines and output shards (tp.stats().time_move).
   double move_seconds() const { return move_us_ * 1e-6; }
@@ -153,6 +154,7 @@ class RankProgram {
   bool recv(size_t t);
   bool combine(size_t c);
   bool combine_collective(size_t c);
+  bool combine_scatter(size_t c);
   View partial_over(size_t c, size_t p);  // partial p of combine c over its region
   View contribution(size_t c);            // this rank's input to combine c's collective
   bool reap_trailing();
@@ -216,8 +218,11 @@ class RankProgram {
   struct Running {
     std::unique_ptr<comm::Collective> handle;
     std::shared_ptr<Value> out;
+    std::shared_ptr<Value> in;  // a reduce-scatter's packed contribution, kept while MPI reads it
   };
-  std::map<size_t, Running> running_;                        // combine -> its collective here
+  std::map<size_t, Running> running_;        // combine -> its collective here
+  std::map<size_t, Running> scatters_;       // reduce-scatter (its first combine) -> the collective
+  std::unordered_set<size_t> scatter_done_;  // reduce-scatters whose piece this rank holds
   std::vector<std::unique_ptr<comm::Collective>> trailing_;  // contributed, not yet complete
   struct PeerOp {
     std::unique_ptr<comm::Collective> handle;

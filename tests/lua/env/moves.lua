@@ -103,6 +103,10 @@ if ranks > 1 then
     assert(trace:find('"move":"' .. kind .. '"', 1, true), "trace args: " .. kind)
   end
   assert(trace:find('"move":"all-to-all"', 1, true) or ranks == 2, "the trace names the all-to-all")
+  if tp.mesh().transport == "mpi" then  -- with a simulated device too: partials merge on the host
+    assert(trace:find('"collective":"reduce-scatter"', 1, true), "MPI ran the reduce-scatter as one")
+    assert(trace:find('"collective":"all-reduce"', 1, true), "MPI ran the all-reduce")
+  end
 end
 
 -- The tools on a modelled mesh of named axes: placements per axis, moves with bytes and time,
