@@ -461,7 +461,11 @@ const ApiEntry kApi[] = {
     {"tp.stats", K::Function, "observe", "tp.stats()",
      "Counters: observations, nodes_evaluated, kernels, fused_ops, bytes_allocated, bytes_live (tensor data "
      "alive now, on this process; a refused allocation is never counted), live_nodes, "
-     "plans, plan_cache_hits, blocks_run, messages, bytes_moved (between ranks), device_blocks, "
+     "plans, plan_cache_hits, blocks_run, messages, bytes_moved (between ranks: bytes_transfers, the "
+     "slices plans moved, plus bytes_combines, what merging partials moved, which together equal the "
+     "plans' plan:cost().bytes_moved, plus bytes_gathered, results gathered to rank 0), collectives "
+     "(the plans' moves by kind: {[\"all-reduce\"] = {count =, bytes =}, ...} for point-to-point, "
+     "broadcast, all-gather, all-to-all, reduce, all-reduce and reduce-scatter), device_blocks, "
      "bytes_to_device, bytes_from_device (sharded blocks run on a GPU and the host-device copies they "
      "needed; "
      "rank 0's own under MPI), bytes_read, bytes_written (tensor data read from and written to files "
@@ -482,7 +486,9 @@ const ApiEntry kApi[] = {
     {"tp.trace", K::Function, "observe", "tp.trace(path) / tp.trace(nil) / tp.trace(x)",
      "Start writing a Chrome/Perfetto trace (JSON trace events; open it in ui.perfetto.dev or "
      "chrome://tracing) of every block, transfer and combine on every rank (pid = rank), of "
-     "single-rank kernels, and of the plan/run phases. tp.trace(nil) stops and finishes the file "
+     "single-rank kernels, and of the plan/run phases; a transfer or combine is named by the collective "
+     "it is part of (\"broadcast: send to 3\", \"all-reduce sum (matmul)\"). tp.trace(nil) stops and "
+     "finishes the file "
      "and returns its path; the file is also finished at exit. tp.trace(x) of a Tensor is the "
      "matrix trace (x:trace()).",
      lua::l_trace},
@@ -618,8 +624,12 @@ const ApiEntry kApi[] = {
 
     // --- plans and layouts ------------------------------------------------------------
     {"tp.plan", K::Function, "plan", "tp.plan(a, b, ... [,opts])",
-     "Plan without running and return a Plan: print(plan) shows one line per op (its placement, "
-     "the bytes its output sends and how its partials merge) and the totals, on any mesh; "
+     "Plan without running and return a Plan: print(plan) shows one line per op (its placement, and on "
+     "a mesh of named axes which index dim is split along each axis, replicated or left partial: "
+     "[nodes: i, gpus: k partial sum]), then one line per kind of collective its output makes "
+     "(broadcast, all-gather, all-to-all, reduce, all-reduce, reduce-scatter, point-to-point) with its "
+     "bytes and alpha-beta time, and the totals, on any mesh; plan:collectives() returns those moves as "
+     "{kind, op, node, ranks, bytes, time} tables; "
      "plan:blocks() lists every rank's blocks, transfers and combines; plan:cost() returns {time, "
      "bytes_moved, flops, peak_bytes, memory_penalty, estimated}, and plan:cost{exact = true} the exact "
      "simulation of every rank's program even where the plan was estimated (it lowers every block); "
@@ -671,7 +681,9 @@ const ApiEntry kApi[] = {
      "process.",
      lua::l_mesh},
     {"tp.layout_map", K::Function, "plan", "tp.layout_map(x [,opts])",
-     "The shard map of x as text (what :layout prints): which rank holds which box. opts.mesh "
+     "The shard map of x as text (what :layout prints): which rank holds which box, how many copies "
+     "of each piece (replicas), and for a value still to compute from partial results how they merge. "
+     "opts.mesh "
      "and opts.search as tp.plan: tp.layout_map(x:constrain(tp.split(1, 4)), {mesh = 4}).",
      lua::l_layout_map},
     {"tp.replicated", K::Function, "plan", "tp.replicated()",

@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "engine/ir/value.hpp"
+#include "engine/plan/moves.hpp"
 #include "engine/run/evaluator.hpp"
 #include "engine/run/retry.hpp"
 #include "engine/session/observe.hpp"
@@ -111,6 +112,18 @@ int l_stats(lua_State* L) {
   seti("bytes_from_device", s.bytes_from_device);
   seti("messages", s.messages);
   seti("bytes_moved", s.bytes_moved);
+  seti("bytes_transfers", s.bytes_transfers);
+  seti("bytes_combines", s.bytes_combines);
+  seti("bytes_gathered", s.bytes_gathered);
+  // Every move of the plans run, by kind: {["all-reduce"] = {count = n, bytes = b}, ...}.
+  lua_createtable(L, 0, Stats::kMoveKinds);
+  for (int k = 0; k < Stats::kMoveKinds; ++k) {
+    lua_createtable(L, 0, 2);
+    seti("count", s.move_count[k]);
+    seti("bytes", s.move_bytes[k]);
+    lua_setfield(L, -2, plan::move_kind_name(static_cast<plan::MoveKind>(k)));
+  }
+  lua_setfield(L, -2, "collectives");
   seti("bytes_read", s.bytes_read);
   seti("bytes_written", s.bytes_written);
   seti("live_nodes", live_node_count());

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <new>
 #include <set>
 #include <sstream>
@@ -19,8 +20,10 @@
 
 #include "engine/ir/attrs.hpp"
 #include "engine/ir/fused.hpp"
+#include "engine/plan/moves.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/poly/signature.hpp"
+#include "engine/session/observe.hpp"
 #include "engine/session/session.hpp"
 #include "engine/store/stored_tensor.hpp"
 #include "kernels/cpu/kernels.hpp"
@@ -98,8 +101,10 @@ PlanArgs plan_args(lua_State* L) {
   return a;
 }
 
+// What an observation of the roots would plan: stored values are read where they lie.
 plan::PlannedGraph plan_for(lua_State* L, const PlanArgs& a) {
-  return session_of(L).plan_observed(a.roots, read_mesh(L, a.opts), read_search(L, a.opts));
+  Session& s = session_of(L);
+  return s.plan_observed(as_observed(s, a.roots), read_mesh(L, a.opts), read_search(L, a.opts));
 }
 
 std::string op_label(const Node& n) {
@@ -108,33 +113,59 @@ std::string op_label(const Node& n) {
   return s;
 }
 
-// One line per op, whatever the mesh: its placement, what its output moves and how its
-// partials merge; then the totals. The per-rank listing is plan:blocks().
+// Where an op lies along each named axis of the mesh: "nodes: i, gpus: k partial sum" (the
+// index dims whose blocks change along that axis; a reduction dim leaves partials there),
+// "replicated" (the same block on every rank of the axis), or "" when the mesh has no named
+// axes or the op is whole on one rank or runs several blocks per rank.
+std::string axes_placement(const poly::Signature& s, const plan::Candidate& c, const plan::Mesh& m) {
+  if (m.axes.empty() || (!c.replicated && c.block_count(m.ranks) <= 1)) return "";
+  std::vector<int> count(static_cast<size_t>(m.ranks), 0);
+  std::vector<poly::Box> box(static_cast<size_t>(m.ranks));
+  for (const plan::Placement& p : plan::place(s, c, m.ranks)) {
+    if (++count[static_cast<size_t>(p.rank)] > 1) return "";
+    box[static_cast<size_t>(p.rank)] = p.box;
+  }
+  std::vector<int> stride(m.axes.size(), 1);  // row-major, outermost first
+  for (size_t a = m.axes.size() - 1; a > 0; --a) stride[a - 1] = stride[a] * m.axes[a].size;
+  std::string out;
+  for (size_t a = 0; a < m.axes.size(); ++a) {
+    std::set<int> varies;
+    bool seen = false;
+    for (int r = 0; r < m.ranks; ++r) {
+      if ((r / stride[a]) % m.axes[a].size + 1 >= m.axes[a].size) continue;
+      const int q = r + stride[a];
+      if (count[static_cast<size_t>(r)] != 1 || count[static_cast<size_t>(q)] != 1) continue;
+      seen = true;
+      for (int j = 0; j < s.rank(); ++j)
+        if (box[static_cast<size_t>(r)].lo[j] != box[static_cast<size_t>(q)].lo[j]) varies.insert(j);
+    }
+    std::string what = !seen ? "unused" : varies.empty() ? "replicated" : "";
+    bool partial = false;
+    for (int j : varies) {
+      what += cat_str(what.empty() ? "" : "*", s.space[j].name);
+      if (s.space[j].kind == poly::IndexDim::Reduction) partial = true;
+    }
+    if (partial) {
+      for (int j : varies)
+        if (s.space[j].kind == poly::IndexDim::Reduction) {
+          what += cat_str(" partial ", poly::combine_name(s.space[j].combine));
+          break;
+        }
+    }
+    out += cat_str(a ? ", " : "", m.axes[a].name, ": ", what);
+  }
+  return out;
+}
+
+// One line per op, whatever the mesh: its placement (per named axis of the mesh, when it has
+// them), then one line per kind of move its output makes (plan::classify_moves: collectives
+// and point-to-point slices) with its bytes and alpha-beta time; then the totals. The
+// per-rank listing is plan:blocks().
 std::string plan_text(const plan::PlannedGraph& pg) {
   std::ostringstream os;
   const plan::PlanCost& c = pg.plan.cost;
   os << "Plan on " << plan::to_string(pg.mesh) << (pg.cache_hit ? " (from the plan cache)" : "") << "\n";
   const bool listed = !pg.plan.estimated || pg.plan.lowered();
-  struct Moves {
-    int64_t messages = 0, bytes = 0, combines = 0, combine_bytes = 0;
-    std::set<int> dests;
-  };
-  std::map<uint64_t, Moves> moves;  // per tensor: its transfers and combines
-  if (listed) {
-    const plan::ShardedGraph& g = pg.plan.graph();
-    for (const plan::Transfer& t : g.transfers) {
-      Moves& m = moves[t.tensor];
-      ++m.messages;
-      if (const Node* n = g.find(t.tensor))
-        m.bytes += t.slice.volume() * static_cast<int64_t>(dtype_size(n->dtype));
-    }
-    for (const plan::Combine& k : g.combines) {
-      Moves& m = moves[k.node];
-      ++m.combines;
-      if (const Node* n = g.find(k.node))
-        m.combine_bytes += k.out.volume() * static_cast<int64_t>(dtype_size(n->dtype));
-    }
-  }
   auto mib = [](int64_t b) {  // bytes, KiB, MiB or GiB, three significant digits
     const char* units[] = {"bytes", "KiB", "MiB", "GiB"};
     double v = static_cast<double>(b);
@@ -143,19 +174,51 @@ std::string plan_text(const plan::PlannedGraph& pg) {
     const double p = v >= 100 ? 1 : v >= 10 ? 10 : 100;
     return cat_str(num_str(std::round(v * p) / p), " ", units[u]);
   };
+  auto us = [](double t) {
+    const double v = t * 1e6;
+    const double p = v >= 100 ? 1 : v >= 10 ? 10 : 100;
+    return cat_str(num_str(std::round(v * p) / p), " us");
+  };
+  // Per tensor and kind: how many groups, their bytes, the most ranks and the longest time.
+  struct Kind {
+    int groups = 0;
+    int64_t bytes = 0;
+    size_t ranks = 0;
+    double time = 0;
+  };
+  std::map<uint64_t, std::map<plan::MoveKind, Kind>> moves;
+  if (listed) {
+    const plan::ShardedGraph& g = pg.plan.graph();
+    for (const plan::MoveGroup& m : plan::classify_moves(g).groups) {
+      if (m.local()) continue;
+      Kind& k = moves[m.tensor][m.kind];
+      ++k.groups;
+      k.bytes += m.bytes;
+      k.ranks = std::max(k.ranks, m.ranks.size());
+      k.time = std::max(k.time, plan::move_time(m, g, pg.mesh));
+    }
+  }
   for (const NodeRef& n : pg.topo) {
     auto ch = pg.plan.choice.find(n->id);
     os << "  " << op_label(*n) << ": ";
-    if (ch == pg.plan.choice.end()) os << "an input";
-    else os << ch->second.name(poly::signature_of(*n));
-    auto mv = moves.find(n->id);
-    if (mv != moves.end() && mv->second.messages > 0)
-      os << "; sent " << mib(mv->second.bytes) << " in " << mv->second.messages << " message"
-         << (mv->second.messages == 1 ? "" : "s");
-    if (mv != moves.end() && mv->second.combines > 0)
-      os << "; partials merged in " << mv->second.combines << " combine"
-         << (mv->second.combines == 1 ? "" : "s") << " of " << mib(mv->second.combine_bytes);
+    if (ch == pg.plan.choice.end()) {
+      os << "an input";
+    } else {
+      const poly::Signature sig = poly::signature_of(*n);
+      os << ch->second.name(sig);
+      const std::string axes = axes_placement(sig, ch->second, pg.mesh);
+      if (!axes.empty()) os << " [" << axes << "]";
+    }
     os << "\n";
+    auto mv = moves.find(n->id);
+    if (mv == moves.end()) continue;
+    for (const auto& [kind, k] : mv->second) {
+      os << "    " << plan::move_kind_name(kind);
+      if (k.groups > 1)
+        os << " x" << k.groups << ", up to " << k.ranks << " ranks each: " << mib(k.bytes) << ", the longest "
+           << us(k.time) << "\n";
+      else os << " over " << k.ranks << " ranks: " << mib(k.bytes) << ", " << us(k.time) << "\n";
+    }
   }
   if (listed) {
     const plan::ShardedGraph& g = pg.plan.graph();
@@ -235,6 +298,35 @@ int plan_tostring(lua_State* L) {
 int plan_blocks(lua_State* L) {
   const std::string s = plan::to_string(check_plan(L, 1)->pg.plan.graph());
   lua_pushlstring(L, s.data(), s.size());
+  return 1;
+}
+
+// plan:collectives(): every move of the plan that crosses ranks, in plan order, as
+// {kind = "all-reduce", op = "matmul", node = 8, ranks = 4, bytes = b, time = s}
+// (plan::classify_moves; time is its alpha-beta time alone on the plan's mesh).
+int plan_collectives(lua_State* L) {
+  const plan::PlannedGraph& pg = check_plan(L, 1)->pg;
+  const plan::ShardedGraph& g = pg.plan.graph();
+  lua_newtable(L);
+  lua_Integer i = 0;
+  for (const plan::MoveGroup& m : plan::classify_moves(g).groups) {
+    if (m.local()) continue;
+    lua_createtable(L, 0, 6);
+    lua_pushstring(L, plan::move_kind_name(m.kind));
+    lua_setfield(L, -2, "kind");
+    const Node* n = g.find(m.tensor);
+    lua_pushstring(L, n ? std::string(op_def(n->op).name).c_str() : "?");
+    lua_setfield(L, -2, "op");
+    lua_pushinteger(L, static_cast<lua_Integer>(m.tensor));
+    lua_setfield(L, -2, "node");
+    lua_pushinteger(L, static_cast<lua_Integer>(m.ranks.size()));
+    lua_setfield(L, -2, "ranks");
+    lua_pushinteger(L, m.bytes);
+    lua_setfield(L, -2, "bytes");
+    lua_pushnumber(L, plan::move_time(m, g, pg.mesh));
+    lua_setfield(L, -2, "time");
+    lua_seti(L, -2, ++i);
+  }
   return 1;
 }
 
@@ -386,8 +478,10 @@ std::vector<int64_t> grid_of(const std::vector<plan::Shard>& shards, size_t rank
 // Where x's data lies: the one answer of x:layout(), :layout, :tensors and the footer. A stored
 // tensor's shards (a copy an observation gathered to rank 0 does not move them), a value
 // computed whole on rank 0, else x's result as planned on `mesh`.
+// note: set, for a value still to compute whose op splits a reduction, to how its partials
+// are merged: "from partial sums on 4 ranks (k/4 + all-reduce)".
 plan::LayoutInfo where_it_lies(Session& s, const NodeRef& x, const plan::Mesh& mesh,
-                               const plan::SearchOptions& search) {
+                               const plan::SearchOptions& search, std::string* note = nullptr) {
   plan::LayoutInfo li;
   const NodeRef& held = x->stored ? x->stored : x;
   if (const StoredLayout* st = s.stored().layout(held->id)) {
@@ -397,7 +491,24 @@ plan::LayoutInfo where_it_lies(Session& s, const NodeRef& x, const plan::Mesh& m
     li.grid.assign(x->shape.size(), 1);
     li.shards.push_back(plan::Shard{x->id, poly::Box::of_shape(x->shape), 0});
   } else {
-    li = plan::layout_of(s.plan_observed({x}, mesh, search), x->id);
+    const std::vector<NodeRef> roots = as_observed(s, {x});
+    const plan::PlannedGraph pg = s.plan_observed(roots, mesh, search);
+    li = plan::layout_of(pg, roots[0]->id);
+    const NodeRef& made = pg.roots.empty() ? roots[0] : pg.roots[0];  // fusion may replace it
+    const auto ch = pg.plan.choice.find(made->id);
+    if (note && ch != pg.plan.choice.end()) {
+      const poly::Signature sig = poly::signature_of(*made);
+      if (plan::splits_reduction(sig, ch->second)) {
+        std::string kind = "sums";
+        for (const poly::IndexDim& d : sig.space)
+          if (d.kind == poly::IndexDim::Reduction && d.combine != poly::CombineKind::Sum)
+            kind = cat_str(poly::combine_name(d.combine), " partials");
+        *note = cat_str(
+            "from partial ", kind == "sums" ? "sums" : kind, " on ",
+            ch->second.block_count(mesh.ranks) < mesh.ranks ? ch->second.block_count(mesh.ranks) : mesh.ranks,
+            " ranks (", ch->second.name(sig), ")");
+      }
+    }
   }
   return li;
 }
@@ -405,12 +516,14 @@ plan::LayoutInfo where_it_lies(Session& s, const NodeRef& x, const plan::Mesh& m
 // The shard map of x (where_it_lies).
 std::string layout_map_on(Session& s, const NodeRef& x, const plan::Mesh& mesh,
                           const plan::SearchOptions& search) {
-  const plan::LayoutInfo li = where_it_lies(s, x, mesh, search);
+  std::string note;
+  const plan::LayoutInfo li = where_it_lies(s, x, mesh, search, &note);
   const bool tty = isatty(STDOUT_FILENO) != 0;
   winsize ws = {};
   const int width = tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 52;
-  return render_layout(x->shape, li.shards, describe_shards(li.shards, x->shape.size()), tty,
-                       std::min(width, 132));
+  std::string what = describe_shards(li.shards, x->shape.size());
+  if (!note.empty()) what += ", " + note;
+  return render_layout(x->shape, li.shards, what, tty, std::min(width, 132));
 }
 
 }  // namespace
@@ -525,13 +638,15 @@ std::string describe_layout_map(Session& s, const NodeRef& x) { return layout_ma
 
 void register_plan_types(lua_State* L) {
   luaL_newmetatable(L, kPlanMeta);
-  lua_createtable(L, 0, 2);
+  lua_createtable(L, 0, 4);
   push_guarded(L, plan_cost, "Plan:cost");
   lua_setfield(L, -2, "cost");
   push_guarded(L, plan_dot, "Plan:dot");
   lua_setfield(L, -2, "dot");
   push_guarded(L, plan_blocks, "Plan:blocks");
   lua_setfield(L, -2, "blocks");
+  push_guarded(L, plan_collectives, "Plan:collectives");
+  lua_setfield(L, -2, "collectives");
   lua_setfield(L, -2, "__index");
   push_guarded(L, plan_tostring, "Plan.__tostring");
   lua_setfield(L, -2, "__tostring");

@@ -27,6 +27,9 @@ struct ReduceSpec {
   Group group;
   int root = kAllMembers;   // the rank that receives the result, or kAllMembers
   Monoid op = Monoid::Sum;  // the merge (kernels/monoid.hpp)
+  // A reduce-scatter when not empty: member i (in group order) receives counts[i] elements of
+  // the merge, the i-th run of `in` (which holds their sum, in group order); root is ignored.
+  std::vector<int64_t> counts;
 };
 
 // A started collective. Destroying one that has not completed is allowed (a failed run):

@@ -66,6 +66,37 @@ CollectivePlan plan_collectives(const plan::ShardedGraph& g, const Transport& t)
     if (s == sigs.end()) s = sigs.emplace(m.node, poly::signature_of(*n->second)).first;
     cp.combines[c] = route_one(g, m, *n->second, s->second, t);
   }
+  // Reduce-scatters: the one-destination collective combines of a node over the same group,
+  // one to each member, become one collective (their outs are disjoint pieces of what every
+  // partial covers, as lower() makes them; route_one checked the covering).
+  if (t.can_reduce_scatter()) {
+    std::map<std::pair<uint64_t, Group>, std::vector<size_t>> pieces;
+    for (size_t c = 0; c < cp.combines.size(); ++c)
+      if (cp.combines[c].collective && cp.combines[c].spec.root != kAllMembers)
+        pieces[{g.combines[c].node, cp.combines[c].spec.group}].push_back(c);
+    for (auto& [key, list] : pieces) {
+      const Group& group = key.second;
+      if (list.size() != group.size()) continue;
+      std::vector<size_t> by_member(group.size(), g.combines.size());
+      bool ok = true;
+      for (size_t c : list) {
+        const auto at = std::lower_bound(group.begin(), group.end(), cp.combines[c].spec.root);
+        const size_t i = static_cast<size_t>(at - group.begin());
+        ok = ok && at != group.end() && *at == cp.combines[c].spec.root && by_member[i] == g.combines.size();
+        if (ok) by_member[i] = c;
+      }
+      for (size_t a = 0; ok && a < list.size(); ++a)
+        for (size_t b = a + 1; ok && b < list.size(); ++b)
+          ok = !poly::overlaps(g.combines[list[a]].out, g.combines[list[b]].out);
+      if (!ok) continue;
+      std::vector<int64_t> counts;
+      for (size_t c : by_member) counts.push_back(elements(*nodes.at(g.combines[c].node), g.combines[c].out));
+      for (size_t c : list) {
+        cp.combines[c].spec.counts = counts;
+        cp.combines[c].scatter = by_member;
+      }
+    }
+  }
   // A rank's part of a plan lists only its own program: the other members' are taken as
   // lower() makes them, each meeting every combine once and all in the plan's combine order.
   const auto listed = [&](int r) { return g.part_of < 0 || r == g.part_of; };
@@ -100,6 +131,17 @@ CollectivePlan plan_collectives(const plan::ShardedGraph& g, const Transport& t)
     }
     if (!same)
       for (size_t c : list) cp.combines[c] = {};
+  }
+  // A reduce-scatter runs whole or not at all: one whose member fell back to point to point
+  // leaves the others as separate reduces.
+  for (size_t c = 0; c < cp.combines.size(); ++c) {
+    const std::vector<size_t> members = cp.combines[c].scatter;
+    bool whole = true;
+    for (size_t m : members) whole = whole && cp.combines[m].collective && cp.combines[m].scatter == members;
+    if (whole) continue;
+    for (size_t m : members)
+      if (cp.combines[m].scatter == members)
+        cp.combines[m].scatter.clear(), cp.combines[m].spec.counts.clear();
   }
   for (const CombineRoute& r : cp.combines)
     if (r.collective && std::find(cp.groups.begin(), cp.groups.end(), r.spec.group) == cp.groups.end())

@@ -19,6 +19,10 @@ namespace tapestry::comm {
 struct CombineRoute {
   bool collective = false;  // false: point to point (send + try_recv)
   ReduceSpec spec;          // when collective: group = the combine's participants
+  // A member of a reduce-scatter run as one MPI_Ireduce_scatter: every combine of the group,
+  // by destination in group order (spec.counts: their elements). The first of them in the
+  // plan starts it; each destination's own combine takes its piece.
+  std::vector<size_t> scatter;
 };
 
 struct CollectivePlan {
@@ -32,6 +36,9 @@ struct CollectivePlan {
 // combine stays point to point), its destination is one rank (reduce) or every participant
 // (all-reduce), it fits one collective's count, and on every member of its group the
 // group's collectives come in the same order (collectives on a communicator match by order).
+// The one-destination combines of a node over the same participants, one to each of them
+// with a piece of the partials they all cover, are one reduce-scatter where the transport
+// has them (can_reduce_scatter): one collective instead of one reduce per piece.
 CollectivePlan plan_collectives(const plan::ShardedGraph& g, const Transport& t);
 
 }  // namespace tapestry::comm

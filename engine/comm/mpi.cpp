@@ -310,7 +310,7 @@ std::unique_ptr<Collective> MpiTransport::start_reduce(const ReduceSpec& spec, c
   auto c = mpi_.groups().start_reduce(spec, in, out);
   ++collectives_;
   // What this rank puts into the merge; the root of a reduce only receives.
-  if (spec.root != rank()) {
+  if (spec.root != rank() || !spec.counts.empty()) {
     ++messages_;
     bytes_ += in.numel() * static_cast<int64_t>(dtype_size(in.dtype));
   }

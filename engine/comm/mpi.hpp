@@ -96,6 +96,7 @@ class MpiTransport final : public Transport {
   void join_groups(const std::vector<Group>& groups) override;
   std::unique_ptr<Collective> start_reduce(const ReduceSpec& spec, const View& in, const View& out) override;
   int64_t collectives_started() const override { return collectives_; }
+  bool can_reduce_scatter() const override { return use_collectives_; }
 
   // Called while join_groups waits for a group's members; rank 0 throws from it when a
   // member died, so a lost worker is reported instead of waited on.

@@ -266,6 +266,21 @@ std::unique_ptr<Collective> MpiGroups::start_reduce(const ReduceSpec& spec, cons
   const std::optional<Mapped> mp = mapping(spec.op, in.dtype, m.fmax, m.fmin);
   internal_check(mp.has_value());
   internal_check(in.buf && in.is_contiguous() && in.numel() > 0 && in.numel() <= kMaxCollectiveElements);
+  if (!spec.counts.empty()) {  // a reduce-scatter: this member's run of the merge
+    internal_check(spec.counts.size() == spec.group.size());
+    std::vector<int> counts;
+    int64_t total = 0;
+    for (int64_t n : spec.counts) counts.push_back(static_cast<int>(n)), total += n;
+    const auto me = std::lower_bound(spec.group.begin(), spec.group.end(), m.rank);
+    internal_check(total == in.numel() && me != spec.group.end() && *me == m.rank);
+    const int64_t mine = spec.counts[static_cast<size_t>(me - spec.group.begin())];
+    internal_check(out.buf && out.is_contiguous() && out.numel() == mine && out.dtype == in.dtype);
+    MPI_Request req;
+    check(
+        MPI_Ireduce_scatter(in.byte_ptr(), out.byte_ptr(), counts.data(), mp->type, mp->op, it->second, &req),
+        "MPI_Ireduce_scatter");
+    return std::make_unique<MpiCollective>(m, req, in, out);
+  }
   const int count = static_cast<int>(in.numel());
   const bool receives = spec.root == kAllMembers || spec.root == m.rank;
   if (receives)

@@ -45,7 +45,8 @@ class MpiGroups {
   // reaches the same point, since plans join their groups before anything that can fail.
   void join(const std::vector<Group>& groups, uint64_t epoch, const std::function<void()>& check);
 
-  // Starts a reduce (spec.root a rank) or all-reduce (kAllMembers) over a joined group.
+  // Starts a reduce (spec.root a rank), all-reduce (kAllMembers) or reduce-scatter
+  // (spec.counts: MPI_Ireduce_scatter) over a joined group.
   std::unique_ptr<Collective> start_reduce(const ReduceSpec& spec, const View& in, const View& out);
 
   // After a failed run, on every rank: no cached communicator is used again.

@@ -12,7 +12,8 @@
 // including irregular ones whose partials cover different sub-boxes of `out`, and it is what
 // the loopback transport uses. A transport may also offer collectives (engine/comm/collective.hpp):
 // the MPI transport runs a regular combine (every partial covers all of `out`) as one
-// non-blocking MPI_Ireduce / MPI_Iallreduce on a communicator of its participants, so the
+// non-blocking MPI_Ireduce / MPI_Iallreduce on a communicator of its participants (and the
+// pieces of a reduce-scatter as one MPI_Ireduce_scatter), so the
 // network merges in a tree or ring instead of funnelling every partial into each destination.
 // Collectives merge in an order of the MPI library's choosing: sums agree with the
 // point-to-point result within rounding (1e-5 relative), not bit for bit, while max, min,
@@ -88,6 +89,8 @@ class Transport {
                                                    const View& /*out*/) {
     internal_fail(__FILE__, __LINE__, "start_reduce on a transport without collectives");
   }
+  // Whether start_reduce takes a reduce-scatter (ReduceSpec::counts).
+  virtual bool can_reduce_scatter() const { return false; }
   // Collectives this endpoint started (tests, and the proof that a plan used them).
   virtual int64_t collectives_started() const { return 0; }
 };

@@ -29,7 +29,7 @@ Status received_status(std::span<const char> bytes, int w, uint64_t epoch) {
   try {
     return decode_status(bytes);
   } catch (const Error& e) {
-    return Status{Status::Failed, Status::Internal, epoch, 0, 0, 0, cat_str("rank ", w, ": ", e.what()), {}};
+    return Status::failed(Status::Internal, epoch, cat_str("rank ", w, ": ", e.what()));
   }
 }
 
@@ -283,6 +283,7 @@ RunReport Coordinator::run(std::vector<char> plan, uint8_t plan_flags, const pla
   std::map<uint64_t, std::shared_ptr<Value>> values;
   std::exception_ptr mine;
   int64_t my_blocks = 0, my_peer_messages = 0, my_peer_bytes = 0;
+  int64_t my_transfer_bytes = 0, my_combine_bytes = 0, my_gathered_bytes = 0;
   RunReport mine_on_device;  // rank 0's device blocks and host/device copies
   double my_move_s = 0;
   // Rank 0 sees only its own blocks until the statuses come: its share stands for the rest.
@@ -320,6 +321,9 @@ RunReport Coordinator::run(std::vector<char> plan, uint8_t plan_flags, const pla
     my_blocks = me.blocks_run();
     my_peer_messages = me.peer_messages();
     my_peer_bytes = me.peer_bytes();
+    my_transfer_bytes = me.transfer_bytes();
+    my_combine_bytes = me.combine_bytes();
+    my_gathered_bytes = me.gathered_bytes();
     mine_on_device.device_blocks = me.device_blocks_run();
     mine_on_device.bytes_to_device = me.bytes_to_device();
     mine_on_device.bytes_from_device = me.bytes_from_device();
@@ -353,11 +357,17 @@ RunReport Coordinator::run(std::vector<char> plan, uint8_t plan_flags, const pla
                    mine_on_device.device_blocks,
                    mine_on_device.bytes_to_device,
                    mine_on_device.bytes_from_device};
+  report.transfer_bytes = my_transfer_bytes;
+  report.combine_bytes = my_combine_bytes;
+  report.gathered_bytes = my_gathered_bytes;
   for (int w = 1; w < mpi.size(); ++w) {
     const Status& w_st = *st.of(w);
     report.blocks += w_st.blocks;
     report.messages += w_st.messages;
     report.bytes += w_st.bytes;
+    report.transfer_bytes += w_st.transfer_bytes;
+    report.combine_bytes += w_st.combine_bytes;
+    report.gathered_bytes += w_st.gathered_bytes;
   }
   for (auto& [id, v] : values) {
     const Node* n = g.find(id);

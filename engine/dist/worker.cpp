@@ -33,7 +33,7 @@ constexpr uint32_t kStatusMagic = 0x54535054;   // "TPST"
 //    I/O job.
 // 7: Driver commands.
 // 8: the Choices run flag: a plan as its choices, each rank lowering its own part.
-constexpr uint32_t kProtocolVersion = 8;
+constexpr uint32_t kProtocolVersion = 9;
 
 // TAPESTRY_FAULT=RANK:RUN[:oom] (`spec`): whether this rank is to fail its run number `run`,
 // and how.
@@ -53,7 +53,9 @@ class Worker {
   int serve() {
     char host[256] = "";
     gethostname(host, sizeof host - 1);
-    Status hello{Status::Hello, Status::User, 0, 0, 0, 0, cat_str(getpid(), " ", host), {}};
+    Status hello;
+    hello.kind = Status::Hello;
+    hello.message = cat_str(getpid(), " ", host);
     if (setup_.device_peers) hello.caps |= Status::CanJoinPeers;
     report(hello);
     // A script's loop sends the next run within milliseconds: stay awake for it.
@@ -107,7 +109,7 @@ class Worker {
       return decode_command(*bytes);
     } catch (const Error& e) {
       // Answer anyway (epoch 0 means "whatever run you wait for"), so rank 0 does not wait.
-      report(Status{Status::Failed, Status::Internal, 0, 0, 0, 0, on_rank(mpi_.rank(), e.what()), {}});
+      report(Status::failed(Status::Internal, 0, on_rank(mpi_.rank(), e.what())));
       return std::nullopt;
     }
   }
@@ -163,7 +165,8 @@ class Worker {
 
   // Collective with every rank (rank 0 joins as it sends this); answered with one status.
   void join_peers(const Command& c) {
-    Status st{Status::Done, Status::User, c.epoch, 0, 0, 0, {}, {}};
+    Status st;
+    st.epoch = c.epoch;
     try {
       DeviceBackend* dev = setup_.dev;
       if (dev) peers_ = dev->join_peers(std::string(c.plan.begin(), c.plan.end()), mpi_.rank(), mpi_.size());
@@ -243,6 +246,9 @@ class Worker {
       st.blocks = p.blocks_run();
       st.messages = t.messages_sent() + p.peer_messages();
       st.bytes = t.bytes_sent() + p.peer_bytes();
+      st.transfer_bytes = p.transfer_bytes();
+      st.combine_bytes = p.combine_bytes();
+      st.gathered_bytes = p.gathered_bytes();
     } catch (const Cancelled&) {
       if (stopped_) st.kind = Status::Aborted;  // stopped between blocks by rank 0's abort
       else st = failure_status(me, c.epoch);
@@ -302,6 +308,9 @@ std::vector<char> encode_status(const Status& s) {
   w.put(s.blocks);
   w.put(s.messages);
   w.put(s.bytes);
+  w.put(s.transfer_bytes);
+  w.put(s.combine_bytes);
+  w.put(s.gathered_bytes);
   w.str(s.message);
   w.vec(s.trace);
   return w.take();
@@ -322,6 +331,9 @@ Status decode_status(std::span<const char> bytes) {
   s.blocks = r.get<int64_t>();
   s.messages = r.get<int64_t>();
   s.bytes = r.get<int64_t>();
+  s.transfer_bytes = r.get<int64_t>();
+  s.combine_bytes = r.get<int64_t>();
+  s.gathered_bytes = r.get<int64_t>();
   s.message = r.str();
   s.trace = r.vec<char>();
   r.end();
@@ -333,7 +345,7 @@ static_assert(int(Status::User) == int(Failure::User) && int(Status::Internal) =
 
 Status failure_status(int rank, uint64_t epoch) {
   const Failure f = current_failure(rank);
-  return Status{Status::Failed, static_cast<Status::Error>(f.kind), epoch, 0, 0, 0, f.message, {}};
+  return Status::failed(static_cast<Status::Error>(f.kind), epoch, f.message);
 }
 
 void throw_failure(const Status& s) { rethrow(Failure{static_cast<Failure::Kind>(s.error), s.message}); }

@@ -59,9 +59,18 @@ struct Status {
   Error error = User;
   uint64_t epoch = 0;
   int64_t blocks = 0, messages = 0, bytes = 0;
-  std::string message;      // Failed: "rank 2: ..."
+  int64_t transfer_bytes = 0, combine_bytes = 0, gathered_bytes = 0;  // RunReport's (protocol 9)
+  std::string message;                                                // Failed: "rank 2: ..."
   std::vector<char> trace;  // a traced run's events (trace::encode_events, from the run's start)
   uint8_t caps = 0;         // Hello
+  static Status failed(Error error, uint64_t epoch, std::string message) {
+    Status s;
+    s.kind = Failed;
+    s.error = error;
+    s.epoch = epoch;
+    s.message = std::move(message);
+    return s;
+  }
 };
 
 std::vector<char> encode_command(const Command& c);

@@ -20,7 +20,7 @@ using namespace op_estimate;
 
 std::vector<Candidate> allowed(const poly::Signature& s, const NodeRef& n, const Mesh& m,
                                const SearchOptions& opt) {
-  std::vector<Candidate> all = candidates(s, m.ranks, opt.replicated.count(n->id) > 0);
+  std::vector<Candidate> all = candidates_of(s, *n, m.ranks, opt);
   if (!opt.output_grid.count(n->id) && !opt.replicated.count(n->id)) return all;
   std::vector<Candidate> kept;
   for (const Candidate& c : all)

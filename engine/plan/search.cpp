@@ -119,6 +119,22 @@ std::vector<Candidate> candidates(const poly::Signature& s, int ranks, bool repl
   return out;
 }
 
+std::vector<Candidate> candidates_of(const poly::Signature& s, const Node& n, int ranks,
+                                     const SearchOptions& opt) {
+  std::vector<Candidate> out = candidates(s, ranks, opt.replicated.count(n.id) > 0);
+  const auto grid = opt.output_grid.find(n.id);
+  if (n.op != Op::Constrain || grid == opt.output_grid.end() || grid->second.size() != size_t(s.rank()))
+    return out;
+  int64_t blocks = 1;
+  for (int j = 0; j < s.rank(); ++j) {
+    if (grid->second[j] > 1 && (!s.space[j].splittable || grid->second[j] > s.space[j].extent)) return out;
+    blocks *= grid->second[j];
+  }
+  const Candidate asked{grid->second, 0};
+  if (blocks >= 2 && std::find(out.begin(), out.end(), asked) == out.end()) out.push_back(asked);
+  return out;
+}
+
 std::vector<Placement> place(const poly::Signature& s, const Candidate& c, int ranks) {
   if (c.replicated) {
     std::vector<Placement> p;
@@ -316,7 +332,7 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
     return search_estimated(topo, initial, roots, m, opt);
   for (const NodeRef& n : sp.ops) {
     sp.sigs.push_back(poly::signature_of(*n));
-    std::vector<Candidate> all = candidates(sp.sigs.back(), m.ranks, opt.replicated.count(n->id) > 0);
+    std::vector<Candidate> all = candidates_of(sp.sigs.back(), *n, m.ranks, opt);
     std::vector<Candidate> kept;
     std::vector<std::vector<Placement>> per;
     for (const Candidate& c : all) {

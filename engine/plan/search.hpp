@@ -94,6 +94,13 @@ std::vector<int64_t> output_grid_of(const poly::Signature& s, const std::vector<
 bool meets_constraint(uint64_t id, const poly::Signature& s, const Candidate& c,
                       const std::vector<Placement>& placed, const SearchOptions& opt);
 
+// The candidates of node n under its constraint (SearchOptions::output_grid, replicated):
+// candidates(), and for a Constrain node (a copy: its index space is its output) the asked grid
+// itself, so any grid can be asked for, round-robin when it has more blocks than ranks (tp.grid{2,2,2} on 8
+// ranks is a 3-dim split, which candidates() offers only from kThreeDimRanks ranks on).
+std::vector<Candidate> candidates_of(const poly::Signature& s, const Node& n, int ranks,
+                                     const SearchOptions& opt);
+
 // For tp.explain: why a candidate lost is the difference between its best plan and the
 // winner's, split into compute (the busiest rank's), memory (the over-limit penalty) and the
 // rest of the makespan, which is communication not hidden behind compute.

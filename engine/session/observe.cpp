@@ -10,6 +10,7 @@
 #include "engine/ir/error.hpp"
 #include "engine/plan/lower_rank.hpp"
 #include "engine/plan/memory_limit.hpp"
+#include "engine/plan/moves.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/plan/verifier.hpp"
 #include "engine/run/device_eval.hpp"
@@ -58,14 +59,27 @@ RunReport run(Session& s, const plan::ShardedGraph& g, const StoreKeys& keys) {
   return run_plan(g, keys, rank_devices(s), &s.shard_store());
 }
 
-void count(const RunReport& report) {
-  stats().blocks_run += static_cast<uint64_t>(report.blocks);
-  stats().device_blocks += static_cast<uint64_t>(report.device_blocks);
-  stats().bytes_to_device += static_cast<uint64_t>(report.bytes_to_device);
-  stats().bytes_from_device += static_cast<uint64_t>(report.bytes_from_device);
-  stats().messages += static_cast<uint64_t>(report.messages);
-  stats().bytes_moved += static_cast<uint64_t>(report.bytes);
-  stats().time_move += report.move_s;
+// plan: the whole plan that ran, when it is lowered (its moves are counted by kind).
+void count(const RunReport& report, const plan::ShardedGraph* whole = nullptr) {
+  Stats& st = stats();
+  st.blocks_run += static_cast<uint64_t>(report.blocks);
+  st.device_blocks += static_cast<uint64_t>(report.device_blocks);
+  st.bytes_to_device += static_cast<uint64_t>(report.bytes_to_device);
+  st.bytes_from_device += static_cast<uint64_t>(report.bytes_from_device);
+  st.messages += static_cast<uint64_t>(report.messages);
+  st.bytes_moved +=
+      static_cast<uint64_t>(report.transfer_bytes + report.combine_bytes + report.gathered_bytes);
+  st.bytes_transfers += static_cast<uint64_t>(report.transfer_bytes);
+  st.bytes_combines += static_cast<uint64_t>(report.combine_bytes);
+  st.bytes_gathered += static_cast<uint64_t>(report.gathered_bytes);
+  st.time_move += report.move_s;
+  if (!whole) return;
+  static_assert(plan::kMoveKinds == Stats::kMoveKinds);
+  for (const plan::MoveGroup& m : plan::classify_moves(*whole).groups) {
+    if (m.local()) continue;
+    ++st.move_count[static_cast<int>(m.kind)];
+    st.move_bytes[static_cast<int>(m.kind)] += static_cast<uint64_t>(m.bytes);
+  }
 }
 
 // Brings a stored leaf's shards to rank 0 as its value (kept there as a cache).
@@ -218,7 +232,7 @@ std::vector<std::vector<plan::Shard>> run_observation(Session& s, const std::vec
                            ",\"bytes\":", report.bytes)});
   for (size_t i = 0; i < pg.observed.size(); ++i)
     s.layouts().put(pg.observed[i]->id, describe_layout(pg, i, g));
-  count(report);
+  count(report, !own_parts || pg.plan.lowered() ? &pg.plan.graph() : nullptr);
   std::vector<std::vector<plan::Shard>> shards(pg.observed.size());
   for (size_t i = 0; i < pg.observed.size(); ++i) {
     for (const plan::Shard& o : g.outputs)
@@ -260,6 +274,10 @@ void observe_values(Session& s, const std::vector<NodeRef>& given) {
     const std::string l = s.layouts().find(roots[i]->id);
     if (!l.empty()) s.layouts().put(given[i]->id, l);
   }
+}
+
+std::vector<NodeRef> as_observed(Session& s, const std::vector<NodeRef>& roots) {
+  return s.mesh().ranks == 1 ? roots : substitute_stored(s, roots);
 }
 
 void observe_kept(Session& s, const std::vector<NodeRef>& given) {

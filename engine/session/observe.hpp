@@ -29,6 +29,11 @@ void observe_kept(Session& s, const std::vector<NodeRef>& roots);
 // shard of the new values is left anywhere.
 std::vector<NodeRef> observe_stored(Session& s, const std::vector<NodeRef>& exprs);
 
+// The roots as an observation plans them: every expression already computed and stored (a
+// tp.eval result on several ranks, a named tensor) replaced by its stored leaf, which is read
+// where it lies. tp.plan, tp.explain and :layout plan these, so they show what would run.
+std::vector<NodeRef> as_observed(Session& s, const std::vector<NodeRef>& roots);
+
 // Computes the session's pending bindings. A binding that fails is dropped (its previous value
 // stays); if its author is the one running now (Environment::author) the error is rethrown
 // prefixed with its name, else it waits for its author (Environment::take_failures) and the

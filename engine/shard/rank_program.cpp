@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <set>
 
 #include "engine/comm/loopback.hpp"
 #include "engine/device/host_backend.hpp"
@@ -60,6 +61,7 @@ RankProgram::RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreK
   coll_ = comm::plan_collectives(g, t);
   t.join_groups(coll_.groups);
   for (const NodeRef& n : g.nodes) nodes_[n->id] = n.get();
+  moves_ = plan::classify_moves(g);
   for (const plan::Combine& c : g.combines) split_.insert(c.node);
   number_messages();
   // The initial shards are windows on the nodes' values or on stored shards: nothing is
@@ -85,6 +87,7 @@ RankProgram::RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreK
     hold(h.tensor, h.box, window(n.value->view(), Box::of_shape(n.shape), h.box));
   }
   find_banded_pairs();
+  find_dependencies();
   frees_ = std::move(plan::last_reads(g)[static_cast<size_t>(me_)]);
   // A stencil computed inside its map block (run_banded) reads its inputs at the map block, not
   // at its own step: those stay until the plan ends.
@@ -102,14 +105,36 @@ void RankProgram::number_messages() {
     const plan::Transfer& x = g_.transfers[t];
     if (x.from == me_ || x.to == me_) transfer_tag_[t] = next[{x.from, x.to}]++;
   }
+  // A point-to-point combine goes through its first destination: each other participant sends
+  // it its partials, and it sends the merged value on to the other destinations.
   next.clear();
-  for (size_t c = 0; c < g_.combines.size(); ++c)
-    for (size_t p : g_.combines[c].partials) {
-      if (p >= g_.blocks.size()) continue;  // combine() reports it
+  for (size_t c = 0; c < g_.combines.size(); ++c) {
+    const plan::Combine& m = g_.combines[c];
+    if (m.dest.empty()) continue;  // combine() reports it
+    const int root = m.dest[0];
+    std::set<int> merged_sent;
+    for (size_t p : m.partials) {
+      if (p >= g_.blocks.size()) continue;
       const int from = g_.blocks[p].rank;
-      for (int d : g_.combines[c].dest)
-        if (d != from && (from == me_ || d == me_)) partial_tag_[{c, p, d}] = next[{from, d}]++;
+      if (from == root || (from != me_ && root != me_)) continue;
+      if (sends_merged(c, from) && !merged_sent.insert(from).second) continue;
+      partial_tag_[{c, p, root}] = next[{from, root}]++;
     }
+    for (size_t i = 1; i < m.dest.size(); ++i)
+      if (m.dest[i] != root && (root == me_ || m.dest[i] == me_))
+        result_tag_[{c, m.dest[i]}] = next[{root, m.dest[i]}]++;
+  }
+}
+
+bool RankProgram::sends_merged(size_t c, int rank) {
+  const plan::Combine& m = g_.combines[c];
+  bool any = false;
+  for (size_t p : m.partials) {
+    if (p >= g_.blocks.size() || g_.blocks[p].rank != rank) continue;
+    if (!sig(m.node).output_slice(g_.blocks[p].box).contains(m.out)) return false;
+    any = true;
+  }
+  return any;
 }
 
 std::string RankProgram::describe(uint64_t tensor) const {
@@ -127,23 +152,6 @@ const poly::Signature& RankProgram::sig(uint64_t id) {
   auto it = sigs_.find(id);
   if (it == sigs_.end()) it = sigs_.emplace(id, poly::signature_of(node(id))).first;
   return it->second;
-}
-
-bool RankProgram::advance() {
-  bool ran = false;
-  try {
-    while (pc_ < steps().size()) {
-      if (cancel_requested() || (stop_ && stop_())) throw Cancelled();
-      if (!step(steps()[pc_])) break;
-      release_after(pc_);
-      ++pc_;
-      ran = true;
-    }
-    ran = reap_trailing() || ran;
-  } catch (const std::exception&) {  // no Lua runs here; rethrown, tagged with the rank
-    rethrow_on(me_);
-  }
-  return ran;
 }
 
 // After step i: the pieces no later step of this rank reads (plan::last_reads, the cost model's
@@ -217,42 +225,35 @@ void RankProgram::trace_step(const Step& s, double t0_us, double dur_us) {
       const plan::Transfer& x = g_.transfers[s.index];
       const Node& n = node(x.tensor);
       const bool out = s.kind == Step::Kind::Send;
+      // Named by the move it is part of: "broadcast: send to 3", "all-gather: recv from 1".
+      const char* kind =
+          plan::move_kind_name(moves_.groups[static_cast<size_t>(moves_.transfer_group[s.index])].kind);
       e.cat = out ? "send" : "recv";
-      e.name = cat_str(out ? "send to " : "recv from ", out ? x.to : x.from);
-      e.args = cat_str("\"op\":", trace::json_string(op_def(n.op).name), ",\"transfer\":", s.index, ",",
-                       box_args(x.slice, bytes_of(n, x.slice)));
+      e.name = cat_str(kind, ": ", out ? "send to " : "recv from ", out ? x.to : x.from);
+      e.args = cat_str("\"op\":", trace::json_string(op_def(n.op).name), ",\"transfer\":", s.index,
+                       ",\"move\":\"", kind, "\",", box_args(x.slice, bytes_of(n, x.slice)));
       break;
     }
     case Step::Kind::Combine: {
       const plan::Combine& m = g_.combines[s.index];
       const Node& n = node(m.node);
+      // Named by the collective it is: "all-reduce sum", "reduce-scatter sum", "reduce max".
+      const char* kind =
+          plan::move_kind_name(moves_.groups[static_cast<size_t>(moves_.combine_group[s.index])].kind);
       e.cat = "combine";
-      e.name = cat_str("combine ", op_def(n.op).name);
+      e.name = cat_str(kind, " ", poly::combine_name(m.kind), " (", op_def(n.op).name, ")");
       const comm::CombineRoute& route = coll_.combines[s.index];
       e.args =
-          cat_str("\"op\":", trace::json_string(op_def(n.op).name), ",\"combine\":", s.index,
-                  ",\"partials\":", m.partials.size(), ",", box_args(m.out, bytes_of(n, m.out)),
-                  route.collective ? (route.spec.root == comm::kAllMembers ? ",\"collective\":\"all-reduce\""
-                                                                           : ",\"collective\":\"reduce\"")
-                                   : "");
+          cat_str("\"op\":", trace::json_string(op_def(n.op).name), ",\"combine\":", s.index, ",\"move\":\"",
+                  kind, "\",\"partials\":", m.partials.size(), ",", box_args(m.out, bytes_of(n, m.out)),
+                  !route.collective                      ? ""
+                  : !route.scatter.empty()               ? ",\"collective\":\"reduce-scatter\""
+                  : route.spec.root == comm::kAllMembers ? ",\"collective\":\"all-reduce\""
+                                                         : ",\"collective\":\"reduce\"");
       break;
     }
   }
   trace::record(std::move(e));
-}
-
-std::string RankProgram::waiting_on() const {
-  if (done()) return "nothing";
-  if (pc_ == steps().size())
-    return cat_str("the end, for ", trailing_.size(), " collective(s) it contributed to and ",
-                   peer_sends_.size(), " device send(s)");
-  const Step& s = steps()[pc_];
-  if (s.kind == Step::Kind::Recv)
-    return cat_str("step ", pc_, ", the receive of transfer ", s.index, " from rank ",
-                   g_.transfers[s.index].from);
-  if (s.kind == Step::Kind::Combine)
-    return cat_str("step ", pc_, ", combine ", s.index, " (a partial is missing)");
-  return cat_str("step ", pc_);
 }
 
 void RankProgram::find_banded_pairs() {
@@ -452,6 +453,7 @@ void RankProgram::send(size_t t) {
                 t_.send(x.to, comm::tag(comm::TagKind::Transfer, transfer_tag_[t]),
                         gather(x.tensor, x.slice));
               });
+  transfer_bytes_ += bytes_of(node(x.tensor), x.slice);
 }
 
 void RankProgram::use_device_peers(comm::DevicePeers* peers) {
@@ -476,13 +478,14 @@ void RankProgram::post_peer_ops() {
         dev_->copy(src, packed);
         src = std::move(packed);
       }
-      std::unique_ptr<comm::Collective> h = peers_->send(x.to, src, t);
+      std::unique_ptr<comm::Collective> h = peers_->send(x.to, src, transfer_tag_[t]);
       ++peer_messages_;
       peer_bytes_ += src.numel() * static_cast<int64_t>(dtype_size(src.dtype()));
+      transfer_bytes_ += src.numel() * static_cast<int64_t>(dtype_size(src.dtype()));
       peer_sends_.push_back({std::move(h), std::move(src)});
     } else {
       DeviceView buf = device_alloc(*dev_, node(x.tensor).dtype, x.slice.extents());
-      std::unique_ptr<comm::Collective> h = peers_->recv(x.from, buf, t);
+      std::unique_ptr<comm::Collective> h = peers_->recv(x.from, buf, transfer_tag_[t]);
       peer_recvs_.emplace(t, PeerOp{std::move(h), std::move(buf)});
     }
   }
@@ -525,6 +528,7 @@ void RankProgram::send_outputs() {
       if (o.rank != me_ || me_ == 0 || keys_.root_key(o.tensor, g_)) continue;
       t_.send(0, comm::tag(comm::TagKind::Output, i), gather(o.tensor, o.box));
       bytes += bytes_of(node(o.tensor), o.box);
+      gathered_bytes_ += bytes_of(node(o.tensor), o.box);
     }
   } catch (const std::exception&) {  // no Lua runs here; rethrown, tagged with the rank
     rethrow_on(me_);
@@ -634,6 +638,9 @@ RunReport run_ranks(const std::function<const plan::ShardedGraph&(int)>& part, c
   for (auto& p : ranks) report.messages += p->peer_messages(), report.bytes += p->peer_bytes();
   for (auto& p : ranks) {
     report.blocks += p->blocks_run(), report.move_s += p->move_seconds();
+    report.transfer_bytes += p->transfer_bytes();
+    report.combine_bytes += p->combine_bytes();
+    report.gathered_bytes += p->gathered_bytes();
     report.device_blocks += p->device_blocks_run();
     report.bytes_to_device += p->bytes_to_device();
     report.bytes_from_device += p->bytes_from_device();

@@ -33,6 +33,7 @@
 #include "engine/device/backend.hpp"
 #include "engine/device/peers.hpp"
 #include "engine/ir/value.hpp"
+#include "engine/plan/moves.hpp"
 #include "engine/plan/sharded_graph.hpp"
 #include "engine/shard/rank_store.hpp"
 #include "engine/store/shard_store.hpp"
@@ -57,6 +58,12 @@ struct RunReport {
   double move_s = 0;          // seconds rank 0 (loopback: all ranks) spent moving them
   int64_t device_blocks = 0;  // of the blocks, those run on a device
   int64_t bytes_to_device = 0, bytes_from_device = 0;  // host <-> device copies
+  // What the plan's moves carried, as the executors counted them: transfers' payload (over
+  // the transport or between devices), combines' (point to point: what was sent; a collective:
+  // plan::combine_bytes, counted once, by its lowest member: MPI does not say what its
+  // algorithm sent), and the result shards gathered to rank 0 after the plan. The first two
+  // add up to the plan's bytes_moved (cost_of).
+  int64_t transfer_bytes = 0, combine_bytes = 0, gathered_bytes = 0;
 };
 
 // One rank's part of a plan. Its store maps (tensor id, box) to the data: the initial shards
@@ -70,10 +77,16 @@ class RankProgram {
   RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreKeys keys = {},
               DeviceBackend* dev = nullptr, ShardStore* store = nullptr);
 
-  // Runs this rank's steps in program order until one must wait (a receive that has not
-  // arrived, a combine missing a partial) or all have run; whether any step ran. Checks the
-  // cancel flag before every step (throws Cancelled).
+  // Runs every step of this rank that can run, each as soon as the earlier steps it depends
+  // on have run (find_dependencies): a block whose inputs are here runs while a receive it
+  // does not read still waits, and a send goes out while an unrelated receive is pending, so
+  // no rank waits on a transfer it does not need. Steps are taken from the first one not run,
+  // at most kLookahead ahead of it (memory: what runs early is freed only once every step
+  // before its last reader has run). Whether any step ran. Checks the cancel flag before
+  // every step (throws Cancelled). With device peers the steps run in program order (NCCL's
+  // transfers are matched in order).
   bool advance();
+  static constexpr size_t kLookahead = 1024;
   // Every transfer goes from device to device through `peers` (requires a device); call
   // before the first advance(), on every rank of the run alike.
   void use_device_peers(comm::DevicePeers* peers);
@@ -82,6 +95,11 @@ class RankProgram {
   // contributes to a reduce goes on at once, like after a send, but may not leave before it),
   // and so has every device send.
   bool done() const { return pc_ == steps().size() && trailing_.empty() && peer_sends_.empty(); }
+  int64_t steps_run() const { return steps_run_; }
+  // This rank's share of RunReport's transfer_bytes, combine_bytes and gathered_bytes.
+  int64_t transfer_bytes() const { return transfer_bytes_; }
+  int64_t combine_bytes() const { return combine_bytes_; }
+  int64_t gathered_bytes() const { return gathered_bytes_; }
   std::string waiting_on() const;  // the step it waits at, for deadlock reports
 
   // After done(): every rank sends the result shards it holds to rank 0; rank 0 then
@@ -107,7 +125,8 @@ class RankProgram {
   // collective only inside MPI calls on each member (a long message takes many rounds), so a
   // waiting loop should then yield and poll again rather than sleep.
   bool collectives_in_flight() const {
-    return !running_.empty() || !trailing_.empty() || !peer_sends_.empty() || !peer_recvs_.empty();
+    return !running_.empty() || !scatters_.empty() || !trailing_.empty() || !peer_sends_.empty() ||
+           !peer_recvs_.empty();
   }
   // Seconds this rank spent in sends, receives, combines and output shards (tp.stats().time_move).
   double move_seconds() const { return move_us_ * 1e-6; }
@@ -123,6 +142,11 @@ class RankProgram {
   bool step(const plan::Step& s);  // false: must wait
   void release_after(size_t i);    // frees what step i was the last reader of
   void number_messages();          // transfer_tag_, partial_tag_
+  // deps_[i]: the earlier steps of this rank that step i waits for: those that make (run,
+  // receive or combine into) a slice it reads overlapping it, a combine's own partials, and
+  // the previous collective (members of a communicator start its collectives in one order).
+  void find_dependencies();
+  bool ready(size_t i) const;
   void run(size_t b);
   void run_once(size_t b);  // one attempt of run (engine/run/retry.hpp)
   void run_on_device(size_t b);
@@ -130,6 +154,7 @@ class RankProgram {
   bool recv(size_t t);
   bool combine(size_t c);
   bool combine_collective(size_t c);
+  bool combine_scatter(size_t c);
   View partial_over(size_t c, size_t p);  // partial p of combine c over its region
   View contribution(size_t c);            // this rank's input to combine c's collective
   bool reap_trailing();
@@ -159,7 +184,12 @@ class RankProgram {
   ShardStore* shards_;
   int me_;
   DeviceBackend* dev_;
-  size_t pc_ = 0;
+  size_t pc_ = 0;                          // the first step not run yet (all before it have run)
+  std::vector<bool> ran_;                  // per step
+  std::vector<std::vector<size_t>> deps_;  // per step (find_dependencies)
+  int64_t steps_run_ = 0;
+  int64_t transfer_bytes_ = 0, combine_bytes_ = 0, gathered_bytes_ = 0;
+  plan::Moves moves_;  // what each transfer and combine is part of (trace names)
   int64_t blocks_run_ = 0;
   int64_t device_blocks_ = 0;
   int64_t bytes_from_device_ = 0;  // partials
@@ -171,6 +201,10 @@ class RankProgram {
   std::unordered_map<uint64_t, const Node*> nodes_;
   std::vector<uint64_t> transfer_tag_;                               // per transfer of this rank
   std::map<std::tuple<size_t, size_t, int>, uint64_t> partial_tag_;  // (combine, block, to)
+  std::map<std::pair<size_t, int>, uint64_t> result_tag_;            // (combine, to): its value
+  // Whether `rank`'s partials of combine c all cover its `out`: it then sends them merged, as
+  // one message (tagged as its first partial), else each partial's part of `out` alone.
+  bool sends_merged(size_t c, int rank);
   std::unordered_map<uint64_t, poly::Signature> sigs_;
   std::unordered_set<uint64_t> split_;  // nodes whose blocks leave partials (they have combines)
   RankStore store_;
@@ -184,8 +218,11 @@ class RankProgram {
   struct Running {
     std::unique_ptr<comm::Collective> handle;
     std::shared_ptr<Value> out;
+    std::shared_ptr<Value> in;  // a reduce-scatter's packed contribution, kept while MPI reads it
   };
-  std::map<size_t, Running> running_;                        // combine -> its collective here
+  std::map<size_t, Running> running_;        // combine -> its collective here
+  std::map<size_t, Running> scatters_;       // reduce-scatter (its first combine) -> the collective
+  std::unordered_set<size_t> scatter_done_;  // reduce-scatters whose piece this rank holds
   std::vector<std::unique_ptr<comm::Collective>> trailing_;  // contributed, not yet complete
   struct PeerOp {
     std::unique_ptr<comm::Collective> handle;

@@ -93,7 +93,16 @@ std::string describe_shards(const std::vector<plan::Shard>& shards, size_t rank_
   std::vector<int64_t> grid;
   for (const auto& st : starts) grid.push_back(std::max<int64_t>(1, static_cast<int64_t>(st.size())));
   const std::string g = plan::grid_string(grid);
-  if (g != "whole") return g;
+  if (g != "whole") {
+    // Replicas of a split value (an all-reduce over some of the ranks): say how many copies.
+    std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>, int> copies;
+    for (const plan::Shard& s : shards) ++copies[{s.box.lo, s.box.hi}];
+    int lo = INT32_MAX, hi = 0;
+    for (const auto& [box, n] : copies) lo = std::min(lo, n), hi = std::max(hi, n);
+    if (hi <= 1) return g;
+    return lo == hi ? cat_str(g, ", ", hi, " copies of each piece")
+                    : cat_str(g, ", up to ", hi, " copies of a piece");
+  }
   if (ranks.size() == 1) return cat_str("whole on rank ", *ranks.begin());
   return cat_str("replicated on ", ranks.size(), " ranks");
 }

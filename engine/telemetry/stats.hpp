@@ -17,8 +17,18 @@ struct Stats {
   uint64_t device_blocks = 0;    // of them, run on a device (GPU); rank 0's only under MPI
   uint64_t bytes_to_device = 0;  // host -> device copies of sharded runs (rank 0's under MPI)
   uint64_t bytes_from_device = 0;
-  uint64_t messages = 0;       // transfers, partials and gathered outputs between ranks
-  uint64_t bytes_moved = 0;    // their payload
+  uint64_t messages = 0;         // transfers, partials and gathered outputs between ranks
+  uint64_t bytes_moved = 0;      // their payload: the three below
+  uint64_t bytes_transfers = 0;  // what plans' transfers carried, as the ranks sent them
+  uint64_t bytes_combines = 0;   // what plans' combines carried (a collective: the plan's count)
+  uint64_t bytes_gathered = 0;   // result shards gathered to rank 0 after a plan
+  // The plans' moves by kind (plan::MoveKind's order: point-to-point, broadcast, all-gather,
+  // all-to-all, reduce, all-reduce, reduce-scatter): how many ran, and their bytes as the plan
+  // counts them. Transfers and combines above are counted by the ranks that sent them; these by
+  // the plan run, so bytes_transfers + bytes_combines == the sum of move_bytes.
+  static constexpr int kMoveKinds = 7;
+  uint64_t move_count[kMoveKinds] = {};
+  uint64_t move_bytes[kMoveKinds] = {};
   uint64_t bytes_read = 0;     // tensor data read from files (engine/io), by this process's ranks
   uint64_t bytes_written = 0;  // tensor data written to files
   double time_schedule = 0;    // seconds spent ordering and fusing

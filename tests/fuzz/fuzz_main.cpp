@@ -7,6 +7,7 @@
 // Graph g of seed S is drawn from an rng seeded by (S, g) alone, so a failure replays with
 // --seed S --graph g. A failure prints the run and a minimized Lua reproducer, also written to
 // fuzz-failure-S-g.lua. Exit status 1 if anything failed.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -20,10 +21,14 @@
 
 #include "engine/device/sim_backend.hpp"
 #include "engine/ir/error.hpp"
+#include "engine/plan/lower_rank.hpp"
 #include "engine/plan/planner.hpp"
+#include "engine/plan/verifier.hpp"
+#include "engine/poly/signature.hpp"
 #include "engine/run/evaluator.hpp"
 #include "engine/session/config.hpp"
 #include "engine/session/run_sharded.hpp"
+#include "engine/shard/rank_program.hpp"
 #include "kernels/cpu/kernels.hpp"
 #include "tests/fuzz/naive.hpp"
 #include "tests/fuzz/program.hpp"
@@ -42,10 +47,40 @@ struct RunConfig {
   // Each rank on a simulated device of its own; odd ranks have no matmul kernel, so device
   // blocks, CPU blocks and the copies between them meet in one plan.
   bool devices = false;
+  // A mesh of named axes (tp.mesh{a = 2, b = 2, ...}, outermost first) instead of a flat one:
+  // the link per axis changes what the search picks.
+  std::vector<int> axes;
+  // A joint choice drawn at random instead of searched: every op gets any placement, however
+  // costly: whole on a rank, replicated, or split along up to three index dims into any number
+  // of parts (several blocks per rank too), a split reduction with any of its combine modes,
+  // over inputs laid out at random (whole, in rows, or a copy on every rank). `own_parts`: each
+  // rank runs only its own part, lowered from the choices (lower_rank), as under MPI.
+  bool random_choice = false;
+  bool own_parts = false;
   std::string str() const {
-    return cat_str(ranks, " ranks (", modelled ? "modelled" : "this_machine", "), ",
-                   method == plan::SearchOptions::Greedy ? "greedy" : "anneal", " seed ", search_seed,
-                   " steps ", steps, devices ? ", simulated devices" : "");
+    std::string mesh = modelled ? "modelled" : "this_machine";
+    if (!axes.empty()) {
+      mesh = "axes";
+      for (size_t i = 0; i < axes.size(); ++i) mesh += cat_str(i ? " x " : " ", char('a' + i), "=", axes[i]);
+    }
+    const std::string how =
+        random_choice ? cat_str("random choice ", search_seed, own_parts ? ", each rank its own part" : "")
+                      : cat_str(method == plan::SearchOptions::Greedy ? "greedy" : "anneal", " seed ",
+                                search_seed, " steps ", steps);
+    return cat_str(ranks, " ranks (", mesh, "), ", how, devices ? ", simulated devices" : "");
+  }
+  plan::Mesh mesh() const {
+    if (axes.empty()) return modelled ? plan::Mesh::modelled(ranks) : plan::Mesh::this_machine(ranks);
+    std::vector<plan::MeshAxis> ax;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      plan::MeshAxis m;
+      m.name = std::string(1, char('a' + i));
+      m.size = axes[i];
+      // Outer axes slower, as nodes over gpus: the search then prefers splits along inner ones.
+      m.link = {5e9 * double(i + 1), 0.5e-6 / double(i + 1)};
+      ax.push_back(m);
+    }
+    return plan::Mesh::of_axes(ax);
   }
 };
 
@@ -58,14 +93,16 @@ struct Expected {
 
 struct Counters {
   int64_t graphs = 0, runs = 0, steps = 0, naive_checked = 0, naive_unsupported = 0, rejected = 0;
-  int64_t failures = 0, blocks = 0, messages = 0;
+  int64_t failures = 0, blocks = 0, messages = 0, random_choices = 0, named_meshes = 0;
   std::map<int, int64_t> meshes;
   std::map<std::string, int64_t> kinds;
 };
 
-// Steps whose float results a sharded run may round differently (split sums and their users).
-std::vector<bool> inexact_steps(const Program& p, const std::vector<NodeRef>& nodes) {
-  std::vector<bool> inexact(p.steps.size(), false);
+// How far each step's float results may round differently in a sharded run: split sums and
+// their users, by the coarsest float a split sum rounded in upstream (an f32 matmul cast to f64
+// keeps the f32 sum's rounding); 0 where it must be exact.
+std::vector<double> inexact_steps(const Program& p, const std::vector<NodeRef>& nodes) {
+  std::vector<double> tol(p.steps.size(), 0);
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const Step& s = p.steps[i];
     bool x = false;
@@ -79,10 +116,11 @@ std::vector<bool> inexact_steps(const Program& p, const std::vector<NodeRef>& no
       case Kind::Pool: x = s.op == Op::AvgPool2d; break;
       default: break;
     }
-    for (int j : s.in) x = x || inexact[j];
-    inexact[i] = x && is_float(nodes[i]->dtype);
+    double t = x ? (nodes[i]->dtype == DType::F64 ? 1e-9 : 1e-4) : 0;
+    for (int j : s.in) t = std::max(t, tol[j]);
+    tol[i] = is_float(nodes[i]->dtype) ? t : 0;
   }
-  return inexact;
+  return tol;
 }
 
 // The single-rank evaluator over every step (so every node can be checked by the naive
@@ -100,12 +138,12 @@ Expected reference(const Program& p, Counters* c, std::string* naive_failure) {
       if (r == NaiveResult::Mismatch && naive_failure->empty()) *naive_failure = why;
     }
   }
-  const std::vector<bool> inexact = inexact_steps(p, nodes);
+  const std::vector<double> inexact = inexact_steps(p, nodes);
   Expected e;
   for (int r : p.roots) {
     const NodeRef& n = nodes[r];
     e.values.push_back(to_doubles(n->value->view()));
-    e.tol.push_back(inexact[r] ? (n->dtype == DType::F32 ? 1e-4 : 1e-9) : 0);
+    e.tol.push_back(inexact[r]);
     e.shapes.push_back(n->shape);
     e.dtypes.push_back(n->dtype);
   }
@@ -119,14 +157,88 @@ double scale_of(const std::vector<double>& v) {
   return s;
 }
 
+// Where an input lies before a random plan: whole on some rank, cut into rows over the ranks,
+// or a copy on every rank, so blocks gather their slices from several pieces.
+void hold_somewhere(const Node& n, int ranks, std::mt19937_64& rng, std::vector<plan::Shard>& initial) {
+  const poly::Box all = poly::Box::of_shape(n.shape);
+  const int mode = n.shape.empty() ? 0 : static_cast<int>(rng() % 3);
+  if (mode == 0) {
+    initial.push_back({n.id, all, static_cast<int>(rng() % ranks)});
+  } else if (mode == 1) {
+    const int64_t parts = std::min<int64_t>(ranks, n.shape[0]);
+    for (int64_t p = 0; p < parts; ++p) {
+      poly::Box b = all;
+      b.lo[0] = p * n.shape[0] / parts;
+      b.hi[0] = (p + 1) * n.shape[0] / parts - 1;
+      initial.push_back({n.id, b, static_cast<int>((p + 1) % ranks)});
+    }
+  } else {
+    for (int r = 0; r < ranks; ++r) initial.push_back({n.id, all, r});
+  }
+}
+
+// Any placement of an op: whole on a rank, replicated, or up to three splittable index dims
+// cut into 2..2*ranks parts in all (so a rank may run several blocks, and hold several
+// partials of one combine), blocks from a random first rank, partials merged by any mode.
+plan::Candidate random_candidate(const poly::Signature& s, int ranks, std::mt19937_64& rng) {
+  plan::Candidate c{std::vector<int64_t>(static_cast<size_t>(s.rank()), 1), static_cast<int>(rng() % ranks)};
+  const int pick = static_cast<int>(rng() % 10);
+  if (pick == 0) return c;  // whole on one rank
+  if (pick == 1) {
+    c.rank = 0;
+    c.replicated = true;
+    return c;
+  }
+  std::vector<int> dims;
+  for (int j = 0; j < s.rank(); ++j)
+    if (s.space[j].splittable && s.space[j].extent >= 2) dims.push_back(j);
+  std::shuffle(dims.begin(), dims.end(), rng);
+  const size_t want = 1 + rng() % 3;  // up to three dims: 3-D matmul's i x j x k
+  int64_t total = 1;
+  const int64_t cap = ranks == 1 ? 3 : 2 * ranks;
+  for (size_t i = 0; i < dims.size() && i < want; ++i) {
+    const int64_t room = std::min<int64_t>(s.space[dims[i]].extent, cap / total);
+    if (room < 2) break;
+    c.parts[dims[i]] = 2 + static_cast<int64_t>(rng() % static_cast<uint64_t>(room - 1));
+    total *= c.parts[dims[i]];
+  }
+  const plan::CombineMode modes[] = {plan::CombineMode::Reduce, plan::CombineMode::AllReduce,
+                                     plan::CombineMode::ReduceScatter};
+  c.combine = modes[rng() % 3];
+  return c;
+}
+
+// A random joint choice for `roots`, lowered whole (verified, then run on loopback ranks) or
+// by every rank for itself (lower_rank, then each rank runs its own part).
+RunReport run_random_choice(const std::vector<NodeRef>& roots, const plan::Mesh& mesh, const RunConfig& cfg,
+                            const std::vector<DeviceBackend*>& devices) {
+  std::mt19937_64 rng(cfg.search_seed * 0x2545F4914F6CDD1Dull + 17);
+  plan::LoweringInput in;
+  in.topo = plan::observed_subgraph(roots);
+  for (const NodeRef& r : roots)  // each once, as an observation lists them
+    if (std::find(in.roots.begin(), in.roots.end(), r) == in.roots.end()) in.roots.push_back(r);
+  in.mesh = mesh;
+  for (const NodeRef& n : in.topo)
+    if (n->value) hold_somewhere(*n, mesh.ranks, rng, in.initial);
+  std::map<uint64_t, plan::Candidate> choice;
+  for (const NodeRef& n : plan::ops_to_place(in.topo, in.initial, in.roots))
+    choice[n->id] = random_candidate(poly::signature_of(*n), mesh.ranks, rng);
+  const plan::ShardedGraph g = plan::lower_choice(in, choice);
+  const plan::VerifyResult v = plan::verify(g, in.topo);
+  if (!v.ok()) throw InternalError(cat_str("random plan fails verification:\n", v.message()));
+  if (!cfg.own_parts) return run_plan(g, {}, devices);
+  std::vector<plan::ShardedGraph> parts;
+  for (int r = 0; r < mesh.ranks; ++r) parts.push_back(plan::lower_choice(in, choice, r));
+  return run_plan_parts(parts, {}, devices);
+}
+
 // "" when the sharded run of p under cfg gives `want`, else what differs.
 std::string sharded_problem(const Program& p, const RunConfig& cfg, const Expected& want, Counters* c) {
   try {
     std::vector<NodeRef> nodes = build(p);
     std::vector<NodeRef> roots;
     for (int r : p.roots) roots.push_back(nodes[r]);
-    const plan::Mesh mesh =
-        cfg.modelled ? plan::Mesh::modelled(cfg.ranks) : plan::Mesh::this_machine(cfg.ranks);
+    const plan::Mesh mesh = cfg.mesh();
     plan::SearchOptions o;
     o.method = cfg.method;
     o.steps = cfg.steps;
@@ -139,7 +251,8 @@ std::string sharded_problem(const Program& p, const RunConfig& cfg, const Expect
       if (r % 2) sims.back()->refuse(Op::Matmul);
       devices.push_back(sims.back().get());
     }
-    const RunReport rep = run_sharded(roots, mesh, o, /*verify_plan=*/true, devices);
+    const RunReport rep = cfg.random_choice ? run_random_choice(roots, mesh, cfg, devices)
+                                            : run_sharded(roots, mesh, o, /*verify_plan=*/true, devices);
     for (const auto& sim : sims)
       if (sim->counts().live_bytes != 0)
         return cat_str("device memory left after the run: ", sim->counts().live_bytes);
@@ -183,7 +296,7 @@ Program fit_constraints(const Program& p, int ranks, std::mt19937_64& rng, bool 
   }
   for (size_t i = 0; i < q.steps.size(); ++i) {
     Step& s = q.steps[i];
-    if (s.kind != Kind::Constrain || (keep_some && rng() % 5 == 0)) continue;
+    if (s.kind != Kind::Constrain || s.flag || (keep_some && rng() % 5 == 0)) continue;
     const Shape& shape = nodes[i]->shape;
     std::vector<int64_t> parts(shape.size(), 1);
     int r = ranks;
@@ -292,7 +405,8 @@ void usage() {
       "                     [--max-ranks K] [--max-steps N] [--max-dim D] [--devices] [--emit-lua DIR] [-v]\n"
       "Random well-typed graphs over the op registry, each evaluated by the single-rank\n"
       "evaluator (every node also checked by a naive reference) and sharded R times on random\n"
-      "meshes of 1..K loopback ranks with greedy or annealed plans; --devices runs half of them\n"
+      "meshes of 1..K loopback ranks (flat or of named axes) with greedy or searched plans or random\n"
+      "joint choices (3-dim splits, replicas, every combine mode); --devices runs half of them\n"
       "with a simulated device per rank. --emit-lua writes each\n"
       "graph as a self-checking Lua script instead (for `mpirun -n 3 tapestry file.lua`).");
 }
@@ -416,7 +530,23 @@ int main(int argc, char** argv) {
       cfg.search_seed = rng() % 1000;
       cfg.steps = 20 + static_cast<int>(rng() % 100);
       cfg.devices = a.devices && rng() % 2;
+      // One run in three on named axes: 2 x 2, 2 x 3, 2 x 2 x 2, ... (the product of the axes is
+      // the rank count); one in three a random joint choice (3-dim splits, replicas, every
+      // combine mode), half of those lowered by each rank for itself.
+      if (rng() % 3 == 0) {
+        std::vector<int> axes;
+        for (int r = cfg.ranks, f = 2; r > 1;) {
+          while (r % f) ++f;
+          axes.push_back(f);
+          r /= f;
+        }
+        if (axes.size() >= 2) cfg.axes = axes;
+      }
+      cfg.random_choice = rng() % 3 == 0;
+      cfg.own_parts = cfg.random_choice && rng() % 2;
       ++c.runs;
+      if (cfg.random_choice) ++c.random_choices;
+      if (!cfg.axes.empty()) ++c.named_meshes;
       ++c.meshes[cfg.ranks];
       const Program q = fit_constraints(p, cfg.ranks, rng);
       std::string problem = sharded_problem(q, cfg, want, &c);
@@ -443,6 +573,8 @@ int main(int argc, char** argv) {
       static_cast<long long>(c.messages), static_cast<long long>(c.naive_checked),
       static_cast<long long>(c.naive_unsupported), static_cast<long long>(c.rejected),
       static_cast<long long>(c.failures), elapsed());
+  std::printf("random joint choices: %lld, runs on named-axis meshes: %lld\n",
+              static_cast<long long>(c.random_choices), static_cast<long long>(c.named_meshes));
   std::printf("meshes:");
   for (auto [r, n] : c.meshes) std::printf(" %d:%lld", r, static_cast<long long>(n));
   std::printf("\nsteps by kind:");

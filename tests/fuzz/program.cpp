@@ -458,6 +458,11 @@ class Gen {
         if (coin(r_)) {
           s.kind = Kind::Constrain;
           for (int d = 0; d < rank; ++d) s.a.push_back(uni(r_, 1, std::min<int64_t>(xs[d], 4)));
+          // A copy on every rank (x:constrain(tp.replicated())): data parallelism's weights.
+          if (coin(r_, 0.25)) {
+            s.flag = true;
+            std::fill(s.a.begin(), s.a.end(), 1);
+          }
         } else {
           if (rank == 0) return;
           s.kind = Kind::WriteRegion;
@@ -567,7 +572,7 @@ NodeRef build_step(const Step& s, const std::vector<NodeRef>& in) {
       const int64_t k[2] = {s.c[0], s.c[1]}, st[2] = {s.c[2], s.c[3]}, p[2] = {s.c[4], s.c[5]};
       return build::pool2d(s.op, in[0], k, st, p);
     }
-    case Kind::Constrain: return build::constrain(in[0], s.a);
+    case Kind::Constrain: return build::constrain(in[0], s.a, s.flag);
     case Kind::Line: {
       const int dim = static_cast<int>(s.n);
       user_check(dim < static_cast<int>(in[0]->shape.size()), "dim out of range after a shrink");
@@ -755,7 +760,10 @@ end
         e = cat_str("tp.", op_def(s.op).name, "(", v(0), ", {", s.c[0], ", ", s.c[1], "}, {stride = {",
                     s.c[2], ", ", s.c[3], "}, padding = {", s.c[4], ", ", s.c[5], "}})");
         break;
-      case Kind::Constrain: e = cat_str(v(0), ":constrain(tp.grid", ilist(s.a), ")"); break;
+      case Kind::Constrain:
+        e = s.flag ? cat_str(v(0), ":constrain(tp.replicated())")
+                   : cat_str(v(0), ":constrain(tp.grid", ilist(s.a), ")");
+        break;
       case Kind::Line: {
         const std::string d = std::to_string(s.n + 1), name(op_def(s.op).name);
         if (s.op == Op::Sort)

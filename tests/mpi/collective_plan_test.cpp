@@ -25,6 +25,8 @@ class Reducing final : public comm::Transport {
   int64_t messages_sent() const override { return 0; }
   int64_t bytes_sent() const override { return 0; }
   bool can_reduce(Monoid, DType t) const override { return t != DType::F64; }
+  bool can_reduce_scatter() const override { return scatter; }
+  bool scatter = false;
 };
 
 NodeRef src(const Shape& s, DType t = DType::F32) { return make_source(Value::alloc(t, s), s, t); }
@@ -126,5 +128,40 @@ TEST_CASE("engine.comm.collective_plan.what_stays_point_to_point") {
     Mm m({0, 1});
     m.g.add_combine(m.y->id, poly::CombineKind::Sum, m.parts, m.all(), {0});
     CHECK(comm::plan_collectives(m.g, plain).count() == 0);
+  }
+}
+
+// The one-destination combines of a node over the same ranks, one to each with a piece of
+// what every partial covers, are one reduce-scatter where the transport has them; a set that
+// misses a member stays separate reduces.
+TEST_CASE("engine.comm.collective_plan.row_pieces_to_each_rank_are_one_reduce_scatter") {
+  for (bool scatter : {false, true}) {
+    CAPTURE(scatter);
+    Reducing t;
+    t.scatter = scatter;
+    Mm m({0, 1, 2});
+    const Box rows[] = {Box({0, 0}, {1, 3}), Box({2, 0}, {3, 3}), Box({4, 0}, {5, 3})};
+    for (int r : {2, 0, 1}) m.g.add_combine(m.y->id, poly::CombineKind::Sum, m.parts, rows[r], {r});
+    const comm::CollectivePlan cp = comm::plan_collectives(m.g, t);
+    REQUIRE(cp.combines.size() == 3);
+    for (size_t c = 0; c < 3; ++c) {
+      CHECK(cp.combines[c].collective);
+      CHECK(cp.combines[c].scatter.size() == (scatter ? 3u : 0u));
+      if (!scatter) continue;
+      CHECK(cp.combines[c].scatter == std::vector<size_t>{1, 2, 0});  // by destination rank
+      CHECK(cp.combines[c].spec.counts == std::vector<int64_t>{8, 8, 8});
+    }
+    CHECK(cp.groups == std::vector<comm::Group>{{0, 1, 2}});
+  }
+  Reducing t;
+  t.scatter = true;
+  Mm m({0, 1, 2});
+  m.g.add_combine(m.y->id, poly::CombineKind::Sum, m.parts, Box({0, 0}, {2, 3}), {0});
+  m.g.add_combine(m.y->id, poly::CombineKind::Sum, m.parts, Box({3, 0}, {5, 3}), {1});  // none to 2
+  const comm::CollectivePlan cp = comm::plan_collectives(m.g, t);
+  for (const comm::CombineRoute& r : cp.combines) {
+    CHECK(r.collective);
+    CHECK(r.scatter.empty());
+    CHECK(r.spec.counts.empty());
   }
 }

@@ -207,12 +207,18 @@ TEST_CASE("commands and statuses round-trip and are checked") {
   bytes.push_back('x');
   CHECK_THROWS_WITH_AS(decode_command(bytes), doctest::Contains("left over"), Error);
 
-  Status s{Status::Failed, Status::User, 9, 1, 2, 3, "rank 2: broken", {'t', 'r'}};
+  Status s = Status::failed(Status::User, 9, "rank 2: broken");
+  s.blocks = 1, s.messages = 2, s.bytes = 3;
+  s.transfer_bytes = 4, s.combine_bytes = 5, s.gathered_bytes = 6;
+  s.trace = {'t', 'r'};
   std::vector<char> sbytes = encode_status(s);
   Status sb = decode_status(sbytes);
   CHECK(sb.kind == Status::Failed);
   CHECK(sb.message == "rank 2: broken");
   CHECK(sb.bytes == 3);
+  CHECK(sb.transfer_bytes == 4);
+  CHECK(sb.combine_bytes == 5);
+  CHECK(sb.gathered_bytes == 6);
   CHECK(sb.trace == s.trace);
   sbytes[0] ^= 1;
   CHECK_THROWS_WITH_AS(decode_status(sbytes), doctest::Contains("status rejected: bad magic"), Error);
@@ -273,7 +279,9 @@ TEST_CASE("device peers on the wire: a Peers command, the DevicePeers flag and a
   bytes[9] = 8;  // an unknown flag
   CHECK_THROWS_WITH_AS(decode_command(bytes), doctest::Contains("command flags"), Error);
 
-  Status hello{Status::Hello, Status::User, 0, 0, 0, 0, "4242 node7", {}};
+  Status hello;
+  hello.kind = Status::Hello;
+  hello.message = "4242 node7";
   hello.caps = Status::CanJoinPeers;
   const Status sb = decode_status(encode_status(hello));
   CHECK(sb.kind == Status::Hello);

@@ -403,7 +403,16 @@ NodeRef matmul(const NodeRef& a0, const NodeRef& b0) {
   ashape.insert(ashape.end(), {n, k});
   bshape.insert(bshape.end(), {k, m});
   out.insert(out.end(), {n, m});
-  NodeRef r = make_node(Op::Matmul, {broadcast_to(a, ashape), broadcast_to(b, bshape)}, Attrs{}, out, t);
+  NodeRef r;
+  if (!abatch.empty() && bbatch.empty()) {
+    // A matrix shared by every batch (a weight): the batch folds into the rows, so b is read
+    // whole by every block instead of expanded to the batch size (and shipped so).
+    const NodeRef rows =
+        make_node(Op::Matmul, {reshape(a, {numel(batch) * n, k}), b}, Attrs{}, {numel(batch) * n, m}, t);
+    r = reshape(rows, out);
+  } else {
+    r = make_node(Op::Matmul, {broadcast_to(a, ashape), broadcast_to(b, bshape)}, Attrs{}, out, t);
+  }
   if (a_vec || b_vec) {
     Shape final_shape = batch;
     if (!a_vec) final_shape.push_back(n);

@@ -9,6 +9,7 @@
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
+#include "engine/plan/cost.hpp"
 #include "engine/plan/lower.hpp"
 #include "engine/plan/lower_rank.hpp"
 #include "engine/plan/verifier.hpp"
@@ -172,6 +173,67 @@ TEST_CASE("engine.shard.rank_program.a_receive_without_its_send_deadlocks") {
   CHECK(p.y->value == nullptr);
 }
 
+// A rank runs each step as soon as the steps it depends on have run: a block that does not
+// read a pending receive runs before it arrives.
+TEST_CASE("engine.shard.rank_program.a_block_runs_before_a_receive_it_does_not_read") {
+  NodeRef x = source({6, 4}, 1), z = source({6, 4}, 2);
+  NodeRef y = build::unary(Op::Neg, z);  // from z, which rank 1 holds
+  NodeRef w = build::unary(Op::Exp, x);  // from x, which rank 0 sends
+  const std::vector<float> want_y = reference(y), want_w = reference(w);
+  ShardedGraph g(2);
+  g.nodes = {x, z, y, w};
+  g.hold(x->id, Box::of_shape(x->shape), 0);
+  g.hold(z->id, Box::of_shape(z->shape), 1);
+  g.add_transfer(x->id, Box::of_shape(x->shape), 0, 1);  // rank 1: the receive comes first
+  g.add_block(y->id, Box::of_shape(y->shape), 1);
+  g.add_block(w->id, Box::of_shape(w->shape), 1);
+  g.add_output(y->id, Box::of_shape(y->shape), 1);
+  g.add_output(w->id, Box::of_shape(w->shape), 1);
+  REQUIRE(plan::verify(g, g.nodes).ok());
+  comm::LoopbackHub hub(2);
+  RankProgram r1(g, hub.endpoint(1));
+  CHECK(r1.advance());  // y ran, though x has not come
+  CHECK(r1.blocks_run() == 1);
+  CHECK_FALSE(r1.done());
+  CHECK_FALSE(r1.advance());  // w still waits for x
+  RankProgram r0(g, hub.endpoint(0));
+  CHECK(r0.advance());  // sends x
+  CHECK(r0.done());
+  CHECK(r1.advance());
+  CHECK(r1.blocks_run() == 2);
+  CHECK(r1.done());
+  CHECK(run_plan(g).blocks == 2);
+  check_close(y, want_y, 0);
+  check_close(w, want_w, 1e-6);
+  set_value(*y, nullptr);
+  set_value(*w, nullptr);
+}
+
+// A send does not wait for a receive it does not need: each rank's program receives the
+// other's value before sending its own, which in program order would wait forever.
+TEST_CASE("engine.shard.rank_program.a_send_does_not_wait_for_an_unrelated_receive") {
+  NodeRef a = source({4, 3}, 3), b = source({4, 3}, 4);
+  NodeRef y = build::binary(Op::Add, a, b);
+  const std::vector<float> want = reference(y);
+  ShardedGraph g(2);
+  g.nodes = {a, b, y};
+  g.hold(a->id, Box::of_shape(a->shape), 0);
+  g.hold(b->id, Box::of_shape(b->shape), 1);
+  g.transfers = {{a->id, rows(a->shape, 2, 3), 0, 1}, {b->id, rows(b->shape, 0, 1), 1, 0}};
+  using K = plan::Step::Kind;
+  g.steps[0] = {{K::Recv, 1}, {K::Send, 0}};
+  g.steps[1] = {{K::Recv, 0}, {K::Send, 1}};
+  g.add_block(y->id, rows(y->shape, 0, 1), 0);
+  g.add_block(y->id, rows(y->shape, 2, 3), 1);
+  g.add_output(y->id, rows(y->shape, 0, 1), 0);
+  g.add_output(y->id, rows(y->shape, 2, 3), 1);
+  const RunReport r = run_plan(g);
+  CHECK(r.transfer_bytes == 2 * 2 * 3 * 4);
+  CHECK(r.gathered_bytes == 2 * 3 * 4);
+  check_close(y, want, 0);
+  set_value(*y, nullptr);
+}
+
 TEST_CASE("engine.shard.rank_program.cancel_stops_between_steps") {
   RowSplit p;
   request_cancel();
@@ -256,7 +318,9 @@ TEST_CASE("engine.shard.rank_program.combine_modes_from_lower") {
         CHECK(g.combines[static_cast<size_t>(r)].dest == std::vector<Rank>{r});
       }
     }
-    run_plan(g);
+    const RunReport whole = run_plan(g);
+    CHECK(whole.transfer_bytes + whole.combine_bytes ==
+          plan::cost_of(g, plan::Mesh::modelled(4)).bytes_moved);
     check_close(y, want, 1e-5);
     set_value(*y, nullptr);
     // Each rank with only its own part: partials are tagged alike on both ends.
