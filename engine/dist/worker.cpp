@@ -7,15 +7,18 @@
 #include <optional>
 #include <utility>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include "engine/dist/liveness.hpp"
 #include "engine/dist/plan_wire.hpp"
+#include "engine/dist/replica.hpp"
 #include "engine/io/parallel_io.hpp"
 #include "engine/ir/codec.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/lower_rank.hpp"
 #include "engine/shard/rank_program.hpp"
+#include "engine/store/shard_file.hpp"
 #include "engine/store/shard_store.hpp"
 #include "engine/telemetry/trace.hpp"
 
@@ -33,7 +36,8 @@ constexpr uint32_t kStatusMagic = 0x54535054;   // "TPST"
 //    I/O job.
 // 7: Driver commands.
 // 8: the Choices run flag: a plan as its choices, each rank lowering its own part.
-constexpr uint32_t kProtocolVersion = 8;
+// 9: Replicate, Salvage and Restore commands.
+constexpr uint32_t kProtocolVersion = 9;
 
 // TAPESTRY_FAULT=RANK:RUN[:oom] (`spec`): whether this rank is to fail its run number `run`,
 // and how.
@@ -92,6 +96,10 @@ class Worker {
         driver_.hello(std::string(c->plan.begin(), c->plan.end()));
         continue;
       }
+      if (c->kind == Command::Replicate || c->kind == Command::Salvage || c->kind == Command::Restore) {
+        keep_safe(*c);
+        continue;
+      }
       run(*c);
     }
     mpi_.flush(2.0);  // our last statuses and slices; never wait on a peer that left
@@ -115,12 +123,44 @@ class Worker {
   // Without a driver nobody will ever send this rank a command: exit rather than run forever
   // (mpirun leaves the workers alone when tapestry -n started it, see engine/dist/coordinator.hpp).
   // No MPI_Finalize: it would wait for rank 0.
+  // A job a driver launched: rank 0 died, and the driver will replace the job, so this rank's
+  // pieces (and the replicas it keeps of its predecessor's) go to the salvage folder first.
   void watch_driver() {
     if (!driver_.gone()) return;
-    fprintf(stderr, "tapestry: rank %d: the driver (rank 0, pid %d) is gone; this worker exits\n",
-            mpi_.rank(), driver_.pid());
+    const bool salvage =
+        !setup_.salvage_dir.empty() && setup_.driver_pid > 0 && kill(setup_.driver_pid, 0) == 0;
+    if (salvage)
+      fprintf(stderr, "tapestry: rank %d: rank 0 (pid %d) is gone; this worker saves its pieces and exits\n",
+              mpi_.rank(), driver_.pid());
+    else
+      fprintf(stderr, "tapestry: rank %d: the driver (rank 0, pid %d) is gone; this worker exits\n",
+              mpi_.rank(), driver_.pid());
     fflush(stderr);
+    if (salvage) {
+      try {
+        salvage_store(setup_.store, setup_.salvage_dir, mpi_.rank());
+      } catch (const Error& e) {
+        fprintf(stderr, "tapestry: rank %d: %s\n", mpi_.rank(), e.what());
+      }
+    }
     _exit(1);
+  }
+
+  // Replicate, Salvage, Restore: this rank's part; one status either way.
+  void keep_safe(const Command& c) {
+    epoch_ = c.epoch;
+    Status st;
+    st.epoch = c.epoch;
+    try {
+      if (c.kind == Command::Replicate)
+        replicate_part(mpi_, setup_.store, c.drop, c.epoch, [this] { return aborted(); });
+      else if (c.kind == Command::Salvage)
+        salvage_store(setup_.store, std::string(c.plan.begin(), c.plan.end()), mpi_.rank());
+      else restore_part(setup_.store, decode_restore(c.plan), mpi_.rank());
+    } catch (const std::exception&) {
+      st = failure_status(mpi_.rank(), c.epoch);
+    }
+    report(st);
   }
 
   // Whether rank 0 aborted the current run; any other command waits for the loop.
@@ -284,7 +324,7 @@ Command decode_command(std::span<const char> bytes) {
   c.epoch = r.get<uint64_t>();
   if (c.flags & ~(Command::Trace | Command::DevicePeers | Command::Choices))
     r.reject(cat_str("command flags ", int(c.flags)));
-  if (kind < Command::Run || kind > Command::Driver) r.reject(cat_str("command kind ", int(kind)));
+  if (kind < Command::Run || kind > Command::Restore) r.reject(cat_str("command kind ", int(kind)));
   c.kind = static_cast<Command::Kind>(kind);
   c.plan = r.vec<char>();
   for (auto* v : {&c.store.initial, &c.store.roots, &c.drop}) *v = r.vec<uint64_t>();
