@@ -469,6 +469,10 @@ void Coordinator::salvage(const std::string& dir) {
   } catch (const Error& e) {
     fprintf(stderr, "tapestry: rank 0: %s\n", e.what());
   }
+  // Every rank found dead or stopped now is named, not only the first one seen.
+  for (int w = 1; w < mpi.size(); ++w)
+    if (peers_.down(w) && lost_.insert(w).second)
+      lost_text_ += cat_str(lost_text_.empty() ? "" : "; ", peers_.describe(w));
   Statuses st(mpi, peers_, epoch, trace::now_us());
   const auto end = Clock::now() + std::chrono::seconds(10);
   comm::Backoff wait;

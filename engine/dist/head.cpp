@@ -1,9 +1,11 @@
 // Run frame body (driver -> head):
 //   whole u8 (1: encode_plan's bytes, 0: encode_choices's); plan bytes; keys.initial; keys.roots;
-//   blocks i64; count u64 of {wire id u64, value} (leaves the driver holds); replicate keys
+//   blocks i64; count u64 of {wire id u64, value} (leaves the driver holds); replicate keys;
+//   traced u8
 // Result frame body (head -> driver):
-//   0 u8, the RunReport's 7 fields, count u64 of {wire id u64, value} (the roots' values); or
-//   1 u8, encode_status's bytes of the failure
+//   0 u8, the RunReport's 7 fields, count u64 of {wire id u64, value} (the roots' values), a
+//   traced run's events (encode_events's, from the request's start) and their ranks; or
+//   1 u8, encode_status's bytes of the failure; then the job's device transport (a string)
 // Lost frame body: the lost ranks ("rank 2 (pid ...) died"), the job's broken() message.
 #include "engine/dist/head.hpp"
 
@@ -26,6 +28,7 @@
 #include "engine/telemetry/cancel.hpp"
 #include "engine/telemetry/progress.hpp"
 #include "engine/telemetry/telemetry.hpp"
+#include "engine/telemetry/trace.hpp"
 
 namespace tapestry {
 
@@ -79,7 +82,14 @@ class Inbox {
   std::thread reader_;
 };
 
-std::vector<char> done_result(const RunReport& r, const std::vector<std::pair<uint64_t, const Value*>>& values) {
+struct Traced {
+  std::vector<char> events;   // trace::encode_events's, from the request's start
+  std::vector<int32_t> pids;  // each event's rank
+};
+
+std::vector<char> done_result(const RunReport& r,
+                              const std::vector<std::pair<uint64_t, const Value*>>& values,
+                              const std::string& transport, const Traced& traced = {}) {
   ByteWriter w;
   w.put<uint8_t>(0);
   w.put(r.blocks);
@@ -94,14 +104,26 @@ std::vector<char> done_result(const RunReport& r, const std::vector<std::pair<ui
     w.put(id);
     put_value(w, *v);
   }
+  w.vec(traced.events);
+  w.vec(traced.pids);
+  w.str(transport);  // it changes when a failed run retires the device peers
   return w.take();
 }
 
-// Call in a catch block.
-std::vector<char> failed_result() {
+// Call in a catch block. The message is what rank 0 itself would have raised in Lua: a
+// worker's failure already names its rank, and rank 0's own needs no "rank 0: ".
+std::vector<char> failed_result(const std::string& transport) {
+  Status st = failure_status(0, 0);
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+  } catch (const std::exception& e) {
+    st.message = e.what();
+  }
   ByteWriter w;
   w.put<uint8_t>(1);
-  w.vec(encode_status(failure_status(0, 0)));
+  w.vec(encode_status(st));
+  w.str(transport);
   return w.take();
 }
 
@@ -162,7 +184,7 @@ class Head {
       try {
         reply = handle(*f);
       } catch (const std::exception&) {
-        reply = failed_result();
+        reply = failed_result(job_.device_transport());
       }
       if (!job_.broken().empty()) return lost(inbox);
       link_.send(JobLink::Result, reply);
@@ -189,7 +211,7 @@ class Head {
       case JobLink::Restore: job_.restore(f.body); break;
       default: throw Error(cat_str("job request rejected: kind ", int(f.kind)));
     }
-    return done_result({}, {});
+    return done_result({}, {}, job_.device_transport());
   }
 
   std::vector<char> run(ByteReader& r) {
@@ -207,7 +229,8 @@ class Head {
     } else {
       choices = decode_choices(bytes, &ids);
       if (choices->input.mesh.ranks != job_.ranks())
-        throw InternalError(cat_str("a plan for ", choices->input.mesh.ranks, " ranks sent to a job of ", job_.ranks()));
+        throw InternalError(
+            cat_str("a plan for ", choices->input.mesh.ranks, " ranks sent to a job of ", job_.ranks()));
       g = plan::lower_choice(choices->input, choices->choice, 0);
     }
     // The driver's leaves: their values, held on rank 0 as the plan expects.
@@ -219,9 +242,30 @@ class Head {
       if (!it->second->value) set_value(*it->second, std::move(v));
     }
     const std::vector<uint64_t> replicate = r.vec<uint64_t>();
+    const bool tracing = r.get<uint8_t>() != 0;
     r.end();
+    // A traced run's events, every rank's (the workers' come with their statuses), go back
+    // to the driver's trace.
+    const double origin = trace::now_us();
+    struct Capture {
+      bool on;
+      std::vector<trace::Event> events;
+      explicit Capture(bool on) : on(on) {
+        if (on) trace::begin_capture();
+      }
+      ~Capture() { take(); }
+      void take() {
+        if (on) events = trace::end_capture(), on = false;
+      }
+    } capture(tracing);
     const RunReport report = whole ? job_.run_plan(g, keys) : job_.run_own_parts(*choices, g, keys, blocks);
     if (!replicate.empty()) job_.replicate(replicate);
+    capture.take();
+    Traced traced;
+    if (!capture.events.empty()) {
+      traced.events = trace::encode_events(capture.events, origin);
+      for (const trace::Event& e : capture.events) traced.pids.push_back(e.pid);
+    }
     std::unordered_map<const Node*, uint64_t> wire_of;
     for (const auto& [id, n] : ids) wire_of[n.get()] = id;
     std::vector<std::pair<uint64_t, const Value*>> values;
@@ -234,7 +278,7 @@ class Head {
     } else {
       for (uint64_t id : g.roots) add(g.find(id));
     }
-    return done_result(report, values);
+    return done_result(report, values, job_.device_transport(), traced);
   }
 
   // A rank was lost: everything still held goes to the salvage folder, the driver is told, and

@@ -38,8 +38,8 @@ class Job {
   virtual const std::string& broken() const = 0;
   // A plan made for ranks() ranks, whole (`g`) or as its choices with rank 0's part.
   virtual RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys = {}) = 0;
-  virtual RunReport run_own_parts(const PlanChoices& plan, const plan::ShardedGraph& mine, const StoreKeys& keys,
-                                  int64_t blocks) = 0;
+  virtual RunReport run_own_parts(const PlanChoices& plan, const plan::ShardedGraph& mine,
+                                  const StoreKeys& keys, int64_t blocks) = 0;
   // An I/O job (engine/io/parallel_io.hpp) on every rank; `mine` is rank 0's part when rank 0
   // is this process.
   virtual void run_io(std::vector<char> job, const std::function<void()>& mine) = 0;

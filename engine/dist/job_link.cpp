@@ -171,7 +171,8 @@ std::shared_ptr<Value> get_value(ByteReader& r) {
   }
   const std::vector<char> data = r.vec<char>();
   const DType dtype = static_cast<DType>(dt);
-  if (data.size() != static_cast<size_t>(numel) * dtype_size(dtype)) r.reject("a value's data is not its shape's");
+  if (data.size() != static_cast<size_t>(numel) * dtype_size(dtype))
+    r.reject("a value's data is not its shape's");
   auto v = Value::alloc(dtype, shape);
   if (!data.empty()) std::memcpy(v->v.byte_ptr(), data.data(), data.size());
   return v;

@@ -26,17 +26,17 @@ struct LinkClosed : std::runtime_error {
 class JobLink {
  public:
   enum Kind : uint32_t {
-    Hello = 1,       // head -> driver: token, ranks, device transport
-    Run = 2,         // driver -> head: a plan to run (head.cpp has the layout)
-    Io = 3,          // an I/O job's bytes
-    Drop = 4,        // keys to free on every rank
-    Replicate = 5,   // keys to copy to each rank's buddy
-    Restore = 6,     // encode_restore's job
-    Cancel = 7,      // Ctrl-C at the driver: cancel the request running
-    Shutdown = 8,    // the driver ends the job
-    Result = 9,      // head -> driver: how a request ended
-    Lost = 10,       // head -> driver: a rank was lost; the job salvaged what it held and ends
-    Progress = 11,   // head -> driver: blocks done (f64), blocks in all (i64), bytes moved (i64)
+    Hello = 1,      // head -> driver: token, ranks, device transport
+    Run = 2,        // driver -> head: a plan to run (head.cpp has the layout)
+    Io = 3,         // an I/O job's bytes
+    Drop = 4,       // keys to free on every rank
+    Replicate = 5,  // keys to copy to each rank's buddy
+    Restore = 6,    // encode_restore's job
+    Cancel = 7,     // Ctrl-C at the driver: cancel the request running
+    Shutdown = 8,   // the driver ends the job
+    Result = 9,     // head -> driver: how a request ended
+    Lost = 10,      // head -> driver: a rank was lost; the job salvaged what it held and ends
+    Progress = 11,  // head -> driver: blocks done (f64), blocks in all (i64), bytes moved (i64)
   };
   struct Frame {
     Kind kind;

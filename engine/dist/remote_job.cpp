@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -49,14 +50,37 @@ struct JobLost {
 // What an outer `mpirun` gives its ranks: the driver's own job must not inherit it, or its
 // mpirun would take itself for a rank of the outer job.
 bool outer_launch_variable(const std::string& name) {
-  static const char* const prefixes[] = {
-      "OMPI_COMM_WORLD_", "OMPI_APP_CTX_", "OMPI_MCA_ess", "OMPI_MCA_orte_app_num", "OMPI_MCA_orte_bound_at_launch",
-      "OMPI_MCA_orte_ess_", "OMPI_MCA_orte_hnp_uri", "OMPI_MCA_orte_jobfam_session_dir", "OMPI_MCA_orte_launch",
-      "OMPI_MCA_orte_local_daemon_uri", "OMPI_MCA_orte_num_nodes", "OMPI_MCA_orte_precondition_transports",
-      "OMPI_MCA_orte_tmpdir_base", "OMPI_MCA_orte_top_session_dir", "OMPI_MCA_pmix", "OMPI_MCA_initial_wdir",
-      "OMPI_MCA_mpi_oversubscribe", "OMPI_MCA_shmem_RUNTIME_QUERY_hint", "OMPI_COMMAND", "OMPI_ARGV",
-      "OMPI_FILE_LOCATION", "OMPI_FIRST_RANKS", "OMPI_NUM_APP_CTX", "OMPI_UNIVERSE_SIZE", "PMIX_", "PMI_",
-      "HFI_NO_BACKTRACE", "IPATH_NO_BACKTRACE", "TAPESTRY_JOB=", "TAPESTRY_RELAUNCHED=", "TAPESTRY_EXIT_FILE="};
+  static const char* const prefixes[] = {"OMPI_COMM_WORLD_",
+                                         "OMPI_APP_CTX_",
+                                         "OMPI_MCA_ess",
+                                         "OMPI_MCA_orte_app_num",
+                                         "OMPI_MCA_orte_bound_at_launch",
+                                         "OMPI_MCA_orte_ess_",
+                                         "OMPI_MCA_orte_hnp_uri",
+                                         "OMPI_MCA_orte_jobfam_session_dir",
+                                         "OMPI_MCA_orte_launch",
+                                         "OMPI_MCA_orte_local_daemon_uri",
+                                         "OMPI_MCA_orte_num_nodes",
+                                         "OMPI_MCA_orte_precondition_transports",
+                                         "OMPI_MCA_orte_tmpdir_base",
+                                         "OMPI_MCA_orte_top_session_dir",
+                                         "OMPI_MCA_pmix",
+                                         "OMPI_MCA_initial_wdir",
+                                         "OMPI_MCA_mpi_oversubscribe",
+                                         "OMPI_MCA_shmem_RUNTIME_QUERY_hint",
+                                         "OMPI_COMMAND",
+                                         "OMPI_ARGV",
+                                         "OMPI_FILE_LOCATION",
+                                         "OMPI_FIRST_RANKS",
+                                         "OMPI_NUM_APP_CTX",
+                                         "OMPI_UNIVERSE_SIZE",
+                                         "PMIX_",
+                                         "PMI_",
+                                         "HFI_NO_BACKTRACE",
+                                         "IPATH_NO_BACKTRACE",
+                                         "TAPESTRY_JOB=",
+                                         "TAPESTRY_RELAUNCHED=",
+                                         "TAPESTRY_EXIT_FILE="};
   for (const char* p : prefixes)
     if (name.rfind(p, 0) == 0) return true;
   return false;
@@ -78,6 +102,28 @@ std::string host_name() {
   char h[256] = "";
   gethostname(h, sizeof h - 1);
   return h;
+}
+
+// The processes mpirun started (the ranks: Open MPI gives each a process group of its own).
+std::vector<pid_t> ranks_of(pid_t mpirun) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name[0] < '1' || name[0] > '9') continue;
+    FILE* f = std::fopen((e.path() / "stat").c_str(), "r");
+    if (!f) continue;
+    char line[512] = "";
+    const bool read = std::fgets(line, sizeof line, f) != nullptr;
+    std::fclose(f);
+    const char* close = read ? std::strrchr(line, ')') : nullptr;
+    char state = 0;
+    int ppid = 0;
+    if (close && std::sscanf(close + 1, " %c %d", &state, &ppid) == 2 && ppid == mpirun && state != 'Z' &&
+        state != 'X')
+      out.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return out;
 }
 
 // Running (not gone, not a zombie).
@@ -103,7 +149,8 @@ std::string join_names(const std::vector<std::string>& names, size_t max = 8) {
 
 RemoteJob::RemoteJob(Settings s) : settings_(std::move(s)) {
   internal_check(settings_.ranks >= 1 && settings_.catalog != nullptr);
-  if (!settings_.notify) settings_.notify = [](const std::string& m) { std::fprintf(stderr, "%s\n", m.c_str()); };
+  if (!settings_.notify)
+    settings_.notify = [](const std::string& m) { std::fprintf(stderr, "%s\n", m.c_str()); };
   if (settings_.work_dir.empty()) settings_.work_dir = cat_str("/tmp/tapestry-", getpid());
   token_ = random_token();
   listener_ = std::make_unique<JobListener>();
@@ -137,6 +184,11 @@ void RemoteJob::launch() {
   if (args.empty()) throw Error(cat_str("cannot launch the MPI job: ", why));
   // A lost worker must leave rank 0 running, to salvage what the others hold.
   args.insert(args.begin() + 1, {"--mca", "orte_abort_on_non_zero_status", "0"});
+  // Shared memory's single copy reads a large message straight from the sender's memory
+  // (process_vm_readv): when the sender dies mid-message, the reader fails and aborts, and the
+  // pieces it held die with it. Copied through the shared segment, a survivor only waits.
+  if (!std::getenv("OMPI_MCA_btl_vader_single_copy_mechanism"))
+    args.insert(args.begin() + 1, {"--mca", "btl_vader_single_copy_mechanism", "none"});
   const JobAddress address{host_name(), listener_->port(), token_, static_cast<int>(getpid()), salvage_dir_};
   std::vector<std::string> envs;
   for (char** e = environ; *e; ++e)
@@ -156,7 +208,7 @@ void RemoteJob::launch() {
     // Its own process group: a Ctrl-C at the terminal is the driver's to handle (it cancels the
     // request), not mpirun's (it would end the job). It ends when the driver does.
     setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // its ranks follow: they watch rank 0 and the driver
     if (getppid() != parent) _exit(1);
     if (devnull >= 0) dup2(devnull, 0);
     execve(cargs[0], cargs.data(), cenv.data());
@@ -166,7 +218,16 @@ void RemoteJob::launch() {
   setpgid(child_, child_);  // also here: whichever runs first
   // The head connects back once every rank started.
   const auto end = Clock::now() + std::chrono::seconds(120);
+  size_t most_ranks = 0;
   while (!link_.open()) {
+    // A rank lost while the job starts: its MPI_Init partners would wait on it, and mpirun
+    // takes its kill timeouts to give up.
+    const size_t now_ranks = ranks_of(child_).size();
+    if (now_ranks < most_ranks) {
+      end_child(0);
+      throw Error("a rank of the new MPI job died while it started");
+    }
+    most_ranks = std::max(most_ranks, now_ranks);
     int st = 0;
     if (waitpid(child_, &st, WNOHANG) == child_) {
       child_ = -1;
@@ -193,7 +254,8 @@ void RemoteJob::launch() {
       device_transport_ = r.str();
       std::istringstream who(r.str());
       who >> head_pid_ >> head_host_;
-      if (ranks != settings_.ranks) throw Error(cat_str("the MPI job has ", ranks, " ranks, not ", settings_.ranks));
+      if (ranks != settings_.ranks)
+        throw Error(cat_str("the MPI job has ", ranks, " ranks, not ", settings_.ranks));
     } catch (const Error&) {
       end_child(0);
       throw;
@@ -201,32 +263,6 @@ void RemoteJob::launch() {
     link_ = std::move(l);
   }
 }
-
-namespace {
-
-// The processes mpirun started (the ranks: Open MPI gives each a process group of its own).
-std::vector<pid_t> ranks_of(pid_t mpirun) {
-  std::vector<pid_t> out;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.empty() || name[0] < '1' || name[0] > '9') continue;
-    FILE* f = std::fopen((e.path() / "stat").c_str(), "r");
-    if (!f) continue;
-    char line[512] = "";
-    const bool read = std::fgets(line, sizeof line, f) != nullptr;
-    std::fclose(f);
-    const char* close = read ? std::strrchr(line, ')') : nullptr;
-    char state = 0;
-    int ppid = 0;
-    if (close && std::sscanf(close + 1, " %c %d", &state, &ppid) == 2 && ppid == mpirun && state != 'Z' &&
-        state != 'X')
-      out.push_back(static_cast<pid_t>(std::stol(name)));
-  }
-  return out;
-}
-
-}  // namespace
 
 // Ends the job: once its ranks have exited (a lost job's survivors salvage first), or after
 // grace_s, mpirun and every rank still running are killed; mpirun's own shutdown (its kill
@@ -297,7 +333,8 @@ std::vector<char> RemoteJob::request(JobLink::Kind kind, const std::vector<char>
     }
     if (lost.empty()) lost = "a rank was lost";
     if (attempt >= settings_.max_relaunches) {
-      broken_ = cat_str("the MPI job was lost ", attempt + 1, " times in a row (last: ", lost, "); giving up");
+      broken_ =
+          cat_str("the MPI job was lost ", attempt + 1, " times in a row (last: ", lost, "); giving up");
       end_child(2);
       throw Error(broken_);
     }
@@ -338,8 +375,8 @@ std::string RemoteJob::recover(const std::string& what, bool salvaged) {
       ++lost_count;
       lost_names.push_back(label);
       settings_.catalog->mark_lost(
-          id, cat_str(name.empty() ? "a stored tensor" : "tp.env." + name,
-                      " was lost with the MPI job (", what, "): no copy of some of its pieces survived"));
+          id, cat_str(name.empty() ? "a stored tensor" : "tp.env." + name, " was lost with the MPI job (",
+                      what, "): no copy of some of its pieces survived"));
       continue;
     }
     for (int r : ranks) job.entries.push_back({id, r, r});
@@ -352,7 +389,11 @@ std::string RemoteJob::recover(const std::string& what, bool salvaged) {
   replicated_bytes_ = 0;
   for (int tries = 0;; ++tries) {
     try {
-      launch();
+      try {
+        launch();
+      } catch (const Error& e) {  // a process lost while the new job starts is one more loss
+        throw LinkClosed(e.what());
+      }
       auto expect_done = [this](JobLink::Kind kind, const std::vector<char>& body) {
         link_.send(kind, body);
         for (;;) {
@@ -364,7 +405,7 @@ std::string RemoteJob::recover(const std::string& what, bool salvaged) {
           }
           if (f->kind == JobLink::Lost) throw LinkClosed("a rank was lost while restoring");
           ByteReader r(f->body, "job result");
-          if (r.get<uint8_t>() != 0) throw_failure(decode_status(r.vec<char>()));
+          check_result(r);
           return;
         }
       };
@@ -379,6 +420,9 @@ std::string RemoteJob::recover(const std::string& what, bool salvaged) {
     } catch (const LinkClosed& e) {
       link_.close();
       end_child(2);
+      ++recovery_.job_relaunches;
+      settings_.notify(cat_str("tapestry: the new MPI job was lost while it started or was restored (",
+                               e.what(), "); relaunching it again"));
       if (tries >= settings_.max_relaunches) {
         broken_ = cat_str("the MPI job could not be restored: ", e.what());
         throw Error(broken_);
@@ -396,18 +440,29 @@ std::string RemoteJob::recover(const std::string& what, bool salvaged) {
   std::error_code ec;
   std::filesystem::remove_all(old_dir, ec);
   const double took = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::string msg = cat_str("tapestry: the MPI job runs again on ", settings_.ranks, " ranks (", generation_ - 1,
-                            " relaunch(es), ", static_cast<int>(took * 10) / 10.0, " s); restored ",
-                            from_replicas + from_survivors, " stored tensor(s)");
+  std::string msg = cat_str("tapestry: the MPI job runs again on ", settings_.ranks, " ranks (",
+                            generation_ - 1, " relaunch(es), ", static_cast<int>(took * 10) / 10.0,
+                            " s); restored ", from_replicas + from_survivors, " stored tensor(s)");
   if (!restored.empty()) msg += cat_str(" (", join_names(restored), ")");
   msg += cat_str(": ", from_survivors, " from the surviving ranks, ", from_replicas, " with buddy replicas");
+  std::string savers;
+  for (int r : saved_themselves) savers += cat_str(savers.empty() ? "" : ", ", r);
+  msg += cat_str(" (rank(s) ", savers.empty() ? "none" : savers, " saved their pieces)");
   if (lost_count) msg += cat_str("; LOST ", lost_count, " with no surviving copy: ", join_names(lost_names));
   settings_.notify(msg);
   if (trace::enabled())
     trace::record({"recover", "job", 0, trace::kPhases, trace::now_us() - took * 1e6, took * 1e6,
-                   cat_str("\"restored_from_survivors\":", from_survivors, ",\"restored_from_replicas\":",
-                           from_replicas, ",\"lost\":", lost_count)});
+                   cat_str("\"restored_from_survivors\":", from_survivors,
+                           ",\"restored_from_replicas\":", from_replicas, ",\"lost\":", lost_count)});
   return lost_count ? join_names(lost_names) : std::string();
+}
+
+// A failed request's error is thrown here (after the device transport it reports is kept).
+void RemoteJob::check_result(ByteReader& r) {
+  if (r.get<uint8_t>() == 0) return;
+  const Status st = decode_status(r.vec<char>());
+  device_transport_ = r.str();
+  throw_failure(st);
 }
 
 namespace {
@@ -419,7 +474,8 @@ void put_keys(ByteWriter& w, const StoreKeys& keys) {
 
 }  // namespace
 
-std::vector<uint64_t> RemoteJob::to_replicate(const StoreKeys& keys, const std::vector<int64_t>& bytes) const {
+std::vector<uint64_t> RemoteJob::to_replicate(const StoreKeys& keys,
+                                              const std::vector<int64_t>& bytes) const {
   std::vector<uint64_t> out;
   if (!settings_.replicas || settings_.ranks < 2) return out;
   int64_t planned = replicated_bytes_;
@@ -434,12 +490,13 @@ std::vector<uint64_t> RemoteJob::to_replicate(const StoreKeys& keys, const std::
   return out;
 }
 
-RunReport RemoteJob::run_request(bool whole, const std::vector<char>& plan, const StoreKeys& keys, int64_t blocks,
-                                 const std::vector<NodeRef>& leaves, const std::vector<NodeRef>& roots) {
+RunReport RemoteJob::run_request(bool whole, const std::vector<char>& plan, const StoreKeys& keys,
+                                 int64_t blocks, const std::vector<NodeRef>& leaves,
+                                 const std::vector<NodeRef>& roots) {
   std::vector<int64_t> root_bytes;
   for (size_t i = 0; i < keys.roots.size(); ++i)
-    root_bytes.push_back(i < roots.size() ? numel(roots[i]->shape) * static_cast<int64_t>(dtype_size(roots[i]->dtype))
-                                          : 0);
+    root_bytes.push_back(
+        i < roots.size() ? numel(roots[i]->shape) * static_cast<int64_t>(dtype_size(roots[i]->dtype)) : 0);
   const std::vector<uint64_t> replicate = to_replicate(keys, root_bytes);
   ByteWriter w;
   w.put<uint8_t>(whole ? 1 : 0);
@@ -452,9 +509,12 @@ RunReport RemoteJob::run_request(bool whole, const std::vector<char>& plan, cons
     put_value(w, *n->value);
   }
   w.vec(replicate);
+  const bool tracing = trace::enabled();
+  w.put<uint8_t>(tracing ? 1 : 0);
+  const double origin = trace::now_us();
   const std::vector<char> reply = request(JobLink::Run, w.take());
   ByteReader r(reply, "job result");
-  if (r.get<uint8_t>() != 0) throw_failure(decode_status(r.vec<char>()));
+  check_result(r);
   RunReport report;
   report.blocks = r.get<int64_t>();
   report.messages = r.get<int64_t>();
@@ -471,7 +531,17 @@ RunReport RemoteJob::run_request(bool whole, const std::vector<char>& plan, cons
     auto it = by_id.find(id);
     if (it != by_id.end() && !(*it->second)->value) set_value(**it->second, std::move(v));
   }
+  const std::vector<char> events = r.vec<char>();
+  const std::vector<int32_t> pids = r.vec<int32_t>();
+  device_transport_ = r.str();
   r.end();
+  if (tracing && !events.empty()) {
+    std::vector<trace::Event> decoded = trace::decode_events(events, origin);
+    for (size_t i = 0; i < decoded.size(); ++i) {
+      decoded[i].pid = i < pids.size() ? pids[i] : 0;
+      trace::record(std::move(decoded[i]));
+    }
+  }
   for (size_t i = 0; i < keys.roots.size(); ++i)
     for (uint64_t k : replicate)
       if (keys.roots[i] == k) {
@@ -502,11 +572,12 @@ RunReport RemoteJob::run_plan(const plan::ShardedGraph& g, const StoreKeys& keys
   std::vector<NodeRef> roots;
   for (uint64_t id : g.roots)
     if (const Node* n = g.find(id)) roots.push_back(n->shared_from_this());
-  return run_request(true, encode_plan(g), keys, static_cast<int64_t>(g.blocks.size()), held_leaves(g, keys), roots);
+  return run_request(true, encode_plan(g), keys, static_cast<int64_t>(g.blocks.size()), held_leaves(g, keys),
+                     roots);
 }
 
-RunReport RemoteJob::run_own_parts(const PlanChoices& plan, const plan::ShardedGraph& mine, const StoreKeys& keys,
-                                   int64_t blocks) {
+RunReport RemoteJob::run_own_parts(const PlanChoices& plan, const plan::ShardedGraph& mine,
+                                   const StoreKeys& keys, int64_t blocks) {
   std::vector<NodeRef> roots;
   for (uint64_t id : mine.roots)
     if (const Node* n = mine.find(id)) roots.push_back(n->shared_from_this());
@@ -516,7 +587,7 @@ RunReport RemoteJob::run_own_parts(const PlanChoices& plan, const plan::ShardedG
 void RemoteJob::run_io(std::vector<char> job, const std::function<void()>&) {
   const std::vector<char> reply = request(JobLink::Io, job);
   ByteReader r(reply, "job result");
-  if (r.get<uint8_t>() != 0) throw_failure(decode_status(r.vec<char>()));
+  check_result(r);
 }
 
 void RemoteJob::drop_on_workers(const std::vector<uint64_t>& keys) {
@@ -540,7 +611,7 @@ void RemoteJob::replicate(const std::vector<uint64_t>& keys) {
   w.vec(keys);
   const std::vector<char> reply = request(JobLink::Replicate, w.take());
   ByteReader r(reply, "job result");
-  if (r.get<uint8_t>() != 0) throw_failure(decode_status(r.vec<char>()));
+  check_result(r);
   replicated_.insert(keys.begin(), keys.end());
 }
 

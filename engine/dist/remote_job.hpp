@@ -41,9 +41,9 @@ class RemoteJob final : public Job {
     std::function<std::string(uint64_t key)> name_of;
     // Notices to the user ("tapestry: rank 2 ... died; relaunching ...").
     std::function<void(const std::string&)> notify;
-    bool replicas = true;          // TAPESTRY_REPLICAS=0: no buddy replicas
-    int64_t replica_budget = 0;    // bytes per rank stored tensors and their replicas may take
-    int max_relaunches = 5;        // in a row, for one request
+    bool replicas = true;        // TAPESTRY_REPLICAS=0: no buddy replicas
+    int64_t replica_budget = 0;  // bytes per rank stored tensors and their replicas may take
+    int max_relaunches = 5;      // in a row, for one request
   };
 
   // Launches the job and waits for its head (throws Error when it cannot).
@@ -77,6 +77,7 @@ class RemoteJob final : public Job {
   void end_child(double grace_s);
   RunReport run_request(bool whole, const std::vector<char>& plan, const StoreKeys& keys, int64_t blocks,
                         const std::vector<NodeRef>& nodes, const std::vector<NodeRef>& roots);
+  void check_result(ByteReader& r);
   std::vector<uint64_t> to_replicate(const StoreKeys& keys, const std::vector<int64_t>& bytes) const;
 
   Settings settings_;

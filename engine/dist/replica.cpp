@@ -78,8 +78,8 @@ void restore_part(ShardStore& store, const RestoreJob& job, int me) {
   for (const RestoreJob::Entry& e : job.entries) {
     if (e.new_rank != me) continue;
     if (!load_salvaged(store, job.dir, e.key, e.old_rank, me))
-      throw Error(cat_str("no salvaged copy of stored tensor %", e.key, "'s pieces on rank ", e.old_rank, " in '",
-                          job.dir, "'"));
+      throw Error(cat_str("no salvaged copy of stored tensor %", e.key, "'s pieces on rank ", e.old_rank,
+                          " in '", job.dir, "'"));
   }
 }
 

@@ -117,7 +117,8 @@ void salvage_store(const ShardStore& store, const std::string& dir, int writer) 
     FILE* f = std::fopen(tmp.c_str(), "wb");
     const bool ok = f && std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
     const int err = errno;
-    if (f && std::fclose(f) != 0 && ok) throw Error(cat_str("'", tmp, "': cannot write: ", std::strerror(errno)));
+    if (f && std::fclose(f) != 0 && ok)
+      throw Error(cat_str("'", tmp, "': cannot write: ", std::strerror(errno)));
     if (!ok) {
       std::remove(tmp.c_str());
       throw Error(cat_str("'", tmp, "': cannot write: ", std::strerror(err)));
@@ -137,7 +138,8 @@ std::set<std::pair<uint64_t, int>> salvaged_pieces(const std::string& dir) {
     int rank = 0, writer = 0;
     char rest = 0;
     const std::string name = e.path().filename().string();
-    if (std::sscanf(name.c_str(), "k%llu-r%d-w%d%c", &key, &rank, &writer, &rest) == 3) out.insert({key, rank});
+    if (std::sscanf(name.c_str(), "k%llu-r%d-w%d%c", &key, &rank, &writer, &rest) == 3)
+      out.insert({key, rank});
   }
   return out;
 }
