@@ -114,7 +114,7 @@ int l_stats(lua_State* L) {
   seti("bytes_read", s.bytes_read);
   seti("bytes_written", s.bytes_written);
   seti("live_nodes", live_node_count());
-  seti("block_retries", block_retries());
+  seti("block_retries", block_retries() + (ses.coordinator() ? ses.coordinator()->block_retries() : 0));
   set("time_schedule", s.time_schedule);
   set("time_run", s.time_run);
   set("time_move", s.time_move);

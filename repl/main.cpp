@@ -220,6 +220,7 @@ int main(int argc, char** argv) {
       ranks > 1 && config.driver && (outer_driver || !config.mpi_launched)) {
     std::vector<std::string> args;
     if (o.memory_per_rank >= 0) args = {"--memory-per-rank", std::to_string(o.memory_per_rank)};
+    if (!o.spill_dir.empty()) session.set_spill_dir(o.spill_dir);
     try {
       session.start_remote_job(ranks, std::move(args));
     } catch (const std::exception& e) {

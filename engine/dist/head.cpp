@@ -4,7 +4,8 @@
 //   traced u8
 // Result frame body (head -> driver):
 //   0 u8, the RunReport's 7 fields, count u64 of {wire id u64, value} (the roots' values), a
-//   traced run's events (encode_events's, from the request's start) and their ranks; or
+//   traced run's events (encode_events's, from the request's start) and their ranks, the
+//   head's file bytes read and written and block retries during the request; or
 //   1 u8, encode_status's bytes of the failure; then the job's device transport (a string)
 // Lost frame body: the lost ranks ("rank 2 (pid ...) died"), the job's broken() message.
 #include "engine/dist/head.hpp"
@@ -25,8 +26,10 @@
 #include "engine/io/parallel_io.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/lower_rank.hpp"
+#include "engine/run/retry.hpp"
 #include "engine/telemetry/cancel.hpp"
 #include "engine/telemetry/progress.hpp"
+#include "engine/telemetry/stats.hpp"
 #include "engine/telemetry/telemetry.hpp"
 #include "engine/telemetry/trace.hpp"
 
@@ -82,6 +85,18 @@ class Inbox {
   std::thread reader_;
 };
 
+// What the head's own process counted during a request that the driver's tp.stats() reports
+// (rank 0's under mpirun without a driver): file bytes and block retries.
+struct Counted {
+  uint64_t bytes_read = 0, bytes_written = 0;
+  int64_t block_retries = 0;
+  static Counted now() { return {stats().bytes_read, stats().bytes_written, tapestry::block_retries()}; }
+  Counted since(const Counted& start) const {
+    return {bytes_read - start.bytes_read, bytes_written - start.bytes_written,
+            block_retries - start.block_retries};
+  }
+};
+
 struct Traced {
   std::vector<char> events;   // trace::encode_events's, from the request's start
   std::vector<int32_t> pids;  // each event's rank
@@ -89,7 +104,8 @@ struct Traced {
 
 std::vector<char> done_result(const RunReport& r,
                               const std::vector<std::pair<uint64_t, const Value*>>& values,
-                              const std::string& transport, const Traced& traced = {}) {
+                              const std::string& transport, const Counted& counted,
+                              const Traced& traced = {}) {
   ByteWriter w;
   w.put<uint8_t>(0);
   w.put(r.blocks);
@@ -106,6 +122,9 @@ std::vector<char> done_result(const RunReport& r,
   }
   w.vec(traced.events);
   w.vec(traced.pids);
+  w.put(counted.bytes_read);
+  w.put(counted.bytes_written);
+  w.put(counted.block_retries);
   w.str(transport);  // it changes when a failed run retires the device peers
   return w.take();
 }
@@ -171,6 +190,7 @@ class Head {
       }
       if (f->kind == JobLink::Shutdown) return 0;
       clear_cancel();
+      start_ = Counted::now();
       if (f->kind == JobLink::Drop) {  // unanswered: a step's drops cost no round trip
         try {
           handle(*f);
@@ -211,7 +231,7 @@ class Head {
       case JobLink::Restore: job_.restore(f.body); break;
       default: throw Error(cat_str("job request rejected: kind ", int(f.kind)));
     }
-    return done_result({}, {}, job_.device_transport());
+    return done_result({}, {}, job_.device_transport(), Counted::now().since(start_));
   }
 
   std::vector<char> run(ByteReader& r) {
@@ -278,7 +298,7 @@ class Head {
     } else {
       for (uint64_t id : g.roots) add(g.find(id));
     }
-    return done_result(report, values, job_.device_transport(), traced);
+    return done_result(report, values, job_.device_transport(), Counted::now().since(start_), traced);
   }
 
   // A rank was lost: everything still held goes to the salvage folder, the driver is told, and
@@ -302,6 +322,7 @@ class Head {
   Coordinator& job_;
   ShardStore& store_;
   JobLink& link_;
+  Counted start_;  // at the request's start
   const JobAddress& address_;
   int io_fault_rank_;
 };

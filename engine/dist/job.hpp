@@ -51,6 +51,8 @@ class Job {
   virtual bool replicated(uint64_t key) const = 0;
   virtual void shutdown() = 0;
   virtual RecoveryStats recovery() const { return {}; }
+  // Block retries counted by rank 0 when it is another process (tp.stats().block_retries).
+  virtual int64_t block_retries() const { return 0; }
 };
 
 }  // namespace tapestry

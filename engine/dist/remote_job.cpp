@@ -24,6 +24,7 @@
 #include "engine/store/shard_file.hpp"
 #include "engine/telemetry/cancel.hpp"
 #include "engine/telemetry/progress.hpp"
+#include "engine/telemetry/stats.hpp"
 #include "engine/telemetry/trace.hpp"
 
 extern char** environ;
@@ -457,6 +458,21 @@ std::string RemoteJob::recover(const std::string& what, bool salvaged) {
   return lost_count ? join_names(lost_names) : std::string();
 }
 
+void RemoteJob::count_head(ByteReader& r) {
+  stats().bytes_read += r.get<uint64_t>();
+  stats().bytes_written += r.get<uint64_t>();
+  head_block_retries_ += r.get<int64_t>();
+}
+
+// The rest of a successful non-run request's result: the head's counts.
+void RemoteJob::count_done(ByteReader& r) {
+  for (int i = 0; i < 7; ++i) (void)r.get<int64_t>();  // no run: an empty report
+  if (r.count(9) != 0) throw Error("job result rejected: values for a request without roots");
+  (void)r.vec<char>();
+  (void)r.vec<int32_t>();
+  count_head(r);
+}
+
 // A failed request's error is thrown here (after the device transport it reports is kept).
 void RemoteJob::check_result(ByteReader& r) {
   if (r.get<uint8_t>() == 0) return;
@@ -533,6 +549,7 @@ RunReport RemoteJob::run_request(bool whole, const std::vector<char>& plan, cons
   }
   const std::vector<char> events = r.vec<char>();
   const std::vector<int32_t> pids = r.vec<int32_t>();
+  count_head(r);
   device_transport_ = r.str();
   r.end();
   if (tracing && !events.empty()) {
@@ -588,6 +605,7 @@ void RemoteJob::run_io(std::vector<char> job, const std::function<void()>&) {
   const std::vector<char> reply = request(JobLink::Io, job);
   ByteReader r(reply, "job result");
   check_result(r);
+  count_done(r);
 }
 
 void RemoteJob::drop_on_workers(const std::vector<uint64_t>& keys) {

@@ -62,6 +62,7 @@ class RemoteJob final : public Job {
   bool replicated(uint64_t key) const override { return replicated_.count(key) != 0; }
   void shutdown() override;
   RecoveryStats recovery() const override { return recovery_; }
+  int64_t block_retries() const override { return head_block_retries_; }
 
   // Ends the job's processes as a loss would (the tests' and `:job kill`'s way to lose it).
   pid_t launcher_pid() const { return child_; }
@@ -78,6 +79,8 @@ class RemoteJob final : public Job {
   RunReport run_request(bool whole, const std::vector<char>& plan, const StoreKeys& keys, int64_t blocks,
                         const std::vector<NodeRef>& nodes, const std::vector<NodeRef>& roots);
   void check_result(ByteReader& r);
+  void count_head(ByteReader& r);  // the head's file bytes (into tp.stats) and block retries
+  void count_done(ByteReader& r);
   std::vector<uint64_t> to_replicate(const StoreKeys& keys, const std::vector<int64_t>& bytes) const;
 
   Settings settings_;
@@ -96,6 +99,7 @@ class RemoteJob final : public Job {
   std::map<uint64_t, int64_t> replica_bytes_;  // what each replicated key takes, both copies
   int64_t replicated_bytes_ = 0;
   RecoveryStats recovery_;
+  int64_t head_block_retries_ = 0;
 };
 
 }  // namespace tapestry

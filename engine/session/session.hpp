@@ -81,7 +81,8 @@ class Session {
   // A driver: launches an MPI job of `ranks` ranks and runs every observation on it
   // (engine/dist/remote_job.hpp); `args` go on each rank's command line.
   void start_remote_job(int ranks, std::vector<std::string> args);
-  Job* coordinator() { return coordinator_.get(); }  // nullptr outside an MPI job
+  void set_spill_dir(std::string dir) { config_.spill_dir = std::move(dir); }  // --spill-dir
+  Job* coordinator() { return coordinator_.get(); }                            // nullptr outside an MPI job
   int mpi_job_ranks() const { return coordinator_ ? coordinator_->ranks() : 0; }
   // Ranks 1..N-1: serves rank 0's commands until shutdown; the exit status.
   int serve(comm::Mpi& mpi);

@@ -80,12 +80,21 @@ time.sleep(2)  # past the start: the workers serve rank 0's commands
 workers = [found[1], found[2]] if mode != "driver" else list(found.values())
 os.kill(found[0] if mode != "driver" else proc.pid, signal.SIGKILL)
 t0 = time.time()
-try:
-    out, err = proc.communicate(timeout=limit + 30)
-except subprocess.TimeoutExpired:
-    proc.kill()
-    out, err = proc.communicate()
-took = time.time() - t0
+if mode == "driver":
+    # The script's `sleep 30` keeps the driver's output open: watch the job's processes instead.
+    while time.time() - t0 < limit + 30 and any(running(w) for w in workers):
+        time.sleep(0.1)
+    took = time.time() - t0
+    out, err = "", ""
+    proc.stdout.close()
+    proc.stderr.close()
+else:
+    try:
+        out, err = proc.communicate(timeout=limit + 30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    took = time.time() - t0
 alive = [w for w in workers if running(w)]
 for w in alive:
     os.kill(w, signal.SIGKILL)
