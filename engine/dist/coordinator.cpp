@@ -7,6 +7,7 @@
 
 #include "engine/dist/plan_wire.hpp"
 #include "engine/dist/replica.hpp"
+#include "engine/dist/salvage_watch.hpp"
 #include "engine/dist/worker.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/run/evaluator.hpp"
@@ -449,42 +450,23 @@ void Coordinator::run_everywhere(Command c, const std::function<void(uint64_t)>&
   if (st.any_failed()) throw_failure(st.first_failure());
 }
 
-// The job is lost: any run still going is aborted, and every rank still running (rank 0
-// included) writes what it holds, so the job that replaces this one loses nothing that had a
-// copy. Waits only for the ranks that can answer.
+// The job is lost: every rank still running (rank 0 included) writes what it holds, so the job
+// that replaces this one loses nothing that had a copy. The request goes through a file each
+// rank's salvage thread watches (engine/dist/salvage_watch.hpp), not MPI: a survivor may be
+// stuck in an MPI call on the dead rank. Waits only for the ranks that can answer, 10 s at most.
 void Coordinator::salvage(const std::string& dir) {
   if (!mpi_ || shut_) return;
   comm::Mpi& mpi = *mpi_;
-  auto abort = std::make_shared<const std::vector<char>>(encode_command(Command::of(Command::Abort, epoch_)));
-  const uint64_t epoch = ++epoch_;
-  auto cmd = std::make_shared<const std::vector<char>>(
-      encode_command(Command::of(Command::Salvage, epoch, std::vector<char>(dir.begin(), dir.end()))));
-  for (int w = 1; w < mpi.size(); ++w) {
-    if (peers_.down(w)) continue;
-    mpi.post(w, comm::kTagCommand, abort);
-    mpi.post(w, comm::kTagCommand, cmd);
-  }
-  try {
-    salvage_store(*settings_.store, dir, 0);
-  } catch (const Error& e) {
-    fprintf(stderr, "tapestry: rank 0: %s\n", e.what());
-  }
   // Every rank found dead or stopped now is named, not only the first one seen.
   for (int w = 1; w < mpi.size(); ++w)
     if (peers_.down(w) && lost_.insert(w).second)
       lost_text_ += cat_str(lost_text_.empty() ? "" : "; ", peers_.describe(w));
-  Statuses st(mpi, peers_, epoch, trace::now_us());
-  const auto end = Clock::now() + std::chrono::seconds(10);
-  comm::Backoff wait;
-  while (Clock::now() < end) {
-    st.collect();
-    bool all = true;
-    for (int w = 1; w < mpi.size(); ++w) all = all && (st.of(w) || peers_.down(w));
-    if (all) break;
-    mpi.drain(epoch);
-    mpi.progress();
-    wait.pause();
-  }
+  request_salvage(dir);
+  std::vector<int> live = {0};
+  for (int w = 1; w < mpi.size(); ++w)
+    if (!peers_.down(w)) live.push_back(w);
+  const std::vector<int> missing = wait_salvaged(dir, live, 10.0);
+  for (int w : missing) fprintf(stderr, "tapestry: rank %d did not save its pieces within 10 s\n", w);
   peers_.kill_local();
 }
 

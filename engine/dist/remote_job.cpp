@@ -19,6 +19,7 @@
 #include "engine/dist/head.hpp"
 #include "engine/dist/plan_wire.hpp"
 #include "engine/dist/replica.hpp"
+#include "engine/dist/salvage_watch.hpp"
 #include "engine/dist/worker.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/store/shard_file.hpp"
@@ -127,6 +128,39 @@ std::vector<pid_t> ranks_of(pid_t mpirun) {
   return out;
 }
 
+// Each rank process of the job: its pid, its rank (OMPI_COMM_WORLD_RANK in its environment)
+// and whether it is stopped (SIGSTOP).
+struct RankProcess {
+  pid_t pid;
+  int rank;
+  bool stopped;
+};
+std::vector<RankProcess> rank_processes(pid_t mpirun) {
+  std::vector<RankProcess> out;
+  for (pid_t p : ranks_of(mpirun)) {
+    RankProcess rp{p, -1, false};
+    if (FILE* f = std::fopen(cat_str("/proc/", p, "/environ").c_str(), "r")) {
+      std::string env;
+      char buf[4096];
+      for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) env.append(buf, n);
+      std::fclose(f);
+      const std::string key = std::string(1, '\0') + "OMPI_COMM_WORLD_RANK=";
+      const std::string all = std::string(1, '\0') + env;
+      const size_t at = all.find(key);
+      if (at != std::string::npos) rp.rank = std::atoi(all.c_str() + at + key.size());
+    }
+    if (FILE* f = std::fopen(cat_str("/proc/", p, "/stat").c_str(), "r")) {
+      char line[512] = "";
+      const bool read = std::fgets(line, sizeof line, f) != nullptr;
+      std::fclose(f);
+      const char* close = read ? std::strrchr(line, ')') : nullptr;
+      rp.stopped = close && close[1] == ' ' && close[2] == 'T';
+    }
+    out.push_back(rp);
+  }
+  return out;
+}
+
 // Running (not gone, not a zombie).
 bool alive(pid_t pid) {
   if (kill(pid, 0) != 0) return false;
@@ -155,7 +189,17 @@ RemoteJob::RemoteJob(Settings s) : settings_(std::move(s)) {
   if (settings_.work_dir.empty()) settings_.work_dir = cat_str("/tmp/tapestry-", getpid());
   token_ = random_token();
   listener_ = std::make_unique<JobListener>();
-  launch();
+  for (int tries = 0;; ++tries) {
+    try {
+      launch();
+      break;
+    } catch (const Error& e) {  // a process lost while the first job starts: start it again
+      if (tries >= settings_.max_relaunches) throw;
+      ++recovery_.job_relaunches;
+      settings_.notify(
+          cat_str("tapestry: the MPI job was lost while it started (", e.what(), "); launching it again"));
+    }
+  }
   if (!g_remote) {
     g_remote = this;
     static const bool registered = (std::atexit(shutdown_at_exit), true);
@@ -296,8 +340,42 @@ std::vector<char> RemoteJob::request(JobLink::Kind kind, const std::vector<char>
       bool cancel_sent = false;
       std::optional<Progress> bar;  // the head's progress, on the driver's listener
       ProgressState seen;
+      // The driver watches the job's processes too: the head reports a loss within seconds,
+      // unless its own thread is stuck in an MPI call on the dead rank. Then the driver asks the
+      // ranks to salvage itself (their salvage threads answer, engine/dist/salvage_watch.hpp).
+      auto last_look = Clock::now();
+      std::optional<Clock::time_point> lost_since;
+      std::map<pid_t, Clock::time_point> stopped_since;
+      std::string seen_lost;
       for (;;) {
         std::optional<JobLink::Frame> f = link_.receive(0.05);
+        if (!f && child_ > 0 && Clock::now() - last_look > std::chrono::milliseconds(200)) {
+          const auto now = last_look = Clock::now();
+          if (!lost_since) {
+            const std::vector<RankProcess> procs = rank_processes(child_);
+            std::set<int> present;
+            for (const RankProcess& p : procs) {
+              present.insert(p.rank);
+              if (!p.stopped) stopped_since.erase(p.pid);
+              else if (!stopped_since.count(p.pid)) stopped_since[p.pid] = now;
+              else if (now - stopped_since[p.pid] > std::chrono::seconds(4))
+                seen_lost =
+                    cat_str("rank ", p.rank, " (pid ", p.pid, ") is stopped (SIGSTOP) and counts as lost");
+            }
+            for (int r = 0; r < settings_.ranks && seen_lost.empty(); ++r)
+              if (!present.count(r)) seen_lost = cat_str("rank ", r, " died");
+            if (!seen_lost.empty()) lost_since = now;
+          } else if (now - *lost_since > std::chrono::seconds(5)) {
+            std::vector<int> live;
+            for (const RankProcess& p : rank_processes(child_))
+              if (!p.stopped && p.rank >= 0) live.push_back(p.rank);
+            request_salvage(salvage_dir_);
+            wait_salvaged(salvage_dir_, live, 10.0);
+            lost = seen_lost;
+            salvaged = true;
+            break;
+          }
+        }
         if (!f) {
           if (!cancel_sent && cancel_requested()) {
             link_.send(JobLink::Cancel, {});

@@ -13,6 +13,7 @@
 #include "engine/dist/liveness.hpp"
 #include "engine/dist/plan_wire.hpp"
 #include "engine/dist/replica.hpp"
+#include "engine/dist/salvage_watch.hpp"
 #include "engine/io/parallel_io.hpp"
 #include "engine/ir/codec.hpp"
 #include "engine/ir/error.hpp"
@@ -52,7 +53,11 @@ std::optional<std::string> injected_fault(const std::string& spec, int rank, int
 
 class Worker {
  public:
-  Worker(comm::Mpi& mpi, const WorkerSetup& setup) : mpi_(mpi), setup_(setup) {}
+  Worker(comm::Mpi& mpi, const WorkerSetup& setup) : mpi_(mpi), setup_(setup) {
+    if (!setup_.salvage_dir.empty())
+      salvage_ =
+          std::make_unique<SalvageWatch>(setup_.store, setup_.salvage_dir, mpi.rank(), setup_.driver_pid);
+  }
 
   int serve() {
     char host[256] = "";
@@ -94,6 +99,7 @@ class Worker {
       }
       if (c->kind == Command::Driver) {
         driver_.hello(std::string(c->plan.begin(), c->plan.end()));
+        if (salvage_) salvage_->watch_rank0(std::string(c->plan.begin(), c->plan.end()));
         continue;
       }
       if (c->kind == Command::Replicate || c->kind == Command::Salvage || c->kind == Command::Restore) {
@@ -123,26 +129,17 @@ class Worker {
   // Without a driver nobody will ever send this rank a command: exit rather than run forever
   // (mpirun leaves the workers alone when tapestry -n started it, see engine/dist/coordinator.hpp).
   // No MPI_Finalize: it would wait for rank 0.
-  // A job a driver launched: rank 0 died, and the driver will replace the job, so this rank's
-  // pieces (and the replicas it keeps of its predecessor's) go to the salvage folder first.
+  // On a job a driver launched, the salvage thread saves this rank's pieces when rank 0 dies
+  // while the driver lives (engine/dist/salvage_watch.hpp) and exits: wait for it.
   void watch_driver() {
     if (!driver_.gone()) return;
-    const bool salvage =
-        !setup_.salvage_dir.empty() && setup_.driver_pid > 0 && kill(setup_.driver_pid, 0) == 0;
-    if (salvage)
-      fprintf(stderr, "tapestry: rank %d: rank 0 (pid %d) is gone; this worker saves its pieces and exits\n",
-              mpi_.rank(), driver_.pid());
-    else
-      fprintf(stderr, "tapestry: rank %d: the driver (rank 0, pid %d) is gone; this worker exits\n",
-              mpi_.rank(), driver_.pid());
-    fflush(stderr);
-    if (salvage) {
-      try {
-        salvage_store(setup_.store, setup_.salvage_dir, mpi_.rank());
-      } catch (const Error& e) {
-        fprintf(stderr, "tapestry: rank %d: %s\n", mpi_.rank(), e.what());
-      }
+    if (salvage_ && setup_.driver_pid > 0 && kill(setup_.driver_pid, 0) == 0) {
+      for (int i = 0; i < 600; ++i) usleep(50'000);  // it exits the process; 30 s at most
+      _exit(1);
     }
+    fprintf(stderr, "tapestry: rank %d: the driver (rank 0, pid %d) is gone; this worker exits\n",
+            mpi_.rank(), driver_.pid());
+    fflush(stderr);
     _exit(1);
   }
 
@@ -298,6 +295,7 @@ class Worker {
   std::optional<Command> deferred_;
   std::unique_ptr<comm::DevicePeers> peers_;  // after a Peers command
   Driver driver_;                             // rank 0, after its Driver command
+  std::unique_ptr<SalvageWatch> salvage_;     // on a job a driver launched
   bool stopped_ = false;                      // the current run saw rank 0's abort
   std::chrono::steady_clock::time_point last_probe_{};
 };

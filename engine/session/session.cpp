@@ -7,6 +7,7 @@
 
 #include "engine/dist/head.hpp"
 #include "engine/dist/remote_job.hpp"
+#include "engine/dist/salvage_watch.hpp"
 #include "engine/dist/worker.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
@@ -160,6 +161,7 @@ int Session::serve_driver(comm::Mpi& mpi) {
   const std::optional<JobAddress> a = parse_job_address(config_.job);
   user_check(a.has_value(), "TAPESTRY_JOB is not a job address: '", config_.job, "'");
   start_coordinator(mpi);
+  const SalvageWatch salvage(shard_store_, a->salvage_dir, 0, a->driver_pid);
   const int status =
       head_main(*static_cast<Coordinator*>(coordinator_.get()), shard_store_, *a, config_.io_fault_rank);
   coordinator_->shutdown();

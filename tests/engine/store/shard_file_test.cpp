@@ -55,8 +55,9 @@ TEST_CASE("engine.store.shard_file.bad_bytes_are_rejected") {
 }
 
 TEST_CASE("engine.store.shard_file.salvage_and_load_into_another_store") {
-  const std::string dir = (std::filesystem::temp_directory_path() / ("tapestry-salvage-test-" + std::to_string(getpid())))
-                              .string();
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("tapestry-salvage-test-" + std::to_string(getpid())))
+          .string();
   ShardStore rank0, rank1;  // rank 1 keeps a replica of rank 0's piece
   const poly::Box a({0}, {4}), b({5}, {9});
   rank0.put(0, 11, a, iota({5}, 0)->v);
