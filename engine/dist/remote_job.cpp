@@ -197,7 +197,7 @@ RemoteJob::RemoteJob(Settings s) : settings_(std::move(s)) {
       if (tries >= settings_.max_relaunches) throw;
       ++recovery_.job_relaunches;
       settings_.notify(
-          cat_str("tapestry: the MPI job was lost while it started (", e.what(), "); launching it again"));
+          cat_str("tapestry: the MPI job was lost while it started (", e.what(), "); relaunching it"));
     }
   }
   if (!g_remote) {
