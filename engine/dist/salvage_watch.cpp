@@ -42,8 +42,8 @@ void SalvageWatch::run() {
     const bool orphaned = known && rank0.gone() && driver_pid_ > 0 && kill(driver_pid_, 0) == 0;
     if (!asked && !orphaned) continue;
     if (orphaned)
-      fprintf(stderr, "tapestry: rank %d: rank 0 (pid %d) is gone; this worker saves its pieces and exits\n", rank_,
-              rank0.pid());
+      fprintf(stderr, "tapestry: rank %d: rank 0 (pid %d) is gone; this worker saves its pieces and exits\n",
+              rank_, rank0.pid());
     try {
       salvage_store(store_, dir_, rank_);
     } catch (const std::exception& e) {
