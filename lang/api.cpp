@@ -471,7 +471,10 @@ const ApiEntry kApi[] = {
      "rank 0's own under MPI), bytes_read, bytes_written (tensor data read from and written to files "
      "by this process: every virtual rank's, rank 0's own under MPI), and "
      "time_schedule, time_run, time_plan, time_move (seconds; time_move is the part of time_run "
-     "spent sending, receiving and combining between ranks).",
+     "spent sending, receiving and combining between ranks), block_retries (blocks run again after a "
+     "transient failure), and for a driver's MPI job job_relaunches (jobs lost and replaced), "
+     "restored_from_survivors, restored_from_replicas (stored tensors restored from the surviving ranks' "
+     "own pieces, or with a buddy's replica of a lost rank's) and tensors_lost (no copy survived).",
      lua::l_stats},
     {"tp.set_printoptions", K::Function, "observe",
      "tp.set_printoptions{threshold=, edgeitems=, precision=, linewidth=}",
@@ -495,8 +498,10 @@ const ApiEntry kApi[] = {
     {"tp.clock", K::Function, "observe", "tp.clock()", "Monotonic wall-clock seconds, as a float.",
      lua::l_clock},
     {"tp.tensors", K::Function, "env", "tp.tensors()",
-     "The environment as rows {name, shape, dtype, bytes, layout, computed, lost}; lost: its shards "
-     "were on an MPI job that lost a rank (layout \"lost with the MPI job\").",
+     "The environment as rows {name, shape, dtype, bytes, layout, computed, lost, replicated}; lost: "
+     "its shards were on an MPI job that lost a rank and no copy survived (layout \"lost with the MPI "
+     "job\"); replicated: each rank's pieces have a copy on another rank, so the loss of any one rank "
+     "loses none of it (a driver's MPI job).",
      lua::l_tensors},
     {"tp.env", K::Module, "env", "tp.env.name = expr / tp.env.name / tp.env.name = nil",
      "Named tensors that outlive Lua variables. A binding is computed at the next observation; "

@@ -127,10 +127,16 @@ int l_stats(lua_State* L) {
   seti("bytes_read", s.bytes_read);
   seti("bytes_written", s.bytes_written);
   seti("live_nodes", live_node_count());
-  seti("block_retries", block_retries());
+  seti("block_retries", block_retries() + (ses.coordinator() ? ses.coordinator()->block_retries() : 0));
   set("time_schedule", s.time_schedule);
   set("time_run", s.time_run);
   set("time_move", s.time_move);
+  // A driver's MPI job lost and replaced, and where the stored tensors it restored came from.
+  const RecoveryStats rs = ses.coordinator() ? ses.coordinator()->recovery() : RecoveryStats{};
+  seti("job_relaunches", rs.job_relaunches);
+  seti("restored_from_survivors", rs.restored_from_survivors);
+  seti("restored_from_replicas", rs.restored_from_replicas);
+  seti("tensors_lost", rs.tensors_lost);
   const plan::PlannerStats& ps = ses.planner().stats;
   seti("plans", ps.plans);
   seti("plan_cache_hits", ps.cache_hits);
@@ -149,7 +155,7 @@ int l_tensors(lua_State* L) {
   lua_Integer i = 1;
   Session& s = session_of(L);
   // After a lost MPI job, the shards that lay on its workers are gone with it.
-  const Coordinator* job = s.coordinator();
+  const Job* job = s.coordinator();
   const bool job_lost = job && !job->broken().empty();
   for (const auto& [name, e] : s.env().entries()) {
     const NodeRef& n = e.current();
@@ -168,9 +174,10 @@ int l_tensors(lua_State* L) {
     lua_setfield(L, -2, "bytes");
     // Where it lies: a stored tensor's shards, else whole on rank 0 (or not computed yet).
     const StoredLayout* st = e.pending ? nullptr : s.stored().layout(n->id);
-    const bool lost =
-        job_lost && st &&
-        std::any_of(st->shards.begin(), st->shards.end(), [](const plan::Shard& sh) { return sh.rank != 0; });
+    const std::string* gone = e.pending ? nullptr : s.stored().lost(n->id);
+    const bool lost = gone || (job_lost && st &&
+                               std::any_of(st->shards.begin(), st->shards.end(),
+                                           [](const plan::Shard& sh) { return sh.rank != 0; }));
     const std::string layout = lost        ? "lost with the MPI job"
                                : st        ? describe_shards(st->shards, n->shape.size())
                                : e.pending ? "not computed"
@@ -191,6 +198,9 @@ int l_tensors(lua_State* L) {
     lua_setfield(L, -2, "computed");
     lua_pushboolean(L, lost);
     lua_setfield(L, -2, "lost");
+    // A copy that outlives the loss of any one rank: a buddy replica (a driver's MPI job).
+    lua_pushboolean(L, st && !lost && job && job->replicated(n->id));
+    lua_setfield(L, -2, "replicated");
     lua_seti(L, -2, i++);
   }
   return 1;

@@ -87,6 +87,10 @@ void define(CLI::App& app, CliOptions& o) {
                       return parse_ranks(v, n);
                     }))
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--spill-dir", o.spill_dir,
+                 "where a driver keeps its working files (what the ranks\nof a lost MPI job salvage; also "
+                 "TAPESTRY_SPILL_DIR;\ndefault /tmp)")
+      ->type_name("DIR");
   app.add_option_function<std::string>(
          "--memory-per-rank", [&o](const std::string& v) { parse_bytes(v, o.memory_per_rank); },
          "each rank's memory budget: tensors and plans past it\nare refused (512M, 2G; also "

@@ -24,6 +24,7 @@ struct CliOptions {
   bool calibrate = false;          // --calibrate: measure this machine's rates, cache and print them
   int ranks = 1;                   // -n N
   long long memory_per_rank = -1;  // --memory-per-rank BYTES (K/M/G suffixes); -1: not given
+  std::string spill_dir;           // --spill-dir DIR: a driver's working files ("": TAPESTRY_SPILL_DIR)
   std::string subcommand;          // "serve" or "connect" (first argument only)
   std::vector<std::string> subcommand_args;
 };

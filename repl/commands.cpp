@@ -111,9 +111,9 @@ void cmd_tensors(Shell& sh, std::string_view) {
           "for _, r in ipairs(rows) do "
           "local per = r.bytes_per_rank and #r.bytes_per_rank > 1 and "
           "'  per rank: ' .. table.concat(r.bytes_per_rank, ' ') or '' "
-          "print(string.format('%-12s %-16s %-5s %10d bytes  %s%s%s', "
+          "print(string.format('%-12s %-16s %-5s %10d bytes  %s%s%s%s', "
           "r.name, '{' .. table.concat(r.shape, ',') .. '}', r.dtype, r.bytes, r.layout, per, "
-          "r.computed and '' or '  (pending)')) end");
+          "r.computed and '' or '  (pending)', r.replicated and '  (replicated)' or '')) end");
 }
 
 void cmd_trace_file(Shell& sh, std::string_view args) {

@@ -105,6 +105,16 @@ int start_mpi(tapestry::Session& session) {
     return 1;
   }
   if (!mpi) return -1;
+  if (mpi->rank() == 0 && !session.config().job.empty()) {
+    // The head of a driver's job (engine/dist/head.hpp): no Lua here, the driver has it.
+    try {
+      return session.serve_driver(*mpi);
+    } catch (const std::exception& e) {
+      fprintf(stderr, "%s: rank 0: %s\n", kProgname, e.what());
+      comm::Mpi::finish(true);
+      return 1;
+    }
+  }
   if (mpi->rank() == 0) {
     unsetenv("TAPESTRY_RELAUNCHED");  // a script's own `tapestry -n` may launch again
     session.start_coordinator(*mpi);
@@ -169,7 +179,14 @@ int main(int argc, char** argv) {
   if (const CliResult pre = parse_cli(argc, argv);
       pre.error.empty() && pre.options.calibrate && (pre.options.ranks == 1 || session.config().mpi_launched))
     return calibrate_command(session);
-  if (const int worker_status = start_mpi(session); worker_status >= 0) return worker_status;
+  // Under `mpirun -n N tapestry ...` with a driver (the default), rank 0 is the driver: it keeps
+  // the Lua state and launches an N-rank job of its own that it can replace when a process of
+  // it is lost (engine/dist/remote_job.hpp). This job's other ranks have nothing to do.
+  const tapestry::Config& config = session.config();
+  const bool outer_driver = config.mpi_launched && config.job.empty() && config.driver;
+  if (outer_driver && config.world_rank != 0) return 0;
+  if (!outer_driver)
+    if (const int worker_status = start_mpi(session); worker_status >= 0) return worker_status;
   CliResult cli = parse_cli(argc, argv);
   const CliOptions& o = cli.options;
   if (!cli.error.empty()) {
@@ -195,7 +212,22 @@ int main(int argc, char** argv) {
     cli.options.ranks = serve_options.ranks;  // serve -n N restarts under mpirun as -n N does
   }
   if (o.memory_per_rank >= 0) session.set_memory_per_rank(o.memory_per_rank);
-  if (const int job = session.mpi_job_ranks(); o.ranks != 1 && job == 0) {
+  if (outer_driver && o.ranks != 1 && o.ranks != config.world_size) {
+    fprintf(stderr, "%s: -n %d, but the MPI job has %d ranks\n", kProgname, o.ranks, config.world_size);
+    return 2;
+  }
+  if (const int ranks = outer_driver ? config.world_size : o.ranks;
+      ranks > 1 && config.driver && (outer_driver || !config.mpi_launched)) {
+    std::vector<std::string> args;
+    if (o.memory_per_rank >= 0) args = {"--memory-per-rank", std::to_string(o.memory_per_rank)};
+    if (!o.spill_dir.empty()) session.set_spill_dir(o.spill_dir);
+    try {
+      session.start_remote_job(ranks, std::move(args));
+    } catch (const std::exception& e) {
+      fprintf(stderr, "%s: %s\n", kProgname, e.what());
+      return 1;
+    }
+  } else if (const int job = session.mpi_job_ranks(); o.ranks != 1 && job == 0) {
     // Not under mpirun yet: run `mpirun -n N tapestry args...` and exit with rank 0's status.
     return run_under_mpirun(o.ranks, argc, argv, session.config().launch);
   } else if (o.ranks != 1 && o.ranks != job) {
@@ -204,7 +236,7 @@ int main(int argc, char** argv) {
   }
   // Rank 0 of a job: the shell gets the terminal mpirun was started from, if it was.
   bool terminal = isatty(STDIN_FILENO) != 0;
-  if (session.mpi_job_ranks() > 0) {
+  if (config.mpi_launched) {
     take_exit_file();
     if (!terminal && wants_shell(o)) terminal = take_launcher_terminal();
   }
@@ -223,8 +255,7 @@ int main(int argc, char** argv) {
   install_exit_hook(L);
   // Under mpirun stdout is Open MPI's pty even in a pipe: there only TAPESTRY_PROGRESS=1 shows it,
   // unless rank 0 took the terminal.
-  const bool drawn =
-      isatty(STDOUT_FILENO) != 0 && (session.mpi_job_ranks() == 0 || (terminal && wants_shell(o)));
+  const bool drawn = isatty(STDOUT_FILENO) != 0 && (!config.mpi_launched || (terminal && wants_shell(o)));
   if (progress_wanted(drawn) && o.subcommand.empty()) install_progress_bar(session.telemetry());
   Main m{&o, argc, argv, 0, o.subcommand == "serve" ? &serve_options : nullptr, terminal};
   lua_pushcfunction(L, pmain);
@@ -234,7 +265,7 @@ int main(int argc, char** argv) {
   lua_close(L);
   status = status == LUA_OK ? m.exit_status : 1;
   // A rank lost on the way fails the run, however the script ended.
-  if (const tapestry::Coordinator* job = session.coordinator(); job && !job->broken().empty()) {
+  if (const tapestry::Job* job = session.coordinator(); job && !job->broken().empty()) {
     fprintf(stderr, "%s: %s\n", kProgname, job->broken().c_str());
     if (status == 0) status = 1;
   }

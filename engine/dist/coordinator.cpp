@@ -1,13 +1,17 @@
 #include "engine/dist/coordinator.hpp"
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 
 #include "engine/dist/plan_wire.hpp"
+#include "engine/dist/replica.hpp"
+#include "engine/dist/salvage_watch.hpp"
 #include "engine/dist/worker.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/run/evaluator.hpp"
+#include "engine/store/shard_file.hpp"
 #include "engine/telemetry/cancel.hpp"
 #include "engine/telemetry/trace.hpp"
 
@@ -115,10 +119,7 @@ void Coordinator::abort_run(uint64_t epoch, Statuses& st) {
   comm::Backoff wait;
   while (!st.all() && Clock::now() < end) {
     if (st.collect()) continue;
-    if (const int lost = peers_.lost()) {
-      mark_broken(cat_str("the MPI job is broken: ", peers_.obituary(lost)));
-      return;
-    }
+    if (watch()) return;
     mpi.drain(epoch);
     mpi.progress();
     wait.pause();
@@ -129,10 +130,7 @@ void Coordinator::abort_run(uint64_t epoch, Statuses& st) {
 }
 
 void Coordinator::check_alive() {
-  if (const int lost = peers_.lost()) {
-    mark_broken(cat_str("the MPI job is broken: ", peers_.obituary(lost)));
-    throw Error(peers_.obituary(lost));
-  }
+  if (const int lost = watch()) throw Error(peers_.obituary(lost));
 }
 
 // A lost rank is a lost job (Open MPI 4.1 cannot shrink one): the other workers on this host
@@ -140,8 +138,21 @@ void Coordinator::check_alive() {
 // keeps running without a driver.
 void Coordinator::mark_broken(std::string why) {
   if (broken_.empty()) broken_ = std::move(why);
-  peers_.kill_local();
+  if (!settings_.salvage_on_loss) peers_.kill_local();  // the head kills them after salvage()
 }
+
+int Coordinator::watch() {
+  if (!mpi_ || shut_) return 0;
+  const int lost = peers_.lost();
+  if (lost) {
+    if (lost_.insert(lost).second)
+      lost_text_ += cat_str(lost_text_.empty() ? "" : "; ", peers_.describe(lost));
+    mark_broken(cat_str("the MPI job is broken: ", peers_.obituary(lost)));
+  }
+  return lost;
+}
+
+std::string Coordinator::lost_ranks() const { return lost_text_; }
 
 // Every rank joins the device peers at once (NCCL's set-up is collective): rank 0 makes the id,
 // sends it in a Peers command and joins; each worker joins and answers with one status.
@@ -222,6 +233,7 @@ Coordinator::~Coordinator() { shutdown(); }
 int Coordinator::ranks() const { return mpi_ && !shut_ ? mpi_->size() : 0; }
 
 void Coordinator::drop_on_workers(const std::vector<uint64_t>& keys) {
+  for (uint64_t k : keys) replicated_.erase(k);
   if (!mpi_ || shut_ || !broken_.empty() || keys.empty()) return;
   Command c;
   c.kind = Command::Drop;
@@ -245,10 +257,7 @@ RunReport Coordinator::run(std::vector<char> plan, uint8_t plan_flags, const pla
                            const StoreKeys& keys, int64_t total_blocks) {
   internal_check(mpi_ && !shut_ && g.num_ranks == mpi_->size());
   if (!broken_.empty()) throw Error(broken_);
-  if (const int lost = peers_.lost()) {
-    mark_broken(cat_str("the MPI job is broken: ", peers_.obituary(lost)));
-    throw Error(broken_);
-  }
+  if (watch()) throw Error(broken_);
   // Between plans a value lives whole on rank 0 or, stored, in the ranks' shard stores.
   for (size_t i = 0; i < g.initial.size(); ++i)
     if (g.initial[i].rank != 0 && (keys.initial.empty() || keys.initial[i] == 0))
@@ -377,23 +386,56 @@ RunReport Coordinator::run(std::vector<char> plan, uint8_t plan_flags, const pla
 }
 
 void Coordinator::run_io(std::vector<char> job, const std::function<void()>& mine) {
+  Command io;
+  io.kind = Command::Io;
+  io.plan = std::move(job);
+  run_everywhere(
+      std::move(io), [&](uint64_t) { mine(); }, "an I/O job");
+}
+
+void Coordinator::replicate(const std::vector<uint64_t>& keys) {
+  // Only a driver's job outlives a lost rank: elsewhere the job dies whole, copies and all.
+  if (keys.empty() || !mpi_ || mpi_->size() < 2 || !settings_.salvage_on_loss) return;
+  Command c;
+  c.kind = Command::Replicate;
+  c.drop = keys;
+  run_everywhere(
+      std::move(c),
+      [&](uint64_t epoch) {
+        replicate_part(*mpi_, *settings_.store, keys, epoch, [this] {
+          check_alive();
+          return false;
+        });
+      },
+      "a replication");
+  replicated_.insert(keys.begin(), keys.end());
+}
+
+void Coordinator::restore(std::vector<char> job) {
+  const RestoreJob decoded = decode_restore(job);
+  Command c;
+  c.kind = Command::Restore;
+  c.plan = std::move(job);
+  run_everywhere(
+      std::move(c), [&](uint64_t) { restore_part(*settings_.store, decoded, 0); }, "a restore");
+}
+
+void Coordinator::run_everywhere(Command c, const std::function<void(uint64_t)>& mine, const char* what) {
   internal_check(mpi_ != nullptr && !shut_);
   if (!broken_.empty()) throw Error(broken_);
   comm::Mpi& mpi = *mpi_;
   const uint64_t epoch = ++epoch_;
-  Command io;
-  io.kind = Command::Io;
-  io.epoch = epoch;
-  io.plan = std::move(job);
-  auto cmd = std::make_shared<const std::vector<char>>(encode_command(io));
+  c.epoch = epoch;
+  auto cmd = std::make_shared<const std::vector<char>>(encode_command(c));
   for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, cmd);
   // Rank 0's own part first: the workers do theirs meanwhile.
   std::optional<Status> my_failure;
   try {
-    mine();
+    mine(epoch);
   } catch (const std::exception&) {
     my_failure = failure_status(0, epoch);
   }
+  if (!broken_.empty()) throw Error(broken_);
   Statuses st(mpi, peers_, epoch, trace::now_us());
   comm::Backoff wait;
   auto quiet_since = Clock::now();
@@ -406,7 +448,7 @@ void Coordinator::run_io(std::vector<char> job, const std::function<void()>& min
     }
     check_alive();
     if (std::chrono::duration<double>(Clock::now() - quiet_since).count() > limit) {
-      mark_broken(cat_str("the MPI job is broken: rank(s) ", st.missing(), " did not finish an I/O job in ",
+      mark_broken(cat_str("the MPI job is broken: rank(s) ", st.missing(), " did not finish ", what, " in ",
                           limit, " s (TAPESTRY_MPI_TIMEOUT); restart tapestry"));
       throw Error(broken_);
     }
@@ -416,6 +458,26 @@ void Coordinator::run_io(std::vector<char> job, const std::function<void()>& min
   mpi.progress();
   if (my_failure) throw_failure(*my_failure);
   if (st.any_failed()) throw_failure(st.first_failure());
+}
+
+// The job is lost: every rank still running (rank 0 included) writes what it holds, so the job
+// that replaces this one loses nothing that had a copy. The request goes through a file each
+// rank's salvage thread watches (engine/dist/salvage_watch.hpp), not MPI: a survivor may be
+// stuck in an MPI call on the dead rank. Waits only for the ranks that can answer, 10 s at most.
+void Coordinator::salvage(const std::string& dir) {
+  if (!mpi_ || shut_) return;
+  comm::Mpi& mpi = *mpi_;
+  // Every rank found dead or stopped now is named, not only the first one seen.
+  for (int w = 1; w < mpi.size(); ++w)
+    if (peers_.down(w) && lost_.insert(w).second)
+      lost_text_ += cat_str(lost_text_.empty() ? "" : "; ", peers_.describe(w));
+  request_salvage(dir);
+  std::vector<int> live = {0};
+  for (int w = 1; w < mpi.size(); ++w)
+    if (!peers_.down(w)) live.push_back(w);
+  const std::vector<int> missing = wait_salvaged(dir, live, 10.0);
+  for (int w : missing) fprintf(stderr, "tapestry: rank %d did not save its pieces within 10 s\n", w);
+  peers_.kill_local();
 }
 
 void Coordinator::shutdown() {

@@ -81,13 +81,23 @@ int Peers::lost() {
   return 0;
 }
 
-std::string Peers::obituary(int rank) const {
+std::string Peers::describe(int rank) const {
   const bool stopped = rank < static_cast<int>(stopped_.size()) && stopped_[rank];
   return cat_str("rank ", rank, " (pid ", pid_[rank], " on ", host_[rank], ") ",
                  stopped ? cat_str("is stopped (SIGSTOP) for ", kStoppedGrace, " s and counts as lost")
-                         : std::string("died"),
+                         : std::string("died"));
+}
+
+std::string Peers::obituary(int rank) const {
+  return cat_str(describe(rank),
                  "; the MPI job cannot go on: restart tapestry (named tensors on the job are lost; "
                  "tp.save_env keeps them)");
+}
+
+bool Peers::down(int rank) const {
+  if (rank <= 0 || rank >= static_cast<int>(pid_.size()) || pid_[rank] <= 0 || host_[rank] != this_host())
+    return false;
+  return process_state(pid_[rank]) != State::Running;
 }
 
 void Peers::kill_local() const {

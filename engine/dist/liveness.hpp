@@ -31,6 +31,10 @@ class Peers {
   // The first worker found lost (gone, or stopped past the grace), or 0; looks at most every 100 ms.
   int lost();
   std::string obituary(int rank) const;  // "rank 2 (pid 4242 on node7) died ..." / "... is stopped ..."
+  // The first part of it: "rank 2 (pid 4242 on node7) died" (or "is stopped (SIGSTOP)").
+  std::string describe(int rank) const;
+  // Whether the worker on this host is dead or stopped now (no grace): it cannot answer.
+  bool down(int rank) const;
   // SIGKILLs every worker on this host that may still run: a lost job is ended at once, so
   // mpirun does not wait out its kill timeouts on a stopped or stuck rank.
   void kill_local() const;

@@ -234,6 +234,8 @@ class Decoder {
     return p;
   }
 
+  const WireIds& ids() const { return local_; }
+
  private:
   NodeRef node(uint64_t wire_id, const char* what) const {
     auto it = local_.find(wire_id);
@@ -348,16 +350,22 @@ class Decoder {
 
 }  // namespace
 
-ShardedGraph decode_plan(std::span<const char> bytes) {
+ShardedGraph decode_plan(std::span<const char> bytes, WireIds* ids) {
   ByteReader r(bytes, "plan message");
   r.unseal(kPlanWireMagic, kPlanWireVersion);
-  return Decoder(r).run();
+  Decoder d(r);
+  ShardedGraph g = d.run();
+  if (ids) *ids = d.ids();
+  return g;
 }
 
-PlanChoices decode_choices(std::span<const char> bytes) {
+PlanChoices decode_choices(std::span<const char> bytes, WireIds* ids) {
   ByteReader r(bytes, "plan message");
   r.unseal(kPlanChoicesMagic, kPlanWireVersion);
-  return Decoder(r).choices();
+  Decoder d(r);
+  PlanChoices p = d.choices();
+  if (ids) *ids = d.ids();
+  return p;
 }
 
 }  // namespace tapestry

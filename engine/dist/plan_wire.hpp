@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/plan/search.hpp"
@@ -30,7 +31,10 @@ inline constexpr uint32_t kPlanWireVersion = 4;
 std::vector<char> encode_plan(const plan::ShardedGraph& g);
 
 // Throws Error ("plan message rejected: ...") when the bytes are not a plan this build reads.
-plan::ShardedGraph decode_plan(std::span<const char> bytes);
+// `ids`, when given, receives each node the message names, by the sender's id (the head of a
+// driver's job gives the driver's leaves their values and sends the roots' values back by it).
+using WireIds = std::unordered_map<uint64_t, NodeRef>;
+plan::ShardedGraph decode_plan(std::span<const char> bytes, WireIds* ids = nullptr);
 
 // A plan as its choices: what each rank lowers its own part from (plan::lower_choice), a few
 // bytes per op where the lowered plan lists every rank's blocks and transfers. The mesh travels
@@ -42,6 +46,6 @@ struct PlanChoices {
 std::vector<char> encode_choices(const PlanChoices& p);
 // Checked like decode_plan, and each choice against its op: parts per index dim within its
 // extent, ranks on the mesh, a known combine mode.
-PlanChoices decode_choices(std::span<const char> bytes);
+PlanChoices decode_choices(std::span<const char> bytes, WireIds* ids = nullptr);
 
 }  // namespace tapestry

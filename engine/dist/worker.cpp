@@ -7,15 +7,19 @@
 #include <optional>
 #include <utility>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include "engine/dist/liveness.hpp"
 #include "engine/dist/plan_wire.hpp"
+#include "engine/dist/replica.hpp"
+#include "engine/dist/salvage_watch.hpp"
 #include "engine/io/parallel_io.hpp"
 #include "engine/ir/codec.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/lower_rank.hpp"
 #include "engine/shard/rank_program.hpp"
+#include "engine/store/shard_file.hpp"
 #include "engine/store/shard_store.hpp"
 #include "engine/telemetry/trace.hpp"
 
@@ -33,7 +37,9 @@ constexpr uint32_t kStatusMagic = 0x54535054;   // "TPST"
 //    I/O job.
 // 7: Driver commands.
 // 8: the Choices run flag: a plan as its choices, each rank lowering its own part.
-constexpr uint32_t kProtocolVersion = 9;
+// 9: a status carries the run's transfer, combine and gathered bytes.
+// 10: Replicate, Salvage and Restore commands.
+constexpr uint32_t kProtocolVersion = 10;
 
 // TAPESTRY_FAULT=RANK:RUN[:oom] (`spec`): whether this rank is to fail its run number `run`,
 // and how.
@@ -48,7 +54,11 @@ std::optional<std::string> injected_fault(const std::string& spec, int rank, int
 
 class Worker {
  public:
-  Worker(comm::Mpi& mpi, const WorkerSetup& setup) : mpi_(mpi), setup_(setup) {}
+  Worker(comm::Mpi& mpi, const WorkerSetup& setup) : mpi_(mpi), setup_(setup) {
+    if (!setup_.salvage_dir.empty())
+      salvage_ =
+          std::make_unique<SalvageWatch>(setup_.store, setup_.salvage_dir, mpi.rank(), setup_.driver_pid);
+  }
 
   int serve() {
     char host[256] = "";
@@ -92,6 +102,11 @@ class Worker {
       }
       if (c->kind == Command::Driver) {
         driver_.hello(std::string(c->plan.begin(), c->plan.end()));
+        if (salvage_) salvage_->watch_rank0(std::string(c->plan.begin(), c->plan.end()));
+        continue;
+      }
+      if (c->kind == Command::Replicate || c->kind == Command::Salvage || c->kind == Command::Restore) {
+        keep_safe(*c);
         continue;
       }
       run(*c);
@@ -117,12 +132,35 @@ class Worker {
   // Without a driver nobody will ever send this rank a command: exit rather than run forever
   // (mpirun leaves the workers alone when tapestry -n started it, see engine/dist/coordinator.hpp).
   // No MPI_Finalize: it would wait for rank 0.
+  // On a job a driver launched, the salvage thread saves this rank's pieces when rank 0 dies
+  // while the driver lives (engine/dist/salvage_watch.hpp) and exits: wait for it.
   void watch_driver() {
     if (!driver_.gone()) return;
+    if (salvage_ && setup_.driver_pid > 0 && kill(setup_.driver_pid, 0) == 0) {
+      for (int i = 0; i < 600; ++i) usleep(50'000);  // it exits the process; 30 s at most
+      _exit(1);
+    }
     fprintf(stderr, "tapestry: rank %d: the driver (rank 0, pid %d) is gone; this worker exits\n",
             mpi_.rank(), driver_.pid());
     fflush(stderr);
     _exit(1);
+  }
+
+  // Replicate, Salvage, Restore: this rank's part; one status either way.
+  void keep_safe(const Command& c) {
+    epoch_ = c.epoch;
+    Status st;
+    st.epoch = c.epoch;
+    try {
+      if (c.kind == Command::Replicate)
+        replicate_part(mpi_, setup_.store, c.drop, c.epoch, [this] { return aborted(); });
+      else if (c.kind == Command::Salvage)
+        salvage_store(setup_.store, std::string(c.plan.begin(), c.plan.end()), mpi_.rank());
+      else restore_part(setup_.store, decode_restore(c.plan), mpi_.rank());
+    } catch (const std::exception&) {
+      st = failure_status(mpi_.rank(), c.epoch);
+    }
+    report(st);
   }
 
   // Whether rank 0 aborted the current run; any other command waits for the loop.
@@ -264,6 +302,7 @@ class Worker {
   std::optional<Command> deferred_;
   std::unique_ptr<comm::DevicePeers> peers_;  // after a Peers command
   Driver driver_;                             // rank 0, after its Driver command
+  std::unique_ptr<SalvageWatch> salvage_;     // on a job a driver launched
   bool stopped_ = false;                      // the current run saw rank 0's abort
   std::chrono::steady_clock::time_point last_probe_{};
 };
@@ -290,7 +329,7 @@ Command decode_command(std::span<const char> bytes) {
   c.epoch = r.get<uint64_t>();
   if (c.flags & ~(Command::Trace | Command::DevicePeers | Command::Choices))
     r.reject(cat_str("command flags ", int(c.flags)));
-  if (kind < Command::Run || kind > Command::Driver) r.reject(cat_str("command kind ", int(kind)));
+  if (kind < Command::Run || kind > Command::Restore) r.reject(cat_str("command kind ", int(kind)));
   c.kind = static_cast<Command::Kind>(kind);
   c.plan = r.vec<char>();
   for (auto* v : {&c.store.initial, &c.store.roots, &c.drop}) *v = r.vec<uint64_t>();

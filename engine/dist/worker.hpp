@@ -27,7 +27,22 @@ struct Command {
   // Peers: join the job's device peers (engine/device/peers.hpp) with the id in `plan`; answered
   // by one status (protocol 5).
   // Driver: rank 0's "PID HOST" in `plan`, so the worker can exit when rank 0 is gone (protocol 7).
-  enum Kind : uint8_t { Run = 1, Abort = 2, Shutdown = 3, Drop = 4, Io = 5, Peers = 6, Driver = 7 };
+  // Replicate: send this rank's pieces of the keys in `drop` to its buddy and keep its
+  // predecessor's (engine/dist/replica.hpp). Salvage: write every piece held to the folder
+  // named in `plan` (a lost job's last act). Restore: load the pieces encode_restore's job in
+  // `plan` gives this rank. Each answered by one status (protocol 10).
+  enum Kind : uint8_t {
+    Run = 1,
+    Abort = 2,
+    Shutdown = 3,
+    Drop = 4,
+    Io = 5,
+    Peers = 6,
+    Driver = 7,
+    Replicate = 8,
+    Salvage = 9,
+    Restore = 10
+  };
   // Trace: record trace events and send them back. DevicePeers: the run's transfers go from
   // device to device, through the peers every rank joined (protocol 5).
   // Choices: `plan` is encode_choices's, and each rank lowers its own part (protocol 8).
@@ -37,7 +52,7 @@ struct Command {
   std::vector<char> plan;      // Run: encode_plan's bytes
   uint8_t flags = 0;           // (protocol version 2)
   StoreKeys store;             // Run: initial shards read from / results kept in the shard store (3)
-  std::vector<uint64_t> drop;  // Drop: the keys to free (3)
+  std::vector<uint64_t> drop;  // Drop: the keys to free (3); Replicate: the keys to replicate (9)
 
   // A command without store keys (all but Run's kept results and Drop's keys).
   static Command of(Kind kind, uint64_t epoch = 0, std::vector<char> plan = {}, uint8_t flags = 0) {
@@ -96,10 +111,15 @@ struct WorkerSetup {
   // injected error, or a real out-of-memory allocation — the tests' way to fail one worker.
   std::string fault;
   int io_fault_rank = -1;  // TAPESTRY_IO_FAULT: this rank fails its I/O jobs when it is it
+  // A job a driver launched (engine/dist/remote_job.hpp): when rank 0 is gone while the driver
+  // (this pid, on this host) lives, the worker writes what it holds to `salvage_dir` first.
+  std::string salvage_dir;
+  int driver_pid = 0;
 };
 
 // Ranks 1..N-1: serves rank 0's commands until shutdown; the process's exit status. A worker
-// whose driver (rank 0) is gone exits at once with status 1, idle or within a run.
+// whose driver (rank 0) is gone exits at once with status 1, idle or within a run (after
+// salvaging its pieces, on a job a driver launched).
 int worker_main(comm::Mpi& mpi, const WorkerSetup& setup);
 
 }  // namespace tapestry

@@ -200,8 +200,12 @@ std::vector<std::string> load_env(Session& s, const std::string& dir) {
       if (s.mpi_job_ranks() == ranks) s.coordinator()->drop_on_workers(keys);
       throw;
     }
-    for (size_t i = 0; i < tasks.size(); ++i)
+    std::vector<uint64_t> keys;
+    for (size_t i = 0; i < tasks.size(); ++i) {
       s.stored().register_stored(loaded[i].second, tasks[i].shards, ranks);
+      keys.push_back(tasks[i].key);
+    }
+    if (s.mpi_job_ranks() == ranks) s.coordinator()->replicate(keys);  // copies on each rank's buddy
   }
   std::vector<std::string> names;
   for (auto& [name, node] : loaded) {

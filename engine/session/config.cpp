@@ -61,6 +61,20 @@ Config Config::from_environment() {
   if (const char* e = var("XDG_CACHE_HOME"); e && *e == '/') c.cache_dir = std::string(e) + "/tapestry";
   else if (const char* h = var("HOME"); h && *h) c.cache_dir = std::string(h) + "/.cache/tapestry";
   c.launch.sigkill_timeout_set = set("OMPI_MCA_odls_base_sigkill_timeout");
+  if (const char* e = var("TAPESTRY_DRIVER")) c.driver = std::string_view(e) != "0";
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
+    if (const char* e = var(v)) {
+      c.world_rank = std::atoi(e);
+      break;
+    }
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    if (const char* e = var(v); e && std::atoi(e) > 0) {
+      c.world_size = std::atoi(e);
+      break;
+    }
+  if (const char* e = var("TAPESTRY_JOB")) c.job = e;
+  if (const char* e = var("TAPESTRY_SPILL_DIR"); e && *e) c.spill_dir = e;
+  if (const char* e = var("TAPESTRY_REPLICAS")) c.replicas = std::string_view(e) != "0";
   return c;
 }
 

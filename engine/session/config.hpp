@@ -30,6 +30,14 @@ struct Config {
   int io_fault_rank = -1;       // TAPESTRY_IO_FAULT=RANK: that rank fails every I/O job (tests)
   RetryPolicy retry;            // TAPESTRY_BLOCK_RETRIES=N, TAPESTRY_BLOCK_FAULT=EVERY[:TIMES] (tests)
   comm::LaunchEnv launch;       // what relaunching under mpirun needs (PATH, ...)
+  // A driver process runs the MPI job (engine/dist/remote_job.hpp): under `tapestry -n N` and
+  // as rank 0 of `mpirun -n N tapestry`. TAPESTRY_DRIVER=0: rank 0 of the job runs Lua itself
+  // (the job then ends with any lost process).
+  bool driver = true;
+  int world_rank = 0, world_size = 1;  // OMPI_COMM_WORLD_RANK/SIZE (PMI_RANK/SIZE) when mpi_launched
+  std::string job;                     // TAPESTRY_JOB: this process is a rank of a driver's job (head.hpp)
+  std::string spill_dir;  // TAPESTRY_SPILL_DIR (--spill-dir): salvage and spill files go under it
+  bool replicas = true;   // TAPESTRY_REPLICAS=0: no buddy replicas of stored tensors
   // The running mesh keeps the documented default rates: a plain Config{} and
   // TAPESTRY_RATES=builtin (tests pin them); from the environment otherwise false, this
   // machine's measured rates (engine/session/machine_rates.hpp).

@@ -167,6 +167,15 @@ bool may_read_stored(const std::vector<NodeRef>& roots) {
   return false;
 }
 
+// A stored tensor whose MPI job was lost with no surviving copy (engine/dist/remote_job.hpp)
+// cannot be read: its reader fails with the reason, and the session goes on.
+void check_not_lost(Session& s, const std::vector<NodeRef>& roots) {
+  if (!s.stored().any_lost()) return;
+  for (const NodeRef& n : plan::observed_subgraph(roots))
+    if (!n->value)
+      if (const std::string* why = s.stored().lost(n->id)) throw Error(*why);
+}
+
 // Stored leaves this observation reads that cannot be read where they lie (one rank, or
 // stored on another mesh): gathered first. Stored roots are gathered: that is observing them.
 void gather_what_must_be_whole(Session& s, const std::vector<NodeRef>& roots, int ranks) {
@@ -247,7 +256,7 @@ std::vector<std::vector<plan::Shard>> run_observation(Session& s, const std::vec
 void release_unreferenced(Session& s) {
   const std::vector<uint64_t> gone = s.stored().sweep();
   for (uint64_t k : gone) s.shard_store().drop(k);
-  if (Coordinator* job = s.coordinator()) job->drop_on_workers(gone);
+  if (Job* job = s.coordinator()) job->drop_on_workers(gone);
 }
 
 void observe_values(Session& s, const std::vector<NodeRef>& given) {
@@ -255,6 +264,7 @@ void observe_values(Session& s, const std::vector<NodeRef>& given) {
   release_unreferenced(s);
   const plan::Mesh& mesh = s.mesh();
   std::vector<NodeRef> roots = substitute_stored(s, given);
+  check_not_lost(s, roots);
   gather_what_must_be_whole(s, roots, mesh.ranks);
   // The file bytes the loads of this observation read, for the progress bar (if one listens).
   const ExpectIo io(s.telemetry().progress_listener ? io::load_bytes(roots, s.mpi_job_ranks()) : 0);
@@ -295,6 +305,7 @@ std::vector<NodeRef> observe_stored(Session& s, const std::vector<NodeRef>& give
   release_unreferenced(s);
   const plan::Mesh& mesh = s.mesh();
   std::vector<NodeRef> out = substitute_stored(s, given);
+  check_not_lost(s, out);
   if (mesh.ranks == 1) {
     observe_values(s, out);
     return out;

@@ -1,8 +1,13 @@
 #include "engine/session/session.hpp"
 
+#include <unistd.h>
+
 #include <limits>
 #include <utility>
 
+#include "engine/dist/head.hpp"
+#include "engine/dist/remote_job.hpp"
+#include "engine/dist/salvage_watch.hpp"
 #include "engine/dist/worker.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
@@ -110,15 +115,57 @@ bool Session::device_peers_wanted() {
 
 void Session::start_coordinator(comm::Mpi& mpi) {
   internal_check(!coordinator_);
-  coordinator_ = std::make_unique<Coordinator>(
-      mpi, Coordinator::Settings{device(), &shard_store_, device_peers_wanted(), config_.mpi_timeout_s});
+  coordinator_ =
+      std::make_unique<Coordinator>(mpi, Coordinator::Settings{device(), &shard_store_, device_peers_wanted(),
+                                                               config_.mpi_timeout_s, !config_.job.empty()});
   if (mpi.size() > 1) set_ranks(mpi.size());
+}
+
+void Session::start_remote_job(int ranks, std::vector<std::string> args) {
+  internal_check(!coordinator_ && ranks > 1);
+  set_ranks(ranks);
+  RemoteJob::Settings s;
+  s.ranks = ranks;
+  s.args = std::move(args);
+  s.launch = config_.launch;
+  const std::string tmp = config_.spill_dir.empty() ? "/tmp" : config_.spill_dir;
+  s.work_dir = cat_str(tmp, "/tapestry-", getpid());
+  s.catalog = &stored_;
+  s.name_of = [this](uint64_t key) { return names_of(key); };
+  s.replicas = config_.replicas;
+  // Stored tensors and their replicas may take half of each rank's memory; past it a new
+  // stored tensor has no replica (lineage and checkpoints are the other sources).
+  s.replica_budget = memory_per_rank() / 2;
+  coordinator_ = std::make_unique<RemoteJob>(std::move(s));
+}
+
+std::string Session::names_of(uint64_t key) const {
+  std::string out;
+  for (const auto& [name, e] : env_.entries())
+    if (e.stored && e.stored->id == key) out += (out.empty() ? "" : ", ") + name;
+  return out;
 }
 
 int Session::serve(comm::Mpi& mpi) {
   const TelemetryScope in(telemetry_);  // a traced run captures into this session's trace
-  return worker_main(
-      mpi, WorkerSetup{shard_store_, device(), device_peers_wanted(), config_.fault, config_.io_fault_rank});
+  WorkerSetup setup{shard_store_, device(), device_peers_wanted(), config_.fault, config_.io_fault_rank};
+  if (const std::optional<JobAddress> a = parse_job_address(config_.job)) {
+    setup.salvage_dir = a->salvage_dir;
+    setup.driver_pid = a->driver_pid;
+  }
+  return worker_main(mpi, setup);
+}
+
+int Session::serve_driver(comm::Mpi& mpi) {
+  const TelemetryScope in(telemetry_);
+  const std::optional<JobAddress> a = parse_job_address(config_.job);
+  user_check(a.has_value(), "TAPESTRY_JOB is not a job address: '", config_.job, "'");
+  start_coordinator(mpi);
+  const SalvageWatch salvage(shard_store_, a->salvage_dir, 0, a->driver_pid);
+  const int status =
+      head_main(*static_cast<Coordinator*>(coordinator_.get()), shard_store_, *a, config_.io_fault_rank);
+  coordinator_->shutdown();
+  return status;
 }
 
 plan::PlannedGraph Session::plan_observed(const std::vector<NodeRef>& roots, const plan::Mesh& mesh,

@@ -17,6 +17,7 @@
 #include "engine/comm/mpi.hpp"
 #include "engine/device/plugin.hpp"
 #include "engine/dist/coordinator.hpp"
+#include "engine/dist/job.hpp"
 #include "engine/ir/node.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/session/computed_layouts.hpp"
@@ -77,10 +78,18 @@ class Session {
   // Rank 0 of an MPI job: coordinates it (the mesh becomes the job's ranks); the job shuts
   // down with the session, or at exit.
   void start_coordinator(comm::Mpi& mpi);
-  Coordinator* coordinator() { return coordinator_.get(); }  // nullptr outside an MPI job
+  // A driver: launches an MPI job of `ranks` ranks and runs every observation on it
+  // (engine/dist/remote_job.hpp); `args` go on each rank's command line.
+  void start_remote_job(int ranks, std::vector<std::string> args);
+  void set_spill_dir(std::string dir) { config_.spill_dir = std::move(dir); }  // --spill-dir
+  Job* coordinator() { return coordinator_.get(); }                            // nullptr outside an MPI job
   int mpi_job_ranks() const { return coordinator_ ? coordinator_->ranks() : 0; }
   // Ranks 1..N-1: serves rank 0's commands until shutdown; the exit status.
   int serve(comm::Mpi& mpi);
+  // Rank 0 of a driver's job (config().job set): serves the driver; the exit status.
+  int serve_driver(comm::Mpi& mpi);
+  // The names tp.env binds to the stored tensor `key` ("w1", "a, b"), or "".
+  std::string names_of(uint64_t key) const;
 
   // plan::plan_observation through this session's plan cache, with its stored tensors read
   // where they lie.
@@ -107,7 +116,7 @@ class Session {
   uint64_t seed_ = 0x5eed;
   int64_t available_at_start_ = 0;  // engine/session/memory_budget.hpp
   // Last: the job shuts down (device peers first) before anything it runs on goes.
-  std::unique_ptr<Coordinator> coordinator_;
+  std::unique_ptr<Job> coordinator_;
 };
 
 }  // namespace tapestry

@@ -90,6 +90,11 @@ std::vector<NodeRef> load_raw_sharded(Session& s, const std::string& path, const
     throw;
   }
   for (size_t i = 0; i < leaves.size(); ++i) s.stored().register_stored(leaves[i], tasks[i].shards, ranks);
+  if (on_mpi(s, ranks)) {  // a copy on each rank's buddy, so the loss of one rank loses none of it
+    std::vector<uint64_t> keys;
+    for (const IoTask& t : tasks) keys.push_back(t.key);
+    s.coordinator()->replicate(keys);
+  }
   return leaves;
 }
 

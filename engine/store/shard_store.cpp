@@ -108,4 +108,26 @@ bool ShardStore::has(uint64_t key) const {
   return it != pieces_.end() && it->first.first == key;
 }
 
+std::vector<std::pair<uint64_t, int>> ShardStore::holdings() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<uint64_t, int>> out;
+  for (const auto& [k, ps] : pieces_)
+    if (!ps.empty()) out.push_back(k);
+  return out;
+}
+
+std::vector<std::pair<poly::Box, View>> ShardStore::pieces(uint64_t key, int rank) const {
+  std::vector<poly::Box> boxes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pieces_.find({key, rank});
+    if (it == pieces_.end()) return {};
+    for (const Piece& p : it->second) boxes.push_back(p.box);
+  }
+  std::vector<std::pair<poly::Box, View>> out;
+  for (const poly::Box& b : boxes)
+    if (std::optional<View> v = find(rank, key, b)) out.emplace_back(b, *v);
+  return out;
+}
+
 }  // namespace tapestry

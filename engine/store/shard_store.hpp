@@ -49,6 +49,12 @@ class ShardStore {
   bool has(uint64_t key) const;
   int64_t device_bytes() const;  // of it, in device memory
 
+  // Every (key, rank) this process holds pieces of: its own rank's and, under MPI, the
+  // replicas it keeps for its buddy (engine/store/shard_file.hpp), sorted.
+  std::vector<std::pair<uint64_t, int>> holdings() const;
+  // The pieces of (key, rank) on the host: each box with a window on it, or a downloaded copy.
+  std::vector<std::pair<poly::Box, View>> pieces(uint64_t key, int rank) const;
+
  private:
   struct Piece {
     poly::Box box;

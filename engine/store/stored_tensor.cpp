@@ -43,6 +43,7 @@ std::vector<uint64_t> StoredCatalog::sweep() {
   std::vector<uint64_t> gone;
   for (uint64_t id : dead) {
     if (catalog_.erase(id)) gone.push_back(id);
+    lost_.erase(id);
     auto [b, e] = materialized_by_leaf_.equal_range(id);
     for (auto it = b; it != e; ++it) {
       auto m = materialized_.find(it->second);
@@ -81,6 +82,23 @@ NodeRef StoredCatalog::materialized_as(const Node& expr) {
   NodeRef leaf = it->second.leaf.lock();
   if (!leaf || it->second.expr.expired()) materialized_.erase(it);
   return leaf;
+}
+
+std::vector<std::pair<uint64_t, StoredLayout>> StoredCatalog::live() const {
+  std::vector<std::pair<uint64_t, StoredLayout>> out;
+  for (const auto& [id, s] : catalog_)
+    if (!s.leaf.expired()) out.emplace_back(id, s);
+  return out;
+}
+
+void StoredCatalog::mark_lost(uint64_t id, std::string why) {
+  catalog_.erase(id);
+  lost_[id] = std::move(why);
+}
+
+const std::string* StoredCatalog::lost(uint64_t id) const {
+  auto it = lost_.find(id);
+  return it == lost_.end() ? nullptr : &it->second;
 }
 
 std::string describe_shards(const std::vector<plan::Shard>& shards, size_t rank_of_tensor) {

@@ -51,6 +51,13 @@ class StoredCatalog {
   NodeRef materialized_as(const Node& expr);  // nullptr when none (or no longer stored)
   bool any_materialized() const { return !materialized_.empty(); }
 
+  // Every live stored leaf and its layout, by id (a lost MPI job's restore walks them).
+  std::vector<std::pair<uint64_t, StoredLayout>> live() const;
+  // A stored tensor no copy of survived: forgotten, and reading it is Error(`why`).
+  void mark_lost(uint64_t id, std::string why);
+  const std::string* lost(uint64_t id) const;  // nullptr unless marked lost
+  bool any_lost() const { return !lost_.empty(); }
+
  private:
   struct Materialized {
     std::weak_ptr<const Node> expr, leaf;
@@ -64,6 +71,7 @@ class StoredCatalog {
   std::map<uint64_t, StoredLayout> catalog_;
   std::unordered_map<uint64_t, Materialized> materialized_;
   std::unordered_multimap<uint64_t, uint64_t> materialized_by_leaf_;  // leaf id -> expr ids
+  std::unordered_map<uint64_t, std::string> lost_;                    // id -> why
 };
 
 // "split(1, 4)", "grid{2,2}", "whole on rank 0", "replicated on 4 ranks".

@@ -7,7 +7,9 @@
 #include <new>
 #include <stdexcept>
 
+#include "engine/dist/head.hpp"
 #include "engine/dist/plan_wire.hpp"
+#include "engine/dist/replica.hpp"
 #include "engine/dist/worker.hpp"
 #include "engine/io/parallel_io.hpp"
 #include "engine/ir/build/builders.hpp"
@@ -314,4 +316,29 @@ TEST_CASE("failure statuses map each exception kind to a status and back") {
   CHECK_THROWS_WITH_AS(throw_failure(decode_status(encode_status(user))), "rank 3: bad shape", Error);
   CHECK_THROWS_WITH_AS(throw_failure(internal), "rank 3: a bug", InternalError);
   CHECK_THROWS_AS(throw_failure(cancelled), Cancelled);
+}
+
+TEST_CASE("engine.dist.replica.restore_job_round_trip") {
+  RestoreJob job{"/tmp/tapestry-1/salvage-2", {{7, 0, 0}, {7, 1, 1}, {9, 2, 2}}};
+  const RestoreJob back = decode_restore(encode_restore(job));
+  CHECK(back.dir == job.dir);
+  REQUIRE(back.entries.size() == 3);
+  CHECK(back.entries[2].key == 9);
+  CHECK(back.entries[1].old_rank == 1);
+  std::vector<char> bytes = encode_restore(job);
+  bytes.back() ^= 1;  // the checksum catches it
+  CHECK_THROWS_AS(decode_restore(bytes), Error);
+}
+
+TEST_CASE("engine.dist.head.job_address_round_trip") {
+  const JobAddress a{"node7", 40123, "abc123", 4242, "/scratch/my dir/salvage-1"};
+  const std::optional<JobAddress> b = parse_job_address(format_job_address(a));
+  REQUIRE(b.has_value());
+  CHECK(b->host == "node7");
+  CHECK(b->port == 40123);
+  CHECK(b->token == "abc123");
+  CHECK(b->driver_pid == 4242);
+  CHECK(b->salvage_dir == "/scratch/my dir/salvage-1");
+  CHECK_FALSE(parse_job_address("node7 notaport").has_value());
+  CHECK_FALSE(parse_job_address("").has_value());
 }

@@ -104,6 +104,7 @@ TEST_CASE("repl.cli.memory_per_rank") {
   CHECK(parse({"--memory-per-rank", "512M"}).options.memory_per_rank == 512LL << 20);
   CHECK(parse({"--memory-per-rank=2G"}).options.memory_per_rank == 2LL << 30);
   CHECK(parse({"--memory-per-rank=1000", "--memory-per-rank", "4K"}).options.memory_per_rank == 4096);
+  CHECK(parse({"--spill-dir", "/scratch/t"}).options.spill_dir == "/scratch/t");
   CHECK(parse({"--memory-per-rank", "5X"}).error ==
         "'--memory-per-rank' needs a number of bytes (K, M, G suffixes), got '5X'");
   CHECK(parse({"--memory-per-rank", "-1"}).error.find("got '-1'") != std::string::npos);

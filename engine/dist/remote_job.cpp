@@ -1,0 +1,727 @@
+#include "engine/dist/remote_job.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "engine/dist/head.hpp"
+#include "engine/dist/plan_wire.hpp"
+#include "engine/dist/replica.hpp"
+#include "engine/dist/salvage_watch.hpp"
+#include "engine/dist/worker.hpp"
+#include "engine/ir/error.hpp"
+#include "engine/store/shard_file.hpp"
+#include "engine/telemetry/cancel.hpp"
+#include "engine/telemetry/progress.hpp"
+#include "engine/telemetry/stats.hpp"
+#include "engine/telemetry/trace.hpp"
+
+extern char** environ;
+
+namespace tapestry {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The driver's job, ended at exit when its session has not ended it (os.exit skips main's
+// destructors): the job stops at once instead of noticing the driver gone.
+RemoteJob* g_remote = nullptr;
+
+void shutdown_at_exit() {
+  if (g_remote) g_remote->shutdown();
+}
+
+// The job's processes were lost; what the notice says.
+struct JobLost {
+  std::string what;
+};
+
+// What an outer `mpirun` gives its ranks: the driver's own job must not inherit it, or its
+// mpirun would take itself for a rank of the outer job.
+bool outer_launch_variable(const std::string& name) {
+  static const char* const prefixes[] = {"OMPI_COMM_WORLD_",
+                                         "OMPI_APP_CTX_",
+                                         "OMPI_MCA_ess",
+                                         "OMPI_MCA_orte_app_num",
+                                         "OMPI_MCA_orte_bound_at_launch",
+                                         "OMPI_MCA_orte_ess_",
+                                         "OMPI_MCA_orte_hnp_uri",
+                                         "OMPI_MCA_orte_jobfam_session_dir",
+                                         "OMPI_MCA_orte_launch",
+                                         "OMPI_MCA_orte_local_daemon_uri",
+                                         "OMPI_MCA_orte_num_nodes",
+                                         "OMPI_MCA_orte_precondition_transports",
+                                         "OMPI_MCA_orte_tmpdir_base",
+                                         "OMPI_MCA_orte_top_session_dir",
+                                         "OMPI_MCA_pmix",
+                                         "OMPI_MCA_initial_wdir",
+                                         "OMPI_MCA_mpi_oversubscribe",
+                                         "OMPI_MCA_shmem_RUNTIME_QUERY_hint",
+                                         "OMPI_COMMAND",
+                                         "OMPI_ARGV",
+                                         "OMPI_FILE_LOCATION",
+                                         "OMPI_FIRST_RANKS",
+                                         "OMPI_NUM_APP_CTX",
+                                         "OMPI_UNIVERSE_SIZE",
+                                         "PMIX_",
+                                         "PMI_",
+                                         "HFI_NO_BACKTRACE",
+                                         "IPATH_NO_BACKTRACE",
+                                         "TAPESTRY_JOB=",
+                                         "TAPESTRY_RELAUNCHED=",
+                                         "TAPESTRY_EXIT_FILE="};
+  for (const char* p : prefixes)
+    if (name.rfind(p, 0) == 0) return true;
+  return false;
+}
+
+std::string random_token() {
+  unsigned char b[16] = {};
+  if (FILE* f = std::fopen("/dev/urandom", "rb")) {
+    if (std::fread(b, 1, sizeof b, f) != sizeof b) std::memset(b, 0, sizeof b);
+    std::fclose(f);
+  }
+  std::string s;
+  char hex[3];
+  for (unsigned char c : b) std::snprintf(hex, sizeof hex, "%02x", c), s += hex;
+  return s;
+}
+
+std::string host_name() {
+  char h[256] = "";
+  gethostname(h, sizeof h - 1);
+  return h;
+}
+
+// The processes mpirun started (the ranks: Open MPI gives each a process group of its own).
+std::vector<pid_t> ranks_of(pid_t mpirun) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name[0] < '1' || name[0] > '9') continue;
+    FILE* f = std::fopen((e.path() / "stat").c_str(), "r");
+    if (!f) continue;
+    char line[512] = "";
+    const bool read = std::fgets(line, sizeof line, f) != nullptr;
+    std::fclose(f);
+    const char* close = read ? std::strrchr(line, ')') : nullptr;
+    char state = 0;
+    int ppid = 0;
+    if (close && std::sscanf(close + 1, " %c %d", &state, &ppid) == 2 && ppid == mpirun && state != 'Z' &&
+        state != 'X')
+      out.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return out;
+}
+
+// Each rank process of the job: its pid, its rank (OMPI_COMM_WORLD_RANK in its environment)
+// and whether it is stopped (SIGSTOP).
+struct RankProcess {
+  pid_t pid;
+  int rank;
+  bool stopped;
+};
+std::vector<RankProcess> rank_processes(pid_t mpirun) {
+  std::vector<RankProcess> out;
+  for (pid_t p : ranks_of(mpirun)) {
+    RankProcess rp{p, -1, false};
+    if (FILE* f = std::fopen(cat_str("/proc/", p, "/environ").c_str(), "r")) {
+      std::string env;
+      char buf[4096];
+      for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) env.append(buf, n);
+      std::fclose(f);
+      const std::string key = std::string(1, '\0') + "OMPI_COMM_WORLD_RANK=";
+      const std::string all = std::string(1, '\0') + env;
+      const size_t at = all.find(key);
+      if (at != std::string::npos) rp.rank = std::atoi(all.c_str() + at + key.size());
+    }
+    if (FILE* f = std::fopen(cat_str("/proc/", p, "/stat").c_str(), "r")) {
+      char line[512] = "";
+      const bool read = std::fgets(line, sizeof line, f) != nullptr;
+      std::fclose(f);
+      const char* close = read ? std::strrchr(line, ')') : nullptr;
+      rp.stopped = close && close[1] == ' ' && close[2] == 'T';
+    }
+    out.push_back(rp);
+  }
+  return out;
+}
+
+// Running (not gone, not a zombie).
+bool alive(pid_t pid) {
+  if (kill(pid, 0) != 0) return false;
+  FILE* f = std::fopen(cat_str("/proc/", pid, "/stat").c_str(), "r");
+  if (!f) return false;
+  char line[512] = "";
+  const bool read = std::fgets(line, sizeof line, f) != nullptr;
+  std::fclose(f);
+  const char* close = read ? std::strrchr(line, ')') : nullptr;
+  return close && close[1] == ' ' && close[2] != 'Z' && close[2] != 'X';
+}
+
+std::string join_names(const std::vector<std::string>& names, size_t max = 8) {
+  std::string s;
+  for (size_t i = 0; i < names.size() && i < max; ++i) s += cat_str(i ? ", " : "", names[i]);
+  if (names.size() > max) s += cat_str(", ... (", names.size() - max, " more)");
+  return s;
+}
+
+}  // namespace
+
+RemoteJob::RemoteJob(Settings s) : settings_(std::move(s)) {
+  internal_check(settings_.ranks >= 1 && settings_.catalog != nullptr);
+  if (!settings_.notify)
+    settings_.notify = [](const std::string& m) { std::fprintf(stderr, "%s\n", m.c_str()); };
+  if (settings_.work_dir.empty()) settings_.work_dir = cat_str("/tmp/tapestry-", getpid());
+  token_ = random_token();
+  listener_ = std::make_unique<JobListener>();
+  for (int tries = 0;; ++tries) {
+    try {
+      launch();
+      break;
+    } catch (const Error& e) {  // a process lost while the first job starts: start it again
+      if (tries >= settings_.max_relaunches) throw;
+      ++recovery_.job_relaunches;
+      settings_.notify(
+          cat_str("tapestry: the MPI job was lost while it started (", e.what(), "); relaunching it"));
+    }
+  }
+  if (!g_remote) {
+    g_remote = this;
+    static const bool registered = (std::atexit(shutdown_at_exit), true);
+    (void)registered;
+  }
+}
+
+RemoteJob::~RemoteJob() {
+  shutdown();
+  if (g_remote == this) g_remote = nullptr;
+}
+
+void RemoteJob::launch() {
+  ++generation_;
+  salvage_dir_ = cat_str(settings_.work_dir, "/salvage-", generation_);
+  std::error_code ec;
+  std::filesystem::create_directories(salvage_dir_, ec);
+  std::vector<std::string> argv_s = {"tapestry"};
+  argv_s.insert(argv_s.end(), settings_.args.begin(), settings_.args.end());
+  std::vector<char*> argv_p;
+  for (std::string& a : argv_s) argv_p.push_back(a.data());
+  std::string why;
+  comm::LaunchEnv env = settings_.launch;
+  env.relaunched = false;
+  std::vector<std::string> args =
+      comm::mpirun_command(settings_.ranks, static_cast<int>(argv_p.size()), argv_p.data(), env, why);
+  if (args.empty()) throw Error(cat_str("cannot launch the MPI job: ", why));
+  // A lost worker must leave rank 0 running, to salvage what the others hold.
+  args.insert(args.begin() + 1, {"--mca", "orte_abort_on_non_zero_status", "0"});
+  // Shared memory's single copy reads a large message straight from the sender's memory
+  // (process_vm_readv): when the sender dies mid-message, the reader fails and aborts, and the
+  // pieces it held die with it. Copied through the shared segment, a survivor only waits.
+  if (!std::getenv("OMPI_MCA_btl_vader_single_copy_mechanism"))
+    args.insert(args.begin() + 1, {"--mca", "btl_vader_single_copy_mechanism", "none"});
+  const JobAddress address{host_name(), listener_->port(), token_, static_cast<int>(getpid()), salvage_dir_};
+  std::vector<std::string> envs;
+  for (char** e = environ; *e; ++e)
+    if (!outer_launch_variable(*e)) envs.emplace_back(*e);
+  envs.push_back("TAPESTRY_JOB=" + format_job_address(address));
+  std::vector<char*> cargs, cenv;
+  for (std::string& a : args) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  for (std::string& e : envs) cenv.push_back(e.data());
+  cenv.push_back(nullptr);
+  const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const pid_t parent = getpid();
+  std::fflush(nullptr);
+  child_ = fork();
+  if (child_ < 0) throw Error(cat_str("cannot launch the MPI job: ", std::strerror(errno)));
+  if (child_ == 0) {
+    // Its own process group: a Ctrl-C at the terminal is the driver's to handle (it cancels the
+    // request), not mpirun's (it would end the job). It ends when the driver does.
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // its ranks follow: they watch rank 0 and the driver
+    if (getppid() != parent) _exit(1);
+    if (devnull >= 0) dup2(devnull, 0);
+    execve(cargs[0], cargs.data(), cenv.data());
+    _exit(127);
+  }
+  if (devnull >= 0) ::close(devnull);
+  setpgid(child_, child_);  // also here: whichever runs first
+  // The head connects back once every rank started.
+  const auto end = Clock::now() + std::chrono::seconds(120);
+  size_t most_ranks = 0;
+  while (!link_.open()) {
+    // A rank lost while the job starts: its MPI_Init partners would wait on it, and mpirun
+    // takes its kill timeouts to give up.
+    const size_t now_ranks = ranks_of(child_).size();
+    if (now_ranks < most_ranks) {
+      end_child(0);
+      throw Error("a rank of the new MPI job died while it started");
+    }
+    most_ranks = std::max(most_ranks, now_ranks);
+    int st = 0;
+    if (waitpid(child_, &st, WNOHANG) == child_) {
+      child_ = -1;
+      throw Error(cat_str("the MPI job did not start (", args[0], " exited with status ",
+                          WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), ")"));
+    }
+    if (Clock::now() > end) {
+      end_child(0);
+      throw Error("the MPI job did not start in 120 s");
+    }
+    JobLink l = listener_->accept(0.2);
+    if (!l.open()) continue;
+    std::optional<JobLink::Frame> hello;
+    try {
+      hello = l.receive(30);
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (!hello || hello->kind != JobLink::Hello) continue;
+    try {
+      ByteReader r(hello->body, "the job's hello");
+      if (r.str() != token_) continue;  // not our job's head
+      const int ranks = r.get<int32_t>();
+      device_transport_ = r.str();
+      std::istringstream who(r.str());
+      who >> head_pid_ >> head_host_;
+      if (ranks != settings_.ranks)
+        throw Error(cat_str("the MPI job has ", ranks, " ranks, not ", settings_.ranks));
+    } catch (const Error&) {
+      end_child(0);
+      throw;
+    }
+    link_ = std::move(l);
+  }
+}
+
+// Ends the job: once its ranks have exited (a lost job's survivors salvage first), or after
+// grace_s, mpirun and every rank still running are killed; mpirun's own shutdown (its kill
+// timeouts, its banners) is not waited for.
+void RemoteJob::end_child(double grace_s) {
+  if (child_ <= 0) return;
+  const auto end = Clock::now() + std::chrono::duration<double>(grace_s);
+  int st = 0;
+  while (waitpid(child_, &st, WNOHANG) != child_) {
+    const std::vector<pid_t> ranks = ranks_of(child_);
+    if (Clock::now() >= end || ranks.empty()) {
+      for (pid_t r : ranks) kill(r, SIGKILL);
+      kill(-child_, SIGKILL);
+      waitpid(child_, &st, 0);
+      break;
+    }
+    usleep(20'000);
+  }
+  child_ = -1;
+}
+
+std::vector<char> RemoteJob::request(JobLink::Kind kind, const std::vector<char>& body) {
+  for (int attempt = 0;; ++attempt) {
+    if (!broken_.empty()) throw Error(broken_);
+    if (shut_) throw Error("the MPI job was shut down");
+    std::string lost;
+    bool salvaged = false;
+    try {
+      link_.send(kind, body);
+      bool cancel_sent = false;
+      std::optional<Progress> bar;  // the head's progress, on the driver's listener
+      ProgressState seen;
+      // The driver watches the job's processes too: the head reports a loss within seconds,
+      // unless its own thread is stuck in an MPI call on the dead rank. Then the driver asks the
+      // ranks to salvage itself (their salvage threads answer, engine/dist/salvage_watch.hpp).
+      auto last_look = Clock::now();
+      std::optional<Clock::time_point> lost_since;
+      std::map<pid_t, Clock::time_point> stopped_since;
+      std::string seen_lost;
+      for (;;) {
+        std::optional<JobLink::Frame> f = link_.receive(0.05);
+        if (!f && child_ > 0 && Clock::now() - last_look > std::chrono::milliseconds(200)) {
+          const auto now = last_look = Clock::now();
+          if (!lost_since) {
+            const std::vector<RankProcess> procs = rank_processes(child_);
+            std::set<int> present;
+            for (const RankProcess& p : procs) {
+              present.insert(p.rank);
+              if (!p.stopped) stopped_since.erase(p.pid);
+              else if (!stopped_since.count(p.pid)) stopped_since[p.pid] = now;
+              else if (now - stopped_since[p.pid] > std::chrono::seconds(4))
+                seen_lost =
+                    cat_str("rank ", p.rank, " (pid ", p.pid, ") is stopped (SIGSTOP) and counts as lost");
+            }
+            for (int r = 0; r < settings_.ranks && seen_lost.empty(); ++r)
+              if (!present.count(r)) seen_lost = cat_str("rank ", r, " died");
+            if (!seen_lost.empty()) lost_since = now;
+          } else if (now - *lost_since > std::chrono::seconds(5)) {
+            std::vector<int> live;
+            for (const RankProcess& p : rank_processes(child_))
+              if (!p.stopped && p.rank >= 0) live.push_back(p.rank);
+            request_salvage(salvage_dir_);
+            wait_salvaged(salvage_dir_, live, 10.0);
+            lost = seen_lost;
+            salvaged = true;
+            break;
+          }
+        }
+        if (!f) {
+          if (!cancel_sent && cancel_requested()) {
+            link_.send(JobLink::Cancel, {});
+            cancel_sent = true;
+          }
+          int st = 0;
+          if (child_ > 0 && waitpid(child_, &st, WNOHANG) == child_) {
+            child_ = -1;
+            // Its last words may still be in the socket.
+            if (!(f = link_.receive(0.5))) throw LinkClosed("the MPI job ended");
+          } else {
+            continue;
+          }
+        }
+        if (f->kind == JobLink::Result) return std::move(f->body);
+        if (f->kind == JobLink::Progress) {
+          ByteReader r(f->body, "the job's progress");
+          ProgressState now{r.get<double>(), r.get<int64_t>(), r.get<int64_t>()};
+          if (!bar || now.blocks_done < seen.blocks_done) bar.emplace(now.blocks_total), seen = {};
+          bar->advance(now.blocks_done - seen.blocks_done, now.bytes_moved - seen.bytes_moved);
+          seen = now;
+          continue;
+        }
+        if (f->kind == JobLink::Lost) {
+          ByteReader r(f->body, "the job's loss notice");
+          lost = r.str();
+          salvaged = true;
+          break;
+        }
+      }
+    } catch (const LinkClosed& e) {
+      lost = head_pid_ && !alive(head_pid_) ? cat_str("rank 0 (pid ", head_pid_, " on ", head_host_, ") died")
+                                            : cat_str("the MPI job ended (", e.what(), ")");
+    }
+    if (lost.empty()) lost = "a rank was lost";
+    if (attempt >= settings_.max_relaunches) {
+      broken_ =
+          cat_str("the MPI job was lost ", attempt + 1, " times in a row (last: ", lost, "); giving up");
+      end_child(2);
+      throw Error(broken_);
+    }
+    if (const std::string gone = recover(lost, salvaged); !gone.empty())
+      throw Error(cat_str("the MPI job was lost (", lost, ") and with it ", gone,
+                          ": no copy survived; the environment goes on without them"));
+  }
+}
+
+std::string RemoteJob::recover(const std::string& what, bool salvaged) {
+  const auto t0 = Clock::now();
+  ++recovery_.job_relaunches;
+  settings_.notify(cat_str("tapestry: ", what, "; relaunching the MPI job on ", settings_.ranks,
+                           " ranks and restoring its stored tensors"));
+  link_.close();
+  end_child(salvaged ? 0 : 10);  // without the head's word, the ranks still running salvage first
+  const std::string old_dir = salvage_dir_;
+  const std::set<std::pair<uint64_t, int>> have = salvaged_pieces(old_dir);
+  std::set<int> saved_themselves;
+  for (int r = 0; r < settings_.ranks; ++r)
+    if (std::filesystem::exists(cat_str(old_dir, "/w", r, ".done"))) saved_themselves.insert(r);
+  RestoreJob job;
+  job.dir = old_dir;
+  std::vector<uint64_t> keep_replicated;
+  std::vector<std::string> restored, lost_names;
+  int64_t from_replicas = 0, from_survivors = 0, lost_count = 0;
+  for (const auto& [id, layout] : settings_.catalog->live()) {
+    std::set<int> ranks;
+    for (const plan::Shard& sh : layout.shards) ranks.insert(sh.rank);
+    bool ok = layout.ranks == settings_.ranks, by_replica = false;
+    for (int r : ranks) {
+      ok = ok && have.count({id, r});
+      by_replica = by_replica || !saved_themselves.count(r);
+    }
+    const std::string name = settings_.name_of ? settings_.name_of(id) : std::string();
+    const std::string label = name.empty() ? cat_str("%", id) : name;
+    if (!ok) {
+      ++lost_count;
+      lost_names.push_back(label);
+      settings_.catalog->mark_lost(
+          id, cat_str(name.empty() ? "a stored tensor" : "tp.env." + name, " was lost with the MPI job (",
+                      what, "): no copy of some of its pieces survived"));
+      continue;
+    }
+    for (int r : ranks) job.entries.push_back({id, r, r});
+    if (replicated_.count(id)) keep_replicated.push_back(id);
+    if (!name.empty()) restored.push_back(name);
+    ++(by_replica ? from_replicas : from_survivors);
+  }
+  replicated_.clear();
+  replica_bytes_.clear();
+  replicated_bytes_ = 0;
+  for (int tries = 0;; ++tries) {
+    try {
+      try {
+        launch();
+      } catch (const Error& e) {  // a process lost while the new job starts is one more loss
+        throw LinkClosed(e.what());
+      }
+      auto expect_done = [this](JobLink::Kind kind, const std::vector<char>& body) {
+        link_.send(kind, body);
+        for (;;) {
+          std::optional<JobLink::Frame> f = link_.receive(1);
+          if (!f) {
+            int st = 0;
+            if (child_ > 0 && waitpid(child_, &st, WNOHANG) == child_) throw LinkClosed("the MPI job ended");
+            continue;
+          }
+          if (f->kind == JobLink::Lost) throw LinkClosed("a rank was lost while restoring");
+          ByteReader r(f->body, "job result");
+          check_result(r);
+          return;
+        }
+      };
+      if (!job.entries.empty()) expect_done(JobLink::Restore, encode_restore(job));
+      if (!keep_replicated.empty()) {
+        ByteWriter w;
+        w.vec(keep_replicated);
+        expect_done(JobLink::Replicate, w.take());
+        replicated_.insert(keep_replicated.begin(), keep_replicated.end());
+      }
+      break;
+    } catch (const LinkClosed& e) {
+      link_.close();
+      end_child(2);
+      ++recovery_.job_relaunches;
+      settings_.notify(cat_str("tapestry: the new MPI job was lost while it started or was restored (",
+                               e.what(), "); relaunching it again"));
+      if (tries >= settings_.max_relaunches) {
+        broken_ = cat_str("the MPI job could not be restored: ", e.what());
+        throw Error(broken_);
+      }
+    } catch (const Error& e) {
+      link_.close();
+      end_child(2);
+      broken_ = cat_str("the MPI job could not be restored: ", e.what());
+      throw Error(broken_);
+    }
+  }
+  recovery_.restored_from_replicas += static_cast<uint64_t>(from_replicas);
+  recovery_.restored_from_survivors += static_cast<uint64_t>(from_survivors);
+  recovery_.tensors_lost += static_cast<uint64_t>(lost_count);
+  std::error_code ec;
+  std::filesystem::remove_all(old_dir, ec);
+  const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::string msg = cat_str("tapestry: the MPI job runs again on ", settings_.ranks, " ranks (",
+                            generation_ - 1, " relaunch(es), ", static_cast<int>(took * 10) / 10.0,
+                            " s); restored ", from_replicas + from_survivors, " stored tensor(s)");
+  if (!restored.empty()) msg += cat_str(" (", join_names(restored), ")");
+  msg += cat_str(": ", from_survivors, " from the surviving ranks, ", from_replicas, " with buddy replicas");
+  std::string savers;
+  for (int r : saved_themselves) savers += cat_str(savers.empty() ? "" : ", ", r);
+  msg += cat_str(" (rank(s) ", savers.empty() ? "none" : savers, " saved their pieces)");
+  if (lost_count) msg += cat_str("; LOST ", lost_count, " with no surviving copy: ", join_names(lost_names));
+  settings_.notify(msg);
+  if (trace::enabled())
+    trace::record({"recover", "job", 0, trace::kPhases, trace::now_us() - took * 1e6, took * 1e6,
+                   cat_str("\"restored_from_survivors\":", from_survivors,
+                           ",\"restored_from_replicas\":", from_replicas, ",\"lost\":", lost_count)});
+  return lost_count ? join_names(lost_names) : std::string();
+}
+
+void RemoteJob::count_head(ByteReader& r) {
+  stats().bytes_read += r.get<uint64_t>();
+  stats().bytes_written += r.get<uint64_t>();
+  head_block_retries_ += r.get<int64_t>();
+}
+
+// The rest of a successful non-run request's result: the head's counts.
+void RemoteJob::count_done(ByteReader& r) {
+  for (int i = 0; i < 7; ++i) (void)r.get<int64_t>();  // no run: an empty report
+  if (r.count(9) != 0) throw Error("job result rejected: values for a request without roots");
+  (void)r.vec<char>();
+  (void)r.vec<int32_t>();
+  count_head(r);
+}
+
+// A failed request's error is thrown here (after the device transport it reports is kept).
+void RemoteJob::check_result(ByteReader& r) {
+  if (r.get<uint8_t>() == 0) return;
+  const Status st = decode_status(r.vec<char>());
+  device_transport_ = r.str();
+  throw_failure(st);
+}
+
+namespace {
+
+void put_keys(ByteWriter& w, const StoreKeys& keys) {
+  w.vec(keys.initial);
+  w.vec(keys.roots);
+}
+
+}  // namespace
+
+std::vector<uint64_t> RemoteJob::to_replicate(const StoreKeys& keys,
+                                              const std::vector<int64_t>& bytes) const {
+  std::vector<uint64_t> out;
+  if (!settings_.replicas || settings_.ranks < 2) return out;
+  int64_t planned = replicated_bytes_;
+  for (size_t i = 0; i < keys.roots.size(); ++i) {
+    if (!keys.roots[i]) continue;
+    // A replica doubles what the tensor takes on a rank: kept only while both fit the budget.
+    const int64_t per_rank = bytes[i] / settings_.ranks + 1;
+    if (settings_.replica_budget > 0 && planned + 2 * per_rank > settings_.replica_budget) continue;
+    planned += 2 * per_rank;
+    out.push_back(keys.roots[i]);
+  }
+  return out;
+}
+
+RunReport RemoteJob::run_request(bool whole, const std::vector<char>& plan, const StoreKeys& keys,
+                                 int64_t blocks, const std::vector<NodeRef>& leaves,
+                                 const std::vector<NodeRef>& roots) {
+  std::vector<int64_t> root_bytes;
+  for (size_t i = 0; i < keys.roots.size(); ++i)
+    root_bytes.push_back(
+        i < roots.size() ? numel(roots[i]->shape) * static_cast<int64_t>(dtype_size(roots[i]->dtype)) : 0);
+  const std::vector<uint64_t> replicate = to_replicate(keys, root_bytes);
+  ByteWriter w;
+  w.put<uint8_t>(whole ? 1 : 0);
+  w.vec(plan);
+  put_keys(w, keys);
+  w.put(blocks);
+  w.size(leaves.size());
+  for (const NodeRef& n : leaves) {
+    w.put(n->id);
+    put_value(w, *n->value);
+  }
+  w.vec(replicate);
+  const bool tracing = trace::enabled();
+  w.put<uint8_t>(tracing ? 1 : 0);
+  const double origin = trace::now_us();
+  const std::vector<char> reply = request(JobLink::Run, w.take());
+  ByteReader r(reply, "job result");
+  check_result(r);
+  RunReport report;
+  report.blocks = r.get<int64_t>();
+  report.messages = r.get<int64_t>();
+  report.bytes = r.get<int64_t>();
+  report.move_s = r.get<double>();
+  report.device_blocks = r.get<int64_t>();
+  report.bytes_to_device = r.get<int64_t>();
+  report.bytes_from_device = r.get<int64_t>();
+  std::map<uint64_t, const NodeRef*> by_id;
+  for (const NodeRef& n : roots) by_id[n->id] = &n;
+  for (size_t i = 0, n = r.count(9); i < n; ++i) {
+    const uint64_t id = r.get<uint64_t>();
+    std::shared_ptr<Value> v = get_value(r);
+    auto it = by_id.find(id);
+    if (it != by_id.end() && !(*it->second)->value) set_value(**it->second, std::move(v));
+  }
+  const std::vector<char> events = r.vec<char>();
+  const std::vector<int32_t> pids = r.vec<int32_t>();
+  count_head(r);
+  device_transport_ = r.str();
+  r.end();
+  if (tracing && !events.empty()) {
+    std::vector<trace::Event> decoded = trace::decode_events(events, origin);
+    for (size_t i = 0; i < decoded.size(); ++i) {
+      decoded[i].pid = i < pids.size() ? pids[i] : 0;
+      trace::record(std::move(decoded[i]));
+    }
+  }
+  for (size_t i = 0; i < keys.roots.size(); ++i)
+    for (uint64_t k : replicate)
+      if (keys.roots[i] == k) {
+        replicated_.insert(k);
+        replica_bytes_[k] = 2 * (root_bytes[i] / settings_.ranks + 1);
+        replicated_bytes_ += replica_bytes_[k];
+      }
+  return report;
+}
+
+namespace {
+
+// The leaves of `g` that rank 0 holds as values (the driver's data), once each.
+std::vector<NodeRef> held_leaves(const plan::ShardedGraph& g, const StoreKeys& keys) {
+  std::vector<NodeRef> out;
+  std::set<uint64_t> seen;
+  for (size_t i = 0; i < g.initial.size(); ++i) {
+    if (!keys.initial.empty() && keys.initial[i] != 0) continue;
+    const Node* n = g.find(g.initial[i].tensor);
+    if (n && n->value && seen.insert(n->id).second) out.push_back(n->shared_from_this());
+  }
+  return out;
+}
+
+}  // namespace
+
+RunReport RemoteJob::run_plan(const plan::ShardedGraph& g, const StoreKeys& keys) {
+  std::vector<NodeRef> roots;
+  for (uint64_t id : g.roots)
+    if (const Node* n = g.find(id)) roots.push_back(n->shared_from_this());
+  return run_request(true, encode_plan(g), keys, static_cast<int64_t>(g.blocks.size()), held_leaves(g, keys),
+                     roots);
+}
+
+RunReport RemoteJob::run_own_parts(const PlanChoices& plan, const plan::ShardedGraph& mine,
+                                   const StoreKeys& keys, int64_t blocks) {
+  std::vector<NodeRef> roots;
+  for (uint64_t id : mine.roots)
+    if (const Node* n = mine.find(id)) roots.push_back(n->shared_from_this());
+  return run_request(false, encode_choices(plan), keys, blocks, held_leaves(mine, keys), roots);
+}
+
+void RemoteJob::run_io(std::vector<char> job, const std::function<void()>&) {
+  const std::vector<char> reply = request(JobLink::Io, job);
+  ByteReader r(reply, "job result");
+  check_result(r);
+  count_done(r);
+}
+
+void RemoteJob::drop_on_workers(const std::vector<uint64_t>& keys) {
+  for (uint64_t k : keys) {
+    replicated_.erase(k);
+    auto it = replica_bytes_.find(k);
+    if (it != replica_bytes_.end()) replicated_bytes_ -= it->second, replica_bytes_.erase(it);
+  }
+  if (shut_ || keys.empty() || !broken_.empty()) return;
+  ByteWriter w;
+  w.vec(keys);
+  try {
+    link_.send(JobLink::Drop, w.take());  // unanswered; a loss shows at the next request
+  } catch (const LinkClosed&) {
+  }
+}
+
+void RemoteJob::replicate(const std::vector<uint64_t>& keys) {
+  if (keys.empty() || !settings_.replicas || settings_.ranks < 2) return;
+  ByteWriter w;
+  w.vec(keys);
+  const std::vector<char> reply = request(JobLink::Replicate, w.take());
+  ByteReader r(reply, "job result");
+  check_result(r);
+  replicated_.insert(keys.begin(), keys.end());
+}
+
+void RemoteJob::shutdown() {
+  if (shut_) return;
+  shut_ = true;
+  try {
+    if (link_.open()) link_.send(JobLink::Shutdown, {});
+  } catch (const LinkClosed&) {
+  }
+  end_child(10);
+  link_.close();
+  std::error_code ec;
+  std::filesystem::remove_all(settings_.work_dir, ec);
+}
+
+}  // namespace tapestry

@@ -1,0 +1,105 @@
+// A driver's MPI job: `tapestry -n N` (and rank 0 of `mpirun -n N tapestry`) keeps the Lua
+// state and the session in a process of its own and runs the job as a child:
+//   RemoteJob job({ranks, args, launch, work_dir, &catalog, name_of, ...});   // mpirun -n N tapestry
+//   job.run_own_parts(choices, mine, keys, blocks);   // as a Coordinator: plans, I/O, drops
+// The job's rank 0 (the head, engine/dist/head.hpp) connects back over TCP and runs each
+// request with its Coordinator; the values of the driver's leaves go with a plan and the roots'
+// values come back. Open MPI 4.1 cannot shrink a job (no ULFM), so the job is the unit of
+// failure: when any of its processes is lost, the ranks still running write what they hold to
+// a salvage folder, the job ends, and the driver launches a new one (on fewer ranks with
+// shrink), loads every stored tensor back (each piece from its own rank's file, or from the
+// buddy's replica of a lost rank's piece: engine/dist/replica.hpp), and sends the request that
+// was running again. Requests publish nothing until they succeed, so running one again is
+// safe. A stored tensor no copy of survived is marked lost in the catalog, named in the notice.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/comm/mpi.hpp"
+#include "engine/dist/job.hpp"
+#include "engine/dist/job_link.hpp"
+#include "engine/store/stored_tensor.hpp"
+
+namespace tapestry {
+
+class RemoteJob final : public Job {
+ public:
+  struct Settings {
+    int ranks = 2;
+    std::vector<std::string> args;  // each rank's command line after the program (--memory-per-rank ...)
+    comm::LaunchEnv launch;
+    std::string work_dir;  // salvage folders go under it (--spill-dir)
+    StoredCatalog* catalog = nullptr;
+    // The names of a stored tensor (tp.env's), for notices: "w1" or "" when none.
+    std::function<std::string(uint64_t key)> name_of;
+    // Notices to the user ("tapestry: rank 2 ... died; relaunching ...").
+    std::function<void(const std::string&)> notify;
+    bool replicas = true;        // TAPESTRY_REPLICAS=0: no buddy replicas
+    int64_t replica_budget = 0;  // bytes per rank stored tensors and their replicas may take
+    int max_relaunches = 5;      // in a row, for one request
+  };
+
+  // Launches the job and waits for its head (throws Error when it cannot).
+  explicit RemoteJob(Settings s);
+  ~RemoteJob() override;  // shutdown()
+
+  int ranks() const override { return shut_ ? 0 : settings_.ranks; }
+  const std::string& device_transport() const override { return device_transport_; }
+  const std::string& broken() const override { return broken_; }
+  RunReport run_plan(const plan::ShardedGraph& g, const StoreKeys& keys = {}) override;
+  RunReport run_own_parts(const PlanChoices& plan, const plan::ShardedGraph& mine, const StoreKeys& keys,
+                          int64_t blocks) override;
+  void run_io(std::vector<char> job, const std::function<void()>& mine) override;
+  void drop_on_workers(const std::vector<uint64_t>& keys) override;
+  void replicate(const std::vector<uint64_t>& keys) override;
+  bool replicated(uint64_t key) const override { return replicated_.count(key) != 0; }
+  void shutdown() override;
+  RecoveryStats recovery() const override { return recovery_; }
+  int64_t block_retries() const override { return head_block_retries_; }
+
+  // Ends the job's processes as a loss would (the tests' and `:job kill`'s way to lose it).
+  pid_t launcher_pid() const { return child_; }
+
+ private:
+  void launch();
+  // Sends a request and returns its Result body; on a lost job, recovers and sends it again.
+  std::vector<char> request(JobLink::Kind kind, const std::vector<char>& body);
+  // After a loss: waits for the old job to end, launches a new one and restores the catalog.
+  // `salvaged`: the head said so (the job can be ended at once).
+  // Returns the stored tensors no copy of survived, named, or "".
+  std::string recover(const std::string& what, bool salvaged);
+  void end_child(double grace_s);
+  RunReport run_request(bool whole, const std::vector<char>& plan, const StoreKeys& keys, int64_t blocks,
+                        const std::vector<NodeRef>& nodes, const std::vector<NodeRef>& roots);
+  void check_result(ByteReader& r);
+  void count_head(ByteReader& r);  // the head's file bytes (into tp.stats) and block retries
+  void count_done(ByteReader& r);
+  std::vector<uint64_t> to_replicate(const StoreKeys& keys, const std::vector<int64_t>& bytes) const;
+
+  Settings settings_;
+  std::unique_ptr<JobListener> listener_;
+  JobLink link_;
+  pid_t child_ = -1;
+  int head_pid_ = 0;
+  std::string head_host_;
+  std::string token_;
+  int generation_ = 0;
+  std::string salvage_dir_;  // this generation's
+  std::string device_transport_ = "none: slices cross through the host over MPI";
+  std::string broken_;
+  bool shut_ = false;
+  std::set<uint64_t> replicated_;
+  std::map<uint64_t, int64_t> replica_bytes_;  // what each replicated key takes, both copies
+  int64_t replicated_bytes_ = 0;
+  RecoveryStats recovery_;
+  int64_t head_block_retries_ = 0;
+};
+
+}  // namespace tapestry
