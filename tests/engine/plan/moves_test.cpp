@@ -103,11 +103,11 @@ TEST_CASE("engine.plan.moves.combines_by_their_destinations") {
     for (Rank r = 0; r < 3; ++r)
       p[i].push_back(g.add_block(ys[i]->id, Box({0, 0, r * 2}, {3, 1, r * 2 + 1}), r));
   const Box all = Box::of_shape(y1->shape);
-  g.add_combine(y1->id, poly::CombineKind::Sum, p[0], all, {1});                 // reduce
-  g.add_combine(y2->id, poly::CombineKind::Sum, p[1], all, {0, 1, 2});           // all-reduce
-  g.add_combine(y3->id, poly::CombineKind::Sum, p[2], rows(0, 1, 2), {0});       // a reduce-scatter
-  g.add_combine(y3->id, poly::CombineKind::Sum, p[2], rows(2, 3, 2), {1});       // of two pieces
-  g.add_combine(y1->id, poly::CombineKind::Sum, {p[0][0]}, all, {0});           // local: moves nothing
+  g.add_combine(y1->id, poly::CombineKind::Sum, p[0], all, {1});            // reduce
+  g.add_combine(y2->id, poly::CombineKind::Sum, p[1], all, {0, 1, 2});      // all-reduce
+  g.add_combine(y3->id, poly::CombineKind::Sum, p[2], rows(0, 1, 2), {0});  // a reduce-scatter
+  g.add_combine(y3->id, poly::CombineKind::Sum, p[2], rows(2, 3, 2), {1});  // of two pieces
+  g.add_combine(y1->id, poly::CombineKind::Sum, {p[0][0]}, all, {0});       // local: moves nothing
   const Moves mv = classify_moves(g);
   REQUIRE(mv.groups.size() == 4);
   CHECK(mv.groups[0].kind == MoveKind::Reduce);
@@ -120,7 +120,8 @@ TEST_CASE("engine.plan.moves.combines_by_their_destinations") {
   CHECK(mv.groups[3].local());
   CHECK(mv.combine_group == std::vector<int>{0, 1, 2, 2, 3});
   const Mesh m = Mesh::this_machine(3);
-  CHECK(move_time(mv.groups[1], g, m) == doctest::Approx(all_reduce_time(m.intra, 3, 32, m.mem_bytes_per_s).time));
+  CHECK(move_time(mv.groups[1], g, m) ==
+        doctest::Approx(all_reduce_time(m.intra, 3, 32, m.mem_bytes_per_s).time));
   CHECK(move_time(mv.groups[2], g, m) ==
         doctest::Approx(reduce_scatter_time(m.intra, 3, 32, m.mem_bytes_per_s).time));
 }
