@@ -3,7 +3,7 @@
 //   blocks i64; count u64 of {wire id u64, value} (leaves the driver holds); replicate keys;
 //   traced u8
 // Result frame body (head -> driver):
-//   0 u8, the RunReport's 7 fields, count u64 of {wire id u64, value} (the roots' values), a
+//   0 u8, the RunReport's 10 fields, count u64 of {wire id u64, value} (the roots' values), a
 //   traced run's events (encode_events's, from the request's start) and their ranks, the
 //   head's file bytes read and written and block retries during the request; or
 //   1 u8, encode_status's bytes of the failure; then the job's device transport (a string)
@@ -115,6 +115,9 @@ std::vector<char> done_result(const RunReport& r,
   w.put(r.device_blocks);
   w.put(r.bytes_to_device);
   w.put(r.bytes_from_device);
+  w.put(r.transfer_bytes);
+  w.put(r.combine_bytes);
+  w.put(r.gathered_bytes);
   w.size(values.size());
   for (const auto& [id, v] : values) {
     w.put(id);

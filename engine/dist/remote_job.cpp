@@ -544,7 +544,7 @@ void RemoteJob::count_head(ByteReader& r) {
 
 // The rest of a successful non-run request's result: the head's counts.
 void RemoteJob::count_done(ByteReader& r) {
-  for (int i = 0; i < 7; ++i) (void)r.get<int64_t>();  // no run: an empty report
+  for (int i = 0; i < 10; ++i) (void)r.get<int64_t>();  // no run: an empty report
   if (r.count(9) != 0) throw Error("job result rejected: values for a request without roots");
   (void)r.vec<char>();
   (void)r.vec<int32_t>();
@@ -617,6 +617,9 @@ RunReport RemoteJob::run_request(bool whole, const std::vector<char>& plan, cons
   report.device_blocks = r.get<int64_t>();
   report.bytes_to_device = r.get<int64_t>();
   report.bytes_from_device = r.get<int64_t>();
+  report.transfer_bytes = r.get<int64_t>();
+  report.combine_bytes = r.get<int64_t>();
+  report.gathered_bytes = r.get<int64_t>();
   std::map<uint64_t, const NodeRef*> by_id;
   for (const NodeRef& n : roots) by_id[n->id] = &n;
   for (size_t i = 0, n = r.count(9); i < n; ++i) {
