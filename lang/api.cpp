@@ -102,7 +102,8 @@ const ApiEntry kApi[] = {
      "where two of them are equal). As tp.symmetric.",
      lua::l_antisymmetric},
     {"tp.hermitian", K::Function, "properties", "tp.hermitian{d1, d2}",
-     "Hermitian symmetry needs complex dtypes, which Tapestry does not have yet: an error that says so.",
+     "Hermitian symmetry of complex tensors is not declarable yet: an error that says so (for real "
+     "tensors it is tp.symmetric).",
      lua::l_hermitian},
     {"tp.declare", K::Function, "properties",
      "tp.declare(x, {symmetry = group or {groups...}, tiles = {t1, ...}, nonzero = mask [, trust = true]}) / "
@@ -155,6 +156,26 @@ const ApiEntry kApi[] = {
     UNARY("square", Square, "x * x."),
     UNARY("reciprocal", Reciprocal, "1 / x."),
     UNARY("logical_not", LogicalNot, "not x, as bool (nonzero is true)."),
+    UNARY("real", Real, "The real part: f32 of c64, f64 of c128; a real x itself (numpy.real)."),
+    UNARY("imag", Imag,
+          "The imaginary part: f32 of c64, f64 of c128; zeros of a real x's dtype (numpy.imag)."),
+    UNARY("conj", Conj, "The complex conjugate re - i im; a real x itself (numpy.conj)."),
+    UNARY("angle", Angle,
+          "The argument atan2(im, re) in radians, a real of x's precision (numpy.angle); of a real x, "
+          "atan2(0, x): 0 or pi."),
+    {"tp.complex", K::Function, "map", "tp.complex(re, im)",
+     "re + i im, elementwise with broadcasting (torch.complex): f32 parts (and f16, bf16, bool, i8, u8) "
+     "give c64, f64 parts (and i32, i64) c128. Lua numbers are real, so this is how a complex "
+     "constant is written: tp.complex(0, 1) is i. Complex arithmetic follows numpy: + - * / ^ (Smith's "
+     "quotient), neg, exp, log, sqrt, sin, cos, square, reciprocal, abs and angle (real results), ==, "
+     "~= and sum, prod, mean, matmul; the ops that need an order (<, max, sort, ...) refuse complex "
+     "operands (docs/dtypes.md).",
+     l_binary<Op::Complex>},
+    {"tp.result_type", K::Function, "map", "tp.result_type(a, b, ...)",
+     "The dtype an elementwise op on these operands computes in, as a string: tensors promote by "
+     "numpy's table, Lua numbers and booleans are weak (NEP 50): tp.result_type(tp.ones({2}, "
+     "{dtype='i8'}), 2.5) is 'f64', with an f16 tensor 'f16' (docs/dtypes.md).",
+     lua::l_result_type},
     BINARY("add", Add, " / a + b", "Elementwise sum, with broadcasting."),
     BINARY("sub", Sub, " / a - b", "Elementwise difference."),
     BINARY("mul", Mul, " / a * b", "Elementwise product (not matmul)."),
@@ -187,8 +208,10 @@ const ApiEntry kApi[] = {
      "how the count is found.",
      lua::l_where},
     {"tp.cast", K::Function, "map", "tp.cast(x, dtype) / x:cast(dtype)",
-     "Convert to dtype ('f32', 'f64', 'i32', 'i64', 'bool'). Float to int truncates toward 0.", lua::l_cast,
-     M},
+     "Convert to dtype (bool, i8, u8, i32, i64, f16, bf16, f32, f64, c64, c128; docs/dtypes.md). Float to "
+     "int truncates toward 0 and saturates at the integer's range (NaN gives 0); integer narrowing wraps; "
+     "complex to real keeps the real part (numpy's cast, without its warning); to bool is x ~= 0.",
+     lua::l_cast, M},
     {"tp.clamp", K::Function, "map", "tp.clamp(x, lo, hi) / x:clamp(lo, hi)",
      "Limit x to [lo, hi]; either bound may be nil.", lua::l_clamp, M},
 

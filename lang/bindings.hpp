@@ -43,6 +43,7 @@ template <Op op> int l_binary(lua_State* L);
 int l_where(lua_State* L);
 int l_cast(lua_State* L);
 int l_clamp(lua_State* L);
+int l_result_type(lua_State* L);
 
 // reductions and contractions (reduce_lua.cpp)
 template <Op op> int l_reduce(lua_State* L);  // sum prod max min all any

@@ -50,6 +50,7 @@ double map_flops(Op op) {
     case Op::Tanh:
     case Op::Sigmoid:
     case Op::Pow:
+    case Op::Angle:
     case Op::Atan2: return 8;
     case Op::Gelu: return 16;
     default: return 1;
@@ -503,6 +504,11 @@ Signature signature_of(const Node& n) {
     case Op::Ge:
     case Op::LogicalAnd:
     case Op::LogicalOr:
+    case Op::Real:
+    case Op::Imag:
+    case Op::Conj:
+    case Op::Angle:
+    case Op::Complex:
     case Op::Where: return map_sig(n, map_flops(n.op));
     case Op::Sum:
     case Op::Prod:

@@ -48,6 +48,11 @@ NodeRef cast(const NodeRef& x, DType to);
 NodeRef unary(Op op, const NodeRef& x);
 NodeRef binary(Op op, const Operand& a, const Operand& b);
 NodeRef where(const Operand& cond, const Operand& a, const Operand& b);
+// numpy's real, imag, conj and angle (op Real, Imag, Conj, Angle); of a real x: x, zeros, x and
+// atan2(0, x). unary(op, x) comes here for these ops too.
+NodeRef complex_part(Op op, const NodeRef& x);
+// tp.complex(re, im): re + i im, the parts broadcast and promoted to f32 (c64) or f64 (c128).
+NodeRef make_complex(const Operand& re, const Operand& im);
 NodeRef clamp(const NodeRef& x, std::optional<Operand> lo, std::optional<Operand> hi);
 
 // --- reductions (dims: 0-based, any order, no repeats; empty = all dims) -----------------
