@@ -137,17 +137,25 @@ template <class T> TP_HD T py_divmod(T a, T b, T* mod_out) {
 
 // Integer floor division: by zero gives 0; MIN / -1 wraps to MIN instead of trapping.
 template <class T> TP_HD T int_floordiv(T a, T b) {
-  if (b == 0) return 0;
-  if (b == -1) return wrap_sub(T(0), a);
-  T q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
+  if constexpr (std::is_unsigned_v<T>) {  // u8
+    return b == 0 ? T(0) : T(a / b);
+  } else {
+    if (b == 0) return 0;
+    if (b == -1) return wrap_sub(T(0), a);
+    T q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+    return q;
+  }
 }
 template <class T> TP_HD T int_mod(T a, T b) {
-  if (b == 0 || b == -1) return 0;
-  T r = a % b;
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
+  if constexpr (std::is_unsigned_v<T>) {  // u8
+    return b == 0 ? T(0) : T(a % b);
+  } else {
+    if (b == 0 || b == -1) return 0;
+    T r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+  }
 }
 
 // ---- Complex element functions (numpy's results; the special values of C99's Annex G that
