@@ -151,8 +151,12 @@ template <class S> class FloatFormat {
       hi = any_nonzero ? std::max(hi, a) : a;
       any_nonzero = true;
     }
-    if (any_nonzero)
-      exp_ = hi >= static_cast<T>(1e8) || lo < static_cast<T>(1e-4) || hi / lo > static_cast<T>(1000);
+    if (any_nonzero) {
+      // numpy divides in the array's own type: an f16 ratio of 1000.24 rounds to 1000.
+      T ratio = hi / lo;
+      if constexpr (!std::is_same_v<S, T>) ratio = static_cast<double>(S(static_cast<float>(ratio)));
+      exp_ = hi >= static_cast<T>(1e8) || lo < static_cast<T>(1e-4) || ratio > static_cast<T>(1000);
+    }
     if (finite.empty()) {
       // no digits to align: only nan/inf below
     } else if (exp_) {

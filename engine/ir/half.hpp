@@ -45,7 +45,7 @@ template <int EB, int MB> TP_ELEM_HD inline uint16_t from_double(double d) {
   const uint64_t m = frac | (uint64_t(1) << 52);
   constexpr int emin = 1 - bias;
   const int shift = 52 - MB + (e < emin ? emin - e : 0);  // bits dropped from m
-  if (shift > 53) return sign;  // below half the smallest subnormal
+  if (shift > 53) return sign;                            // below half the smallest subnormal
   uint64_t q = m >> shift;
   const uint64_t rem = m & ((uint64_t(1) << shift) - 1), half = uint64_t(1) << (shift - 1);
   if (rem > half || (rem == half && (q & 1))) ++q;

@@ -242,7 +242,8 @@ Signature matmul_sig(const Node& n) {
   s.inputs.push_back(access_of(a, with({i, k})));
   s.inputs.push_back(access_of(b, with({k, j})));
   s.output = access_of(n, with({i, j}));
-  s.flops_per_point = 2;  // one multiply, one add
+  // One multiply, one add; a complex pair is four real multiplies and four adds (cgemm's count).
+  s.flops_per_point = is_complex(n.dtype) ? 8 : 2;
   return s;
 }
 

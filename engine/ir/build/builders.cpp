@@ -219,10 +219,11 @@ NodeRef arange_int(int64_t first, int64_t last, int64_t step, DType dtype) {
   user_check(span < (__int128{1} << 50), "range from ", first, " to ", last, " by step ", step,
              " is too large (more than 2^50 elements)");
   const int64_t n = static_cast<int64_t>(span) + 1;
-  if (dtype == DType::I32) {
+  if (dtype != DType::I64) {                     // i8, u8, i32
     const int64_t end = first + step * (n - 1);  // within [first, last]: no overflow
-    user_check(first >= INT32_MIN && first <= INT32_MAX && end >= INT32_MIN && end <= INT32_MAX,
-               "range from ", first, " to ", end, " does not fit in i32");
+    user_check(
+        first >= int_min(dtype) && first <= int_max(dtype) && end >= int_min(dtype) && end <= int_max(dtype),
+        "range from ", first, " to ", end, " does not fit in ", dt(dtype));
   }
   const ArangeAttrs a{dtype, static_cast<double>(first), static_cast<double>(step), first, step};
   check_shape({n}, "range");
@@ -369,7 +370,8 @@ NodeRef make_complex(const Operand& re, const Operand& im) {
   if (is_complex(t))
     user_error(complex_operand(re, im) == std::string("a") ? "re" : "im", " is ", dt(t),
                ": the parts of a complex number are real");
-  const DType f = compute_dtype(float_result(t));
+  // Two Lua numbers make the default float's complex (c64), as tp.tensor{1, 2} is f32.
+  const DType f = re.weak && im.weak ? kDefaultFloat : compute_dtype(float_result(t));
   return make_node(Op::Complex, {materialize(re, f, shape), materialize(im, f, shape)}, Attrs{}, shape,
                    complex_dtype(f));
 }
