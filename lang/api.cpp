@@ -785,6 +785,49 @@ const ApiEntry kApi[] = {
      "The eigenvalues of a symmetric a {..., n, n}, ascending {..., n} (syevd without vectors).",
      lua::l_linalg_eigvalsh},
 
+    // --- tp.fft: numpy.fft through FFTW3 (docs/fft.md) --------------------------------------
+    {"tp.fft.fft", K::Function, "fft", "tp.fft.fft(x [,opts])",
+     "The discrete Fourier transform along one dim, numpy.fft.fft: opts.dim (1-based, default the "
+     "last), opts.n (cut or zero-padded to n), opts.norm ('backward' default: unscaled; 'ortho': "
+     "1/sqrt(n); 'forward': 1/n). Real x gives c64 (f32, f16, bf16) or c128 (f64, integers), as numpy "
+     "2. The dim is read whole: along a sharded dim the plan moves the lines together first.",
+     lua::l_fft_fft},
+    {"tp.fft.ifft", K::Function, "fft", "tp.fft.ifft(x [,opts])",
+     "The inverse transform (e^+i), numpy.fft.ifft: opts as tp.fft.fft ('backward' scales by 1/n here).",
+     lua::l_fft_ifft},
+    {"tp.fft.rfft", K::Function, "fft", "tp.fft.rfft(x [,opts])",
+     "The transform of real x, its n/2+1 non-negative frequencies (numpy.fft.rfft); opts as tp.fft.fft. "
+     "Complex x is refused.",
+     lua::l_fft_rfft},
+    {"tp.fft.irfft", K::Function, "fft", "tp.fft.irfft(x [,opts])",
+     "The real inverse of rfft (numpy.fft.irfft): opts.n the output length (default 2 * (m - 1) for m "
+     "inputs), opts.dim, opts.norm. The imaginary parts of the zero (and Nyquist) terms are ignored.",
+     lua::l_fft_irfft},
+    {"tp.fft.fft2", K::Function, "fft", "tp.fft.fft2(x [,opts])",
+     "The transform over two dims (numpy.fft.fft2): opts.dims (default the last two), opts.s (sizes, "
+     "as n per dim), opts.norm.",
+     lua::l_fft_fft2},
+    {"tp.fft.ifft2", K::Function, "fft", "tp.fft.ifft2(x [,opts])", "The inverse of fft2; opts as fft2.",
+     lua::l_fft_ifft2},
+    {"tp.fft.fftn", K::Function, "fft", "tp.fft.fftn(x [,opts])",
+     "The transform over opts.dims (default all) with sizes opts.s, one dim after another "
+     "(numpy.fft.fftn).",
+     lua::l_fft_fftn},
+    {"tp.fft.ifftn", K::Function, "fft", "tp.fft.ifftn(x [,opts])", "The inverse of fftn; opts as fftn.",
+     lua::l_fft_ifftn},
+    {"tp.fft.fftfreq", K::Function, "fft", "tp.fft.fftfreq(n [,d])",
+     "The sample frequencies of an n-point transform with spacing d (default 1), f64: {0, 1, ..., "
+     "-(n//2), ..., -1} / (d n) (numpy.fft.fftfreq).",
+     lua::l_fft_fftfreq},
+    {"tp.fft.rfftfreq", K::Function, "fft", "tp.fft.rfftfreq(n [,d])",
+     "The non-negative frequencies of rfft: {0, 1, ..., n//2} / (d n), f64.", lua::l_fft_rfftfreq},
+    {"tp.fft.fftshift", K::Function, "fft", "tp.fft.fftshift(x [,dims])",
+     "The zero frequency moved to the centre: a roll by size//2 along dims (default all; "
+     "numpy.fft.fftshift).",
+     lua::l_fft_fftshift},
+    {"tp.fft.ifftshift", K::Function, "fft", "tp.fft.ifftshift(x [,dims])", "The inverse of fftshift.",
+     lua::l_fft_ifftshift},
+
     // --- the Lua standard library (stdlib/*.lua, embedded; require "tapestry.nn") ------
     {"tapestry.nn.linear", K::Module, "stdlib", "nn.linear(x, w [,b])",
      "x·w + b, with x {..., in}, w {in, out} (in-by-out, so it reads as written) and b {out} "
@@ -946,6 +989,7 @@ std::string reference_markdown() {
       {"sort", "Sorting and scans"},
       {"contract", "Contractions"},
       {"linalg", "Linear algebra"},
+      {"fft", "Fourier transforms (tp.fft)"},
       {"shape", "Shape operations"},
       {"structure", "Diagonals and triangles"},
       {"window", "Windows"},

@@ -98,6 +98,20 @@ template <Op op> int l_scan(lua_State* L);  // cumsum cumprod cummax cummin logc
 int l_searchsorted(lua_State* L);
 int l_unique(lua_State* L);
 
+// tp.fft (fft_lua.cpp)
+int l_fft_fft(lua_State* L);
+int l_fft_ifft(lua_State* L);
+int l_fft_rfft(lua_State* L);
+int l_fft_irfft(lua_State* L);
+int l_fft_fft2(lua_State* L);
+int l_fft_ifft2(lua_State* L);
+int l_fft_fftn(lua_State* L);
+int l_fft_ifftn(lua_State* L);
+int l_fft_fftfreq(lua_State* L);
+int l_fft_rfftfreq(lua_State* L);
+int l_fft_fftshift(lua_State* L);
+int l_fft_ifftshift(lua_State* L);
+
 // tp.linalg (linalg_lua.cpp)
 int l_linalg_solve(lua_State* L);
 int l_linalg_cholesky(lua_State* L);

@@ -47,7 +47,8 @@ void check_op_dtypes(Op op, std::span<const DType> inputs, DType out) {
     }
     return;
   }
-  const bool sum_or_prod = op == Op::Sum || op == Op::Prod;
+  // The ops with complex kernels outside the maps: sum, prod, the FFT (and matmul, scatter_add).
+  const bool sum_or_prod = op == Op::Sum || op == Op::Prod || op == Op::Fft;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const DType t = inputs[i];
     if (is_half(t)) refuse(op, i, t, "f16 and bf16 are computed in f32 (cast the operand to f32)");

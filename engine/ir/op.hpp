@@ -22,7 +22,7 @@ enum class OpKind : uint8_t {
   Cat,        // concatenation along one dim
   Write,      // a copy of a tensor with one box replaced (region writes)
   Window,     // sliding windows: stencil correlation, conv2d, pooling (kernels/cpu/window.cpp)
-  Line,       // whole lines along one dim, every other dim free: scans, sort, searchsorted
+  Line,       // whole lines along one dim, every other dim free: scans, sort, searchsorted, fft
               // (kernels/cpu/line.cpp)
   Index,      // data-dependent reads and writes along one dim: gather, scatter, nonzero
               // (kernels/cpu/index.cpp); the indexed dim is read whole
@@ -120,6 +120,7 @@ enum class OpKind : uint8_t {
   X(Sort, "sort", Line, 1, LineAttrs, "stable sort along a dim: the values, or their 1-based indices") \
   X(LineScatterAdd, "line_scatter_add", Line, 2, LineAttrs, "out[.., idx[i], ..] += g[.., i, ..] along a dim (gradients of sort and cummax)") \
   X(Searchsorted, "searchsorted", Line, 2, LineAttrs, "1-based insertion points of values into a sorted 1-D sequence") \
+  X(Fft, "fft", Line, 1, LineAttrs, "unnormalized DFT of complex lines along a dim (FFTW); reverse: the inverse, e^(+i)") \
   X(Reshape, "reshape", View, 1, NoAttrs, "same elements in row-major order, another shape") \
   X(Permute, "permute", View, 1, PermuteAttrs, "reorder dimensions")                      \
   X(Expand, "expand", View, 1, NoAttrs, "broadcast size-1 (or missing leading) dims")     \

@@ -79,8 +79,9 @@ bool discontinuous(const Step& s) {
 // Whether a step reorders float additions when sharded (its result is compared with a
 // tolerance, and discontinuous ops stay off it).
 bool reorders(const Step& s, DType out) {
-  if (!is_float(out)) return false;
+  if (!is_inexact(out)) return false;
   switch (s.kind) {
+    case Kind::Line: return s.op == Op::Fft;  // FFTW's codelets may follow a block's alignment
     case Kind::Reduce: return s.op == Op::Sum || s.op == Op::Prod;
     case Kind::Mean:
     case Kind::Matmul:
@@ -429,8 +430,8 @@ class Gen {
         break;
       }
       case 27: {
-        static const std::vector<Op> kLine{Op::Sort,   Op::Cumsum, Op::Cumprod,
-                                           Op::Cummax, Op::Cummin, Op::Logcumsumexp};
+        static const std::vector<Op> kLine{Op::Sort,   Op::Cumsum, Op::Cumprod,     Op::Cummax,
+                                           Op::Cummin, Op::Fft,    Op::Logcumsumexp};
         if (rank == 0) return;
         s.kind = Kind::Line;
         s.op = pick(r_, kLine);
@@ -581,6 +582,9 @@ NodeRef build_step(const Step& s, const std::vector<NodeRef>& in) {
       const int dim = static_cast<int>(s.n);
       user_check(dim < static_cast<int>(in[0]->shape.size()), "dim out of range after a shrink");
       if (s.op == Op::Sort) return build::sort(in[0], dim, s.a[0] != 0)[s.flag ? 1 : 0];
+      if (s.op == Op::Fft)  // a[0]: inverse; flag: ortho
+        return build::fft(in[0], dim, std::nullopt, s.flag ? build::FftNorm::Ortho : build::FftNorm::Backward,
+                          s.a[0] != 0);
       if (s.op == Op::Cummax || s.op == Op::Cummin)
         return build::scan_extreme(s.op, in[0], dim)[s.flag ? 1 : 0];
       return build::scan(s.op, in[0], dim);
@@ -776,6 +780,9 @@ end
         if (s.op == Op::Sort)
           e = cat_str(s.flag ? v(0) + ":argsort(" : "(" + v(0) + ":sort(", d,
                       ", {descending = ", s.a[0] ? "true" : "false", "})", s.flag ? "" : ")");
+        else if (s.op == Op::Fft)
+          e = cat_str("tp.fft.", s.a[0] ? "ifft(" : "fft(", v(0), ", {dim = ", d, ", norm = \"",
+                      s.flag ? "ortho" : "backward", "\"})");
         else if (s.op == Op::Cummax || s.op == Op::Cummin)
           e = cat_str(s.flag ? "select(2, " : "(", v(0), ":", name, "(", d, "))");
         else e = cat_str(v(0), ":", name, "(", d, ")");

@@ -204,4 +204,17 @@ std::vector<NodeRef> meshgrid(const std::vector<NodeRef>& xs, bool xy);
 NodeRef randint(int64_t lo, int64_t hi, const Shape& shape, uint64_t seed, DType dtype);
 NodeRef logspace(double a, double b, int64_t n, double base, DType dtype);  // base ^ linspace
 
+// --- tp.fft (builders_fft.cpp): numpy.fft over the Fft line op --------------------------
+// norm as numpy: "backward" (the inverse scaled by 1/n), "ortho" (both 1/sqrt(n)), "forward".
+enum class FftNorm { Backward, Ortho, Forward };
+// The DFT along dim (0-based) of x cut or zero-padded to n; real x becomes c64 (f32, f16, bf16)
+// or c128 (f64, integers, bool), as numpy 2.
+NodeRef fft(const NodeRef& x, int dim, std::optional<int64_t> n, FftNorm norm, bool inverse);
+NodeRef rfft(const NodeRef& x, int dim, std::optional<int64_t> n, FftNorm norm);   // n/2+1 outputs
+NodeRef irfft(const NodeRef& x, int dim, std::optional<int64_t> n, FftNorm norm);  // real, n = 2(m-1)
+// The sample frequencies (f64): fftfreq, or rfftfreq's non-negative half when `half`.
+NodeRef fftfreq(int64_t n, double d, bool half);
+// numpy.fft.fftshift (or ifftshift when inverse) over dims (0-based).
+NodeRef fftshift(const NodeRef& x, const std::vector<int>& dims, bool inverse);
+
 }  // namespace tapestry::build

@@ -39,12 +39,12 @@ TEST_CASE("engine.ir.half.f16_every_pattern_round_trips") {
 TEST_CASE("engine.ir.half.f16_rounds_to_nearest_even") {
   CHECK(static_cast<float>(f16(0.1)) == 0.0999755859375f);
   CHECK(f16(65504.0).bits == 0x7bff);
-  CHECK(f16(65519.99).bits == 0x7bff);     // below the halfway point to 65536
-  CHECK(f16(65520.0).bits == 0x7c00);      // the halfway point rounds to even: inf
-  CHECK(f16(1.0 + std::ldexp(1.0, -11)).bits == 0x3c00);  // a tie: to the even 1.0
+  CHECK(f16(65519.99).bits == 0x7bff);                        // below the halfway point to 65536
+  CHECK(f16(65520.0).bits == 0x7c00);                         // the halfway point rounds to even: inf
+  CHECK(f16(1.0 + std::ldexp(1.0, -11)).bits == 0x3c00);      // a tie: to the even 1.0
   CHECK(f16(1.0 + 3 * std::ldexp(1.0, -11)).bits == 0x3c02);  // a tie: to the even 1 + 2^-9
-  CHECK(f16(std::ldexp(1.0, -25)).bits == 0);       // half the least subnormal: to even 0
-  CHECK(f16(std::ldexp(1.5, -25)).bits == 1);       // above it: the least subnormal
+  CHECK(f16(std::ldexp(1.0, -25)).bits == 0);                 // half the least subnormal: to even 0
+  CHECK(f16(std::ldexp(1.5, -25)).bits == 1);                 // above it: the least subnormal
   CHECK(f16(-0.0).bits == 0x8000);
   CHECK(f16(1e300).bits == 0x7c00);
   CHECK(f16(-1e300).bits == 0xfc00);

@@ -127,6 +127,6 @@ TEST_CASE("kernels.cpu.complex.small_integers_wrap") {
   CHECK(fn::Cast<double, uint8_t>{}(-3.5) == 0);     // saturates
   CHECK(fn::Cast<double, uint8_t>{}(300.0) == 255);  // saturates
   CHECK(fn::Cast<double, int8_t>{}(-200.0) == -128);
-  CHECK(fn::Cast<int32_t, uint8_t>{}(300) == 44);    // integer narrowing wraps
+  CHECK(fn::Cast<int32_t, uint8_t>{}(300) == 44);  // integer narrowing wraps
   CHECK(fn::Pow<uint8_t>{}(3, 5) == 243);
 }
