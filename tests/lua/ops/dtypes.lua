@@ -319,6 +319,53 @@ test("grad", function()
   err(function() return tp.grad(tp.complex(y, 1):abs():sum(), {y}) end, "tp.grad", "complex")
 end)
 
+-- Files numpy writes read equal here, and files written here read equal in numpy (the script
+-- runs on rank 0 only, as every Lua chunk; the other ranks join the loads and saves).
+test("npy.numpy", function()
+  local dir, path = check.scratch_dir()
+  local py = [[
+import sys, numpy as np
+d, mode = sys.argv[1], sys.argv[2]
+want = {"i8": np.array([-128, -1, 5, 127], np.int8), "u8": np.array([0, 200, 255, 7], np.uint8),
+        "f16": np.array([0.1, -2.5, 65504, 1e-7], np.float16),
+        "c64": np.array([1 + 2j, -3.5 - 0.25j], np.complex64), "c128": np.array([0.1 + 1e-3j, -7j], np.complex128)}
+for k, v in want.items():
+    if mode == "write": np.save(d + "/np_" + k + ".npy", v)
+    else:
+        got = np.load(d + "/tp_" + k + ".npy")
+        assert got.dtype == v.dtype and np.array_equal(got, v), (k, got.dtype, got)
+bf = np.load(d + "/tp_bf16.npy") if mode == "read" else None
+if bf is not None:
+    assert bf.dtype.str in ("|V2", "<V2"), bf.dtype
+    bits = np.frombuffer(bf.tobytes(), np.uint16)
+    assert list(bits) == [0x3f80, 0xc020], list(bits)   # 1.0 and -2.5
+print("numpy ok")
+]]
+  local script = path("check.py")
+  local f = assert(io.open(script, "w"))
+  f:write(py)
+  f:close()
+  check.truthy(os.execute("/usr/bin/python3 '" .. script .. "' '" .. dir .. "' write") == true, "numpy writes")
+  local want = {i8 = {-128, -1, 5, 127}, u8 = {0, 200, 255, 7}, f16 = {0.0999755859375, -2.5, 65504, 1.1920928955078125e-07}}
+  for k, v in pairs(want) do
+    local x = tp.load(path("np_" .. k .. ".npy"))
+    eq(x.dtype, k)
+    eq(x:cast("f64"):totable(), v, k)
+  end
+  local c = tp.load(path("np_c64.npy"))
+  eq(c.dtype, "c64")
+  eq({c:real():totable(), c:imag():totable()}, {{1, -3.5}, {2, -0.25}})
+  eq(tp.load(path("np_c128.npy")):imag():totable(), {1e-3, -7})
+  tp.save(tp.tensor({-128, -1, 5, 127}, {dtype = "i8"}), path("tp_i8.npy"))
+  tp.save(tp.tensor({0, 200, 255, 7}, {dtype = "u8"}), path("tp_u8.npy"))
+  tp.save(tp.tensor({0.1, -2.5, 65504, 1e-7}, {dtype = "f16"}), path("tp_f16.npy"))
+  tp.save(tp.complex(tp.tensor{1, -3.5}, tp.tensor{2, -0.25}), path("tp_c64.npy"))
+  tp.save(tp.complex(tp.tensor({0.1, 0}, {dtype = "f64"}), tp.tensor({1e-3, -7}, {dtype = "f64"})), path("tp_c128.npy"))
+  tp.save(tp.tensor({1, -2.5}, {dtype = "bf16"}), path("tp_bf16.npy"))
+  check.truthy(os.execute("/usr/bin/python3 '" .. script .. "' '" .. dir .. "' read") == true, "numpy reads")
+  os.execute("rm -rf '" .. dir .. "'")
+end)
+
 test("bad.complex", function()
   err(function() return z:max() end, "tp.max", "c64", "complex")
   err(function() return z:lt(w) end, "lt", "c64", "complex")
