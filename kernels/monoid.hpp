@@ -12,6 +12,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "engine/ir/complex.hpp"
 #include "engine/ir/op.hpp"
 #include "kernels/hd.hpp"
 
@@ -57,9 +58,13 @@ namespace detail {
 template <class T> inline constexpr bool is_fp = std::is_floating_point_v<T>;
 template <class T> inline constexpr bool is_bool = std::is_same_v<T, bool>;
 template <class T> inline constexpr bool is_int = std::is_integral_v<T> && !is_bool<T>;
+template <class T> inline constexpr bool is_cx = tapestry::is_cx<T>;  // c64, c128
+template <class T> inline constexpr bool is_half = std::is_same_v<T, f16> || std::is_same_v<T, bf16>;
 
 // Integer limits usable in device code (std::numeric_limits is host-only in nvcc).
 template <class T> struct Lim;
+template <> struct Lim<int8_t> { static constexpr int8_t lo = -128, hi = 127; };
+template <> struct Lim<uint8_t> { static constexpr uint8_t lo = 0, hi = 255; };
 template <> struct Lim<int32_t> { static constexpr int32_t lo = -2147483647 - 1, hi = 2147483647; };
 template <> struct Lim<int64_t> {
   static constexpr int64_t lo = -9223372036854775807LL - 1, hi = 9223372036854775807LL;
@@ -97,11 +102,11 @@ template <Monoid M, class T> TP_HD constexpr T identity() {
 template <Monoid M, class T> TP_HD T combine(T a, T b) {
   if constexpr (M == Monoid::Sum) {
     if constexpr (detail::is_bool<T>) return a || b;
-    else if constexpr (detail::is_fp<T>) return a + b;
+    else if constexpr (detail::is_fp<T> || detail::is_cx<T>) return a + b;
     else return detail::wrap_add(a, b);
   } else if constexpr (M == Monoid::Prod) {
     if constexpr (detail::is_bool<T>) return a && b;
-    else if constexpr (detail::is_fp<T>) return a * b;
+    else if constexpr (detail::is_fp<T> || detail::is_cx<T>) return a * b;
     else return detail::wrap_mul(a, b);
   } else if constexpr (M == Monoid::Max) {
     return (a > b || a != a) ? a : b;
@@ -116,12 +121,14 @@ template <Monoid M, class T> TP_HD T combine(T a, T b) {
   }
 }
 
-// The accumulator of reducing T by M: sums and products of floats in f64 and of integers and
-// bools in i64 (a bool sum counts); max and min in T; and/or in bool.
+// The accumulator of reducing T by M: sums and products of floats in f64, of complex numbers in
+// c128 and of integers and bools in i64 (a bool sum counts); max and min in T; and/or in bool.
+// (Complex numbers have only Sum and Prod: numpy's lexicographic max is refused by the builders.)
 template <Monoid M, class T>
-using acc_t = std::conditional_t<M == Monoid::Sum || M == Monoid::Prod,
-                                 std::conditional_t<detail::is_fp<T>, double, int64_t>,
-                                 std::conditional_t<M == Monoid::And || M == Monoid::Or, bool, T>>;
+using acc_t = std::conditional_t<
+    M == Monoid::Sum || M == Monoid::Prod,
+    std::conditional_t<detail::is_fp<T>, double, std::conditional_t<detail::is_cx<T>, c128, int64_t>>,
+    std::conditional_t<M == Monoid::And || M == Monoid::Or, bool, T>>;
 
 // A reduction's fold: A acc = init(); acc = step(acc, x) per element; join(a, b) merges the
 // folds of two consecutive runs, a's first.

@@ -102,7 +102,8 @@ const ApiEntry kApi[] = {
      "where two of them are equal). As tp.symmetric.",
      lua::l_antisymmetric},
     {"tp.hermitian", K::Function, "properties", "tp.hermitian{d1, d2}",
-     "Hermitian symmetry needs complex dtypes, which Tapestry does not have yet: an error that says so.",
+     "Hermitian symmetry of complex tensors is not declarable yet: an error that says so (for real "
+     "tensors it is tp.symmetric).",
      lua::l_hermitian},
     {"tp.declare", K::Function, "properties",
      "tp.declare(x, {symmetry = group or {groups...}, tiles = {t1, ...}, nonzero = mask [, trust = true]}) / "
@@ -155,6 +156,26 @@ const ApiEntry kApi[] = {
     UNARY("square", Square, "x * x."),
     UNARY("reciprocal", Reciprocal, "1 / x."),
     UNARY("logical_not", LogicalNot, "not x, as bool (nonzero is true)."),
+    UNARY("real", Real, "The real part: f32 of c64, f64 of c128; a real x itself (numpy.real)."),
+    UNARY("imag", Imag,
+          "The imaginary part: f32 of c64, f64 of c128; zeros of a real x's dtype (numpy.imag)."),
+    UNARY("conj", Conj, "The complex conjugate re - i im; a real x itself (numpy.conj)."),
+    UNARY("angle", Angle,
+          "The argument atan2(im, re) in radians, a real of x's precision (numpy.angle); of a real x, "
+          "atan2(0, x): 0 or pi."),
+    {"tp.complex", K::Function, "map", "tp.complex(re, im)",
+     "re + i im, elementwise with broadcasting (torch.complex): f32 parts (and f16, bf16, bool, i8, u8) "
+     "give c64, f64 parts (and i32, i64) c128. Lua numbers are real, so this is how a complex "
+     "constant is written: tp.complex(0, 1) is i. Complex arithmetic follows numpy: + - * / ^ (Smith's "
+     "quotient), neg, exp, log, sqrt, sin, cos, square, reciprocal, abs and angle (real results), ==, "
+     "~= and sum, prod, mean, matmul; the ops that need an order (<, max, sort, ...) refuse complex "
+     "operands (docs/dtypes.md).",
+     l_binary<Op::Complex>},
+    {"tp.result_type", K::Function, "map", "tp.result_type(a, b, ...)",
+     "The dtype an elementwise op on these operands computes in, as a string: tensors promote by "
+     "numpy's table, Lua numbers and booleans are weak (NEP 50): tp.result_type(tp.ones({2}, "
+     "{dtype='i8'}), 2.5) is 'f64', with an f16 tensor 'f16' (docs/dtypes.md).",
+     lua::l_result_type},
     BINARY("add", Add, " / a + b", "Elementwise sum, with broadcasting."),
     BINARY("sub", Sub, " / a - b", "Elementwise difference."),
     BINARY("mul", Mul, " / a * b", "Elementwise product (not matmul)."),
@@ -187,8 +208,10 @@ const ApiEntry kApi[] = {
      "how the count is found.",
      lua::l_where},
     {"tp.cast", K::Function, "map", "tp.cast(x, dtype) / x:cast(dtype)",
-     "Convert to dtype ('f32', 'f64', 'i32', 'i64', 'bool'). Float to int truncates toward 0.", lua::l_cast,
-     M},
+     "Convert to dtype (bool, i8, u8, i32, i64, f16, bf16, f32, f64, c64, c128; docs/dtypes.md). Float to "
+     "int truncates toward 0 and saturates at the integer's range (NaN gives 0); integer narrowing wraps; "
+     "complex to real keeps the real part (numpy's cast, without its warning); to bool is x ~= 0.",
+     lua::l_cast, M},
     {"tp.clamp", K::Function, "map", "tp.clamp(x, lo, hi) / x:clamp(lo, hi)",
      "Limit x to [lo, hi]; either bound may be nil.", lua::l_clamp, M},
 
@@ -790,6 +813,49 @@ const ApiEntry kApi[] = {
      "The eigenvalues of a symmetric a {..., n, n}, ascending {..., n} (syevd without vectors).",
      lua::l_linalg_eigvalsh},
 
+    // --- tp.fft: numpy.fft through FFTW3 (docs/fft.md) --------------------------------------
+    {"tp.fft.fft", K::Function, "fft", "tp.fft.fft(x [,opts])",
+     "The discrete Fourier transform along one dim, numpy.fft.fft: opts.dim (1-based, default the "
+     "last), opts.n (cut or zero-padded to n), opts.norm ('backward' default: unscaled; 'ortho': "
+     "1/sqrt(n); 'forward': 1/n). Real x gives c64 (f32, f16, bf16) or c128 (f64, integers), as numpy "
+     "2. The dim is read whole: along a sharded dim the plan moves the lines together first.",
+     lua::l_fft_fft},
+    {"tp.fft.ifft", K::Function, "fft", "tp.fft.ifft(x [,opts])",
+     "The inverse transform (e^+i), numpy.fft.ifft: opts as tp.fft.fft ('backward' scales by 1/n here).",
+     lua::l_fft_ifft},
+    {"tp.fft.rfft", K::Function, "fft", "tp.fft.rfft(x [,opts])",
+     "The transform of real x, its n/2+1 non-negative frequencies (numpy.fft.rfft); opts as tp.fft.fft. "
+     "Complex x is refused.",
+     lua::l_fft_rfft},
+    {"tp.fft.irfft", K::Function, "fft", "tp.fft.irfft(x [,opts])",
+     "The real inverse of rfft (numpy.fft.irfft): opts.n the output length (default 2 * (m - 1) for m "
+     "inputs), opts.dim, opts.norm. The imaginary parts of the zero (and Nyquist) terms are ignored.",
+     lua::l_fft_irfft},
+    {"tp.fft.fft2", K::Function, "fft", "tp.fft.fft2(x [,opts])",
+     "The transform over two dims (numpy.fft.fft2): opts.dims (default the last two), opts.s (sizes, "
+     "as n per dim), opts.norm.",
+     lua::l_fft_fft2},
+    {"tp.fft.ifft2", K::Function, "fft", "tp.fft.ifft2(x [,opts])", "The inverse of fft2; opts as fft2.",
+     lua::l_fft_ifft2},
+    {"tp.fft.fftn", K::Function, "fft", "tp.fft.fftn(x [,opts])",
+     "The transform over opts.dims (default all) with sizes opts.s, one dim after another "
+     "(numpy.fft.fftn).",
+     lua::l_fft_fftn},
+    {"tp.fft.ifftn", K::Function, "fft", "tp.fft.ifftn(x [,opts])", "The inverse of fftn; opts as fftn.",
+     lua::l_fft_ifftn},
+    {"tp.fft.fftfreq", K::Function, "fft", "tp.fft.fftfreq(n [,d])",
+     "The sample frequencies of an n-point transform with spacing d (default 1), f64: {0, 1, ..., "
+     "-(n//2), ..., -1} / (d n) (numpy.fft.fftfreq).",
+     lua::l_fft_fftfreq},
+    {"tp.fft.rfftfreq", K::Function, "fft", "tp.fft.rfftfreq(n [,d])",
+     "The non-negative frequencies of rfft: {0, 1, ..., n//2} / (d n), f64.", lua::l_fft_rfftfreq},
+    {"tp.fft.fftshift", K::Function, "fft", "tp.fft.fftshift(x [,dims])",
+     "The zero frequency moved to the centre: a roll by size//2 along dims (default all; "
+     "numpy.fft.fftshift).",
+     lua::l_fft_fftshift},
+    {"tp.fft.ifftshift", K::Function, "fft", "tp.fft.ifftshift(x [,dims])", "The inverse of fftshift.",
+     lua::l_fft_ifftshift},
+
     // --- the Lua standard library (stdlib/*.lua, embedded; require "tapestry.nn") ------
     {"tapestry.nn.linear", K::Module, "stdlib", "nn.linear(x, w [,b])",
      "x·w + b, with x {..., in}, w {in, out} (in-by-out, so it reads as written) and b {out} "
@@ -996,6 +1062,7 @@ std::string reference_markdown() {
       {"sort", "Sorting and scans"},
       {"contract", "Contractions"},
       {"linalg", "Linear algebra"},
+      {"fft", "Fourier transforms (tp.fft)"},
       {"shape", "Shape operations"},
       {"structure", "Diagonals and triangles"},
       {"window", "Windows"},

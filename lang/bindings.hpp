@@ -43,6 +43,7 @@ template <Op op> int l_binary(lua_State* L);
 int l_where(lua_State* L);
 int l_cast(lua_State* L);
 int l_clamp(lua_State* L);
+int l_result_type(lua_State* L);
 
 // reductions and contractions (reduce_lua.cpp)
 template <Op op> int l_reduce(lua_State* L);  // sum prod max min all any
@@ -96,6 +97,20 @@ int l_topk(lua_State* L);
 template <Op op> int l_scan(lua_State* L);  // cumsum cumprod cummax cummin logcumsumexp
 int l_searchsorted(lua_State* L);
 int l_unique(lua_State* L);
+
+// tp.fft (fft_lua.cpp)
+int l_fft_fft(lua_State* L);
+int l_fft_ifft(lua_State* L);
+int l_fft_rfft(lua_State* L);
+int l_fft_irfft(lua_State* L);
+int l_fft_fft2(lua_State* L);
+int l_fft_ifft2(lua_State* L);
+int l_fft_fftn(lua_State* L);
+int l_fft_ifftn(lua_State* L);
+int l_fft_fftfreq(lua_State* L);
+int l_fft_rfftfreq(lua_State* L);
+int l_fft_fftshift(lua_State* L);
+int l_fft_ifftshift(lua_State* L);
 
 // tp.linalg (linalg_lua.cpp)
 int l_linalg_solve(lua_State* L);

@@ -88,11 +88,15 @@ NodeRef tensor_from_lua(lua_State* L, int idx, std::optional<DType> dtype) {
   const DType t = dtype ? *dtype : (c.all_bool ? DType::Bool : kDefaultFloat);
   auto value = Value::alloc(t, c.shape);
   const size_t n = c.reals.size();
-  dispatch_dtype(t, [&](auto tag) {
+  dispatch_any_dtype(t, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = value->data<T>();
     for (size_t i = 0; i < n; ++i) {
-      if constexpr (std::is_floating_point_v<T>) {
+      if constexpr (is_cx<T>) {  // Lua numbers are real: the imaginary parts are 0
+        p[i] = T(static_cast<decltype(p[i].re)>(c.reals[i]));
+      } else if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>) {
+        p[i] = T(c.reals[i]);  // rounded once, from the double
+      } else if constexpr (std::is_floating_point_v<T>) {
         p[i] = static_cast<T>(c.reals[i]);
       } else if constexpr (std::is_same_v<T, bool>) {
         p[i] = c.reals[i] != 0;
@@ -122,10 +126,14 @@ void push_element(lua_State* L, const View& v, int64_t flat) {
     off += (flat % v.shape[d]) * v.strides[d];
     flat /= v.shape[d];
   }
-  dispatch_dtype(v.dtype, [&](auto tag) {
+  dispatch_any_dtype(v.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T x = v.ptr<T>()[off];
-    if constexpr (std::is_same_v<T, bool>) lua_pushboolean(L, x);
+    if constexpr (is_cx<T>)
+      user_error("a ", dtype_name(v.dtype),
+                 " element has no Lua value (Lua numbers are real): read "
+                 "x:real() and x:imag()");
+    else if constexpr (std::is_same_v<T, bool>) lua_pushboolean(L, x);
     else if constexpr (std::is_integral_v<T>) lua_pushinteger(L, static_cast<lua_Integer>(x));
     else lua_pushnumber(L, static_cast<lua_Number>(x));
   });

@@ -69,13 +69,27 @@ int opts_arg(lua_State* L, int arg) { return lua_gettop(L) >= arg && !lua_isnil(
 
 }  // namespace
 
+DType check_table_dtype(DType t, const char* format) {
+  user_check(t == DType::Bool || t == DType::I32 || t == DType::I64 || t == DType::F32 || t == DType::F64,
+             format, " reads bool, i32, i64, f32 and f64, not ", dtype_name(t), " (load as one and cast)");
+  return t;
+}
+
+NodeRef table_values(const NodeRef& x, const char* format) {
+  user_check(!is_complex(x->dtype), format, " holds real numbers, not ", dtype_name(x->dtype),
+             " (save x:real() and x:imag())");
+  if (x->dtype == DType::I8 || x->dtype == DType::U8) return build::cast(x, DType::I64);  // exact
+  if (is_half(x->dtype)) return build::cast(x, DType::F64);                               // exact
+  return x;
+}
+
 int l_load_csv(lua_State* L) {
   const std::string path = check_path(L, 1);
   const Options o(L, 2, {"header", "delimiter", "dtype", "columns", "name"});
   io::CsvOptions co;
   co.delimiter = check_delimiter(o, 2, io::default_delimiter(path));
   co.header = o.boolean("header");
-  co.dtype = o.dtype().value_or(DType::F32);
+  co.dtype = check_table_dtype(o.dtype().value_or(DType::F32), "a CSV file");
   co.columns = check_columns(L, opts_arg(L, 2), true);
   const std::optional<std::string> name = o.string("name");
   if (name) user_check(is_identifier(*name), "'", *name, "' is not a valid tensor name (use an identifier)");
@@ -96,7 +110,7 @@ int l_load_csv(lua_State* L) {
 }
 
 int l_save_csv(lua_State* L) {
-  const NodeRef x = check_tensor_like(L, 1);
+  const NodeRef x = table_values(check_tensor_like(L, 1), "a CSV file");
   const std::string path = check_path(L, 2);
   const Options o(L, 3, {"delimiter", "columns"});
   user_check(x->shape.size() == 1 || x->shape.size() == 2, "a CSV file holds a 1-D or 2-D tensor, got shape ",

@@ -26,10 +26,50 @@ struct Digits {
   int exp = 0;
 };
 
-template <class T> Digits shortest_digits(T x) {
+// The precision whose shortest round-trip digits a value prints with (its storage type): an f16
+// value prints "0.1", not the f32 digits of the same number, as numpy prints float16.
+enum class Prec { F16, BF16, F32, F64 };
+template <class T> constexpr Prec prec_of() {
+  if constexpr (std::is_same_v<T, f16>) return Prec::F16;
+  else if constexpr (std::is_same_v<T, bf16>) return Prec::BF16;
+  else if constexpr (std::is_same_v<T, float>) return Prec::F32;
+  else return Prec::F64;
+}
+
+// Whether the decimal text s reads back as exactly x in precision p (only f16 and bf16 ask).
+bool round_trips(const std::string& s, double x, Prec p) {
+  const double back = std::strtod(s.c_str(), nullptr);
+  if (p == Prec::F16) return static_cast<double>(f16(back)) == x;
+  return static_cast<double>(bf16(back)) == x;
+}
+
+// The type a stored float S is printed through: itself, or double for f16 and bf16 (exact).
+template <class S>
+using val_t = std::conditional_t<std::is_same_v<S, float> || std::is_same_v<S, double>, S, double>;
+
+template <class S> Digits shortest_digits(val_t<S> x0) {
+  using T = S;
   char buf[64];
-  auto r = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::scientific);
-  std::string s(buf, r.ptr);
+  std::string s;
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    auto r = std::to_chars(buf, buf + sizeof buf, x0, std::chars_format::scientific);
+    s.assign(buf, r.ptr);
+  } else {  // a 16-bit float: the fewest digits that read back as it (the closest of them)
+    const double x = static_cast<double>(x0);
+    for (int digits = 1; digits <= 17; ++digits) {  // 5 suffice for f16, 4 for bf16
+      auto r = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::scientific, digits - 1);
+      s.assign(buf, r.ptr);
+      if (round_trips(s, x, prec_of<T>())) break;
+    }
+    // "1.500e+00" cut to its significant digits
+    const size_t e = s.find('e');
+    std::string m = s.substr(0, e);
+    if (m.find('.') != std::string::npos) {
+      while (m.back() == '0') m.pop_back();
+      if (m.back() == '.') m.pop_back();
+    }
+    s = m + s.substr(e);
+  }
   Digits out;
   size_t i = 0;
   if (s[0] == '-') out.neg = true, i = 1;
@@ -49,8 +89,8 @@ std::string trim_zeros(std::string s) {
 
 // dragon4_positional(unique, precision, trim='.'): shortest digits, at most
 // `precision` after the point (then correctly rounded from the exact value).
-template <class T> std::string positional(T x, int precision) {
-  const Digits g = shortest_digits(x);
+template <class S> std::string positional(val_t<S> x, int precision) {
+  const Digits g = shortest_digits<S>(x);
   const int len = static_cast<int>(g.d.size());
   if (len - 1 - g.exp > precision) {
     char buf[400];
@@ -70,8 +110,8 @@ template <class T> std::string positional(T x, int precision) {
 }
 
 // dragon4_scientific(unique, precision, trim='.'): mantissa and exponent apart.
-template <class T> std::pair<std::string, int> scientific(T x, int precision) {
-  Digits g = shortest_digits(x);
+template <class S> std::pair<std::string, int> scientific(val_t<S> x, int precision) {
+  Digits g = shortest_digits<S>(x);
   if (static_cast<int>(g.d.size()) - 1 > precision) {
     char buf[64];
     auto r = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::scientific, precision);
@@ -89,10 +129,13 @@ std::string pad_left(const std::string& s, size_t w) {
 
 // --- element formats ------------------------------------------------------------------
 
-// numpy's FloatingFormat (floatmode 'maxprec', sign '-', no suppression).
-template <class T> class FloatFormat {
+// numpy's FloatingFormat (floatmode 'maxprec', sign '-' or '+', no suppression) for values
+// stored as S (f16 and bf16 values held as double).
+template <class S> class FloatFormat {
  public:
-  FloatFormat(const std::vector<T>& data, int precision) : precision_(precision) {
+  using T = val_t<S>;
+  FloatFormat(const std::vector<T>& data, int precision, bool plus = false)
+      : precision_(precision), plus_(plus) {
     std::vector<T> finite;
     bool neginf = false;
     for (T x : data) {
@@ -108,13 +151,18 @@ template <class T> class FloatFormat {
       hi = any_nonzero ? std::max(hi, a) : a;
       any_nonzero = true;
     }
-    if (any_nonzero)
-      exp_ = hi >= static_cast<T>(1e8) || lo < static_cast<T>(1e-4) || hi / lo > static_cast<T>(1000);
+    if (any_nonzero) {
+      // numpy divides in the array's own type: an f16 ratio of 1000.24 rounds to 1000.
+      T ratio = hi / lo;
+      if constexpr (!std::is_same_v<S, T>) ratio = static_cast<double>(S(static_cast<float>(ratio)));
+      exp_ = hi >= static_cast<T>(1e8) || lo < static_cast<T>(1e-4) || ratio > static_cast<T>(1000);
+    }
     if (finite.empty()) {
       // no digits to align: only nan/inf below
     } else if (exp_) {
       for (T x : finite) {
-        auto [m, e] = scientific(x, precision_);
+        auto [m, e] = scientific<S>(x, precision_);
+        m = signed_text(x, m);
         const size_t dot = m.find('.');
         left_ = std::max(left_, static_cast<int>(dot));
         frac_ = std::max(frac_, static_cast<int>(m.size() - dot - 1));
@@ -123,22 +171,22 @@ template <class T> class FloatFormat {
       right_ = exp_digits_ + 2 + frac_;
     } else {
       for (T x : finite) {
-        const std::string s = positional(x, precision_);
+        const std::string s = signed_text(x, positional<S>(x, precision_));
         const size_t dot = s.find('.');
         left_ = std::max(left_, static_cast<int>(dot));
         right_ = std::max(right_, static_cast<int>(s.size() - dot - 1));
       }
     }
     if (finite.size() != data.size())
-      left_ = std::max({left_, 3 - (right_ + 1), 3 + (neginf ? 1 : 0) - (right_ + 1)});
+      left_ = std::max({left_, 3 - (right_ + 1), 3 + ((neginf || plus_) ? 1 : 0) - (right_ + 1)});
   }
 
   std::string operator()(T x) const {
     const size_t width = static_cast<size_t>(left_ + right_ + 1);
-    if (std::isnan(x)) return pad_left("nan", width);
-    if (std::isinf(x)) return pad_left(x < 0 ? "-inf" : "inf", width);
+    if (std::isnan(x)) return pad_left(plus_ ? "+nan" : "nan", width);
+    if (std::isinf(x)) return pad_left(x < 0 ? "-inf" : (plus_ ? "+inf" : "inf"), width);
     if (exp_) {
-      auto [m, e] = scientific(x, precision_);
+      auto [m, e] = scientific<S>(x, precision_);
       if (static_cast<int>(m.size() - m.find('.') - 1) < frac_) {
         // numpy pads with further digits of the stored value (dragon4's min_digits), not
         // zeros: f32 0.6 is 6.0000002e-01 next to a value that needs 8 digits.
@@ -150,15 +198,21 @@ template <class T> class FloatFormat {
       }
       std::string ex = std::to_string(std::abs(e));
       ex = std::string(exp_digits_ - ex.size(), '0') + ex;
-      return pad_left(m, left_ + 1 + frac_) + (e < 0 ? "e-" : "e+") + ex;
+      return pad_left(signed_text(x, m), left_ + 1 + frac_) + (e < 0 ? "e-" : "e+") + ex;
     }
-    const std::string s = positional(x, precision_);
+    const std::string s = signed_text(x, positional<S>(x, precision_));
     const size_t frac = s.size() - s.find('.') - 1;
     return pad_left(s, left_ + 1 + frac) + std::string(right_ - frac, ' ');
   }
 
  private:
+  // sign '+': a '+' before a value without a minus (the imaginary parts of complex numbers).
+  std::string signed_text(T x, const std::string& text) const {
+    return plus_ && !std::signbit(x) ? "+" + text : text;
+  }
+
   int precision_;
+  bool plus_ = false;
   bool exp_ = false;
   int left_ = 0, right_ = 0;       // widths before / after the point (incl. exponent)
   int frac_ = 0, exp_digits_ = 2;  // scientific: mantissa digits, exponent digits
@@ -166,7 +220,7 @@ template <class T> class FloatFormat {
 
 template <class T> std::string plain_text(T x) {
   if constexpr (std::is_same_v<T, bool>) return x ? "true" : "false";
-  else return std::to_string(x);
+  else return std::to_string(+x);  // + : i8 and u8 print as numbers, not characters
 }
 
 // --- layout -------------------------------------------------------------------------
@@ -250,7 +304,24 @@ template <class T> std::string format_body(const View& v, const Shape& shape, co
   Layout lay{v, shape, summarizes(shape, opts), std::max(opts.edge_items, 1), {}};
   std::vector<T> shown;
   lay.each(0, 0, [&](int64_t off) { shown.push_back(p[off]); });
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (is_cx<T>) {
+    // numpy's ComplexFloatingFormat: the real parts in one format, the imaginary parts in
+    // another with a sign always, and the 'j' before the imaginary part's padding.
+    using R = decltype(T{}.re);
+    std::vector<R> re, im;
+    for (const T& x : shown) re.push_back(x.re), im.push_back(x.im);
+    const FloatFormat<R> fr(re, opts.precision), fi(im, opts.precision, /*plus=*/true);
+    lay.word = [p, fr, fi](int64_t off) {
+      const std::string i = fi(p[off].im);
+      const size_t end = i.find_last_not_of(' ') + 1;
+      return fr(p[off].re) + i.substr(0, end) + "j" + i.substr(end);
+    };
+  } else if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>) {
+    std::vector<double> vals;
+    for (const T& x : shown) vals.push_back(static_cast<double>(x));
+    const FloatFormat<T> ff(vals, opts.precision);
+    lay.word = [p, ff](int64_t off) { return ff(static_cast<double>(p[off])); };
+  } else if constexpr (std::is_floating_point_v<T>) {
     FloatFormat<T> ff(shown, opts.precision);
     lay.word = [p, ff](int64_t off) { return ff(p[off]); };
   } else {
@@ -261,21 +332,35 @@ template <class T> std::string format_body(const View& v, const Shape& shape, co
   return lay.rec(0, 0, " ", opts.line_width);
 }
 
-// A 0-d tensor prints as numpy prints a scalar: shortest round-trip digits,
-// positional in [1e-4, 1e16), "2.0" for whole numbers.
+// numpy's scalar text of a float stored as S: shortest round-trip digits, positional in
+// [1e-4, 1e16), "2.0" for whole numbers (whole: "2", as in a complex scalar's parts).
+template <class S> std::string float_scalar_text(val_t<S> x, bool whole_point_zero = true) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x < 0 ? "-inf" : "inf";
+  const auto a = std::abs(x);
+  if (a == 0 || (a >= 1e-4 && a < 1e16)) {
+    std::string s = positional<S>(x, 400);
+    if (s.back() != '.') return s;
+    return whole_point_zero ? s + "0" : s.substr(0, s.size() - 1);
+  }
+  auto [m, e] = scientific<S>(x, 400);
+  if (m.back() == '.') m.pop_back();
+  std::string ex = std::to_string(std::abs(e));
+  return m + (e < 0 ? "e-" : "e+") + (ex.size() < 2 ? "0" : "") + ex;
+}
+
+// A 0-d tensor prints as numpy prints a scalar; a complex one as "(1+2j)", or "2j" when its
+// real part is +0.
 template <class T> std::string scalar_text(T x) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (std::isnan(x)) return "nan";
-    if (std::isinf(x)) return x < 0 ? "-inf" : "inf";
-    const T a = std::abs(x);
-    if (a == 0 || (a >= static_cast<T>(1e-4) && a < static_cast<T>(1e16))) {
-      std::string s = positional(x, 400);
-      return s.back() == '.' ? s + "0" : s;
-    }
-    auto [m, e] = scientific(x, 400);
-    if (m.back() == '.') m.pop_back();
-    std::string ex = std::to_string(std::abs(e));
-    return m + (e < 0 ? "e-" : "e+") + (ex.size() < 2 ? "0" : "") + ex;
+  if constexpr (is_cx<T>) {
+    using R = decltype(x.re);
+    const std::string im = float_scalar_text<R>(x.im, false) + "j";
+    if (x.re == 0 && !std::signbit(x.re)) return im;
+    return "(" + float_scalar_text<R>(x.re, false) + (im[0] == '-' ? "" : "+") + im + ")";
+  } else if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>) {
+    return float_scalar_text<T>(static_cast<double>(x));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return float_scalar_text<T>(x);
   } else {
     return plain_text(x);
   }
@@ -296,13 +381,13 @@ std::string format_tensor(const View& v, const FormatOptions& opts, const Shape&
   const Shape& shape = given.empty() ? v.shape : given;
   internal_check(shape.size() == v.shape.size());
   if (v.rank() == 0)
-    return dispatch_dtype(v.dtype, [&](auto tag) {
+    return dispatch_any_dtype(v.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       return scalar_text(*v.ptr<T>());
     });
   std::string body = "[]";
   if (v.numel() > 0)
-    body = dispatch_dtype(v.dtype, [&](auto tag) {
+    body = dispatch_any_dtype(v.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       return format_body<T>(v, shape, opts);
     });
@@ -314,10 +399,18 @@ std::string format_tensor(const View& v, const FormatOptions& opts, const Shape&
 // Lua's tostring of a number: "%.14g" for floats (with ".0" when it looks like an
 // integer), "%d" for integers.
 std::string format_scalar(const View& v) {
-  return dispatch_dtype(v.dtype, [&](auto tag) -> std::string {
+  return dispatch_any_dtype(v.dtype, [&](auto tag) -> std::string {
     using T = typename decltype(tag)::type;
     const T x = *v.ptr<T>();
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (is_cx<T>) {
+      return scalar_text(x);
+    } else if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.14g", static_cast<double>(x));
+      std::string s = buf;
+      if (s.find_first_not_of("-0123456789") == std::string::npos) s += ".0";
+      return s;
+    } else if constexpr (std::is_floating_point_v<T>) {
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.14g", static_cast<double>(x));
       std::string s = buf;

@@ -112,7 +112,8 @@ int l_unique(lua_State* L) {
   const NodeRef x = check_tensor_like(L, 1);
   Options o(L, 2, {"return_counts"});
   const bool counts = o.boolean("return_counts").value_or(false);
-  const NodeRef flat = x->shape.size() == 1 ? x : build::reshape(x, {numel(x->shape)});
+  const NodeRef flat0 = x->shape.size() == 1 ? x : build::reshape(x, {numel(x->shape)});
+  const NodeRef flat = build::cast(flat0, compute_dtype(flat0->dtype));  // f16, bf16: exact in f32
   const NodeRef sorted = build::sort(flat, 0, false)[0];
   observe(L, {sorted});
   const View sv = sorted->value->view();
@@ -137,7 +138,7 @@ int l_unique(lua_State* L) {
       count->data<int64_t>()[j] = (j + 1 < m ? starts[j + 1] : n) - starts[j];
     }
   });
-  push_tensor(L, make_source(std::move(values), {m}, sv.dtype));
+  push_tensor(L, build::cast(make_source(std::move(values), {m}, sv.dtype), x->dtype));
   if (!counts) return 1;
   push_tensor(L, make_source(std::move(count), {m}, DType::I64));
   return 2;

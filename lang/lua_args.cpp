@@ -241,7 +241,7 @@ std::optional<DType> Options::dtype() const {
   auto s = string("dtype");
   if (!s) return std::nullopt;
   auto t = dtype_from_name(*s);
-  if (!t) arg_error(arg_, cat_str("unknown dtype '", *s, "' (expected f32, f64, i32, i64 or bool)"));
+  if (!t) arg_error(arg_, cat_str("unknown dtype '", *s, "' (expected one of ", dtype_names(), ")"));
   return t;
 }
 

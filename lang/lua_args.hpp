@@ -76,4 +76,12 @@ class Options {
 // i.e. looks like an options table.
 bool is_options_table(lua_State* L, int arg);
 
+// The tabular formats (CSV, SQL) hold bool, i32, i64, f32 and f64 (csv_lua.cpp): the dtype a
+// read may ask for (others refused), and x ready to write (i8, u8, f16, bf16 widened exactly;
+// complex refused).
+namespace lua {
+DType check_table_dtype(DType t, const char* format);
+NodeRef table_values(const NodeRef& x, const char* format);
+}  // namespace lua
+
 }  // namespace tapestry

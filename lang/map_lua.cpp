@@ -23,9 +23,10 @@ template <Op op> int l_binary(lua_State* L) {
 // Every Map op with a Lua binding, instantiated once here.
 // clang-format off
 #define TAPESTRY_UNARY(X) X(Neg) X(Abs) X(Exp) X(Log) X(Sqrt) X(Rsqrt) X(Sin) X(Cos) X(Tanh) \
-  X(Sigmoid) X(Relu) X(Gelu) X(Floor) X(Ceil) X(Round) X(Sign) X(Square) X(Reciprocal) X(LogicalNot)
+  X(Sigmoid) X(Relu) X(Gelu) X(Floor) X(Ceil) X(Round) X(Sign) X(Square) X(Reciprocal) X(LogicalNot) \
+  X(Real) X(Imag) X(Conj) X(Angle)
 #define TAPESTRY_BINARY(X) X(Add) X(Sub) X(Mul) X(Div) X(FloorDiv) X(Mod) X(Pow) X(Maximum) \
-  X(Minimum) X(Atan2) X(Eq) X(Ne) X(Lt) X(Le) X(Gt) X(Ge) X(LogicalAnd) X(LogicalOr)
+  X(Minimum) X(Atan2) X(Eq) X(Ne) X(Lt) X(Le) X(Gt) X(Ge) X(LogicalAnd) X(LogicalOr) X(Complex)
 // clang-format on
 #define INST_UNARY(e) template int l_unary<Op::e>(lua_State*);
 #define INST_BINARY(e) template int l_binary<Op::e>(lua_State*);
@@ -51,9 +52,33 @@ int l_cast(lua_State* L) {
   const char* p = lua_tolstring(L, 2, &n);
   const auto t = dtype_from_name(std::string_view(p, n));
   if (!t)
-    arg_error(2, cat_str("unknown dtype ", quoted(std::string_view(p, n)),
-                         " (expected f32, f64, i32, i64 or bool)"));
+    arg_error(2, cat_str("unknown dtype ", quoted(std::string_view(p, n)), " (expected one of ",
+                         dtype_names(), ")"));
   push_tensor(L, build::cast(x, *t));
+  return 1;
+}
+
+// tp.result_type(a, b, ...): the dtype an elementwise op on these operands computes in: tensors
+// promote by numpy's table, Lua numbers and booleans are weak (NEP 50).
+int l_result_type(lua_State* L) {
+  const int n = lua_gettop(L);
+  user_check(n >= 1, "needs at least one tensor, number or boolean");
+  std::optional<DType> strong;
+  ScalarKind widest = ScalarKind::Bool;
+  for (int i = 1; i <= n; ++i) {
+    const build::Operand o = check_operand(L, i);
+    if (!o.weak) strong = strong ? promote(*strong, o.node->dtype) : o.node->dtype;
+    else widest = std::max(widest, o.kind);
+  }
+  DType t = strong ? *strong : scalar_default_dtype(widest);
+  if (strong) {
+    for (int i = 1; i <= n; ++i) {
+      const build::Operand o = check_operand(L, i);
+      if (o.weak) t = promote_weak(t, o.kind);
+    }
+  }
+  const std::string_view name = dtype_name(t);
+  lua_pushlstring(L, name.data(), name.size());
   return 1;
 }
 

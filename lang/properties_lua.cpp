@@ -155,7 +155,7 @@ int l_symmetric(lua_State* L) { return make_group(L, false); }
 int l_antisymmetric(lua_State* L) { return make_group(L, true); }
 int l_hermitian(lua_State* L) {
   user_check(false,
-             "Hermitian symmetry needs complex dtypes, which Tapestry does not have yet; "
+             "Hermitian symmetry of complex dtypes (c64, c128) is not declarable yet; "
              "for real tensors use tp.symmetric{...}");
   (void)L;
   return 0;

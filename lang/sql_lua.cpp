@@ -65,7 +65,7 @@ int l_load_sql(lua_State* L) {
   if (name) user_check(is_identifier(*name), "'", *name, "' is not a valid tensor name (use an identifier)");
   Session& s = session_of(L);
   const TelemetryScope in(s.telemetry());
-  io::SqlTable t = io::read_sql(db, query, o.dtype().value_or(DType::F32));
+  io::SqlTable t = io::read_sql(db, query, check_table_dtype(o.dtype().value_or(DType::F32), "a SQL table"));
   const View v = t.value->view();
   NodeRef n = make_source(std::move(t.value), v.shape, v.dtype);
   if (name) s.env().bind(*name, n);
@@ -76,7 +76,7 @@ int l_load_sql(lua_State* L) {
 }
 
 int l_save_sql(lua_State* L) {
-  const NodeRef x = check_tensor_like(L, 1);
+  const NodeRef x = table_values(check_tensor_like(L, 1), "a SQL table");
   const std::string db = check_path(L, 2);
   const std::string table = check_string(L, 3, "table name");
   user_check(!table.empty(), "the table name is empty");

@@ -96,6 +96,7 @@ std::optional<Mapped> mapping(Monoid op, DType t, MPI_Op fmax, MPI_Op fmin) {
       }
       break;
     }
+    default: break;  // i8, u8, c64, c128 (f16 and bf16 never combine): merged point to point
   }
   return std::nullopt;
 }

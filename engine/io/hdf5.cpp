@@ -70,8 +70,12 @@ Handle mem_type(DType t) {
     case DType::I32: return Handle(H5Tcopy(H5T_NATIVE_INT32), H5Tclose);
     case DType::I64: return Handle(H5Tcopy(H5T_NATIVE_INT64), H5Tclose);
     case DType::Bool: return bool_type();
+    case DType::I8: return Handle(H5Tcopy(H5T_NATIVE_INT8), H5Tclose);
+    case DType::U8: return Handle(H5Tcopy(H5T_NATIVE_UINT8), H5Tclose);
+    default: break;  // f16 (HDF5 1.10 has no native half), bf16, complex (h5py's compound)
   }
-  throw InternalError("hdf5: unknown dtype");
+  throw Error(cat_str("HDF5 files here hold bool, i8, u8, i32, i64, f32 and f64, not ", dtype_name(t),
+                      " (cast it first)"));
 }
 
 const char* class_name(H5T_class_t c) {
@@ -96,6 +100,7 @@ DType dtype_of(const std::string& path, const std::string& ds, hid_t ft) {
   if (c == H5T_FLOAT) return size <= 4 ? DType::F32 : DType::F64;
   if (c == H5T_INTEGER) {
     const bool sign = H5Tget_sign(ft) == H5T_SGN_2;
+    if (size == 1) return sign ? DType::I8 : DType::U8;
     if (size < 4 || (size == 4 && sign)) return DType::I32;
     if (size <= 4 || (size == 8 && sign)) return DType::I64;
     fail(path, ds, "an unsigned 64-bit integer dataset, which Tapestry has no dtype for");

@@ -43,12 +43,21 @@ using File = WriteFile;  // reads go through byte_source.hpp: a file or a URL
 
 // ---- descr ----
 
+// bf16 has no numpy dtype: it is written as '<V2', the raw 2 bytes, which is what numpy writes for
+// ml_dtypes.bfloat16 (read it back there with a.view(ml_dtypes.bfloat16)), and a 2-byte void
+// array is read as bf16 (docs/dtypes.md).
 std::string_view descr_of(DType t) {
   switch (t) {
     case DType::Bool: return "|b1";
+    case DType::I8: return "|i1";
+    case DType::U8: return "|u1";
     case DType::I32: return "<i4";
     case DType::I64: return "<i8";
+    case DType::F16: return "<f2";
+    case DType::BF16: return "<V2";
     case DType::F32: return "<f4";
+    case DType::C64: return "<c8";
+    case DType::C128: return "<c16";
     case DType::F64: break;
   }
   return "<f8";
@@ -56,18 +65,28 @@ std::string_view descr_of(DType t) {
 
 DType dtype_of_descr(const std::string& path, const std::string& d) {
   constexpr const char* kSupported =
-      "(Tapestry reads '<f4' f32, '<f8' f64, '<i4' i32, '<i8' i64, '|b1' bool)";
-  if (d.size() == 3 && d.substr(1) == "b1") return DType::Bool;  // one byte: any order mark
-  if (d.size() == 3 && d[0] == '>')
+      "(Tapestry reads '|b1' bool, '|i1' i8, '|u1' u8, '<i4' i32, '<i8' i64, '<f2' f16, '<V2' bf16, '<f4' "
+      "f32, '<f8' f64, '<c8' c64, '<c16' c128)";
+  if (d.size() == 3) {  // one byte: any order mark
+    const std::string k = d.substr(1);
+    if (k == "b1") return DType::Bool;
+    if (k == "i1") return DType::I8;
+    if (k == "u1") return DType::U8;
+    if (k == "V2" && d[0] != '>') return DType::BF16;
+  }
+  if ((d.size() == 3 || d.size() == 4) && d[0] == '>')
     fail(path, "big-endian data ('", d,
          "') is not supported; convert it with "
          "a.astype(a.dtype.newbyteorder('<'))");
-  if (d.size() == 3 && (d[0] == '<' || d[0] == '=')) {
+  if ((d.size() == 3 || d.size() == 4) && (d[0] == '<' || d[0] == '=')) {
     const std::string k = d.substr(1);
     if (k == "f4") return DType::F32;
     if (k == "f8") return DType::F64;
     if (k == "i4") return DType::I32;
     if (k == "i8") return DType::I64;
+    if (k == "f2") return DType::F16;
+    if (k == "c8") return DType::C64;
+    if (k == "c16") return DType::C128;
   }
   if (!d.empty() && d.find('O') != std::string::npos)
     fail(path, "object arrays ('", d, "') cannot be read ", kSupported);

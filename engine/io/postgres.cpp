@@ -172,6 +172,7 @@ void write_postgres(const std::string& url, const std::string& table, const View
         case DType::I32: batch += std::to_string(static_cast<const int32_t*>(base)[at]); break;
         case DType::I64: batch += std::to_string(static_cast<const int64_t*>(base)[at]); break;
         case DType::Bool: batch += static_cast<const bool*>(base)[at] ? 't' : 'f'; break;
+        default: throw InternalError("postgres: a dtype the tables do not hold");  // lang widens or refuses
       }
     }
     batch += '\n';

@@ -32,16 +32,16 @@ struct DTypeName {
   DType dtype;
   const char* name;
 };
-constexpr DTypeName kDTypes[] = {{DType::F32, "F32"},
-                                 {DType::F64, "F64"},
-                                 {DType::I32, "I32"},
-                                 {DType::I64, "I64"},
-                                 {DType::Bool, "BOOL"}};
+// safetensors has no complex dtype: c64 and c128 are refused when written.
+constexpr DTypeName kDTypes[] = {{DType::F32, "F32"},   {DType::F64, "F64"},   {DType::I32, "I32"},
+                                 {DType::I64, "I64"},   {DType::Bool, "BOOL"}, {DType::F16, "F16"},
+                                 {DType::BF16, "BF16"}, {DType::I8, "I8"},     {DType::U8, "U8"}};
 
 const char* st_name(DType t) {
   for (const DTypeName& d : kDTypes)
     if (d.dtype == t) return d.name;
-  throw InternalError(cat_str("no safetensors dtype for ", dtype_name(t)));
+  throw Error(
+      cat_str("safetensors has no dtype for ", dtype_name(t), " (save the parts: x:real() and x:imag())"));
 }
 
 void write_exact(const std::string& path, int fd, const char* p, size_t n, int64_t off) {

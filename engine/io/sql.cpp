@@ -165,6 +165,7 @@ SqlTable sql_table(const std::string& db_path, const std::vector<std::string>& n
           }
           break;
         }
+        default: throw InternalError("sql: a dtype the tables do not hold");  // lang refuses it first
       }
     }
   stats().bytes_read += static_cast<uint64_t>(out.numel() * dtype_size(dtype));
@@ -223,6 +224,7 @@ void write_sql(const std::string& db_path, const std::string& table, const View&
           case DType::Bool:
             rc = sqlite3_bind_int64(ins.get(), int(c + 1), static_cast<const bool*>(base)[k]);
             break;
+          default: throw InternalError("sql: a dtype the tables do not hold");  // lang widens or refuses
         }
         if (rc != SQLITE_OK) db.fail(cat_str("cannot insert row ", r + 1, " into table '", table, "'"));
       }

@@ -51,8 +51,11 @@ struct DTypeCode {
   DType dtype;
   const char* code;
 };
-constexpr DTypeCode kCodes[] = {
-    {DType::F32, "<f4"}, {DType::F64, "<f8"}, {DType::I32, "<i4"}, {DType::I64, "<i8"}, {DType::Bool, "|b1"}};
+// Zarr v2's codes are numpy's; bf16 has none (refused).
+constexpr DTypeCode kCodes[] = {{DType::F32, "<f4"},  {DType::F64, "<f8"},  {DType::I32, "<i4"},
+                                {DType::I64, "<i8"},  {DType::Bool, "|b1"}, {DType::I8, "|i1"},
+                                {DType::U8, "|u1"},   {DType::F16, "<f2"},  {DType::C64, "<c8"},
+                                {DType::C128, "<c16"}};
 
 std::string chunk_key(const std::vector<int64_t>& idx, char sep) {
   if (idx.empty()) return "0";
@@ -157,7 +160,9 @@ ZarrMeta parse_zarr_meta(const std::string& dir, const std::string& zarray, cons
     bool known = false;
     for (const DTypeCode& c : kCodes)
       if (code == c.code) m.dtype = c.dtype, known = true;
-    if (!known) fail(dir, "dtype '", code, "' is not one Tapestry reads ('<f4' '<f8' '<i4' '<i8' '|b1')");
+    if (!known)
+      fail(dir, "dtype '", code,
+           "' is not one Tapestry reads ('|b1' '|i1' '|u1' '<i4' '<i8' '<f2' '<f4' '<f8' '<c8' '<c16')");
     for (const json& d : j.at("shape")) {
       if (d.get<int64_t>() < 1)
         fail(dir, "shape ", j.at("shape").dump(), " is empty (Tapestry shapes are positive)");
@@ -257,6 +262,12 @@ void read_zarr_box(const std::string& dir, const ZarrMeta& m, const poly::Box& b
           case DType::I32: *reinterpret_cast<int32_t*>(dst) = static_cast<int32_t>(m.fill); break;
           case DType::I64: *reinterpret_cast<int64_t*>(dst) = static_cast<int64_t>(m.fill); break;
           case DType::Bool: *reinterpret_cast<bool*>(dst) = m.fill != 0; break;
+          case DType::I8: *reinterpret_cast<int8_t*>(dst) = static_cast<int8_t>(m.fill); break;
+          case DType::U8: *reinterpret_cast<uint8_t*>(dst) = static_cast<uint8_t>(m.fill); break;
+          case DType::F16: *reinterpret_cast<f16*>(dst) = f16(m.fill); break;
+          case DType::BF16: *reinterpret_cast<bf16*>(dst) = bf16(m.fill); break;
+          case DType::C64: *reinterpret_cast<c64*>(dst) = c64(static_cast<float>(m.fill)); break;
+          case DType::C128: *reinterpret_cast<c128*>(dst) = c128(m.fill); break;
         }
       }
       if (m.dtype == DType::Bool) *dst = *dst != 0;
@@ -271,6 +282,12 @@ void read_zarr_box(const std::string& dir, const ZarrMeta& m, const poly::Box& b
     for (; d >= 0 && ++idx[d] > last[d]; --d) idx[d] = first[d];
     if (d < 0) break;
   }
+}
+
+void check_zarr_dtype(const std::string& path, DType t) {
+  for (const DTypeCode& c : kCodes)
+    if (c.dtype == t) return;
+  fail(path, "zarr has no dtype for ", dtype_name(t), " (cast it to f32 first)");
 }
 
 bool check_zarr_replaceable(const std::string& path) {
@@ -360,6 +377,7 @@ void commit_zarr(const std::string& tmp, const std::string& path, bool exists) {
 
 void save_zarr(const std::string& path, const View& v, const std::vector<int64_t>& chunks,
                const ZarrCompressor& comp, const Attrs& attrs) {
+  check_zarr_dtype(path, v.dtype);
   const bool exists = check_zarr_replaceable(path);
   const std::string tmp = cat_str(path, ".partial-", ::getpid());
   std::error_code ec;

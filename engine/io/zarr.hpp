@@ -48,11 +48,14 @@ void read_zarr_box(const std::string& dir, const ZarrMeta& m, const poly::Box& b
 
 // Writing, in pieces so that every rank writes the chunks it holds (engine/session/
 // parallel_save.hpp):
+//   check_zarr_dtype(path, dtype);                    // zarr has no code for bf16
 //   bool old = check_zarr_replaceable(path);          // before anything is written
 //   create_zarr(tmp, meta);                           // .zarray and .zattrs, no chunk yet
 //   write_zarr_chunk(tmp, meta, chunk_box, part);     // each chunk once, by one process
 //   commit_zarr(tmp, path, old);                      // swapped in whole
 // A store we write is C order, fill_value 0, no filters, separator '.'.
+// An Error naming `path` when zarr v2 has no dtype code for `t` (bf16).
+void check_zarr_dtype(const std::string& path, DType t);
 // Whether `path` holds a zarr array (true) or nothing (false); any other thing there is an Error.
 bool check_zarr_replaceable(const std::string& path);
 // A fresh folder `dir` (any earlier one removed) holding m's .zarray and .zattrs.

@@ -189,7 +189,7 @@ struct IndexAttrs {
 // The Line ops (scans, Sort, LineScatterAdd, Searchsorted): along one dim.
 struct LineAttrs {
   int64_t dim = 0;       // 0-based; Searchsorted: unused (the sorted sequence is 1-D)
-  bool reverse = false;  // scans: from the last element back (gradients); Sort: descending
+  bool reverse = false;  // scans: from the last element back (gradients); Sort: descending; Fft: inverse
   bool indices = false;  // Sort, Cummax, Cummin: the 1-based indices (i64), not the values
   bool right = false;    // Searchsorted: after equal elements (numpy side='right')
   Attrs encode() const;

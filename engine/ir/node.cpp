@@ -1,5 +1,7 @@
 #include "engine/ir/node.hpp"
 
+#include "engine/ir/dtype_support.hpp"
+
 #include <cstring>
 #include <functional>
 #include <mutex>
@@ -217,6 +219,13 @@ NodeRef make_node(Op op, std::vector<NodeRef> inputs, Attrs attrs, Shape shape, 
   for (const NodeRef& in : inputs) internal_check(in != nullptr);
   user_check(shape.size() <= static_cast<size_t>(kMaxDims), "the result would have ", shape.size(),
              " dims; a tensor has at most ", kMaxDims);
+  bool exotic = is_storage_or_complex(dtype);
+  for (const NodeRef& in : inputs) exotic = exotic || is_storage_or_complex(in->dtype);
+  if (exotic) {  // f16, bf16, c64 or c128: not every kernel takes them
+    std::vector<DType> ins;
+    for (const NodeRef& in : inputs) ins.push_back(in->dtype);
+    check_op_dtypes(op, ins, dtype);
+  }
 
   const size_t h = structural_hash(op, inputs, attrs, shape, dtype);
   InternTable& t = table();

@@ -22,7 +22,7 @@ enum class OpKind : uint8_t {
   Cat,        // concatenation along one dim
   Write,      // a copy of a tensor with one box replaced (region writes)
   Window,     // sliding windows: stencil correlation, conv2d, pooling (kernels/cpu/window.cpp)
-  Line,       // whole lines along one dim, every other dim free: scans, sort, searchsorted
+  Line,       // whole lines along one dim, every other dim free: scans, sort, searchsorted, fft
               // (kernels/cpu/line.cpp)
   Index,      // data-dependent reads and writes along one dim: gather, scatter, nonzero
               // (kernels/cpu/index.cpp); the indexed dim is read whole
@@ -82,6 +82,11 @@ enum class OpKind : uint8_t {
   X(LogicalAnd, "logical_and", Map, 2, NoAttrs, "a and b")                                \
   X(LogicalOr, "logical_or", Map, 2, NoAttrs, "a or b")                                   \
   X(Where, "where", Map, 3, NoAttrs, "cond ? a : b")                                      \
+  X(Real, "real", Map, 1, NoAttrs, "the real part of a complex number")                   \
+  X(Imag, "imag", Map, 1, NoAttrs, "the imaginary part of a complex number")              \
+  X(Conj, "conj", Map, 1, NoAttrs, "the complex conjugate re - i im")                     \
+  X(Angle, "angle", Map, 1, NoAttrs, "the argument atan2(im, re) of a complex number")    \
+  X(Complex, "complex", Map, 2, NoAttrs, "re + i im from two real tensors of one float dtype") \
   X(Sum, "sum", Reduce, 1, ReduceAttrs, "sum over dims")                                  \
   X(Prod, "prod", Reduce, 1, ReduceAttrs, "product over dims")                            \
   X(Max, "max", Reduce, 1, ReduceAttrs, "maximum over dims (NaN propagates)")             \
@@ -115,6 +120,7 @@ enum class OpKind : uint8_t {
   X(Sort, "sort", Line, 1, LineAttrs, "stable sort along a dim: the values, or their 1-based indices") \
   X(LineScatterAdd, "line_scatter_add", Line, 2, LineAttrs, "out[.., idx[i], ..] += g[.., i, ..] along a dim (gradients of sort and cummax)") \
   X(Searchsorted, "searchsorted", Line, 2, LineAttrs, "1-based insertion points of values into a sorted 1-D sequence") \
+  X(Fft, "fft", Line, 1, LineAttrs, "unnormalized DFT of complex lines along a dim (FFTW); reverse: the inverse, e^(+i)") \
   X(Reshape, "reshape", View, 1, NoAttrs, "same elements in row-major order, another shape") \
   X(Permute, "permute", View, 1, PermuteAttrs, "reorder dimensions")                      \
   X(Expand, "expand", View, 1, NoAttrs, "broadcast size-1 (or missing leading) dims")     \
@@ -144,6 +150,38 @@ struct OpDef {
 };
 
 const OpDef& op_def(Op op);
+
+// The Map ops that take complex operands (c64, c128): every other Map op refuses them when the
+// graph is built (numpy orders complex numbers lexicographically; Tapestry has no order on
+// them, so comparisons other than == and ~=, max, min, sort and the rounding ops refuse).
+constexpr bool map_takes_complex(Op op) {
+  switch (op) {
+    case Op::Cast:
+    case Op::Where:
+    case Op::Neg:
+    case Op::Abs:
+    case Op::Exp:
+    case Op::Log:
+    case Op::Sqrt:
+    case Op::Sin:
+    case Op::Cos:
+    case Op::Square:
+    case Op::Reciprocal:
+    case Op::LogicalNot:
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Div:
+    case Op::Pow:
+    case Op::Eq:
+    case Op::Ne:
+    case Op::Real:
+    case Op::Imag:
+    case Op::Conj:
+    case Op::Angle: return true;
+    default: return false;
+  }
+}
 std::span<const OpDef> all_ops();
 std::string_view op_kind_name(OpKind k);
 inline OpKind op_kind(Op op) { return op_def(op).kind; }

@@ -50,6 +50,7 @@ double map_flops(Op op) {
     case Op::Tanh:
     case Op::Sigmoid:
     case Op::Pow:
+    case Op::Angle:
     case Op::Atan2: return 8;
     case Op::Gelu: return 16;
     default: return 1;
@@ -142,7 +143,11 @@ Signature line_sig(const Node& n) {
     return s;
   }
   const double len = static_cast<double>(n.shape[a.dim]);
-  const double flops = n.op == Op::Sort ? 2 * std::log2(len + 1) : n.op == Op::Logcumsumexp ? 16 : 2;
+  // An FFT costs 5 n log2 n real flops a line (the usual count), so 5 log2 n a point.
+  const double flops = n.op == Op::Sort           ? 2 * std::log2(len + 1)
+                       : n.op == Op::Fft          ? 5 * std::log2(len + 1)
+                       : n.op == Op::Logcumsumexp ? 16
+                                                  : 2;
   Signature s = map_sig(n, flops);
   s.space[a.dim].splittable = false;
   return s;
@@ -241,7 +246,8 @@ Signature matmul_sig(const Node& n) {
   s.inputs.push_back(access_of(a, with({i, k})));
   s.inputs.push_back(access_of(b, with({k, j})));
   s.output = access_of(n, with({i, j}));
-  s.flops_per_point = 2;  // one multiply, one add
+  // One multiply, one add; a complex pair is four real multiplies and four adds (cgemm's count).
+  s.flops_per_point = is_complex(n.dtype) ? 8 : 2;
   return s;
 }
 
@@ -503,6 +509,11 @@ Signature signature_of(const Node& n) {
     case Op::Ge:
     case Op::LogicalAnd:
     case Op::LogicalOr:
+    case Op::Real:
+    case Op::Imag:
+    case Op::Conj:
+    case Op::Angle:
+    case Op::Complex:
     case Op::Where: return map_sig(n, map_flops(n.op));
     case Op::Sum:
     case Op::Prod:
@@ -531,6 +542,7 @@ Signature signature_of(const Node& n) {
     case Op::Logcumsumexp:
     case Op::Sort:
     case Op::LineScatterAdd:
+    case Op::Fft:
     case Op::Searchsorted: return line_sig(n);
     case Op::Correlate: return correlate_sig(n);
     case Op::Conv2d: return conv2d_sig(n);

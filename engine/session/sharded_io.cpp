@@ -278,6 +278,7 @@ void save_zarr_sharded(Session& s, const std::string& path, const NodeRef& x, co
   const StoredLayout* l = s.stored().layout(x->id);
   internal_check(l != nullptr);
   const int ranks = l->ranks;
+  check_zarr_dtype(path, x->dtype);
   const bool exists = check_zarr_replaceable(path);
   const std::string tmp = cat_str(path, ".partial-", ::getpid());
   // Every holder of a box (a replicated tensor's ranks take turns at its chunks).

@@ -83,8 +83,10 @@ void copy_view(const View& src, const View& dst) {
   if (n == 0) return;
   switch (dtype_size(src.dtype)) {
     case 1: return copy_typed<uint8_t>(src, dst, n);
+    case 2: return copy_typed<uint16_t>(src, dst, n);
     case 4: return copy_typed<uint32_t>(src, dst, n);
     case 8: return copy_typed<uint64_t>(src, dst, n);
+    case 16: return copy_typed<c128>(src, dst, n);  // c128: any 16-byte type moves it
   }
   internal_check(!"copy_view: unexpected element size");
 }

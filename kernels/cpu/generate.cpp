@@ -108,68 +108,80 @@ void generate_typed(Op op, const Attrs& a, const Shape& gshape, const std::vecto
                     const View& out) {
   constexpr bool kFloat = std::is_floating_point_v<T>;
   using Gi = const std::vector<int64_t>&;
-  switch (op) {
-    case Op::Full: {
-      const FullAttrs f = attrs_of<FullAttrs>(op, a);
-      const T v = kFloat ? from_double<T>(f.real) : from_int<T>(f.integer);
-      for_rows<T>(out, gshape, origin, [&](int64_t, Gi, T* d, int64_t n) {
-        for (int64_t i = 0; i < n; ++i) d[i] = v;
-      });
-      return;
-    }
-    case Op::Arange: {
-      internal_check(gshape.size() == 1);
-      const ArangeAttrs r = attrs_of<ArangeAttrs>(op, a);
-      if constexpr (!kFloat) {
-        const int64_t first = r.int_first, step = r.int_step;
-        for_rows<T>(out, gshape, origin, [&](int64_t g, Gi, T* d, int64_t n) {
-          for (int64_t i = 0; i < n; ++i)
-            d[i] = from_int<T>(fn::detail::wrap_add(first, fn::detail::wrap_mul(step, g + i)));
+  if constexpr (is_cx<T> || std::is_same_v<T, f16> || std::is_same_v<T, bf16>) {
+    // Only constants are made in these dtypes; the builders cast every other generator.
+    internal_check(op == Op::Full && "a generator of f16, bf16 or complex");
+    T v;
+    if constexpr (is_cx<T>) v = T(static_cast<decltype(v.re)>(attrs_of<FullAttrs>(op, a).real));
+    else v = T(attrs_of<FullAttrs>(op, a).real);
+    for_rows<T>(out, gshape, origin, [&](int64_t, Gi, T* d, int64_t n) {
+      for (int64_t i = 0; i < n; ++i) d[i] = v;
+    });
+    return;
+  } else {
+    switch (op) {
+      case Op::Full: {
+        const FullAttrs f = attrs_of<FullAttrs>(op, a);
+        const T v = kFloat ? from_double<T>(f.real) : from_int<T>(f.integer);
+        for_rows<T>(out, gshape, origin, [&](int64_t, Gi, T* d, int64_t n) {
+          for (int64_t i = 0; i < n; ++i) d[i] = v;
         });
-      } else {
-        const double first = r.first, step = r.step;
-        for_rows<T>(out, gshape, origin, [&](int64_t g, Gi, T* d, int64_t n) {
-          for (int64_t i = 0; i < n; ++i) d[i] = from_double<T>(first + step * double(g + i));
-        });
+        return;
       }
-      return;
-    }
-    case Op::Linspace: {
-      internal_check(gshape.size() == 1);
-      const LinspaceAttrs l = attrs_of<LinspaceAttrs>(op, a);
-      const double lo = l.first, hi = l.last;
-      const int64_t total = gshape[0];
-      const double step = total > 1 ? (hi - lo) / double(total - 1) : 0.0;
-      for_rows<T>(out, gshape, origin, [&](int64_t g, Gi, T* d, int64_t n) {
-        for (int64_t i = 0; i < n; ++i) {
-          const int64_t e = g + i;
-          d[i] = from_double<T>(e == total - 1 && total > 1 ? hi : lo + double(e) * step);
+      case Op::Arange: {
+        internal_check(gshape.size() == 1);
+        const ArangeAttrs r = attrs_of<ArangeAttrs>(op, a);
+        if constexpr (!kFloat) {
+          const int64_t first = r.int_first, step = r.int_step;
+          for_rows<T>(out, gshape, origin, [&](int64_t g, Gi, T* d, int64_t n) {
+            for (int64_t i = 0; i < n; ++i)
+              d[i] = from_int<T>(fn::detail::wrap_add(first, fn::detail::wrap_mul(step, g + i)));
+          });
+        } else {
+          const double first = r.first, step = r.step;
+          for_rows<T>(out, gshape, origin, [&](int64_t g, Gi, T* d, int64_t n) {
+            for (int64_t i = 0; i < n; ++i) d[i] = from_double<T>(first + step * double(g + i));
+          });
         }
-      });
-      return;
-    }
-    case Op::Eye: {
-      internal_check(gshape.size() == 2);
-      for_rows<T>(out, gshape, origin, [&](int64_t, Gi gi, T* d, int64_t n) {
-        for (int64_t i = 0; i < n; ++i) d[i] = from_int<T>(gi[0] == gi[1] + i ? 1 : 0);
-      });
-      return;
-    }
-    case Op::Rand:
-    case Op::Randn: {
-      if constexpr (kFloat) {
-        const PhiloxKey key = key_of(attrs_of<RandAttrs>(op, a).seed);
-        const bool normal = op == Op::Randn;
-        for_rows<T>(out, gshape, origin, [&](int64_t g, Gi, T* d, int64_t n) {
-          if (normal) randn_row(key, g, d, n);
-          else rand_row(key, g, d, n);
-        });
-      } else {
-        internal_check(!"rand/randn of a non-float dtype");
+        return;
       }
-      return;
+      case Op::Linspace: {
+        internal_check(gshape.size() == 1);
+        const LinspaceAttrs l = attrs_of<LinspaceAttrs>(op, a);
+        const double lo = l.first, hi = l.last;
+        const int64_t total = gshape[0];
+        const double step = total > 1 ? (hi - lo) / double(total - 1) : 0.0;
+        for_rows<T>(out, gshape, origin, [&](int64_t g, Gi, T* d, int64_t n) {
+          for (int64_t i = 0; i < n; ++i) {
+            const int64_t e = g + i;
+            d[i] = from_double<T>(e == total - 1 && total > 1 ? hi : lo + double(e) * step);
+          }
+        });
+        return;
+      }
+      case Op::Eye: {
+        internal_check(gshape.size() == 2);
+        for_rows<T>(out, gshape, origin, [&](int64_t, Gi gi, T* d, int64_t n) {
+          for (int64_t i = 0; i < n; ++i) d[i] = from_int<T>(gi[0] == gi[1] + i ? 1 : 0);
+        });
+        return;
+      }
+      case Op::Rand:
+      case Op::Randn: {
+        if constexpr (kFloat) {
+          const PhiloxKey key = key_of(attrs_of<RandAttrs>(op, a).seed);
+          const bool normal = op == Op::Randn;
+          for_rows<T>(out, gshape, origin, [&](int64_t g, Gi, T* d, int64_t n) {
+            if (normal) randn_row(key, g, d, n);
+            else rand_row(key, g, d, n);
+          });
+        } else {
+          internal_check(!"rand/randn of a non-float dtype");
+        }
+        return;
+      }
+      default: internal_check(!"run_generate: not a Generate op");
     }
-    default: internal_check(!"run_generate: not a Generate op");
   }
 }
 
@@ -177,7 +189,7 @@ void generate_typed(Op op, const Attrs& a, const Shape& gshape, const std::vecto
 
 void run_generate(Op op, const Attrs& attrs, const Shape& global_shape, const std::vector<int64_t>& origin,
                   const View& out) {
-  dispatch_dtype(out.dtype, [&](auto tag) {
+  dispatch_any_dtype(out.dtype, [&](auto tag) {
     generate_typed<typename decltype(tag)::type>(op, attrs, global_shape, origin, out);
   });
 }

@@ -95,6 +95,8 @@ void nonzero(const View& mask, const View& out) {
 
 template <class F> void with_index_type(DType t, F&& f) {
   if (t == DType::I32) return f(int32_t{});
+  if (t == DType::I8) return f(int8_t{});
+  if (t == DType::U8) return f(uint8_t{});
   internal_check(t == DType::I64);
   f(int64_t{});
 }
@@ -107,14 +109,18 @@ void run_index(Op op, const Attrs& attrs, const std::vector<View>& in, const Vie
   const View& x = in.at(0);
   const View& index = in.at(1);
   internal_check(x.dtype == out.dtype && x.rank() == index.rank() && a.dim < x.rank());
-  dispatch_dtype(x.dtype, [&](auto tag) {
+  dispatch_any_dtype(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     with_index_type(index.dtype, [&](auto itag) {
       using I = decltype(itag);
       switch (op) {
         case Op::Gather: return gather<T, I>(a, x, index, out);
         case Op::Scatter: return scatter<T, I, fn::ScatterSet>(a, x, index, in.at(2), out);
-        case Op::ScatterAdd: return scatter<T, I, fn::ScatterAccumulate>(a, x, index, in.at(2), out);
+        case Op::ScatterAdd:
+          // f16 and bf16 add in f32: the builders cast them (check_op_dtypes refuses them here).
+          if constexpr (!std::is_same_v<T, f16> && !std::is_same_v<T, bf16>)
+            return scatter<T, I, fn::ScatterAccumulate>(a, x, index, in.at(2), out);
+          else unsupported_kernel_dtype(x.dtype);
         default: internal_fail(__FILE__, __LINE__, "run_index: not an index op");
       }
     });

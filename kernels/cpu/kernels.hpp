@@ -52,8 +52,11 @@ void run_argreduce(Op op, const View& in, int dim, const View& out);
 
 // The Line ops (line.cpp) over whole lines along LineAttrs::dim: Cumsum, Cumprod, Cummax, Cummin,
 // Logcumsumexp (in f64), Sort (stable, NaN last), LineScatterAdd {g, idx}, and Searchsorted
-// {sorted 1-D, values} (1-based insertion points). Inputs any strides; out contiguous.
+// {sorted 1-D, values} (1-based insertion points), and Fft (run_fft). Inputs any strides; out
+// contiguous.
 void run_line(Op op, const Attrs& attrs, const std::vector<View>& in, const View& out);
+// The unnormalized DFT of c64 or c128 lines along dim (fft.cpp, FFTW3), e^(+i) when inverse.
+void run_fft(const View& in, const View& out, int dim, bool inverse);
 
 // out[..., n, m] = a[..., n, k] @ b[..., k, m]; batch dims of a and b are broadcast
 // to out's (strides 0). All three share one dtype.

@@ -134,6 +134,7 @@ template <class T> void searchsorted(const View& seq, const T* v, int64_t* out, 
 void run_line(Op op, const Attrs& attrs, const std::vector<View>& in, const View& out) {
   const LineAttrs a = attrs_of<LineAttrs>(op, attrs);
   internal_check(out.is_contiguous() && !in.empty());
+  if (op == Op::Fft) return run_fft(in[0], out, static_cast<int>(a.dim), a.reverse);
   std::shared_ptr<Value> keep0, keep1;
   const View x = contiguous(in[0], keep0);
   if (op == Op::Searchsorted) {

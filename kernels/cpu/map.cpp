@@ -33,8 +33,8 @@ namespace {
 // with 2,048 elements a*b+c streamed at 23 GB/s on one thread against 34 GB/s at 512
 // (tanh(a*b+c) at 11 against 16 GB/s; see docs/performance.md, W2).
 constexpr int64_t kTile = 512;
-constexpr int64_t kPad = 64;  // the widest vector step (64 bools in a 512-bit register)
-constexpr int64_t kSlotBytes = kTile * 8;
+constexpr int64_t kPad = 64;               // the widest vector step (64 bools in a 512-bit register)
+constexpr int64_t kSlotBytes = kTile * 8;  // a program with a c128 register takes twice that
 
 using Kernel = vec::MapKernel;
 
@@ -44,6 +44,10 @@ constexpr bool has_kernel(Op op) {
     TAPESTRY_UNARY_FUNCTORS(TP_CASE)
     TAPESTRY_BINARY_FUNCTORS(TP_CASE)
 #undef TP_CASE
+#define TP_CASE(name) case Op::name:
+    TAPESTRY_COMPLEX_PART_FUNCTORS(TP_CASE)
+#undef TP_CASE
+    case Op::Complex:
     case Op::Cast:
     case Op::Where: return true;
     default: return false;
@@ -65,7 +69,7 @@ int arity_of(Op op) {
 #define TP_CASE(name) case Op::name:
     TAPESTRY_BINARY_FUNCTORS(TP_CASE)
 #undef TP_CASE
-    return 2;
+    case Op::Complex: return 2;
     case Op::Where: return 3;
     default: return 1;
   }
@@ -118,11 +122,18 @@ void scatter_t(char* base, const char* src, const std::vector<Dim<1>>& dims, int
   }
 }
 
+// 16 bytes (c128) move as one unit.
+struct alignas(8) Bytes16 {
+  uint64_t lo, hi;
+};
+
 template <class Fn> void by_size(int esize, Fn&& f) {
   switch (esize) {
     case 1: return f(uint8_t{});
+    case 2: return f(uint16_t{});
     case 4: return f(uint32_t{});
     case 8: return f(uint64_t{});
+    case 16: return f(Bytes16{});
   }
   internal_check(!"unexpected element size");
 }
@@ -135,10 +146,10 @@ struct Reg {
   RegKind kind = RegKind::Temp;
   DType dtype = DType::F32;
   int esize = 4;
-  const char* base = nullptr;  // Direct, Gather: the leaf's element 0 (offset applied)
-  std::vector<Dim<1>> dims;    // Gather: the leaf's coalesced dims
-  alignas(8) char splat[8]{};  // Splat: one element
-  int slot = -1;               // scratch tile
+  const char* base = nullptr;   // Direct, Gather: the leaf's element 0 (offset applied)
+  std::vector<Dim<1>> dims;     // Gather: the leaf's coalesced dims
+  alignas(8) char splat[16]{};  // Splat: one element
+  int slot = -1;                // scratch tile
 };
 
 struct Step {
@@ -154,6 +165,7 @@ struct Program {
   int64_t n = 0;
   char* out = nullptr;
   int out_esize = 4;
+  bool wide = false;  // a register holds c128 (16-byte elements)
   bool out_direct = true;
   bool stream = false;  // full tiles reach `out` by non-temporal stores (see stream_copy)
   std::vector<Dim<1>> out_dims;
@@ -180,11 +192,13 @@ void stream_fence() {}
 #endif
 
 void splat_value(Reg& r, DType t, double real, int64_t integer) {
-  dispatch_dtype(t, [&](auto tag) {
+  dispatch_any_dtype(t, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T v;
     if constexpr (std::is_same_v<T, bool>) v = integer != 0;
     else if constexpr (std::is_floating_point_v<T>) v = static_cast<T>(real);
+    else if constexpr (is_cx<T>) v = T(static_cast<decltype(v.re)>(real));  // a Lua number: real
+    else if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>) v = T(real);
     else v = static_cast<T>(integer);
     std::memcpy(r.splat, &v, sizeof(T));
   });
@@ -196,7 +210,8 @@ void splat_value(Reg& r, DType t, double real, int64_t integer) {
 // map's tiles at a time (run_tile never starts another map), so the block is never shared.
 struct Scratch {
   char* mem = nullptr;
-  char* slot(int i) const { return mem + i * kSlotBytes; }
+  int64_t slot_bytes = kSlotBytes;
+  char* slot(int i) const { return mem + i * slot_bytes; }
 };
 
 // A prepared program and the arrays of one run_map call, kept per thread (MapWorkLease): a
@@ -298,6 +313,7 @@ void prepare(const MapProgram& p, const View& out, MapWork& w) {
     g.steps.push_back(s);
   }
   internal_check(g.regs.back().dtype == out.dtype);
+  g.wide = std::any_of(g.regs.begin(), g.regs.end(), [](const Reg& r) { return r.esize > 8; });
   g.out = out.byte_ptr();
   g.out_esize = dtype_size(out.dtype);
   coalesce<1>(out.shape, {&out.strides}, g.out_dims);
@@ -342,7 +358,8 @@ thread_local bool MapWorkLease::t_busy = false;
 
 Scratch make_scratch(const Program& g) {
   Scratch s;
-  s.mem = thread_scratch(static_cast<size_t>(std::max(1, g.nslots)) * kSlotBytes);
+  s.slot_bytes = g.wide ? 2 * kSlotBytes : kSlotBytes;
+  s.mem = thread_scratch(static_cast<size_t>(std::max(1, g.nslots)) * s.slot_bytes);
   // A splat is read npad elements at a time: only the first tile's padded length is used.
   const int64_t used = std::min(kTile, round_up(g.n, kPad));
   for (const Reg& r : g.regs) {

@@ -27,6 +27,15 @@ namespace {
 
 // ---- Loops. ----
 
+// f(TypeTag<T>) for the element types monoid M reduces: the real compute types, and c64 and c128
+// for sum and prod (the builders refuse complex max and min, and cast f16 and bf16 to f32).
+template <Monoid M, class F> void dispatch_reduce_dtype(DType t, F&& f) {
+  if constexpr (M == Monoid::Sum || M == Monoid::Prod) {
+    if (is_complex(t)) return dispatch_complex(t, std::forward<F>(f));
+  }
+  dispatch_dtype(t, std::forward<F>(f));
+}
+
 struct RDim {
   int64_t n, sin, sout;  // extent, input stride, output stride (0 when reduced)
   bool red;
@@ -213,12 +222,12 @@ void reduce_typed(const View& in, const std::vector<RDim>& dims, const View& out
   const T* src = in.ptr<T>();
   const int64_t nout = out.numel();
   if (in.numel() == 0) {  // an empty reduction gives the identity
-    dispatch_dtype(out.dtype, [&](auto tag) {
+    dispatch_any_dtype(out.dtype, [&](auto tag) {
       using O = typename decltype(tag)::type;
       View o = out;
       auto od = coalesce<1>(o.shape, {&o.strides});
       Odometer<1> it(od, 0);
-      for (int64_t i = 0; i < nout; ++i, it.advance(1)) o.ptr<O>()[it.off[0]] = static_cast<O>(R::init());
+      for (int64_t i = 0; i < nout; ++i, it.advance(1)) o.ptr<O>()[it.off[0]] = fn::Cast<A, O>{}(R::init());
     });
     return;
   }
@@ -232,7 +241,7 @@ void reduce_typed(const View& in, const std::vector<RDim>& dims, const View& out
     internal_check(out.is_contiguous());
     std::unique_ptr<A[]> tmp(new A[nout]);
     Reducer<R, T, A>::run(src, tmp.get(), dims, true);
-    dispatch_dtype(out.dtype, [&](auto tag) {
+    dispatch_any_dtype(out.dtype, [&](auto tag) {
       using O = typename decltype(tag)::type;
       O* o = out.ptr<O>();
       for (int64_t i = 0; i < nout; ++i) o[i] = fn::Cast<A, O>{}(tmp[i]);
@@ -252,7 +261,7 @@ template <Monoid M, class T> void fold_all(const View& in, const View& out) {
   } else if (out.dtype == dtype_of<T>()) {
     *out.ptr<T>() = static_cast<T>(acc);
   } else {
-    dispatch_dtype(out.dtype, [&](auto tag) {
+    dispatch_any_dtype(out.dtype, [&](auto tag) {
       using O = typename decltype(tag)::type;
       *out.ptr<O>() = fn::Cast<A, O>{}(acc);
     });
@@ -262,7 +271,7 @@ template <Monoid M, class T> void fold_all(const View& in, const View& out) {
 template <Monoid M> void reduce_monoid(const View& in, const std::vector<int>& dims, const View& out) {
   // Small and whole: no dims to build (fold_all).
   if (out.numel() == 1 && in.numel() > 0 && in.numel() < kSerialWork && in.is_contiguous()) {
-    dispatch_dtype(in.dtype, [&](auto tag) { fold_all<M, typename decltype(tag)::type>(in, out); });
+    dispatch_reduce_dtype<M>(in.dtype, [&](auto tag) { fold_all<M, typename decltype(tag)::type>(in, out); });
     return;
   }
   std::vector<bool> red(in.rank(), false);
@@ -283,7 +292,8 @@ template <Monoid M> void reduce_monoid(const View& in, const std::vector<int>& d
   }
   if (out.numel() == 0) return;
   const std::vector<RDim> nd = in.numel() == 0 ? rd : normalize(rd);
-  dispatch_dtype(in.dtype, [&](auto tag) { reduce_typed<M, typename decltype(tag)::type>(in, nd, out); });
+  dispatch_reduce_dtype<M>(in.dtype,
+                           [&](auto tag) { reduce_typed<M, typename decltype(tag)::type>(in, nd, out); });
 }
 
 }  // namespace
@@ -299,7 +309,7 @@ void combine_into(Monoid m, const View& acc, const View& part) {
   internal_check(acc.shape == part.shape && acc.dtype == part.dtype);
   if (acc.numel() == 0) return;
   dispatch_monoid(m, [&](auto mc) {
-    dispatch_dtype(acc.dtype, [&](auto tag) {
+    dispatch_reduce_dtype<decltype(mc)::value>(acc.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       constexpr Monoid M = decltype(mc)::value;
       const auto dims = coalesce<2>(acc.shape, {&acc.strides, &part.strides});
@@ -323,7 +333,7 @@ void combine_into(Monoid m, const View& acc, const View& part) {
 void fill_identity(Monoid m, const View& v) {
   internal_check(v.is_contiguous());
   dispatch_monoid(m, [&](auto mc) {
-    dispatch_dtype(v.dtype, [&](auto tag) {
+    dispatch_reduce_dtype<decltype(mc)::value>(v.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       std::fill_n(v.ptr<T>(), v.numel(), fn::identity<decltype(mc)::value, T>());
     });

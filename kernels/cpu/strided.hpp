@@ -17,10 +17,17 @@ namespace tapestry::cpu {
 
 template <class T> constexpr DType dtype_of() {
   if constexpr (std::is_same_v<T, bool>) return DType::Bool;
+  else if constexpr (std::is_same_v<T, int8_t>) return DType::I8;
+  else if constexpr (std::is_same_v<T, uint8_t>) return DType::U8;
   else if constexpr (std::is_same_v<T, int32_t>) return DType::I32;
   else if constexpr (std::is_same_v<T, int64_t>) return DType::I64;
+  else if constexpr (std::is_same_v<T, f16>) return DType::F16;
+  else if constexpr (std::is_same_v<T, bf16>) return DType::BF16;
   else if constexpr (std::is_same_v<T, float>) return DType::F32;
-  else return DType::F64;
+  else if constexpr (std::is_same_v<T, double>) return DType::F64;
+  else if constexpr (std::is_same_v<T, c64>) return DType::C64;
+  else if constexpr (std::is_same_v<T, c128>) return DType::C128;
+  else static_assert(sizeof(T) == 0, "no dtype for this C++ type");
 }
 
 // One loop dimension of K operands: extent and each operand's stride (in elements).

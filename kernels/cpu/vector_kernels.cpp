@@ -83,9 +83,21 @@ template <template <class> class F, int Arity> MapResolved pick(DType t) {
   });
 }
 
+// The same for a complex operand (c64 or c128), for the ops that take one.
+template <template <class> class F, int Arity> MapResolved pick_cx(DType t) {
+  return dispatch_complex(t, [](auto tag) -> MapResolved {
+    using T = typename decltype(tag)::type;
+    if constexpr (Arity == 1) {
+      return {&unary_kernel<F, T>, dtype_of<decltype(F<T>{}(T{}))>()};
+    } else {
+      return {&binary_kernel<F, T>, dtype_of<decltype(F<T>{}(T{}, T{}))>()};
+    }
+  });
+}
+
 MapResolved pick_cast(DType from, DType to) {
-  return dispatch_dtype(from, [&](auto ftag) {
-    return dispatch_dtype(to, [&](auto ttag) -> MapResolved {
+  return dispatch_any_dtype(from, [&](auto ftag) {
+    return dispatch_any_dtype(to, [&](auto ttag) -> MapResolved {
       using F = typename decltype(ftag)::type;
       using T = typename decltype(ttag)::type;
       return {&cast_kernel<F, T>, to};
@@ -94,14 +106,38 @@ MapResolved pick_cast(DType from, DType to) {
 }
 
 MapResolved pick_where(DType t) {
-  return dispatch_dtype(t, [&](auto tag) -> MapResolved {
+  return dispatch_any_dtype(t, [&](auto tag) -> MapResolved {
     using T = typename decltype(tag)::type;
     return {&where_kernel<T>, t};
   });
 }
 
-// {nullptr, ...} for an op without a kernel (run_map checks every Map op has one).
+MapResolved pick_make_complex(DType t) {
+  if (t == DType::F32) return {&binary_kernel<fn::MakeComplex, float>, DType::C64};
+  if (t == DType::F64) return {&binary_kernel<fn::MakeComplex, double>, DType::C128};
+  return {};
+}
+
+// {nullptr, ...} for an op without a kernel (run_map checks every Map op has one) or an operand
+// dtype the op does not take (the builders refuse those first).
 TP_FLAT MapResolved map_kernel(const MapInstr& ins) {
+  if (is_complex(ins.in)) {
+    switch (ins.op) {
+#define TP_CASE(name) \
+  case Op::name: return pick_cx<fn::name, 1>(ins.in);
+      TAPESTRY_COMPLEX_UNARY_FUNCTORS(TP_CASE)
+      TAPESTRY_COMPLEX_PART_FUNCTORS(TP_CASE)
+#undef TP_CASE
+#define TP_CASE(name) \
+  case Op::name: return pick_cx<fn::name, 2>(ins.in);
+      TAPESTRY_COMPLEX_BINARY_FUNCTORS(TP_CASE)
+#undef TP_CASE
+      case Op::Cast: return pick_cast(ins.in, ins.out);
+      case Op::Where: return pick_where(ins.in);
+      default: return {};
+    }
+  }
+  if (is_half(ins.in) && ins.op != Op::Cast && ins.op != Op::Where) return {};  // computed in f32
   switch (ins.op) {
 #define TP_CASE(name) \
   case Op::name: return pick<fn::name, 1>(ins.in);
@@ -113,6 +149,7 @@ TP_FLAT MapResolved map_kernel(const MapInstr& ins) {
 #undef TP_CASE
     case Op::Cast: return pick_cast(ins.in, ins.out);
     case Op::Where: return pick_where(ins.in);
+    case Op::Complex: return pick_make_complex(ins.in);
     default: return {};
   }
 }

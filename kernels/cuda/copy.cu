@@ -40,9 +40,17 @@ void copy_view(const DView& src, const DView& dst) {
       copy_kernel<<<blocks_for(n), kThreads, 0, cx.s()>>>(static_cast<const uint8_t*>(src.data),
                                                           static_cast<uint8_t*>(dst.data), st, n);
       break;
+    case 2:
+      copy_kernel<<<blocks_for(n), kThreads, 0, cx.s()>>>(static_cast<const uint16_t*>(src.data),
+                                                          static_cast<uint16_t*>(dst.data), st, n);
+      break;
     case 4:
       copy_kernel<<<blocks_for(n), kThreads, 0, cx.s()>>>(static_cast<const uint32_t*>(src.data),
                                                           static_cast<uint32_t*>(dst.data), st, n);
+      break;
+    case 16:
+      copy_kernel<<<blocks_for(n), kThreads, 0, cx.s()>>>(static_cast<const c128*>(src.data),
+                                                          static_cast<c128*>(dst.data), st, n);
       break;
     default:
       copy_kernel<<<blocks_for(n), kThreads, 0, cx.s()>>>(static_cast<const uint64_t*>(src.data),

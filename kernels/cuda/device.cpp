@@ -128,8 +128,15 @@ DView dview(void* data, DType t, const Shape& shape) {
 }
 
 bool cuda_supports(Op op, DType dtype) {
+  // f16, bf16 and complex results: the map kernel (every dtype's casts, where and complex math)
+  // and data movement; complex sums, products and matmul run on the CPU for now.
+  if (is_half(dtype) || is_complex(dtype)) {
+    const OpKind k = op_def(op).kind;
+    return k == OpKind::Map || k == OpKind::View || k == OpKind::Cat || k == OpKind::Write ||
+           op == Op::FusedMap;
+  }
   switch (op_def(op).kind) {
-    case OpKind::Map: return true;  // every functor compiles for all five dtypes
+    case OpKind::Map: return true;  // every functor compiles for every dtype it takes (map.cu)
     case OpKind::Reduce:
     case OpKind::ArgReduce:
     case OpKind::Fused:  // a map program, optionally reduced: run_map then run_reduce

@@ -108,6 +108,8 @@ void run_index(Op op, const Attrs& attrs, const std::vector<DView>& in, const DV
             bad);
     };
     if (index.dtype == DType::I32) launch(int32_t{});
+    else if (index.dtype == DType::I8) launch(int8_t{});
+    else if (index.dtype == DType::U8) launch(uint8_t{});
     else launch(int64_t{});
   });
   check_launch("index kernel");

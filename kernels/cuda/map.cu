@@ -17,18 +17,31 @@ namespace {
 
 constexpr int kMaxLeaves = 16, kMaxInstrs = 40, kMaxRegs = kMaxLeaves + kMaxInstrs;
 
+// One register: any dtype's element (16 bytes, for c128).
 union Slot {
   double d;
   float f;
   int64_t l;
   int32_t i;
+  int8_t i8;
+  uint8_t u8;
   bool b;
+  f16 h;
+  bf16 bh;
+  c64 z;
+  c128 zz;
 };
 template <class T> __device__ T get(const Slot& s) {
   if constexpr (std::is_same_v<T, double>) return s.d;
   else if constexpr (std::is_same_v<T, float>) return s.f;
   else if constexpr (std::is_same_v<T, int64_t>) return s.l;
   else if constexpr (std::is_same_v<T, int32_t>) return s.i;
+  else if constexpr (std::is_same_v<T, int8_t>) return s.i8;
+  else if constexpr (std::is_same_v<T, uint8_t>) return s.u8;
+  else if constexpr (std::is_same_v<T, f16>) return s.h;
+  else if constexpr (std::is_same_v<T, bf16>) return s.bh;
+  else if constexpr (std::is_same_v<T, c64>) return s.z;
+  else if constexpr (std::is_same_v<T, c128>) return s.zz;
   else return s.b;
 }
 template <class T> __device__ Slot put(T v) {
@@ -37,8 +50,31 @@ template <class T> __device__ Slot put(T v) {
   else if constexpr (std::is_same_v<T, float>) s.f = v;
   else if constexpr (std::is_same_v<T, int64_t>) s.l = v;
   else if constexpr (std::is_same_v<T, int32_t>) s.i = v;
+  else if constexpr (std::is_same_v<T, int8_t>) s.i8 = v;
+  else if constexpr (std::is_same_v<T, uint8_t>) s.u8 = v;
+  else if constexpr (std::is_same_v<T, f16>) s.h = v;
+  else if constexpr (std::is_same_v<T, bf16>) s.bh = v;
+  else if constexpr (std::is_same_v<T, c64>) s.z = v;
+  else if constexpr (std::is_same_v<T, c128>) s.zz = v;
   else s.b = v;
   return s;
+}
+
+// f(T{}) with the element type of t (a device-side dispatch_any_dtype).
+template <class F> __device__ Slot with_type(DType t, F&& f) {
+  switch (t) {
+    case DType::Bool: return f(bool{});
+    case DType::I8: return f(int8_t{});
+    case DType::U8: return f(uint8_t{});
+    case DType::I32: return f(int32_t{});
+    case DType::I64: return f(int64_t{});
+    case DType::F16: return f(f16{});
+    case DType::BF16: return f(bf16{});
+    case DType::F32: return f(float{});
+    case DType::C64: return f(c64{});
+    case DType::C128: return f(c128{});
+    default: return f(double{});
+  }
 }
 
 struct Instr {
@@ -60,68 +96,71 @@ struct Prog {
 };
 
 __device__ Slot load(const char* p, DType t, int64_t off) {
-  switch (t) {
-    case DType::Bool: return put(reinterpret_cast<const bool*>(p)[off]);
-    case DType::I32: return put(reinterpret_cast<const int32_t*>(p)[off]);
-    case DType::I64: return put(reinterpret_cast<const int64_t*>(p)[off]);
-    case DType::F32: return put(reinterpret_cast<const float*>(p)[off]);
-    default: return put(reinterpret_cast<const double*>(p)[off]);
-  }
+  return with_type(t, [&](auto e) { return put(reinterpret_cast<const decltype(e)*>(p)[off]); });
 }
 __device__ void store(char* p, DType t, int64_t off, Slot v) {
-  switch (t) {
-    case DType::Bool: reinterpret_cast<bool*>(p)[off] = v.b; break;
-    case DType::I32: reinterpret_cast<int32_t*>(p)[off] = v.i; break;
-    case DType::I64: reinterpret_cast<int64_t*>(p)[off] = v.l; break;
-    case DType::F32: reinterpret_cast<float*>(p)[off] = v.f; break;
-    default: reinterpret_cast<double*>(p)[off] = v.d; break;
-  }
+  with_type(t, [&](auto e) {
+    using E = decltype(e);
+    reinterpret_cast<E*>(p)[off] = get<E>(v);
+    return v;
+  });
 }
 
 template <class From> __device__ Slot cast_to(DType to, From x) {
-  switch (to) {
-    case DType::Bool: return put(fn::Cast<From, bool>{}(x));
-    case DType::I32: return put(fn::Cast<From, int32_t>{}(x));
-    case DType::I64: return put(fn::Cast<From, int64_t>{}(x));
-    case DType::F32: return put(fn::Cast<From, float>{}(x));
-    default: return put(fn::Cast<From, double>{}(x));
-  }
+  return with_type(to, [&](auto e) { return put(fn::Cast<From, decltype(e)>{}(x)); });
 }
 
+// The functors instantiated for each operand type: real types take the lists of functors.hpp,
+// complex types the complex lists, f16 and bf16 only casts and where (the builders compute
+// them in f32), so no functor is compiled for a type it does not take.
 template <class T> __device__ Slot apply(const Instr& ins, const Slot* r) {
   const T a = get<T>(r[ins.a]);
-  switch (ins.op) {
+  if (ins.op == Op::Where) return put(fn::Where<T>{}(r[ins.a].b, get<T>(r[ins.b]), get<T>(r[ins.c])));
+  if (ins.op == Op::Cast) return cast_to<T>(ins.out, a);
+  if constexpr (is_cx<T>) {
+    switch (ins.op) {
 #define TP_CASE(name) \
   case Op::name: return put(fn::name<T>{}(a));
-    TAPESTRY_UNARY_FUNCTORS(TP_CASE)
+      TAPESTRY_COMPLEX_UNARY_FUNCTORS(TP_CASE)
+      TAPESTRY_COMPLEX_PART_FUNCTORS(TP_CASE)
 #undef TP_CASE
 #define TP_CASE(name) \
   case Op::name: return put(fn::name<T>{}(a, get<T>(r[ins.b])));
-    TAPESTRY_BINARY_FUNCTORS(TP_CASE)
+      TAPESTRY_COMPLEX_BINARY_FUNCTORS(TP_CASE)
 #undef TP_CASE
-    case Op::Where: return put(fn::Where<T>{}(r[ins.a].b, get<T>(r[ins.b]), get<T>(r[ins.c])));
-    case Op::Cast: return cast_to<T>(ins.out, a);
-    default: return put(T{});  // rejected on the host before launch
+      default: return put(T{});  // rejected on the host before launch
+    }
+  } else if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>) {
+    return put(T{});  // computed in f32: never reached
+  } else {
+    switch (ins.op) {
+#define TP_CASE(name) \
+  case Op::name: return put(fn::name<T>{}(a));
+      TAPESTRY_UNARY_FUNCTORS(TP_CASE)
+#undef TP_CASE
+#define TP_CASE(name) \
+  case Op::name: return put(fn::name<T>{}(a, get<T>(r[ins.b])));
+      TAPESTRY_BINARY_FUNCTORS(TP_CASE)
+#undef TP_CASE
+      case Op::Complex:
+        if constexpr (std::is_floating_point_v<T>) return put(fn::MakeComplex<T>{}(a, get<T>(r[ins.b])));
+        return put(T{});
+      default: return put(T{});  // rejected on the host before launch
+    }
   }
 }
 
 __device__ Slot eval(const Instr& ins, const Slot* r) {
   if (ins.op == Op::Full) {
-    switch (ins.out) {
-      case DType::Bool: return put(ins.integer != 0);
-      case DType::I32: return put(static_cast<int32_t>(ins.integer));
-      case DType::I64: return put(ins.integer);
-      case DType::F32: return put(static_cast<float>(ins.real));
-      default: return put(ins.real);
-    }
+    return with_type(ins.out, [&](auto e) {
+      using E = decltype(e);
+      if constexpr (std::is_same_v<E, bool>) return put(ins.integer != 0);
+      else if constexpr (std::is_integral_v<E>) return put(static_cast<E>(ins.integer));
+      else if constexpr (is_cx<E>) return put(E(static_cast<decltype(E{}.re)>(ins.real)));
+      else return put(E(ins.real));  // f16, bf16, f32, f64
+    });
   }
-  switch (ins.in) {
-    case DType::Bool: return apply<bool>(ins, r);
-    case DType::I32: return apply<int32_t>(ins, r);
-    case DType::I64: return apply<int64_t>(ins, r);
-    case DType::F32: return apply<float>(ins, r);
-    default: return apply<double>(ins, r);
-  }
+  return with_type(ins.in, [&](auto e) { return apply<decltype(e)>(ins, r); });
 }
 
 __global__ void map_kernel(const Prog p, int64_t n) {

@@ -55,6 +55,8 @@ struct Geometry {
 template <class A> __device__ void store_as(void* out, DType t, int64_t off, A a) {
   switch (t) {
     case DType::Bool: static_cast<bool*>(out)[off] = fn::Cast<A, bool>{}(a); break;
+    case DType::I8: static_cast<int8_t*>(out)[off] = fn::Cast<A, int8_t>{}(a); break;
+    case DType::U8: static_cast<uint8_t*>(out)[off] = fn::Cast<A, uint8_t>{}(a); break;
     case DType::I32: static_cast<int32_t*>(out)[off] = fn::Cast<A, int32_t>{}(a); break;
     case DType::I64: static_cast<int64_t*>(out)[off] = fn::Cast<A, int64_t>{}(a); break;
     case DType::F32: static_cast<float*>(out)[off] = fn::Cast<A, float>{}(a); break;

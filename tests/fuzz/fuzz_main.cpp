@@ -98,6 +98,13 @@ struct Counters {
   std::map<std::string, int64_t> kinds;
 };
 
+// How far a value of dtype t may round differently when a sum was split: in its real dtype's
+// precision (an f16 or bf16 result may land on a neighbouring 16-bit value).
+double split_tol(DType t) {
+  const DType r = real_dtype(t);
+  return r == DType::F64 ? 1e-9 : r == DType::F16 ? 2e-3 : r == DType::BF16 ? 1.6e-2 : 1e-4;
+}
+
 // How far each step's float results may round differently in a sharded run: split sums and
 // their users, by the coarsest float a split sum rounded in upstream (an f32 matmul cast to f64
 // keeps the f32 sum's rounding); 0 where it must be exact.
@@ -116,9 +123,11 @@ std::vector<double> inexact_steps(const Program& p, const std::vector<NodeRef>& 
       case Kind::Pool: x = s.op == Op::AvgPool2d; break;
       default: break;
     }
-    double t = x ? (nodes[i]->dtype == DType::F64 ? 1e-9 : 1e-4) : 0;
+    double t = x ? split_tol(nodes[i]->dtype) : 0;
     for (int j : s.in) t = std::max(t, tol[j]);
-    tol[i] = is_float(nodes[i]->dtype) ? t : 0;
+    // A 16-bit result of an inexact input may round to a neighbouring value at its own precision.
+    if (t > 0) t = std::max(t, split_tol(nodes[i]->dtype));
+    tol[i] = is_inexact(nodes[i]->dtype) ? t : 0;
   }
   return tol;
 }

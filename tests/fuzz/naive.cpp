@@ -121,12 +121,34 @@ double binary(Op op, double a, double b, bool ints, bool& care) {
   }
 }
 
+// x rounded to nearest even at `bits` significant bits, with subnormals below 2^emin and
+// overflow to inf at `max_half` (halfway past the largest finite value): f16 and bf16, written
+// here with frexp and rint, apart from engine/ir/half.hpp's bit arithmetic.
+double round_small_float(double x, int bits, int emin, double max_half) {
+  if (std::isnan(x) || std::isinf(x)) return x;
+  if (std::abs(x) >= max_half) return std::copysign(INFINITY, x);
+  int e = 0;
+  std::frexp(x, &e);  // |x| in [2^(e-1), 2^e)
+  const double ulp = std::ldexp(1.0, std::max(e - 1, emin) - (bits - 1));
+  return std::nearbyint(x / ulp) * ulp;
+}
+
 // The value a double becomes in dtype t (care false when it cannot be represented).
 double to_dtype(double x, DType t, bool& care) {
   switch (t) {
     case DType::Bool: return x != 0;
     case DType::F32: return static_cast<float>(x);
     case DType::F64: return x;
+    case DType::F16: return round_small_float(x, 11, -14, 65520.0);
+    case DType::BF16: return round_small_float(x, 8, -126, std::ldexp(2.0 - std::ldexp(1.0, -8), 127));
+    case DType::I8:
+      if (!(x > -128.5 && x < 127.5)) care = false;  // wraps
+      return std::trunc(x);
+    case DType::U8:
+      if (!(x > -0.5 && x < 255.5)) care = false;
+      return std::trunc(x);
+    case DType::C64:
+    case DType::C128: care = false; return x;
     case DType::I32:
       if (!(std::abs(x) < 2147483647.0)) care = false;
       return std::trunc(x);
@@ -137,20 +159,30 @@ double to_dtype(double x, DType t, bool& care) {
   return x;
 }
 
-double rel_tol(DType t) { return t == DType::F32 ? 2e-5 : t == DType::F64 ? 1e-9 : 0; }
+double rel_tol(DType t) {
+  if (t == DType::F16 || t == DType::BF16) return t == DType::F16 ? 2e-3 : 1.6e-2;  // one ulp
+  return t == DType::F32 ? 2e-5 : t == DType::F64 ? 1e-9 : 0;
+}
 
 }  // namespace
 
 std::vector<double> to_doubles(const View& v) {
   const int64_t n = v.numel();
-  std::vector<double> out(static_cast<size_t>(n));
-  dispatch_dtype(v.dtype, [&](auto tag) {
+  const int per = is_complex(v.dtype) ? 2 : 1;  // complex: real and imaginary parts interleaved
+  std::vector<double> out(static_cast<size_t>(n * per));
+  dispatch_any_dtype(v.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     for (int64_t i = 0; i < n; ++i) {
       const std::vector<int64_t> idx = unravel(i, v.shape);
       int64_t off = 0;
       for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * v.strides[d];
-      out[i] = static_cast<double>(v.ptr<T>()[off]);
+      const T x = v.ptr<T>()[off];
+      if constexpr (is_cx<T>) {
+        out[2 * i] = x.re;
+        out[2 * i + 1] = x.im;
+      } else {
+        out[i] = static_cast<double>(x);
+      }
     }
   });
   return out;
@@ -158,8 +190,9 @@ std::vector<double> to_doubles(const View& v) {
 
 NaiveResult naive_check(const Node& n, std::string& why) {
   if (!n.value) return NaiveResult::Unsupported;
+  if (is_complex(n.dtype)) return NaiveResult::Unsupported;  // doubles hold no complex numbers
   for (const NodeRef& i : n.inputs)
-    if (!i->value) return NaiveResult::Unsupported;
+    if (!i->value || is_complex(i->dtype)) return NaiveResult::Unsupported;
   std::vector<std::vector<double>> in;
   for (const NodeRef& i : n.inputs) in.push_back(to_doubles(i->value->view()));
   const int64_t count = numel(n.shape);

@@ -39,7 +39,12 @@ Shape random_shape(Rng& r, const GenOptions& o, int rank) {
   return s;
 }
 
+// Mostly the five original dtypes; one draw in eight is one of i8, u8, f16, bf16, c64, c128.
 DType random_dtype(Rng& r) {
+  if (coin(r, 0.125)) {
+    constexpr DType kNew[] = {DType::I8, DType::U8, DType::F16, DType::BF16, DType::C64, DType::C128};
+    return kNew[uni(r, 0, 5)];
+  }
   const int k = static_cast<int>(uni(r, 0, 9));
   return k < 5 ? DType::F32 : k < 7 ? DType::F64 : k < 8 ? DType::I32 : k < 9 ? DType::I64 : DType::Bool;
 }
@@ -74,8 +79,9 @@ bool discontinuous(const Step& s) {
 // Whether a step reorders float additions when sharded (its result is compared with a
 // tolerance, and discontinuous ops stay off it).
 bool reorders(const Step& s, DType out) {
-  if (!is_float(out)) return false;
+  if (!is_inexact(out)) return false;
   switch (s.kind) {
+    case Kind::Line: return s.op == Op::Fft;  // FFTW's codelets may follow a block's alignment
     case Kind::Reduce: return s.op == Op::Sum || s.op == Op::Prod;
     case Kind::Mean:
     case Kind::Matmul:
@@ -138,7 +144,7 @@ class Gen {
     bool inexact = reorders(s, n->dtype);
     for (int i : s.in) {
       if (inexact_[i] && discontinuous(s)) return -1;
-      inexact = inexact || (inexact_[i] && is_float(n->dtype));
+      inexact = inexact || (inexact_[i] && is_inexact(n->dtype));
     }
     p_.steps.push_back(std::move(s));
     nodes_.push_back(n);
@@ -424,8 +430,8 @@ class Gen {
         break;
       }
       case 27: {
-        static const std::vector<Op> kLine{Op::Sort,   Op::Cumsum, Op::Cumprod,
-                                           Op::Cummax, Op::Cummin, Op::Logcumsumexp};
+        static const std::vector<Op> kLine{Op::Sort,   Op::Cumsum, Op::Cumprod,     Op::Cummax,
+                                           Op::Cummin, Op::Fft,    Op::Logcumsumexp};
         if (rank == 0) return;
         s.kind = Kind::Line;
         s.op = pick(r_, kLine);
@@ -509,18 +515,22 @@ std::string dq(DType t) { return cat_str("\"", dtype_name(t), "\""); }
 double source_value(int64_t i, int64_t seed, DType dt) {
   const int64_t k = (i * 37 + seed * 11 + (i * i) % 7) % 17 - 8;
   if (dt == DType::Bool) return k > 0;
+  if (dt == DType::U8) return static_cast<double>(k + 8);  // 0..16
   if (is_int(dt)) return static_cast<double>(k);
-  return static_cast<double>(k) / 4;
+  return static_cast<double>(k) / 4;  // exact in f16 and bf16; complex: the real part
 }
 
 NodeRef build_step(const Step& s, const std::vector<NodeRef>& in) {
   switch (s.kind) {
     case Kind::Src: {
       auto v = Value::alloc(s.dt, s.a);
-      dispatch_dtype(s.dt, [&](auto tag) {
+      dispatch_any_dtype(s.dt, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        for (int64_t i = 0; i < numel(s.a); ++i)
-          v->template data<T>()[i] = static_cast<T>(source_value(i, s.n, s.dt));
+        for (int64_t i = 0; i < numel(s.a); ++i) {
+          const double x = source_value(i, s.n, s.dt);
+          if constexpr (is_cx<T>) v->template data<T>()[i] = T(static_cast<decltype(T{}.re)>(x));
+          else v->template data<T>()[i] = static_cast<T>(x);
+        }
       });
       return make_source(v, s.a, s.dt);
     }
@@ -577,6 +587,9 @@ NodeRef build_step(const Step& s, const std::vector<NodeRef>& in) {
       const int dim = static_cast<int>(s.n);
       user_check(dim < static_cast<int>(in[0]->shape.size()), "dim out of range after a shrink");
       if (s.op == Op::Sort) return build::sort(in[0], dim, s.a[0] != 0)[s.flag ? 1 : 0];
+      if (s.op == Op::Fft)  // a[0]: inverse; flag: ortho
+        return build::fft(in[0], dim, std::nullopt, s.flag ? build::FftNorm::Ortho : build::FftNorm::Backward,
+                          s.a[0] != 0);
       if (s.op == Op::Cummax || s.op == Op::Cummin)
         return build::scan_extreme(s.op, in[0], dim)[s.flag ? 1 : 0];
       return build::scan(s.op, in[0], dim);
@@ -632,7 +645,8 @@ std::string to_lua(const Program& p, const std::vector<std::vector<double>>& exp
     local k = (i * 37 + seed * 11 + (i * i) % 7) % 17 - 8
     i = i + 1
     if dtype == "bool" then return k > 0 end
-    if dtype == "i32" or dtype == "i64" then return k end
+    if dtype == "u8" then return k + 8 end
+    if dtype == "i32" or dtype == "i64" or dtype == "i8" then return k end
     return k / 4
   end
   local function fill(d)
@@ -650,6 +664,11 @@ local function flat(x)
     if type(v) == "table" then for _, e in ipairs(v) do walk(e) end
     elseif type(v) == "boolean" then out[#out + 1] = v and 1 or 0
     else out[#out + 1] = v end
+  end
+  if x.dtype == "c64" or x.dtype == "c128" then  -- real and imaginary parts interleaved
+    local re, im = flat(x:real()), flat(x:imag())
+    for k = 1, #re do out[2 * k - 1], out[2 * k] = re[k], im[k] end
+    return out
   end
   walk(#x.shape == 0 and x:item() or x:totable())
   return out
@@ -769,6 +788,9 @@ end
         if (s.op == Op::Sort)
           e = cat_str(s.flag ? v(0) + ":argsort(" : "(" + v(0) + ":sort(", d,
                       ", {descending = ", s.a[0] ? "true" : "false", "})", s.flag ? "" : ")");
+        else if (s.op == Op::Fft)
+          e = cat_str("tp.fft.", s.a[0] ? "ifft(" : "fft(", v(0), ", {dim = ", d, ", norm = \"",
+                      s.flag ? "ortho" : "backward", "\"})");
         else if (s.op == Op::Cummax || s.op == Op::Cummin)
           e = cat_str(s.flag ? "select(2, " : "(", v(0), ":", name, "(", d, "))");
         else e = cat_str(v(0), ":", name, "(", d, ")");

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "engine/ir/attrs.hpp"
+#include "engine/ir/dtype_support.hpp"
 #include "engine/ir/error.hpp"
 
 namespace tapestry::build {
@@ -39,18 +40,36 @@ Shape operand_shape(const Operand& o) { return o.weak ? Shape{} : o.node->shape;
 // The operand as a node of `dtype` and `shape` (casting and broadcasting).
 NodeRef materialize(const Operand& o, DType dtype, const Shape& shape) {
   if (o.weak) {
-    if (is_float(dtype))
+    if (is_inexact(dtype))
       return full(shape, o.kind == ScalarKind::Float ? o.real : static_cast<double>(o.integer), dtype);
     if (o.kind == ScalarKind::Float) {  // only reachable for an explicit cast target
       // As a cast: to bool any nonzero is true (0.5 too), to an integer it truncates.
       if (dtype == DType::Bool) return full_int(shape, o.real != 0, dtype);
       return full_int(shape, static_cast<int64_t>(o.real), dtype);
     }
-    user_check(dtype != DType::I32 || (o.integer >= INT32_MIN && o.integer <= INT32_MAX), "the number ",
-               o.integer, " does not fit in i32 (cast the tensor to i64 first)");
+    // numpy 2 (NEP 50) refuses a Python int that the array's integer type cannot hold.
+    user_check(dtype == DType::Bool || dtype == DType::I64 ||
+                   (o.integer >= int_min(dtype) && o.integer <= int_max(dtype)),
+               "the number ", o.integer, " does not fit in ", dt(dtype), " (cast the tensor to i64 first)");
     return full_int(shape, o.integer, dtype);
   }
   return broadcast_to(cast(o.node, dtype), shape);
+}
+
+// The name of whichever operand is complex, for messages ("a" or "b").
+const char* complex_operand(const Operand& a, const Operand& b) {
+  return !a.weak && is_complex(a.node->dtype) ? "a" : "b";
+}
+
+// A float converted to an integer dtype as the Cast kernel converts it (fn::Cast): truncated
+// toward zero, NaN to 0, saturated at the type's range; to bool, nonzero.
+int64_t float_to_int_like_cast(double v, DType t) {
+  if (t == DType::Bool) return v != 0;
+  if (v != v) return 0;
+  const double lo = static_cast<double>(int_min(t)), top = static_cast<double>(int_max(t)) + 1.0;
+  if (v >= top) return int_max(t);
+  if (v < lo) return int_min(t);
+  return static_cast<int64_t>(v);
 }
 
 NodeRef map_node(Op op, std::vector<NodeRef> ins, DType out) {
@@ -130,10 +149,21 @@ void check_shape(const Shape& shape, const char* what) {
   }
 }
 
+// The value a constant of float (or complex) type t holds: rounded once to t's precision.
+double round_to(double v, DType t) {
+  switch (t) {
+    case DType::F32:
+    case DType::C64: return static_cast<double>(static_cast<float>(v));
+    case DType::F16: return static_cast<double>(f16(v));
+    case DType::BF16: return static_cast<double>(bf16(v));
+    default: return v;
+  }
+}
+
 NodeRef full(const Shape& shape, double value, DType dtype) {
   check_shape(shape, "shape");
-  if (is_float(dtype)) {
-    const double v = dtype == DType::F32 ? static_cast<double>(static_cast<float>(value)) : value;
+  if (is_inexact(dtype)) {
+    const double v = round_to(value, dtype);
     return make_node(Op::Full, {}, FullAttrs{dtype, v, 0}.encode(), shape, dtype);
   }
   user_check(fits_int64(value) || dtype == DType::Bool, "cannot fill a ", dt(dtype), " tensor with ", value);
@@ -143,15 +173,16 @@ NodeRef full(const Shape& shape, double value, DType dtype) {
 
 NodeRef full_int(const Shape& shape, int64_t value, DType dtype) {
   check_shape(shape, "shape");
-  if (is_float(dtype)) return full(shape, static_cast<double>(value), dtype);
-  if (dtype == DType::Bool) value = value != 0;
-  if (dtype == DType::I32) value = static_cast<int32_t>(value);  // wraps, as a C cast
+  if (is_inexact(dtype)) return full(shape, static_cast<double>(value), dtype);
+  value = wrap_int(value, dtype);  // wraps, as a C cast (bool: nonzero)
   return make_node(Op::Full, {}, FullAttrs{dtype, static_cast<double>(value), value}.encode(), shape, dtype);
 }
 
 NodeRef scalar(const Operand& s, DType dtype) { return materialize(s, dtype, Shape{}); }
 
 NodeRef arange(double first, double last, double step, DType dtype) {
+  if (is_storage_or_complex(dtype))
+    return cast(arange(first, last, step, compute_dtype(real_dtype(dtype))), dtype);
   user_check(std::isfinite(first) && std::isfinite(last) && std::isfinite(step),
              "first, last and step must be finite, got ", first, ", ", last, ", ", step);
   user_check(step != 0, "step must not be 0");
@@ -188,10 +219,11 @@ NodeRef arange_int(int64_t first, int64_t last, int64_t step, DType dtype) {
   user_check(span < (__int128{1} << 50), "range from ", first, " to ", last, " by step ", step,
              " is too large (more than 2^50 elements)");
   const int64_t n = static_cast<int64_t>(span) + 1;
-  if (dtype == DType::I32) {
+  if (dtype != DType::I64) {                     // i8, u8, i32
     const int64_t end = first + step * (n - 1);  // within [first, last]: no overflow
-    user_check(first >= INT32_MIN && first <= INT32_MAX && end >= INT32_MIN && end <= INT32_MAX,
-               "range from ", first, " to ", end, " does not fit in i32");
+    user_check(
+        first >= int_min(dtype) && first <= int_max(dtype) && end >= int_min(dtype) && end <= int_max(dtype),
+        "range from ", first, " to ", end, " does not fit in ", dt(dtype));
   }
   const ArangeAttrs a{dtype, static_cast<double>(first), static_cast<double>(step), first, step};
   check_shape({n}, "range");
@@ -201,19 +233,22 @@ NodeRef arange_int(int64_t first, int64_t last, int64_t step, DType dtype) {
 NodeRef linspace(double a, double b, int64_t n, DType dtype) {
   user_check(std::isfinite(a) && std::isfinite(b), "a and b must be finite, got ", a, " and ", b);
   user_check(n >= 1, "n must be at least 1, got ", n);
-  user_check(is_float(dtype), "dtype must be f32 or f64, got ", dt(dtype));
+  user_check(is_inexact(dtype), "dtype must be a float or complex type, got ", dt(dtype));
+  if (is_storage_or_complex(dtype)) return cast(linspace(a, b, n, compute_dtype(real_dtype(dtype))), dtype);
   check_shape({n}, "shape");
   return make_node(Op::Linspace, {}, LinspaceAttrs{dtype, a, b}.encode(), Shape{n}, dtype);
 }
 
 NodeRef eye(int64_t n, int64_t m, DType dtype) {
+  if (is_storage_or_complex(dtype)) return cast(eye(n, m, compute_dtype(real_dtype(dtype))), dtype);
   check_shape({n, m}, "shape");
   return make_node(Op::Eye, {}, EyeAttrs{dtype}.encode(), Shape{n, m}, dtype);
 }
 
 static NodeRef random_node(Op op, const Shape& shape, uint64_t seed, DType dtype) {
   check_shape(shape, "shape");
-  user_check(is_float(dtype), "dtype must be f32 or f64, got ", dt(dtype));
+  user_check(is_float(dtype), "dtype must be a real float type (f16, bf16, f32, f64), got ", dt(dtype));
+  if (is_half(dtype)) return cast(random_node(op, shape, seed, DType::F32), dtype);
   return make_node(op, {}, RandAttrs{dtype, seed}.encode(), shape, dtype);
 }
 NodeRef rand(const Shape& shape, uint64_t seed, DType dtype) {
@@ -227,9 +262,11 @@ NodeRef randn(const Shape& shape, uint64_t seed, DType dtype) {
 
 NodeRef cast(const NodeRef& x, DType to) {
   if (x->dtype == to) return x;
-  if (x->op == Op::Full) {  // fold: a constant stays a constant
+  if (x->op == Op::Full) {  // fold: a constant stays a constant, converted as the kernel would
     const FullAttrs c = attrs_of<FullAttrs>(*x);
-    if (is_float(to) || is_float(x->dtype)) return full(x->shape, c.real, to);
+    if (is_inexact(to))
+      return full(x->shape, is_inexact(x->dtype) ? c.real : static_cast<double>(c.integer), to);
+    if (is_inexact(x->dtype)) return full_int(x->shape, float_to_int_like_cast(c.real, to), to);
     return full_int(x->shape, c.integer, to);
   }
   return make_node(Op::Cast, {x}, CastAttrs{to}.encode(), x->shape, to);
@@ -238,6 +275,17 @@ NodeRef cast(const NodeRef& x, DType to) {
 NodeRef unary(Op op, const NodeRef& x) {
   internal_check(op_kind(op) == OpKind::Map && op_def(op).arity == 1 && op != Op::Cast);
   const DType t = x->dtype;
+  if (op == Op::Real || op == Op::Imag || op == Op::Conj || op == Op::Angle) return complex_part(op, x);
+  if (is_half(t) && op != Op::LogicalNot) {  // computed in f32, the result stored back in t
+    const NodeRef r = unary(op, cast(x, DType::F32));
+    return r->dtype == DType::F32 ? cast(r, t) : r;
+  }
+  if (is_complex(t)) {
+    user_check(map_takes_complex(op), "x is ", dt(t), ": ", op_def(op).name,
+               " is not defined for complex numbers (see docs/dtypes.md)");
+    if (op == Op::Abs) return map_node(op, {x}, real_dtype(t));
+    if (op != Op::LogicalNot) return map_node(op, {x}, t);
+  }
   switch (op) {
     case Op::Neg:
       user_check(t != DType::Bool, "negation of a bool tensor is not supported (use tp.logical_not)");
@@ -261,15 +309,27 @@ NodeRef unary(Op op, const NodeRef& x) {
 
 NodeRef binary(Op op, const Operand& a, const Operand& b) {
   internal_check(op_kind(op) == OpKind::Map && op_def(op).arity == 2);
+  if (op == Op::Complex) return make_complex(a, b);
   const Shape shape = broadcast_shapes(operand_shape(a), operand_shape(b));
   DType t = common_dtype({&a, &b});
+  if (is_half(t) && op != Op::LogicalAnd && op != Op::LogicalOr) {
+    // Computed in f32 from the operands in t (a Lua number rounded to t first, as numpy), and
+    // stored back in t; comparisons give bool.
+    const NodeRef r =
+        binary(op, cast(materialize(a, t, shape), DType::F32), cast(materialize(b, t, shape), DType::F32));
+    return r->dtype == DType::F32 ? cast(r, t) : r;
+  }
+  if (is_complex(t) && !map_takes_complex(op) && op != Op::LogicalAnd && op != Op::LogicalOr)
+    user_error(complex_operand(a, b), " is ", dt(t), ": ", op_def(op).name,
+               " is not defined for complex numbers (numpy orders them lexicographically; Tapestry does "
+               "not: compare :real() or :abs())");
   DType out = t;
   switch (op) {
     case Op::Sub:
       user_check(t != DType::Bool,
                  "subtraction of bool tensors is not supported (use tp.logical_xor or cast)");
       break;
-    case Op::Div:
+    case Op::Div: t = out = divide_result(t); break;
     case Op::Atan2: t = out = float_result(t); break;
     case Op::FloorDiv:
     case Op::Mod:
@@ -287,6 +347,33 @@ NodeRef binary(Op op, const Operand& a, const Operand& b) {
     default: break;
   }
   return make_node(op, {materialize(a, t, shape), materialize(b, t, shape)}, Attrs{}, shape, out);
+}
+
+// numpy's real, imag, conj and angle; of a real x: x, zeros, x and atan2(0, x).
+NodeRef complex_part(Op op, const NodeRef& x) {
+  const DType t = x->dtype;
+  if (is_complex(t)) return map_node(op, {x}, op == Op::Conj ? t : real_dtype(t));
+  switch (op) {
+    case Op::Real:
+    case Op::Conj: return x;
+    case Op::Imag: return full_int(x->shape, 0, t);
+    default:
+      if (is_half(t)) return cast(complex_part(op, cast(x, DType::F32)), t);
+      return binary(Op::Atan2, Operand::number(0), x);
+  }
+}
+
+// re + i im: the parts in one real float type (f32 -> c64, f64 -> c128; integers as float math).
+NodeRef make_complex(const Operand& re, const Operand& im) {
+  const Shape shape = broadcast_shapes(operand_shape(re), operand_shape(im));
+  const DType t = common_dtype({&re, &im});
+  if (is_complex(t))
+    user_error(complex_operand(re, im) == std::string("a") ? "re" : "im", " is ", dt(t),
+               ": the parts of a complex number are real");
+  // Two Lua numbers make the default float's complex (c64), as tp.tensor{1, 2} is f32.
+  const DType f = re.weak && im.weak ? kDefaultFloat : compute_dtype(float_result(t));
+  return make_node(Op::Complex, {materialize(re, f, shape), materialize(im, f, shape)}, Attrs{}, shape,
+                   complex_dtype(f));
 }
 
 NodeRef where(const Operand& cond, const Operand& a, const Operand& b) {
@@ -309,11 +396,18 @@ NodeRef clamp(const NodeRef& x, std::optional<Operand> lo, std::optional<Operand
 
 NodeRef reduce(Op op, const NodeRef& x, std::vector<int> dims, bool keepdim) {
   internal_check(op_kind(op) == OpKind::Reduce);
+  const bool logical = op == Op::All || op == Op::Any;
+  if (is_half(x->dtype) && !logical)  // accumulated in f32 (the kernel's f64), stored back
+    return cast(reduce(op, cast(x, DType::F32), std::move(dims), keepdim), x->dtype);
+  if (is_complex(x->dtype) && (op == Op::Max || op == Op::Min))
+    user_error("x is ", dt(x->dtype), ": ", op_def(op).name,
+               " is not defined for complex numbers (numpy orders them lexicographically; Tapestry does "
+               "not: reduce x:real() or x:abs())");
   dims = normalize_dims(std::move(dims), static_cast<int>(x->shape.size()));
   NodeRef in = x;
   DType out = x->dtype;
   if (op == Op::Sum || op == Op::Prod) {
-    if (!is_float(out)) out = DType::I64;  // numpy sums ints in the platform int
+    if (!is_inexact(out)) out = DType::I64;  // numpy sums ints in the platform int (u8 too: no u64)
   } else if (op == Op::All || op == Op::Any) {
     in = cast(x, DType::Bool);
     out = DType::Bool;
@@ -325,19 +419,24 @@ NodeRef reduce(Op op, const NodeRef& x, std::vector<int> dims, bool keepdim) {
 }
 
 NodeRef mean(const NodeRef& x, std::vector<int> dims, bool keepdim) {
+  if (is_half(x->dtype)) return cast(mean(cast(x, DType::F32), std::move(dims), keepdim), x->dtype);
   dims = normalize_dims(std::move(dims), static_cast<int>(x->shape.size()));
-  const DType f = float_result(x->dtype);
+  const DType f = divide_result(x->dtype);
   NodeRef s = reduce(Op::Sum, cast(x, f), dims, keepdim);
   return binary(Op::Div, s, Operand::number(static_cast<double>(reduced_count(x->shape, dims))));
 }
 
 NodeRef var(const NodeRef& x, std::vector<int> dims, double correction, bool keepdim) {
   user_check(std::isfinite(correction), "correction must be finite, got ", correction);
+  if (is_half(x->dtype))
+    return cast(var(cast(x, DType::F32), std::move(dims), correction, keepdim), x->dtype);
   dims = normalize_dims(std::move(dims), static_cast<int>(x->shape.size()));
-  const DType f = float_result(x->dtype);
+  const DType f = divide_result(x->dtype);
   const NodeRef xf = cast(x, f);
   const NodeRef m = mean(xf, dims, /*keepdim=*/true);
-  const NodeRef d = unary(Op::Square, binary(Op::Sub, xf, m));
+  // A complex deviation counts by its squared modulus: the variance is real, as numpy's.
+  const NodeRef dev = binary(Op::Sub, xf, m);
+  const NodeRef d = unary(Op::Square, is_complex(f) ? unary(Op::Abs, dev) : dev);
   const double n = static_cast<double>(reduced_count(x->shape, dims)) - correction;
   return binary(Op::Div, reduce(Op::Sum, d, dims, keepdim), Operand::number(n));
 }
@@ -348,6 +447,7 @@ NodeRef std_dev(const NodeRef& x, std::vector<int> dims, double correction, bool
 
 NodeRef norm(const NodeRef& x, double p, std::vector<int> dims, bool keepdim) {
   user_check(!std::isnan(p) && p > 0, "p must be positive (or math.huge), got ", p);
+  if (is_half(x->dtype)) return cast(norm(cast(x, DType::F32), p, std::move(dims), keepdim), x->dtype);
   const DType f = float_result(x->dtype);
   const NodeRef a = unary(Op::Abs, cast(x, f));
   if (std::isinf(p)) return reduce(Op::Max, a, std::move(dims), keepdim);
@@ -359,6 +459,10 @@ NodeRef norm(const NodeRef& x, double p, std::vector<int> dims, bool keepdim) {
 
 NodeRef argreduce(Op op, const NodeRef& x, std::optional<int> dim, bool keepdim) {
   internal_check(op_kind(op) == OpKind::ArgReduce);
+  if (is_half(x->dtype)) return argreduce(op, cast(x, DType::F32), dim, keepdim);  // exact in f32
+  user_check(!is_complex(x->dtype), "x is ", dt(x->dtype), ": ", op_def(op).name,
+             " is not defined for complex numbers (numpy orders them lexicographically; Tapestry does "
+             "not: use x:real() or x:abs())");
   Shape out;
   if (dim) {
     for (int d = 0; d < static_cast<int>(x->shape.size()); ++d)
@@ -380,8 +484,9 @@ NodeRef matmul(const NodeRef& a0, const NodeRef& b0) {
   if (a0->shape.empty() || b0->shape.empty())  // (user_check would format the shapes every call)
     user_error("operands must have at least 1 dimension, got ", shape_str(a0->shape), " @ ",
                shape_str(b0->shape));
-  if (NodeRef sparse = tile_matmul(a0, b0)) return sparse;  // a block-sparse a: its nonzero tiles only
   const DType t = promote(a0->dtype, b0->dtype);
+  if (is_half(t)) return cast(matmul(cast(a0, DType::F32), cast(b0, DType::F32)), t);  // computed in f32
+  if (NodeRef sparse = tile_matmul(a0, b0)) return sparse;  // a block-sparse a: its nonzero tiles only
   NodeRef a = cast(a0, t), b = cast(b0, t);
   const bool a_vec = a->shape.size() == 1, b_vec = b->shape.size() == 1;
   if (a_vec) a = unsqueeze(a, 0);  // {k} -> {1,k}

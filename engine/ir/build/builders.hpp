@@ -48,6 +48,11 @@ NodeRef cast(const NodeRef& x, DType to);
 NodeRef unary(Op op, const NodeRef& x);
 NodeRef binary(Op op, const Operand& a, const Operand& b);
 NodeRef where(const Operand& cond, const Operand& a, const Operand& b);
+// numpy's real, imag, conj and angle (op Real, Imag, Conj, Angle); of a real x: x, zeros, x and
+// atan2(0, x). unary(op, x) comes here for these ops too.
+NodeRef complex_part(Op op, const NodeRef& x);
+// tp.complex(re, im): re + i im, the parts broadcast and promoted to f32 (c64) or f64 (c128).
+NodeRef make_complex(const Operand& re, const Operand& im);
 NodeRef clamp(const NodeRef& x, std::optional<Operand> lo, std::optional<Operand> hi);
 
 // --- reductions (dims: 0-based, any order, no repeats; empty = all dims) -----------------
@@ -198,5 +203,18 @@ std::vector<NodeRef> meshgrid(const std::vector<NodeRef>& xs, bool xy);
 // Uniform integers lo..hi inclusive: floor(rand_f64 * (hi - lo + 1)) + lo, so Philox-keyed.
 NodeRef randint(int64_t lo, int64_t hi, const Shape& shape, uint64_t seed, DType dtype);
 NodeRef logspace(double a, double b, int64_t n, double base, DType dtype);  // base ^ linspace
+
+// --- tp.fft (builders_fft.cpp): numpy.fft over the Fft line op --------------------------
+// norm as numpy: "backward" (the inverse scaled by 1/n), "ortho" (both 1/sqrt(n)), "forward".
+enum class FftNorm { Backward, Ortho, Forward };
+// The DFT along dim (0-based) of x cut or zero-padded to n; real x becomes c64 (f32, f16, bf16)
+// or c128 (f64, integers, bool), as numpy 2.
+NodeRef fft(const NodeRef& x, int dim, std::optional<int64_t> n, FftNorm norm, bool inverse);
+NodeRef rfft(const NodeRef& x, int dim, std::optional<int64_t> n, FftNorm norm);   // n/2+1 outputs
+NodeRef irfft(const NodeRef& x, int dim, std::optional<int64_t> n, FftNorm norm);  // real, n = 2(m-1)
+// The sample frequencies (f64): fftfreq, or rfftfreq's non-negative half when `half`.
+NodeRef fftfreq(int64_t n, double d, bool half);
+// numpy.fft.fftshift (or ifftshift when inverse) over dims (0-based).
+NodeRef fftshift(const NodeRef& x, const std::vector<int>& dims, bool inverse);
 
 }  // namespace tapestry::build

@@ -13,7 +13,7 @@ namespace tapestry::build {
 namespace {
 
 void check_index_dtype(const NodeRef& index, const char* what) {
-  user_check(is_int(index->dtype), what, " must be an integer tensor (i32 or i64), got ",
+  user_check(is_int(index->dtype), what, " must be an integer tensor (i8, u8, i32 or i64), got ",
              dtype_name(index->dtype), " ", shape_str(index->shape));
 }
 
@@ -54,6 +54,10 @@ NodeRef scatter(Op op, const NodeRef& x, int dim, const NodeRef& index, const Op
   check_rank(x, index, "index");
   user_check(op != Op::ScatterAdd || x->dtype != DType::Bool, "x must be numeric, got bool ",
              shape_str(x->shape));
+  if (op == Op::ScatterAdd && is_half(x->dtype)) {  // added in f32, stored back
+    const Operand s32 = src.weak ? src : Operand(cast(src.node, DType::F32));
+    return cast(scatter(op, cast(x, DType::F32), dim, index, s32, fn), x->dtype);
+  }
   for (size_t d = 0; d < x->shape.size(); ++d)
     user_check(static_cast<int>(d) == dim || index->shape[d] <= x->shape[d], "index ",
                shape_str(index->shape), " is larger than x ", shape_str(x->shape), " in dim ", d + 1,

@@ -6,6 +6,7 @@
 
 #include "engine/ir/attrs.hpp"
 #include "engine/ir/build/builders.hpp"
+#include "engine/ir/dtype_support.hpp"
 #include "engine/ir/error.hpp"
 
 namespace tapestry::build {
@@ -19,6 +20,9 @@ NodeRef matrix_arg(const NodeRef& a, const char* name, bool square) {
   user_check(a->shape.size() >= 2, name, " must have at least 2 dims {..., m, n}, got ", shape_str(a->shape));
   const int64_t m = a->shape[a->shape.size() - 2], n = a->shape.back();
   user_check(!square || m == n, name, " must be square in its last two dims, got ", shape_str(a->shape));
+  // numpy's linalg refuses float16 too; complex matrices have no LAPACK path here yet.
+  user_check(!is_storage_or_complex(a->dtype), name, " is ", dtype_name(a->dtype),
+             ": linalg takes f32 and f64 matrices (integers and bools are computed in f64)");
   return as_float(a);
 }
 

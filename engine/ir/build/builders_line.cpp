@@ -13,7 +13,12 @@ namespace {
 void check_line(const NodeRef& x, int dim) {
   user_check(!x->shape.empty(), "x must have at least 1 dimension, got a scalar {}");
   internal_check(dim >= 0 && dim < static_cast<int>(x->shape.size()));
+  user_check(!is_complex(x->dtype), "x is ", dtype_name(x->dtype),
+             ": sorts and scans take real numbers only (complex numbers have no order here)");
 }
+
+// f16 and bf16 lines run in f32 (exactly for sorts and running extremes), stored back.
+NodeRef narrow_to(const NodeRef& r, DType t) { return r->dtype == DType::F32 ? cast(r, t) : r; }
 
 NodeRef line(Op op, std::vector<NodeRef> in, LineAttrs a, Shape shape, DType t) {
   return make_node(op, std::move(in), a.encode(), std::move(shape), t);
@@ -25,6 +30,7 @@ NodeRef scan(Op op, const NodeRef& x0, int dim, bool reverse) {
   internal_check(op == Op::Cumsum || op == Op::Cumprod || op == Op::Cummax || op == Op::Cummin ||
                  op == Op::Logcumsumexp);
   check_line(x0, dim);
+  if (is_half(x0->dtype)) return cast(scan(op, cast(x0, DType::F32), dim, reverse), x0->dtype);
   NodeRef x = x0;
   if ((op == Op::Cumsum || op == Op::Cumprod) && !is_float(x->dtype)) x = cast(x, DType::I64);  // as numpy
   if (op == Op::Logcumsumexp && !is_float(x->dtype)) x = cast(x, float_result(x->dtype));       // as exp
@@ -34,12 +40,20 @@ NodeRef scan(Op op, const NodeRef& x0, int dim, bool reverse) {
 std::vector<NodeRef> scan_extreme(Op op, const NodeRef& x, int dim) {
   internal_check(op == Op::Cummax || op == Op::Cummin);
   check_line(x, dim);
+  if (is_half(x->dtype)) {
+    std::vector<NodeRef> r = scan_extreme(op, cast(x, DType::F32), dim);
+    return {narrow_to(r[0], x->dtype), r[1]};
+  }
   return {line(op, {x}, LineAttrs{dim, false, false, false}, x->shape, x->dtype),
           line(op, {x}, LineAttrs{dim, false, true, false}, x->shape, DType::I64)};
 }
 
 std::vector<NodeRef> sort(const NodeRef& x, int dim, bool descending) {
   check_line(x, dim);
+  if (is_half(x->dtype)) {
+    std::vector<NodeRef> r = sort(cast(x, DType::F32), dim, descending);
+    return {narrow_to(r[0], x->dtype), r[1]};
+  }
   return {line(Op::Sort, {x}, LineAttrs{dim, descending, false, false}, x->shape, x->dtype),
           line(Op::Sort, {x}, LineAttrs{dim, descending, true, false}, x->shape, DType::I64)};
 }
@@ -65,7 +79,10 @@ NodeRef searchsorted(const NodeRef& sorted, const NodeRef& values, bool right) {
   user_check((sorted->dtype == DType::Bool) == (values->dtype == DType::Bool), "sorted_sequence (",
              dtype_name(sorted->dtype), ") and values (", dtype_name(values->dtype),
              ") must both be bool or both numeric");
-  const DType t = promote(sorted->dtype, values->dtype);  // compared in their common dtype
+  user_check(!is_complex(sorted->dtype) && !is_complex(values->dtype),
+             "sorted_sequence and values must be real (complex numbers have no order here), got ",
+             dtype_name(sorted->dtype), " and ", dtype_name(values->dtype));
+  const DType t = compute_dtype(promote(sorted->dtype, values->dtype));  // compared in their common dtype
   return line(Op::Searchsorted, {cast(sorted, t), cast(values, t)}, LineAttrs{0, false, false, right},
               values->shape, DType::I64);
 }

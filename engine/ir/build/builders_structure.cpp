@@ -122,7 +122,7 @@ NodeRef randint(int64_t lo, int64_t hi, const Shape& shape, uint64_t seed, DType
 }
 
 NodeRef logspace(double a, double b, int64_t n, double base, DType dtype) {
-  user_check(is_float(dtype), "dtype must be f32 or f64, got ", dtype_name(dtype));
+  user_check(is_float(dtype), "dtype must be f32 or f64 (or f16, bf16), got ", dtype_name(dtype));
   return cast(binary(Op::Pow, Operand::number(base), linspace(a, b, n, DType::F64)), dtype);
 }
 

@@ -19,7 +19,7 @@ std::string dt(DType t) { return std::string(dtype_name(t)); }
 // A constant block of x's dtype for constant padding: the value cast as x:cast casts it.
 NodeRef constant_like(const Shape& s, const Operand& value, DType t) {
   if (value.kind != ScalarKind::Float) return full_int(s, value.integer, t);  // exact, i32 wraps
-  if (is_float(t)) return full(s, value.real, t);
+  if (is_inexact(t)) return full(s, value.real, t);
   if (t == DType::Bool) return full_int(s, value.real != 0, t);
   user_check(fits_int64(value.real), "value ", value.real, " is out of range for a ", dt(t), " tensor");
   return full_int(s, static_cast<int64_t>(value.real), t);  // truncates toward zero, as a cast
@@ -66,6 +66,8 @@ NodeRef pad_dim(const NodeRef& x, int d, int64_t before, int64_t after, PadMode 
 DType window_dtype(const NodeRef& x, const NodeRef& k, const char* kname) {
   const DType t = promote(x->dtype, k->dtype);
   user_check(t != DType::Bool, "x and ", kname, " are bool; cast them to a number type first");
+  user_check(!is_complex(t), is_complex(x->dtype) ? "x" : kname, " is ", dt(t),
+             ": the window ops take real numbers only");
   return t;
 }
 
@@ -122,6 +124,8 @@ NodeRef correlate(const NodeRef& x, const NodeRef& k, const std::vector<int64_t>
   const size_t r = x->shape.size();
   internal_check(k->shape.size() == r && before.size() == r && after.size() == r);
   const DType t = window_dtype(x, k, "k");
+  if (is_half(t))  // computed in f32, stored back
+    return cast(correlate(cast(x, DType::F32), cast(k, DType::F32), before, after), t);
   Shape out(r);
   for (size_t d = 0; d < r; ++d) {
     // Each window must touch x: a block whose windows lie wholly in the padding would read
@@ -156,6 +160,7 @@ NodeRef conv2d(const NodeRef& x, const NodeRef& w, const Conv2dOptions& o) {
   user_check(x->shape.size() == 4, "x must be {N,C,H,W}, got shape ", shape_str(x->shape));
   user_check(w->shape.size() == 4, "w must be {O,C/groups,KH,KW}, got shape ", shape_str(w->shape));
   const DType t = window_dtype(x, w, "w");
+  if (is_half(t)) return cast(conv2d(cast(x, DType::F32), cast(w, DType::F32), o), t);  // computed in f32
   const int64_t C = x->shape[1], O = w->shape[0], g = o.groups;
   check_axis("groups", g, 1);
   user_check(C % g == 0 && O % g == 0, "groups = ", g, " must divide the ", C, " input channels of x ",
@@ -183,6 +188,8 @@ NodeRef pool2d(Op op, const NodeRef& x, const int64_t kernel[2], const int64_t s
   internal_check(op == Op::MaxPool2d || op == Op::AvgPool2d);
   user_check(x->shape.size() == 4, "x must be {N,C,H,W}, got shape ", shape_str(x->shape));
   user_check(x->dtype != DType::Bool, "x is bool; cast it to a number type first");
+  user_check(!is_complex(x->dtype), "x is ", dt(x->dtype), ": the window ops take real numbers only");
+  if (is_half(x->dtype)) return cast(pool2d(op, cast(x, DType::F32), kernel, stride, padding), x->dtype);
   const DType t = op == Op::AvgPool2d ? float_result(x->dtype) : x->dtype;
   Shape out{x->shape[0], x->shape[1], 0, 0};
   const char* names[2] = {"H", "W"};

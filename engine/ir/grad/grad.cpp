@@ -73,12 +73,13 @@ std::vector<NodeRef> vjp_inputs(const NodeRef& n, const NodeRef& g, const std::v
 std::vector<NodeRef> grad(const NodeRef& loss, const std::vector<NodeRef>& params) {
   user_check(numel(loss->shape) == 1, "the loss must be a scalar (one element), got shape ",
              shape_str(loss->shape), "; reduce it first, e.g. loss:sum() or loss:mean()");
-  user_check(is_float(loss->dtype), "the loss must be f32 or f64, got ", dtype_name(loss->dtype));
+  user_check(is_float(loss->dtype), "the loss must be a real float (f16, bf16, f32, f64), got ",
+             dtype_name(loss->dtype));
   std::unordered_map<const Node*, int> param_index;
   for (size_t i = 0; i < params.size(); ++i) {
     const NodeRef& p = params[i];
     user_check(is_float(p->dtype), "params[", i + 1, "] is ", dtype_name(p->dtype),
-               ": only f32 and f64 tensors are differentiable");
+               ": only real float tensors (f16, bf16, f32, f64) are differentiable");
     user_check(p->op != Op::Full, "params[", i + 1, "] ", shape_str(p->shape),
                " is a constant (tp.zeros/ones/full), which the graph folds into its users; make "
                "it a leaf first: tp.env.b = tp.detach(tp.zeros{...})");
@@ -93,6 +94,13 @@ std::vector<NodeRef> grad(const NodeRef& loss, const std::vector<NodeRef>& param
   std::vector<bool> needed(order.size(), false);
   for (size_t i = 0; i < order.size(); ++i) {
     const Node* n = order[i];
+    if (is_complex(n->dtype)) {  // no complex derivatives (Wirtinger calculus) yet: say so
+      for (const NodeRef& in : n->inputs)
+        user_check(!needed[pos[in.get()]], "the loss depends on the parameters through a complex ",
+                   op_def(n->op).name, " (", dtype_name(n->dtype),
+                   "); gradients through complex values are not "
+                   "supported");
+    }
     if (!is_float(n->dtype)) continue;
     bool need = param_index.count(n) > 0;
     for (const NodeRef& in : n->inputs) need = need || needed[pos[in.get()]];

@@ -48,6 +48,7 @@ std::vector<NodeRef> line_vjp(const NodeRef& n, const NodeRef& g) {
       return out;
     }
     case Op::Sort: out[0] = build::line_scatter_add(g, build::sort(x, dim, a.reverse)[1], dim); return out;
+    case Op::Fft: user_error("gradients through fft (complex values) are not supported");
     default: user_error("the gradient of a gradient through ", op_def(n->op).name, " is not supported");
   }
 }

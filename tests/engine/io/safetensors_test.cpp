@@ -39,8 +39,8 @@ TEST_CASE("io.safetensors.parse") {
 TEST_CASE("io.safetensors.bad_headers") {
   CHECK(parse_error("[1]", 0).find("'m.st': not a safetensors file") == 0);
   CHECK(parse_error("{", 0).find("not JSON") != std::string::npos);
-  CHECK(parse_error(R"({"x": {"dtype": "F16", "shape": [2], "data_offsets": [0, 4]}})", 4)
-            .find("tensor 'x': dtype F16 is not one Tapestry has") != std::string::npos);
+  CHECK(parse_error(R"({"x": {"dtype": "U16", "shape": [2], "data_offsets": [0, 4]}})", 4)
+            .find("tensor 'x': dtype U16 is not one Tapestry has") != std::string::npos);
   CHECK(parse_error(R"({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}})", 8)
             .find("hold 4 bytes, shape {2} F32 needs 8") != std::string::npos);
   CHECK(

@@ -190,6 +190,14 @@ std::vector<Case> cases() {
                                     build::scan(Op::Cumsum, x, 0), build::scan(Op::Cumsum, xi, 1, true),
                                     build::line_scatter_add(x, s[1], 1), build::searchsorted(seq, x, false),
                                     build::searchsorted(seq, x3, true)}));
+    // Complex numbers (compared through real roots) and the FFT, a line op whose dim is read whole.
+    const NodeRef zc = build::make_complex(x, build::unary(Op::Sin, x));
+    const auto part = [](Op op, const NodeRef& n) { return build::unary(op, n); };
+    c.push_back(approx(
+        "complex fft",
+        {part(Op::Real, build::binary(Op::Mul, zc, zc)), part(Op::Imag, part(Op::Conj, zc)),
+         part(Op::Angle, zc), part(Op::Real, build::fft(zc, 1, std::nullopt, build::FftNorm::Ortho, false)),
+         part(Op::Imag, build::fft(x3, 0, std::nullopt, build::FftNorm::Backward, true))}));
     c.push_back(approx("cumprod logcumsumexp",
                        {build::scan(Op::Cumprod, near1, 0), build::scan(Op::Logcumsumexp, x3, 2),
                         build::scan(Op::Logcumsumexp, x, 0, true)}));

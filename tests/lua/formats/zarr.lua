@@ -70,7 +70,7 @@ local function write(name, text)
   f:write(text)
   f:close()
 end
-write("f16.zarr", '{"zarr_format": 2, "shape": [4], "chunks": [4], "dtype": "<f2", "compressor": null, '
+write("u16.zarr", '{"zarr_format": 2, "shape": [4], "chunks": [4], "dtype": "<u2", "compressor": null, '
   .. '"fill_value": 0, "order": "C", "filters": null}')
 write("lzma.zarr", '{"zarr_format": 2, "shape": [4], "chunks": [4], "dtype": "<f4", "compressor": {"id": "lzma"}, '
   .. '"fill_value": 0, "order": "C", "filters": null}')
@@ -85,7 +85,7 @@ end
 os.execute("mkdir -p '" .. path("plain") .. "'")
 
 mistake("zarr.missing", function() tp.load_zarr(path("none.zarr")) end, "tp.load_zarr", "none.zarr", "no .zarray")
-mistake("zarr.dtype", function() tp.load_zarr(path("f16.zarr")) end, "dtype '<f2' is not one Tapestry reads")
+mistake("zarr.dtype", function() tp.load_zarr(path("u16.zarr")) end, "dtype '<u2' is not one Tapestry reads")
 mistake("zarr.compressor", function() tp.load_zarr(path("lzma.zarr")) end, "compressor 'lzma' is not supported")
 mistake("zarr.malformed", function() tp.load_zarr(path("junk.zarr")) end, "junk.zarr", "malformed .zarray")
 mistake("zarr.bad_chunk", function() tp.eval((tp.load_zarr(path("bad_chunk.zarr")))) end, "bad_chunk.zarr",

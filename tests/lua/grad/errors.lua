@@ -8,7 +8,7 @@ local x = tp.tensor{1, 2, 3}
 mistake("grad.non_scalar", function() tp.grad(x * 2, {x}) end,
         "tp.grad: the loss must be a scalar (one element), got shape {3}")
 mistake("grad.int_loss", function() tp.grad(tp.tensor(3, {dtype = "i64"}), {x}) end,
-        "tp.grad: the loss must be f32 or f64, got i64")
+        "tp.grad: the loss must be a real float (f16, bf16, f32, f64), got i64")
 mistake("grad.params_not_table", function() tp.grad(x:sum(), x) end,
         "bad argument #2 to 'tp.grad' (table of Tensors expected, got userdata)")
 mistake("grad.param_not_tensor", function() tp.grad(x:sum(), {x, "w"}) end,
@@ -16,7 +16,7 @@ mistake("grad.param_not_tensor", function() tp.grad(x:sum(), {x, "w"}) end,
 mistake("grad.int_param", function()
   local i = tp.tensor({1, 2, 3}, {dtype = "i64"})
   tp.grad((x * i):sum(), {i})
-end, "tp.grad: params[1] is i64: only f32 and f64 tensors are differentiable")
+end, "tp.grad: params[1] is i64: only real float tensors (f16, bf16, f32, f64) are differentiable")
 mistake("grad.constant_param", function() tp.grad(x:sum(), {tp.zeros{3}}) end,
         "tp.grad: params[1] {3} is a constant", "tp.detach")
 mistake("grad.loss_not_tensor", function() tp.grad(1, {x}) end,

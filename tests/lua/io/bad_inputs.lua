@@ -31,13 +31,13 @@ mistake("load.unknown_option", function() tp.load(text, {layout = 1}) end, "tp.l
   "unknown option 'layout'")
 mistake("load.bad_name", function() tp.load(text, {name = "1x"}) end, "tp.load",
   "not a valid tensor name")
-mistake("load.bad_dtype_option", function() tp.load(text, {dtype = "f16"}) end, "tp.load", "f16")
+mistake("load.bad_dtype_option", function() tp.load(text, {dtype = "f128"}) end, "tp.load", "f128")
 
 local cases = {
   {"big_endian", npy("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", ("\0"):rep(8)),
    "big-endian"},
-  {"complex", npy("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", ("\0"):rep(16)),
-   "unsupported dtype '<c8'"},
+  {"complex256", npy("{'descr': '<c32', 'fortran_order': False, 'shape': (2,), }", ("\0"):rep(64)),
+   "unsupported dtype '<c32'"},
   {"object", npy("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", ("\0"):rep(16)),
    "object arrays"},
   {"truncated", npy("{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", ("\0"):rep(20)),
