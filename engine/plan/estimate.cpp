@@ -235,6 +235,22 @@ GlobalStart global_start(const std::vector<NodeRef>& topo, const std::vector<Sha
   return s;
 }
 
+double alone_time(const NodeRef& n, const Mesh& m) {
+  Model md(m);
+  md.ops = {n};
+  md.sigs.push_back(poly::signature_of(*n));
+  md.cands.push_back(candidates(md.sigs[0], m.ranks));
+  md.users.resize(1);
+  md.after_an_op.push_back(0);
+  std::vector<Source> src;
+  for (const poly::Access& a : md.sigs[0].inputs) src.push_back(everywhere(md, a.shape.size()));
+  md.in.push_back(std::move(src));
+  md.pick = {0};
+  double best = INFINITY;
+  for (size_t c = 0; c < md.cands[0].size(); ++c) best = std::min(best, md.detail(0, c).time);
+  return best;
+}
+
 Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
                       const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt) {
   Model md(m);

@@ -34,6 +34,11 @@ struct GlobalStart {
 GlobalStart global_start(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
                          const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt);
 
+// What op n costs by itself on m: its least estimated time over its candidates, every input
+// already wherever a block reads it (the global stage's node cost). reassociate.hpp orders a
+// matmul chain by it where nothing moves between the orders' products (one rank).
+double alone_time(const NodeRef& n, const Mesh& m);
+
 Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
                       const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt);
 
