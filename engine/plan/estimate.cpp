@@ -136,14 +136,14 @@ struct Pairwise {
   CostGraph bytes;  // the bytes each node and edge moves, in the same layout
   std::vector<std::vector<double>> compute;  // [op][candidate]: its busiest sampled block's compute
 };
-Pairwise pairwise(Model& md, const SearchOptions& opt) {
+Pairwise pairwise(Model& md, const SearchOptions& opt, StageTables& t) {
   const size_t n = md.ops.size();
   Pairwise out;
   CostGraph& g = out.graph;
   g.node.resize(n);
   out.bytes.node.resize(n);
   out.compute.resize(n);
-  std::unordered_map<std::string, std::vector<double>> nodes, edges, computes, node_bytes, edge_bytes;
+  auto& [nodes, edges, computes, node_bytes, edge_bytes] = t;
   const std::vector<int> saved = md.pick;
   md.pick.assign(n, 0);
   for (size_t u = 0; u < n; ++u) {
@@ -226,11 +226,13 @@ std::pair<CostGraph, double> weigh(const Pairwise& t, const SearchOptions& opt) 
 }  // namespace
 
 GlobalStart global_start(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
-                         const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt) {
+                         const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt,
+                         StageTables* keep) {
   Model md(m);
   build_model(md, topo, initial, roots, opt);
   GlobalStart s;
-  std::tie(s.graph, s.bytes_weight) = weigh(pairwise(md, opt), opt);
+  StageTables fresh;
+  std::tie(s.graph, s.bytes_weight) = weigh(pairwise(md, opt, keep ? *keep : fresh), opt);
   s.choice = solve(s.graph);
   return s;
 }
@@ -279,7 +281,8 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
       }
     }
   } else {
-    tables = pairwise(md, opt);
+    StageTables fresh;
+    tables = pairwise(md, opt, fresh);
     std::tie(objective, md.bytes_weight) = weigh(tables, opt);
     md.pick = solve(objective).pick;
   }

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -49,7 +48,8 @@ void all_brackets(int lo, int hi, std::vector<Bracketing>& out) {
 }
 
 // The sum of step over the products of b.
-double sum_of(const Bracketing& b, size_t& at, int lo, int hi, const std::function<double(int, int, int)>& step) {
+double sum_of(const Bracketing& b, size_t& at, int lo, int hi,
+              const std::function<double(int, int, int)>& step) {
   if (lo == hi) return 0;
   const int s = b[at++];
   const double l = sum_of(b, at, lo, s, step);
@@ -78,9 +78,10 @@ NodeRef expanded(const NodeRef& x, const Shape& shape) {
 NodeRef product(const NodeRef& x, const NodeRef& y) {
   const Shape batch = broadcast_shapes(batch_of(x->shape), batch_of(y->shape));
   const int64_t rows = x->shape[x->shape.size() - 2], inner = x->shape.back(), cols = y->shape.back();
-  return make_node(Op::Matmul,
-                   {expanded(x, with_matrix(batch, rows, inner)), expanded(y, with_matrix(batch, inner, cols))},
-                   Attrs{}, with_matrix(batch, rows, cols), x->dtype);
+  return make_node(
+      Op::Matmul,
+      {expanded(x, with_matrix(batch, rows, inner)), expanded(y, with_matrix(batch, inner, cols))}, Attrs{},
+      with_matrix(batch, rows, cols), x->dtype);
 }
 
 NodeRef build(const std::vector<NodeRef>& ops, const Bracketing& b, size_t& at, int lo, int hi) {
@@ -114,7 +115,7 @@ std::vector<NodeRef> rewrite(const std::vector<NodeRef>& roots, const std::vecto
                              const std::vector<Chain>& chains, const std::vector<Bracketing>& orders,
                              const std::unordered_set<uint64_t>& held) {
   std::unordered_map<const Node*, size_t> chain_at;  // reordered chains, by root
-  std::unordered_set<const Node*> dissolved;        // their inner products
+  std::unordered_set<const Node*> dissolved;         // their inner products
   for (size_t k = 0; k < chains.size(); ++k) {
     if (orders[k] == chains[k].written) continue;
     chain_at[chains[k].root.get()] = k;
@@ -141,7 +142,8 @@ std::vector<NodeRef> rewrite(const std::vector<NodeRef>& roots, const std::vecto
       std::vector<NodeRef> ops;
       for (const NodeRef& l : ch.leaves) ops.push_back(base_of(get(l), held));
       size_t at = 0;
-      now[n.get()] = expanded(build(ops, orders[c->second], at, 0, static_cast<int>(ops.size()) - 1), n->shape);
+      now[n.get()] =
+          expanded(build(ops, orders[c->second], at, 0, static_cast<int>(ops.size()) - 1), n->shape);
       continue;
     }
     bool changed = false;
@@ -162,7 +164,10 @@ std::vector<NodeRef> rewrite(const std::vector<NodeRef>& roots, const std::vecto
 // as the chain's order would have them (the written order: the leaves as they are).
 class Steps {
  public:
-  Steps(const Chain& ch, const std::unordered_set<uint64_t>& held) : dtype_(ch.root->dtype) {
+  // alone: the estimates by operand shapes, shared by every chain of the graph (a repeated layer's
+  // chains have the same products).
+  Steps(const Chain& ch, const std::unordered_set<uint64_t>& held, std::map<std::string, double>& alone)
+      : dtype_(ch.root->dtype), alone_(alone) {
     for (const NodeRef& l : ch.leaves) {
       leaves_.push_back(l->shape);
       bases_.push_back(base_of(l, held)->shape);
@@ -174,11 +179,12 @@ class Steps {
     return v * double(rows(lo)) * double(cols(s)) * double(cols(hi));
   }
   double alone(int lo, int s, int hi, bool written, const Mesh& m) {
-    const auto key = std::make_tuple(lo, s, hi, written);
-    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
-    const NodeRef x = make_source(nullptr, with_matrix(batch(lo, s, written), rows(lo), cols(s)), dtype_);
-    const NodeRef y = make_source(nullptr, with_matrix(batch(s + 1, hi, written), cols(s), cols(hi)), dtype_);
-    return memo_[key] = alone_time(product(x, y), m);
+    const Shape xs = with_matrix(batch(lo, s, written), rows(lo), cols(s));
+    const Shape ys = with_matrix(batch(s + 1, hi, written), cols(s), cols(hi));
+    const std::string key = cat_str(shape_str(xs), shape_str(ys), int(dtype_));
+    if (auto it = alone_.find(key); it != alone_.end()) return it->second;
+    return alone_[key] =
+               alone_time(product(make_source(nullptr, xs, dtype_), make_source(nullptr, ys, dtype_)), m);
   }
 
  private:
@@ -192,7 +198,7 @@ class Steps {
   }
   DType dtype_;
   std::vector<Shape> leaves_, bases_;
-  std::map<std::tuple<int, int, int, bool>, double> memo_;
+  std::map<std::string, double>& alone_;
 };
 
 std::string chain_label(const Chain& ch) {
@@ -338,6 +344,8 @@ Reassociated reassociate(const std::vector<NodeRef>& roots, const std::vector<Sh
   const std::vector<NodeRef> topo = observed_subgraph(roots);
   for (const Chain& ch : chains) r.orders.push_back(ch.written);
   int64_t work = 0;
+  std::map<std::string, double> alone_memo;
+  StageTables tables;  // every order's global stage shares the tables of the ops it shares
   // The objective of the whole graph with chain k in order b, the others as chosen so far: the
   // global stage's optimum (time plus bytes at their price) over every op's sharding.
   auto joint = [&](size_t k, const Bracketing& b) {
@@ -346,12 +354,12 @@ Reassociated reassociate(const std::vector<NodeRef>& roots, const std::vector<Sh
     const std::vector<NodeRef> now = rewrite(roots, topo, chains, orders, held);
     const std::vector<NodeRef> order = observed_subgraph(now);
     work += static_cast<int64_t>(order.size());
-    return global_start(order, initial, now, m, constrained(order, m.ranks, opt)).choice.cost;
+    return global_start(order, initial, now, m, constrained(order, m.ranks, opt), &tables).choice.cost;
   };
   for (size_t k = 0; k < chains.size(); ++k) {
     const Chain& ch = chains[k];
     const int n = static_cast<int>(ch.leaves.size());
-    Steps steps(ch, held);
+    Steps steps(ch, held, alone_memo);
     auto alone = [&](const Bracketing& b) {
       const bool written = b == ch.written;
       return sum_of(b, n, [&](int lo, int s, int hi) { return steps.alone(lo, s, hi, written, m); });
@@ -366,7 +374,8 @@ Reassociated reassociate(const std::vector<NodeRef>& roots, const std::vector<Sh
       if (n <= kAllOrdersUpTo) {
         tried = bracketings(n);
       } else {
-        tried = {ch.written, by_alone, cheapest(n, [&](int lo, int s, int hi) { return steps.flops(lo, s, hi); })};
+        tried = {ch.written, by_alone,
+                 cheapest(n, [&](int lo, int s, int hi) { return steps.flops(lo, s, hi); })};
       }
       const double written = joint(k, ch.written);
       double best = written;
@@ -376,8 +385,8 @@ Reassociated reassociate(const std::vector<NodeRef>& roots, const std::vector<Sh
         if (c < best * (1 - 1e-12)) best = c, chosen = b;
       }
       if (best > written * (1 - kReassociateGain)) chosen = ch.written;
-      how = cat_str("planned jointly with the sharding, ", tried.size(), " orders: written ", written, ", chosen ",
-                    chosen == ch.written ? written : best);
+      how = cat_str("planned jointly with the sharding, ", tried.size(), " orders: written ", written,
+                    ", chosen ", chosen == ch.written ? written : best);
     } else {
       const double written = alone(ch.written), best = alone(by_alone);
       if (best <= written * (1 - kReassociateGain)) chosen = by_alone;
@@ -386,8 +395,8 @@ Reassociated reassociate(const std::vector<NodeRef>& roots, const std::vector<Sh
     }
     r.orders[k] = chosen;
     r.changed += chosen != ch.written;
-    r.report.push_back(cat_str(chain_label(ch), ": written ", bracketing_string(ch.written, n), ", computed as ",
-                               bracketing_string(chosen, n), " (", how, " s)"));
+    r.report.push_back(cat_str(chain_label(ch), ": written ", bracketing_string(ch.written, n),
+                               ", computed as ", bracketing_string(chosen, n), " (", how, " s)"));
   }
   if (r.changed) r.roots = rewrite(roots, topo, chains, r.orders, held);
   return r;

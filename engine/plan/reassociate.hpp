@@ -62,7 +62,7 @@ struct Reassociated {
 inline constexpr double kReassociateGain = 0.02;
 // The joint costing (each order planned by the global stage over the whole graph) stops past
 // this many ops costed in all; the chains left are ordered by their own ops' estimates.
-inline constexpr int64_t kReassociateWork = 20'000;
+inline constexpr int64_t kReassociateWork = 2'500;
 // Chains of up to this many operands have every order costed jointly (14 orders); longer ones
 // the written order, the fewest flops and the cheapest by their own ops' estimates.
 inline constexpr int kAllOrdersUpTo = 5;

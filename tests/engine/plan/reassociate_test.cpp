@@ -25,7 +25,8 @@ NodeRef mat(const Shape& s, int seed) {
 double flops_of(const NodeRef& root) {  // of every matmul the root needs
   double f = 0;
   for (const NodeRef& n : observed_subgraph({root}))
-    if (n->op == Op::Matmul && !n->value) f += 2.0 * double(numel(n->shape)) * double(n->inputs[0]->shape.back());
+    if (n->op == Op::Matmul && !n->value)
+      f += 2.0 * double(numel(n->shape)) * double(n->inputs[0]->shape.back());
   return f;
 }
 
@@ -108,8 +109,11 @@ TEST_CASE("engine.plan.reassociate.find_chains") {
   SUBCASE("an intermediate that is observed, read twice, constrained or held ends the chain") {
     const NodeRef y = build::matmul(ab, c);
     CHECK(find_chains({y, ab}, {}).empty());
-    CHECK(find_chains({build::binary(Op::Add, y, build::matmul(ab, c))}, {}).size() == 1);  // y itself: one chain
-    CHECK(find_chains({build::binary(Op::Add, build::matmul(ab, c), build::reduce(Op::Sum, ab, {0, 1}, false))}, {}).empty());
+    CHECK(find_chains({build::binary(Op::Add, y, build::matmul(ab, c))}, {}).size() ==
+          1);  // y itself: one chain
+    CHECK(find_chains(
+              {build::binary(Op::Add, build::matmul(ab, c), build::reduce(Op::Sum, ab, {0, 1}, false))}, {})
+              .empty());
     CHECK(find_chains({build::matmul(build::constrain(ab, {2, 1}), c)}, {}).empty());
     CHECK(find_chains({y}, {Shard{ab->id, Box::of_shape(ab->shape), 0}}).empty());
   }
@@ -144,8 +148,7 @@ TEST_CASE("engine.plan.reassociate.square_chains_keep_their_parentheses") {
   // Every order costs the same: nothing is worth the change of rounding.
   const NodeRef a = mat({64, 64}, 1), b = mat({64, 64}, 2), c = mat({64, 64}, 3);
   const NodeRef y = build::matmul(build::matmul(a, b), c);
-  for (int ranks : {1, 4})
-    CHECK(reassociate({y}, {}, Mesh::modelled(ranks), {}).roots[0] == y);
+  for (int ranks : {1, 4}) CHECK(reassociate({y}, {}, Mesh::modelled(ranks), {}).roots[0] == y);
 }
 
 TEST_CASE("engine.plan.reassociate.longer_batched_and_transposed_chains") {
