@@ -364,8 +364,9 @@ Reassociated reassociate(const std::vector<NodeRef>& roots, const std::vector<Sh
       const bool written = b == ch.written;
       return sum_of(b, n, [&](int lo, int s, int hi) { return steps.alone(lo, s, hi, written, m); });
     };
-    const Bracketing by_alone =
-        cheapest(n, [&](int lo, int s, int hi) { return steps.alone(lo, s, hi, false, m); });
+    auto by_alone = [&] {
+      return cheapest(n, [&](int lo, int s, int hi) { return steps.alone(lo, s, hi, false, m); });
+    };
     Bracketing chosen = ch.written;
     std::string how;
     const bool jointly = m.ranks > 1 && work + int64_t(topo.size()) * 2 <= kReassociateWork;
@@ -374,8 +375,9 @@ Reassociated reassociate(const std::vector<NodeRef>& roots, const std::vector<Sh
       if (n <= kAllOrdersUpTo) {
         tried = bracketings(n);
       } else {
-        tried = {ch.written, by_alone,
+        tried = {ch.written, by_alone(),
                  cheapest(n, [&](int lo, int s, int hi) { return steps.flops(lo, s, hi); })};
+        if (tried[2] == tried[1]) tried.pop_back();
       }
       const double written = joint(k, ch.written);
       double best = written;
@@ -388,8 +390,9 @@ Reassociated reassociate(const std::vector<NodeRef>& roots, const std::vector<Sh
       how = cat_str("planned jointly with the sharding, ", tried.size(), " orders: written ", written,
                     ", chosen ", chosen == ch.written ? written : best);
     } else {
-      const double written = alone(ch.written), best = alone(by_alone);
-      if (best <= written * (1 - kReassociateGain)) chosen = by_alone;
+      const Bracketing cheap = by_alone();
+      const double written = alone(ch.written), best = alone(cheap);
+      if (best <= written * (1 - kReassociateGain)) chosen = cheap;
       how = cat_str("by its matmuls' own estimates: written ", written, ", chosen ",
                     chosen == ch.written ? written : best);
     }
