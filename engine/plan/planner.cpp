@@ -63,24 +63,34 @@ PlannedGraph plan_observation(PlannerState& planner, const std::vector<NodeRef>&
     pg.roots = pg.observed;
   }
   pg.mesh = mesh;
-  auto inputs = [&] {  // the subgraph of the roots, and where its inputs lie
-    pg.topo = observed_subgraph(pg.roots);
-    pg.initial.clear();
-    for (const NodeRef& n : pg.topo) {
+  auto inputs_of = [&](const std::vector<NodeRef>& of, std::vector<NodeRef>& topo,
+                       std::vector<Shard>& initial) {
+    topo = observed_subgraph(of);  // the subgraph of the roots, and where its inputs lie
+    initial.clear();
+    for (const NodeRef& n : topo) {
       // A stored tensor is read where it lies: no data moves to rank 0 and back.
       if (const std::vector<Shard>* s = stored ? stored(n->id) : nullptr)
-        pg.initial.insert(pg.initial.end(), s->begin(), s->end());
-      else if (n->value) pg.initial.push_back(Shard{n->id, Box::of_shape(n->shape), 0});
+        initial.insert(initial.end(), s->begin(), s->end());
+      else if (n->value) initial.push_back(Shard{n->id, Box::of_shape(n->shape), 0});
     }
   };
+  auto inputs = [&] { inputs_of(pg.roots, pg.topo, pg.initial); };
   inputs();
   if (planner.dump) dump_graph(fuse_maps ? "fuse" : "observe", pg.topo);
   PlanCache& cache = planner.cache;
+  const size_t hits = cache.hits(), misses = cache.misses();
   if (opts.reassociate && may_have_chains(pg.roots) && !find_chains(pg.roots, pg.initial).empty()) {
+    // An order's finalists are planned whole, through the cache: the winner's plan is then a hit.
+    auto planned = [&](const std::vector<NodeRef>& of) {
+      std::vector<NodeRef> topo;
+      std::vector<Shard> initial;
+      inputs_of(of, topo, initial);
+      return cache.plan(topo, initial, of, mesh, constrained(topo, mesh.ranks, opts)).cost.total();
+    };
     // The orders are chosen once per graph structure: a hit replays them.
     const std::vector<std::vector<int>>* known = cache.orders(pg.topo, pg.initial, pg.roots, mesh, opts);
-    const Reassociated r =
-        known ? reassociate_as(pg.roots, pg.initial, *known) : reassociate(pg.roots, pg.initial, mesh, opts);
+    const Reassociated r = known ? reassociate_as(pg.roots, pg.initial, *known)
+                                 : reassociate(pg.roots, pg.initial, mesh, opts, planned);
     if (!known && !r.orders.empty()) cache.keep_orders(pg.topo, pg.initial, pg.roots, mesh, opts, r.orders);
     pg.reassociated = r.report;
     if (r.changed) {
@@ -93,9 +103,8 @@ PlannedGraph plan_observation(PlannerState& planner, const std::vector<NodeRef>&
     }
   }
   opts = constrained(pg.topo, mesh.ranks, std::move(opts));
-  const uint64_t hits = cache.hits();
   pg.plan = cache.plan(pg.topo, pg.initial, pg.roots, mesh, opts);
-  pg.cache_hit = cache.hits() > hits;
+  pg.cache_hit = cache.hits() > hits && cache.misses() == misses;  // nothing was planned anew
   PlannerStats& st = planner.stats;
   ++st.plans;
   if (pg.cache_hit) ++st.cache_hits;

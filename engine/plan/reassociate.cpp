@@ -334,7 +334,7 @@ Reassociated reassociate_as(const std::vector<NodeRef>& roots, const std::vector
 }
 
 Reassociated reassociate(const std::vector<NodeRef>& roots, const std::vector<Shard>& initial, const Mesh& m,
-                         const SearchOptions& opt) {
+                         const SearchOptions& opt, const PlannedCost& planned) {
   Reassociated r;
   r.roots = roots;
   const std::vector<Chain> chains =
@@ -348,10 +348,13 @@ Reassociated reassociate(const std::vector<NodeRef>& roots, const std::vector<Sh
   StageTables tables;  // every order's global stage shares the tables of the ops it shares
   // The objective of the whole graph with chain k in order b, the others as chosen so far: the
   // global stage's optimum (time plus bytes at their price) over every op's sharding.
-  auto joint = [&](size_t k, const Bracketing& b) {
+  auto with = [&](size_t k, const Bracketing& b) {
     std::vector<Bracketing> orders = r.orders;
     orders[k] = b;
-    const std::vector<NodeRef> now = rewrite(roots, topo, chains, orders, held);
+    return rewrite(roots, topo, chains, orders, held);
+  };
+  auto joint = [&](size_t k, const Bracketing& b) {
+    const std::vector<NodeRef> now = with(k, b);
     const std::vector<NodeRef> order = observed_subgraph(now);
     work += static_cast<int64_t>(order.size());
     return global_start(order, initial, now, m, constrained(order, m.ranks, opt), &tables).choice.cost;
@@ -380,15 +383,34 @@ Reassociated reassociate(const std::vector<NodeRef>& roots, const std::vector<Sh
         if (tried[2] == tried[1]) tried.pop_back();
       }
       const double written = joint(k, ch.written);
-      double best = written;
-      for (const Bracketing& b : tried) {
-        if (b == ch.written || work + int64_t(topo.size()) > kReassociateWork) continue;
-        const double c = joint(k, b);
-        if (c < best * (1 - 1e-12)) best = c, chosen = b;
+      std::vector<std::pair<double, size_t>> ranked;  // the other orders by the global stage
+      for (size_t t = 0; t < tried.size(); ++t) {
+        if (tried[t] == ch.written || work + int64_t(topo.size()) > kReassociateWork) continue;
+        ranked.push_back({joint(k, tried[t]), t});
       }
-      if (best > written * (1 - kReassociateGain)) chosen = ch.written;
-      how = cat_str("planned jointly with the sharding, ", tried.size(), " orders: written ", written,
-                    ", chosen ", chosen == ch.written ? written : best);
+      std::stable_sort(ranked.begin(), ranked.end(),
+                       [](const auto& x, const auto& y) { return x.first < y.first; });
+      double base = written, best = written;
+      std::string by = "the global stage";
+      // A whole search counts as two global stages (the stage, then its refinement).
+      const int64_t search_work = 2 * int64_t(topo.size());
+      if (planned && !ranked.empty() && work + 2 * search_work <= kReassociateWork) {
+        // The finalists planned whole: the written order, then the best others while they may win.
+        by = "the search";
+        work += search_work;
+        base = best = planned(with(k, ch.written));
+        for (size_t f = 0; f < ranked.size() && f < size_t(kFinalists); ++f) {
+          if (work + search_work > kReassociateWork) break;
+          work += search_work;
+          const double c = planned(with(k, tried[ranked[f].second]));
+          if (c < best * (1 - 1e-12)) best = c, chosen = tried[ranked[f].second];
+        }
+      } else if (!ranked.empty() && ranked[0].first < best * (1 - 1e-12)) {
+        best = ranked[0].first, chosen = tried[ranked[0].second];
+      }
+      if (best > base * (1 - kReassociateGain)) chosen = ch.written;
+      how = cat_str("planned jointly with the sharding by ", by, ", ", tried.size(), " orders: written ",
+                    base, ", chosen ", chosen == ch.written ? base : best);
     } else {
       const Bracketing cheap = by_alone();
       const double written = alone(ch.written), best = alone(cheap);

@@ -67,14 +67,21 @@ inline constexpr int64_t kReassociateWork = 2'500;
 // the written order, the fewest flops and the cheapest by their own ops' estimates.
 inline constexpr int kAllOrdersUpTo = 5;
 
+// What the whole graph computing `roots` costs once planned: the search's plan time (the
+// pipeline plans through its plan cache, so the winner's plan is then a hit).
+using PlannedCost = std::function<double(const std::vector<NodeRef>& roots)>;
+
 // Chooses each chain's order by the planner's cost on mesh m (opt.reassociate false: none).
 // On one rank an order costs the sum of its matmuls' estimates (nothing moves, so that is the
 // whole difference between two plans). On more ranks each order is planned with the rest of the
 // graph by the global stage of the search (estimate.hpp: the optimum of the estimate's node and
-// edge costs, sharding chosen jointly with the order) and the cheapest objective wins; chains
-// are taken one after another, each costed with the orders already chosen for those before it.
+// edge costs, sharding chosen jointly with the order); with `planned`, the written order and the
+// kFinalists best of the others by that stage are then planned whole by the search, and the
+// fastest plan wins (the refinement can turn the global stage's ranking round). Chains are taken
+// one after another, each costed with the orders already chosen for those before it.
+inline constexpr int kFinalists = 2;
 Reassociated reassociate(const std::vector<NodeRef>& roots, const std::vector<Shard>& initial, const Mesh& m,
-                         const SearchOptions& opt);
+                         const SearchOptions& opt, const PlannedCost& planned = {});
 
 // The same rewrite with the orders given (one per chain of find_chains), costing nothing: a
 // plan-cache hit replays what the first planning chose.

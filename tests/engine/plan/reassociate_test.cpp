@@ -38,6 +38,13 @@ std::vector<float> value_of(const NodeRef& root) {
   return std::vector<float>(p, p + numel(copy->shape));
 }
 
+// The sources as a plan finds them: held whole on rank 0.
+std::vector<Shard> held(const std::vector<NodeRef>& xs) {
+  std::vector<Shard> out;
+  for (const NodeRef& x : xs) out.push_back(Shard{x->id, Box::of_shape(x->shape), 0});
+  return out;
+}
+
 void check_close(const std::vector<float>& a, const std::vector<float>& b) {
   REQUIRE(a.size() == b.size());
   double scale = 0, err = 0;
@@ -127,7 +134,8 @@ TEST_CASE("engine.plan.reassociate.cheap_order_whatever_the_parentheses") {
   for (int ranks : {1, 8, 64}) {
     CAPTURE(ranks);
     const Mesh m = Mesh::modelled(ranks);
-    const Reassociated l = reassociate({left}, {}, m, {}), r = reassociate({right}, {}, m, {});
+    const Reassociated l = reassociate({left}, held({a, b, c}), m, {}),
+                       r = reassociate({right}, held({a, b, c}), m, {});
     CHECK(l.changed == 1);
     CHECK(l.orders[0] == Bracketing{0, 1});
     CHECK(l.roots[0] == right);  // the same nodes as written the cheap way (interned)
@@ -144,11 +152,39 @@ TEST_CASE("engine.plan.reassociate.cheap_order_whatever_the_parentheses") {
   check_close(value_of(left), value_of(right));
 }
 
+TEST_CASE("engine.plan.reassociate.jointly_with_the_sharding") {
+  // Generated operands (computed where read) on 64 ranks over a network (tp.plan's {mesh = 64}):
+  // (a b) c has 17x fewer flops than a (b c), but its 8x8 product a b is a sum over 64 that must
+  // be all-reduced before c's column blocks read it; a (b c) splits both products by columns
+  // and moves nothing. One rank takes the fewest flops; 64 ranks the order whose plan is faster.
+  const NodeRef a = build::rand({8, 64}, 1, DType::F32), b = build::rand({64, 8}, 2, DType::F32),
+                c = build::rand({8, 4096}, 3, DType::F32);
+  const NodeRef y = build::matmul(build::matmul(a, b), c);
+  CHECK(flops_of(y) * 10 < flops_of(build::matmul(a, build::matmul(b, c))));
+  CHECK(reassociate({y}, {}, Mesh::modelled(1), {}).changed == 0);
+  const Mesh net = Mesh::of_axes({{"ranks", 64, Mesh{}.inter}});
+  PlannerState planner;
+  SearchOptions keep;
+  keep.reassociate = false;
+  const PlannedGraph joint = plan_observation(planner, {y}, net, {});
+  const PlannedGraph written = plan_observation(planner, {y}, net, keep);
+  CHECK(joint.roots[0] != y);
+  REQUIRE(joint.reassociated.size() == 1);
+  CHECK(joint.reassociated[0].find(
+            "computed as (x1 (x2 x3)) (planned jointly with the sharding by the search") !=
+        std::string::npos);
+  CHECK(joint.plan.cost.time < 0.5 * written.plan.cost.time);
+  CHECK(joint.plan.cost.bytes_moved == 0);
+  CHECK(written.plan.cost.bytes_moved > 0);
+  // Without the search's plans (the global stage alone) the same order.
+  CHECK(reassociate({y}, {}, net, {}).orders[0] == Bracketing{0, 1});
+}
+
 TEST_CASE("engine.plan.reassociate.square_chains_keep_their_parentheses") {
   // Every order costs the same: nothing is worth the change of rounding.
   const NodeRef a = mat({64, 64}, 1), b = mat({64, 64}, 2), c = mat({64, 64}, 3);
   const NodeRef y = build::matmul(build::matmul(a, b), c);
-  for (int ranks : {1, 4}) CHECK(reassociate({y}, {}, Mesh::modelled(ranks), {}).roots[0] == y);
+  for (int ranks : {1, 4}) CHECK(reassociate({y}, held({a, b, c}), Mesh::modelled(ranks), {}).roots[0] == y);
 }
 
 TEST_CASE("engine.plan.reassociate.longer_batched_and_transposed_chains") {
@@ -157,7 +193,7 @@ TEST_CASE("engine.plan.reassociate.longer_batched_and_transposed_chains") {
                   e = mat({512, 4}, 5);
     const NodeRef y = build::matmul(build::matmul(build::matmul(build::matmul(a, b), c), d), e);
     for (int ranks : {1, 4}) {
-      const Reassociated r = reassociate({y}, {}, Mesh::modelled(ranks), {});
+      const Reassociated r = reassociate({y}, held({a, b, c, d, e}), Mesh::modelled(ranks), {});
       CHECK(r.changed == 1);
       CHECK(flops_of(r.roots[0]) * 50 < flops_of(y));
       check_close(value_of(y), value_of(r.roots[0]));
@@ -166,7 +202,7 @@ TEST_CASE("engine.plan.reassociate.longer_batched_and_transposed_chains") {
   SUBCASE("a batch with broadcast weights: w1 w2 multiplied once, then broadcast") {
     const NodeRef x = mat({4, 256, 16}, 1), w1 = mat({16, 256}, 2), w2 = mat({256, 16}, 3);
     const NodeRef y = build::matmul(build::matmul(x, w1), w2);
-    const Reassociated r = reassociate({y}, {}, Mesh::modelled(1), {});
+    const Reassociated r = reassociate({y}, held({x, w1, w2}), Mesh::modelled(1), {});
     REQUIRE(r.changed == 1);
     const NodeRef& root = r.roots[0];
     CHECK(root->op == Op::Matmul);
@@ -180,7 +216,7 @@ TEST_CASE("engine.plan.reassociate.longer_batched_and_transposed_chains") {
   SUBCASE("a transposed operand") {
     const NodeRef a = mat({1024, 16}, 1), b = mat({1024, 16}, 2), c = mat({1024, 8}, 3);
     const NodeRef y = build::matmul(build::matmul(a, build::transpose(b, 0, 1)), c);  // a b^T c
-    const Reassociated r = reassociate({y}, {}, Mesh::modelled(4), {});
+    const Reassociated r = reassociate({y}, held({a, b, c}), Mesh::modelled(4), {});
     CHECK(r.changed == 1);
     CHECK(flops_of(r.roots[0]) * 30 < flops_of(y));
     check_close(value_of(y), value_of(r.roots[0]));
