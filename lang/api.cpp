@@ -669,10 +669,12 @@ const ApiEntry kApi[] = {
      "flops=, memory=, bandwidth=, latency=, network_bandwidth=, network_latency=}) plans for "
      "another machine; opts.search = 'global' (the default: the optimum of per-op and per-edge "
      "costs by dynamic programming, refined by joint moves; 'anneal' is its old name), 'greedy' or "
-     "{method=, steps=, budget=, seed=, exact_limit=}: steps joint choices costed at most (2000), "
-     "budget blocks and transfers lowered at most over all the plans costed (4,000,000), exact_limit "
-     "the ops x ranks past which candidates are compared by estimate (4096; 0: always, to check the "
-     "estimate against plan:cost{exact = true}): budgets count work, never seconds, and nothing is "
+     "{method=, steps=, budget=, seed=, exact_limit=, reassociate=}: steps joint choices costed at most "
+     "(2000), budget blocks and transfers lowered at most over all the plans costed (4,000,000), "
+     "exact_limit the ops x ranks past which candidates are compared by estimate (4096; 0: always, to "
+     "check the estimate against plan:cost{exact = true}), reassociate = false to compute matmul chains "
+     "as parenthesized (by default a chain (a@b)@c is computed in the order the cost model picks, jointly "
+     "with the sharding, and print(plan) says which): budgets count work, never seconds, and nothing is "
      "random, so the same graph, mesh and options give the same plan in any process and under any "
      "load, and the plan cache keys on them.",
      lua::l_plan},

@@ -50,7 +50,8 @@ PlanHandle* check_plan(lua_State* L, int i) {
   return h;
 }
 
-// opts.search: "global", "greedy", "anneal" (global's old name), or {method=, steps=, budget=, seed=}.
+// opts.search: "global", "greedy", "anneal" (global's old name), or {method=, steps=, budget=, seed=,
+// exact_limit=, reassociate=}.
 plan::SearchOptions read_search(lua_State* L, int opts_idx) {
   plan::SearchOptions s;
   if (opts_idx == 0) return s;
@@ -64,7 +65,7 @@ plan::SearchOptions read_search(lua_State* L, int opts_idx) {
   if (lua_type(L, t) == LUA_TSTRING) {
     method(lua_tostring(L, t));
   } else if (lua_type(L, t) == LUA_TTABLE) {
-    Options o(L, t, {"method", "steps", "budget", "seed", "exact_limit"});
+    Options o(L, t, {"method", "steps", "budget", "seed", "exact_limit", "reassociate"});
     if (auto m = o.string("method")) method(*m);
     if (auto v = o.integer("steps")) s.steps = static_cast<int>(std::max<int64_t>(1, *v));
     if (auto v = o.integer("budget")) {
@@ -72,6 +73,7 @@ plan::SearchOptions read_search(lua_State* L, int opts_idx) {
       s.work_budget = *v;
     }
     if (auto v = o.integer("seed")) s.seed = static_cast<uint64_t>(*v);
+    if (auto v = o.boolean("reassociate")) s.reassociate = *v;
     if (auto v = o.integer("exact_limit")) {
       user_check(*v >= 0, "search exact_limit must be a count of ops x ranks >= 0, got ", *v);
       s.exact_limit = *v;
@@ -230,6 +232,8 @@ std::string plan_text(const plan::PlannedGraph& pg) {
     os << pg.plan.blocks << " blocks, chosen by estimate from sampled blocks; plan:blocks() lowers and "
        << "lists them\n";
   }
+  // Matmul chains the planner computes in another order than written (plan/reassociate.hpp).
+  for (const std::string& line : pg.reassociated) os << line << "\n";
   os << "cost: " << plan::to_string(c) << "\n";
   return os.str();
 }

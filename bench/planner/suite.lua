@@ -130,6 +130,21 @@ case("einsum_chain", "rows, b·c all-reduced", function(p)
   return y, y:constrain(tp.split(1)), 2 * (p - 1) * 256 * 256 * F, {y}
 end)
 
+-- A matmul chain written in the expensive order, (a·b)·c with a 4096x256, b 256x4096 and c
+-- 4096x128: 12.9 GFLOP and a 4096² product as written, 0.54 GFLOP as a·(b·c). The planner
+-- reassociates it by cost (docs/planner.md, "Matmul chains"), so the hand strategy is written in
+-- the cheap order, as the einsum chain's: rows of the result, b·c (256x128) computed a k-slab per
+-- rank and all-reduced, 2 (p-1) |b·c| in all. (Not the einsum chain's shapes: its plan would
+-- come from the plan cache.)
+case("matmul_chain", "a·(b·c): rows, b·c all-reduced", function(p)
+  local a = tp.rand({4096, 256}, {seed = 20})
+  local b = tp.rand({256, 4096}, {seed = 21})
+  local c = tp.rand({4096, 128}, {seed = 22})
+  local y = a:matmul(b):matmul(c)
+  local hand = a:matmul(b:matmul(c)):constrain(tp.split(1))
+  return y, hand, 2 * (p - 1) * 256 * 128 * F, {hand}
+end)
+
 -- Elementwise chains: one over a big generated field, and the README's
 -- relu(rand{4096,256} @ rand{256,256} + 1).
 case("elementwise", "rows", function(p)

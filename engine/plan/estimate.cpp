@@ -30,6 +30,8 @@ std::vector<Candidate> allowed(const poly::Signature& s, const NodeRef& n, const
   return kept;
 }
 
+std::string key_of(const Model& md, size_t i, const SearchOptions& opt);
+
 // Builds the model of ops_to_place(topo, initial, roots) on md's mesh: signatures, allowed
 // candidates, where each input comes from and who reads each op.
 void build_model(Model& md, const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
@@ -70,6 +72,13 @@ void build_model(Model& md, const std::vector<NodeRef>& topo, const std::vector<
     }
     md.after_an_op.push_back(std::any_of(src.begin(), src.end(), [](const Source& x) { return x.op >= 0; }));
     md.in.push_back(std::move(src));
+  }
+  std::unordered_map<std::string, int> first;  // an op's samples, copies and cuts: its class's
+  for (size_t i = 0; i < n_ops; ++i) {
+    md.keys.push_back(key_of(md, i, opt));
+    const NodeRef& n = md.ops[i];
+    const std::string k = cat_str(md.keys.back(), "|o", shape_str(n->shape), dtype_size(n->dtype));
+    md.shares.push_back(first.try_emplace(k, static_cast<int>(i)).first->second);
   }
 }
 
@@ -127,14 +136,14 @@ struct Pairwise {
   CostGraph bytes;  // the bytes each node and edge moves, in the same layout
   std::vector<std::vector<double>> compute;  // [op][candidate]: its busiest sampled block's compute
 };
-Pairwise pairwise(Model& md, const SearchOptions& opt) {
+Pairwise pairwise(Model& md, const SearchOptions& opt, StageTables& t) {
   const size_t n = md.ops.size();
   Pairwise out;
   CostGraph& g = out.graph;
   g.node.resize(n);
   out.bytes.node.resize(n);
   out.compute.resize(n);
-  std::unordered_map<std::string, std::vector<double>> nodes, edges, computes, node_bytes, edge_bytes;
+  auto& [nodes, edges, computes, node_bytes, edge_bytes] = t;
   const std::vector<int> saved = md.pick;
   md.pick.assign(n, 0);
   for (size_t u = 0; u < n; ++u) {
@@ -143,7 +152,7 @@ Pairwise pairwise(Model& md, const SearchOptions& opt) {
     for (const Source& s : from)
       if (s.op >= 0 && std::find(producers.begin(), producers.end(), s.op) == producers.end())
         producers.push_back(s.op);
-    const std::string key = key_of(md, u, opt);
+    const std::string& key = md.keys[u];
     for (size_t j = 0; j < from.size(); ++j)
       if (from[j].op >= 0) md.in[u][j] = everywhere(md, md.sigs[u].inputs[j].shape.size());
     const size_t cu_n = md.cands[u].size();
@@ -165,7 +174,7 @@ Pairwise pairwise(Model& md, const SearchOptions& opt) {
     out.compute[u] = comp;
     std::vector<Model::OpEstimate> base;  // with the edges' samples
     for (int p : producers) {
-      std::string ekey = key + "<-" + key_of(md, static_cast<size_t>(p), opt);
+      std::string ekey = key + "<-" + md.keys[static_cast<size_t>(p)];
       for (size_t j = 0; j < from.size(); ++j)
         if (from[j].op == p) md.in[u][j] = from[j], ekey += cat_str(",", j);
       auto [eit, new_edge] = edges.try_emplace(ekey);
@@ -217,13 +226,31 @@ std::pair<CostGraph, double> weigh(const Pairwise& t, const SearchOptions& opt) 
 }  // namespace
 
 GlobalStart global_start(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
-                         const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt) {
+                         const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt,
+                         StageTables* keep) {
   Model md(m);
   build_model(md, topo, initial, roots, opt);
   GlobalStart s;
-  std::tie(s.graph, s.bytes_weight) = weigh(pairwise(md, opt), opt);
+  StageTables fresh;
+  std::tie(s.graph, s.bytes_weight) = weigh(pairwise(md, opt, keep ? *keep : fresh), opt);
   s.choice = solve(s.graph);
   return s;
+}
+
+double alone_time(const NodeRef& n, const Mesh& m) {
+  Model md(m);
+  md.ops = {n};
+  md.sigs.push_back(poly::signature_of(*n));
+  md.cands.push_back(candidates(md.sigs[0], m.ranks));
+  md.users.resize(1);
+  md.after_an_op.push_back(0);
+  std::vector<Source> src;
+  for (const poly::Access& a : md.sigs[0].inputs) src.push_back(everywhere(md, a.shape.size()));
+  md.in.push_back(std::move(src));
+  md.pick = {0};
+  double best = INFINITY;
+  for (size_t c = 0; c < md.cands[0].size(); ++c) best = std::min(best, md.detail(0, c).time);
+  return best;
 }
 
 Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
@@ -254,7 +281,8 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
       }
     }
   } else {
-    tables = pairwise(md, opt);
+    StageTables fresh;
+    tables = pairwise(md, opt, fresh);
     std::tie(objective, md.bytes_weight) = weigh(tables, opt);
     md.pick = solve(objective).pick;
   }
@@ -301,8 +329,9 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
 
   double cur = 0, cur_compute = 0;
   std::vector<double> est(n_ops), est_compute(n_ops);  // of each op's pick: its users' picks leave compute be
+  std::vector<Model::OpEstimate> picked;               // the same, whole: the plan's totals
   for (size_t i = 0; i < n_ops; ++i) {
-    const Model::OpEstimate e = md.detail(i, static_cast<size_t>(md.pick[i]));
+    const Model::OpEstimate& e = picked.emplace_back(md.detail(i, static_cast<size_t>(md.pick[i])));
     est[i] = e.time, est_compute[i] = e.compute;
     cur += est[i], cur_compute += est_compute[i];
   }
@@ -349,7 +378,7 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
     for (size_t k = 0; k < md.cands[i].size(); ++k)
       if (std::isfinite(seen[i][k].best_total)) p.tried[md.ops[i]->id].push_back(seen[i][k]);
   }
-  p.cost = md.totals();
+  p.cost = md.totals(picked);
   p.cost.estimated = true;
   p.defer_lowering(LoweringInput{topo, initial, roots, m});
   return p;

@@ -13,6 +13,8 @@
 // (Plan::graph), and Plan::exact_cost simulates them.
 #pragma once
 
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/plan/global_search.hpp"
@@ -31,8 +33,20 @@ struct GlobalStart {
   double bytes_weight = 0;  // seconds per byte moved (SearchOptions::bytes_weight)
   GlobalChoice choice;
 };
+// The tables by what each op's depend on (its signature, sources, candidates), kept between global
+// stages on one mesh of graphs that share most ops: reassociate.hpp plans each order of a matmul
+// chain with the rest of the graph, whose tables do not change.
+struct StageTables {
+  std::unordered_map<std::string, std::vector<double>> nodes, edges, computes, node_bytes, edge_bytes;
+};
 GlobalStart global_start(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
-                         const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt);
+                         const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt,
+                         StageTables* keep = nullptr);
+
+// What op n costs by itself on m: its least estimated time over its candidates, every input
+// already wherever a block reads it (the global stage's node cost). reassociate.hpp orders a
+// matmul chain by it where nothing moves between the orders' products (one rank).
+double alone_time(const NodeRef& n, const Mesh& m);
 
 Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
                       const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt);

@@ -106,6 +106,16 @@ GlobalChoice solve(const CostGraph& g, int64_t max_table) {
   };
   std::vector<double> sizes(n);  // of the table eliminating each op would build
   for (size_t u = 0; u < n; ++u) sizes[u] = size_of(static_cast<int>(u));
+  std::vector<int> pick(n, 0);       // the choices a table entry stands for
+  std::vector<size_t> base, stride;  // per factor of v's bucket: its entry for v = 0, v's step
+  auto v_steps = [&](int v, const std::vector<int>& bk) {
+    stride.assign(bk.size(), 1);
+    for (size_t q = 0; q < bk.size(); ++q) {
+      const std::vector<int>& vars = factors[bk[q]].vars;
+      for (size_t t = vars.size(); t-- > 0 && vars[t] != v;) stride[q] *= dom[vars[t]];
+    }
+    base.resize(bk.size());
+  };
   for (size_t step = 0; step < n; ++step) {
     // The op whose elimination builds the smallest table (a leaf or a chain link first).
     int v = -1;
@@ -119,13 +129,15 @@ GlobalChoice solve(const CostGraph& g, int64_t max_table) {
     std::vector<Factor> made;
     if (v_size <= double(max_table)) {  // exact: one table over all of v's neighbours
       Factor f{neighbours, std::vector<double>(static_cast<size_t>(v_size), INFINITY)};
-      std::vector<int> pick(n, 0);
+      const std::vector<int>& bk = bucket[v];
+      v_steps(v, bk);
       for (size_t k = 0; k < f.table.size(); ++k) {
         entry(f, k, dom, pick);
+        pick[v] = 0;
+        for (size_t q = 0; q < bk.size(); ++q) base[q] = index_of(factors[bk[q]], pick, dom);
         for (int x = 0; x < dom[v]; ++x) {
-          pick[v] = x;
           double c = 0;
-          for (int b : bucket[v]) c += factors[b].table[index_of(factors[b], pick, dom)];
+          for (size_t q = 0; q < bk.size(); ++q) c += factors[bk[q]].table[base[q] + size_t(x) * stride[q]];
           f.table[k] = std::min(f.table[k], c);
         }
       }
@@ -139,7 +151,6 @@ GlobalChoice solve(const CostGraph& g, int64_t max_table) {
         size_t size = 1;
         for (int u : f.vars) size *= dom[u];
         f.table.assign(size, INFINITY);
-        std::vector<int> pick(n, 0);
         for (size_t k = 0; k < size; ++k) {
           entry(f, k, dom, pick);
           for (int x = 0; x < dom[v]; ++x) {

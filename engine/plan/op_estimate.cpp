@@ -98,7 +98,7 @@ const Model::Cuts& Model::cuts_of(const Source& src) const {
     return it->second;
   }
   if (cuts_cache.size() <= size_t(src.op)) cuts_cache.resize(ops.size());
-  std::vector<Cuts>& per = cuts_cache[static_cast<size_t>(src.op)];
+  std::vector<Cuts>& per = cuts_cache[shared(static_cast<size_t>(src.op))];
   if (per.empty()) per.resize(cands[static_cast<size_t>(src.op)].size());
   Cuts& out = per[static_cast<size_t>(pick[static_cast<size_t>(src.op)])];
   if (!out.empty()) return out;
@@ -158,6 +158,7 @@ double Model::pieces_in(const Source& src, const Box& box) const {
 }
 
 const std::vector<double>& Model::copies(size_t i, size_t c) const {
+  i = shared(i);
   if (copies_cache.size() <= i) copies_cache.resize(ops.size());
   if (copies_cache[i].size() <= c) copies_cache[i].resize(cands[i].size());
   std::vector<double>& out = copies_cache[i][c];
@@ -181,6 +182,7 @@ const std::vector<double>& Model::copies(size_t i, size_t c) const {
 
 const std::vector<Model::Sample>& Model::sampled(size_t i, size_t c, int64_t samples) const {
   auto& cache = samples == kLookaheadSamples ? samples_ahead : samples_full;
+  i = shared(i);
   if (cache.size() <= i) cache.resize(ops.size());
   if (cache[i].size() <= c) cache[i].resize(cands[i].size());
   std::vector<Sample>& out = cache[i][c];
@@ -215,8 +217,11 @@ Model::OpEstimate Model::detail(size_t i, size_t c, int64_t samples) const {
   const poly::Signature& s = sigs[i];
   const int64_t nb = blocks(cand), ns = std::min(nb, samples);
   const size_t n_in = in[i].size();
-  std::vector<double> msgs(n_in, 0.0), missing(n_in, 0.0), needed(n_in, 0.0), lacking(n_in, 0.0);
-  std::vector<Box> mine;
+  per_input_.assign(3 * n_in, 0.0);
+  double* msgs = per_input_.data();
+  double* missing = msgs + n_in;
+  double* lacking = missing + n_in;
+  std::vector<Box>& mine = mine_;
   OpEstimate e;
   e.blocks = nb;
   double worst = 0, flops = 0, received = 0, out = 0;
@@ -237,7 +242,6 @@ Model::OpEstimate Model::detail(size_t i, size_t c, int64_t samples) const {
         flops += elems * in[i][j].generate_flops;  // counted as the exact cost counts its blocks
         continue;
       }
-      needed[j] += double(need.volume()) * elem;
       mine.clear();
       held_by(in[i][j], b.rank, mine);
       const double before = msgs[j];
@@ -309,10 +313,16 @@ Model::OpEstimate Model::detail(size_t i, size_t c, int64_t samples) const {
 }
 
 PlanCost Model::totals() const {
+  std::vector<OpEstimate> per_op;
+  for (size_t i = 0; i < ops.size(); ++i) per_op.push_back(detail(i, static_cast<size_t>(pick[i])));
+  return totals(per_op);
+}
+
+PlanCost Model::totals(const std::vector<OpEstimate>& per_op) const {
   PlanCost c;
   double peak = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
-    const OpEstimate e = detail(i, static_cast<size_t>(pick[i]));
+    const OpEstimate& e = per_op[i];
     c.time += e.time;
     c.flops += e.flops;
     c.bytes_moved += static_cast<int64_t>(e.moved);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -50,6 +51,12 @@ struct Model {
   std::unordered_map<uint64_t, int> holders;                             // distinct ranks
   std::vector<int> pick;
   double held_peak = 0;  // the largest bytes of `initial` on one rank
+  // Per op: the first op with the same signature, input and output shapes and dtypes and
+  // candidates, whose sampled blocks, copies and cuts it reads (they depend on nothing else):
+  // the 1,000 ops of a repeated layer compute 5 ops' worth. Empty: every op its own.
+  std::vector<int> shares;
+  std::vector<std::string> keys;  // per op: what its global-stage tables depend on (estimate.cpp)
+  size_t shared(size_t i) const { return shares.empty() ? i : static_cast<size_t>(shares[i]); }
 
   explicit Model(const Mesh& mesh)
       : m(mesh), link(mesh.ranks > mesh.ranks_per_node ? mesh.inter : mesh.intra) {}
@@ -118,10 +125,16 @@ struct Model {
 
   OpEstimate detail(size_t i, size_t c, int64_t samples = kSamples) const;
 
+  // Scratch of detail(), kept between calls (it runs millions of times on a big graph).
+  mutable std::vector<double> per_input_;
+  mutable std::vector<Box> mine_;
+
   // The plan's cost as estimated for the current picks: the time is the search's objective
   // (ops one after another), the peak the held inputs plus every op's blocks on the busiest
   // rank, nothing freed -- the same upper bound cost_of() computes exactly.
   PlanCost totals() const;
+  // The same from each op's detail(i, pick[i]), already at hand.
+  PlanCost totals(const std::vector<OpEstimate>& per_op) const;
 };
 
 }  // namespace op_estimate

@@ -148,6 +148,20 @@ void PlanCache::insert(const std::vector<NodeRef>& topo, const std::vector<Shard
   entries_.emplace(h, std::move(e));
 }
 
+const std::vector<std::vector<int>>* PlanCache::orders(const std::vector<NodeRef>& topo,
+                                                       const std::vector<Shard>& initial,
+                                                       const std::vector<NodeRef>& roots, const Mesh& m,
+                                                       const SearchOptions& opt) const {
+  auto it = orders_.find(structural_key(topo, initial, roots, m, opt));
+  return it == orders_.end() ? nullptr : &it->second;
+}
+
+void PlanCache::keep_orders(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
+                            const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt,
+                            std::vector<std::vector<int>> orders) {
+  orders_[structural_key(topo, initial, roots, m, opt)] = std::move(orders);
+}
+
 Plan PlanCache::plan(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
                      const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt) {
   if (std::optional<Plan> hit = find(topo, initial, roots, m, opt)) return std::move(*hit);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -28,10 +29,23 @@ class PlanCache {
   Plan plan(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
             const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt = {});
 
+  // The chain orders reassociate() chose for a graph (reassociate.hpp), keyed as its plan is:
+  // a hit replays them without costing any order again.
+  const std::vector<std::vector<int>>* orders(const std::vector<NodeRef>& topo,
+                                              const std::vector<Shard>& initial,
+                                              const std::vector<NodeRef>& roots, const Mesh& m,
+                                              const SearchOptions& opt) const;
+  void keep_orders(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
+                   const std::vector<NodeRef>& roots, const Mesh& m, const SearchOptions& opt,
+                   std::vector<std::vector<int>> orders);
+
   size_t hits() const { return hits_; }
   size_t misses() const { return misses_; }
   size_t size() const { return entries_.size(); }
-  void clear() { entries_.clear(); }
+  void clear() {
+    entries_.clear();
+    orders_.clear();
+  }
 
  private:
   struct Entry {
@@ -45,6 +59,7 @@ class PlanCache {
     std::shared_ptr<const ShardedGraph> graph;
   };
   std::unordered_multimap<size_t, Entry> entries_;
+  std::map<std::vector<int64_t>, std::vector<std::vector<int>>> orders_;
   size_t hits_ = 0, misses_ = 0;
 };
 

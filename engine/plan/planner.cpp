@@ -1,12 +1,14 @@
 #include "engine/plan/planner.hpp"
 
 #include <chrono>
+#include <cstdio>
 #include <set>
 #include <unordered_set>
 
 #include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/fuse.hpp"
+#include "engine/plan/reassociate.hpp"
 
 namespace tapestry::plan {
 
@@ -31,6 +33,21 @@ std::vector<NodeRef> observed_subgraph(const std::vector<NodeRef>& roots) {
   return topo;
 }
 
+namespace {
+
+// TAPESTRY_DEBUG=plan: one line per op of the graph a pass leaves.
+void dump_graph(const char* pass, const std::vector<NodeRef>& topo) {
+  std::string s = cat_str("[plan] after ", pass, ": ", topo.size(), " nodes\n");
+  for (const NodeRef& n : topo) {
+    s += cat_str("  #", n->id, " ", op_def(n->op).name, " ", shape_str(n->shape), n->value ? " (held)" : "");
+    for (size_t k = 0; k < n->inputs.size(); ++k) s += cat_str(k ? ", #" : " <- #", n->inputs[k]->id);
+    s += "\n";
+  }
+  std::fputs(s.c_str(), stderr);
+}
+
+}  // namespace
+
 PlannedGraph plan_observation(PlannerState& planner, const std::vector<NodeRef>& roots, const Mesh& mesh,
                               SearchOptions opts, bool fuse_maps, const StoredShards& stored) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -45,23 +62,49 @@ PlannedGraph plan_observation(PlannerState& planner, const std::vector<NodeRef>&
   } else {
     pg.roots = pg.observed;
   }
-  pg.topo = observed_subgraph(pg.roots);
   pg.mesh = mesh;
-  for (const NodeRef& n : pg.topo) {
-    // A stored tensor is read where it lies: no data moves to rank 0 and back.
-    if (const std::vector<Shard>* s = stored ? stored(n->id) : nullptr)
-      pg.initial.insert(pg.initial.end(), s->begin(), s->end());
-    else if (n->value) pg.initial.push_back(Shard{n->id, Box::of_shape(n->shape), 0});
-    if (n->op == Op::Constrain && !n->value) {
-      const ConstrainAttrs a = attrs_of<ConstrainAttrs>(*n);
-      if (a.replicated) opts.replicated.insert(n->id);
-      else opts.output_grid[n->id] = a.on(mesh.ranks, n->shape);
+  auto inputs_of = [&](const std::vector<NodeRef>& of, std::vector<NodeRef>& topo,
+                       std::vector<Shard>& initial) {
+    topo = observed_subgraph(of);  // the subgraph of the roots, and where its inputs lie
+    initial.clear();
+    for (const NodeRef& n : topo) {
+      // A stored tensor is read where it lies: no data moves to rank 0 and back.
+      if (const std::vector<Shard>* s = stored ? stored(n->id) : nullptr)
+        initial.insert(initial.end(), s->begin(), s->end());
+      else if (n->value) initial.push_back(Shard{n->id, Box::of_shape(n->shape), 0});
+    }
+  };
+  auto inputs = [&] { inputs_of(pg.roots, pg.topo, pg.initial); };
+  inputs();
+  if (planner.dump) dump_graph(fuse_maps ? "fuse" : "observe", pg.topo);
+  PlanCache& cache = planner.cache;
+  const size_t hits = cache.hits(), misses = cache.misses();
+  if (opts.reassociate && may_have_chains(pg.roots) && !find_chains(pg.roots, pg.initial).empty()) {
+    // An order's finalists are planned whole, through the cache: the winner's plan is then a hit.
+    auto planned = [&](const std::vector<NodeRef>& of) {
+      std::vector<NodeRef> topo;
+      std::vector<Shard> initial;
+      inputs_of(of, topo, initial);
+      return cache.plan(topo, initial, of, mesh, constrained(topo, mesh.ranks, opts)).cost.total();
+    };
+    // The orders are chosen once per graph structure: a hit replays them.
+    const std::vector<std::vector<int>>* known = cache.orders(pg.topo, pg.initial, pg.roots, mesh, opts);
+    const Reassociated r = known ? reassociate_as(pg.roots, pg.initial, *known)
+                                 : reassociate(pg.roots, pg.initial, mesh, opts, planned);
+    if (!known && !r.orders.empty()) cache.keep_orders(pg.topo, pg.initial, pg.roots, mesh, opts, r.orders);
+    pg.reassociated = r.report;
+    if (r.changed) {
+      pg.roots = r.roots;
+      inputs();
+    }
+    if (planner.dump) {
+      for (const std::string& line : r.report) std::fprintf(stderr, "[plan] %s\n", line.c_str());
+      dump_graph("reassociate", pg.topo);
     }
   }
-  PlanCache& cache = planner.cache;
-  const uint64_t hits = cache.hits();
+  opts = constrained(pg.topo, mesh.ranks, std::move(opts));
   pg.plan = cache.plan(pg.topo, pg.initial, pg.roots, mesh, opts);
-  pg.cache_hit = cache.hits() > hits;
+  pg.cache_hit = cache.hits() > hits && cache.misses() == misses;  // nothing was planned anew
   PlannerStats& st = planner.stats;
   ++st.plans;
   if (pg.cache_hit) ++st.cache_hits;

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "engine/ir/node.hpp"
@@ -23,6 +24,7 @@ struct PlannedGraph {
   std::vector<NodeRef> roots;     // what the plan computes: observed[i]'s value is roots[i]'s
   std::vector<NodeRef> observed;  // the roots as the user gave them (each once)
   std::map<uint64_t, std::vector<NodeRef>> fused_origin;  // fused node id -> what it replaces
+  std::vector<std::string> reassociated;  // per matmul chain: the order written and the one computed
   Mesh mesh;
   Plan plan;
   bool cache_hit = false;
@@ -45,10 +47,12 @@ struct PlannerStats {
 struct PlannerState {
   PlanCache cache;
   PlannerStats stats;
+  bool dump = false;  // TAPESTRY_DEBUG=plan: the graph after each pass, on standard error
 };
 
-// Fuses maps (plan::fuse, unless fuse_maps is false), then plans on `mesh`, through the
-// planner's cache.
+// The pipeline: fuses maps (plan::fuse, unless fuse_maps is false), orders matmul chains by
+// cost (plan::reassociate, unless opts.reassociate is false), then searches the sharding on
+// `mesh`; the chains' orders and the plan go through the planner's cache.
 PlannedGraph plan_observation(PlannerState& planner, const std::vector<NodeRef>& roots, const Mesh& mesh,
                               SearchOptions opts, bool fuse_maps = true, const StoredShards& stored = {});
 

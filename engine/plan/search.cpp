@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/estimate.hpp"
 #include "engine/plan/global_search.hpp"
@@ -32,8 +33,18 @@ int64_t Candidate::block_count(int ranks) const {
 }
 
 std::vector<int64_t> SearchOptions::key() const {
-  return {int64_t(method), steps,       static_cast<int64_t>(seed),      work_budget,
-          exact_limit,     exact_ranks, std::llround(bytes_weight * 1e6)};
+  return {int64_t(method), steps,       static_cast<int64_t>(seed),       work_budget,
+          exact_limit,     exact_ranks, std::llround(bytes_weight * 1e6), int64_t(reassociate)};
+}
+
+SearchOptions constrained(const std::vector<NodeRef>& topo, int ranks, SearchOptions opt) {
+  for (const NodeRef& n : topo)
+    if (n->op == Op::Constrain && !n->value) {
+      const ConstrainAttrs a = attrs_of<ConstrainAttrs>(*n);
+      if (a.replicated) opt.replicated.insert(n->id);
+      else opt.output_grid[n->id] = a.on(ranks, n->shape);
+    }
+  return opt;
 }
 
 std::string lost_on(const Tried& rejected, const Tried& winner) {

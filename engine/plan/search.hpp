@@ -83,9 +83,16 @@ struct SearchOptions {
   // moving fewer bytes wins: the model prices each link but not the contention of many
   // transfers in one network, which the bytes stand for. 0: time alone.
   double bytes_weight = 0.1;
+  // Matmul chains computed in the order the planner's cost picks, not as parenthesized
+  // (reassociate.hpp); false keeps every chain as written.
+  bool reassociate = true;
   // What a cached plan was made with besides the graph and mesh (PlanCache keys on it).
   std::vector<int64_t> key() const;
 };
+
+// opt with the layouts the graph's Constrain nodes ask for (x:constrain) on a mesh of `ranks`:
+// output_grid and replicated, by node id.
+SearchOptions constrained(const std::vector<NodeRef>& topo, int ranks, SearchOptions opt);
 
 // The grid a candidate cuts the op's output into: distinct block ranges per output dim.
 std::vector<int64_t> output_grid_of(const poly::Signature& s, const std::vector<Placement>& blocks);

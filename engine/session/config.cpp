@@ -25,6 +25,7 @@ Config Config::from_environment() {
   if (const char* e = var("TAPESTRY_MEMORY_PER_RANK"); e && !parse_byte_count(e, c.memory_per_rank))
     c.memory_per_rank = 0;
   if (const char* e = var("TAPESTRY_VERIFY")) c.verify = std::string_view(e) == "1";
+  if (const char* e = var("TAPESTRY_DEBUG")) c.debug_plan = std::string_view(e) == "plan";
   if (const char* e = var("TAPESTRY_THREADS")) {
     char* end = nullptr;
     const long n = std::strtol(e, &end, 10);

@@ -18,6 +18,7 @@ struct Config {
   int ranks = 1;                // TAPESTRY_RANKS: virtual ranks (loopback) outside an MPI job
   int64_t memory_per_rank = 0;  // TAPESTRY_MEMORY_PER_RANK (512M, 2G): bytes; 0: the default
   bool verify = false;          // TAPESTRY_VERIFY=1: verify every plan before it runs
+  bool debug_plan = false;      // TAPESTRY_DEBUG=plan: the planner's graph after each pass
   int threads = 0;              // TAPESTRY_THREADS: the kernels' threads; 0: one per core
   std::string isa;              // TAPESTRY_ISA: avx2 or avx512, the CPU kernels' vector set ("": widest)
   std::string device;           // TAPESTRY_DEVICE: cpu, cuda (gpu), sim, auto ("": auto)

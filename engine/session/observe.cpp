@@ -12,6 +12,7 @@
 #include "engine/plan/memory_limit.hpp"
 #include "engine/plan/moves.hpp"
 #include "engine/plan/planner.hpp"
+#include "engine/plan/reassociate.hpp"
 #include "engine/plan/verifier.hpp"
 #include "engine/run/device_eval.hpp"
 #include "engine/run/evaluator.hpp"
@@ -269,8 +270,13 @@ void observe_values(Session& s, const std::vector<NodeRef>& given) {
   // The file bytes the loads of this observation read, for the progress bar (if one listens).
   const ExpectIo io(s.telemetry().progress_listener ? io::load_bytes(roots, s.mpi_job_ranks()) : 0);
   if (mesh.ranks == 1) {
-    if (DeviceBackend* dev = s.device()) evaluate_on_device(roots, *dev);
-    else evaluate(roots);
+    // Matmul chains in the order the cost model picks, as a plan on several ranks computes them
+    // (plan/reassociate.hpp); the values go to the roots as given.
+    const plan::Reassociated r = plan::reassociate(roots, {}, mesh, {});
+    if (DeviceBackend* dev = s.device()) evaluate_on_device(r.roots, *dev);
+    else evaluate(r.roots);
+    for (size_t i = 0; i < roots.size(); ++i)
+      if (r.roots[i] != roots[i] && !roots[i]->value) set_value(*roots[i], r.roots[i]->value);
   } else {
     std::vector<NodeRef> todo;  // each root once (a plan lists an output once)
     std::unordered_set<const Node*> seen;

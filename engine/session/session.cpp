@@ -23,6 +23,7 @@ Session::Session(Config config) : config_(std::move(config)), available_at_start
   if (config_.isa == "avx2") cpu::set_isa(cpu::Isa::Base);
   apply_memory_budget();
   set_retry_policy(config_.retry);
+  planner_.dump = config_.debug_plan;
 }
 
 int64_t Session::memory_per_rank() const {
