@@ -29,11 +29,12 @@ const ApiEntry kApi[] = {
     // --- create ---------------------------------------------------------------------
     {"tp.tensor", K::Function, "create", "tp.tensor(t [,opts])",
      "A tensor from a nested Lua table (or a number: a scalar). Defaults to f32; a table of "
-     "booleans gives bool. opts: dtype, name, symmetry (checked when evaluated, as x:declare). Example: "
+     "booleans gives bool; an empty table is a size-0 dim (tp.tensor{} is f32 {0}, tp.tensor{{},{}} "
+     "{2,0}). opts: dtype, name, symmetry (checked when evaluated, as x:declare). Example: "
      "tp.tensor{{1,2},{3,4}}",
      lua::l_tensor},
     {"tp.zeros", K::Function, "create", "tp.zeros(shape [,opts])",
-     "All zeros. shape is a table of positive sizes, e.g. {2,3}. opts: dtype (default f32), name, "
+     "All zeros. shape is a table of sizes, e.g. {2,3} ({0,3} is empty). opts: dtype (default f32), name, "
      "symmetry (any group: zero is symmetric and antisymmetric). x:properties() says zero = true.",
      lua::l_zeros},
     {"tp.ones", K::Function, "create", "tp.ones(shape [,opts])",
@@ -47,11 +48,12 @@ const ApiEntry kApi[] = {
      "true, and symmetric{1,2} when n = m.",
      lua::l_eye},
     {"tp.arange", K::Function, "create", "tp.arange(first, last [,step] [,opts])",
-     "first, first+step, ... up to last inclusive, like a Lua numeric for. "
-     "Example: tp.arange(1, 5) is [1. 2. 3. 4. 5.]. opts: dtype, name.",
+     "first, first+step, ... up to last inclusive, like a Lua numeric for: a range that runs no "
+     "iteration (tp.arange(1, 0)) is empty. Example: tp.arange(1, 5) is [1. 2. 3. 4. 5.]. opts: dtype, name.",
      lua::l_arange},
     {"tp.linspace", K::Function, "create", "tp.linspace(a, b, n [,opts])",
-     "n evenly spaced points from a to b inclusive. opts: dtype (f32 or f64), name.", lua::l_linspace},
+     "n evenly spaced points from a to b inclusive (n = 0: empty). opts: dtype (f32 or f64), name.",
+     lua::l_linspace},
     {"tp.rand", K::Function, "create", "tp.rand(shape [,opts])",
      "Uniform in [0,1) from a counter-based generator (Philox-4x32) keyed by (seed, element "
      "index): the same seed gives the same values on any mesh. opts: seed, dtype, name, symmetry "
@@ -195,12 +197,14 @@ const ApiEntry kApi[] = {
     // --- reduce ---------------------------------------------------------------------
     {"tp.sum", K::Function, "reduce", "tp.sum(x [,dims] [,opts]) / x:sum([dims] [,opts])",
      "Sum over dims (a number, a sequence, or nil for all). opts.keepdim keeps reduced dims "
-     "as size 1. Integers and bools sum to i64.",
+     "as size 1. Integers and bools sum to i64. Over an empty dim the sum is 0 (numpy's identity).",
      l_reduce<Op::Sum>, M},
-    {"tp.prod", K::Function, "reduce", "x:prod([dims] [,opts])", "Product over dims; opts.keepdim.",
-     l_reduce<Op::Prod>, M},
+    {"tp.prod", K::Function, "reduce", "x:prod([dims] [,opts])",
+     "Product over dims (1 over an empty dim); opts.keepdim.", l_reduce<Op::Prod>, M},
     {"tp.max", K::Function, "reduce", "x:max([dims] [,opts])",
-     "Maximum over dims (values only; see argmax); nan propagates. opts.keepdim.", l_reduce<Op::Max>, M},
+     "Maximum over dims (values only; see argmax); nan propagates. opts.keepdim. Over an empty dim "
+     "it is an error, as numpy's (no identity).",
+     l_reduce<Op::Max>, M},
     {"tp.min", K::Function, "reduce", "x:min([dims] [,opts])", "Minimum over dims. opts.keepdim.",
      l_reduce<Op::Min>, M},
     {"tp.all", K::Function, "reduce", "x:all([dims] [,opts])", "True where every element is nonzero.",
@@ -208,10 +212,13 @@ const ApiEntry kApi[] = {
     {"tp.any", K::Function, "reduce", "x:any([dims] [,opts])", "True where some element is nonzero.",
      l_reduce<Op::Any>, M},
     {"tp.mean", K::Function, "reduce", "x:mean([dims] [,opts])",
-     "Arithmetic mean over dims; integers give f64. opts.keepdim.", lua::l_mean, M},
+     "Arithmetic mean over dims; integers give f64. opts.keepdim. Over an empty dim: nan (0/0, as "
+     "numpy, without its warning).",
+     lua::l_mean, M},
     {"tp.var", K::Function, "reduce", "x:var([dims] [,opts])",
-     "Variance: sum((x - mean)^2) / (n - correction). opts.correction (default 0), opts.keepdim.", lua::l_var,
-     M},
+     "Variance: sum((x - mean)^2) / max(n - correction, 0), as numpy (nan or inf where that is 0). "
+     "opts.correction (default 0), opts.keepdim.",
+     lua::l_var, M},
     {"tp.std", K::Function, "reduce", "x:std([dims] [,opts])",
      "Standard deviation, sqrt(var). opts.correction (default 0), opts.keepdim.", lua::l_std, M},
     {"tp.norm", K::Function, "reduce", "tp.norm(x [,p] [,dims] [,opts]) / x:norm([p] [,dims] [,opts])",
@@ -237,7 +244,8 @@ const ApiEntry kApi[] = {
      lua::l_argsort, M},
     {"tp.topk", K::Function, "sort", "tp.topk(x, k [,dim] [,opts]) / x:topk(k [,dim] [,opts])",
      "The k largest along dim (default the last), largest first, and their 1-based indices: values, "
-     "indices. k in 1..size of dim. opts.largest = false gives the k smallest, smallest first. Ties "
+     "indices. k in 0..size of dim (0: empty). opts.largest = false gives the k smallest, smallest first. "
+     "Ties "
      "keep x's order.",
      lua::l_topk, M},
     {"tp.unique", K::Function, "sort", "tp.unique(x [,opts]) / x:unique([opts])",
@@ -274,7 +282,8 @@ const ApiEntry kApi[] = {
      "Matrix product with numpy's rules: 1-D operands are vectors, leading dims are batch dims "
      "and broadcast. f32/f64 run on OpenBLAS. A 2-D a declared block-sparse (x:declare{tiles, nonzero}) "
      "is multiplied by its nonzero tiles only (so planned and run with their flops alone), and the "
-     "result is declared sparse in the row blocks with none.",
+     "result is declared sparse in the row blocks with none. An empty inner dim (k = 0) gives "
+     "zeros, as numpy.",
      lua::l_matmul, M},
     {"tp.einsum", K::Function, "contract", "tp.einsum(spec, a, b, ...)",
      "Einstein summation over any number of operands, as numpy.einsum: spec names each "

@@ -51,7 +51,10 @@ PlannedGraph plan_observation(PlannerState& planner, const std::vector<NodeRef>&
     // A stored tensor is read where it lies: no data moves to rank 0 and back.
     if (const std::vector<Shard>* s = stored ? stored(n->id) : nullptr)
       pg.initial.insert(pg.initial.end(), s->begin(), s->end());
-    else if (n->value) pg.initial.push_back(Shard{n->id, Box::of_shape(n->shape), 0});
+    // An empty tensor (a size-0 dim) has nothing to compute: it is held, whole on rank 0, as a
+    // value is. The builders fold every op with an empty result (engine/ir/build/empty.hpp), so
+    // no op of a plan ever has an empty index space.
+    else if (n->value || numel(n->shape) == 0) pg.initial.push_back(Shard{n->id, Box::of_shape(n->shape), 0});
     if (n->op == Op::Constrain && !n->value) {
       const ConstrainAttrs a = attrs_of<ConstrainAttrs>(*n);
       if (a.replicated) opts.replicated.insert(n->id);

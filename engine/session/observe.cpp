@@ -13,6 +13,7 @@
 #include "engine/plan/verifier.hpp"
 #include "engine/run/device_eval.hpp"
 #include "engine/run/evaluator.hpp"
+#include "engine/session/run_sharded.hpp"
 #include "engine/session/session.hpp"
 #include "engine/telemetry/stats.hpp"
 #include "engine/telemetry/trace.hpp"
@@ -239,6 +240,7 @@ void observe_values(Session& s, const std::vector<NodeRef>& given) {
   release_unreferenced(s);
   const plan::Mesh& mesh = s.mesh();
   std::vector<NodeRef> roots = substitute_stored(s, given);
+  resolve_empty_roots(roots);  // an empty root takes its value without a plan
   gather_what_must_be_whole(s, roots, mesh.ranks);
   if (mesh.ranks == 1) {
     if (DeviceBackend* dev = s.device()) evaluate_on_device(roots, *dev);
@@ -273,6 +275,7 @@ std::vector<NodeRef> observe_stored(Session& s, const std::vector<NodeRef>& give
   release_unreferenced(s);
   const plan::Mesh& mesh = s.mesh();
   std::vector<NodeRef> out = substitute_stored(s, given);
+  resolve_empty_roots(out);
   if (mesh.ranks == 1) {
     observe_values(s, out);
     return out;

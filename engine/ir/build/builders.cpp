@@ -1,4 +1,5 @@
 #include "engine/ir/build/builders.hpp"
+#include "engine/ir/build/empty.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -55,7 +56,7 @@ NodeRef materialize(const Operand& o, DType dtype, const Shape& shape) {
 
 NodeRef map_node(Op op, std::vector<NodeRef> ins, DType out) {
   Shape shape = ins.front()->shape;
-  return make_node(op, std::move(ins), Attrs{}, std::move(shape), out);
+  return op_node(op, std::move(ins), Attrs{}, std::move(shape), out);
 }
 
 std::vector<int> normalize_dims(std::vector<int> dims, int rank) {
@@ -80,6 +81,13 @@ Shape reduced_shape(const Shape& s, const std::vector<int>& dims, bool keepdim) 
     else if (keepdim) out.push_back(1);
   }
   return out;
+}
+
+// "{1,3}": 1-based, as the user wrote them.
+std::string dims_str(const std::vector<int>& dims) {
+  std::string s = "{";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i] + 1);
+  return s + "}";
 }
 
 int64_t reduced_count(const Shape& s, const std::vector<int>& dims) {
@@ -123,8 +131,8 @@ void check_shape(const Shape& shape, const char* what) {
   int64_t n = 1;
   for (int64_t d : shape) {
     // Not user_check: its message (shape_str) would be built on every call.
-    if (d < 1) user_error(what, " must have positive sizes, got ", shape_str(shape));
-    if (n > (int64_t{1} << 50) / d)
+    if (d < 0) user_error(what, " must have sizes of at least 0, got ", shape_str(shape));
+    if (d > 0 && n > (int64_t{1} << 50) / d)
       user_error(what, " ", shape_str(shape), " is too large (more than 2^50 elements)");
     n *= d;
   }
@@ -166,12 +174,11 @@ NodeRef arange(double first, double last, double step, DType dtype) {
                       dtype);
   }
   const double span = (last - first) / step;
-  user_check(span >= 0, "empty range: from ", first, " to ", last, " by step ", step,
-             " (Tapestry tensors have positive sizes)");
   user_check(span < 0x1p50, "range from ", first, " to ", last, " by step ", step,
              " is too large (more than 2^50 elements)");
   // Inclusive like a Lua numeric for; tolerate rounding at the last point.
-  const int64_t n = static_cast<int64_t>(std::floor(span + 1e-9)) + 1;
+  // An empty range (last before first) is an empty tensor, as a Lua for runs no iteration.
+  const int64_t n = span < 0 ? 0 : static_cast<int64_t>(std::floor(span + 1e-9)) + 1;
   const ArangeAttrs a{dtype, first, step, static_cast<int64_t>(first), static_cast<int64_t>(step)};
   check_shape({n}, "range");
   return make_node(Op::Arange, {}, a.encode(), Shape{n}, dtype);
@@ -183,12 +190,11 @@ NodeRef arange_int(int64_t first, int64_t last, int64_t step, DType dtype) {
   // In 128 bits: last - first overflows 64 near math.mininteger / math.maxinteger.
   const __int128 diff = static_cast<__int128>(last) - first;
   const __int128 span = diff / step;
-  user_check(diff == 0 || (diff > 0) == (step > 0), "empty range: from ", first, " to ", last, " by step ",
-             step, " (Tapestry tensors have positive sizes)");
   user_check(span < (__int128{1} << 50), "range from ", first, " to ", last, " by step ", step,
              " is too large (more than 2^50 elements)");
-  const int64_t n = static_cast<int64_t>(span) + 1;
-  if (dtype == DType::I32) {
+  const bool none = diff != 0 && (diff > 0) != (step > 0);  // an empty range: an empty tensor
+  const int64_t n = none ? 0 : static_cast<int64_t>(span) + 1;
+  if (dtype == DType::I32 && n > 0) {
     const int64_t end = first + step * (n - 1);  // within [first, last]: no overflow
     user_check(first >= INT32_MIN && first <= INT32_MAX && end >= INT32_MIN && end <= INT32_MAX,
                "range from ", first, " to ", end, " does not fit in i32");
@@ -200,7 +206,7 @@ NodeRef arange_int(int64_t first, int64_t last, int64_t step, DType dtype) {
 
 NodeRef linspace(double a, double b, int64_t n, DType dtype) {
   user_check(std::isfinite(a) && std::isfinite(b), "a and b must be finite, got ", a, " and ", b);
-  user_check(n >= 1, "n must be at least 1, got ", n);
+  user_check(n >= 0, "n must be at least 0, got ", n);
   user_check(is_float(dtype), "dtype must be f32 or f64, got ", dt(dtype));
   check_shape({n}, "shape");
   return make_node(Op::Linspace, {}, LinspaceAttrs{dtype, a, b}.encode(), Shape{n}, dtype);
@@ -232,7 +238,7 @@ NodeRef cast(const NodeRef& x, DType to) {
     if (is_float(to) || is_float(x->dtype)) return full(x->shape, c.real, to);
     return full_int(x->shape, c.integer, to);
   }
-  return make_node(Op::Cast, {x}, CastAttrs{to}.encode(), x->shape, to);
+  return op_node(Op::Cast, {x}, CastAttrs{to}.encode(), x->shape, to);
 }
 
 NodeRef unary(Op op, const NodeRef& x) {
@@ -286,16 +292,16 @@ NodeRef binary(Op op, const Operand& a, const Operand& b) {
     case Op::LogicalOr: t = out = DType::Bool; break;
     default: break;
   }
-  return make_node(op, {materialize(a, t, shape), materialize(b, t, shape)}, Attrs{}, shape, out);
+  return op_node(op, {materialize(a, t, shape), materialize(b, t, shape)}, Attrs{}, shape, out);
 }
 
 NodeRef where(const Operand& cond, const Operand& a, const Operand& b) {
   const Shape shape =
       broadcast_shapes(broadcast_shapes(operand_shape(cond), operand_shape(a)), operand_shape(b));
   const DType t = common_dtype({&a, &b});
-  return make_node(
-      Op::Where, {materialize(cond, DType::Bool, shape), materialize(a, t, shape), materialize(b, t, shape)},
-      Attrs{}, shape, t);
+  return op_node(Op::Where,
+                 {materialize(cond, DType::Bool, shape), materialize(a, t, shape), materialize(b, t, shape)},
+                 Attrs{}, shape, t);
 }
 
 NodeRef clamp(const NodeRef& x, std::optional<Operand> lo, std::optional<Operand> hi) {
@@ -319,7 +325,13 @@ NodeRef reduce(Op op, const NodeRef& x, std::vector<int> dims, bool keepdim) {
     out = DType::Bool;
   }
   if (dims.empty()) return in->dtype == out ? in : cast(in, out);  // a 0-d x: nothing to reduce
-  NodeRef r = make_node(op, {in}, ReduceAttrs{dims}.encode(), reduced_shape(x->shape, dims, false), out);
+  if (reduced_count(x->shape, dims) == 0) {  // numpy's identities; max and min have none
+    user_check(op != Op::Max && op != Op::Min, "cannot take the ", op == Op::Max ? "max" : "min",
+               " over the empty dims ", dims_str(dims), " of x ", shape_str(x->shape),
+               " (a zero-size reduction has no identity)");
+    return full(reduced_shape(x->shape, dims, keepdim), op == Op::Prod || op == Op::All ? 1 : 0, out);
+  }
+  NodeRef r = op_node(op, {in}, ReduceAttrs{dims}.encode(), reduced_shape(x->shape, dims, false), out);
   if (keepdim) r = reshape(r, reduced_shape(x->shape, dims, true));
   return r;
 }
@@ -338,7 +350,8 @@ NodeRef var(const NodeRef& x, std::vector<int> dims, double correction, bool kee
   const NodeRef xf = cast(x, f);
   const NodeRef m = mean(xf, dims, /*keepdim=*/true);
   const NodeRef d = unary(Op::Square, binary(Op::Sub, xf, m));
-  const double n = static_cast<double>(reduced_count(x->shape, dims)) - correction;
+  // numpy clamps the divisor at 0: var of one element with correction 1 is nan, not -0 or inf.
+  const double n = std::max(static_cast<double>(reduced_count(x->shape, dims)) - correction, 0.0);
   return binary(Op::Div, reduce(Op::Sum, d, dims, keepdim), Operand::number(n));
 }
 
@@ -364,7 +377,11 @@ NodeRef argreduce(Op op, const NodeRef& x, std::optional<int> dim, bool keepdim)
     for (int d = 0; d < static_cast<int>(x->shape.size()); ++d)
       if (d != *dim) out.push_back(x->shape[d]);
   }
-  NodeRef r = make_node(op, {x}, ArgReduceAttrs{dim}.encode(), out, DType::I64);
+  const int64_t along = dim ? x->shape[*dim] : numel(x->shape);
+  user_check(along > 0, "cannot take the ", op_def(op).name, " of ",
+             dim ? cat_str("the empty dim ", *dim + 1, " of x ") : std::string("the empty x "),
+             shape_str(x->shape), " (numpy refuses an empty sequence too)");
+  NodeRef r = op_node(op, {x}, ArgReduceAttrs{dim}.encode(), out, DType::I64);
   if (keepdim) {
     Shape kd = x->shape;
     if (dim) kd[*dim] = 1;
@@ -403,7 +420,10 @@ NodeRef matmul(const NodeRef& a0, const NodeRef& b0) {
   ashape.insert(ashape.end(), {n, k});
   bshape.insert(bshape.end(), {k, m});
   out.insert(out.end(), {n, m});
-  NodeRef r = make_node(Op::Matmul, {broadcast_to(a, ashape), broadcast_to(b, bshape)}, Attrs{}, out, t);
+  // An empty inner dim sums nothing: zeros (numpy); an empty result folds in op_node.
+  NodeRef r = k == 0 && !is_empty(out)
+                  ? full(out, 0, t)
+                  : op_node(Op::Matmul, {broadcast_to(a, ashape), broadcast_to(b, bshape)}, Attrs{}, out, t);
   if (a_vec || b_vec) {
     Shape final_shape = batch;
     if (!a_vec) final_shape.push_back(n);
@@ -417,12 +437,12 @@ NodeRef constrain(const NodeRef& x, std::vector<int64_t> parts, bool replicated)
   user_check(parts.size() == x->shape.size(), "layout has ", parts.size(), " dims but the tensor ",
              shape_str(x->shape), " has ", x->shape.size());
   for (size_t d = 0; d < parts.size(); ++d)
-    user_check(parts[d] == kPartsPerRank || (parts[d] >= 1 && parts[d] <= x->shape[d]),
+    user_check(parts[d] == kPartsPerRank || (parts[d] >= 1 && parts[d] <= std::max<int64_t>(x->shape[d], 1)),
                "cannot split dimension ", d + 1, " of size ", x->shape[d], " into ", parts[d], " parts");
   const NodeRef& src = x->op == Op::Constrain ? x->inputs[0] : x;  // the last constraint wins
   if (replicated) parts.assign(parts.size(), 1);
-  return make_node(Op::Constrain, {src}, ConstrainAttrs{std::move(parts), replicated}.encode(), x->shape,
-                   x->dtype);
+  return op_node(Op::Constrain, {src}, ConstrainAttrs{std::move(parts), replicated}.encode(), x->shape,
+                 x->dtype);
 }
 
 NodeRef write_region(const NodeRef& base, std::vector<int64_t> start, const Shape& count,
@@ -430,14 +450,15 @@ NodeRef write_region(const NodeRef& base, std::vector<int64_t> start, const Shap
   const size_t r = base->shape.size();
   internal_check(start.size() == r && count.size() == r);
   for (size_t d = 0; d < r; ++d)
-    user_check(start[d] >= 0 && count[d] >= 1 && start[d] + count[d] <= base->shape[d],
+    user_check(start[d] >= 0 && count[d] >= 0 && start[d] + count[d] <= base->shape[d],
                "region out of bounds in dimension ", d + 1, " of ", shape_str(base->shape));
   const Shape vs = operand_shape(value);
   user_check(broadcastable_to(vs, count), "value of shape ", shape_str(vs),
              " cannot be broadcast to the region ", shape_str(count), " of ", shape_str(base->shape));
   if (count == base->shape) return materialize(value, base->dtype, base->shape);
-  return make_node(Op::WriteRegion, {base, materialize(value, base->dtype, count)},
-                   WriteAttrs{std::move(start)}.encode(), base->shape, base->dtype);
+  if (is_empty(count)) return base;  // writes nothing
+  return op_node(Op::WriteRegion, {base, materialize(value, base->dtype, count)},
+                 WriteAttrs{std::move(start)}.encode(), base->shape, base->dtype);
 }
 
 }  // namespace tapestry::build

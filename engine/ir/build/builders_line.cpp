@@ -4,6 +4,7 @@
 // Each op reads whole lines along one dim (engine/poly/signature_of.cpp: that dim is never split).
 #include "engine/ir/attrs.hpp"
 #include "engine/ir/build/builders.hpp"
+#include "engine/ir/build/empty.hpp"
 #include "engine/ir/error.hpp"
 
 namespace tapestry::build {
@@ -16,7 +17,7 @@ void check_line(const NodeRef& x, int dim) {
 }
 
 NodeRef line(Op op, std::vector<NodeRef> in, LineAttrs a, Shape shape, DType t) {
-  return make_node(op, std::move(in), a.encode(), std::move(shape), t);
+  return op_node(op, std::move(in), a.encode(), std::move(shape), t);
 }
 
 }  // namespace
@@ -47,7 +48,7 @@ std::vector<NodeRef> sort(const NodeRef& x, int dim, bool descending) {
 std::vector<NodeRef> topk(const NodeRef& x, int64_t k, int dim, bool largest) {
   check_line(x, dim);
   const int64_t n = x->shape[dim];
-  user_check(k >= 1 && k <= n, "k must be in 1..", n, " (the size of dim ", dim + 1, " of x ",
+  user_check(k >= 0 && k <= n, "k must be in 0..", n, " (the size of dim ", dim + 1, " of x ",
              shape_str(x->shape), "), got ", k);
   std::vector<NodeRef> vi = sort(x, dim, largest);
   if (k == n) return vi;
@@ -65,7 +66,8 @@ NodeRef searchsorted(const NodeRef& sorted, const NodeRef& values, bool right) {
   user_check((sorted->dtype == DType::Bool) == (values->dtype == DType::Bool), "sorted_sequence (",
              dtype_name(sorted->dtype), ") and values (", dtype_name(values->dtype),
              ") must both be bool or both numeric");
-  const DType t = promote(sorted->dtype, values->dtype);  // compared in their common dtype
+  const DType t = promote(sorted->dtype, values->dtype);                 // compared in their common dtype
+  if (sorted->shape[0] == 0) return full(values->shape, 1, DType::I64);  // before every element of none
   return line(Op::Searchsorted, {cast(sorted, t), cast(values, t)}, LineAttrs{0, false, false, right},
               values->shape, DType::I64);
 }
