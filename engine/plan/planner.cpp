@@ -7,6 +7,7 @@
 #include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/plan/fuse.hpp"
+#include "engine/plan/split_scan.hpp"
 
 namespace tapestry::plan {
 
@@ -38,12 +39,14 @@ PlannedGraph plan_observation(PlannerState& planner, const std::vector<NodeRef>&
   std::unordered_set<const Node*> listed;  // a plan produces each root once
   for (const NodeRef& r : roots)
     if (listed.insert(r.get()).second) pg.observed.push_back(r);
+  // Long scans along a dim the mesh must split become chunked scans with carries (split_scan.hpp).
+  const std::vector<NodeRef> todo = split_scans(pg.observed, mesh.ranks);
   if (fuse_maps) {
-    FusedGraph fg = fuse(pg.observed);
+    FusedGraph fg = fuse(todo);
     pg.roots = std::move(fg.roots);
     pg.fused_origin = std::move(fg.origin);
   } else {
-    pg.roots = pg.observed;
+    pg.roots = todo;
   }
   pg.topo = observed_subgraph(pg.roots);
   pg.mesh = mesh;

@@ -77,6 +77,7 @@ std::vector<bool> inexact_steps(const Program& p, const std::vector<NodeRef>& no
       case Kind::Stencil:
       case Kind::Conv2d: x = true; break;
       case Kind::Pool: x = s.op == Op::AvgPool2d; break;
+      case Kind::Line: x = s.op == Op::Cumsum || s.op == Op::Cumprod || s.op == Op::Logcumsumexp; break;
       default: break;
     }
     for (int j : s.in) x = x || inexact[j];

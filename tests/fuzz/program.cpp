@@ -72,6 +72,8 @@ bool discontinuous(const Step& s) {
     case Kind::ArgReduce: return true;
     case Kind::Cast: return !is_float(s.dt);
     case Kind::Reduce: return s.op == Op::All || s.op == Op::Any;
+    case Kind::Line:  // indices (argsort, cummax's) jump
+      return s.flag && (s.op == Op::Sort || s.op == Op::Cummax || s.op == Op::Cummin);
     default: return false;
   }
 }
@@ -88,6 +90,8 @@ bool reorders(const Step& s, DType out) {
     case Kind::Stencil:
     case Kind::Conv2d: return true;
     case Kind::Pool: return s.op == Op::AvgPool2d;
+    // A long line on a mesh is scanned in chunks with carries (engine/plan/split_scan.hpp).
+    case Kind::Line: return s.op == Op::Cumsum || s.op == Op::Cumprod || s.op == Op::Logcumsumexp;
     default: return false;
   }
 }

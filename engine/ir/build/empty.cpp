@@ -11,7 +11,8 @@ NodeRef op_node(Op op, std::vector<NodeRef> inputs, Attrs attrs, Shape shape, DT
   // Why fold rather than run: an empty result has no value to compute, and keeping empty index
   // spaces out of the graph means the planner, the cost model and every kernel keep their
   // invariant that a block has at least one point.
-  if (is_empty(shape)) return make_node(Op::Full, {}, FullAttrs{dtype, 0, 0}.encode(), std::move(shape), dtype);
+  if (is_empty(shape))
+    return make_node(Op::Full, {}, FullAttrs{dtype, 0, 0}.encode(), std::move(shape), dtype);
   for (const NodeRef& in : inputs)
     if (is_empty(in->shape)) {
       std::string ins;

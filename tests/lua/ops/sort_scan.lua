@@ -238,6 +238,31 @@ check.mistake("searchsorted_2d", function() return tp.searchsorted(M, 1) end, "t
               "sorted_sequence must be 1-D", "{3,4}")
 check.mistake("searchsorted_bool", function() return tp.searchsorted(tp.tensor{1, 2}, tp.tensor{true}) end,
               "tp.searchsorted", "f32", "bool", "both numeric")
+-- A long line on a mesh: scanned in chunks with a carry per chunk (engine/plan/split_scan.hpp),
+-- on whatever ranks this runs; the values are exact (integers, and extremes), element by element.
+test("split_line", function()
+  local n = 5003
+  local x = tp.arange(1, n, 1, {dtype = "i64"}) * 7919 % 1009 - 500
+  local xt, c, m, mi, lo, loi = x:totable(), x:cumsum(1):totable(), nil, nil, nil, nil
+  local vmax, imax = x:cummax(1)
+  local vmin, imin = x:cummin(1)
+  vmax, imax, vmin, imin = vmax:totable(), imax:totable(), vmin:totable(), imin:totable()
+  local s = 0
+  for k = 1, n do
+    s = s + xt[k]
+    eq(c[k], s, "cumsum")
+    if not m or xt[k] >= m then m, mi = xt[k], k end  -- a tie moves to the later element
+    if not lo or xt[k] <= lo then lo, loi = xt[k], k end
+    eq({vmax[k], imax[k], vmin[k], imin[k]}, {m, mi, lo, loi}, "cummax/cummin at " .. k)
+  end
+  local f = tp.arange(1, n, 1, {dtype = "f64"}) / n
+  near(f:logcumsumexp(1):totable()[n], math.log(f:exp():sum():item()), 1e-12)
+  near(f:cumprod(1):totable()[7], 5040 / n ^ 7, 1e-12)
+  -- Planned on 4 ranks, the chunks' totals and carries move, not the line (40 kB of f64).
+  local cost = tp.plan(tp.rand({n}, {seed = 2, dtype = "f64"}):cumsum(1), {mesh = 4}):cost()
+  check.truthy(cost.bytes_moved < 100, "bytes moved: " .. cost.bytes_moved)
+end)
+
 check.mistake("searchsorted_side", function() return tp.searchsorted(tp.tensor{1, 2}, 1, {side = "up"}) end,
               "tp.searchsorted", "side", "up")
 check.mistake("unique_option", function() return tp.unique(A, {counts = true}) end, "tp.unique", "counts")

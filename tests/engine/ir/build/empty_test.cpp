@@ -68,6 +68,8 @@ TEST_CASE("engine.ir.build.empty.refuses_what_has_no_meaning") {
   const std::string e = error_of([] {
     build::op_node(Op::Matmul, {leaf({2, 0}), leaf({0, 2})}, Attrs{}, {2, 2}, DType::F64);
   });
-  CHECK(e == "matmul of the empty tensor {2,0} (inputs {2,0}, {0,2}) into a non-empty result {2,2} is not supported");
+  CHECK(e ==
+        "matmul of the empty tensor {2,0} (inputs {2,0}, {0,2}) into a non-empty result {2,2} is not "
+        "supported");
   CHECK(error_of([] { build::reshape(leaf({0, 3}), {-1, 0}); }).find("ambiguous") != std::string::npos);
 }
