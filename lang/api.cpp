@@ -761,14 +761,18 @@ const ApiEntry kApi[] = {
      "Returns u, s, vh with a = u @ diag(s) @ vh, s descending (gesdd), as numpy.linalg.svd. a "
      "{..., m, n}, k = min(m, n); opts.full_matrices (default true): u {..., m, m}, vh {..., n, "
      "n}, else {..., m, k} and {..., k, n}; opts.compute_uv = false returns s alone. The signs "
-     "of singular vectors are LAPACK's.",
+     "of singular vectors are LAPACK's. Differentiable as torch (only U's first k columns and Vh's first k "
+     "rows count; exact for distinct singular values: at a repeated one, through U or Vh, inf or NaN).",
      lua::l_linalg_svd},
     {"tp.linalg.eigh", K::Function, "linalg", "tp.linalg.eigh(a)",
      "Returns w, v: the eigenvalues ascending {..., n} and the eigenvectors as columns {..., n, "
-     "n} of a symmetric a (syevd; only the lower triangle is read, numpy's UPLO='L').",
+     "n} of a symmetric a (syevd; only the lower triangle is read, numpy's UPLO='L'). Differentiable as "
+     "torch: the gradient is symmetric, and exact for distinct eigenvalues (at a repeated one, through "
+     "v, inf or NaN; through w alone it stays exact).",
      lua::l_linalg_eigh},
     {"tp.linalg.eigvalsh", K::Function, "linalg", "tp.linalg.eigvalsh(a)",
-     "The eigenvalues of a symmetric a {..., n, n}, ascending {..., n} (syevd without vectors).",
+     "The eigenvalues of a symmetric a {..., n, n}, ascending {..., n} (syevd without vectors). "
+     "Differentiable: g a = v diag(g) v^T.",
      lua::l_linalg_eigvalsh},
 
     // --- the Lua standard library (stdlib/*.lua, embedded; require "tapestry.nn") ------

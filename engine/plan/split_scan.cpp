@@ -51,7 +51,8 @@ NodeRef logaddexp(const NodeRef& a, const NodeRef& b) {
   const NodeRef m = build::binary(Op::Maximum, a, b);
   const NodeRef d = build::unary(Op::Neg, build::unary(Op::Abs, build::binary(Op::Sub, a, b)));
   // log1p(e^d) as log(1 + e^d): d <= 0, so 1 + e^d is in [1, 2] and loses nothing that matters.
-  const NodeRef tail = build::unary(Op::Log, build::binary(Op::Add, build::unary(Op::Exp, d), Operand::number(1)));
+  const NodeRef tail =
+      build::unary(Op::Log, build::binary(Op::Add, build::unary(Op::Exp, d), Operand::number(1)));
   const NodeRef same = build::binary(Op::Add, a, Operand::number(0.69314718055994530942));
   return build::where(build::binary(Op::Eq, a, b), same, build::binary(Op::Add, m, tail));
 }
@@ -97,7 +98,8 @@ NodeRef chunked_scan(Op op, const NodeRef& x, int d, bool indices, int64_t P) {
       const NodeRef local_i = build::binary(Op::Add, build::scan_extreme(op, xr, d + 1)[1], offset);
       const NodeRef totals_i = build::select(local_i, d + 1, c - 1);
       const NodeRef at = build::scan_extreme(op, totals, d)[1];
-      const NodeRef carry_i = exclusive(build::gather(totals_i, d, at), build::full_int(with_dim(totals->shape, d, 1), 1, DType::I64));
+      const NodeRef carry_i = exclusive(build::gather(totals_i, d, at),
+                                        build::full_int(with_dim(totals->shape, d, 1), 1, DType::I64));
       y = build::where(wins, local_i, carry_i);
     }
   }
@@ -152,7 +154,8 @@ std::vector<NodeRef> split_scans(const std::vector<NodeRef>& roots, int ranks) {
       }
       NodeRef out;
       if (splits_scan(*n, ranks)) out = rewrite(*n, ins[0], ranks);
-      else out = same ? n->shared_from_this() : make_node(n->op, std::move(ins), n->attrs, n->shape, n->dtype);
+      else
+        out = same ? n->shared_from_this() : make_node(n->op, std::move(ins), n->attrs, n->shape, n->dtype);
       internal_check(out->shape == n->shape && out->dtype == n->dtype);
       done[n] = std::move(out);
       stack.pop_back();
