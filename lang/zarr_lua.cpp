@@ -47,10 +47,12 @@ int l_save_zarr(lua_State* L) {
   if (chunks.empty()) {  // about 1 MiB chunks of whole trailing dims, split along the first
     chunks.assign(x->shape.begin(), x->shape.end());
     if (!chunks.empty()) {
-      const int64_t row = numel(x->shape) / x->shape[0] * dtype_size(x->dtype);
-      chunks[0] = std::clamp<int64_t>((1 << 20) / std::max<int64_t>(row, 1), 1, x->shape[0]);
+      const int64_t row = numel(Shape(x->shape.begin() + 1, x->shape.end())) * dtype_size(x->dtype);
+      chunks[0] =
+          std::clamp<int64_t>((1 << 20) / std::max<int64_t>(row, 1), 1, std::max<int64_t>(x->shape[0], 1));
     }
   }
+  for (int64_t& c : chunks) c = std::max<int64_t>(c, 1);  // zarr's chunks are positive, an empty dim's too
   io::ZarrCompressor c;
   c.id = o.string("compressor").value_or("zstd");
   if (c.id == "none") c.id.clear();

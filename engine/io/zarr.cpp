@@ -157,8 +157,7 @@ ZarrMeta parse_zarr_meta(const std::string& dir, const std::string& zarray, cons
       if (code == c.code) m.dtype = c.dtype, known = true;
     if (!known) fail(dir, "dtype '", code, "' is not one Tapestry reads ('<f4' '<f8' '<i4' '<i8' '|b1')");
     for (const json& d : j.at("shape")) {
-      if (d.get<int64_t>() < 1)
-        fail(dir, "shape ", j.at("shape").dump(), " is empty (Tapestry shapes are positive)");
+      if (d.get<int64_t>() < 0) fail(dir, "shape ", j.at("shape").dump(), " has a negative size");
       m.shape.push_back(d.get<int64_t>());
     }
     for (const json& d : j.at("chunks")) {
@@ -301,7 +300,7 @@ void save_zarr(const std::string& path, const View& v, const std::vector<int64_t
     const int64_t chunk_n = numel(chunks);
     std::vector<int64_t> idx(r, 0), count(r);
     for (int d = 0; d < r; ++d) count[d] = (v.shape[d] + chunks[d] - 1) / chunks[d];
-    while (true) {
+    while (v.numel() > 0) {  // an empty array has no chunk (zarr reads a missing one as fill)
       std::string data(static_cast<size_t>(chunk_n * esz), '\0');
       std::vector<int64_t> e(r, 0);
       bool any = true;

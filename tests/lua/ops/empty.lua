@@ -208,6 +208,26 @@ test("npy", function()
   os.execute("rm -rf '" .. dir .. "'")
 end)
 
+test("formats", function()
+  -- zarr, safetensors and tp.save_env keep empty tensors; HDF5 refuses to write one, clearly.
+  local dir, file = check.scratch_dir()
+  tp.save_zarr(Z, file("z.zarr"))
+  eq(tp.load_zarr(file("z.zarr")).shape, {0, 3})
+  tp.save_safetensors({z = Z, one = tp.ones{2}}, file("z.st"))
+  local st = tp.load_safetensors(file("z.st"))
+  eq(st.z.shape, {0, 3})
+  eq(st.one:totable(), {1, 1})
+  tp.env.ze = tp.zeros({2, 0}, {dtype = "i32"})
+  tp.save_env(file("env"))
+  tp.env.ze = nil
+  tp.load_env(file("env"))
+  eq(tp.env.ze.shape, {2, 0})
+  eq(tp.env.ze.dtype, "i32")
+  tp.env.ze = nil
+  check.check_error(function() tp.save_hdf5(Z, file("z.h5"), "z") end, "tp.save_hdf5", "{0,3} is empty")
+  os.execute("rm -rf '" .. dir .. "'")
+end)
+
 test("env", function()
   tp.env.e = tp.zeros({4, 0}, f64)
   tp.eval(tp.env.e)
