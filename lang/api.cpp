@@ -236,7 +236,9 @@ const ApiEntry kApi[] = {
     {"tp.sort", K::Function, "sort", "tp.sort(x [,dim] [,opts]) / x:sort([dim] [,opts])",
      "Sorts along dim (default the last) and returns values, indices: indices (i64) are the 1-based "
      "positions in x (values[j] is x[indices[j]] along dim). Stable (equal elements keep their order); "
-     "NaN sorts after every number. opts.descending (default false). Example: local v, i = x:sort(1)",
+     "NaN sorts after every number. opts.descending (default false). On several ranks one line of "
+     "2^20 values or more (TAPESTRY_SAMPLE_SORT_MIN) is a sample sort across the ranks, and x is then "
+     "computed when sort is called (its bucket sizes are data). Example: local v, i = x:sort(1)",
      lua::l_sort, M},
     {"tp.argsort", K::Function, "sort", "tp.argsort(x [,dim] [,opts]) / x:argsort([dim] [,opts])",
      "The 1-based indices (i64) tp.sort returns: a stable sort along dim (default the last). "

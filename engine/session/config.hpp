@@ -29,7 +29,10 @@ struct Config {
   std::string fault;            // TAPESTRY_FAULT=RANK:RUN[:oom]: a worker fails a run (tests)
   int io_fault_rank = -1;       // TAPESTRY_IO_FAULT=RANK: that rank fails every I/O job (tests)
   RetryPolicy retry;            // TAPESTRY_BLOCK_RETRIES=N, TAPESTRY_BLOCK_FAULT=EVERY[:TIMES] (tests)
-  comm::LaunchEnv launch;       // what relaunching under mpirun needs (PATH, ...)
+  // TAPESTRY_SAMPLE_SORT_MIN=N: the shortest line a sort on several ranks sorts as a sample sort
+  // (lang/line_lua.cpp); below it the line is gathered to one rank, which is faster there.
+  int64_t sample_sort_min = int64_t{1} << 20;
+  comm::LaunchEnv launch;  // what relaunching under mpirun needs (PATH, ...)
   // The running mesh keeps the documented default rates: a plain Config{} and
   // TAPESTRY_RATES=builtin (tests pin them); from the environment otherwise false, this
   // machine's measured rates (engine/session/machine_rates.hpp).

@@ -263,6 +263,54 @@ test("split_line", function()
   check.truthy(cost.bytes_moved < 100, "bytes moved: " .. cost.bytes_moved)
 end)
 
+-- One long line on several ranks is a sample sort (engine/ir/build/sample_sort.hpp): checked
+-- element by element against a stable sort in Lua, with ties, NaNs and a length that does not
+-- divide into the ranks; on one rank the same calls are the plain sort.
+test("sample_sort", function()
+  local function lua_sorted(xt)
+    local ref = {}
+    for k = 1, #xt do ref[k] = k end
+    table.sort(ref, function(a, b)
+      local xa, xb = xt[a], xt[b]
+      if (xa ~= xa) ~= (xb ~= xb) then return xb ~= xb end  -- NaN last
+      if xa == xa and xa ~= xb then return xa < xb end
+      return a < b  -- stable
+    end)
+    return ref
+  end
+  local nan = 0 / 0
+  local u = tp.rand({2999}, {seed = 21, dtype = "f64"})
+  local cases = {
+    tp.arange(1, 5003, 1, {dtype = "i64"}) * 7919 % 1009 - 500,
+    (tp.rand({4096}, {seed = 20, dtype = "f64"}) * 10):floor():reshape{1, 4096},
+    tp.where(u:gt(0.9), nan, u),
+    tp.full({700}, 3, {dtype = "i32"}),
+  }
+  -- The sample sort takes lines of TAPESTRY_SAMPLE_SORT_MIN (2^20 by default; the ctests
+  -- lua.ranks3.sample_sort and mpi.np2.sample_sort set 64).
+  local sampled = (tp.mesh().ranks or 1) > 1 and tonumber(os.getenv("TAPESTRY_SAMPLE_SORT_MIN") or "") ~= nil
+  for c, x in ipairs(cases) do
+    local before = tp.stats().observations
+    local v, i = x:sort()
+    local after = tp.stats().observations
+    if sampled then check.truthy(after - before >= 1, "case " .. c .. ": the bucket sizes are observed") end
+    local xt, vt, it = x:reshape{-1}:totable(), v:reshape{-1}:totable(), i:reshape{-1}:totable()
+    local ref = lua_sorted(xt)
+    for k = 1, #xt do
+      eq(it[k], ref[k], "case " .. c .. " index " .. k)
+      local a, b = vt[k], xt[ref[k]]
+      check.truthy(a == b or (a ~= a and b ~= b), "case " .. c .. " value " .. k)
+    end
+    eq(x:argsort():reshape{-1}:totable(), it, "argsort")
+  end
+  -- The gradient goes back to each value's place, through the buckets.
+  local x = tp.detach(tp.rand({600}, {seed = 22, dtype = "f64"}))
+  local w = tp.arange(1, 600, 1, {dtype = "f64"})
+  local g = tp.grad((x:sort() * w):sum(), {x})[1]:totable()
+  local it = x:argsort():totable()
+  for k = 1, 600 do eq(g[it[k]], k, "grad at " .. it[k]) end
+end)
+
 check.mistake("searchsorted_side", function() return tp.searchsorted(tp.tensor{1, 2}, 1, {side = "up"}) end,
               "tp.searchsorted", "side", "up")
 check.mistake("unique_option", function() return tp.unique(A, {counts = true}) end, "tp.unique", "counts")
