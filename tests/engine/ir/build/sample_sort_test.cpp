@@ -64,10 +64,10 @@ TEST_CASE("engine.ir.build.sample_sort.equals_the_stable_sort") {
 TEST_CASE("engine.ir.build.sample_sort.which_sorts") {
   const NodeRef x = line(DType::F64, 1000);
   CHECK(build::sample_sorts(x, 0, false, 4, 64));
-  CHECK(!build::sample_sorts(x, 0, true, 4, 64));      // descending: a sort of whole lines
-  CHECK(!build::sample_sorts(x, 0, false, 1, 64));     // one rank
-  CHECK(!build::sample_sorts(x, 0, false, 4, 4096));   // shorter than the minimum
-  CHECK(!build::sample_sorts(x, 0, false, 100, 64));   // fewer than 16 values per rank
+  CHECK(!build::sample_sorts(x, 0, true, 4, 64));     // descending: a sort of whole lines
+  CHECK(!build::sample_sorts(x, 0, false, 1, 64));    // one rank
+  CHECK(!build::sample_sorts(x, 0, false, 4, 4096));  // shorter than the minimum
+  CHECK(!build::sample_sorts(x, 0, false, 100, 64));  // fewer than 16 values per rank
   CHECK(!build::sample_sorts(build::reshape(line(DType::F64, 1000), {10, 100}), 1, false, 4, 64));
 }
 
