@@ -29,11 +29,12 @@ const ApiEntry kApi[] = {
     // --- create ---------------------------------------------------------------------
     {"tp.tensor", K::Function, "create", "tp.tensor(t [,opts])",
      "A tensor from a nested Lua table (or a number: a scalar). Defaults to f32; a table of "
-     "booleans gives bool. opts: dtype, name, symmetry (checked when evaluated, as x:declare). Example: "
+     "booleans gives bool; an empty table is a size-0 dim (tp.tensor{} is f32 {0}, tp.tensor{{},{}} "
+     "{2,0}). opts: dtype, name, symmetry (checked when evaluated, as x:declare). Example: "
      "tp.tensor{{1,2},{3,4}}",
      lua::l_tensor},
     {"tp.zeros", K::Function, "create", "tp.zeros(shape [,opts])",
-     "All zeros. shape is a table of positive sizes, e.g. {2,3}. opts: dtype (default f32), name, "
+     "All zeros. shape is a table of sizes, e.g. {2,3} ({0,3} is empty). opts: dtype (default f32), name, "
      "symmetry (any group: zero is symmetric and antisymmetric). x:properties() says zero = true.",
      lua::l_zeros},
     {"tp.ones", K::Function, "create", "tp.ones(shape [,opts])",
@@ -47,11 +48,12 @@ const ApiEntry kApi[] = {
      "true, and symmetric{1,2} when n = m.",
      lua::l_eye},
     {"tp.arange", K::Function, "create", "tp.arange(first, last [,step] [,opts])",
-     "first, first+step, ... up to last inclusive, like a Lua numeric for. "
-     "Example: tp.arange(1, 5) is [1. 2. 3. 4. 5.]. opts: dtype, name.",
+     "first, first+step, ... up to last inclusive, like a Lua numeric for: a range that runs no "
+     "iteration (tp.arange(1, 0)) is empty. Example: tp.arange(1, 5) is [1. 2. 3. 4. 5.]. opts: dtype, name.",
      lua::l_arange},
     {"tp.linspace", K::Function, "create", "tp.linspace(a, b, n [,opts])",
-     "n evenly spaced points from a to b inclusive. opts: dtype (f32 or f64), name.", lua::l_linspace},
+     "n evenly spaced points from a to b inclusive (n = 0: empty). opts: dtype (f32 or f64), name.",
+     lua::l_linspace},
     {"tp.rand", K::Function, "create", "tp.rand(shape [,opts])",
      "Uniform in [0,1) from a counter-based generator (Philox-4x32) keyed by (seed, element "
      "index): the same seed gives the same values on any mesh. opts: seed, dtype, name, symmetry "
@@ -218,12 +220,14 @@ const ApiEntry kApi[] = {
     // --- reduce ---------------------------------------------------------------------
     {"tp.sum", K::Function, "reduce", "tp.sum(x [,dims] [,opts]) / x:sum([dims] [,opts])",
      "Sum over dims (a number, a sequence, or nil for all). opts.keepdim keeps reduced dims "
-     "as size 1. Integers and bools sum to i64.",
+     "as size 1. Integers and bools sum to i64. Over an empty dim the sum is 0 (numpy's identity).",
      l_reduce<Op::Sum>, M},
-    {"tp.prod", K::Function, "reduce", "x:prod([dims] [,opts])", "Product over dims; opts.keepdim.",
-     l_reduce<Op::Prod>, M},
+    {"tp.prod", K::Function, "reduce", "x:prod([dims] [,opts])",
+     "Product over dims (1 over an empty dim); opts.keepdim.", l_reduce<Op::Prod>, M},
     {"tp.max", K::Function, "reduce", "x:max([dims] [,opts])",
-     "Maximum over dims (values only; see argmax); nan propagates. opts.keepdim.", l_reduce<Op::Max>, M},
+     "Maximum over dims (values only; see argmax); nan propagates. opts.keepdim. Over an empty dim "
+     "it is an error, as numpy's (no identity).",
+     l_reduce<Op::Max>, M},
     {"tp.min", K::Function, "reduce", "x:min([dims] [,opts])", "Minimum over dims. opts.keepdim.",
      l_reduce<Op::Min>, M},
     {"tp.all", K::Function, "reduce", "x:all([dims] [,opts])", "True where every element is nonzero.",
@@ -231,10 +235,13 @@ const ApiEntry kApi[] = {
     {"tp.any", K::Function, "reduce", "x:any([dims] [,opts])", "True where some element is nonzero.",
      l_reduce<Op::Any>, M},
     {"tp.mean", K::Function, "reduce", "x:mean([dims] [,opts])",
-     "Arithmetic mean over dims; integers give f64. opts.keepdim.", lua::l_mean, M},
+     "Arithmetic mean over dims; integers give f64. opts.keepdim. Over an empty dim: nan (0/0, as "
+     "numpy, without its warning).",
+     lua::l_mean, M},
     {"tp.var", K::Function, "reduce", "x:var([dims] [,opts])",
-     "Variance: sum((x - mean)^2) / (n - correction). opts.correction (default 0), opts.keepdim.", lua::l_var,
-     M},
+     "Variance: sum((x - mean)^2) / max(n - correction, 0), as numpy (nan or inf where that is 0). "
+     "opts.correction (default 0), opts.keepdim.",
+     lua::l_var, M},
     {"tp.std", K::Function, "reduce", "x:std([dims] [,opts])",
      "Standard deviation, sqrt(var). opts.correction (default 0), opts.keepdim.", lua::l_std, M},
     {"tp.norm", K::Function, "reduce", "tp.norm(x [,p] [,dims] [,opts]) / x:norm([p] [,dims] [,opts])",
@@ -252,7 +259,9 @@ const ApiEntry kApi[] = {
     {"tp.sort", K::Function, "sort", "tp.sort(x [,dim] [,opts]) / x:sort([dim] [,opts])",
      "Sorts along dim (default the last) and returns values, indices: indices (i64) are the 1-based "
      "positions in x (values[j] is x[indices[j]] along dim). Stable (equal elements keep their order); "
-     "NaN sorts after every number. opts.descending (default false). Example: local v, i = x:sort(1)",
+     "NaN sorts after every number. opts.descending (default false). On several ranks one line of "
+     "2^20 values or more (TAPESTRY_SAMPLE_SORT_MIN) is a sample sort across the ranks, and x is then "
+     "computed when sort is called (its bucket sizes are data). Example: local v, i = x:sort(1)",
      lua::l_sort, M},
     {"tp.argsort", K::Function, "sort", "tp.argsort(x [,dim] [,opts]) / x:argsort([dim] [,opts])",
      "The 1-based indices (i64) tp.sort returns: a stable sort along dim (default the last). "
@@ -260,7 +269,8 @@ const ApiEntry kApi[] = {
      lua::l_argsort, M},
     {"tp.topk", K::Function, "sort", "tp.topk(x, k [,dim] [,opts]) / x:topk(k [,dim] [,opts])",
      "The k largest along dim (default the last), largest first, and their 1-based indices: values, "
-     "indices. k in 1..size of dim. opts.largest = false gives the k smallest, smallest first. Ties "
+     "indices. k in 0..size of dim (0: empty). opts.largest = false gives the k smallest, smallest first. "
+     "Ties "
      "keep x's order.",
      lua::l_topk, M},
     {"tp.unique", K::Function, "sort", "tp.unique(x [,opts]) / x:unique([opts])",
@@ -297,7 +307,8 @@ const ApiEntry kApi[] = {
      "Matrix product with numpy's rules: 1-D operands are vectors, leading dims are batch dims "
      "and broadcast. f32/f64 run on OpenBLAS. A 2-D a declared block-sparse (x:declare{tiles, nonzero}) "
      "is multiplied by its nonzero tiles only (so planned and run with their flops alone), and the "
-     "result is declared sparse in the row blocks with none.",
+     "result is declared sparse in the row blocks with none. An empty inner dim (k = 0) gives "
+     "zeros, as numpy.",
      lua::l_matmul, M},
     {"tp.einsum", K::Function, "contract", "tp.einsum(spec, a, b, ...)",
      "Einstein summation over any number of operands, as numpy.einsum: spec names each "
@@ -805,14 +816,18 @@ const ApiEntry kApi[] = {
      "Returns u, s, vh with a = u @ diag(s) @ vh, s descending (gesdd), as numpy.linalg.svd. a "
      "{..., m, n}, k = min(m, n); opts.full_matrices (default true): u {..., m, m}, vh {..., n, "
      "n}, else {..., m, k} and {..., k, n}; opts.compute_uv = false returns s alone. The signs "
-     "of singular vectors are LAPACK's.",
+     "of singular vectors are LAPACK's. Differentiable as torch (only U's first k columns and Vh's first k "
+     "rows count; exact for distinct singular values: at a repeated one, through U or Vh, inf or NaN).",
      lua::l_linalg_svd},
     {"tp.linalg.eigh", K::Function, "linalg", "tp.linalg.eigh(a)",
      "Returns w, v: the eigenvalues ascending {..., n} and the eigenvectors as columns {..., n, "
-     "n} of a symmetric a (syevd; only the lower triangle is read, numpy's UPLO='L').",
+     "n} of a symmetric a (syevd; only the lower triangle is read, numpy's UPLO='L'). Differentiable as "
+     "torch: the gradient is symmetric, and exact for distinct eigenvalues (at a repeated one, through "
+     "v, inf or NaN; through w alone it stays exact).",
      lua::l_linalg_eigh},
     {"tp.linalg.eigvalsh", K::Function, "linalg", "tp.linalg.eigvalsh(a)",
-     "The eigenvalues of a symmetric a {..., n, n}, ascending {..., n} (syevd without vectors).",
+     "The eigenvalues of a symmetric a {..., n, n}, ascending {..., n} (syevd without vectors). "
+     "Differentiable: g a = v diag(g) v^T.",
      lua::l_linalg_eigvalsh},
 
     // --- tp.fft: numpy.fft through FFTW3 (docs/fft.md) --------------------------------------

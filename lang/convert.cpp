@@ -60,8 +60,7 @@ struct Collector {
     }
     user_check(depth < 32, "table nested too deeply");
     const lua_Integer n = luaL_len(L, idx);
-    user_check(n >= 1, "empty table at ", where.empty() ? "the top" : where,
-               " (Tapestry tensors have positive sizes)");
+    // An empty table is a dim of size 0 (numpy's np.array([]) and np.array([[], []])).
     if (depth == shape.size()) {
       user_check(reals.empty(), "ragged table: element ", where, " is a table but its siblings are numbers");
       shape.push_back(n);
@@ -85,7 +84,8 @@ NodeRef tensor_from_lua(lua_State* L, int idx, std::optional<DType> dtype) {
   c.L = L;
   if (lua_type(L, idx) == LUA_TTABLE) c.walk(idx, 0, "");
   else c.leaf(idx, "");
-  const DType t = dtype ? *dtype : (c.all_bool ? DType::Bool : kDefaultFloat);
+  // No element at all (tp.tensor{}) is a float, as numpy's np.array([]).
+  const DType t = dtype ? *dtype : (c.all_bool && !c.reals.empty() ? DType::Bool : kDefaultFloat);
   auto value = Value::alloc(t, c.shape);
   const size_t n = c.reals.size();
   dispatch_any_dtype(t, [&](auto tag) {

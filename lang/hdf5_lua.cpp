@@ -50,6 +50,11 @@ int l_save_hdf5(lua_State* L) {
   const Options o(L, 4, {"attrs", "chunks"});
   const io::Attrs attrs = check_attrs(L, 4);
   const std::vector<int64_t> chunks = check_chunks(L, 4, x->shape);
+  // An empty dataset has no storage, so no offset for the parallel writers to fill: refused
+  // here, clearly, rather than half-written (docs/empty.md).
+  user_check(
+      numel(x->shape) > 0, "x ", shape_str(x->shape),
+      " is empty: Tapestry writes no HDF5 dataset of size 0 (.npy, zarr and safetensors keep empty tensors)");
   Session& s = session_of(L);
   const TelemetryScope in(s.telemetry());
   // Contiguous or chunked, the data is allocated at creation and every rank writes its own

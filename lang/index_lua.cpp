@@ -33,17 +33,14 @@ NodeRef check_index(lua_State* L, int arg) {
 int rank_of(const NodeRef& x) { return static_cast<int>(x->shape.size()); }
 
 // The number of nonzero elements of mask, observed; mask itself is kept computed.
-int64_t observe_count(lua_State* L, const NodeRef& mask, const char* what) {
+int64_t observe_count(lua_State* L, const NodeRef& mask) {
   Session& s = session_of(L);
   s.telemetry().clear_cancel();
   materialize(s);
   observe_kept(s, {mask});
   const NodeRef count = build::reduce(Op::Sum, build::cast(mask, DType::Bool), {}, false);
   observe(L, {count});
-  const int64_t n = count->value->data<int64_t>()[0];
-  user_check(n > 0, what, " ", shape_str(mask->shape), " has no true element: the result would be empty, ",
-             "and empty tensors are not supported yet");
-  return n;
+  return count->value->data<int64_t>()[0];  // 0: an empty result, as numpy's
 }
 
 // A tensor key of x[...]: its dim, for a table with one tensor and otherwise only {} entries.
@@ -130,7 +127,7 @@ int l_take(lua_State* L) {
 int l_where_indices(lua_State* L) {
   const NodeRef cond = check_tensor_like(L, 1);
   user_check(!cond->shape.empty(), "cond must have at least 1 dim, got a scalar");
-  const NodeRef flat = build::nonzero(cond, observe_count(L, cond, "cond"));
+  const NodeRef flat = build::nonzero(cond, observe_count(L, cond));
   const std::vector<NodeRef> per_dim = build::unravel(flat, cond->shape);
   for (const NodeRef& i : per_dim) push_tensor(L, i);
   return static_cast<int>(per_dim.size());
@@ -140,7 +137,7 @@ bool index_by_tensor(lua_State* L, const NodeRef& x) {
   const std::optional<TensorKey> k = tensor_key(L, 2, x);
   if (!k) return false;
   if (k->key->dtype == DType::Bool) {
-    push_tensor(L, build::masked_select(x, k->key, observe_count(L, k->key, "mask")));
+    push_tensor(L, build::masked_select(x, k->key, observe_count(L, k->key)));
   } else {
     user_check(!x->shape.empty(), "cannot index a scalar");
     push_tensor(L, build::index_tensor(x, k->dim, k->key));
@@ -154,7 +151,7 @@ std::optional<NodeRef> write_by_tensor(lua_State* L, const NodeRef& x) {
   const build::Operand v = check_operand(L, 3);
   if (k->key->dtype != DType::Bool) return build::index_put(x, k->dim, k->key, v);
   if (v.weak) return build::masked_fill(x, k->key, v);
-  return build::masked_scatter(x, k->key, v.node, observe_count(L, k->key, "mask"));
+  return build::masked_scatter(x, k->key, v.node, observe_count(L, k->key));
 }
 
 }  // namespace tapestry::lua

@@ -5,9 +5,14 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "engine/ir/build/builders.hpp"
+#include "engine/ir/build/sample_sort.hpp"
 #include "engine/ir/value.hpp"
+#include "engine/session/observe.hpp"
+#include "engine/session/session.hpp"
 #include "lang/bindings.hpp"
 #include "lang/lua_args.hpp"
+#include "lang/state_context.hpp"
 #include "lang/tensor_lua.hpp"
 
 namespace tapestry::lua {
@@ -58,16 +63,32 @@ SortArgs sort_args(lua_State* L) {
   return s;
 }
 
-}  // namespace
-
-int l_sort(lua_State* L) {
-  const SortArgs s = sort_args(L);
-  return push_all(L, build::sort(s.x, s.dim, s.descending));
+// {values, indices} of the sort: on several ranks a long line (TAPESTRY_SAMPLE_SORT_MIN, 2^20
+// by default: a shorter one is gathered and sorted on one rank faster than the extra
+// observations and plans cost) is a sample sort (engine/ir/build/sample_sort.hpp), whose bucket
+// sizes are observed in between, as a mask's count is (index_lua.cpp): the local sorts are
+// computed and kept where they lie, then the counts, then the buckets are placed from the kept
+// sorts. Elsewhere a lazy sort of whole lines.
+std::vector<NodeRef> sorted(lua_State* L, const SortArgs& a) {
+  Session& s = session_of(L);
+  const int ranks = s.mesh().ranks;
+  if (!build::sample_sorts(a.x, a.dim, a.descending, ranks, s.config().sample_sort_min))
+    return build::sort(a.x, a.dim, a.descending);
+  const build::SampleSort ss = build::sample_sort_counts(a.x, a.dim, ranks);
+  s.telemetry().clear_cancel();
+  materialize(s);
+  observe_kept(s, {ss.values, ss.indices});
+  observe(L, {ss.bounds});
+  const int64_t* b = ss.bounds->value->data<int64_t>();
+  return build::sample_sort_place(ss, std::vector<int64_t>(b, b + numel(ss.bounds->shape)));
 }
 
+}  // namespace
+
+int l_sort(lua_State* L) { return push_all(L, sorted(L, sort_args(L))); }
+
 int l_argsort(lua_State* L) {
-  const SortArgs s = sort_args(L);
-  push_tensor(L, build::sort(s.x, s.dim, s.descending)[1]);
+  push_tensor(L, sorted(L, sort_args(L))[1]);
   return 1;
 }
 

@@ -40,7 +40,7 @@ Shape shape_or_varargs(lua_State* L, int arg, bool allow_minus_one) {
     for (int i = arg; i <= lua_gettop(L); ++i) s.push_back(check_int(L, i));
   }
   for (int64_t d : s)
-    user_check(d >= 1 || (allow_minus_one && d == -1), "sizes must be positive",
+    user_check(d >= 0 || (allow_minus_one && d == -1), "sizes must be at least 0",
                allow_minus_one ? " (or -1)" : "", ", got ", shape_str(s));
   return s;
 }
@@ -218,15 +218,29 @@ Region parse_region(lua_State* L, int arg, const NodeRef& x) {
         v[k - 1] = check_int(L, lua_gettop(L));
         lua_pop(L, 1);
       }
-      const int64_t a = len >= 1 ? resolve_index(v[0], size, d, x->shape) : 0;
-      const int64_t b = len >= 2 ? resolve_index(v[1], size, d, x->shape) : size - 1;
       user_check(v[2] != 0, "step must not be zero in dimension ", d + 1);
-      user_check(v[2] > 0 ? a <= b : a >= b, "empty range ", a + 1, "..", b + 1, " step ", v[2],
-                 " in dimension ", d + 1, " of ", shape_str(x->shape));
-      g.start[d] = a;
-      g.step[d] = v[2];
-      g.count[d] = (b - a) / v[2] + 1;
-      g.kept.push_back(g.count[d]);
+      // 0-based ends before checking them: a range that runs backwards (b before a for a
+      // positive step) selects nothing, as a Lua for loop runs no iteration, and its ends may
+      // then sit one past either edge ({n+1, n} is numpy's x[n:], {1, 0} its x[:0]).
+      const int64_t a = len >= 1 ? (v[0] < 0 ? size + v[0] : v[0] - 1) : 0;
+      const int64_t b = len >= 2 ? (v[1] < 0 ? size + v[1] : v[1] - 1) : size - 1;
+      if (v[2] > 0 ? a > b : a < b) {
+        user_check(a >= -1 && a <= size && b >= -1 && b <= size, "range ", v[0], "..", v[1],
+                   " selects nothing and lies outside dimension ", d + 1, " of size ", size, " (shape ",
+                   shape_str(x->shape), ")");
+        g.start[d] = 0;
+        g.count[d] = 0;
+        g.kept.push_back(0);
+      } else {
+        resolve_index(v[0], size, d, x->shape);  // the bounds errors, as for one index
+        if (len >= 2) resolve_index(v[1], size, d, x->shape);
+        g.start[d] = a;
+        g.step[d] = v[2];
+        g.count[d] = (b - a) / v[2] + 1;
+        g.kept.push_back(g.count[d]);
+      }
+      lua_pop(L, 1);
+      continue;
     } else {
       const std::string got = luaL_typename(L, e);
       lua_pop(L, 1);

@@ -1,6 +1,8 @@
--- A 4096-element f64 sort (values and indices), and a batch of rows sorted each: the sort of
--- issue 24. Under `mpirun -n 2` the 1-D sort runs on one rank (a sort dim is never split; the
--- plan gathers the line), while the rows of the batch are split over the ranks.
+-- A 4096-element f64 sort (values and indices), a 2^20-element one, and a batch of rows sorted
+-- each: the sort of issue 24. Under `mpirun -n 2` the 4096-element line is gathered and sorted
+-- on one rank (shorter than TAPESTRY_SAMPLE_SORT_MIN, 2^20), the 2^20-element one is a sample
+-- sort over both ranks (engine/ir/build/sample_sort.hpp), and the rows of the batch are split
+-- over the ranks.
 --   mpirun -n 2 tapestry bench/sort/sort.lua          (BENCH_SMALL=1: one timed run)
 -- Each run sorts fresh values (a new seed): an identical expression would read back the value
 -- computed the first time. tp.eval keeps the results where they were computed.
@@ -17,4 +19,5 @@ local function bench(name, shape)
 end
 
 bench("SORT4096", {4096})
+if not B.small then bench("SORT1M", {1048576}) end
 bench("SORTROWS", {256, 4096})

@@ -13,6 +13,8 @@ void for_each_chunk(const Shape& shape, const std::vector<int64_t>& chunks,
   const int r = static_cast<int>(shape.size());
   internal_check(chunks.size() == shape.size());
   if (r == 0) return fn(poly::Box::of_shape({}));
+  for (int64_t n : shape)
+    if (n == 0) return;  // an empty array has no chunk (zarr reads a missing one as fill)
   std::vector<int64_t> idx(static_cast<size_t>(r), 0);
   while (true) {
     poly::Coords lo(static_cast<size_t>(r)), hi(static_cast<size_t>(r));

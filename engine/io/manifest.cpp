@@ -77,7 +77,7 @@ Manifest manifest_of(const std::string& path, const Json& doc) {
     e.dtype = *dtype;
     for (const Json& s : array_member(path, t, "shape", where)) {
       e.shape.push_back(integer(path, s, where + " shape"));
-      if (e.shape.back() <= 0) fail(path, where, " has a non-positive size");
+      if (e.shape.back() < 0) fail(path, where, " has a negative size");
     }
     e.bytes = integer(path, member(path, t, "bytes", where), where + " bytes");
     m.tensors.push_back(std::move(e));

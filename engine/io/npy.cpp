@@ -308,7 +308,7 @@ std::string npy_header_bytes(DType dtype, const Shape& shape) {
 }
 
 NpyHeader make_npy_header(DType dtype, const Shape& shape) {
-  for (int64_t s : shape) internal_check(s > 0);
+  for (int64_t s : shape) internal_check(s >= 0);
   NpyHeader h;
   h.dtype = dtype;
   h.shape = shape;
@@ -349,8 +349,7 @@ NpyHeader read_npy_header(const std::string& path) {
   h.data_offset = prefix + len;
   int64_t n = 1;
   for (int64_t s : h.shape) {
-    if (s <= 0)
-      fail(path, "shape ", shape_str(h.shape), " has a size ", s, "; Tapestry tensors have positive sizes");
+    if (s < 0) fail(path, "shape ", shape_str(h.shape), " has a negative size ", s);
     if (__builtin_mul_overflow(n, s, &n)) fail(path, "shape ", shape_str(h.shape), " overflows");
   }
   int64_t bytes = 0;

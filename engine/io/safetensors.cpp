@@ -94,8 +94,9 @@ SafetensorsFile parse_safetensors_header(const std::string& path, const std::str
     for (const json& d : e["shape"]) {
       if (!d.is_number_unsigned()) bad("a shape entry is not a non-negative integer");
       const uint64_t n = d.get<uint64_t>();
-      if (n == 0) bad("shape ", e["shape"].dump(), " is empty (Tapestry shapes are positive)");
-      if (n > static_cast<uint64_t>(INT64_MAX / 16 / numel)) bad("shape ", e["shape"].dump(), " overflows");
+      // A size 0 is an empty tensor (numel 0 from here on: no later size can overflow it).
+      if (numel > 0 && n > static_cast<uint64_t>(INT64_MAX / 16 / numel))
+        bad("shape ", e["shape"].dump(), " overflows");
       numel *= static_cast<int64_t>(n);
       t.header.shape.push_back(static_cast<int64_t>(n));
     }

@@ -9,6 +9,7 @@
 #include "engine/ir/error.hpp"
 #include "engine/plan/fuse.hpp"
 #include "engine/plan/reassociate.hpp"
+#include "engine/plan/split_scan.hpp"
 
 namespace tapestry::plan {
 
@@ -55,12 +56,14 @@ PlannedGraph plan_observation(PlannerState& planner, const std::vector<NodeRef>&
   std::unordered_set<const Node*> listed;  // a plan produces each root once
   for (const NodeRef& r : roots)
     if (listed.insert(r.get()).second) pg.observed.push_back(r);
+  // Long scans along a dim the mesh must split become chunked scans with carries (split_scan.hpp).
+  const std::vector<NodeRef> todo = split_scans(pg.observed, mesh.ranks);
   if (fuse_maps) {
-    FusedGraph fg = fuse(pg.observed);
+    FusedGraph fg = fuse(todo);
     pg.roots = std::move(fg.roots);
     pg.fused_origin = std::move(fg.origin);
   } else {
-    pg.roots = pg.observed;
+    pg.roots = todo;
   }
   pg.mesh = mesh;
   auto inputs_of = [&](const std::vector<NodeRef>& of, std::vector<NodeRef>& topo,
@@ -71,7 +74,10 @@ PlannedGraph plan_observation(PlannerState& planner, const std::vector<NodeRef>&
       // A stored tensor is read where it lies: no data moves to rank 0 and back.
       if (const std::vector<Shard>* s = stored ? stored(n->id) : nullptr)
         initial.insert(initial.end(), s->begin(), s->end());
-      else if (n->value) initial.push_back(Shard{n->id, Box::of_shape(n->shape), 0});
+      // An empty tensor (a size-0 dim) has nothing to compute: it is held, whole on rank 0, as a
+      // value is. The builders fold every op with an empty result (engine/ir/build/empty.hpp), so
+      // no op of a plan ever has an empty index space.
+      else if (n->value || numel(n->shape) == 0) initial.push_back(Shard{n->id, Box::of_shape(n->shape), 0});
     }
   };
   auto inputs = [&] { inputs_of(pg.roots, pg.topo, pg.initial); };

@@ -73,13 +73,15 @@ class Verifier {
   const Signature& sig(uint64_t id) const { return sig_.at(id); }
   Box tensor_box(uint64_t id) const { return Box::of_shape(known_.at(id)->shape); }
 
-  // Whether a shard's box is a non-empty slice of a known tensor.
+  // Whether a shard's box is a non-empty slice of a known tensor, or all of an empty one (a
+  // tensor with a size-0 dim is held whole on rank 0 and never computed: planner.cpp).
   bool slice_ok(const char* what, uint64_t tensor, const Box& box) {
     if (!known_.count(tensor)) {
       error("schedule", what, " names ", node_str(tensor), ", which the graph does not use");
       return false;
     }
     const Box full = tensor_box(tensor);
+    if (full.empty() && box.lo == full.lo && box.hi == full.hi) return true;
     if (box.rank() != full.rank() || box.empty() || !full.contains(box)) {
       error("schedule", what, " ", to_string(box), " is not a non-empty slice of ", node_str(tensor));
       return false;

@@ -55,6 +55,8 @@ Config Config::from_environment() {
     if (std::sscanf(e, "%ld:%ld", &every, &times) >= 1 && every > 0 && times > 0)
       c.retry.fault_every = every, c.retry.fault_times = static_cast<int>(times);
   }
+  if (const char* e = var("TAPESTRY_SAMPLE_SORT_MIN"); e && std::atoll(e) >= 1)
+    c.sample_sort_min = std::atoll(e);
   if (const char* e = var("PATH")) c.launch.path = e;
   c.launch.relaunched = set("TAPESTRY_RELAUNCHED");
   const char* rates = var("TAPESTRY_RATES");

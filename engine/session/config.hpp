@@ -39,6 +39,9 @@ struct Config {
   std::string job;                     // TAPESTRY_JOB: this process is a rank of a driver's job (head.hpp)
   std::string spill_dir;  // TAPESTRY_SPILL_DIR (--spill-dir): salvage and spill files go under it
   bool replicas = true;   // TAPESTRY_REPLICAS=0: no buddy replicas of stored tensors
+  // TAPESTRY_SAMPLE_SORT_MIN=N: the shortest line a sort on several ranks sorts as a sample sort
+  // (lang/line_lua.cpp); below it the line is gathered to one rank, which is faster there.
+  int64_t sample_sort_min = int64_t{1} << 20;
   // The running mesh keeps the documented default rates: a plain Config{} and
   // TAPESTRY_RATES=builtin (tests pin them); from the environment otherwise false, this
   // machine's measured rates (engine/session/machine_rates.hpp).

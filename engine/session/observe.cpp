@@ -16,6 +16,7 @@
 #include "engine/plan/verifier.hpp"
 #include "engine/run/device_eval.hpp"
 #include "engine/run/evaluator.hpp"
+#include "engine/session/run_sharded.hpp"
 #include "engine/session/session.hpp"
 #include "engine/telemetry/progress.hpp"
 #include "engine/telemetry/stats.hpp"
@@ -266,6 +267,7 @@ void observe_values(Session& s, const std::vector<NodeRef>& given) {
   const plan::Mesh& mesh = s.mesh();
   std::vector<NodeRef> roots = substitute_stored(s, given);
   check_not_lost(s, roots);
+  resolve_empty_roots(roots);  // an empty root takes its value without a plan
   gather_what_must_be_whole(s, roots, mesh.ranks);
   // The file bytes the loads of this observation read, for the progress bar (if one listens).
   const ExpectIo io(s.telemetry().progress_listener ? io::load_bytes(roots, s.mpi_job_ranks()) : 0);
@@ -312,6 +314,7 @@ std::vector<NodeRef> observe_stored(Session& s, const std::vector<NodeRef>& give
   const plan::Mesh& mesh = s.mesh();
   std::vector<NodeRef> out = substitute_stored(s, given);
   check_not_lost(s, out);
+  resolve_empty_roots(out);
   if (mesh.ranks == 1) {
     observe_values(s, out);
     return out;

@@ -1,6 +1,7 @@
 #include "engine/session/run_sharded.hpp"
 
 #include "engine/ir/error.hpp"
+#include "engine/ir/value.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/plan/verifier.hpp"
 #include "engine/shard/rank_program.hpp"
@@ -16,12 +17,19 @@ RunReport run_planned(const plan::PlannedGraph& pg, bool verify_plan,
   return run_plan(pg.plan.graph(), {}, devices);
 }
 
-RunReport run_sharded(const std::vector<NodeRef>& roots, const plan::Mesh& mesh,
+void resolve_empty_roots(const std::vector<NodeRef>& roots) {
+  for (const NodeRef& r : roots)
+    if (!r->value && numel(r->shape) == 0) set_value(*r, Value::alloc(r->dtype, r->shape));
+}
+
+RunReport run_sharded(const std::vector<NodeRef>& given, const plan::Mesh& mesh,
                       const plan::SearchOptions& opts, bool verify_plan,
                       const std::vector<DeviceBackend*>& devices) {
-  bool all_done = true;
-  for (const NodeRef& r : roots) all_done = all_done && r->value;
-  if (all_done) return {};
+  resolve_empty_roots(given);
+  std::vector<NodeRef> roots;  // a root holding a value already is not planned again
+  for (const NodeRef& r : given)
+    if (!r->value) roots.push_back(r);
+  if (roots.empty()) return {};
   // A planner of its own, with no cached plan, so `opts` (method, seed) always take effect.
   plan::PlannerState planner;
   const plan::PlannedGraph pg = plan::plan_observation(planner, roots, mesh, opts);

@@ -27,6 +27,12 @@ RunReport run_sharded(const std::vector<NodeRef>& roots, const plan::Mesh& mesh,
                       const plan::SearchOptions& opts, bool verify_plan,
                       const std::vector<DeviceBackend*>& devices = {});
 
+// Gives each empty root (a size-0 dim) without a value its value, an empty buffer, with no plan:
+// the builders fold every op with an empty result into a constant (engine/ir/build/empty.hpp),
+// so such a root has nothing to compute and no non-empty input to wait for. Every observation
+// calls it first, so no run ever plans an empty tensor.
+void resolve_empty_roots(const std::vector<NodeRef>& roots);
+
 // Verifies (when asked) and runs an already planned observation.
 RunReport run_planned(const plan::PlannedGraph& pg, bool verify_plan,
                       const std::vector<DeviceBackend*>& devices = {});

@@ -121,6 +121,7 @@ std::vector<double> inexact_steps(const Program& p, const std::vector<NodeRef>& 
       case Kind::Stencil:
       case Kind::Conv2d: x = true; break;
       case Kind::Pool: x = s.op == Op::AvgPool2d; break;
+      case Kind::Line: x = s.op == Op::Cumsum || s.op == Op::Cumprod || s.op == Op::Logcumsumexp; break;
       default: break;
     }
     double t = x ? split_tol(nodes[i]->dtype) : 0;

@@ -19,7 +19,10 @@ namespace {
 
 using Rng = std::mt19937_64;
 
-int64_t uni(Rng& r, int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(r); }
+// An empty range (from a size-0 dim) draws lo: the builders then refuse what it was for.
+int64_t uni(Rng& r, int64_t lo, int64_t hi) {
+  return hi < lo ? lo : std::uniform_int_distribution<int64_t>(lo, hi)(r);
+}
 bool coin(Rng& r, double p = 0.5) { return std::uniform_real_distribution<double>(0, 1)(r) < p; }
 template <class T> const T& pick(Rng& r, const std::vector<T>& v) { return v[uni(r, 0, v.size() - 1)]; }
 
@@ -36,6 +39,8 @@ Shape random_shape(Rng& r, const GenOptions& o, int rank) {
   Shape s;
   for (int d = 0; d < rank; ++d) s.push_back(size(r, o.max_dim));
   while (numel(s) > 1500) s[uni(r, 0, s.size() - 1)] = 1;
+  // Now and then an empty tensor (a size-0 dim): what it feeds must fold to numpy's results.
+  if (rank > 0 && coin(r, 0.04)) s[uni(r, 0, rank - 1)] = 0;
   return s;
 }
 
@@ -72,6 +77,8 @@ bool discontinuous(const Step& s) {
     case Kind::ArgReduce: return true;
     case Kind::Cast: return !is_float(s.dt);
     case Kind::Reduce: return s.op == Op::All || s.op == Op::Any;
+    case Kind::Line:  // indices (argsort, cummax's) jump
+      return s.flag && (s.op == Op::Sort || s.op == Op::Cummax || s.op == Op::Cummin);
     default: return false;
   }
 }
@@ -89,6 +96,8 @@ bool reorders(const Step& s, DType out) {
     case Kind::Stencil:
     case Kind::Conv2d: return true;
     case Kind::Pool: return s.op == Op::AvgPool2d;
+    // A long line on a mesh is scanned in chunks with carries (engine/plan/split_scan.hpp).
+    case Kind::Line: return s.op == Op::Cumsum || s.op == Op::Cumprod || s.op == Op::Logcumsumexp;
     default: return false;
   }
 }

@@ -1,4 +1,5 @@
 #include "engine/ir/build/builders.hpp"
+#include "engine/ir/build/empty.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -74,7 +75,7 @@ int64_t float_to_int_like_cast(double v, DType t) {
 
 NodeRef map_node(Op op, std::vector<NodeRef> ins, DType out) {
   Shape shape = ins.front()->shape;
-  return make_node(op, std::move(ins), Attrs{}, std::move(shape), out);
+  return op_node(op, std::move(ins), Attrs{}, std::move(shape), out);
 }
 
 std::vector<int> normalize_dims(std::vector<int> dims, int rank) {
@@ -99,6 +100,13 @@ Shape reduced_shape(const Shape& s, const std::vector<int>& dims, bool keepdim) 
     else if (keepdim) out.push_back(1);
   }
   return out;
+}
+
+// "{1,3}": 1-based, as the user wrote them.
+std::string dims_str(const std::vector<int>& dims) {
+  std::string s = "{";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i] + 1);
+  return s + "}";
 }
 
 int64_t reduced_count(const Shape& s, const std::vector<int>& dims) {
@@ -142,8 +150,8 @@ void check_shape(const Shape& shape, const char* what) {
   int64_t n = 1;
   for (int64_t d : shape) {
     // Not user_check: its message (shape_str) would be built on every call.
-    if (d < 1) user_error(what, " must have positive sizes, got ", shape_str(shape));
-    if (n > (int64_t{1} << 50) / d)
+    if (d < 0) user_error(what, " must have sizes of at least 0, got ", shape_str(shape));
+    if (d > 0 && n > (int64_t{1} << 50) / d)
       user_error(what, " ", shape_str(shape), " is too large (more than 2^50 elements)");
     n *= d;
   }
@@ -197,12 +205,11 @@ NodeRef arange(double first, double last, double step, DType dtype) {
                       dtype);
   }
   const double span = (last - first) / step;
-  user_check(span >= 0, "empty range: from ", first, " to ", last, " by step ", step,
-             " (Tapestry tensors have positive sizes)");
   user_check(span < 0x1p50, "range from ", first, " to ", last, " by step ", step,
              " is too large (more than 2^50 elements)");
   // Inclusive like a Lua numeric for; tolerate rounding at the last point.
-  const int64_t n = static_cast<int64_t>(std::floor(span + 1e-9)) + 1;
+  // An empty range (last before first) is an empty tensor, as a Lua for runs no iteration.
+  const int64_t n = span < 0 ? 0 : static_cast<int64_t>(std::floor(span + 1e-9)) + 1;
   const ArangeAttrs a{dtype, first, step, static_cast<int64_t>(first), static_cast<int64_t>(step)};
   check_shape({n}, "range");
   return make_node(Op::Arange, {}, a.encode(), Shape{n}, dtype);
@@ -214,12 +221,11 @@ NodeRef arange_int(int64_t first, int64_t last, int64_t step, DType dtype) {
   // In 128 bits: last - first overflows 64 near math.mininteger / math.maxinteger.
   const __int128 diff = static_cast<__int128>(last) - first;
   const __int128 span = diff / step;
-  user_check(diff == 0 || (diff > 0) == (step > 0), "empty range: from ", first, " to ", last, " by step ",
-             step, " (Tapestry tensors have positive sizes)");
   user_check(span < (__int128{1} << 50), "range from ", first, " to ", last, " by step ", step,
              " is too large (more than 2^50 elements)");
-  const int64_t n = static_cast<int64_t>(span) + 1;
-  if (dtype != DType::I64) {                     // i8, u8, i32
+  const bool none = diff != 0 && (diff > 0) != (step > 0);  // an empty range: an empty tensor
+  const int64_t n = none ? 0 : static_cast<int64_t>(span) + 1;
+  if (dtype != DType::I64 && n > 0) {             // i8, u8, i32
     const int64_t end = first + step * (n - 1);  // within [first, last]: no overflow
     user_check(
         first >= int_min(dtype) && first <= int_max(dtype) && end >= int_min(dtype) && end <= int_max(dtype),
@@ -232,7 +238,7 @@ NodeRef arange_int(int64_t first, int64_t last, int64_t step, DType dtype) {
 
 NodeRef linspace(double a, double b, int64_t n, DType dtype) {
   user_check(std::isfinite(a) && std::isfinite(b), "a and b must be finite, got ", a, " and ", b);
-  user_check(n >= 1, "n must be at least 1, got ", n);
+  user_check(n >= 0, "n must be at least 0, got ", n);
   user_check(is_inexact(dtype), "dtype must be a float or complex type, got ", dt(dtype));
   if (is_storage_or_complex(dtype)) return cast(linspace(a, b, n, compute_dtype(real_dtype(dtype))), dtype);
   check_shape({n}, "shape");
@@ -269,7 +275,7 @@ NodeRef cast(const NodeRef& x, DType to) {
     if (is_inexact(x->dtype)) return full_int(x->shape, float_to_int_like_cast(c.real, to), to);
     return full_int(x->shape, c.integer, to);
   }
-  return make_node(Op::Cast, {x}, CastAttrs{to}.encode(), x->shape, to);
+  return op_node(Op::Cast, {x}, CastAttrs{to}.encode(), x->shape, to);
 }
 
 NodeRef unary(Op op, const NodeRef& x) {
@@ -346,7 +352,7 @@ NodeRef binary(Op op, const Operand& a, const Operand& b) {
     case Op::LogicalOr: t = out = DType::Bool; break;
     default: break;
   }
-  return make_node(op, {materialize(a, t, shape), materialize(b, t, shape)}, Attrs{}, shape, out);
+  return op_node(op, {materialize(a, t, shape), materialize(b, t, shape)}, Attrs{}, shape, out);
 }
 
 // numpy's real, imag, conj and angle; of a real x: x, zeros, x and atan2(0, x).
@@ -372,7 +378,7 @@ NodeRef make_complex(const Operand& re, const Operand& im) {
                ": the parts of a complex number are real");
   // Two Lua numbers make the default float's complex (c64), as tp.tensor{1, 2} is f32.
   const DType f = re.weak && im.weak ? kDefaultFloat : compute_dtype(float_result(t));
-  return make_node(Op::Complex, {materialize(re, f, shape), materialize(im, f, shape)}, Attrs{}, shape,
+  return op_node(Op::Complex, {materialize(re, f, shape), materialize(im, f, shape)}, Attrs{}, shape,
                    complex_dtype(f));
 }
 
@@ -380,9 +386,9 @@ NodeRef where(const Operand& cond, const Operand& a, const Operand& b) {
   const Shape shape =
       broadcast_shapes(broadcast_shapes(operand_shape(cond), operand_shape(a)), operand_shape(b));
   const DType t = common_dtype({&a, &b});
-  return make_node(
-      Op::Where, {materialize(cond, DType::Bool, shape), materialize(a, t, shape), materialize(b, t, shape)},
-      Attrs{}, shape, t);
+  return op_node(Op::Where,
+                 {materialize(cond, DType::Bool, shape), materialize(a, t, shape), materialize(b, t, shape)},
+                 Attrs{}, shape, t);
 }
 
 NodeRef clamp(const NodeRef& x, std::optional<Operand> lo, std::optional<Operand> hi) {
@@ -413,7 +419,13 @@ NodeRef reduce(Op op, const NodeRef& x, std::vector<int> dims, bool keepdim) {
     out = DType::Bool;
   }
   if (dims.empty()) return in->dtype == out ? in : cast(in, out);  // a 0-d x: nothing to reduce
-  NodeRef r = make_node(op, {in}, ReduceAttrs{dims}.encode(), reduced_shape(x->shape, dims, false), out);
+  if (reduced_count(x->shape, dims) == 0) {  // numpy's identities; max and min have none
+    user_check(op != Op::Max && op != Op::Min, "cannot take the ", op == Op::Max ? "max" : "min",
+               " over the empty dims ", dims_str(dims), " of x ", shape_str(x->shape),
+               " (a zero-size reduction has no identity)");
+    return full(reduced_shape(x->shape, dims, keepdim), op == Op::Prod || op == Op::All ? 1 : 0, out);
+  }
+  NodeRef r = op_node(op, {in}, ReduceAttrs{dims}.encode(), reduced_shape(x->shape, dims, false), out);
   if (keepdim) r = reshape(r, reduced_shape(x->shape, dims, true));
   return r;
 }
@@ -437,7 +449,8 @@ NodeRef var(const NodeRef& x, std::vector<int> dims, double correction, bool kee
   // A complex deviation counts by its squared modulus: the variance is real, as numpy's.
   const NodeRef dev = binary(Op::Sub, xf, m);
   const NodeRef d = unary(Op::Square, is_complex(f) ? unary(Op::Abs, dev) : dev);
-  const double n = static_cast<double>(reduced_count(x->shape, dims)) - correction;
+  // numpy clamps the divisor at 0: var of one element with correction 1 is nan, not -0 or inf.
+  const double n = std::max(static_cast<double>(reduced_count(x->shape, dims)) - correction, 0.0);
   return binary(Op::Div, reduce(Op::Sum, d, dims, keepdim), Operand::number(n));
 }
 
@@ -468,7 +481,11 @@ NodeRef argreduce(Op op, const NodeRef& x, std::optional<int> dim, bool keepdim)
     for (int d = 0; d < static_cast<int>(x->shape.size()); ++d)
       if (d != *dim) out.push_back(x->shape[d]);
   }
-  NodeRef r = make_node(op, {x}, ArgReduceAttrs{dim}.encode(), out, DType::I64);
+  const int64_t along = dim ? x->shape[*dim] : numel(x->shape);
+  user_check(along > 0, "cannot take the ", op_def(op).name, " of ",
+             dim ? cat_str("the empty dim ", *dim + 1, " of x ") : std::string("the empty x "),
+             shape_str(x->shape), " (numpy refuses an empty sequence too)");
+  NodeRef r = op_node(op, {x}, ArgReduceAttrs{dim}.encode(), out, DType::I64);
   if (keepdim) {
     Shape kd = x->shape;
     if (dim) kd[*dim] = 1;
@@ -509,14 +526,16 @@ NodeRef matmul(const NodeRef& a0, const NodeRef& b0) {
   bshape.insert(bshape.end(), {k, m});
   out.insert(out.end(), {n, m});
   NodeRef r;
-  if (!abatch.empty() && bbatch.empty()) {
+  if (k == 0 && !is_empty(out)) {
+    r = full(out, 0, t);  // an empty inner dim sums nothing: zeros (numpy); an empty result folds in op_node
+  } else if (!abatch.empty() && bbatch.empty()) {
     // A matrix shared by every batch (a weight): the batch folds into the rows, so b is read
     // whole by every block instead of expanded to the batch size (and shipped so).
     const NodeRef rows =
-        make_node(Op::Matmul, {reshape(a, {numel(batch) * n, k}), b}, Attrs{}, {numel(batch) * n, m}, t);
+        op_node(Op::Matmul, {reshape(a, {numel(batch) * n, k}), b}, Attrs{}, {numel(batch) * n, m}, t);
     r = reshape(rows, out);
   } else {
-    r = make_node(Op::Matmul, {broadcast_to(a, ashape), broadcast_to(b, bshape)}, Attrs{}, out, t);
+    r = op_node(Op::Matmul, {broadcast_to(a, ashape), broadcast_to(b, bshape)}, Attrs{}, out, t);
   }
   if (a_vec || b_vec) {
     Shape final_shape = batch;
@@ -531,12 +550,12 @@ NodeRef constrain(const NodeRef& x, std::vector<int64_t> parts, bool replicated)
   user_check(parts.size() == x->shape.size(), "layout has ", parts.size(), " dims but the tensor ",
              shape_str(x->shape), " has ", x->shape.size());
   for (size_t d = 0; d < parts.size(); ++d)
-    user_check(parts[d] == kPartsPerRank || (parts[d] >= 1 && parts[d] <= x->shape[d]),
+    user_check(parts[d] == kPartsPerRank || (parts[d] >= 1 && parts[d] <= std::max<int64_t>(x->shape[d], 1)),
                "cannot split dimension ", d + 1, " of size ", x->shape[d], " into ", parts[d], " parts");
   const NodeRef& src = x->op == Op::Constrain ? x->inputs[0] : x;  // the last constraint wins
   if (replicated) parts.assign(parts.size(), 1);
-  return make_node(Op::Constrain, {src}, ConstrainAttrs{std::move(parts), replicated}.encode(), x->shape,
-                   x->dtype);
+  return op_node(Op::Constrain, {src}, ConstrainAttrs{std::move(parts), replicated}.encode(), x->shape,
+                 x->dtype);
 }
 
 NodeRef write_region(const NodeRef& base, std::vector<int64_t> start, const Shape& count,
@@ -544,14 +563,15 @@ NodeRef write_region(const NodeRef& base, std::vector<int64_t> start, const Shap
   const size_t r = base->shape.size();
   internal_check(start.size() == r && count.size() == r);
   for (size_t d = 0; d < r; ++d)
-    user_check(start[d] >= 0 && count[d] >= 1 && start[d] + count[d] <= base->shape[d],
+    user_check(start[d] >= 0 && count[d] >= 0 && start[d] + count[d] <= base->shape[d],
                "region out of bounds in dimension ", d + 1, " of ", shape_str(base->shape));
   const Shape vs = operand_shape(value);
   user_check(broadcastable_to(vs, count), "value of shape ", shape_str(vs),
              " cannot be broadcast to the region ", shape_str(count), " of ", shape_str(base->shape));
   if (count == base->shape) return materialize(value, base->dtype, base->shape);
-  return make_node(Op::WriteRegion, {base, materialize(value, base->dtype, count)},
-                   WriteAttrs{std::move(start)}.encode(), base->shape, base->dtype);
+  if (is_empty(count)) return base;  // writes nothing
+  return op_node(Op::WriteRegion, {base, materialize(value, base->dtype, count)},
+                 WriteAttrs{std::move(start)}.encode(), base->shape, base->dtype);
 }
 
 }  // namespace tapestry::build

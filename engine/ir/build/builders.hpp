@@ -41,7 +41,7 @@ NodeRef linspace(double a, double b, int64_t n, DType dtype);
 NodeRef eye(int64_t n, int64_t m, DType dtype);
 NodeRef rand(const Shape& shape, uint64_t seed, DType dtype);
 NodeRef randn(const Shape& shape, uint64_t seed, DType dtype);
-void check_shape(const Shape& shape, const char* what);  // positive sizes, fits in memory
+void check_shape(const Shape& shape, const char* what);  // sizes >= 0 (0: empty), fits in memory
 
 // --- maps ------------------------------------------------------------------------
 NodeRef cast(const NodeRef& x, DType to);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/ir/build/builders.hpp"
+#include "engine/ir/build/empty.hpp"
 #include "engine/ir/properties.hpp"
 #include "engine/ir/shape.hpp"
 
@@ -90,16 +91,16 @@ NodeRef declare(const NodeRef& x, PropertiesAttrs p, bool trust) {
             [](const SymmetryGroup& a, const SymmetryGroup& b) { return a.dims < b.dims; });
   NodeRef src = x->op == Op::Declare ? x->inputs[0] : x;
   if (!trust && !unknown.empty())
-    src = make_node(Op::CheckDeclared, {src}, unknown.encode(), x->shape, x->dtype);
+    src = op_node(Op::CheckDeclared, {src}, unknown.encode(), x->shape, x->dtype);
   p.groups = std::move(all);
-  return make_node(Op::Declare, {src}, p.encode(), x->shape, x->dtype);
+  return op_node(Op::Declare, {src}, p.encode(), x->shape, x->dtype);
 }
 
 NodeRef dense(const NodeRef& x) {
   if (properties_of(x).empty()) return x;
   const NodeRef& src = x->op == Op::Declare ? x->inputs[0] : x;
   if (properties_of(src).empty()) return src;
-  return make_node(Op::Declare, {src}, PropertiesAttrs{}.encode(), x->shape, x->dtype);
+  return op_node(Op::Declare, {src}, PropertiesAttrs{}.encode(), x->shape, x->dtype);
 }
 
 NodeRef mirror(const NodeRef& x, const SymmetryGroup& g) {

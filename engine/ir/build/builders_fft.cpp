@@ -9,6 +9,7 @@
 
 #include "engine/ir/attrs.hpp"
 #include "engine/ir/build/builders.hpp"
+#include "engine/ir/build/empty.hpp"
 #include "engine/ir/error.hpp"
 
 namespace tapestry::build {
@@ -44,7 +45,7 @@ NodeRef fft(const NodeRef& x, int dim, std::optional<int64_t> n, FftNorm norm, b
   user_check(len >= 1, "n must be at least 1, got ", len);
   const DType c = fft_dtype(x->dtype);
   const NodeRef xc = resized(cast(x, c), dim, len);
-  NodeRef r = make_node(Op::Fft, {xc}, LineAttrs{dim, inverse, false, false}.encode(), xc->shape, c);
+  NodeRef r = op_node(Op::Fft, {xc}, LineAttrs{dim, inverse, false, false}.encode(), xc->shape, c);
   double scale = 1;
   if (norm == FftNorm::Ortho) scale = 1 / std::sqrt(static_cast<double>(len));
   else if ((norm == FftNorm::Backward) == inverse) scale = 1 / static_cast<double>(len);

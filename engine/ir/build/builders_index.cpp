@@ -6,6 +6,7 @@
 // kernels, since only the data knows them.
 #include "engine/ir/attrs.hpp"
 #include "engine/ir/build/builders.hpp"
+#include "engine/ir/build/empty.hpp"
 #include "engine/ir/error.hpp"
 
 namespace tapestry::build {
@@ -29,6 +30,12 @@ NodeRef head(const NodeRef& x, const Shape& count) {
   return slice(x, std::vector<int64_t>(count.size(), 0), std::vector<int64_t>(count.size(), 1), count);
 }
 
+// torch refuses any index into a dim of size 0: no value is in range.
+void check_not_into_empty(const NodeRef& x, int dim, const NodeRef& index) {
+  user_check(x->shape[dim] > 0 || numel(index->shape) == 0, "index ", shape_str(index->shape),
+             " points into dim ", dim + 1, " of x ", shape_str(x->shape), ", which is empty");
+}
+
 Shape with_dim(Shape s, int dim, int64_t n) {
   s[dim] = n;
   return s;
@@ -43,9 +50,10 @@ NodeRef gather(const NodeRef& x, int dim, const NodeRef& index, IndexFn fn) {
     user_check(static_cast<int>(d) == dim || index->shape[d] <= x->shape[d], "index ",
                shape_str(index->shape), " is larger than x ", shape_str(x->shape), " in dim ", d + 1,
                " (only dim ", dim + 1, " is indexed)");
+  check_not_into_empty(x, dim, index);
   // torch reads x at the index's own coordinates in the other dims: the slice of x they cover.
   const NodeRef xs = head(x, with_dim(index->shape, dim, x->shape[dim]));
-  return make_node(Op::Gather, {xs, index}, IndexAttrs{dim, fn}.encode(), index->shape, x->dtype);
+  return op_node(Op::Gather, {xs, index}, IndexAttrs{dim, fn}.encode(), index->shape, x->dtype);
 }
 
 NodeRef scatter(Op op, const NodeRef& x, int dim, const NodeRef& index, const Operand& src, IndexFn fn) {
@@ -62,6 +70,7 @@ NodeRef scatter(Op op, const NodeRef& x, int dim, const NodeRef& index, const Op
     user_check(static_cast<int>(d) == dim || index->shape[d] <= x->shape[d], "index ",
                shape_str(index->shape), " is larger than x ", shape_str(x->shape), " in dim ", d + 1,
                " (only dim ", dim + 1, " is indexed)");
+  check_not_into_empty(x, dim, index);
   NodeRef s;
   if (src.weak) {  // torch's scatter(value=): one number everywhere the index points
     s = broadcast_to(scalar(src, x->dtype), index->shape);
@@ -77,7 +86,7 @@ NodeRef scatter(Op op, const NodeRef& x, int dim, const NodeRef& index, const Op
   // The index covers a corner of x in the other dims: scatter into that corner, keep the rest.
   const Shape corner = with_dim(index->shape, dim, x->shape[dim]);
   const NodeRef part =
-      make_node(op, {head(x, corner), index, s}, IndexAttrs{dim, fn}.encode(), corner, x->dtype);
+      op_node(op, {head(x, corner), index, s}, IndexAttrs{dim, fn}.encode(), corner, x->dtype);
   if (corner == x->shape) return part;
   return write_region(x, std::vector<int64_t>(corner.size(), 0), corner, part);
 }
@@ -113,11 +122,15 @@ NodeRef index_tensor(const NodeRef& x, int dim, const NodeRef& index, IndexFn fn
 NodeRef nonzero(const NodeRef& mask, int64_t count) {
   check_shape({count}, "the count of true elements");
   const NodeRef m = mask->dtype == DType::Bool ? mask : binary(Op::Ne, mask, Operand::integer_number(0));
-  return make_node(Op::Nonzero, {m}, Attrs{}, {count}, DType::I64);
+  return op_node(Op::Nonzero, {m}, Attrs{}, {count}, DType::I64);
 }
 
 std::vector<NodeRef> unravel(const NodeRef& flat, const Shape& shape) {
   std::vector<NodeRef> out;
+  if (numel(shape) == 0) {  // no position exists in an empty tensor: flat is empty too
+    for (size_t d = 0; d < shape.size(); ++d) out.push_back(full(flat->shape, 0, flat->dtype));
+    return out;
+  }
   const NodeRef zero_based = binary(Op::Sub, flat, Operand::integer_number(1));
   int64_t stride = numel(shape);
   for (int64_t size : shape) {

@@ -6,6 +6,7 @@
 
 #include "engine/ir/attrs.hpp"
 #include "engine/ir/build/builders.hpp"
+#include "engine/ir/build/empty.hpp"
 #include "engine/ir/dtype_support.hpp"
 #include "engine/ir/error.hpp"
 
@@ -66,7 +67,7 @@ std::vector<NodeRef> factor(Op op, const NodeRef& a, int64_t mode, const std::ve
   const Shape shape = with_tail(batch_of(a->shape, 2), {total(parts)});
   check_shape(shape, "result");
   const Attrs attrs = op == Op::Slogdet ? Attrs{} : LinalgAttrs{mode}.encode();
-  return unpack(make_node(op, {a}, attrs, shape, a->dtype), parts);
+  return unpack(op_node(op, {a}, attrs, shape, a->dtype), parts);
 }
 
 }  // namespace
@@ -91,16 +92,16 @@ NodeRef solve(const NodeRef& a0, const NodeRef& b0) {
     batch[i] = std::max(x, y);
   }
   const int64_t k = b->shape.back();
-  const NodeRef x = make_node(Op::Solve,
-                              {broadcast_to(cast(a, t), with_tail(batch, {n, n})),
-                               broadcast_to(cast(b, t), with_tail(batch, {n, k}))},
-                              Attrs{}, with_tail(batch, {n, k}), t);
+  const NodeRef x = op_node(Op::Solve,
+                            {broadcast_to(cast(a, t), with_tail(batch, {n, n})),
+                             broadcast_to(cast(b, t), with_tail(batch, {n, k}))},
+                            Attrs{}, with_tail(batch, {n, k}), t);
   return vector ? squeeze(x, static_cast<int>(batch.size()) + 1) : x;
 }
 
 NodeRef cholesky(const NodeRef& a0) {
   const NodeRef a = matrix_arg(a0, "a", true);
-  return make_node(Op::Cholesky, {a}, Attrs{}, a->shape, a->dtype);
+  return op_node(Op::Cholesky, {a}, Attrs{}, a->shape, a->dtype);
 }
 
 NodeRef inv(const NodeRef& a0) {
@@ -111,17 +112,27 @@ NodeRef inv(const NodeRef& a0) {
 
 NodeRef det(const NodeRef& a0) {
   const NodeRef a = matrix_arg(a0, "a", true);
-  return make_node(Op::Det, {a}, Attrs{}, batch_of(a->shape, 2), a->dtype);
+  if (a->shape.back() == 0) return full(batch_of(a->shape, 2), 1, a->dtype);  // a 0x0 matrix: 1, as numpy
+  return op_node(Op::Det, {a}, Attrs{}, batch_of(a->shape, 2), a->dtype);
 }
 
 std::vector<NodeRef> slogdet(const NodeRef& a0) {
   const NodeRef a = matrix_arg(a0, "a", true);
+  if (a->shape.back() == 0) {  // a 0x0 matrix: det 1, as numpy
+    const Shape batch = batch_of(a->shape, 2);
+    return {full(batch, 1, a->dtype), full(batch, 0, a->dtype)};
+  }
   return factor(Op::Slogdet, a, 0, {Shape{}, Shape{}});
 }
 
 std::vector<NodeRef> qr(const NodeRef& a0, bool complete) {
   const NodeRef a = matrix_arg(a0, "a", false);
   const int64_t m = a->shape[a->shape.size() - 2], n = a->shape.back(), k = complete ? m : std::min(m, n);
+  if (complete && n == 0 && m > 0) {  // numpy: Q is the identity, R {m, 0}
+    const Shape batch = batch_of(a->shape, 2);
+    return {broadcast_to(eye(m, m, a->dtype), with_tail(batch, {m, m})),
+            full(with_tail(batch, {m, 0}), 0, a->dtype)};
+  }
   return factor(Op::Qr, a, complete ? 1 : 0, {Shape{m, k}, Shape{k, n}});
 }
 
@@ -131,6 +142,12 @@ std::vector<NodeRef> svd(const NodeRef& a0, int64_t mode) {
   const int64_t m = a->shape[a->shape.size() - 2], n = a->shape.back(), k = std::min(m, n);
   if (mode == 0) return factor(Op::Svd, a, 0, {Shape{k}});
   const int64_t u = mode == 2 ? m : k, v = mode == 2 ? n : k;
+  if (mode == 2 && k == 0 && m + n > 0) {  // numpy: identities around no singular value
+    const Shape batch = batch_of(a->shape, 2);
+    return {broadcast_to(eye(m, m, a->dtype), with_tail(batch, {m, m})),
+            full(with_tail(batch, {0}), 0, a->dtype),
+            broadcast_to(eye(n, n, a->dtype), with_tail(batch, {n, n}))};
+  }
   return factor(Op::Svd, a, mode, {Shape{m, u}, Shape{k}, Shape{v, n}});
 }
 

@@ -4,6 +4,7 @@
 // Each op reads whole lines along one dim (engine/poly/signature_of.cpp: that dim is never split).
 #include "engine/ir/attrs.hpp"
 #include "engine/ir/build/builders.hpp"
+#include "engine/ir/build/empty.hpp"
 #include "engine/ir/error.hpp"
 
 namespace tapestry::build {
@@ -21,7 +22,7 @@ void check_line(const NodeRef& x, int dim) {
 NodeRef narrow_to(const NodeRef& r, DType t) { return r->dtype == DType::F32 ? cast(r, t) : r; }
 
 NodeRef line(Op op, std::vector<NodeRef> in, LineAttrs a, Shape shape, DType t) {
-  return make_node(op, std::move(in), a.encode(), std::move(shape), t);
+  return op_node(op, std::move(in), a.encode(), std::move(shape), t);
 }
 
 }  // namespace
@@ -61,7 +62,7 @@ std::vector<NodeRef> sort(const NodeRef& x, int dim, bool descending) {
 std::vector<NodeRef> topk(const NodeRef& x, int64_t k, int dim, bool largest) {
   check_line(x, dim);
   const int64_t n = x->shape[dim];
-  user_check(k >= 1 && k <= n, "k must be in 1..", n, " (the size of dim ", dim + 1, " of x ",
+  user_check(k >= 0 && k <= n, "k must be in 0..", n, " (the size of dim ", dim + 1, " of x ",
              shape_str(x->shape), "), got ", k);
   std::vector<NodeRef> vi = sort(x, dim, largest);
   if (k == n) return vi;
@@ -83,6 +84,7 @@ NodeRef searchsorted(const NodeRef& sorted, const NodeRef& values, bool right) {
              "sorted_sequence and values must be real (complex numbers have no order here), got ",
              dtype_name(sorted->dtype), " and ", dtype_name(values->dtype));
   const DType t = compute_dtype(promote(sorted->dtype, values->dtype));  // compared in their common dtype
+  if (sorted->shape[0] == 0) return full(values->shape, 1, DType::I64);  // before every element of none
   return line(Op::Searchsorted, {cast(sorted, t), cast(values, t)}, LineAttrs{0, false, false, right},
               values->shape, DType::I64);
 }

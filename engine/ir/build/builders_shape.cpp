@@ -5,6 +5,7 @@
 
 #include "engine/ir/attrs.hpp"
 #include "engine/ir/build/builders.hpp"
+#include "engine/ir/build/empty.hpp"
 #include "engine/ir/error.hpp"
 
 namespace tapestry::build {
@@ -22,14 +23,17 @@ NodeRef reshape(const NodeRef& x, Shape shape) {
       infer = static_cast<int>(i);
     } else {
       // Not user_check: its message (shape_str) would be built on every call.
-      if (shape[i] < 1) user_error("sizes must be positive (or one -1), got ", shape_str(shape));
-      if (known > (int64_t{1} << 50) / shape[i])
+      if (shape[i] < 0) user_error("sizes must be at least 0 (or one -1), got ", shape_str(shape));
+      if (shape[i] > 0 && known > (int64_t{1} << 50) / shape[i])
         user_error("shape ", shape_str(shape), " is too large (more than 2^50 elements)");
       known *= shape[i];
     }
   }
   const int64_t n = numel(x->shape);
   if (infer >= 0) {
+    // As numpy: the other sizes must say what -1 is, which a 0 among them does not.
+    user_check(known > 0, "cannot reshape ", shape_str(x->shape), " (", n, " elements) to ", shape_str(shape),
+               ": the -1 is ambiguous next to a size 0");
     user_check(n % known == 0, "cannot reshape ", shape_str(x->shape), " (", n, " elements) to ",
                shape_str(shape));
     shape[infer] = n / known;
@@ -41,7 +45,7 @@ NodeRef reshape(const NodeRef& x, Shape shape) {
   // reshape(reshape(y)) == reshape(y): keeps loop bodies structurally equal.
   const NodeRef& src = x->op == Op::Reshape ? x->inputs[0] : x;
   if (src->shape == shape) return src;
-  return make_node(Op::Reshape, {src}, Attrs{}, std::move(shape), x->dtype);
+  return op_node(Op::Reshape, {src}, Attrs{}, std::move(shape), x->dtype);
 }
 
 NodeRef permute(const NodeRef& x, const std::vector<int>& perm) {
@@ -59,7 +63,7 @@ NodeRef permute(const NodeRef& x, const std::vector<int>& perm) {
     out[i] = x->shape[perm[i]];
   }
   if (identity) return x;
-  return make_node(Op::Permute, {x}, PermuteAttrs{perm}.encode(), std::move(out), x->dtype);
+  return op_node(Op::Permute, {x}, PermuteAttrs{perm}.encode(), std::move(out), x->dtype);
 }
 
 NodeRef transpose(const NodeRef& x, int d1, int d2) {
@@ -91,7 +95,7 @@ NodeRef broadcast_to(const NodeRef& x, const Shape& shape) {
   if (x->op == Op::Full) {  // a constant of any shape is still a constant
     return make_node(Op::Full, {}, x->attrs, shape, x->dtype);
   }
-  return make_node(Op::Expand, {x}, Attrs{}, shape, x->dtype);
+  return op_node(Op::Expand, {x}, Attrs{}, shape, x->dtype);
 }
 
 NodeRef squeeze(const NodeRef& x, std::optional<int> dim) {
@@ -146,7 +150,7 @@ NodeRef slice_of_load(const NodeRef& x, const std::vector<int64_t>& start, const
   }
   NodeRef sub = make_node(Op::Load, {}, a.encode(), box, x->dtype);
   if (unit) return sub;
-  return make_node(Op::Slice, {sub}, SliceAttrs{std::move(inner_start), step}.encode(), count, x->dtype);
+  return op_node(Op::Slice, {sub}, SliceAttrs{std::move(inner_start), step}.encode(), count, x->dtype);
 }
 
 }  // namespace
@@ -157,21 +161,22 @@ NodeRef slice(const NodeRef& x, std::vector<int64_t> start, std::vector<int64_t>
   bool whole = true;
   for (size_t d = 0; d < r; ++d) {
     user_check(step[d] != 0, "step must not be zero");
-    user_check(count[d] >= 1, "empty range in dimension ", d + 1);
+    user_check(count[d] >= 0, "negative count in dimension ", d + 1);
     const int64_t last = start[d] + (count[d] - 1) * step[d];
-    user_check(start[d] >= 0 && start[d] < x->shape[d] && last >= 0 && last < x->shape[d],
+    user_check(count[d] == 0 || (start[d] >= 0 && start[d] < x->shape[d] && last >= 0 && last < x->shape[d]),
                "range out of bounds in dimension ", d + 1, " of ", shape_str(x->shape));
     whole = whole && start[d] == 0 && step[d] == 1 && count[d] == x->shape[d];
   }
   if (whole) return x;
+  if (is_empty(count)) return full(count, 0, x->dtype);  // selects nothing
   if (x->op == Op::Load && !x->value && !x->stored) return slice_of_load(x, start, step, count);
-  return make_node(Op::Slice, {x}, SliceAttrs{std::move(start), std::move(step)}.encode(), std::move(count),
-                   x->dtype);
+  return op_node(Op::Slice, {x}, SliceAttrs{std::move(start), std::move(step)}.encode(), std::move(count),
+                 x->dtype);
 }
 
 NodeRef narrow(const NodeRef& x, int dim, int64_t first, int64_t len) {
   const int64_t size = x->shape[dim];
-  user_check(len >= 1, "length must be positive, got ", len);
+  user_check(len >= 0, "length must be at least 0, got ", len);
   user_check(first >= 0 && first + len <= size, "range ", first + 1, "..", first + len,
              " is out of bounds for dimension ", dim + 1, " of size ", size, " (shape ", shape_str(x->shape),
              ")");
@@ -205,10 +210,13 @@ NodeRef cat(const std::vector<NodeRef>& xs, int dim) {
     out[dim] += s[dim];
     t = promote(t, xs[i]->dtype);
   }
-  if (xs.size() == 1) return cast(xs[0], t);
+  // Parts with nothing along dim add nothing (numpy); an empty result folds in op_node.
   std::vector<NodeRef> ins;
-  for (const NodeRef& x : xs) ins.push_back(cast(x, t));
-  return make_node(Op::Cat, std::move(ins), CatAttrs{dim}.encode(), std::move(out), t);
+  for (const NodeRef& x : xs)
+    if (x->shape[dim] > 0 || is_empty(out)) ins.push_back(cast(x, t));
+  if (ins.empty()) return full(out, 0, t);
+  if (ins.size() == 1) return ins[0];
+  return op_node(Op::Cat, std::move(ins), CatAttrs{dim}.encode(), std::move(out), t);
 }
 
 NodeRef stack(const std::vector<NodeRef>& xs, int dim) {

@@ -49,9 +49,8 @@ NodeRef diagonal(const NodeRef& x, int64_t offset, int d1, int d2) {
   user_check(d1 != d2, "dim1 and dim2 are both ", d1 + 1);
   const int64_t n = x->shape[d1], m = x->shape[d2];
   const int64_t row = std::max<int64_t>(0, -offset), col = std::max<int64_t>(0, offset);
-  const int64_t len = std::min(n - row, m - col);
-  user_check(len >= 1, "offset ", offset, " leaves no diagonal in a ", n, "x", m, " matrix (shape ",
-             shape_str(x->shape), ")");
+  // An offset past the corner leaves an empty diagonal, as numpy.
+  const int64_t len = std::max<int64_t>(0, std::min(n - row, m - col));
   // Move d1, d2 last, merge them, and take every (m+1)-th element from (row, col).
   std::vector<int> perm;
   for (int d = 0; d < r; ++d)

@@ -8,6 +8,7 @@
 
 #include "engine/ir/attrs.hpp"
 #include "engine/ir/build/builders.hpp"
+#include "engine/ir/build/empty.hpp"
 #include "engine/ir/error.hpp"
 
 namespace tapestry::build {
@@ -113,6 +114,7 @@ NodeRef roll(const NodeRef& x, int64_t shift, std::optional<int> dim) {
   }
   const int d = *dim;
   const int64_t n = x->shape[d];
+  if (n == 0) return x;  // nothing to move
   const int64_t s = ((shift % n) + n) % n;
   if (s == 0) return x;
   // out = x[n-s ..] then x[.. n-s): the last s rows come first.
@@ -131,12 +133,13 @@ NodeRef correlate(const NodeRef& x, const NodeRef& k, const std::vector<int64_t>
     // Each window must touch x: a block whose windows lie wholly in the padding would read
     // an empty slice.
     internal_check(before[d] < k->shape[d] && after[d] < k->shape[d]);
-    out[d] = x->shape[d] + before[d] + after[d] - k->shape[d] + 1;
-    user_check(out[d] >= 1, "kernel ", shape_str(k->shape), " is larger than x ", shape_str(x->shape),
-               " plus padding");
+    out[d] =
+        x->shape[d] == 0 ? 0 : x->shape[d] + before[d] + after[d] - k->shape[d] + 1;  // empty stays empty
+    user_check(out[d] >= 1 || x->shape[d] == 0, "kernel ", shape_str(k->shape), " is larger than x ",
+               shape_str(x->shape), " plus padding");
   }
-  return make_node(Op::Correlate, {cast(x, t), cast(k, t)}, CorrelateAttrs{before, after}.encode(),
-                   std::move(out), t);
+  return op_node(Op::Correlate, {cast(x, t), cast(k, t)}, CorrelateAttrs{before, after}.encode(),
+                 std::move(out), t);
 }
 
 NodeRef stencil(const NodeRef& x, const NodeRef& k, Boundary boundary) {
@@ -180,7 +183,7 @@ NodeRef conv2d(const NodeRef& x, const NodeRef& w, const Conv2dOptions& o) {
   }
   const Conv2dAttrs a{
       {o.stride[0], o.stride[1]}, {o.padding[0], o.padding[1]}, {o.dilation[0], o.dilation[1]}, g};
-  return make_node(Op::Conv2d, {cast(x, t), cast(w, t)}, a.encode(), std::move(out), t);
+  return op_node(Op::Conv2d, {cast(x, t), cast(w, t)}, a.encode(), std::move(out), t);
 }
 
 NodeRef pool2d(Op op, const NodeRef& x, const int64_t kernel[2], const int64_t stride[2],
@@ -202,7 +205,7 @@ NodeRef pool2d(Op op, const NodeRef& x, const int64_t kernel[2], const int64_t s
     out[2 + i] = out_extent(x->shape[2 + i], kernel[i], padding[i], stride[i], names[i], x->shape);
   }
   const PoolAttrs a{{kernel[0], kernel[1]}, {stride[0], stride[1]}, {padding[0], padding[1]}};
-  return make_node(op, {cast(x, t)}, a.encode(), std::move(out), t);
+  return op_node(op, {cast(x, t)}, a.encode(), std::move(out), t);
 }
 
 }  // namespace tapestry::build

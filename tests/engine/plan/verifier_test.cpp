@@ -327,3 +327,17 @@ TEST_CASE("engine.plan.verifier.rejects_malformed_schedules") {
     expect_rejected(m.g, m.topo, "partition", "has no blocks");
   }
 }
+
+TEST_CASE("engine.plan.verifier.an_empty_tensor_is_held_whole") {
+  // A tensor with a size-0 dim is held whole on rank 0 and is its own result (planner.cpp);
+  // an empty box of a tensor with elements is still no slice of it.
+  const NodeRef e = build::full({0, 3}, 0, DType::F32);
+  ShardedGraph g{2};
+  g.nodes = {e};
+  g.hold(e->id, Box::of_shape(e->shape), 0);
+  g.add_output(e->id, Box::of_shape(e->shape), 0);
+  expect_ok(g, {e});
+  RowMap m;
+  m.g.hold(m.x->id, rows(2, 1, 4), 0);
+  expect_rejected(m.g, m.topo, "schedule", "is not a non-empty slice");
+}

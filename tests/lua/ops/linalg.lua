@@ -104,8 +104,27 @@ test("linalg.gradients", function()
   gradcheck.check("det", function(a) return linalg.det(a) end, {{2, 3, 3}})
   gradcheck.check("slogdet", function(a) local _, l = linalg.slogdet(spd(a)) return l end, {{3, 3}})
   gradcheck.check("cholesky", function(a) return linalg.cholesky(spd(a)) end, {{2, 3, 3}})
-  check.check_error(function() return tp.grad(linalg.svd(A, {compute_uv = false}):sum(), {A}) end,
-                    "tp.grad", "linalg.svd has no gradient yet")
+  -- eigh and svd as torch: sign-free functions of the vectors (a column's sign is arbitrary).
+  local function sym(x) return (x + x:transpose(-2, -1)) * 0.5 end
+  gradcheck.check("eigvalsh", function(a) return linalg.eigvalsh(sym(a)) end, {{2, 4, 4}})
+  gradcheck.check("eigh.w", function(a) return (linalg.eigh(sym(a))) end, {{4, 4}})
+  gradcheck.check("eigh.v", function(a) local _, v = linalg.eigh(sym(a)) return v:square() end, {{2, 4, 4}})
+  gradcheck.check("svdvals", function(a) return linalg.svd(a, {compute_uv = false}) end, {{2, 3, 5}})
+  for _, sh in ipairs({{4, 4}, {5, 3}, {3, 5}}) do
+    local k = math.min(sh[1], sh[2])
+    for _, full in ipairs({false, true}) do
+      local name, o = ("svd.%dx%d.%s"):format(sh[1], sh[2], full and "full" or "reduced"), {full_matrices = full}
+      gradcheck.check(name .. ".s", function(a) return select(2, linalg.svd(a, o)) end, {sh})
+      gradcheck.check(name .. ".u", function(a) return linalg.svd(a, o):narrow(-1, 1, k):square() end, {sh})
+      gradcheck.check(name .. ".vh", function(a) return select(3, linalg.svd(a, o)):narrow(-2, 1, k):square() end, {sh})
+    end
+  end
+  -- Repeated eigenvalues (the identity): through w or S alone the gradient is still exact.
+  local I = tp.detach(tp.eye(3, {dtype = "f64"}))
+  eq(tp.grad(linalg.eigvalsh(I):sum(), {I})[1]:totable(), I:totable())
+  eq(tp.grad(linalg.svd(I, {compute_uv = false}):sum(), {I})[1]:totable(), I:totable())
+  check.check_error(function() return tp.grad(linalg.qr(A):sum(), {A}) end, "tp.grad",
+                    "linalg.qr has no gradient yet")
 end)
 
 test("linalg.bad_inputs", function()

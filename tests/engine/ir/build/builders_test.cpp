@@ -68,8 +68,11 @@ TEST_CASE("engine.ir.builders.shape_ops") {
 
 TEST_CASE("engine.ir.builders.rejects_bad_generators") {
   CHECK(error_of([] { build::arange(1, 5, 0, DType::F32); }) == "step must not be 0");
-  CHECK(!error_of([] { build::arange(5, 1, 1, DType::F32); }).empty());
-  CHECK(!error_of([] { build::full({2, 0}, 1, DType::F32); }).empty());
+  CHECK(build::arange(5, 1, 1, DType::F32)->shape == Shape{0});  // an empty range, as a Lua for
+  CHECK(build::full({2, 0}, 1, DType::F32)->shape == Shape{2, 0});
+  CHECK(error_of([] {
+          build::full({2, -1}, 1, DType::F32);
+        }) == "shape must have sizes of at least 0, got {2,-1}");
   CHECK(!error_of([] { build::full({int64_t{1} << 40, int64_t{1} << 40}, 1, DType::F32); }).empty());
   CHECK(!error_of([] { build::rand({2}, 1, DType::I32); }).empty());
 }
