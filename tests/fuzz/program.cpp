@@ -88,7 +88,10 @@ bool discontinuous(const Step& s) {
 bool reorders(const Step& s, DType out) {
   if (!is_inexact(out)) return false;
   switch (s.kind) {
-    case Kind::Line: return s.op == Op::Fft;  // FFTW's codelets may follow a block's alignment
+    // FFTW's codelets may follow a block's alignment; a long line on a mesh is scanned in chunks
+    // with carries (engine/plan/split_scan.hpp).
+    case Kind::Line:
+      return s.op == Op::Fft || s.op == Op::Cumsum || s.op == Op::Cumprod || s.op == Op::Logcumsumexp;
     case Kind::Reduce: return s.op == Op::Sum || s.op == Op::Prod;
     case Kind::Mean:
     case Kind::Matmul:
@@ -96,8 +99,6 @@ bool reorders(const Step& s, DType out) {
     case Kind::Stencil:
     case Kind::Conv2d: return true;
     case Kind::Pool: return s.op == Op::AvgPool2d;
-    // A long line on a mesh is scanned in chunks with carries (engine/plan/split_scan.hpp).
-    case Kind::Line: return s.op == Op::Cumsum || s.op == Op::Cumprod || s.op == Op::Logcumsumexp;
     default: return false;
   }
 }
