@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "engine/ir/attrs.hpp"
+#include "engine/ir/build/packed.hpp"
 #include "engine/ir/error.hpp"
 
 namespace tapestry::build {
@@ -232,11 +233,12 @@ NodeRef cast(const NodeRef& x, DType to) {
     if (is_float(to) || is_float(x->dtype)) return full(x->shape, c.real, to);
     return full_int(x->shape, c.integer, to);
   }
-  return make_node(Op::Cast, {x}, CastAttrs{to}.encode(), x->shape, to);
+  return packed_map(make_node(Op::Cast, {x}, CastAttrs{to}.encode(), x->shape, to));
 }
 
-NodeRef unary(Op op, const NodeRef& x) {
-  internal_check(op_kind(op) == OpKind::Map && op_def(op).arity == 1 && op != Op::Cast);
+namespace {
+
+NodeRef unary_node(Op op, const NodeRef& x) {
   const DType t = x->dtype;
   switch (op) {
     case Op::Neg:
@@ -257,6 +259,14 @@ NodeRef unary(Op op, const NodeRef& x) {
       return map_node(op, {cast(x, f)}, f);
     }
   }
+}
+
+}  // namespace
+
+// A map of packed tensors (declared, stored packed) is computed on their stored tiles.
+NodeRef unary(Op op, const NodeRef& x) {
+  internal_check(op_kind(op) == OpKind::Map && op_def(op).arity == 1 && op != Op::Cast);
+  return packed_map(unary_node(op, x));
 }
 
 NodeRef binary(Op op, const Operand& a, const Operand& b) {
@@ -286,7 +296,7 @@ NodeRef binary(Op op, const Operand& a, const Operand& b) {
     case Op::LogicalOr: t = out = DType::Bool; break;
     default: break;
   }
-  return make_node(op, {materialize(a, t, shape), materialize(b, t, shape)}, Attrs{}, shape, out);
+  return packed_map(make_node(op, {materialize(a, t, shape), materialize(b, t, shape)}, Attrs{}, shape, out));
 }
 
 NodeRef where(const Operand& cond, const Operand& a, const Operand& b) {
@@ -310,6 +320,8 @@ NodeRef clamp(const NodeRef& x, std::optional<Operand> lo, std::optional<Operand
 NodeRef reduce(Op op, const NodeRef& x, std::vector<int> dims, bool keepdim) {
   internal_check(op_kind(op) == OpKind::Reduce);
   dims = normalize_dims(std::move(dims), static_cast<int>(x->shape.size()));
+  if (dims.size() == x->shape.size() && !dims.empty())  // of a packed tensor: from its stored tiles
+    if (NodeRef r = packed_reduce(op, x)) return keepdim ? reshape(r, Shape(x->shape.size(), 1)) : r;
   NodeRef in = x;
   DType out = x->dtype;
   if (op == Op::Sum || op == Op::Prod) {

@@ -143,6 +143,32 @@ NodeRef group_leaf(const NodeRef& cur, int m, const PackedGroup& G, const std::v
   return v;
 }
 
+// The mean of x over every permutation of g's dims (signed when antisymmetric): x itself
+// when x has the symmetry, and what makes a gradient through the stored tiles the projection
+// of the dense one onto tensors with the symmetry (docs/properties.md, "Gradients").
+NodeRef group_average(const NodeRef& x, int offset, const PackedGroup& G) {
+  const size_t k = G.dims.size();
+  if (k > 4 || !is_float(x->dtype)) return x;
+  std::vector<size_t> sigma(k);
+  std::iota(sigma.begin(), sigma.end(), 0);
+  NodeRef sum;
+  int count = 0;
+  do {
+    std::vector<int> perm(x->shape.size());
+    std::iota(perm.begin(), perm.end(), 0);
+    int inversions = 0;
+    for (size_t s = 0; s < k; ++s) {
+      perm[offset + G.dims[s]] = offset + G.dims[sigma[s]];
+      for (size_t r = s + 1; r < k; ++r) inversions += sigma[s] > sigma[r];
+    }
+    const NodeRef term = permute(x, perm);
+    const bool negative = G.anti && inversions % 2 == 1;
+    sum = !sum ? term : binary(negative ? Op::Sub : Op::Add, sum, term);
+    ++count;
+  } while (std::next_permutation(sigma.begin(), sigma.end()));
+  return binary(Op::Mul, sum, Operand::number(1.0 / count));
+}
+
 NodeRef assemble_group(const NodeRef& cur, int m, const PackedGroup& G, std::vector<int64_t>& T) {
   const size_t s = T.size();
   if (s == G.dims.size()) return group_leaf(cur, m, G, T);
@@ -285,6 +311,7 @@ NodeRef pack(const NodeRef& x, const Packing& pk) {
   NodeRef cur = x;
   for (size_t m = 0; m < pk.groups.size(); ++m) {
     const PackedGroup& G = pk.groups[m];
+    cur = group_average(cur, static_cast<int>(m), G);
     std::vector<NodeRef> views;
     for (const std::vector<int64_t>& T : G.stored) {
       NodeRef v = cur;
@@ -400,8 +427,90 @@ int64_t held_bytes(const NodeRef& x) {
   if (const std::optional<Unpacked> u = unpacked(x)) return numel(u->p->shape) * size;
   const Properties p = properties_of(x);
   if (!p.uniform && !p.zero && !p.diagonal)
-    if (const std::optional<Packing> pk = packing_of(x->shape, p.declared())) return numel(pk->packed_shape()) * size;
+    if (const std::optional<Packing> pk = packing_of(x->shape, p.declared()))
+      return numel(pk->packed_shape()) * size;
   return stored_elements(x) * size;
+}
+
+NodeRef spread(const NodeRef& gp, const Packing& pk) {
+  internal_check(gp->shape == pk.packed_shape());
+  if (!pk.tiles.empty()) return unpack(gp, pk);
+  const int groups = static_cast<int>(pk.groups.size());
+  NodeRef y = gp;
+  for (int m = 0; m < groups; ++m) {
+    const PackedGroup& G = pk.groups[m];
+    const size_t k = G.dims.size();
+    if (k > 4) continue;
+    double factorial = 1;
+    for (size_t i = 2; i <= k; ++i) factorial *= static_cast<double>(i);
+    std::vector<size_t> sigma(k);
+    std::iota(sigma.begin(), sigma.end(), 0);
+    NodeRef sum;
+    do {
+      // c[q]: 1/k! where sigma only permutes slots of equal tile index in q's tuple, else 0.
+      std::vector<NodeRef> runs;
+      double value = -1;
+      int64_t len = 0;
+      for (const std::vector<int64_t>& T : G.stored) {
+        bool fixes = true;
+        for (size_t s = 0; s < k; ++s) fixes = fixes && T[s] == T[sigma[s]];
+        const double c = fixes ? 1.0 / factorial : 0.0;
+        if (len > 0 && c != value) {
+          runs.push_back(full({len}, value, gp->dtype));
+          len = 0;
+        }
+        value = c;
+        ++len;
+      }
+      runs.push_back(full({len}, value, gp->dtype));
+      if (runs.size() == 1 && value == 0) continue;
+      Shape ws(y->shape.size(), 1);
+      ws[m] = static_cast<int64_t>(G.stored.size());
+      const NodeRef c = reshape(runs.size() == 1 ? runs[0] : cat(runs, 0), ws);
+      std::vector<int> perm(y->shape.size());
+      std::iota(perm.begin(), perm.end(), 0);
+      int inversions = 0;
+      for (size_t s = 0; s < k; ++s) {
+        perm[groups + G.dims[s]] = groups + G.dims[sigma[s]];
+        for (size_t r = s + 1; r < k; ++r) inversions += sigma[s] > sigma[r];
+      }
+      const NodeRef term = binary(Op::Mul, permute(y, perm), c);
+      sum = !sum ? term : binary(G.anti && inversions % 2 == 1 ? Op::Sub : Op::Add, sum, term);
+    } while (std::next_permutation(sigma.begin(), sigma.end()));
+    y = sum;
+  }
+  return unpack(y, pk);
+}
+
+int64_t multiplicity(const std::vector<int64_t>& tuple) {
+  int64_t r = 1, run = 1;
+  for (size_t i = 1; i <= tuple.size(); ++i) {
+    r *= static_cast<int64_t>(i);
+    if (i < tuple.size() && tuple[i] == tuple[i - 1]) {
+      ++run;
+    } else {
+      for (int64_t j = 2; j <= run; ++j) r /= j;
+      run = 1;
+    }
+  }
+  return r;
+}
+
+NodeRef tile_weights(const PackedGroup& G, double sign, DType t) {
+  std::vector<NodeRef> runs;
+  double value = 0;
+  int64_t len = 0;
+  for (const std::vector<int64_t>& T : G.stored) {
+    const double w = sign * static_cast<double>(multiplicity(T));
+    if (len > 0 && w != value) {
+      runs.push_back(full({len}, value, t));
+      len = 0;
+    }
+    value = w;
+    ++len;
+  }
+  runs.push_back(full({len}, value, t));
+  return runs.size() == 1 ? runs[0] : cat(runs, 0);
 }
 
 }  // namespace tapestry::build

@@ -20,16 +20,19 @@
 
 #include "engine/ir/attrs.hpp"
 #include "engine/ir/node.hpp"
+#include "engine/ir/op.hpp"
 
 namespace tapestry::build {
 
 struct PackedGroup {
   std::vector<int> dims;  // ascending, 0-based dims of the dense tensor
   bool anti = false;
-  int64_t n = 0, b = 0, g = 0;                // size, tile extent, tiles per dim (g * b >= n)
-  std::vector<std::vector<int64_t>> stored;  // the sorted tile tuples, in packed order
+  int64_t n = 0, b = 0, g = 0;                                // size, tile extent, tiles per dim (g * b >= n)
+  std::vector<std::vector<int64_t>> stored;                   // the sorted tile tuples, in packed order
   int64_t index_of(std::vector<int64_t> sorted_tuple) const;  // its packed index
-  bool operator==(const PackedGroup& o) const { return dims == o.dims && anti == o.anti && b == o.b && n == o.n; }
+  bool operator==(const PackedGroup& o) const {
+    return dims == o.dims && anti == o.anti && b == o.b && n == o.n;
+  }
 };
 
 struct Packing {
@@ -74,6 +77,23 @@ std::optional<Unpacked> unpacked(const NodeRef& x);
 // unpacked() in those tiles, else a slice of x.
 NodeRef tile_of(const NodeRef& x, const std::vector<int64_t>& tile, const std::vector<int64_t>& tiles,
                 const Unpacked* u = nullptr);
+
+// The gradient of x = unpack(P) from the gradient gp of P: the projection of the dense
+// gradient onto tensors with pk's properties (the mean over each group's permutations, zero
+// outside the nonzero tiles), declared with them.
+NodeRef spread(const NodeRef& gp, const Packing& pk);
+
+// How many tiles a stored (sorted) tile tuple stands for: its distinct permutations.
+int64_t multiplicity(const std::vector<int64_t>& sorted_tuple);
+// Those multiplicities (times sign) for each of G's stored tiles, as a 1-D constant of dtype t.
+NodeRef tile_weights(const PackedGroup& G, double sign, DType t);
+
+// Maps and full reductions of unpacked tensors (packed_ops.cpp): r, a map just built whose
+// tensor operands are all unpack(P) of one layout (the others constants), and that keeps their
+// properties, becomes unpack(f(P...)); else r itself. packed_reduce: the sum, max or min of
+// every element of an unpack(P) from P (tiles weighted by their multiplicity), else nullptr.
+NodeRef packed_map(const NodeRef& r);
+NodeRef packed_reduce(Op op, const NodeRef& x);
 
 // What a named tensor keeps of x: when x is declared (not a constant) and packs, its P under a
 // marker (a Declare whose attrs say which dense tensor it packs); else x itself.

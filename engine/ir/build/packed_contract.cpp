@@ -103,8 +103,8 @@ NodeRef tile_contract(const NodeRef& a, const std::string& la, const NodeRef& b,
       const std::vector<int64_t>& ib = B.present[it->second];
       std::vector<int64_t> io;
       for (char c : out) io.push_back(has(la, c) ? ia[la.find(c)] : ib[lb.find(c)]);
-      const NodeRef term = einsum(spec, {tile_of(a, ia, A.ext, ua ? &*ua : nullptr),
-                                         tile_of(b, ib, B.ext, ub ? &*ub : nullptr)});
+      const NodeRef term = einsum(
+          spec, {tile_of(a, ia, A.ext, ua ? &*ua : nullptr), tile_of(b, ib, B.ext, ub ? &*ub : nullptr)});
       NodeRef& s = sums[io];
       s = s ? binary(Op::Add, s, term) : term;
     }
@@ -124,38 +124,6 @@ NodeRef tile_contract(const NodeRef& a, const std::string& la, const NodeRef& b,
   decl.tiles = oext;
   for (const std::vector<int64_t>& i : all_tiles(grid)) decl.nonzero.push_back(sums.count(i) > 0);
   return declare(r, std::move(decl), true);
-}
-
-// How many tiles a stored (sorted) tile tuple stands for: its distinct permutations.
-int64_t multiplicity(const std::vector<int64_t>& tuple) {
-  int64_t r = 1, run = 1;
-  for (size_t i = 1; i <= tuple.size(); ++i) {
-    r *= static_cast<int64_t>(i);
-    if (i < tuple.size() && tuple[i] == tuple[i - 1]) ++run;
-    else {
-      for (int64_t j = 2; j <= run; ++j) r /= j;
-      run = 1;
-    }
-  }
-  return r;
-}
-
-// The weights of a summed group's stored tiles (times sign), as a 1-D constant of Q values.
-NodeRef weights(const PackedGroup& G, double sign, DType t) {
-  std::vector<NodeRef> runs;
-  double value = 0;
-  int64_t len = 0;
-  for (const std::vector<int64_t>& T : G.stored) {
-    const double w = sign * static_cast<double>(multiplicity(T));
-    if (len > 0 && w != value) {
-      runs.push_back(full({len}, value, t));
-      len = 0;
-    }
-    value = w;
-    ++len;
-  }
-  runs.push_back(full({len}, value, t));
-  return runs.size() == 1 ? runs[0] : cat(runs, 0);
 }
 
 std::string letters_of(const std::string& labels, const std::vector<int>& dims) {
@@ -196,7 +164,8 @@ NodeRef group_contract(const NodeRef& a, const std::string& la, const NodeRef& b
       if (next < fresh.size()) ua.push_back({g, -1, fresh[next++]});
     } else if (summed) {
       for (size_t j = 0; j < pb.groups.size(); ++j)
-        if (pb.groups[j].anti == g.anti && same_set(letters_of(lb, pb.groups[j].dims), L) && next < fresh.size())
+        if (pb.groups[j].anti == g.anti && same_set(letters_of(lb, pb.groups[j].dims), L) &&
+            next < fresh.size())
           ua.push_back({g, static_cast<int>(j), fresh[next++]});
     }
   }
@@ -204,7 +173,8 @@ NodeRef group_contract(const NodeRef& a, const std::string& la, const NodeRef& b
     const SymmetryGroup& g = pb.groups[j];
     const std::string L = letters_of(lb, g.dims);
     if (!worth(g, b->shape[g.dims[0]])) continue;
-    const auto partner = std::find_if(ua.begin(), ua.end(), [&](const Use& u) { return u.partner == static_cast<int>(j); });
+    const auto partner =
+        std::find_if(ua.begin(), ua.end(), [&](const Use& u) { return u.partner == static_cast<int>(j); });
     if (partner != ua.end()) {
       ub.push_back({g, static_cast<int>(partner - ua.begin()), partner->q});
     } else if (std::none_of(L.begin(), L.end(), [&](char c) { return has(la, c) || !has(out, c); }) &&
@@ -245,7 +215,7 @@ NodeRef group_contract(const NodeRef& a, const std::string& la, const NodeRef& b
     const double sg = ub[m].g.anti && inversions % 2 == 1 ? -1.0 : 1.0;
     Shape ws(bp->shape.size(), 1);
     ws[m] = static_cast<int64_t>(pkb.groups[m].stored.size());
-    bp = binary(Op::Mul, bp, reshape(weights(pkb.groups[m], sg, t), ws));
+    bp = binary(Op::Mul, bp, reshape(tile_weights(pkb.groups[m], sg, t), ws));
   }
   sb += lb2;
   const NodeRef ap = pka.groups.empty() ? a : pack(a, pka);
