@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <numeric>
+#include <unordered_map>
 
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/dtype.hpp"
@@ -167,6 +169,37 @@ NodeRef group_average(const NodeRef& x, int offset, const PackedGroup& G) {
     ++count;
   } while (std::next_permutation(sigma.begin(), sigma.end()));
   return binary(Op::Mul, sum, Operand::number(1.0 / count));
+}
+
+// unpacked() answers from here for the unpacks this process built (nodes are immutable, so
+// an answer stays true while its node lives); it bounds the walk-and-rebuild check to nodes
+// that came from elsewhere (a plan cache, a rebuilt expression).
+struct Known {
+  std::weak_ptr<const Node> node;
+  Unpacked u;
+};
+std::unordered_map<const Node*, Known>& known_unpacks() {
+  static thread_local std::unordered_map<const Node*, Known> m;
+  return m;
+}
+
+const Unpacked* known_unpack(const NodeRef& x) {
+  auto& m = known_unpacks();
+  const auto it = m.find(x.get());
+  if (it == m.end()) return nullptr;
+  if (it->second.node.lock() != x) {
+    m.erase(it);
+    return nullptr;
+  }
+  return &it->second.u;
+}
+
+void remember_unpack(const NodeRef& x, const Packing& pk, const NodeRef& p) {
+  auto& m = known_unpacks();
+  if (m.size() >= 4096)
+    for (auto it = m.begin(); it != m.end();) it = it->second.node.expired() ? m.erase(it) : std::next(it);
+  if (m.size() >= 4096) m.clear();
+  m[x.get()] = Known{x, Unpacked{pk, p}};
 }
 
 NodeRef assemble_group(const NodeRef& cur, int m, const PackedGroup& G, std::vector<int64_t>& T) {
@@ -341,11 +374,14 @@ NodeRef unpack(const NodeRef& p, const Packing& pk) {
       cur = assemble_group(cur, m, pk.groups[m], T);
     }
   }
-  return declare(cur, pk.declared(), true);
+  NodeRef y = declare(cur, pk.declared(), true);
+  remember_unpack(y, pk, p);
+  return y;
 }
 
 NodeRef packed_source(const NodeRef& x, const Packing& pk) {
   if (x->op != Op::Declare || x->shape != pk.shape) return nullptr;
+  if (const Unpacked* u = known_unpack(x)) return u->pk == pk ? u->p : nullptr;
   const Shape want = pk.packed_shape();
   NodeRef n = x->inputs[0];
   for (int step = 0; step < 512 && n; ++step) {
@@ -365,6 +401,7 @@ NodeRef packed_source(const NodeRef& x, const Packing& pk) {
 
 std::optional<Unpacked> unpacked(const NodeRef& x) {
   if (x->op != Op::Declare) return std::nullopt;
+  if (const Unpacked* u = known_unpack(x)) return *u;
   const PropertiesAttrs a = attrs_of<PropertiesAttrs>(*x);
   std::optional<Packing> pk = packing_of(x->shape, a);
   if (!pk || pk->declared() != a) return std::nullopt;

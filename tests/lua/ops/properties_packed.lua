@@ -80,18 +80,18 @@ test("contractions equal the dense ones", function()
   near(maxdiff(tp.tensordot(a, b, 2), tp.tensordot(ad, bd, 2)), 0, 1e-12, "tensordot")
   near(maxdiff(tp.einsum("abij,ijcd,cdef->abef", a, b, a), tp.einsum("abij,ijcd,cdef->abef", ad, bd, ad)), 0,
        1e-10, "three operands")
-  -- symmetric, sizes with edge tiles padded (37 = 12 tiles of 3 + 1), one group of three dims
-  local s = f64({37, 37}, 5)
+  -- symmetric, sizes with edge tiles padded (17 = 8 tiles of 2 + 1), one group of three dims
+  local s = f64({17, 17}, 5)
   s = (s + s:t()):declare{symmetry = tp.symmetric{1, 2}}
-  local t = f64({37, 37, 4}, 6)
+  local t = f64({17, 17, 4}, 6)
   t = (t + t:permute{2, 1, 3}):declare{symmetry = tp.symmetric{1, 2}}
   near(maxdiff(tp.einsum("ij,ijk->k", s, t), tp.einsum("ij,ijk->k", s:dense(), t:dense())), 0, 1e-10)
   near(maxdiff(tp.einsum("ij,jik->k", s, t), tp.einsum("ij,jik->k", s:dense(), t:dense())), 0, 1e-10)
-  local x = f64({6, 6, 6}, 7)
+  local x = f64({4, 4, 4}, 7)
   local g = x + x:permute{2, 1, 3} + x:permute{1, 3, 2} + x:permute{3, 2, 1} + x:permute{2, 3, 1} + x:permute{3, 1, 2}
   g = g:declare{symmetry = tp.symmetric{1, 2, 3}}
   near(maxdiff(tp.einsum("ijk,jki->", g, g), tp.einsum("ijk,jki->", g:dense(), g:dense())), 0, 1e-9)
-  near(maxdiff(tp.einsum("ijk,kl->ijl", g, f64({6, 2}, 8)), tp.einsum("ijk,kl->ijl", g:dense(), f64({6, 2}, 8))),
+  near(maxdiff(tp.einsum("ijk,kl->ijl", g, f64({4, 2}, 8)), tp.einsum("ijk,kl->ijl", g:dense(), f64({4, 2}, 8))),
        0, 1e-10)
 end)
 
@@ -137,12 +137,12 @@ test("named tensors are kept packed and read back dense", function()
 end)
 
 test("maps and reductions of a packed tensor", function()
-  local s = tp.randn({32, 32}, {dtype = "f64", symmetry = tp.symmetric{1, 2}, seed = 14})
-  local a = tp.randn({32, 32}, {dtype = "f64", symmetry = tp.antisymmetric{1, 2}, seed = 15})
+  local s = tp.randn({17, 17}, {dtype = "f64", symmetry = tp.symmetric{1, 2}, seed = 14})
+  local a = tp.randn({10, 10}, {dtype = "f64", symmetry = tp.antisymmetric{1, 2}, seed = 15})
   tp.env.s, tp.env.a = s, a
   local rs, ra, sd, ad = tp.env.s, tp.env.a, s:dense(), a:dense()
   local packed = rs:nbytes()
-  for _, f in ipairs{"exp", "neg", "abs", "sin", "tanh", "square", "sigmoid", "relu"} do
+  for _, f in ipairs{"exp", "neg", "tanh", "square"} do
     near(maxdiff(rs[f](rs), sd[f](sd)), 0, 1e-12, f)
     eq(rs[f](rs):nbytes(), packed, f .. " runs on the stored tiles")
   end
