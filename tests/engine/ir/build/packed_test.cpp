@@ -60,13 +60,13 @@ TEST_CASE("engine.ir.build.packed.layouts") {
   REQUIRE(sym);
   CHECK(sym->packed_shape() == Shape{136, 16, 16, 3});
   CHECK(!sym->padded());
-  const auto two = build::packing_of({5, 5, 7, 7}, PropertiesAttrs{{{true, {2, 3}}, {true, {0, 1}}}, {}, {}, {}});
+  const auto two =
+      build::packing_of({5, 5, 7, 7}, PropertiesAttrs{{{true, {2, 3}}, {true, {0, 1}}}, {}, {}, {}});
   REQUIRE(two);
   CHECK(two->groups[0].dims == std::vector<int>{0, 1});  // in order of their first dims
   CHECK(two->packed_shape() == Shape{10, 21, 1, 1, 1, 1});
-  const auto tiles = build::packing_of({10, 7}, PropertiesAttrs{{}, {4, 3}, {true, false, true, false, false, false,
-                                                                            false, true, true},
-                                                                {}});
+  const auto tiles = build::packing_of(
+      {10, 7}, PropertiesAttrs{{}, {4, 3}, {true, false, true, false, false, false, false, true, true}, {}});
   REQUIRE(tiles);
   CHECK(tiles->packed_shape() == Shape{4, 4, 3});
   CHECK(tiles->padded());
@@ -92,9 +92,10 @@ TEST_CASE("engine.ir.build.packed.round_trip") {
     CHECK(build::held_bytes(y) == numel(p->shape) * 8);
   }
   const NodeRef g3 = symmetric(symmetric(random_source({4, 4, 4}, 2), {{true, {0, 1}}}), {{true, {1, 2}}});
-  const NodeRef a3 = build::declare(build::binary(Op::Add, build::binary(Op::Add, g3, build::permute(g3, {1, 2, 0})),
-                                                  build::permute(g3, {2, 0, 1})),
-                                    PropertiesAttrs{{{true, {0, 1, 2}}}, {}, {}, {}}, true);
+  const NodeRef a3 =
+      build::declare(build::binary(Op::Add, build::binary(Op::Add, g3, build::permute(g3, {1, 2, 0})),
+                                   build::permute(g3, {2, 0, 1})),
+                     PropertiesAttrs{{{true, {0, 1, 2}}}, {}, {}, {}}, true);
   const auto pk3 = build::packing_of(a3->shape, properties_of(a3).declared());
   REQUIRE(pk3);
   CHECK(pk3->packed_shape() == Shape{4, 1, 1, 1});  // C(4,3) strictly increasing tuples
