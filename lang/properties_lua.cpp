@@ -126,8 +126,18 @@ std::vector<SymmetryGroup> read_symmetry(lua_State* L, int opts) {
   return out;
 }
 
+static NodeRef declared_creator(const NodeRef& x, std::vector<SymmetryGroup> groups, Creator kind,
+                                double value);
+
+// The creator's tensor with the groups declared, as its packed form's unpack (docs/properties.md):
+// ops on it run on the stored tiles, and tp.env keeps just those.
 NodeRef with_symmetry(const NodeRef& x, std::vector<SymmetryGroup> groups, Creator kind, double value) {
   if (groups.empty()) return x;
+  return build::read_form(build::stored_form(declared_creator(x, std::move(groups), kind, value)), {});
+}
+
+static NodeRef declared_creator(const NodeRef& x, std::vector<SymmetryGroup> groups, Creator kind,
+                                double value) {
   build::check_groups(x->shape, groups);
   const auto declare = [](const NodeRef& y, std::vector<SymmetryGroup> g, bool trust) {
     return build::declare(y, PropertiesAttrs{std::move(g), {}, {}, {}}, trust);

@@ -137,9 +137,12 @@ test("propagation", function()
   local d = s
   for _ = 1, 40 do d = d + d end  -- shared inputs are visited once
   eq(groups(d), {"symmetric{1,2}"})
-  local deep = s
+  local deep = x + x:t()
   for _ = 1, 20000 do deep = deep * 1 end  -- a long history is not walked: nothing claimed
   eq(groups(deep), {})
+  local packed = s  -- a packed tensor's maps are unpack(f(P)): known at any depth
+  for _ = 1, 200 do packed = packed * 1 end
+  eq(groups(packed), {"symmetric{1,2}"})
   eq(deep:matmul(deep).shape, {4, 4})
   -- what is derived holds: the values agree
   local v = (x - x:t()):declare{symmetry = tp.antisymmetric{1, 2}}
