@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "engine/ir/build/packed.hpp"
 #include "engine/session/session.hpp"
 #include "lang/bindings.hpp"
 #include "lang/convert.hpp"
@@ -44,7 +45,7 @@ CreateOpts read_opts(lua_State* L, int arg, bool random = false) {
 int finish(lua_State* L, NodeRef n, const CreateOpts& c, Creator kind = Creator::Data, double value = 0) {
   n = with_symmetry(n, c.symmetry, kind, value);
   if (c.name) {
-    session_of(L).env().bind(*c.name, n);
+    session_of(L).env().bind(*c.name, build::stored_form(n));  // declared: kept packed
     push_tensor(L, std::move(n), *c.name);
   } else {
     push_tensor(L, std::move(n));

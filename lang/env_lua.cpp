@@ -5,7 +5,7 @@
 // plain table whose fields save_env would never see.
 #include "lang/env_lua.hpp"
 
-#include "engine/ir/build/builders.hpp"
+#include "engine/ir/build/packed.hpp"
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -35,10 +35,8 @@ int env_index(lua_State* L) {
   const std::string name = check_name(L, 2);
   const Environment& env = session_of(L).env();
   NodeRef n = env.get(name);
-  if (n) {
-    PropertiesAttrs declared = env.declared(name);
-    if (!declared.empty()) n = build::declare(n, std::move(declared), true);  // checked when computed
-  }
+  // A declared tensor is kept packed (engine/ir/build/packed.hpp): it reads back unpacked.
+  if (n) n = build::read_form(n, env.declared(name));
   if (!n) lua_pushnil(L);
   else push_tensor(L, std::move(n), name);
   return 1;
@@ -52,7 +50,7 @@ int env_newindex(lua_State* L) {
     release_unreferenced(s);  // its shards, on every rank, unless something still reads them
     return 0;
   }
-  s.env().bind(name, check_tensor_like(L, 3));
+  s.env().bind(name, build::stored_form(check_tensor_like(L, 3)));  // declared: kept packed
   if (s.env().overdue(name)) {  // a long unobserved chain of rebinds: computed now
     s.telemetry().clear_cancel();
     materialize(s);
@@ -68,7 +66,7 @@ int env_next(lua_State* L) {
   if (!lua_isnil(L, 2)) it = entries.upper_bound(check_name(L, 2));
   if (it == entries.end()) return 0;
   lua_pushlstring(L, it->first.data(), it->first.size());
-  push_tensor(L, it->second.current(), it->first);
+  push_tensor(L, build::read_form(it->second.current(), session_of(L).env().declared(it->first)), it->first);
   return 2;
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "engine/ir/build/packed.hpp"
 #include "engine/ir/value.hpp"
 #include "engine/plan/moves.hpp"
 #include "engine/run/evaluator.hpp"
@@ -162,12 +163,17 @@ int l_tensors(lua_State* L) {
     lua_createtable(L, 0, 6);
     lua_pushstring(L, name.c_str());
     lua_setfield(L, -2, "name");
-    lua_createtable(L, static_cast<int>(n->shape.size()), 0);
-    for (size_t d = 0; d < n->shape.size(); ++d) {
-      lua_pushinteger(L, n->shape[d]);
+    // A declared tensor is kept packed (docs/properties.md): its shape is the dense one, its
+    // bytes and layout those of what is held.
+    const Shape shape = build::read_form(n, s.env().declared(name))->shape;
+    lua_createtable(L, static_cast<int>(shape.size()), 0);
+    for (size_t d = 0; d < shape.size(); ++d) {
+      lua_pushinteger(L, shape[d]);
       lua_seti(L, -2, static_cast<lua_Integer>(d + 1));
     }
     lua_setfield(L, -2, "shape");
+    lua_pushboolean(L, shape != n->shape);
+    lua_setfield(L, -2, "packed");
     lua_pushstring(L, std::string(dtype_name(n->dtype)).c_str());
     lua_setfield(L, -2, "dtype");
     lua_pushinteger(L, numel(n->shape) * dtype_size(n->dtype));

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "engine/ir/build/builders.hpp"
+#include "engine/ir/build/packed.hpp"
 #include "engine/ir/dtype.hpp"
 #include "engine/ir/properties.hpp"
 #include "engine/ir/shape.hpp"
@@ -125,11 +126,21 @@ std::vector<SymmetryGroup> read_symmetry(lua_State* L, int opts) {
   return out;
 }
 
+static NodeRef declared_creator(const NodeRef& x, std::vector<SymmetryGroup> groups, Creator kind,
+                                double value);
+
+// The creator's tensor with the groups declared, as its packed form's unpack (docs/properties.md):
+// ops on it run on the stored tiles, and tp.env keeps just those.
 NodeRef with_symmetry(const NodeRef& x, std::vector<SymmetryGroup> groups, Creator kind, double value) {
   if (groups.empty()) return x;
+  return build::read_form(build::stored_form(declared_creator(x, std::move(groups), kind, value)), {});
+}
+
+static NodeRef declared_creator(const NodeRef& x, std::vector<SymmetryGroup> groups, Creator kind,
+                                double value) {
   build::check_groups(x->shape, groups);
   const auto declare = [](const NodeRef& y, std::vector<SymmetryGroup> g, bool trust) {
-    return build::declare(y, PropertiesAttrs{std::move(g), {}, {}}, trust);
+    return build::declare(y, PropertiesAttrs{std::move(g), {}, {}, {}}, trust);
   };
   switch (kind) {
     case Creator::Data: return declare(x, std::move(groups), false);  // checked when evaluated
@@ -191,7 +202,7 @@ int l_declare(lua_State* L) {
   const NodeRef x = check_tensor(L, 1);
   const Options o(L, 2, {"symmetry", "trust", "tiles", "nonzero"});
   const bool trust = o.boolean("trust").value_or(false);
-  PropertiesAttrs p{read_symmetry(L, lua_istable(L, 2) ? 2 : 0), {}, {}};
+  PropertiesAttrs p{read_symmetry(L, lua_istable(L, 2) ? 2 : 0), {}, {}, {}};
   read_tiles(L, o, x, p);
   TensorHandle* h = to_tensor_handle(L, 1);
   push_tensor(L, build::declare(x, std::move(p), trust), h ? h->name : std::string{});
@@ -205,8 +216,7 @@ int l_dense(lua_State* L) {
 
 int l_nbytes(lua_State* L) {
   const NodeRef x = check_tensor(L, 1);
-  lua_pushinteger(L,
-                  static_cast<lua_Integer>(stored_elements(x) * static_cast<int64_t>(dtype_size(x->dtype))));
+  lua_pushinteger(L, static_cast<lua_Integer>(build::held_bytes(x)));
   return 1;
 }
 

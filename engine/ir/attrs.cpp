@@ -112,7 +112,8 @@ ConstrainAttrs ConstrainAttrs::decode(const Attrs& a) {
 }
 
 // The number of groups, per group anti (0 or 1), the number of dims and the dims; the number
-// of tile dims, the tile extents, and one 0/1 per tile.
+// of tile dims, the tile extents; the number of dims of the packed-for shape and its sizes;
+// and one 0/1 per tile.
 Attrs PropertiesAttrs::encode() const {
   std::vector<int64_t> ints{static_cast<int64_t>(groups.size())};
   for (const SymmetryGroup& g : groups) {
@@ -122,6 +123,8 @@ Attrs PropertiesAttrs::encode() const {
   }
   ints.push_back(static_cast<int64_t>(tiles.size()));
   ints.insert(ints.end(), tiles.begin(), tiles.end());
+  ints.push_back(static_cast<int64_t>(packed.size()));
+  ints.insert(ints.end(), packed.begin(), packed.end());
   for (bool b : nonzero) ints.push_back(b ? 1 : 0);
   return with_ints(std::move(ints));
 }
@@ -144,7 +147,13 @@ PropertiesAttrs PropertiesAttrs::decode(const Attrs& a) {
   internal_check(i + nt <= a.ints.size());
   p.tiles.assign(a.ints.begin() + static_cast<std::ptrdiff_t>(i),
                  a.ints.begin() + static_cast<std::ptrdiff_t>(i + nt));
-  for (i += nt; i < a.ints.size(); ++i) p.nonzero.push_back(a.ints[i] != 0);
+  i += nt;
+  internal_check(i < a.ints.size());
+  const auto np = static_cast<size_t>(a.ints[i++]);
+  internal_check(i + np <= a.ints.size());
+  p.packed.assign(a.ints.begin() + static_cast<std::ptrdiff_t>(i),
+                  a.ints.begin() + static_cast<std::ptrdiff_t>(i + np));
+  for (i += np; i < a.ints.size(); ++i) p.nonzero.push_back(a.ints[i] != 0);
   return p;
 }
 

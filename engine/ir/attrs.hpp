@@ -143,6 +143,9 @@ struct PropertiesAttrs {
   // ceil(shape / tiles) tiles per dim) whether it may hold a nonzero.
   std::vector<int64_t> tiles;
   std::vector<bool> nonzero;
+  // Not empty: the tensor is the packed storage (engine/ir/build/packed.hpp) of a tensor of
+  // this shape with the groups or tiles above (a named tensor's stored form, never a user's).
+  std::vector<int64_t> packed;
   bool empty() const { return groups.empty() && tiles.empty(); }
   Attrs encode() const;
   static PropertiesAttrs decode(const Attrs& a);

@@ -179,6 +179,10 @@ Properties derive_node(const NodeRef& n, Walk& w) {
       Properties p;
       const PropertiesAttrs a = attrs_of<PropertiesAttrs>(*n);
       if (a.empty()) return p;  // x:dense(): nothing known
+      if (!a.packed.empty()) {  // the packed form of a declared tensor
+        p.packed_of = a;
+        return p;
+      }
       p.groups = a.groups;
       p.tiles = a.tiles;
       p.nonzero = a.nonzero;

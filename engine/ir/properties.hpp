@@ -21,8 +21,13 @@ struct Properties {
   bool uniform = false;               // every element equal (a constant, maybe broadcast)
   std::vector<int64_t> tiles;         // block sparsity (PropertiesAttrs): tile extents, or empty
   std::vector<bool> nonzero;          // per tile of the grid, row-major
+  // The packed storage of a tensor with these properties (a named tensor's stored form,
+  // engine/ir/build/packed.hpp): nothing is claimed of this tensor's own dims.
+  PropertiesAttrs packed_of;
   bool empty() const { return groups.empty() && tiles.empty() && !zero && !diagonal; }
-  PropertiesAttrs declared() const { return {groups, tiles, nonzero}; }
+  PropertiesAttrs declared() const {
+    return packed_of.packed.empty() ? PropertiesAttrs{groups, tiles, nonzero, {}} : packed_of;
+  }
 };
 
 // Derived from the graph alone, visiting at most 64 nodes below n (never the whole graph;

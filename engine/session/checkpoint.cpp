@@ -20,6 +20,8 @@
 #include "engine/io/manifest.hpp"
 #include "engine/io/npy.hpp"
 #include "engine/io/parallel_io.hpp"
+#include "engine/ir/build/builders.hpp"
+#include "engine/ir/build/packed.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
 #include "engine/plan/planner.hpp"
@@ -133,7 +135,10 @@ std::vector<std::string> save_env(Session& s, const std::string& dir) {
     // all in one I/O job; a value whole on rank 0 is written there.
     std::vector<std::pair<std::string, NodeRef>> sharded;
     for (const auto& [name, entry] : e.entries()) {
-      const NodeRef& n = entry.stored;
+      // A declared tensor kept packed (docs/properties.md) is saved dense, as it reads.
+      const NodeRef n = entry.declared.packed.empty()
+                            ? entry.stored
+                            : build::dense(build::read_form(entry.stored, entry.declared));
       internal_check(n != nullptr);
       const std::string file = folder + "/" + name + ".npy";
       if (!n->value && s.stored().layout(n->id)) {

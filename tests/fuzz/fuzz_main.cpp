@@ -157,6 +157,34 @@ Expected reference(const Program& p, Counters* c, std::string* naive_failure) {
     e.shapes.push_back(n->shape);
     e.dtypes.push_back(n->dtype);
   }
+  if (naive_failure && naive_failure->empty() && has_declare(p)) {
+    // Declared properties change the graph (packed tensors, fewer products), never the values:
+    // the same program with nothing declared must agree (within rounding: sums reorder).
+    struct Undeclared {  // declarations back on however this leaves
+      Undeclared() { set_declarations(false); }
+      ~Undeclared() { set_declarations(true); }
+    };
+    std::vector<NodeRef> dense;
+    {
+      const Undeclared off;
+      dense = build(p);
+    }
+    evaluate(dense);
+    for (size_t k = 0; k < p.roots.size() && naive_failure->empty(); ++k) {
+      const std::vector<double> d = to_doubles(dense[p.roots[k]]->value->view());
+      const double tol = is_float(e.dtypes[k]) ? (e.dtypes[k] == DType::F32 ? 1e-4 : 1e-9) : 0;
+      double scale = 1;
+      for (double x : d)
+        if (std::isfinite(x)) scale = std::max(scale, std::abs(x));
+      for (size_t i = 0; i < d.size(); ++i) {
+        const double g = e.values[k][i];
+        if ((std::isnan(g) && std::isnan(d[i])) || g == d[i] || std::abs(g - d[i]) <= tol * scale) continue;
+        *naive_failure =
+            cat_str("root ", p.roots[k], " element ", i, ": ", g, " with declarations, ", d[i], " without");
+        break;
+      }
+    }
+  }
   return e;
 }
 

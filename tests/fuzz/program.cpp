@@ -8,6 +8,7 @@
 
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/build/einsum.hpp"
+#include "engine/ir/build/packed.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
 
@@ -471,7 +472,20 @@ class Gen {
         break;
       }
       default: {
-        if (coin(r_)) {
+        if (rank >= 2 && dtype(x) != DType::Bool && coin(r_, 0.5)) {
+          s.kind = Kind::Declare;
+          const int d1 = static_cast<int>(uni(r_, 0, rank - 2)),
+                    d2 = static_cast<int>(uni(r_, d1 + 1, rank - 1));
+          if (xs[d1] != xs[d2] || xs[d1] < 2) {  // a source of x's shape with those dims equal
+            Shape t = xs;
+            t[d1] = t[d2] = std::max<int64_t>(2, std::min(xs[d1], xs[d2]));
+            const int y = src(t, dtype(x));
+            if (y < 0) return;
+            s.in = {y};
+          }
+          s.a = {d1, d2};
+          s.flag = coin(r_);
+        } else if (coin(r_)) {
           s.kind = Kind::Constrain;
           for (int d = 0; d < rank; ++d) s.a.push_back(uni(r_, 1, std::min<int64_t>(xs[d], 4)));
           // A copy on every rank (x:constrain(tp.replicated())): data parallelism's weights.
@@ -521,6 +535,18 @@ std::string ilist(const std::vector<int64_t>& v, int64_t add = 0) {
 std::string dq(DType t) { return cat_str("\"", dtype_name(t), "\""); }
 
 }  // namespace
+
+namespace {
+bool declarations = true;
+}  // namespace
+
+void set_declarations(bool on) { declarations = on; }
+
+bool has_declare(const Program& p) {
+  for (const Step& s : p.steps)
+    if (s.kind == Kind::Declare) return true;
+  return false;
+}
 
 double source_value(int64_t i, int64_t seed, DType dt) {
   const int64_t k = (i * 37 + seed * 11 + (i * i) % 7) % 17 - 8;
@@ -593,6 +619,14 @@ NodeRef build_step(const Step& s, const std::vector<NodeRef>& in) {
       return build::pool2d(s.op, in[0], k, st, p);
     }
     case Kind::Constrain: return build::constrain(in[0], s.a, s.flag);
+    case Kind::Declare: {
+      const int d1 = static_cast<int>(s.a[0]), d2 = static_cast<int>(s.a[1]);
+      user_check(d2 < static_cast<int>(in[0]->shape.size()), "dims out of range after a shrink");
+      const NodeRef y = build::binary(s.flag ? Op::Sub : Op::Add, in[0], build::transpose(in[0], d1, d2));
+      if (!declarations) return y;
+      return build::read_form(
+          build::stored_form(build::declare(y, PropertiesAttrs{{{s.flag, {d1, d2}}}, {}, {}, {}}, true)), {});
+    }
     case Kind::Line: {
       const int dim = static_cast<int>(s.n);
       user_check(dim < static_cast<int>(in[0]->shape.size()), "dim out of range after a shrink");
@@ -793,6 +827,12 @@ end
         e = s.flag ? cat_str(v(0), ":constrain(tp.replicated())")
                    : cat_str(v(0), ":constrain(tp.grid", ilist(s.a), ")");
         break;
+      case Kind::Declare:  // bound to a name and read back: kept packed
+        e = cat_str("(function() tp.env.fz", i, " = (", v(0), s.flag ? " - " : " + ", v(0), ":transpose(",
+                    s.a[0] + 1, ", ", s.a[1] + 1, ")):declare{symmetry = tp.", s.flag ? "anti" : "",
+                    "symmetric{", s.a[0] + 1, ", ", s.a[1] + 1, "}, trust = true} return tp.env.fz", i,
+                    " end)()");
+        break;
       case Kind::Line: {
         const std::string d = std::to_string(s.n + 1), name(op_def(s.op).name);
         if (s.op == Op::Sort)
@@ -843,7 +883,7 @@ const char* kind_name(Kind k) {
       "src",     "full",   "arange", "rand",      "eye",          "unary",  "binary", "binary_scalar",
       "where",   "cast",   "reduce", "mean",      "argreduce",    "matmul", "einsum", "reshape",
       "permute", "expand", "slice",  "narrow",    "select",       "cat",    "pad",    "roll",
-      "stencil", "conv2d", "pool",   "constrain", "write_region", "line",   "index"};
+      "stencil", "conv2d", "pool",   "constrain", "write_region", "line",   "index",  "declare"};
   return names[static_cast<int>(k)];
 }
 

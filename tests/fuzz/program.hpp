@@ -49,6 +49,10 @@ enum class Kind {
   WriteRegion,
   Line,   // sort, argsort, the scans (op; n: dim; a: {descending}; flag: indices)
   Index,  // gather, scatter, scatter_add: a: index shape, b: its 1-based values, n: dim
+  // x + x^T (flag: x - x^T) in dims a[0], a[1], declared symmetric (antisymmetric) and kept as
+  // a named tensor keeps it: unpack(pack(.)), so later steps take the packed paths
+  // (docs/properties.md). With declarations off (set_declarations), just x +- x^T.
+  Declare,
 };
 
 struct Step {
@@ -98,5 +102,10 @@ std::string to_lua(const Program& p, const std::vector<std::vector<double>>& exp
 double source_value(int64_t i, int64_t seed, DType dt);
 
 const char* kind_name(Kind k);
+
+// Whether Declare steps declare (default) or build the same values undeclared: the fuzzer
+// compares the two, which checks every rewrite that exploits declared properties.
+void set_declarations(bool on);
+bool has_declare(const Program& p);
 
 }  // namespace tapestry::fuzz

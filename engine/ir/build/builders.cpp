@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "engine/ir/attrs.hpp"
+#include "engine/ir/build/packed.hpp"
 #include "engine/ir/dtype_support.hpp"
 #include "engine/ir/error.hpp"
 
@@ -275,11 +276,12 @@ NodeRef cast(const NodeRef& x, DType to) {
     if (is_inexact(x->dtype)) return full_int(x->shape, float_to_int_like_cast(c.real, to), to);
     return full_int(x->shape, c.integer, to);
   }
-  return op_node(Op::Cast, {x}, CastAttrs{to}.encode(), x->shape, to);
+  return packed_map(op_node(Op::Cast, {x}, CastAttrs{to}.encode(), x->shape, to));
 }
 
-NodeRef unary(Op op, const NodeRef& x) {
-  internal_check(op_kind(op) == OpKind::Map && op_def(op).arity == 1 && op != Op::Cast);
+namespace {
+
+NodeRef unary_node(Op op, const NodeRef& x) {
   const DType t = x->dtype;
   if (op == Op::Real || op == Op::Imag || op == Op::Conj || op == Op::Angle) return complex_part(op, x);
   if (is_half(t) && op != Op::LogicalNot) {  // computed in f32, the result stored back in t
@@ -311,6 +313,14 @@ NodeRef unary(Op op, const NodeRef& x) {
       return map_node(op, {cast(x, f)}, f);
     }
   }
+}
+
+}  // namespace
+
+// A map of packed tensors (declared, stored packed) is computed on their stored tiles.
+NodeRef unary(Op op, const NodeRef& x) {
+  internal_check(op_kind(op) == OpKind::Map && op_def(op).arity == 1 && op != Op::Cast);
+  return packed_map(unary_node(op, x));
 }
 
 NodeRef binary(Op op, const Operand& a, const Operand& b) {
@@ -352,7 +362,7 @@ NodeRef binary(Op op, const Operand& a, const Operand& b) {
     case Op::LogicalOr: t = out = DType::Bool; break;
     default: break;
   }
-  return op_node(op, {materialize(a, t, shape), materialize(b, t, shape)}, Attrs{}, shape, out);
+  return packed_map(op_node(op, {materialize(a, t, shape), materialize(b, t, shape)}, Attrs{}, shape, out));
 }
 
 // numpy's real, imag, conj and angle; of a real x: x, zeros, x and atan2(0, x).
@@ -410,6 +420,8 @@ NodeRef reduce(Op op, const NodeRef& x, std::vector<int> dims, bool keepdim) {
                " is not defined for complex numbers (numpy orders them lexicographically; Tapestry does "
                "not: reduce x:real() or x:abs())");
   dims = normalize_dims(std::move(dims), static_cast<int>(x->shape.size()));
+  if (dims.size() == x->shape.size() && !dims.empty())  // of a packed tensor: from its stored tiles
+    if (NodeRef r = packed_reduce(op, x)) return keepdim ? reshape(r, Shape(x->shape.size(), 1)) : r;
   NodeRef in = x;
   DType out = x->dtype;
   if (op == Op::Sum || op == Op::Prod) {

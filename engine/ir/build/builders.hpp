@@ -131,7 +131,7 @@ void check_groups(const Shape& shape, std::vector<SymmetryGroup>& groups);
 // trust, and not again where x is already known to have them.
 NodeRef declare(const NodeRef& x, PropertiesAttrs p, bool trust);
 NodeRef dense(const NodeRef& x);  // the same values, nothing declared
-// a @ b over a's nonzero tiles when a is a 2-D block-sparse declared tensor, else nullptr
+// a @ b over the nonzero tile pairs when a or b is a 2-D block-sparse declared tensor, else nullptr
 // (builders_tile_matmul.cpp; matmul calls it).
 NodeRef tile_matmul(const NodeRef& a, const NodeRef& b);
 // x's upper triangle in g's two dims mirrored (antisymmetric: negated, diagonal 0).

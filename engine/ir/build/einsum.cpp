@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "engine/ir/build/builders.hpp"
+#include "engine/ir/build/packed_contract.hpp"
 #include "engine/ir/error.hpp"
 
 namespace tapestry::einsum {
@@ -312,6 +313,11 @@ Term contract_pair(Term a, Term b, const std::string& keep) {
     if (!has(a.labels, c)) free_b += c;
   Term r;
   r.labels = batch + free_a + free_b;
+  // Declared block sparsity or symmetry: only the nonzero tile pairs, or the stored tiles.
+  if (NodeRef s = structured_contract(a.x, a.labels, b.x, b.labels, r.labels)) {
+    r.x = s;
+    return r;
+  }
   Shape out = sizes_of(a, batch + free_a);
   for (char c : free_b) out.push_back(size_of(b, c));
   if (summed.empty()) {

@@ -3,9 +3,11 @@
 #include "engine/ir/grad/grad.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 
 #include "engine/ir/build/builders.hpp"
+#include "engine/ir/build/packed.hpp"
 #include "engine/ir/error.hpp"
 
 namespace tapestry {
@@ -70,7 +72,9 @@ std::vector<NodeRef> vjp_inputs(const NodeRef& n, const NodeRef& g, const std::v
   return {};
 }
 
-std::vector<NodeRef> grad(const NodeRef& loss, const std::vector<NodeRef>& params) {
+namespace {
+
+std::vector<NodeRef> grad_of(const NodeRef& loss, const std::vector<NodeRef>& params) {
   user_check(numel(loss->shape) == 1, "the loss must be a scalar (one element), got shape ",
              shape_str(loss->shape), "; reduce it first, e.g. loss:sum() or loss:mean()");
   user_check(is_float(loss->dtype), "the loss must be a real float (f16, bf16, f32, f64), got ",
@@ -137,6 +141,27 @@ std::vector<NodeRef> grad(const NodeRef& loss, const std::vector<NodeRef>& param
     out.push_back(g ? g : build::full(p->shape, 0.0, p->dtype));
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<NodeRef> grad(const NodeRef& loss, const std::vector<NodeRef>& params) {
+  // A param that is a packed tensor's unpack (a declared named tensor, engine/ir/build/packed.hpp)
+  // is read by the ops that exploit its properties through its P, not through it: its gradient
+  // is P's, spread back (the projection onto its declared structure).
+  std::vector<std::optional<build::Unpacked>> packed(params.size());
+  std::vector<size_t> at(params.size(), 0);
+  std::vector<NodeRef> all = params;
+  for (size_t i = 0; i < params.size(); ++i)
+    if (is_float(params[i]->dtype) && (packed[i] = build::unpacked(params[i]))) {
+      at[i] = all.size();
+      all.push_back(packed[i]->p);
+    }
+  std::vector<NodeRef> g = grad_of(loss, all);
+  for (size_t i = 0; i < params.size(); ++i)
+    if (packed[i]) g[i] = build::spread(g[at[i]], packed[i]->pk);
+  g.resize(params.size());
+  return g;
 }
 
 namespace grad_detail {
