@@ -74,7 +74,8 @@ int l_save_zarr(lua_State* L) {
     const std::vector<plan::Shard> whole{plan::Shard{part->id, poly::Box::of_shape(x->shape), 0}};
     m.chunks = io::chunks_for_shards(x->shape, x->dtype, l ? l->shards : whole);
   }
-  for (int64_t& ch : m.chunks) ch = std::max<int64_t>(ch, 1);  // zarr's chunks are positive, an empty dim's too
+  for (int64_t& ch : m.chunks)
+    ch = std::max<int64_t>(ch, 1);  // zarr's chunks are positive, an empty dim's too
   if (l) {
     io::save_zarr_sharded(s, path, part, m);
   } else {

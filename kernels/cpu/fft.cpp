@@ -22,9 +22,11 @@ std::mutex& planner_lock() {
   return m;
 }
 
-template <class Dim> void dims_of(const View& in, const View& out, int dim, Dim& line, std::vector<Dim>& loops) {
+template <class Dim>
+void dims_of(const View& in, const View& out, int dim, Dim& line, std::vector<Dim>& loops) {
   for (int d = 0; d < in.rank(); ++d) {
-    const Dim x{static_cast<int>(in.shape[d]), static_cast<int>(in.strides[d]), static_cast<int>(out.strides[d])};
+    const Dim x{static_cast<int>(in.shape[d]), static_cast<int>(in.strides[d]),
+                static_cast<int>(out.strides[d])};
     if (d == dim) line = x;
     else if (in.shape[d] > 1) loops.push_back(x);
   }

@@ -226,7 +226,7 @@ NodeRef arange_int(int64_t first, int64_t last, int64_t step, DType dtype) {
              " is too large (more than 2^50 elements)");
   const bool none = diff != 0 && (diff > 0) != (step > 0);  // an empty range: an empty tensor
   const int64_t n = none ? 0 : static_cast<int64_t>(span) + 1;
-  if (dtype != DType::I64 && n > 0) {             // i8, u8, i32
+  if (dtype != DType::I64 && n > 0) {            // i8, u8, i32
     const int64_t end = first + step * (n - 1);  // within [first, last]: no overflow
     user_check(
         first >= int_min(dtype) && first <= int_max(dtype) && end >= int_min(dtype) && end <= int_max(dtype),
@@ -389,7 +389,7 @@ NodeRef make_complex(const Operand& re, const Operand& im) {
   // Two Lua numbers make the default float's complex (c64), as tp.tensor{1, 2} is f32.
   const DType f = re.weak && im.weak ? kDefaultFloat : compute_dtype(float_result(t));
   return op_node(Op::Complex, {materialize(re, f, shape), materialize(im, f, shape)}, Attrs{}, shape,
-                   complex_dtype(f));
+                 complex_dtype(f));
 }
 
 NodeRef where(const Operand& cond, const Operand& a, const Operand& b) {

@@ -54,7 +54,8 @@ NodeRef fft(const NodeRef& x, int dim, std::optional<int64_t> n, FftNorm norm, b
 
 NodeRef rfft(const NodeRef& x, int dim, std::optional<int64_t> n, FftNorm norm) {
   check_fft_dim(x, dim);
-  user_check(!is_complex(x->dtype), "x is ", dtype_name(x->dtype), ": rfft takes real input (use tp.fft.fft)");
+  user_check(!is_complex(x->dtype), "x is ", dtype_name(x->dtype),
+             ": rfft takes real input (use tp.fft.fft)");
   const NodeRef r = fft(x, dim, n, norm, false);
   return narrow(r, dim, 0, r->shape[dim] / 2 + 1);
 }
@@ -69,8 +70,7 @@ NodeRef irfft(const NodeRef& x, int dim, std::optional<int64_t> n, FftNorm norm)
   const int64_t h = len / 2 + 1;
   const NodeRef half = resized(cast(x, fft_dtype(x->dtype)), dim, h);
   NodeRef full = half;
-  if (len > h)
-    full = cat({half, unary(Op::Conj, flip(narrow(half, dim, 1, len - h), {dim}))}, dim);
+  if (len > h) full = cat({half, unary(Op::Conj, flip(narrow(half, dim, 1, len - h), {dim}))}, dim);
   // The imaginary parts of X[0] (and X[len/2]) only add an imaginary output: the real part is
   // numpy's c2r transform.
   return unary(Op::Real, fft(full, dim, len, norm, true));
@@ -80,11 +80,12 @@ NodeRef fftfreq(int64_t n, double d, bool half) {
   user_check(n >= 1, "n must be at least 1, got ", n);
   user_check(std::isfinite(d) && d != 0, "d must be finite and nonzero, got ", d);
   const double scale = 1 / (d * static_cast<double>(n));
-  if (half) return binary(Op::Mul, cast(arange_int(0, n / 2, 1, DType::I64), DType::F64), Operand::number(scale));
+  if (half)
+    return binary(Op::Mul, cast(arange_int(0, n / 2, 1, DType::I64), DType::F64), Operand::number(scale));
   // 0, 1, ..., (n-1)/2, then -(n/2), ..., -1
   const NodeRef k = arange_int(0, n - 1, 1, DType::I64);
-  const NodeRef wrapped =
-      where(binary(Op::Gt, k, Operand::integer_number((n - 1) / 2)), binary(Op::Sub, k, Operand::integer_number(n)), k);
+  const NodeRef wrapped = where(binary(Op::Gt, k, Operand::integer_number((n - 1) / 2)),
+                                binary(Op::Sub, k, Operand::integer_number(n)), k);
   return binary(Op::Mul, cast(wrapped, DType::F64), Operand::number(scale));
 }
 
