@@ -251,10 +251,12 @@ plan::Candidate random_candidate(const poly::Signature& s, int ranks, std::mt199
 RunReport run_random_choice(const std::vector<NodeRef>& roots, const plan::Mesh& mesh, const RunConfig& cfg,
                             const std::vector<DeviceBackend*>& devices) {
   std::mt19937_64 rng(cfg.search_seed * 0x2545F4914F6CDD1Dull + 17);
+  resolve_empty_roots(roots);  // as an observation does: an empty root takes its value unplanned
   plan::LoweringInput in;
-  in.topo = plan::observed_subgraph(roots);
   for (const NodeRef& r : roots)  // each once, as an observation lists them
-    if (std::find(in.roots.begin(), in.roots.end(), r) == in.roots.end()) in.roots.push_back(r);
+    if (!r->value && std::find(in.roots.begin(), in.roots.end(), r) == in.roots.end()) in.roots.push_back(r);
+  if (in.roots.empty()) return {};
+  in.topo = plan::observed_subgraph(in.roots);
   in.mesh = mesh;
   for (const NodeRef& n : in.topo)
     if (n->value) hold_somewhere(*n, mesh.ranks, rng, in.initial);
