@@ -48,6 +48,20 @@ void RankProgram::find_dependencies() {
       case Step::Kind::Recv:
         made[g_.transfers[s.index].tensor].push_back({g_.transfers[s.index].slice, i});
         break;
+      case Step::Kind::Exchange: {
+        // After what makes the slices this rank sends (a tree's relay sends what it receives
+        // in the step itself), and, run as a collective, after this rank's previous one.
+        const plan::Exchange& x = g_.exchanges[s.index];
+        for (size_t t : x.transfers)
+          if (g_.transfers[t].from == me_) after_makers(i, x.tensor, g_.transfers[t].slice);
+        if (s.index < coll_.exchanges.size() && coll_.exchanges[s.index].collective) {
+          if (last_collective < st.size()) deps_[i].push_back(last_collective);
+          last_collective = i;
+        }
+        for (size_t t : x.transfers)
+          if (g_.transfers[t].to == me_) made[x.tensor].push_back({g_.transfers[t].slice, i});
+        break;
+      }
       case Step::Kind::Combine: {
         const plan::Combine& m = g_.combines[s.index];
         for (size_t p : m.partials) {
@@ -120,6 +134,9 @@ std::string RankProgram::waiting_on() const {
                    g_.transfers[s.index].from);
   if (s.kind == Step::Kind::Combine)
     return cat_str("step ", at, ", combine ", s.index, " (a partial is missing)");
+  if (s.kind == Step::Kind::Exchange)
+    return cat_str("step ", at, ", ", plan::exchange_kind_name(g_.exchanges[s.index].kind), " ", s.index,
+                   " over ", g_.exchanges[s.index].members.size(), " ranks");
   return cat_str("step ", at);
 }
 
