@@ -191,10 +191,12 @@ bool RankProgram::exchange_collective(size_t e) {
     case plan::Exchange::Kind::AllToAll: {
       std::vector<std::vector<size_t>> from(spec.group.size());
       for (size_t t : x.transfers)
-        if (g_.transfers[t].to == me_) from[static_cast<size_t>(spec.member(g_.transfers[t].from))].push_back(t);
+        if (g_.transfers[t].to == me_)
+          from[static_cast<size_t>(spec.member(g_.transfers[t].from))].push_back(t);
       int64_t at = 0;
       for (const std::vector<size_t>& ts : from)
-        for (size_t t : ts) hold(x.tensor, g_.transfers[t].slice, unpack(n, g_.transfers[t].slice, bytes, at)->view());
+        for (size_t t : ts)
+          hold(x.tensor, g_.transfers[t].slice, unpack(n, g_.transfers[t].slice, bytes, at)->view());
       break;
     }
   }
