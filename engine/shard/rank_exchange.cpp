@@ -64,7 +64,9 @@ std::shared_ptr<Value> unpack(const Node& n, const Box& b, const std::vector<cha
 
 bool RankProgram::exchange(size_t e) {
   internal_check(e < g_.exchanges.size());
-  if (e < coll_.exchanges.size() && coll_.exchanges[e].collective) return exchange_collective(e);
+  // With device peers every transfer goes device to device in the plan's transfer order
+  // (peers.hpp), an exchange's too: its transfers, point to point.
+  if (!peers_ && e < coll_.exchanges.size() && coll_.exchanges[e].collective) return exchange_collective(e);
   return exchange_p2p(e);
 }
 
