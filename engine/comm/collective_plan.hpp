@@ -48,9 +48,11 @@ struct CollectivePlan {
 // The one-destination combines of a node over the same participants, one to each of them
 // with a piece of the partials they all cover, are one reduce-scatter where the transport
 // has them (can_reduce_scatter): one collective instead of one reduce per piece.
-// An exchange runs as a collective when the transport has exchanges and its buffers fit an
-// MPI count (its tensor's bytes times its members, kMaxExchangeBytes); its members meet the
-// collectives of a group, combines and exchanges alike, in one order.
+// An exchange runs as a collective when the transport has exchanges, its tensor is at most
+// kMaxCollectiveExchangeBytes and its buffers fit an MPI count (its tensor's bytes times its
+// members, kMaxExchangeBytes); its members meet the collectives of a group, combines and
+// exchanges alike, in one order.
+inline constexpr int64_t kMaxCollectiveExchangeBytes = int64_t(16) << 20;
 CollectivePlan plan_collectives(const plan::ShardedGraph& g, const Transport& t);
 
 }  // namespace tapestry::comm
