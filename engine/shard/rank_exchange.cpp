@@ -75,6 +75,12 @@ bool RankProgram::exchange(size_t e) {
 // forwards what it received; every other sender holds its data already).
 bool RankProgram::exchange_p2p(size_t e) {
   const plan::Exchange& x = g_.exchanges[e];
+  if (peers_) {
+    for (size_t t : x.transfers)
+      if (g_.transfers[t].from == me_ || g_.transfers[t].to == me_) peer_exchange_.push_back(t);
+    settle_exchanges(plan::Step{plan::Step::Kind::Exchange, e});
+    return true;
+  }
   auto [it, fresh] = exchange_left_.try_emplace(e);
   if (fresh)
     for (size_t t : x.transfers)
@@ -102,6 +108,56 @@ bool RankProgram::exchange_p2p(size_t e) {
   if (!left.empty()) return false;
   exchange_left_.erase(it);
   return true;
+}
+
+// Completes what has arrived of the exchanges' receives and sends what a relay now holds, in
+// transfer order; whether `next` may run: it reads no tensor with an exchange receive pending.
+bool RankProgram::settle_exchanges(const plan::Step& next) {
+  std::vector<const plan::Transfer*> due;  // receives (and relayed sends) not done yet
+  for (auto t = peer_exchange_.begin(); t != peer_exchange_.end();) {
+    const plan::Transfer& tr = g_.transfers[*t];
+    if (tr.to == me_) {
+      if (recv_from_peer(*t)) {
+        t = peer_exchange_.erase(t);
+      } else {
+        due.push_back(&tr);
+        ++t;
+      }
+      continue;
+    }
+    if (std::any_of(due.begin(), due.end(), [&](const plan::Transfer* d) {
+          return d->to == me_ && d->tensor == tr.tensor && overlaps(d->slice, tr.slice);
+        })) {
+      due.push_back(&tr);
+      ++t;
+      continue;
+    }
+    send(*t);
+    t = peer_exchange_.erase(t);
+  }
+  const auto waits = [&](uint64_t tensor, const Box& b) {
+    return std::any_of(due.begin(), due.end(), [&](const plan::Transfer* d) {
+      return d->tensor == tensor && d->to == me_ && overlaps(d->slice, b);
+    });
+  };
+  switch (next.kind) {
+    case plan::Step::Kind::Run: {
+      const plan::Block& k = g_.blocks[next.index];
+      const Node& n = node(k.node);
+      for (size_t i = 0; i < n.inputs.size(); ++i)
+        if (waits(n.inputs[i]->id, sig(k.node).input_slice(i, k.box))) return false;
+      return true;
+    }
+    case plan::Step::Kind::Send:
+      return !waits(g_.transfers[next.index].tensor, g_.transfers[next.index].slice);
+    case plan::Step::Kind::Exchange: {
+      const plan::Exchange& x = g_.exchanges[next.index];
+      for (size_t t : x.transfers)
+        if (g_.transfers[t].from == me_ && waits(x.tensor, g_.transfers[t].slice)) return false;
+      return true;
+    }
+    default: return true;
+  }
 }
 
 // As one collective: this rank packs what it sends (a broadcast's root its slice, an

@@ -178,6 +178,7 @@ void RankProgram::release_after(size_t i) {
 }
 
 bool RankProgram::step(const Step& s) {
+  if (peers_ && !peer_exchange_.empty() && !settle_exchanges(s)) return false;
   const double t0 = trace::now_us();
   bool ok = true;
   switch (s.kind) {

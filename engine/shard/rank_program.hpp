@@ -95,7 +95,9 @@ class RankProgram {
   // All steps ran and every collective this rank started has completed (a rank that only
   // contributes to a reduce goes on at once, like after a send, but may not leave before it),
   // and so has every device send.
-  bool done() const { return pc_ == steps().size() && trailing_.empty() && peer_sends_.empty(); }
+  bool done() const {
+    return pc_ == steps().size() && trailing_.empty() && peer_sends_.empty() && peer_exchange_.empty();
+  }
   int64_t steps_run() const { return steps_run_; }
   // This rank's share of RunReport's transfer_bytes, combine_bytes and gathered_bytes.
   int64_t transfer_bytes() const { return transfer_bytes_; }
@@ -163,6 +165,11 @@ class RankProgram {
   bool exchange_collective(size_t e);
   bool exchange_p2p(size_t e);
   std::vector<std::vector<poly::Box>> gathered_parts(size_t e) const;
+  // With device peers an Exchange step only posts its part (peers.hpp: every rank posts in
+  // transfer order, which the exchange's program position need not match): its receives
+  // complete, and a relay's sends go out, as later steps need them (settle_exchanges).
+  bool settle_exchanges(const plan::Step& next);
+  std::vector<size_t> peer_exchange_;     // this rank's exchange transfers still to complete
   View partial_over(size_t c, size_t p);  // partial p of combine c over its region
   View contribution(size_t c);            // this rank's input to combine c's collective
   bool reap_trailing();
