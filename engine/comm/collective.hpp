@@ -32,6 +32,33 @@ struct ReduceSpec {
   std::vector<int64_t> counts;
 };
 
+// Moving slices among a group as one collective (plan::Exchange): a broadcast, an all-gather
+// or an all-to-all of bytes, which a transport runs as MPI_Ibcast / MPI_Iallgatherv /
+// MPI_Ialltoallv (or NCCL) on a communicator of the group.
+//   comm::ExchangeSpec s{comm::ExchangeKind::AllGather, {0, 1, 2}, -1, {n0, n1, n2}, {}};
+//   auto c = t.start_exchange(s, mine, all);   while (!c->test()) { other work }
+enum class ExchangeKind : uint8_t { Broadcast, AllGather, AllToAll };
+const char* exchange_name(ExchangeKind k);  // "broadcast", "all-gather", "all-to-all"
+
+// Counts are bytes, per member in group order; `in` and `out` are contiguous byte runs.
+struct ExchangeSpec {
+  ExchangeKind kind = ExchangeKind::Broadcast;
+  Group group;
+  int root = -1;  // Broadcast: the member whose `in` every other member receives into `out`
+  // Broadcast: {bytes}. AllGather: what each member contributes (the same list on every
+  // member); `in` holds this rank's, `out` every member's, this rank's included, in group
+  // order. AllToAll: what this rank sends each member, packed in `in` in group order (its own
+  // entry 0).
+  std::vector<int64_t> counts;
+  std::vector<int64_t> recv;         // AllToAll: what this rank receives from each member, into `out`
+  int member(int rank) const;        // rank's place in the group
+  int64_t sent(int rank) const;      // bytes `rank` sends to the others (as point to point would)
+  int64_t received(int rank) const;  // bytes it receives from the others; 0: it only contributes
+};
+
+// The most bytes one exchange buffer holds (MPI counts are ints); larger ones go point to point.
+inline constexpr int64_t kMaxExchangeBytes = std::numeric_limits<int32_t>::max();
+
 // A started collective. Destroying one that has not completed is allowed (a failed run):
 // the transport keeps its buffers alive for as long as the network may still touch them.
 class Collective {

@@ -2,17 +2,67 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <unordered_map>
 
+#include "engine/ir/error.hpp"
 #include "engine/poly/signature.hpp"
 
 namespace tapestry::comm {
 
 using plan::Step;
 
+const char* exchange_name(ExchangeKind k) {
+  switch (k) {
+    case ExchangeKind::Broadcast: return "broadcast";
+    case ExchangeKind::AllGather: return "all-gather";
+    case ExchangeKind::AllToAll: return "all-to-all";
+  }
+  return "?";
+}
+
+namespace {
+int64_t sum(const std::vector<int64_t>& v) {
+  int64_t n = 0;
+  for (int64_t x : v) n += x;
+  return n;
+}
+}  // namespace
+
+int ExchangeSpec::member(int rank) const {
+  const auto at = std::lower_bound(group.begin(), group.end(), rank);
+  internal_check(at != group.end() && *at == rank);
+  return static_cast<int>(at - group.begin());
+}
+
+int64_t ExchangeSpec::sent(int rank) const {
+  const size_t i = static_cast<size_t>(member(rank)), p = group.size();
+  switch (kind) {
+    case ExchangeKind::Broadcast: return rank == root ? counts.at(0) * static_cast<int64_t>(p - 1) : 0;
+    case ExchangeKind::AllGather: return counts.at(i) * static_cast<int64_t>(p - 1);
+    case ExchangeKind::AllToAll: return sum(counts) - counts.at(i);
+  }
+  return 0;
+}
+
+int64_t ExchangeSpec::received(int rank) const {
+  const size_t i = static_cast<size_t>(member(rank));
+  switch (kind) {
+    case ExchangeKind::Broadcast: return rank == root ? 0 : counts.at(0);
+    case ExchangeKind::AllGather: return sum(counts) - counts.at(i);
+    case ExchangeKind::AllToAll: return sum(recv) - recv.at(i);
+  }
+  return 0;
+}
+
 int CollectivePlan::count() const {
   return static_cast<int>(
       std::count_if(combines.begin(), combines.end(), [](const CombineRoute& r) { return r.collective; }));
+}
+
+int CollectivePlan::exchange_count() const {
+  return static_cast<int>(
+      std::count_if(exchanges.begin(), exchanges.end(), [](const ExchangeRoute& r) { return r.collective; }));
 }
 
 namespace {
@@ -49,14 +99,34 @@ CombineRoute route_one(const plan::ShardedGraph& g, const plan::Combine& c, cons
   return r;
 }
 
+// The exchanges that can run as the transport's collectives (their order is checked after).
+// Measured under mpirun -n 8 on the 2-core machine (docs/planner.md): a 1 MiB broadcast as
+// MPI_Ibcast took 8 ms (MPI_Bcast's time) where its tree of point-to-point messages took 85, but
+// a 64 MiB one 0.83 s where the tree took 0.54 (and an all-gather of 64 MiB 1.1 s against 0.31):
+// Open MPI's non-blocking collectives move a large message only as fast as every member polls
+// them, and 8 ranks share 2 cores. So exchanges of tensors past 16 MiB stay point to point.
+void route_exchanges(const plan::ShardedGraph& g, const Transport& t,
+                     const std::unordered_map<uint64_t, const Node*>& nodes, CollectivePlan& cp) {
+  cp.exchanges.resize(g.exchanges.size());
+  if (!t.can_exchange()) return;
+  for (size_t e = 0; e < g.exchanges.size(); ++e) {
+    const plan::Exchange& x = g.exchanges[e];
+    const auto n = nodes.find(x.tensor);
+    if (n == nodes.end() || x.members.size() < 2 || x.transfers.empty()) continue;
+    const int64_t bytes = numel(n->second->shape) * static_cast<int64_t>(dtype_size(n->second->dtype));
+    if (bytes > kMaxExchangeBytes / static_cast<int64_t>(x.members.size())) continue;
+    if (bytes > kMaxCollectiveExchangeBytes) continue;
+    cp.exchanges[e].collective = true;
+    cp.exchanges[e].group.assign(x.members.begin(), x.members.end());
+  }
+}
+
 }  // namespace
 
-CollectivePlan plan_collectives(const plan::ShardedGraph& g, const Transport& t) {
-  CollectivePlan cp;
-  cp.combines.resize(g.combines.size());
-  if (g.combines.empty() || !t.can_reduce(Monoid::Sum, DType::F32)) return cp;  // no collectives at all
-  std::unordered_map<uint64_t, const Node*> nodes;
-  for (const NodeRef& n : g.nodes) nodes[n->id] = n.get();
+namespace {
+
+void route_combines(const plan::ShardedGraph& g, const Transport& t,
+                    const std::unordered_map<uint64_t, const Node*>& nodes, CollectivePlan& cp) {
   std::unordered_map<uint64_t, poly::Signature> sigs;
   for (size_t c = 0; c < g.combines.size(); ++c) {
     const plan::Combine& m = g.combines[c];
@@ -97,40 +167,62 @@ CollectivePlan plan_collectives(const plan::ShardedGraph& g, const Transport& t)
       }
     }
   }
-  // A rank's part of a plan lists only its own program: the other members' are taken as
-  // lower() makes them, each meeting every combine once and all in the plan's combine order.
+}
+
+// A collective runs on every member of its group or on none (point to point), and the members
+// of a group meet its collectives, combines and exchanges, in one order (collectives on a
+// communicator match by the order the members start them). A rank's part of a plan lists only
+// its own program: the other members' are taken as lower() makes them, each meeting every
+// collective once and all in the plan's order.
+void check_order(const plan::ShardedGraph& g, CollectivePlan& cp) {
   const auto listed = [&](int r) { return g.part_of < 0 || r == g.part_of; };
-  // Where each rank meets each combine in its program; a member must meet it exactly once.
-  std::vector<std::unordered_map<size_t, size_t>> at(g.steps.size());
-  std::vector<bool> bad(g.combines.size(), false);
+  // A collective: a combine (false, index) or an exchange (true, index).
+  using Item = std::pair<bool, size_t>;
+  // Where each rank meets each collective in its program; a member must meet it exactly once.
+  std::vector<std::map<Item, size_t>> at(g.steps.size());
+  std::set<Item> bad;
   for (size_t r = 0; r < g.steps.size(); ++r)
     for (size_t i = 0; i < g.steps[r].size(); ++i) {
       const Step& st = g.steps[r][i];
-      if (st.kind != Step::Kind::Combine || st.index >= g.combines.size()) continue;
-      if (!at[r].emplace(st.index, i).second) bad[st.index] = true;
+      if (st.kind == Step::Kind::Combine && st.index < g.combines.size()) {
+        if (!at[r].emplace(Item{false, st.index}, i).second) bad.insert({false, st.index});
+      } else if (st.kind == Step::Kind::Exchange && st.index < g.exchanges.size()) {
+        if (!at[r].emplace(Item{true, st.index}, i).second) bad.insert({true, st.index});
+      }
     }
-  std::map<Group, std::vector<size_t>> by_group;
-  for (size_t c = 0; c < cp.combines.size(); ++c) {
-    if (!cp.combines[c].collective) continue;
-    for (int r : cp.combines[c].spec.group)
-      if (static_cast<size_t>(r) >= at.size() || (!at[r].count(c) && listed(r))) bad[c] = true;
-    if (bad[c]) cp.combines[c] = {};
-    else by_group[cp.combines[c].spec.group].push_back(c);
+  const auto group_of = [&](const Item& it) -> const Group& {
+    return it.first ? cp.exchanges[it.second].group : cp.combines[it.second].spec.group;
+  };
+  const auto drop = [&](const Item& it) {
+    if (it.first) cp.exchanges[it.second] = {};
+    else cp.combines[it.second] = {};
+  };
+  std::map<Group, std::vector<Item>> by_group;
+  std::vector<Item> all;
+  for (size_t c = 0; c < cp.combines.size(); ++c)
+    if (cp.combines[c].collective) all.push_back({false, c});
+  for (size_t e = 0; e < cp.exchanges.size(); ++e)
+    if (cp.exchanges[e].collective) all.push_back({true, e});
+  for (const Item& it : all) {
+    bool wrong = bad.count(it) > 0;
+    for (int r : group_of(it))
+      if (static_cast<size_t>(r) >= at.size() || (!at[r].count(it) && listed(r))) wrong = true;
+    if (wrong) drop(it);
+    else by_group[group_of(it)].push_back(it);
   }
-  // Collectives on one communicator match by the order the members start them: a group whose
-  // members meet its combines in different orders keeps them all point to point.
   for (auto& [group, list] : by_group) {
-    std::vector<size_t> first;
+    std::vector<Item> first;
     bool same = true;
     for (int r : group) {
       if (!listed(r)) continue;
-      std::vector<size_t> order = list;
-      std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return at[r].at(a) < at[r].at(b); });
+      std::vector<Item> order = list;
+      std::sort(order.begin(), order.end(),
+                [&](const Item& a, const Item& b) { return at[r].at(a) < at[r].at(b); });
       if (first.empty()) first = order;
       else same = same && order == first;
     }
     if (!same)
-      for (size_t c : list) cp.combines[c] = {};
+      for (const Item& it : list) drop(it);
   }
   // A reduce-scatter runs whole or not at all: one whose member fell back to point to point
   // leaves the others as separate reduces.
@@ -143,9 +235,24 @@ CollectivePlan plan_collectives(const plan::ShardedGraph& g, const Transport& t)
       if (cp.combines[m].scatter == members)
         cp.combines[m].scatter.clear(), cp.combines[m].spec.counts.clear();
   }
+}
+
+}  // namespace
+
+CollectivePlan plan_collectives(const plan::ShardedGraph& g, const Transport& t) {
+  CollectivePlan cp;
+  cp.combines.resize(g.combines.size());
+  std::unordered_map<uint64_t, const Node*> nodes;
+  for (const NodeRef& n : g.nodes) nodes[n->id] = n.get();
+  route_exchanges(g, t, nodes, cp);
+  if (!g.combines.empty() && t.can_reduce(Monoid::Sum, DType::F32)) route_combines(g, t, nodes, cp);
+  check_order(g, cp);
   for (const CombineRoute& r : cp.combines)
     if (r.collective && std::find(cp.groups.begin(), cp.groups.end(), r.spec.group) == cp.groups.end())
       cp.groups.push_back(r.spec.group);
+  for (const ExchangeRoute& r : cp.exchanges)
+    if (r.collective && std::find(cp.groups.begin(), cp.groups.end(), r.group) == cp.groups.end())
+      cp.groups.push_back(r.group);
   return cp;
 }
 

@@ -25,10 +25,19 @@ struct CombineRoute {
   std::vector<size_t> scatter;
 };
 
+// An exchange (plan::Exchange) runs as the transport's collective on its members, or as its
+// transfers, point to point.
+struct ExchangeRoute {
+  bool collective = false;
+  Group group;  // its members
+};
+
 struct CollectivePlan {
-  std::vector<CombineRoute> combines;  // one per g.combines
-  std::vector<Group> groups;           // distinct, in order of first use
-  int count() const;                   // combines that run as collectives
+  std::vector<CombineRoute> combines;    // one per g.combines
+  std::vector<ExchangeRoute> exchanges;  // one per g.exchanges
+  std::vector<Group> groups;             // distinct, in order of first use
+  int count() const;                     // combines that run as collectives
+  int exchange_count() const;            // exchanges that do
 };
 
 // A combine runs as a collective when the transport can reduce its kind and dtype, it has
@@ -39,6 +48,11 @@ struct CollectivePlan {
 // The one-destination combines of a node over the same participants, one to each of them
 // with a piece of the partials they all cover, are one reduce-scatter where the transport
 // has them (can_reduce_scatter): one collective instead of one reduce per piece.
+// An exchange runs as a collective when the transport has exchanges, its tensor is at most
+// kMaxCollectiveExchangeBytes and its buffers fit an MPI count (its tensor's bytes times its
+// members, kMaxExchangeBytes); its members meet the collectives of a group, combines and
+// exchanges alike, in one order.
+inline constexpr int64_t kMaxCollectiveExchangeBytes = int64_t(16) << 20;
 CollectivePlan plan_collectives(const plan::ShardedGraph& g, const Transport& t);
 
 }  // namespace tapestry::comm

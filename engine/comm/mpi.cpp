@@ -317,6 +317,15 @@ std::unique_ptr<Collective> MpiTransport::start_reduce(const ReduceSpec& spec, c
   return c;
 }
 
+std::unique_ptr<Collective> MpiTransport::start_exchange(const ExchangeSpec& spec,
+                                                         std::shared_ptr<std::vector<char>> in,
+                                                         std::shared_ptr<std::vector<char>> out) {
+  auto c = mpi_.groups().start_exchange(spec, std::move(in), std::move(out));
+  ++collectives_;
+  if (spec.sent(rank()) > 0) ++messages_, bytes_ += spec.sent(rank());
+  return c;
+}
+
 void Backoff::pause() {
   if (spins_ == 0) since_ = std::chrono::steady_clock::now();
   if (++spins_ <= 32 || std::chrono::steady_clock::now() - since_ < spin_) {

@@ -97,6 +97,10 @@ class MpiTransport final : public Transport {
   std::unique_ptr<Collective> start_reduce(const ReduceSpec& spec, const View& in, const View& out) override;
   int64_t collectives_started() const override { return collectives_; }
   bool can_reduce_scatter() const override { return use_collectives_; }
+  // Exchanges as MPI_Ibcast / MPI_Iallgatherv / MPI_Ialltoallv on the same communicators.
+  bool can_exchange() const override { return use_collectives_; }
+  std::unique_ptr<Collective> start_exchange(const ExchangeSpec& spec, std::shared_ptr<std::vector<char>> in,
+                                             std::shared_ptr<std::vector<char>> out) override;
 
   // Called while join_groups waits for a group's members; rank 0 throws from it when a
   // member died, so a lost worker is reported instead of waited on.

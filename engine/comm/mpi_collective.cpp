@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 
@@ -114,6 +115,7 @@ struct MpiGroups::Impl {
   struct Buried {
     MPI_Request req;
     View in, out;
+    std::shared_ptr<void> keep;  // an exchange's buffers and counts
   };
   std::vector<Buried> graveyard;
   struct Note {
@@ -141,10 +143,10 @@ struct MpiGroups::Impl {
 // buffers go to the graveyard: MPI forbids freeing or cancelling a collective's request.
 class MpiCollective final : public Collective {
  public:
-  MpiCollective(MpiGroups::Impl& owner, MPI_Request req, View in, View out)
-      : owner_(owner), req_(req), in_(std::move(in)), out_(std::move(out)) {}
+  MpiCollective(MpiGroups::Impl& owner, MPI_Request req, View in, View out, std::shared_ptr<void> keep = {})
+      : owner_(owner), req_(req), in_(std::move(in)), out_(std::move(out)), keep_(std::move(keep)) {}
   ~MpiCollective() override {
-    if (!done_) owner_.graveyard.push_back({req_, std::move(in_), std::move(out_)});
+    if (!done_) owner_.graveyard.push_back({req_, std::move(in_), std::move(out_), std::move(keep_)});
   }
   bool test() override {
     if (done_) return true;
@@ -158,6 +160,7 @@ class MpiCollective final : public Collective {
   MpiGroups::Impl& owner_;
   MPI_Request req_;
   View in_, out_;
+  std::shared_ptr<void> keep_;
   bool done_ = false;
 };
 
@@ -299,6 +302,86 @@ std::unique_ptr<Collective> MpiGroups::start_reduce(const ReduceSpec& spec, cons
           "MPI_Ireduce");
   }
   return std::make_unique<MpiCollective>(m, req, in, receives ? out : View{});
+}
+
+namespace {
+
+// What an exchange's MPI call reads until it completes.
+struct ExchangeBuffers {
+  std::shared_ptr<std::vector<char>> in, out;
+  std::vector<int> counts, displs, recv, rdispls;
+};
+
+std::vector<int> ints(const std::vector<int64_t>& v) {
+  std::vector<int> out;
+  for (int64_t x : v) {
+    internal_check(x >= 0 && x <= std::numeric_limits<int>::max());
+    out.push_back(static_cast<int>(x));
+  }
+  return out;
+}
+
+std::vector<int> displacements(const std::vector<int>& counts) {
+  std::vector<int> d(counts.size(), 0);
+  int64_t at = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    internal_check(at <= std::numeric_limits<int>::max());
+    d[i] = static_cast<int>(at);
+    at += counts[i];
+  }
+  return d;
+}
+
+}  // namespace
+
+std::unique_ptr<Collective> MpiGroups::start_exchange(const ExchangeSpec& spec,
+                                                      std::shared_ptr<std::vector<char>> in,
+                                                      std::shared_ptr<std::vector<char>> out) {
+  Impl& m = *impl_;
+  const auto it = m.comms.find(spec.group);
+  internal_check(it != m.comms.end());  // join_groups first
+  auto b = std::make_shared<ExchangeBuffers>();
+  b->in = in ? std::move(in) : std::make_shared<std::vector<char>>();
+  b->out = out ? std::move(out) : std::make_shared<std::vector<char>>();
+  // MPI wants a valid address even for an empty buffer.
+  if (b->in->empty()) b->in->resize(1);
+  if (b->out->empty()) b->out->resize(1);
+  MPI_Request req;
+  const int me = spec.member(m.rank);
+  switch (spec.kind) {
+    case ExchangeKind::Broadcast: {
+      b->counts = ints(spec.counts);
+      internal_check(b->counts.size() == 1);
+      const int root = spec.member(spec.root);
+      char* buf = m.rank == spec.root ? b->in->data() : b->out->data();
+      internal_check(m.rank == spec.root ? b->in->size() >= size_t(b->counts[0])
+                                         : b->out->size() >= size_t(b->counts[0]));
+      check(MPI_Ibcast(buf, b->counts[0], MPI_BYTE, root, it->second, &req), "MPI_Ibcast");
+      break;
+    }
+    case ExchangeKind::AllGather: {
+      b->counts = ints(spec.counts);
+      b->displs = displacements(b->counts);
+      internal_check(b->counts.size() == spec.group.size());
+      internal_check(static_cast<int64_t>(b->out->size()) >= spec.received(m.rank) + b->counts[me]);
+      check(MPI_Iallgatherv(b->in->data(), b->counts[me], MPI_BYTE, b->out->data(), b->counts.data(),
+                            b->displs.data(), MPI_BYTE, it->second, &req),
+            "MPI_Iallgatherv");
+      break;
+    }
+    case ExchangeKind::AllToAll: {
+      b->counts = ints(spec.counts);
+      b->recv = ints(spec.recv);
+      b->displs = displacements(b->counts);
+      b->rdispls = displacements(b->recv);
+      internal_check(b->counts.size() == spec.group.size() && b->recv.size() == spec.group.size());
+      check(MPI_Ialltoallv(b->in->data(), b->counts.data(), b->displs.data(), MPI_BYTE, b->out->data(),
+                           b->recv.data(), b->rdispls.data(), MPI_BYTE, it->second, &req),
+            "MPI_Ialltoallv");
+      break;
+    }
+  }
+  return std::make_unique<MpiCollective>(m, req, View{}, View{}, std::move(b));
 }
 
 void MpiGroups::retire_all() {

@@ -48,6 +48,11 @@ class MpiGroups {
   // Starts a reduce (spec.root a rank), all-reduce (kAllMembers) or reduce-scatter
   // (spec.counts: MPI_Ireduce_scatter) over a joined group.
   std::unique_ptr<Collective> start_reduce(const ReduceSpec& spec, const View& in, const View& out);
+  // Starts a broadcast (MPI_Ibcast), all-gather (MPI_Iallgatherv) or all-to-all
+  // (MPI_Ialltoallv) of bytes over a joined group; the buffers (and the counts MPI reads until
+  // it completes) are kept by the handle, or here when it is dropped unfinished.
+  std::unique_ptr<Collective> start_exchange(const ExchangeSpec& spec, std::shared_ptr<std::vector<char>> in,
+                                             std::shared_ptr<std::vector<char>> out);
 
   // After a failed run, on every rank: no cached communicator is used again.
   void retire_all();

@@ -91,6 +91,16 @@ class Transport {
   }
   // Whether start_reduce takes a reduce-scatter (ReduceSpec::counts).
   virtual bool can_reduce_scatter() const { return false; }
+  // Exchanges (broadcast, all-gather, all-to-all of bytes; collective.hpp), where the transport
+  // has them: the same answer on every rank. start_exchange never blocks; `in` and `out` (sized
+  // as the spec says; `out` unused where this rank receives nothing) are not touched by the
+  // caller until test() says done. Members start their collectives on a group in one order.
+  virtual bool can_exchange() const { return false; }
+  virtual std::unique_ptr<Collective> start_exchange(const ExchangeSpec& /*spec*/,
+                                                     std::shared_ptr<std::vector<char>> /*in*/,
+                                                     std::shared_ptr<std::vector<char>> /*out*/) {
+    internal_fail(__FILE__, __LINE__, "start_exchange on a transport without exchanges");
+  }
   // Collectives this endpoint started (tests, and the proof that a plan used them).
   virtual int64_t collectives_started() const { return 0; }
 };

@@ -1,5 +1,6 @@
 // Layout: a sealed message (engine/ir/codec.hpp: magic, version, length, checksum) whose body is
-//   ranks u32; nodes; initial; blocks; transfers; combines; steps per rank; roots; outputs
+//   ranks u32; nodes; initial; blocks; transfers; combines; exchanges; steps per rank; roots;
+//   outputs
 // or, for the choices (magic TPCH):
 //   ranks u32; nodes; topo ids; initial; root ids; per op: id, parts, rank, combine mode, replicated
 // Counts are u64, checked by ByteReader against the bytes left.
@@ -120,6 +121,16 @@ std::vector<char> encode_plan(const ShardedGraph& g) {
     w.size(c.dest.size());
     for (plan::Rank d : c.dest) w.put<int32_t>(d);
   }
+  w.size(g.exchanges.size());
+  for (const plan::Exchange& e : g.exchanges) {
+    w.put<uint8_t>(static_cast<uint8_t>(e.kind));
+    w.put(e.tensor);
+    w.size(e.members.size());
+    for (plan::Rank m : e.members) w.put<int32_t>(m);
+    w.put<int32_t>(e.root);
+    w.size(e.transfers.size());
+    for (size_t t : e.transfers) w.put<uint64_t>(t);
+  }
   for (const auto& steps : g.steps) {
     w.size(steps.size());
     for (const plan::Step& s : steps) {
@@ -184,6 +195,7 @@ class Decoder {
       g.transfers.push_back(plan::Transfer{tensor, std::move(slice), from, to});
     }
     for (size_t i = 0, n = r_.count(25); i < n; ++i) g.combines.push_back(combine(g));
+    for (size_t i = 0, n = r_.count(22); i < n; ++i) g.exchanges.push_back(exchange(g));
     for (auto& steps : g.steps) {
       for (size_t i = 0, n = r_.count(9); i < n; ++i) steps.push_back(step(g));
     }
@@ -328,6 +340,29 @@ class Decoder {
     return c;
   }
 
+  plan::Exchange exchange(const ShardedGraph& g) {
+    plan::Exchange e;
+    const uint8_t kind = r_.get<uint8_t>();
+    if (kind > static_cast<uint8_t>(plan::Exchange::Kind::AllToAll))
+      r_.reject(cat_str("exchange kind ", int(kind)));
+    e.kind = static_cast<plan::Exchange::Kind>(kind);
+    e.tensor = id(r_.get<uint64_t>(), "an exchange");
+    e.members.resize(r_.count(4));
+    for (plan::Rank& m : e.members) m = rank(g, r_.get<int32_t>());
+    for (size_t i = 1; i < e.members.size(); ++i)
+      if (e.members[i - 1] >= e.members[i])
+        r_.reject("an exchange's members are not distinct ranks in order");
+    e.root = r_.get<int32_t>();
+    if (e.kind == plan::Exchange::Kind::Broadcast) rank(g, e.root);
+    e.transfers.resize(r_.count(8));
+    for (size_t& t : e.transfers) {
+      t = r_.get<uint64_t>();
+      if (t >= g.transfers.size())
+        r_.reject(cat_str("an exchange carries transfer ", t, " of ", g.transfers.size()));
+    }
+    return e;
+  }
+
   plan::Step step(const ShardedGraph& g) {
     const uint8_t kind = r_.get<uint8_t>();
     const uint64_t index = r_.get<uint64_t>();
@@ -337,6 +372,7 @@ class Decoder {
       case static_cast<uint8_t>(plan::Step::Kind::Send):
       case static_cast<uint8_t>(plan::Step::Kind::Recv): limit = g.transfers.size(); break;
       case static_cast<uint8_t>(plan::Step::Kind::Combine): limit = g.combines.size(); break;
+      case static_cast<uint8_t>(plan::Step::Kind::Exchange): limit = g.exchanges.size(); break;
       default: r_.reject(cat_str("step kind ", int(kind)));
     }
     if (index >= limit) r_.reject(cat_str("a step names item ", index, " of ", limit));

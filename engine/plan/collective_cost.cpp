@@ -44,4 +44,19 @@ Collective reduce_scatter_time(const Link& l, int p, double n, double merge) {
   return cheaper(ring, {rounds(p) * a + f * n * (beta + gamma), "halving"});
 }
 
+Collective all_gather_time(const Link& l, int p, double n) {
+  if (p <= 1 || n <= 0) return {0.0, "local"};
+  const double beta = 1 / l.bandwidth, a = l.latency;
+  const Collective ring{(p - 1) * (a + n / p * beta), "ring"};
+  if ((p & (p - 1)) != 0) return ring;
+  return cheaper(ring, {rounds(p) * a + double(p - 1) / p * n * beta, "doubling"});
+}
+
+Collective all_to_all_time(const Link& l, int p, double n) {
+  if (p <= 1 || n <= 0) return {0.0, "local"};
+  const double beta = 1 / l.bandwidth, a = l.latency;
+  const Collective pairwise{(p - 1) * a + n * beta, "pairwise"};
+  return cheaper(pairwise, {rounds(p) * (a + n / 2 * beta), "bruck"});
+}
+
 }  // namespace tapestry::plan

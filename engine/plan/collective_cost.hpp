@@ -14,6 +14,10 @@
 //   ring all-reduce          2 (p-1) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma
 //   ring reduce-scatter      (p-1) (alpha + n/p beta + n/p gamma)      (n: the whole input)
 //   recursive halving        ceil(log2 p) alpha + (p-1)/p n (beta + gamma)   (p a power of two)
+//   ring all-gather          (p-1) (alpha + n/p beta)                (n: everything gathered)
+//   recursive-doubling all-gather  ceil(log2 p) alpha + (p-1)/p n beta       (p a power of two)
+//   pairwise all-to-all      (p-1) alpha + n beta                    (n: the busiest rank's bytes)
+//   Bruck all-to-all         ceil(log2 p) (alpha + n/2 beta)         (small messages)
 #pragma once
 
 #include "engine/plan/mesh.hpp"
@@ -30,5 +34,9 @@ Collective reduce_time(const Link& l, int p, double bytes, double merge_bytes_pe
 Collective all_reduce_time(const Link& l, int p, double bytes, double merge_bytes_per_s);
 // `bytes`: the whole input of each rank; each of the p ranks ends with bytes / p of the sum.
 Collective reduce_scatter_time(const Link& l, int p, double bytes, double merge_bytes_per_s);
+// `bytes`: everything gathered (every member ends with all of it).
+Collective all_gather_time(const Link& l, int p, double bytes);
+// `bytes`: what the busiest member sends or receives.
+Collective all_to_all_time(const Link& l, int p, double bytes);
 
 }  // namespace tapestry::plan

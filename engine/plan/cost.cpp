@@ -36,7 +36,61 @@ double combine_time(const Mesh& m, const std::vector<Rank>& who, size_t dests, s
   return reduce_time(*l, n, bytes, m.mem_bytes_per_s).time;
 }
 
+// The slowest link among `who` for a message of `bytes`.
+const Link& slowest(const Mesh& m, const std::vector<Rank>& who, double bytes) {
+  const Link* l = &m.link(who[0], who[0]);
+  for (Rank r : who)
+    if (m.link(who[0], r).time(bytes) > l->time(bytes)) l = &m.link(who[0], r);
+  return *l;
+}
+
 }  // namespace
+
+// An exchange as the collective it is (collective_cost.hpp), over the slowest link among its
+// members: a broadcast of its slice (the cheaper of tree and scatter + ring), an all-gather of
+// every part (ring or recursive doubling), an all-to-all of the busiest member's bytes.
+double exchange_time(const ShardedGraph& g, const Exchange& e, const Mesh& m) {
+  const int p = static_cast<int>(e.members.size());
+  if (p < 2 || e.transfers.empty()) return 0;
+  const Node* n = g.find(e.tensor);
+  internal_check(n != nullptr);
+  std::map<Rank, double> out, in;
+  double all = 0;
+  for (size_t t : e.transfers) {
+    const double b = slice_bytes(*n, g.transfers[t].slice);
+    out[g.transfers[t].from] += b, in[g.transfers[t].to] += b, all += b;
+  }
+  switch (e.kind) {
+    case Exchange::Kind::Broadcast: {
+      const double b = slice_bytes(*n, g.transfers[e.transfers[0]].slice);
+      return broadcast_time(slowest(m, e.members, b), p, b).time;
+    }
+    case Exchange::Kind::AllGather: {
+      const double b = all / double(p - 1);  // each part reaches p - 1 members
+      return all_gather_time(slowest(m, e.members, b / p), p, b).time;
+    }
+    case Exchange::Kind::AllToAll: {
+      double busiest = 0;
+      for (const auto* side : {&out, &in})
+        for (const auto& [r, b] : *side) busiest = std::max(busiest, b);
+      return all_to_all_time(slowest(m, e.members, busiest / (p - 1)), p, busiest).time;
+    }
+  }
+  return 0;
+}
+
+// How long a broadcast keeps its root's link busy: the copies it sends down the tree, or its
+// scatter, whichever form the collective takes.
+double root_time(const ShardedGraph& g, const Exchange& e, const Mesh& m) {
+  const int p = static_cast<int>(e.members.size());
+  const Node* n = g.find(e.tensor);
+  if (p < 2 || e.transfers.empty() || !n) return 0;
+  const double b = slice_bytes(*n, g.transfers[e.transfers[0]].slice);
+  const Link& l = slowest(m, e.members, b);
+  const double rounds = std::ceil(std::log2(double(p)));
+  if (std::string(broadcast_time(l, p, b).algorithm) == "tree") return rounds * l.time(b);
+  return rounds * l.latency + double(p - 1) / p * b / l.bandwidth;
+}
 
 PlanCost cost_of(const ShardedGraph& g, const Mesh& m) {
   internal_check(g.num_ranks <= m.ranks);
@@ -98,6 +152,8 @@ PlanCost cost_of(const ShardedGraph& g, const Mesh& m) {
   std::vector<int> arrived(g.combines.size(), 0);
   std::vector<double> ready(g.combines.size(), 0.0), done(g.combines.size(), -1.0);
   std::vector<bool> waiting(R, false);  // rank r has arrived at the combine it is blocked on
+  std::vector<int> joined(g.exchanges.size(), 0);
+  std::vector<double> x_ready(g.exchanges.size(), 0.0), x_done(g.exchanges.size(), -1.0);
   size_t remaining = 0;
   for (const auto& s : g.steps) remaining += s.size();
   while (remaining > 0) {
@@ -127,6 +183,38 @@ PlanCost cost_of(const ShardedGraph& g, const Mesh& m) {
           const double in = std::max(sent[st.index], in_free[r] + bytes / m.link(t.from, t.to).bandwidth);
           in_free[r] = in;
           clock[r] = std::max(clock[r], in);
+        } else if (st.kind == Step::Kind::Exchange) {
+          // Every member arrives; the collective takes its formula's time from the last
+          // arrival (its root's, for a broadcast). A broadcast's root
+          // only contributes: its program goes on at once, as after a send, but its link
+          // sends its broadcasts one after another (rank 0 rooting 256 of them).
+          const size_t k = st.index;
+          const Exchange& e = g.exchanges[k];
+          if (!waiting[r]) {
+            waiting[r] = true;
+            x_ready[k] = std::max(x_ready[k], clock[r]);
+            // A broadcast's data flows from its root: a receiver has it once the root is in it
+            // (a late receiver takes it when it arrives); an all-gather or all-to-all needs every
+            // member's part.
+            const bool bcast = e.kind == Exchange::Kind::Broadcast && e.root >= 0 && e.root < R;
+            ++joined[k];
+            if (bcast ? r == e.root : joined[k] == static_cast<int>(e.members.size())) {
+              const double start = bcast ? std::max(x_ready[k], out_free[e.root]) : x_ready[k];
+              x_done[k] = start + exchange_time(g, e, m);
+              if (bcast) out_free[e.root] = start + root_time(g, e, m);
+            }
+            if (e.kind == Exchange::Kind::Broadcast && e.root == r) {
+              waiting[r] = false;
+              clock[r] += e.members.size() > 1 ? m.link(r, e.members[e.members[0] == r ? 1 : 0]).latency : 0;
+              ++pc[r];
+              --remaining;
+              progress = true;
+              continue;
+            }
+          }
+          if (x_done[k] < 0) break;
+          waiting[r] = false;
+          clock[r] = std::max(clock[r], x_done[k]);
         } else {  // Combine: arrive once, then wait until every participant has arrived
           const size_t k = st.index;
           if (!waiting[r]) {

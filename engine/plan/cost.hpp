@@ -41,4 +41,8 @@ PlanCost cost_of(const ShardedGraph& g, const Mesh& m);
 
 std::string to_string(const PlanCost& c);
 
+// An exchange's time alone (no waiting for its members): its collective's formula
+// (collective_cost.hpp) over the slowest link among its members.
+double exchange_time(const ShardedGraph& g, const Exchange& e, const Mesh& m);
+
 }  // namespace tapestry::plan

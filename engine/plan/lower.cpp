@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -277,37 +278,131 @@ class Lowering {
       if (fresh) groups.emplace_back();
       groups[it->second].push_back(k);
     }
+    AllToAll a2a;
+    a2a.open = g_.num_ranks <= static_cast<int>(kMaxAllToAllMembers);
     for (const std::vector<size_t>& ks : groups) {
       const Box& want = need[ks[0]];
       if (want.empty()) continue;
       if (on_demand_.count(t)) {
         for (size_t k : ks) generate(t, want, blocks[k].rank);
-      } else if (!involved(t, want, ks, blocks)) {
+        continue;
+      }
+      // The kind of move follows from the slice and the pieces alone, so every rank classifies
+      // every group alike (the all-to-all below needs every rank's gathers); `involved` only
+      // spares a rank the transfers it takes no part in.
+      const bool in = involved(t, want, ks, blocks);
+      if (!in && !a2a.open) {
         for (size_t k : ks) remember(t, want, blocks[k].rank);
-      } else if (const PieceIndex::Piece* root = whole_source(t, want)) {
+        continue;
+      }
+      const PieceIndex::Piece* root = whole_source(t, want);
+      const bool gather = !root && !several_ranks(ks, blocks);
+      std::vector<Gathered> plan;
+      bool planned = false;
+      if (gather && a2a.open) {
+        const Rank to = blocks[ks[0]].rank;
+        if (a2a.pos == SIZE_MAX) a2a.pos = pending_.size();
+        plan = gather_plan(t, want, to);
+        planned = true;
+        a2a.readers.insert(to);
+        for (const Gathered& x : plan) a2a.pairs.insert({x.from, to}), a2a.members.insert(x.from);
+        a2a.members.insert(to);
+        a2a.open = a2a.readers.size() <= kMaxAllToAllMembers;
+      }
+      if (!in) {
+        for (size_t k : ks) remember(t, want, blocks[k].rank);
+      } else if (root) {
         broadcast(t, want, root->rank, ks, blocks);
-      } else if (several_ranks(ks, blocks)) {
+      } else if (!gather) {
         broadcast_pieces(t, want, ks, blocks);
       } else {
-        gather_pieces(t, want, blocks[ks[0]].rank);
+        const size_t before = pending_.size();
+        gather_pieces(t, want, blocks[ks[0]].rank, planned ? &plan : nullptr);
+        for (size_t at = before; at < pending_.size(); ++at) a2a.sends.push_back(at);
       }
     }
+    close_all_to_all(t, a2a);
     emit_pending();
+  }
+
+  // A redistribution among a group of ranks each of which sends a slice to every other (rows
+  // to columns) is one all-to-all: the gathers of one input, if dense. Deciding it needs every
+  // rank's gathers (each rank computes them all, whether it takes part or not), so it is tried
+  // only on meshes of up to kMaxAllToAllMembers ranks; beyond, the slices move point to point.
+  static constexpr size_t kMaxAllToAllMembers = 256;
+  struct AllToAll {
+    bool open = true;
+    size_t pos = SIZE_MAX;      // where in pending_ its first gather's transfers went
+    std::vector<size_t> sends;  // pending_ entries of the gathers' transfers (this rank's)
+    std::set<Rank> readers, members;
+    std::set<std::pair<Rank, Rank>> pairs;
+  };
+
+  void close_all_to_all(uint64_t t, const AllToAll& a) {
+    const size_t p = a.members.size();
+    if (!a.open || p < 2 || a.pairs.size() != p * (p - 1)) return;
+    std::vector<Rank> members(a.members.begin(), a.members.end());
+    const int ex = open_exchange(Exchange::Kind::AllToAll, t, std::move(members), -1);
+    if (ex < 0) return;
+    for (size_t i : a.sends) pending_[i].exchange = ex;
+    Pending marker{t, Box{}, 0, 0, 1, ex, true};
+    pending_.insert(pending_.begin() + static_cast<std::ptrdiff_t>(std::min(a.pos, pending_.size())),
+                    std::move(marker));
+  }
+
+  // An exchange of the input being fetched, made when its marker is emitted (emit_pending).
+  // -1 when this lowering is of one rank that is not a member (it then has none of its
+  // transfers either).
+  int open_exchange(Exchange::Kind kind, uint64_t t, std::vector<Rank> members, Rank root) {
+    if (me_ >= 0 && !std::binary_search(members.begin(), members.end(), me_)) return -1;
+    open_.push_back(Open{kind, t, std::move(members), root, SIZE_MAX});
+    return static_cast<int>(open_.size() - 1);
+  }
+  // The same, with its marker now: its first transfer goes out in round 1.
+  int begin_exchange(Exchange::Kind kind, uint64_t t, std::vector<Rank> members, Rank root) {
+    const int ex = open_exchange(kind, t, std::move(members), root);
+    if (ex >= 0) pending_.push_back(Pending{t, Box{}, 0, 0, 1, ex, true});
+    return ex;
+  }
+
+  // Whether none of `ranks` holds any of `want` of t: each then receives all of it.
+  bool lack(uint64_t t, const Box& want, const std::vector<Rank>& ranks) const {
+    auto it = have_.find(t);
+    if (it == have_.end()) return true;
+    for (Rank r : ranks)
+      for (const Box& b : it->second[static_cast<size_t>(r)])
+        if (meet(b, want)) return false;
+    return true;
   }
 
   // The transfers of one input go out round by round over all its trees: a relay's receives of
   // round k all come before its sends of round k + 1 and its receives of round k + 1, so no rank
   // waits for a late piece of one tree before forwarding an early piece of another (tree by tree,
   // the ranks of an all-gather finished in a staircase, one message time apart).
+  // An exchange's Exchange step goes where its marker is (before its first transfer), and its
+  // transfers are listed in it, without steps of their own.
   void emit_pending() {
     std::stable_sort(pending_.begin(), pending_.end(),
                      [](const Pending& a, const Pending& b) { return a.round < b.round; });
-    for (const Pending& p : pending_) g_.add_transfer(p.tensor, p.slice, p.from, p.to);
+    for (const Pending& p : pending_) {
+      if (p.exchange < 0) {
+        g_.add_transfer(p.tensor, p.slice, p.from, p.to);
+        continue;
+      }
+      Open& o = open_[static_cast<size_t>(p.exchange)];
+      if (p.marker) {
+        o.at = g_.add_exchange(o.kind, o.tensor, o.members, o.root);
+        continue;
+      }
+      internal_check(o.at != SIZE_MAX);
+      g_.exchanges[o.at].transfers.push_back(g_.add_exchanged_transfer(p.tensor, p.slice, p.from, p.to));
+    }
     pending_.clear();
+    open_.clear();
   }
 
-  void send(uint64_t t, const Box& slice, Rank from, Rank to, int round) {
-    pending_.push_back(Pending{t, slice, from, to, round});
+  void send(uint64_t t, const Box& slice, Rank from, Rank to, int round, int exchange = -1) {
+    pending_.push_back(Pending{t, slice, from, to, round, exchange, false});
   }
 
   // Whether `me` reads the slice, or holds a piece it may be sent from (a tree's root is such).
@@ -357,12 +452,21 @@ class Lowering {
     tree(t, want, holder, readers_after(holder, ks, blocks));
   }
 
+  // A tree to two or more readers that all lack the whole slice is a broadcast: one Exchange
+  // step, which a transport may run as its own broadcast (MPI_Ibcast).
   void tree(uint64_t t, const Box& want, Rank holder, const std::vector<Rank>& readers) {
+    int ex = -1;
+    if (readers.size() >= 2 && lack(t, want, readers)) {
+      std::vector<Rank> members = readers;
+      members.push_back(holder);
+      std::sort(members.begin(), members.end());
+      ex = begin_exchange(Exchange::Kind::Broadcast, t, std::move(members), holder);
+    }
     for (size_t pos = 1; pos <= readers.size(); ++pos) {
       const Rank to = readers[pos - 1],
                  from = pos == 1 || tree_parent(pos) == 0 ? holder : readers[tree_parent(pos) - 1];
       if (mine(to) || mine(from))
-        for (const Box& m : missing(t, want, to)) send(t, m, from, to, tree_round(pos));
+        for (const Box& m : missing(t, want, to)) send(t, m, from, to, tree_round(pos), ex);
       remember(t, want, to);
     }
   }
@@ -398,10 +502,13 @@ class Lowering {
     readers.erase(std::unique(readers.begin(), readers.end()), readers.end());
     const size_t m = parts.size(), n = readers.size();
     if (n <= m) {
+      const int ex = all_gather(t, parts, holder, readers)
+                         ? begin_exchange(Exchange::Kind::AllGather, t, readers, -1)
+                         : -1;
       for (size_t q = 0; q < m; ++q)
         for (Rank to : rotated(readers, holder[q])) {
           if (mine(to) || mine(holder[q]))
-            for (const Box& x : missing(t, parts[q], to)) send(t, x, holder[q], to, 1);
+            for (const Box& x : missing(t, parts[q], to)) send(t, x, holder[q], to, 1, ex);
           remember(t, parts[q], to);
         }
     } else {
@@ -439,30 +546,75 @@ class Lowering {
     }
   }
 
-  // Brings the parts of `want` that rank `to` lacks, piece by piece from the lowest rank
-  // holding each piece. Only the pieces near `want` are visited (PieceIndex): on a big mesh
-  // most ranks hold nothing of it.
-  void gather_pieces(uint64_t t, const Box& want, Rank to) {
+  // Whether the m parts of a slice, read by n <= m ranks, are exactly an all-gather: two or
+  // more readers, the parts' holders are the readers, the parts are disjoint, and no reader
+  // holds any of a part it does not hold itself (so each receives every other member's parts
+  // whole, which MPI_Iallgatherv delivers).
+  bool all_gather(uint64_t t, const std::vector<Box>& parts, const std::vector<Rank>& holder,
+                  const std::vector<Rank>& readers) {
+    if (readers.size() < 2) return false;
+    std::vector<Rank> holders = holder;
+    std::sort(holders.begin(), holders.end());
+    holders.erase(std::unique(holders.begin(), holders.end()), holders.end());
+    if (holders != readers) return false;
+    PieceIndex seen(shape_of_.at(t));
+    for (const Box& p : parts) {
+      if (!seen.overlapping(p).empty()) return false;
+      seen.add(p, 0);
+    }
+    auto it = have_.find(t);
+    if (it == have_.end()) return true;
+    for (size_t q = 0; q < parts.size(); ++q)
+      for (Rank r : readers)
+        if (r != holder[q])
+          for (const Box& b : it->second[static_cast<size_t>(r)])
+            if (meet(b, parts[q])) return false;
+    return true;
+  }
+
+  // A part of a gathered slice and the rank it comes from.
+  struct Gathered {
+    Box part;
+    Rank from;
+  };
+  // The parts of `want` that rank `to` lacks, piece by piece from the lowest rank holding each
+  // piece, and `left` what no piece holds. Only the pieces near `want` are visited (PieceIndex):
+  // on a big mesh most ranks hold nothing of it.
+  std::vector<Gathered> gather_plan(uint64_t t, const Box& want, Rank to,
+                                    std::vector<Box>* left_out = nullptr) {
+    std::vector<Gathered> out;
+    std::vector<Box> left = missing(t, want, to);
+    for (const PieceIndex::Piece* p : index(t).overlapping(want)) {
+      if (left.empty()) break;
+      if (p->rank == to) continue;
+      std::vector<Box> still;
+      for (const Box& m : left) {
+        if (!meet(m, p->box)) {
+          still.push_back(m);
+          continue;
+        }
+        const Box part = intersect(m, p->box);
+        out.push_back(Gathered{part, p->rank});
+        for (const Box& rest : poly::subtract(m, part)) still.push_back(rest);
+      }
+      left = std::move(still);
+    }
+    if (left_out) *left_out = std::move(left);
+    return out;
+  }
+
+  // Brings the parts of `want` that rank `to` lacks (gather_plan; `planned`: computed already).
+  void gather_pieces(uint64_t t, const Box& want, Rank to, const std::vector<Gathered>* planned) {
     bool mine_here = mine(to);
     if (!mine_here)
       for (const Box& b : my_sources_[t]) mine_here = mine_here || meet(b, want);
     if (mine_here) {
-      std::vector<Box> left = missing(t, want, to);
-      for (const PieceIndex::Piece* p : index(t).overlapping(want)) {
-        if (left.empty()) break;
-        if (p->rank == to) continue;
-        std::vector<Box> still;
-        for (const Box& m : left) {
-          if (!meet(m, p->box)) {
-            still.push_back(m);
-            continue;
-          }
-          const Box part = intersect(m, p->box);
-          if (mine(to) || mine(p->rank)) send(t, part, p->rank, to, 1);
-          for (const Box& rest : poly::subtract(m, part)) still.push_back(rest);
-        }
-        left = std::move(still);
-      }
+      std::vector<Box> left;
+      std::vector<Gathered> fresh;
+      if (!planned || mine(to)) fresh = gather_plan(t, want, to, &left);
+      const std::vector<Gathered>& plan = planned ? *planned : fresh;
+      for (const Gathered& x : plan)
+        if (mine(to) || mine(x.from)) send(t, x.part, x.from, to, 1);
       if (mine(to))
         user_check(left.empty(), "slice ", to_string(left.empty() ? want : left[0]), " of node %", t,
                    " lies on no rank");
@@ -535,8 +687,19 @@ class Lowering {
     Box slice;
     Rank from, to;
     int round;
+    int exchange = -1;    // into open_: the exchange carrying it
+    bool marker = false;  // not a transfer: where the exchange's step goes
   };
   std::vector<Pending> pending_;
+  // The exchanges of the input being fetched, made when their marker is emitted.
+  struct Open {
+    Exchange::Kind kind;
+    uint64_t tensor;
+    std::vector<Rank> members;
+    Rank root;
+    size_t at;  // index into g_.exchanges once made
+  };
+  std::vector<Open> open_;
 
   ShardedGraph g_;
   Rank me_;  // -1: every rank
@@ -614,7 +777,7 @@ ShardedGraph restrict_to_rank(const ShardedGraph& g, Rank r) {
   out.roots = g.roots;
   out.outputs = g.outputs;
   std::vector<size_t> block_at(g.blocks.size(), SIZE_MAX), transfer_at(g.transfers.size(), SIZE_MAX),
-      combine_at(g.combines.size(), SIZE_MAX);
+      combine_at(g.combines.size(), SIZE_MAX), exchange_at(g.exchanges.size(), SIZE_MAX);
   std::vector<char> keep(g.blocks.size(), 0);
   for (size_t b = 0; b < g.blocks.size(); ++b) keep[b] = g.blocks[b].rank == r;
   for (const Combine& c : g.combines) {
@@ -635,12 +798,23 @@ ShardedGraph restrict_to_rank(const ShardedGraph& g, Rank r) {
     combine_at[c] = out.combines.size();
     out.combines.push_back(std::move(k));
   }
+  for (size_t e = 0; e < g.exchanges.size(); ++e) {
+    const Exchange& x = g.exchanges[e];
+    if (!std::binary_search(x.members.begin(), x.members.end(), r)) continue;
+    Exchange k = x;
+    k.transfers.clear();
+    for (size_t t : x.transfers)
+      if (transfer_at[t] != SIZE_MAX) k.transfers.push_back(transfer_at[t]);
+    exchange_at[e] = out.exchanges.size();
+    out.exchanges.push_back(std::move(k));
+  }
   for (Step s : g.steps[static_cast<size_t>(r)]) {
     switch (s.kind) {
       case Step::Kind::Run: s.index = block_at[s.index]; break;
       case Step::Kind::Send:
       case Step::Kind::Recv: s.index = transfer_at[s.index]; break;
       case Step::Kind::Combine: s.index = combine_at[s.index]; break;
+      case Step::Kind::Exchange: s.index = exchange_at[s.index]; break;
     }
     out.steps[static_cast<size_t>(r)].push_back(s);
   }

@@ -9,6 +9,7 @@
 
 #include "engine/ir/error.hpp"
 #include "engine/plan/collective_cost.hpp"
+#include "engine/plan/cost.hpp"
 
 namespace tapestry::plan {
 
@@ -150,11 +151,13 @@ Moves classify_moves(const ShardedGraph& g) {
   mv.combine_group.assign(g.combines.size(), -1);
   // Trees: a sender's copies of one slice, and what a rank forwards of a slice it received.
   UnionFind uf(g.transfers.size());
+  const std::vector<int> exchanged = g.exchange_of_transfers();
   std::map<std::tuple<uint64_t, Rank, std::vector<int64_t>, std::vector<int64_t>>, size_t> first_copy;
   std::unordered_map<uint64_t, std::unordered_map<Rank, std::vector<size_t>>>
       into;  // tensor -> rank -> transfers
   std::map<uint64_t, std::vector<size_t>> by_tensor;
   for (size_t t = 0; t < g.transfers.size(); ++t) {
+    if (exchanged[t] >= 0) continue;  // its exchange's group, below
     const Transfer& x = g.transfers[t];
     const auto key = std::make_tuple(x.tensor, x.from, x.slice.lo, x.slice.hi);
     const auto [at, fresh] = first_copy.emplace(key, t);
@@ -170,6 +173,29 @@ Moves classify_moves(const ShardedGraph& g) {
     by_tensor[x.tensor].push_back(t);
   }
   for (const auto& [tensor, ts] : by_tensor) classify_tensor(g, tensor, ts, uf, mv.groups);
+  for (size_t e = 0; e < g.exchanges.size(); ++e) {
+    const Exchange& x = g.exchanges[e];
+    if (x.transfers.empty()) continue;
+    MoveGroup c;
+    c.kind = x.kind == Exchange::Kind::Broadcast   ? MoveKind::Broadcast
+             : x.kind == Exchange::Kind::AllGather ? MoveKind::AllGather
+                                                   : MoveKind::AllToAll;
+    c.tensor = x.tensor;
+    c.ranks = x.members;
+    c.transfers = x.transfers;
+    c.exchange = static_cast<int>(e);
+    std::set<std::pair<std::vector<int64_t>, std::vector<int64_t>>> parts;
+    for (size_t t : x.transfers) {
+      const int64_t b = slice_bytes(g, x.tensor, g.transfers[t].slice);
+      c.bytes += b;
+      if (parts.insert({g.transfers[t].slice.lo, g.transfers[t].slice.hi}).second &&
+          c.kind != MoveKind::AllToAll)
+        c.payload += b;
+    }
+    if (c.kind == MoveKind::AllToAll) c.payload = c.bytes;
+    std::sort(c.transfers.begin(), c.transfers.end());
+    mv.groups.push_back(std::move(c));
+  }
   std::sort(mv.groups.begin(), mv.groups.end(),
             [](const MoveGroup& a, const MoveGroup& b) { return a.transfers.front() < b.transfers.front(); });
   // Combines: by their destinations; one-destination combines of a node over the same
@@ -210,6 +236,8 @@ Moves classify_moves(const ShardedGraph& g) {
 }
 
 double move_time(const MoveGroup& c, const ShardedGraph& g, const Mesh& m) {
+  if (c.exchange >= 0 && static_cast<size_t>(c.exchange) < g.exchanges.size())
+    return exchange_time(g, g.exchanges[static_cast<size_t>(c.exchange)], m);
   const int p = static_cast<int>(c.ranks.size());
   if (p < 2) return c.payload > 0 ? double(c.payload) / m.mem_bytes_per_s : 0.0;
   const double n = static_cast<double>(c.payload);

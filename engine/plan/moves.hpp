@@ -4,9 +4,11 @@
 //   Moves mv = classify_moves(g);
 //   for (const MoveGroup& c : mv.groups) print(move_kind_name(c.kind), c.bytes, move_time(c, g, mesh));
 //   mv.transfer_group[t], mv.combine_group[c]   // what transfer t / combine c is part of
-// The groups follow from the plan alone, so print(plan), the trace and tp.stats() name a move
-// alike on every rank (a rank's part of a plan names its own moves as the whole plan does,
-// but for groups of transfers it sees only in part: those may be named point to point there).
+// A plan's exchanges (ShardedGraph::exchanges: the broadcasts, all-gathers and all-to-alls
+// lower() made collective steps) are each one group of their kind; the other transfers are
+// grouped by the rules below. The groups follow from the plan alone, so print(plan), the trace and tp.stats()
+// name a move alike on every rank (a rank's part of a plan names its own moves as the whole plan does, but
+// for groups of transfers it sees only in part: those may be named point to point there).
 //   broadcast       one slice reaching two or more ranks (lower()'s binomial trees, relays
 //                   included: a relay forwards what it received)
 //   all-gather      the trees of one tensor's pieces over the same group of ranks, every
@@ -49,6 +51,7 @@ struct MoveGroup {
   // The data it is about: a broadcast's slice, the pieces an all-gather gathers, the slices
   // of an all-to-all or point-to-point group, the combined values of its combines.
   int64_t payload = 0;
+  int exchange = -1;  // the Exchange step it is (a collective step of the plan), or -1
   bool local() const { return ranks.size() < 2; }  // a merge within one rank moves nothing
 };
 
@@ -66,12 +69,12 @@ int64_t combine_bytes(const ShardedGraph& g, const Combine& c);
 // The payload of a slice of tensor `id` (its dtype; trailing dims beyond the box whole).
 int64_t slice_bytes(const ShardedGraph& g, uint64_t id, const Box& b);
 
-// The group's alpha-beta time alone (no contention with other moves, no waiting for data),
-// over the slowest link among its ranks: a broadcast as the binomial tree lower() builds,
-// ceil(log2 p) (alpha + n beta), the reductions by collective_cost.hpp's formulas (the cheaper
-// of tree and ring, as the cost model charges combines), an all-gather as a ring,
-// (p-1)(alpha + n/p beta), an all-to-all as pairwise exchanges, (p-1) alpha + max per-rank
-// bytes x beta, point to point as the busiest rank's link: its messages x alpha + bytes x beta.
+// The group's alpha-beta time alone (an exchange: cost.hpp's exchange_time) (no contention with other moves,
+// no waiting for data), over the slowest link among its ranks: a broadcast as the binomial tree lower()
+// builds, ceil(log2 p) (alpha + n beta), the reductions by collective_cost.hpp's formulas (the cheaper of
+// tree and ring, as the cost model charges combines), an all-gather as a ring, (p-1)(alpha + n/p beta), an
+// all-to-all as pairwise exchanges, (p-1) alpha + max per-rank bytes x beta, point to point as the busiest
+// rank's link: its messages x alpha + bytes x beta.
 double move_time(const MoveGroup& c, const ShardedGraph& g, const Mesh& m);
 
 }  // namespace tapestry::plan

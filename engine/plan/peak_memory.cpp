@@ -33,6 +33,12 @@ template <class F> void reads(const ShardedGraph& g, const Step& st, Rank r, F&&
     case Step::Kind::Send: f(g.transfers[st.index].tensor); return;
     case Step::Kind::Recv: return;
     case Step::Kind::Combine: f(partials_of(g.combines[st.index].node)); return;
+    case Step::Kind::Exchange: {  // what this rank sends of it
+      const Exchange& e = g.exchanges[st.index];
+      for (size_t t : e.transfers)
+        if (g.transfers[t].from == r) return f(e.tensor);
+      return;
+    }
   }
 }
 
@@ -94,6 +100,11 @@ PeakMemory peak_memory(const ShardedGraph& g) {
         const Transfer& x = g.transfers[st.index];
         t = x.tensor;
         add = bytes_of(find(t), x.slice);
+      } else if (st.kind == Step::Kind::Exchange) {  // what it receives
+        const Exchange& e = g.exchanges[st.index];
+        t = e.tensor;
+        for (size_t x : e.transfers)
+          if (g.transfers[x].to == static_cast<Rank>(r)) add += bytes_of(find(t), g.transfers[x].slice);
       } else if (st.kind == Step::Kind::Combine) {
         const Combine& c = g.combines[st.index];
         if (std::find(c.dest.begin(), c.dest.end(), static_cast<Rank>(r)) != c.dest.end()) {

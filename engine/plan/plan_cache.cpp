@@ -114,6 +114,7 @@ std::optional<Plan> PlanCache::find(const std::vector<NodeRef>& topo, const std:
       for (Block& b : g.blocks) b.node = id(b.node);
       for (Transfer& t : g.transfers) t.tensor = id(t.tensor);
       for (Combine& c : g.combines) c.node = id(c.node);
+      for (Exchange& x : g.exchanges) x.tensor = id(x.tensor);
       for (uint64_t& r : g.roots) r = id(r);
       for (Shard& s : g.outputs) s.tensor = id(s.tensor);
       p.set_graph(std::move(g));

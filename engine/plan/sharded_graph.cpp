@@ -45,6 +45,40 @@ void ShardedGraph::add_output(uint64_t root, Box box, Rank rank) {
   outputs.push_back(Shard{root, std::move(box), rank});
 }
 
+size_t ShardedGraph::add_exchanged_transfer(uint64_t tensor, Box slice, Rank from, Rank to) {
+  internal_check(from >= 0 && from < num_ranks && to >= 0 && to < num_ranks);
+  transfers.push_back(Transfer{tensor, std::move(slice), from, to});
+  return transfers.size() - 1;
+}
+
+size_t ShardedGraph::add_exchange(Exchange::Kind kind, uint64_t tensor, std::vector<Rank> members,
+                                  Rank root) {
+  exchanges.push_back(Exchange{kind, tensor, std::move(members), root, {}});
+  const size_t e = exchanges.size() - 1;
+  for (Rank r : exchanges[e].members) {
+    internal_check(r >= 0 && r < num_ranks);
+    steps[static_cast<size_t>(r)].push_back(Step{Step::Kind::Exchange, e});
+  }
+  return e;
+}
+
+std::vector<int> ShardedGraph::exchange_of_transfers() const {
+  std::vector<int> of(transfers.size(), -1);
+  for (size_t e = 0; e < exchanges.size(); ++e)
+    for (size_t t : exchanges[e].transfers)
+      if (t < of.size()) of[t] = static_cast<int>(e);
+  return of;
+}
+
+const char* exchange_kind_name(Exchange::Kind k) {
+  switch (k) {
+    case Exchange::Kind::Broadcast: return "broadcast";
+    case Exchange::Kind::AllGather: return "all-gather";
+    case Exchange::Kind::AllToAll: return "all-to-all";
+  }
+  return "?";
+}
+
 std::vector<Rank> ShardedGraph::participants(const Combine& c) const {
   std::vector<Rank> r = c.dest;
   for (size_t b : c.partials)
@@ -97,6 +131,19 @@ std::string to_string(const ShardedGraph& g) {
           for (size_t p : c.partials) s += cat_str(" block ", p);
           s += " to";
           for (Rank d : c.dest) s += cat_str(" ", d);
+          s += "\n";
+          break;
+        }
+        case Step::Kind::Exchange: {
+          const Exchange& e = g.exchanges[st.index];
+          s += cat_str("  ", exchange_kind_name(e.kind), " ", node_name(g, e.tensor), " over");
+          for (Rank m : e.members) s += cat_str(" ", m);
+          if (e.kind == Exchange::Kind::Broadcast) s += cat_str(" from ", e.root);
+          s += ":";
+          for (size_t t : e.transfers)
+            if (t < g.transfers.size() && (g.transfers[t].from == r || g.transfers[t].to == r))
+              s += cat_str(" ", to_string(g.transfers[t].slice), " ", g.transfers[t].from, "->",
+                           g.transfers[t].to);
           s += "\n";
           break;
         }

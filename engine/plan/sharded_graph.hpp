@@ -46,6 +46,28 @@ struct Combine {
   std::vector<Rank> dest;
 };
 
+// A collective step: transfers of one tensor that run together over a group of ranks, as one
+// collective where the transport has it (MPI_Ibcast / MPI_Iallgatherv / MPI_Ialltoallv on a
+// communicator of the members, NCCL on devices), else as the transfers themselves.
+//   Broadcast  one slice from `root` to every other member; its transfers are lower()'s
+//              binomial tree (each the whole slice, relays included), so each member but the
+//              root receives the slice once
+//   AllGather  every member holds parts of a slice all of them read and receives every other
+//              member's parts; its transfers send each part from its holder to every other member
+//   AllToAll   every member sends slices it holds to every other member (a redistribution)
+// Of an all-gather or all-to-all, every transfer's sender holds its slice before the step (none
+// is relayed), and a broadcast's root holds its slice: so a collective needs nothing but the
+// members' own data. Its transfers have no Send or Recv steps: each member has one Exchange step.
+struct Exchange {
+  enum class Kind : uint8_t { Broadcast, AllGather, AllToAll };
+  Kind kind = Kind::Broadcast;
+  uint64_t tensor = 0;
+  std::vector<Rank> members;      // sorted, distinct
+  Rank root = -1;                 // Broadcast: the member holding the slice
+  std::vector<size_t> transfers;  // into ShardedGraph::transfers, in the plan's order
+};
+const char* exchange_kind_name(Exchange::Kind k);  // "broadcast", "all-gather", "all-to-all"
+
 // A slice of a tensor lying on a rank: before the plan (inputs) or after it (results).
 struct Shard {
   uint64_t tensor;
@@ -56,9 +78,9 @@ struct Shard {
 // One entry of a rank's program. Sends are buffered: a rank never waits on its own send;
 // a receive waits for the matching send; a combine waits for all its participants.
 struct Step {
-  enum class Kind : uint8_t { Run, Send, Recv, Combine };
+  enum class Kind : uint8_t { Run, Send, Recv, Combine, Exchange };
   Kind kind;
-  size_t index;  // into blocks, transfers, transfers or combines
+  size_t index;  // into blocks, transfers, transfers, combines or exchanges
   bool operator==(const Step&) const = default;
 };
 
@@ -69,6 +91,7 @@ struct ShardedGraph {
   std::vector<Block> blocks;
   std::vector<Transfer> transfers;
   std::vector<Combine> combines;
+  std::vector<Exchange> exchanges;
   std::vector<std::vector<Step>> steps;  // per rank, in program order
   std::vector<uint64_t> roots;           // observed or named values
   std::vector<Shard> outputs;            // where the roots' shards lie when the plan ends
@@ -85,6 +108,12 @@ struct ShardedGraph {
   size_t add_combine(uint64_t node, poly::CombineKind kind, std::vector<size_t> partials, Box out,
                      std::vector<Rank> dest);          // a Combine step on every participant
   void add_output(uint64_t root, Box box, Rank rank);  // also lists the root once
+  // A transfer without steps, carried by an exchange (add_exchange lists it there).
+  size_t add_exchanged_transfer(uint64_t tensor, Box slice, Rank from, Rank to);
+  // An Exchange step on every member; its transfers are added to it as they are made.
+  size_t add_exchange(Exchange::Kind kind, uint64_t tensor, std::vector<Rank> members, Rank root = -1);
+  // Per transfer: the exchange carrying it, or -1 (a point-to-point transfer with its steps).
+  std::vector<int> exchange_of_transfers() const;
 
   // The ranks a combine involves: those of its partials and its destinations, sorted.
   std::vector<Rank> participants(const Combine& c) const;

@@ -1,6 +1,7 @@
 #include "engine/plan/verifier.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -47,6 +48,7 @@ class Verifier {
     check_combines();
     if (!structure_ok) return;  // a malformed schedule cannot be simulated
     simulate();
+    check_exchange_kinds();
     check_outputs();
   }
 
@@ -128,6 +130,7 @@ class Verifier {
         if (p >= g_.blocks.size())
           error("schedule", "combine ", c, " lists block ", p, ", which does not exist");
     }
+    check_exchanges();
     for (const Shard& o : g_.outputs) {
       if (!rank_ok(o.rank)) error("schedule", "a result shard lies on rank ", o.rank);
       else slice_ok("a result shard", o.tensor, o.box);
@@ -137,26 +140,105 @@ class Verifier {
     return r_.errors.size() + r_.dropped == before;
   }
 
+  // An exchange's members are distinct ranks in order, its transfers move its tensor among
+  // them and belong to no other exchange, and it is the collective its kind says: a broadcast
+  // brings its root's one slice to every other member once; in an all-gather every member
+  // sends its parts to every other member; in an all-to-all every member sends to every other.
+  void check_exchanges() {
+    exchanged_.assign(g_.transfers.size(), -1);
+    for (size_t e = 0; e < g_.exchanges.size(); ++e) {
+      const Exchange& x = g_.exchanges[e];
+      const std::string name = cat_str(exchange_kind_name(x.kind), " ", e, " of ", node_str(x.tensor));
+      bool ok = x.members.size() >= 2;
+      for (size_t i = 0; i < x.members.size(); ++i)
+        ok = ok && rank_ok(x.members[i]) && (i == 0 || x.members[i - 1] < x.members[i]);
+      if (!ok) {
+        error("schedule", name, " has members that are not two or more distinct ranks in order");
+        continue;
+      }
+      const auto member = [&](Rank r) { return std::binary_search(x.members.begin(), x.members.end(), r); };
+      if (x.kind == Exchange::Kind::Broadcast && !member(x.root))
+        error("schedule", name, " is rooted at rank ", x.root, ", not one of its members");
+      for (size_t t : x.transfers) {
+        if (t >= g_.transfers.size()) {
+          error("schedule", name, " lists transfer ", t, ", which does not exist");
+          continue;
+        }
+        const Transfer& tr = g_.transfers[t];
+        if (exchanged_[t] >= 0) error("schedule", "transfer ", t, " is part of two exchanges");
+        exchanged_[t] = static_cast<int>(e);
+        if (tr.tensor != x.tensor || !member(tr.from) || !member(tr.to))
+          error("schedule", name, " lists transfer ", t, ", which moves ", node_str(tr.tensor), " from rank ",
+                tr.from, " to rank ", tr.to);
+      }
+    }
+  }
+
+  // After the simulation (a kind's shape is no obstacle to running the plan's transfers, and
+  // what it leaves missing is reported as such first).
+  void check_exchange_kinds() {
+    for (size_t e = 0; e < g_.exchanges.size(); ++e) {
+      const Exchange& x = g_.exchanges[e];
+      const std::string name = cat_str(exchange_kind_name(x.kind), " ", e, " of ", node_str(x.tensor));
+      if (x.transfers.empty()) error("schedule", name, " moves nothing");
+      std::map<std::pair<Rank, Rank>, std::set<std::pair<std::vector<int64_t>, std::vector<int64_t>>>> moved;
+      std::map<Rank, int> received;
+      for (size_t t : x.transfers) {
+        const Transfer& tr = g_.transfers[t];
+        moved[{tr.from, tr.to}].insert({tr.slice.lo, tr.slice.hi});
+        ++received[tr.to];
+        if (x.kind == Exchange::Kind::Broadcast && !(tr.slice == g_.transfers[x.transfers[0]].slice))
+          error("schedule", name, " moves two slices, ", to_string(g_.transfers[x.transfers[0]].slice),
+                " and ", to_string(tr.slice), ": a broadcast moves one");
+      }
+      if (x.kind == Exchange::Kind::Broadcast) {
+        for (Rank r : x.members)
+          if (received[r] != (r == x.root ? 0 : 1))
+            error("schedule", name, ": rank ", r, " receives its slice ", received[r], " times, expected ",
+                  r == x.root ? 0 : 1);
+        continue;
+      }
+      for (Rank a : x.members)
+        for (Rank b : x.members) {
+          if (a == b) continue;
+          const auto it = moved.find({a, b});
+          if (it == moved.end()) {
+            error("schedule", name, ": rank ", a, " sends rank ", b,
+                  " nothing, but every member sends every other");
+            continue;
+          }
+          if (x.kind != Exchange::Kind::AllGather) continue;
+          const auto first = moved.find({a, b == x.members[0] ? x.members[1] : x.members[0]});
+          if (first != moved.end() && first->second != it->second)
+            error("schedule", name, ": rank ", a, " sends different parts to different members");
+        }
+    }
+  }
+
   // Each block runs once on its rank, each transfer is sent and received once by its two
-  // ranks, each combine appears once on each participant.
+  // ranks (an exchange's transfers not at all: each member runs its Exchange step once), each
+  // combine appears once on each participant.
   void check_step_counts() {
     std::vector<std::vector<int>> runs(g_.blocks.size(), std::vector<int>(g_.num_ranks));
     std::vector<std::vector<int>> sends(g_.transfers.size(), std::vector<int>(g_.num_ranks));
     std::vector<std::vector<int>> recvs = sends;
     std::vector<std::vector<int>> joins(g_.combines.size(), std::vector<int>(g_.num_ranks));
+    std::vector<std::vector<int>> takes(g_.exchanges.size(), std::vector<int>(g_.num_ranks));
     for (Rank r = 0; r < g_.num_ranks; ++r) {
       for (const Step& s : g_.steps[r]) {
-        const size_t n = s.kind == Step::Kind::Run       ? g_.blocks.size()
-                         : s.kind == Step::Kind::Combine ? g_.combines.size()
-                                                         : g_.transfers.size();
+        const size_t n = s.kind == Step::Kind::Run        ? g_.blocks.size()
+                         : s.kind == Step::Kind::Combine  ? g_.combines.size()
+                         : s.kind == Step::Kind::Exchange ? g_.exchanges.size()
+                                                          : g_.transfers.size();
         if (s.index >= n) {
           error("schedule", "rank ", r, " has a step naming index ", s.index, " of ", n);
           continue;
         }
-        auto& count = s.kind == Step::Kind::Run    ? runs
-                      : s.kind == Step::Kind::Send ? sends
-                      : s.kind == Step::Kind::Recv ? recvs
-                                                   : joins;
+        auto& count = s.kind == Step::Kind::Run        ? runs
+                      : s.kind == Step::Kind::Send     ? sends
+                      : s.kind == Step::Kind::Recv     ? recvs
+                      : s.kind == Step::Kind::Exchange ? takes
+                                                       : joins;
         ++count[s.index][r];
       }
     }
@@ -171,9 +253,17 @@ class Verifier {
     };
     for (size_t b = 0; b < g_.blocks.size(); ++b) expect(runs[b], {g_.blocks[b].rank}, cat_str("block ", b));
     for (size_t t = 0; t < g_.transfers.size(); ++t) {
+      if (exchanged_[t] >= 0) {
+        expect(sends[t], {}, cat_str("the send of transfer ", t, " (part of exchange ", exchanged_[t], ")"));
+        expect(recvs[t], {},
+               cat_str("the receive of transfer ", t, " (part of exchange ", exchanged_[t], ")"));
+        continue;
+      }
       expect(sends[t], {g_.transfers[t].from}, cat_str("the send of transfer ", t));
       expect(recvs[t], {g_.transfers[t].to}, cat_str("the receive of transfer ", t));
     }
+    for (size_t e = 0; e < g_.exchanges.size(); ++e)
+      expect(takes[e], g_.exchanges[e].members, cat_str(exchange_kind_name(g_.exchanges[e].kind), " ", e));
     for (size_t c = 0; c < g_.combines.size(); ++c)
       expect(joins[c], g_.participants(g_.combines[c]), cat_str("combine ", c));
   }
@@ -336,6 +426,9 @@ class Verifier {
     std::vector<bool> done(g_.combines.size(), false);
     std::vector<size_t> arrived(g_.combines.size(), 0);
     std::set<std::pair<size_t, Rank>> waiting;  // (combine, rank) already counted
+    std::vector<bool> taken(g_.exchanges.size(), false);
+    std::vector<size_t> joined(g_.exchanges.size(), 0);
+    std::set<std::pair<size_t, Rank>> in_exchange;  // (exchange, rank) already counted
     for (bool progress = true; progress;) {
       progress = false;
       for (Rank r = 0; r < g_.num_ranks; ++r) {
@@ -347,6 +440,13 @@ class Verifier {
             if (arrived[s.index] < g_.participants(g_.combines[s.index]).size()) break;
             complete(s.index, ran);
             done[s.index] = true;
+          }
+          if (s.kind == Step::Kind::Exchange && !taken[s.index]) {
+            // A collective: it completes once every member has reached it.
+            if (in_exchange.insert({s.index, r}).second) ++joined[s.index];
+            if (joined[s.index] < g_.exchanges[s.index].members.size()) break;
+            exchange(s.index);
+            taken[s.index] = true;
           }
           if (s.kind == Step::Kind::Run) run_block(s.index, ran);
           if (s.kind == Step::Kind::Send) send(s.index, sent);
@@ -365,7 +465,9 @@ class Verifier {
       error("schedule", "deadlock: rank ", r, " waits forever at step ", pc[r], " (",
             s.kind == Step::Kind::Recv
                 ? cat_str("receive of transfer ", s.index, " from rank ", g_.transfers[s.index].from)
-                : cat_str("combine ", s.index),
+            : s.kind == Step::Kind::Exchange ? cat_str(exchange_kind_name(g_.exchanges[s.index].kind), " ",
+                                                       s.index, ", which a member never reaches")
+                                             : cat_str("combine ", s.index),
             ")");
     }
   }
@@ -397,6 +499,28 @@ class Verifier {
       error("inputs", "transfer ", t, " sends ", to_string(x.slice), " of ", node_str(x.tensor),
             " from rank ", x.from, ", which lacks ", to_string(missing[0]), " at that point");
     sent[t] = true;
+  }
+
+  // An exchange once every member is in it: a broadcast's root holds its slice, the senders of
+  // an all-gather or all-to-all hold what they send (a collective relays nothing), and then
+  // its transfers deliver in order (a tree's relays send what they received before).
+  void exchange(size_t e) {
+    const Exchange& x = g_.exchanges[e];
+    for (size_t t : x.transfers) {
+      const Transfer& tr = g_.transfers[t];
+      if (x.kind == Exchange::Kind::Broadcast && tr.from != x.root) continue;
+      const std::vector<Box> missing = poly::uncovered(tr.slice, have_[tr.from][tr.tensor]);
+      if (!missing.empty())
+        error("inputs", exchange_kind_name(x.kind), " ", e, " of ", node_str(x.tensor), " has rank ", tr.from,
+              " send ", to_string(tr.slice), ", but it lacks ", to_string(missing[0]),
+              " when the exchange starts");
+    }
+    std::vector<bool> sent(g_.transfers.size(), false);
+    for (size_t t : x.transfers) {
+      send(t, sent);
+      const Transfer& tr = g_.transfers[t];
+      have_[tr.to][tr.tensor].push_back(tr.slice);
+    }
   }
 
   void complete(size_t c, const std::vector<bool>& ran) {
@@ -454,7 +578,8 @@ class Verifier {
   std::unordered_set<uint64_t> split_;       // nodes some block of which splits a reduction
   std::unordered_set<uint64_t> replicated_;  // ops computed whole on several ranks
   std::vector<bool> block_ok_;
-  std::vector<Have> have_;  // per rank, during and after the simulation
+  std::vector<int> exchanged_;  // per transfer: its exchange, or -1
+  std::vector<Have> have_;      // per rank, during and after the simulation
 };
 
 }  // namespace

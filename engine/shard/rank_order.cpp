@@ -48,6 +48,20 @@ void RankProgram::find_dependencies() {
       case Step::Kind::Recv:
         made[g_.transfers[s.index].tensor].push_back({g_.transfers[s.index].slice, i});
         break;
+      case Step::Kind::Exchange: {
+        // After what makes the slices this rank sends (a tree's relay sends what it receives
+        // in the step itself), and, run as a collective, after this rank's previous one.
+        const plan::Exchange& x = g_.exchanges[s.index];
+        for (size_t t : x.transfers)
+          if (g_.transfers[t].from == me_) after_makers(i, x.tensor, g_.transfers[t].slice);
+        if (s.index < coll_.exchanges.size() && coll_.exchanges[s.index].collective) {
+          if (last_collective < st.size()) deps_[i].push_back(last_collective);
+          last_collective = i;
+        }
+        for (size_t t : x.transfers)
+          if (g_.transfers[t].to == me_) made[x.tensor].push_back({g_.transfers[t].slice, i});
+        break;
+      }
       case Step::Kind::Combine: {
         const plan::Combine& m = g_.combines[s.index];
         for (size_t p : m.partials) {
@@ -97,6 +111,11 @@ bool RankProgram::advance() {
       // that ran early may still be followed by an earlier reader).
       while (pc_ < st.size() && ran_[pc_]) release_after(pc_++);
     }
+    if (peers_ && !peer_exchange_.empty()) {  // what is left of exchanges once the steps ran
+      const size_t before = peer_exchange_.size();
+      settle_exchanges(Step{Step::Kind::Combine, 0});
+      ran = ran || peer_exchange_.size() != before;
+    }
     ran = reap_trailing() || ran;
   } catch (const std::exception&) {  // no Lua runs here; rethrown, tagged with the rank
     rethrow(current_failure(me_));
@@ -107,8 +126,9 @@ bool RankProgram::advance() {
 std::string RankProgram::waiting_on() const {
   if (done()) return "nothing";
   if (pc_ == steps().size())
-    return cat_str("the end, for ", trailing_.size(), " collective(s) it contributed to and ",
-                   peer_sends_.size(), " device send(s)");
+    return cat_str("the end, for ", trailing_.size(), " collective(s) it contributed to, ",
+                   peer_sends_.size(), " device send(s) and ", peer_exchange_.size(),
+                   " device transfer(s) of exchanges");
   // The first step not run that could run: what it waits for holds up everything after it
   // that depends on it.
   size_t at = pc_;
@@ -120,6 +140,9 @@ std::string RankProgram::waiting_on() const {
                    g_.transfers[s.index].from);
   if (s.kind == Step::Kind::Combine)
     return cat_str("step ", at, ", combine ", s.index, " (a partial is missing)");
+  if (s.kind == Step::Kind::Exchange)
+    return cat_str("step ", at, ", ", plan::exchange_kind_name(g_.exchanges[s.index].kind), " ", s.index,
+                   " over ", g_.exchanges[s.index].members.size(), " ranks");
   return cat_str("step ", at);
 }
 

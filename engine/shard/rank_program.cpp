@@ -178,6 +178,7 @@ void RankProgram::release_after(size_t i) {
 }
 
 bool RankProgram::step(const Step& s) {
+  if (peers_ && !peer_exchange_.empty() && !settle_exchanges(s)) return false;
   const double t0 = trace::now_us();
   bool ok = true;
   switch (s.kind) {
@@ -185,6 +186,7 @@ bool RankProgram::step(const Step& s) {
     case Step::Kind::Send: send(s.index); break;
     case Step::Kind::Recv: ok = recv(s.index); break;
     case Step::Kind::Combine: ok = combine(s.index); break;
+    case Step::Kind::Exchange: ok = exchange(s.index); break;
     default: internal_fail(__FILE__, __LINE__, "unknown step kind");
   }
   if (!ok) return false;  // waiting is not moving: the time goes to whoever we wait for
@@ -209,6 +211,7 @@ void RankProgram::trace_step(const Step& s, double t0_us, double dur_us) {
     return cat_str("\"box\":", trace::json_string(poly::to_string(b)), ",\"bytes\":", bytes);
   };
   switch (s.kind) {
+    case Step::Kind::Exchange: trace_exchange(s, e); break;
     case Step::Kind::Run: {
       const plan::Block& k = g_.blocks[s.index];
       const Node& n = node(k.node);
@@ -254,6 +257,23 @@ void RankProgram::trace_step(const Step& s, double t0_us, double dur_us) {
     }
   }
   trace::record(std::move(e));
+}
+
+void RankProgram::trace_exchange(const Step& s, trace::Event& e) {
+  const plan::Exchange& x = g_.exchanges[s.index];
+  const Node& n = node(x.tensor);
+  int64_t out = 0, in = 0;
+  for (size_t t : x.transfers) {
+    if (g_.transfers[t].from == me_) out += bytes_of(n, g_.transfers[t].slice);
+    if (g_.transfers[t].to == me_) in += bytes_of(n, g_.transfers[t].slice);
+  }
+  const char* kind = plan::exchange_kind_name(x.kind);
+  e.cat = "exchange";
+  e.name = cat_str(kind, " (", op_def(n.op).name, ")");
+  e.args =
+      cat_str("\"op\":", trace::json_string(op_def(n.op).name), ",\"exchange\":", s.index, ",\"move\":\"",
+              kind, "\",\"members\":", x.members.size(), ",\"bytes_sent\":", out, ",\"bytes_received\":", in,
+              coll_.exchanges[s.index].collective ? cat_str(",\"collective\":\"", kind, "\"") : "");
 }
 
 void RankProgram::find_banded_pairs() {

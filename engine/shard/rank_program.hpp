@@ -38,6 +38,7 @@
 #include "engine/shard/rank_store.hpp"
 #include "engine/store/shard_store.hpp"
 #include "engine/telemetry/progress.hpp"
+#include "engine/telemetry/trace.hpp"
 
 namespace tapestry {
 
@@ -94,7 +95,9 @@ class RankProgram {
   // All steps ran and every collective this rank started has completed (a rank that only
   // contributes to a reduce goes on at once, like after a send, but may not leave before it),
   // and so has every device send.
-  bool done() const { return pc_ == steps().size() && trailing_.empty() && peer_sends_.empty(); }
+  bool done() const {
+    return pc_ == steps().size() && trailing_.empty() && peer_sends_.empty() && peer_exchange_.empty();
+  }
   int64_t steps_run() const { return steps_run_; }
   // This rank's share of RunReport's transfer_bytes, combine_bytes and gathered_bytes.
   int64_t transfer_bytes() const { return transfer_bytes_; }
@@ -121,12 +124,14 @@ class RankProgram {
   const RankStore& data() const { return store_; }
   // Combines of this plan that run as collectives (the same on every rank).
   int collective_combines() const { return coll_.count(); }
+  // Exchanges of this plan (of this rank) that run as the transport's collectives.
+  int collective_exchanges() const { return coll_.exchange_count(); }
   // Whether a collective this rank started has not completed. MPI advances a non-blocking
   // collective only inside MPI calls on each member (a long message takes many rounds), so a
   // waiting loop should then yield and poll again rather than sleep.
   bool collectives_in_flight() const {
     return !running_.empty() || !scatters_.empty() || !trailing_.empty() || !peer_sends_.empty() ||
-           !peer_recvs_.empty();
+           !peer_recvs_.empty() || !exchanging_.empty();
   }
   // Seconds this rank spent in sends, receives, combines and output shards (tp.stats().time_move).
   double move_seconds() const { return move_us_ * 1e-6; }
@@ -155,6 +160,16 @@ class RankProgram {
   bool combine(size_t c);
   bool combine_collective(size_t c);
   bool combine_scatter(size_t c);
+  // An Exchange step (rank_exchange.cpp): as the transport's collective, or its transfers.
+  bool exchange(size_t e);
+  bool exchange_collective(size_t e);
+  bool exchange_p2p(size_t e);
+  std::vector<std::vector<poly::Box>> gathered_parts(size_t e) const;
+  // With device peers an Exchange step only posts its part (peers.hpp: every rank posts in
+  // transfer order, which the exchange's program position need not match): its receives
+  // complete, and a relay's sends go out, as later steps need them (settle_exchanges).
+  bool settle_exchanges(const plan::Step& next);
+  std::vector<size_t> peer_exchange_;     // this rank's exchange transfers still to complete
   View partial_over(size_t c, size_t p);  // partial p of combine c over its region
   View contribution(size_t c);            // this rank's input to combine c's collective
   bool reap_trailing();
@@ -198,6 +213,7 @@ class RankProgram {
   Progress* progress_ = nullptr;
   double block_weight_ = 1;
   void trace_step(const plan::Step& s, double t0_us, double dur_us);
+  void trace_exchange(const plan::Step& s, trace::Event& e);
   std::unordered_map<uint64_t, const Node*> nodes_;
   std::vector<uint64_t> transfer_tag_;                               // per transfer of this rank
   std::map<std::tuple<size_t, size_t, int>, uint64_t> partial_tag_;  // (combine, block, to)
@@ -224,6 +240,13 @@ class RankProgram {
   std::map<size_t, Running> scatters_;       // reduce-scatter (its first combine) -> the collective
   std::unordered_set<size_t> scatter_done_;  // reduce-scatters whose piece this rank holds
   std::vector<std::unique_ptr<comm::Collective>> trailing_;  // contributed, not yet complete
+  struct Exchanging {
+    std::unique_ptr<comm::Collective> handle;
+    comm::ExchangeSpec spec;
+    std::shared_ptr<std::vector<char>> out;
+  };
+  std::map<size_t, Exchanging> exchanging_;              // exchange -> its collective here
+  std::map<size_t, std::vector<size_t>> exchange_left_;  // point to point: transfers not done
   struct PeerOp {
     std::unique_ptr<comm::Collective> handle;
     DeviceView buf;  // the data sent, or the buffer received into

@@ -518,3 +518,66 @@ int main(int argc, char** argv) {
   comm::Mpi::finish(false);
   return any ? 1 : 0;
 }
+
+// Exchanges (plan::Exchange) under MPI: rows to columns (an all-to-all), a tensor whole on rank 0
+// read whole by every rank (a broadcast, from 3 ranks on) and one split by rows read whole (an
+// all-gather) run as MPI_Ialltoallv / MPI_Ibcast / MPI_Iallgatherv, started by every member,
+// and give the single-rank values; with collectives off, as their transfers, the same values.
+TEST_CASE("mpi.collective.exchanges_of_every_kind") {
+  const int p = ranks();
+  NodeRef x = source(DType::F32, {12, 12}, 5);
+  const auto rows_of = [&](const NodeRef& n) {
+    std::vector<plan::Shard> s;
+    for (Rank r = 0; r < p; ++r) {
+      const auto [lo, hi] = part(12, p, r);
+      s.push_back({n->id, Box({lo, 0}, {hi, 11}), r});
+    }
+    return s;
+  };
+  struct Case {
+    std::string name;
+    NodeRef y;
+    std::vector<int64_t> parts;  // of y's index space
+    std::vector<plan::Shard> initial;
+    plan::Exchange::Kind kind;
+  };
+  NodeRef neg = build::unary(Op::Neg, x);
+  NodeRef mm = build::matmul(build::unary(Op::Exp, x), x);  // every row block reads x whole
+  // Every row block reads x whole, and no rank but 0 holds any of it: a broadcast.
+  NodeRef w = source(DType::F32, {static_cast<int64_t>(p), 12}, 6);
+  NodeRef wx = build::matmul(w, x);
+  std::vector<plan::Shard> whole_x{{x->id, Box::of_shape(x->shape), 0}};
+  for (Rank r = 0; r < p; ++r) whole_x.push_back({w->id, Box::of_shape(w->shape), r});
+  std::vector<Case> cases{
+      {"all-to-all", neg, {1, static_cast<int64_t>(p)}, rows_of(x), plan::Exchange::Kind::AllToAll},
+      {"all-gather", mm, {static_cast<int64_t>(p), 1, 1}, rows_of(x), plan::Exchange::Kind::AllGather},
+      {"broadcast", wx, {static_cast<int64_t>(p), 1, 1}, whole_x, plan::Exchange::Kind::Broadcast}};
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    const std::vector<NodeRef> topo = c.y == neg  ? std::vector<NodeRef>{x, neg}
+                                      : c.y == mm ? std::vector<NodeRef>{x, mm->inputs[0], mm}
+                                                  : std::vector<NodeRef>{w, x, wx};
+    std::shared_ptr<const Value> want = reference(c.y);
+    plan::Assignment a;
+    for (const NodeRef& n : topo)
+      if (n->op != Op::Source)
+        a[n->id] = plan::grid_blocks(
+            poly::signature_of(*n), n == c.y ? c.parts : std::vector<int64_t>{static_cast<int64_t>(p), 1}, p);
+    const ShardedGraph g = plan::lower(topo, a, c.initial, {c.y}, p);
+    const plan::VerifyResult v = plan::verify(g, topo);
+    REQUIRE_MESSAGE(v.ok(), v.message());
+    int64_t mine = 0;
+    for (const plan::Exchange& e : g.exchanges) {
+      CHECK(e.kind == c.kind);
+      mine += std::binary_search(e.members.begin(), e.members.end(), me());
+    }
+    // A broadcast needs two readers besides its root.
+    if (p >= (c.kind == plan::Exchange::Kind::Broadcast ? 3 : 2)) CHECK(mine > 0);
+    const ShardedGraph part = plan::restrict_to_rank(g, me());
+    const Outcome on = run(part, c.y, true), off = run(part, c.y, false);
+    check_value(on, want, 1e-5);
+    check_value(off, want, 1e-5);
+    CHECK(on.started == mine);
+    CHECK(off.started == 0);
+  }
+}

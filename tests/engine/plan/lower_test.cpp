@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <random>
+#include <set>
 
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
@@ -122,10 +123,10 @@ TEST_CASE("engine.plan.lower.reports_data_that_lies_nowhere") {
   CHECK_THROWS_AS(lower({x, y}, {}, {{x->id, Box({0}, {3}), 0}}, {y}, 1), Error);
 }
 
-// Rows to columns on 4 ranks: an all-to-all of computed data. Every rank posts its three sends
-// before its three receives, so no rank waits on another's receive before it sends (receive then
-// send passed the redistribution down a chain of ranks).
-TEST_CASE("engine.plan.lower.redistribution_posts_sends_first") {
+// Rows to columns on 4 ranks: an all-to-all of computed data, one Exchange step on every rank
+// between its two blocks (a collective: no rank waits on another's receive before it sends;
+// receive then send passed the redistribution down a chain of ranks).
+TEST_CASE("engine.plan.lower.redistribution_is_one_all_to_all") {
   NodeRef in = src({8, 8});
   NodeRef x = build::unary(Op::Exp, in), y = build::unary(Op::Neg, x);
   Assignment a;
@@ -136,14 +137,18 @@ TEST_CASE("engine.plan.lower.redistribution_posts_sends_first") {
   const ShardedGraph g = lower({in, x, y}, a, initial, {y}, 4);
   CHECK(verify(g, {in, x, y}).ok());
   CHECK(g.transfers.size() == 12);
+  REQUIRE(g.exchanges.size() == 1);
+  CHECK(g.exchanges[0].kind == Exchange::Kind::AllToAll);
+  CHECK(g.exchanges[0].members == std::vector<Rank>{0, 1, 2, 3});
+  CHECK(g.exchanges[0].transfers.size() == 12);
   for (Rank r = 0; r < 4; ++r) {
     const std::vector<Step>& st = g.steps[static_cast<size_t>(r)];
-    REQUIRE(st.size() == 8);  // x's block, 3 sends, 3 receives, y's block
+    REQUIRE(st.size() == 3);  // x's block, the all-to-all, y's block
     CHECK(st[0].kind == Step::Kind::Run);
-    for (size_t i = 1; i < 4; ++i) CHECK(st[i].kind == Step::Kind::Send);
-    for (size_t i = 4; i < 7; ++i) CHECK(st[i].kind == Step::Kind::Recv);
-    CHECK(st[7].kind == Step::Kind::Run);
+    CHECK(st[1].kind == Step::Kind::Exchange);
+    CHECK(st[2].kind == Step::Kind::Run);
   }
+  for (Rank r = 0; r < 4; ++r) CHECK(restrict_to_rank(g, r).exchanges[0].transfers.size() == 6);
 }
 
 // A tensor held on rank 0 that every one of 16 ranks reads whole: a binomial tree, not a star.
@@ -208,6 +213,14 @@ std::string first_difference(const ShardedGraph& a, const ShardedGraph& b) {
         x.dest != y.dest)
       return cat_str("combine ", i);
   }
+  if (a.exchanges.size() != b.exchanges.size())
+    return cat_str("exchanges: ", a.exchanges.size(), " vs ", b.exchanges.size());
+  for (size_t i = 0; i < a.exchanges.size(); ++i) {
+    const Exchange &x = a.exchanges[i], &y = b.exchanges[i];
+    if (x.kind != y.kind || x.tensor != y.tensor || x.members != y.members || x.root != y.root ||
+        x.transfers != y.transfers)
+      return cat_str("exchange ", i);
+  }
   for (size_t r = 0; r < a.steps.size(); ++r)
     if (a.steps[r] != b.steps[r]) return cat_str("steps of rank ", r);
   return "";
@@ -233,6 +246,7 @@ std::vector<std::vector<NodeRef>> rank_lowering_graphs() {
 TEST_CASE("engine.plan.lower.each_rank_lowers_its_own_part") {
   std::mt19937 rng(77);
   int compared = 0, with_transfers = 0, with_combines = 0;
+  std::set<Exchange::Kind> exchanged;
   for (const std::vector<NodeRef>& roots : rank_lowering_graphs()) {
     const std::vector<NodeRef> topo = topo_of(roots);
     for (int trial = 0; trial < 25; ++trial) {
@@ -272,6 +286,7 @@ TEST_CASE("engine.plan.lower.each_rank_lowers_its_own_part") {
       REQUIRE_MESSAGE(verify(g, topo).ok(), verify(g, topo).message());
       with_transfers += !g.transfers.empty();
       with_combines += !g.combines.empty();
+      for (const Exchange& e : g.exchanges) exchanged.insert(e.kind);
       for (Rank r = 0; r < ranks; ++r) {
         const std::string diff =
             first_difference(lower_rank(topo, a, initial, roots, ranks, modes, r), restrict_to_rank(g, r));
@@ -283,6 +298,7 @@ TEST_CASE("engine.plan.lower.each_rank_lowers_its_own_part") {
   CHECK(compared > 200);
   CHECK(with_transfers > 30);
   CHECK(with_combines > 10);
+  CHECK(exchanged.size() == 3);  // broadcasts, all-gathers and all-to-alls were compared
 }
 
 TEST_CASE("engine.plan.lower.lower_rank_names_a_rank_off_the_mesh") {

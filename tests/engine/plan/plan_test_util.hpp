@@ -25,9 +25,15 @@ inline std::vector<NodeRef> topo_of(const std::vector<NodeRef>& roots) {
   return out;
 }
 
-// Removes transfer t and its two steps, renumbering the later transfers.
+// Removes transfer t and its two steps (or its place in an exchange), renumbering the later
+// transfers.
 inline void erase_transfer(ShardedGraph& g, size_t t) {
   g.transfers.erase(g.transfers.begin() + static_cast<std::ptrdiff_t>(t));
+  for (Exchange& e : g.exchanges) {
+    std::erase(e.transfers, t);
+    for (size_t& x : e.transfers)
+      if (x > t) --x;
+  }
   for (auto& steps : g.steps) {
     std::erase_if(steps, [&](const Step& s) {
       return (s.kind == Step::Kind::Send || s.kind == Step::Kind::Recv) && s.index == t;

@@ -36,6 +36,27 @@ void check_verifies(const Plan& p, const std::vector<NodeRef>& topo) {
 }
 
 // The cheapest joint choice by enumerating every one.
+// Every joint choice's exact (time, bytes).
+std::vector<std::pair<double, int64_t>> every_plan(const std::vector<NodeRef>& topo,
+                                                   const std::vector<Shard>& initial,
+                                                   const std::vector<NodeRef>& roots, const Mesh& m) {
+  const std::vector<NodeRef> ops = ops_to_place(topo, initial, roots);
+  std::vector<std::vector<Candidate>> cands;
+  for (const NodeRef& n : ops) cands.push_back(candidates(poly::signature_of(*n), m.ranks));
+  std::vector<Candidate> choice(ops.size());
+  std::vector<std::pair<double, int64_t>> out;
+  std::function<void(size_t)> rec = [&](size_t i) {
+    if (i == ops.size()) {
+      const PlanCost c = evaluate(topo, initial, roots, m, choice).cost;
+      out.push_back({c.total(), c.bytes_moved});
+      return;
+    }
+    for (const Candidate& c : cands[i]) choice[i] = c, rec(i + 1);
+  };
+  rec(0);
+  return out;
+}
+
 double exhaustive(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
                   const std::vector<NodeRef>& roots, const Mesh& m) {
   const std::vector<NodeRef> ops = ops_to_place(topo, initial, roots);
@@ -135,16 +156,24 @@ TEST_CASE("engine.plan.search.anneal_finds_the_exhaustive_optimum") {
     initial.push_back(whole(w, 0));
     const Mesh m = Mesh::this_machine(ranks);
     const double opt = exhaustive(topo, initial, {s}, m);
+    const std::vector<std::pair<double, int64_t>> all = every_plan(topo, initial, {s}, m);
     Plan p = search(topo, initial, {s}, m, {SearchOptions::Anneal, 3000, 42});
     for (uint64_t seed = 1; seed <= 4; ++seed) {  // not one lucky seed
       p = search(topo, initial, {s}, m, {SearchOptions::Anneal, 3000, seed});
       check_verifies(p, topo);
-      CHECK(p.cost.total() == doctest::Approx(opt).epsilon(1e-9));
+      // The search minimizes time plus bytes at a price (docs/planner.md, "The objective"):
+      // its plan is the fastest, or within the estimate's 10% of it and moving fewer bytes,
+      // and no plan is both faster and moves fewer bytes.
+      CHECK(p.cost.total() <= opt * 1.1);
+      for (const auto& [t, b] : all) CHECK_FALSE((t < p.cost.total() * (1 - 1e-9) && b < p.cost.bytes_moved));
+      if (p.cost.total() > opt * (1 + 1e-9))
+        for (const auto& [t, b] : all)
+          if (t <= opt * (1 + 1e-9)) CHECK(b > p.cost.bytes_moved);
     }
     CHECK(p.tried.at(y->id).size() > 1);
     const Plan g = search(topo, initial, {s}, m, {SearchOptions::Greedy, 0, 1});
     check_verifies(g, topo);
-    CHECK(g.cost.total() >= p.cost.total() * (1 - 1e-12));
+    CHECK_FALSE((g.cost.total() < p.cost.total() * (1 - 1e-12) && g.cost.bytes_moved < p.cost.bytes_moved));
   }
 }
 

@@ -341,3 +341,87 @@ TEST_CASE("engine.plan.verifier.an_empty_tensor_is_held_whole") {
   m.g.hold(m.x->id, rows(2, 1, 4), 0);
   expect_rejected(m.g, m.topo, "schedule", "is not a non-empty slice");
 }
+
+namespace {
+
+// w (4x4) read whole by the blocks of y = x @ w on 3 ranks: w is on rank 0 (a broadcast) or
+// split by rows over the 3 ranks... here over ranks 0 and 1, each holding half (an all-gather
+// between them, with rank 2 taking both halves point to point).
+struct ReadWhole {
+  NodeRef x = src({3, 4}), w = src({4, 4});
+  NodeRef y = build::matmul(x, w);
+  std::vector<NodeRef> topo{x, w, y};
+  ShardedGraph g{3};
+  ReadWhole() {
+    g.nodes = topo;
+    for (Rank r = 0; r < 3; ++r) g.hold(x->id, Box({r, 0}, {r, 3}), r);
+  }
+  void blocks() {
+    for (Rank r = 0; r < 3; ++r) g.add_block(y->id, Box({r, 0, 0}, {r, 3, 3}), r);
+    for (Rank r = 0; r < 3; ++r) g.add_output(y->id, Box({r, 0}, {r, 3}), r);
+  }
+};
+
+}  // namespace
+
+// A broadcast as one Exchange step on each member: its tree's transfers have no steps.
+TEST_CASE("engine.plan.verifier.checks_a_broadcast_exchange") {
+  ReadWhole b;
+  b.g.hold(b.w->id, Box::of_shape(b.w->shape), 0);
+  const Box all = Box::of_shape(b.w->shape);
+  const size_t e = b.g.add_exchange(Exchange::Kind::Broadcast, b.w->id, {0, 1, 2}, 0);
+  b.g.exchanges[e].transfers = {b.g.add_exchanged_transfer(b.w->id, all, 0, 1),
+                                b.g.add_exchanged_transfer(b.w->id, all, 1, 2)};  // a relay
+  b.blocks();
+  expect_ok(b.g, b.topo);
+  {  // a member that never takes part: the others wait forever
+    ShardedGraph g = b.g;
+    std::erase_if(g.steps[2], [](const Step& s) { return s.kind == Step::Kind::Exchange; });
+    expect_rejected(g, b.topo, "schedule", "broadcast 0 appears 0 times in rank 2's steps");
+  }
+  {  // a root without the slice
+    ShardedGraph g = b.g;
+    g.initial[3].rank = 1;
+    g.exchanges[e].root = 0;
+    expect_rejected(g, b.topo, "inputs", "lacks");
+  }
+  {  // a member left without it: rank 2's block reads what never arrives
+    ShardedGraph g = b.g;
+    g.exchanges[e].transfers.pop_back();
+    g.transfers.pop_back();
+    expect_rejected(g, b.topo, "inputs", "rank 2 lacks");
+    CHECK(verify(g, b.topo).mentions("rank 2 receives its slice 0 times"));
+  }
+  {  // a transfer of no exchange and with no steps
+    ShardedGraph g = b.g;
+    g.exchanges[e].transfers.pop_back();
+    expect_rejected(g, b.topo, "schedule", "the send of transfer 1 appears 0 times in rank 1's steps");
+  }
+  {  // a transfer both in the exchange and with steps of its own
+    ShardedGraph g = b.g;
+    g.steps[0].push_back(Step{Step::Kind::Send, 0});
+    expect_rejected(g, b.topo, "schedule", "part of exchange 0");
+  }
+}
+
+// An all-gather: every member sends its parts to every other member, all at the step.
+TEST_CASE("engine.plan.verifier.checks_an_all_gather_exchange") {
+  ReadWhole b;
+  const Box top({0, 0}, {1, 3}), bottom({2, 0}, {3, 3});
+  b.g.hold(b.w->id, top, 0);
+  b.g.hold(b.w->id, bottom, 1);
+  b.g.hold(b.w->id, Box::of_shape(b.w->shape), 2);
+  const size_t e = b.g.add_exchange(Exchange::Kind::AllGather, b.w->id, {0, 1});
+  b.g.exchanges[e].transfers = {b.g.add_exchanged_transfer(b.w->id, top, 0, 1),
+                                b.g.add_exchanged_transfer(b.w->id, bottom, 1, 0)};
+  b.blocks();
+  expect_ok(b.g, b.topo);
+  ShardedGraph g = b.g;  // one direction missing: not an all-gather, and rank 0 lacks the bottom
+  g.exchanges[e].transfers.pop_back();
+  g.transfers.pop_back();
+  expect_rejected(g, b.topo, "schedule", "rank 1 sends rank 0 nothing");
+  CHECK(verify(g, b.topo).mentions("inputs: "));
+  ShardedGraph h = b.g;  // a member that never takes part, nor sends or receives
+  h.exchanges[e].members = {0, 1, 2};
+  expect_rejected(h, b.topo, "schedule", "all-gather 0 appears 0 times in rank 2's steps");
+}

@@ -138,14 +138,14 @@ TEST_CASE("engine.shard.moves.rows_to_replicated_is_an_all_gather") {
   }
 }
 
-// Rows to columns: every rank sends every other a distinct slice.
+// Rows to columns: every rank sends every other a distinct slice (on 2 ranks too: a swap is an
+// all-to-all of two, one collective).
 TEST_CASE("engine.shard.moves.rows_to_columns_is_an_all_to_all") {
   for (int ranks : {2, 3, 4}) {
     CAPTURE(ranks);
     NodeRef x = source({12, 12}, 7);
     NodeRef y = build::unary(Op::Neg, x);
-    check_run({x, y}, rows_over(x, ranks), y, {{y->id, split(y, {1, ranks})}}, ranks,
-              ranks == 2 ? MoveKind::AllGather : MoveKind::AllToAll, 0);
+    check_run({x, y}, rows_over(x, ranks), y, {{y->id, split(y, {1, ranks})}}, ranks, MoveKind::AllToAll, 0);
   }
 }
 
