@@ -73,10 +73,16 @@ struct Outcome {
   int collective_combines = 0;
 };
 
+// Every plan run of this binary takes the next epoch: the mailbox drops messages of epochs
+// before the newest it has seen, as it drops those of an aborted run.
+uint64_t next_epoch() {
+  static uint64_t epoch = 0;
+  return ++epoch;
+}
+
 // Runs this rank's part of g (every rank calls it with the same plan); y is gathered on rank 0.
 Outcome run(const ShardedGraph& g, const NodeRef& y, bool collectives) {
-  static uint64_t epoch = 0;
-  comm::MpiTransport t(mpi(), ++epoch);
+  comm::MpiTransport t(mpi(), next_epoch());
   t.use_collectives(collectives);
   Outcome o;
   {
@@ -454,7 +460,6 @@ TEST_CASE("mpi.collective.bytes_of_every_kind_equal_the_plans") {
     cases.push_back({"all-to-all", a, nullptr, build::unary(Op::Neg, a), rows_of(a),
                      plan::Candidate{{1, n}, 0, plan::CombineMode::Reduce, false}});
   }
-  static uint64_t epoch = 1000;
   for (const Case& c : cases) {
     CAPTURE(c.name);
     std::vector<NodeRef> topo{c.a};
@@ -467,7 +472,7 @@ TEST_CASE("mpi.collective.bytes_of_every_kind_equal_the_plans") {
     const plan::VerifyResult v = plan::verify(g, topo);
     CHECK_MESSAGE(v.ok(), v.message());
     const ShardedGraph mine = plan::lower_choice(in, choice, me());
-    comm::MpiTransport t(mpi(), ++epoch);
+    comm::MpiTransport t(mpi(), next_epoch());
     int64_t counted[2] = {0, 0};
     std::shared_ptr<Value> got;
     {

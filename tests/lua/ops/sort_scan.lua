@@ -258,9 +258,10 @@ test("split_line", function()
   local f = tp.arange(1, n, 1, {dtype = "f64"}) / n
   near(f:logcumsumexp(1):totable()[n], math.log(f:exp():sum():item()), 1e-12)
   near(f:cumprod(1):totable()[7], 5040 / n ^ 7, 1e-12)
-  -- Planned on 4 ranks, the chunks' totals and carries move, not the line (40 kB of f64).
+  -- Planned on 4 ranks, the chunks' totals and carries move (an all-gather of 4 totals, 96
+  -- bytes, and the 3 elements the padding shifts across a boundary), not the line (40 kB of f64).
   local cost = tp.plan(tp.rand({n}, {seed = 2, dtype = "f64"}):cumsum(1), {mesh = 4}):cost()
-  check.truthy(cost.bytes_moved < 100, "bytes moved: " .. cost.bytes_moved)
+  check.truthy(cost.bytes_moved <= 128, "bytes moved: " .. cost.bytes_moved)
 end)
 
 -- One long line on several ranks is a sample sort (engine/ir/build/sample_sort.hpp): checked
