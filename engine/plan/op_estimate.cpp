@@ -327,7 +327,7 @@ double Model::tree_chain(size_t i, size_t c, size_t j) const {
   // From each sampled block's tree, the chain of roots that first join a tree before it.
   std::vector<Rank> parts, theirs;
   double deepest = 0;
-  for (const Sample& b : sampled(i, c, kSamples)) {
+  for (const Sample& b : sampled(i, c, kLookaheadSamples)) {
     const int64_t k0 = ((b.rank - cand.rank) % m.ranks + m.ranks) % m.ranks;
     auto [f, place] = first_and_place(k0);
     pieces_of(src, b.need[j], parts);
