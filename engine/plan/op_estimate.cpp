@@ -1,6 +1,7 @@
 #include "engine/plan/op_estimate.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -216,7 +217,7 @@ const Link& Model::exchange_link(size_t i, size_t c, size_t j, double bytes) con
 }
 
 const Model::Grid& Model::grid_of(size_t o) const {
-  const uint64_t key = uint64_t(shared(o)) * 4096 + uint64_t(pick[o]);
+  const uint64_t key = (uint64_t(shared(o)) << 32) | uint64_t(static_cast<uint32_t>(pick[o]));
   auto [it, fresh] = grids_cache.try_emplace(key);
   Grid& out = it->second;
   if (!fresh) return out;
@@ -290,8 +291,7 @@ double Model::tree_chain(size_t i, size_t c, size_t j) const {
   const Source& src = in[i][j];
   if (src.op < 0) return 0;
   const size_t o = static_cast<size_t>(src.op);
-  const uint64_t key =
-      ((((uint64_t(shared(i)) * 64 + c) * 16 + j) * 4096 + shared(o)) * 64) + uint64_t(pick[o]);
+  const std::array<uint64_t, 5> key{shared(i), c, j, shared(o), static_cast<uint64_t>(pick[o])};
   auto [it, fresh] = chain_cache.try_emplace(key, 0.0);
   if (!fresh) return it->second;
   const Candidate& cand = cands[i][c];

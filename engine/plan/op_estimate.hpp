@@ -9,7 +9,9 @@
 // queue on its link.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -143,7 +145,7 @@ struct Model {
   // tree of the same input starts when that one is done (a chain of them, when the source is
   // an earlier op's output spread over the same ranks that read it). 0 for held tensors.
   double tree_chain(size_t i, size_t c, size_t j) const;
-  mutable std::unordered_map<uint64_t, double> chain_cache;
+  mutable std::map<std::array<uint64_t, 5>, double> chain_cache;  // by op, candidate, input, source, its pick
 
   const std::vector<Sample>& sampled(size_t i, size_t c, int64_t samples) const;
 
