@@ -1,6 +1,7 @@
 #include "engine/plan/collective_cost.hpp"
 
 #include <cmath>
+#include <string>
 
 namespace tapestry::plan {
 
@@ -18,6 +19,12 @@ Collective broadcast_time(const Link& l, int p, double n) {
   const Collective tree{rounds(p) * (a + n * beta), "tree"};
   const Collective ring{(rounds(p) + p - 1) * a + 2.0 * (p - 1) / p * n * beta, "ring"};
   return cheaper(tree, ring);
+}
+
+double broadcast_root_time(const Link& l, int p, double n) {
+  if (p <= 1 || n <= 0) return 0;
+  if (std::string(broadcast_time(l, p, n).algorithm) == "tree") return rounds(p) * l.time(n);
+  return rounds(p) * l.latency + double(p - 1) / p * n / l.bandwidth;
 }
 
 Collective reduce_time(const Link& l, int p, double n, double merge) {

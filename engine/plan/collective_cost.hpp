@@ -32,6 +32,10 @@ struct Collective {
 Collective broadcast_time(const Link& l, int p, double bytes);
 Collective reduce_time(const Link& l, int p, double bytes, double merge_bytes_per_s);
 Collective all_reduce_time(const Link& l, int p, double bytes, double merge_bytes_per_s);
+// How long a broadcast keeps its root's link busy: the ceil(log2 p) copies the tree's root sends
+// (latency and bytes each), or the root's share of the scatter + ring form, whichever
+// broadcast_time chose. A root's broadcasts queue on its link one after another.
+double broadcast_root_time(const Link& l, int p, double bytes);
 // `bytes`: the whole input of each rank; each of the p ranks ends with bytes / p of the sum.
 Collective reduce_scatter_time(const Link& l, int p, double bytes, double merge_bytes_per_s);
 // `bytes`: everything gathered (every member ends with all of it).

@@ -86,10 +86,7 @@ double root_time(const ShardedGraph& g, const Exchange& e, const Mesh& m) {
   const Node* n = g.find(e.tensor);
   if (p < 2 || e.transfers.empty() || !n) return 0;
   const double b = slice_bytes(*n, g.transfers[e.transfers[0]].slice);
-  const Link& l = slowest(m, e.members, b);
-  const double rounds = std::ceil(std::log2(double(p)));
-  if (std::string(broadcast_time(l, p, b).algorithm) == "tree") return rounds * l.time(b);
-  return rounds * l.latency + double(p - 1) / p * b / l.bandwidth;
+  return broadcast_root_time(slowest(m, e.members, b), p, b);
 }
 
 PlanCost cost_of(const ShardedGraph& g, const Mesh& m) {

@@ -1,7 +1,9 @@
 #include "engine/plan/op_estimate.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
 
 #include "engine/ir/error.hpp"
 #include "engine/plan/collective_cost.hpp"
@@ -180,6 +182,181 @@ const std::vector<double>& Model::copies(size_t i, size_t c) const {
   return out;
 }
 
+const std::vector<int64_t>& Model::reader_strides(size_t i, size_t c) const {
+  i = shared(i);
+  if (strides_cache.size() <= i) strides_cache.resize(ops.size());
+  if (strides_cache[i].size() <= c) strides_cache[i].resize(cands[i].size());
+  std::vector<int64_t>& out = strides_cache[i][c];
+  if (!out.empty() || in[i].empty()) return out;
+  const Candidate& cand = cands[i][c];
+  const poly::Signature& s = sigs[i];
+  const Box all = s.space_box();
+  for (size_t j = 0; j < in[i].size(); ++j) {
+    const Box whole = s.input_slice(j, all);
+    int64_t stride = 1, least = 0;  // grid_block numbers blocks row-major, the last dim fastest
+    for (int d = s.rank() - 1; d >= 0; --d) {
+      if (cand.parts[d] > 1 && least == 0) {
+        Box piece = all;
+        piece.hi[d] = piece.lo[d] + (all.hi[d] - all.lo[d] + 1) / cand.parts[d] - 1;
+        if (s.input_slice(j, piece) == whole) least = stride;
+      }
+      stride *= cand.parts[d];
+    }
+    out.push_back(cand.replicated ? 1 : least);
+  }
+  return out;
+}
+
+const Link& Model::exchange_link(size_t i, size_t c, size_t j, double bytes) const {
+  // A held tensor lies on the low ranks (a parameter on the coordinator), on the node of the
+  // first readers; an op's readers share a node when they are less than a node apart.
+  const int64_t stride = in[i][j].op < 0 ? 1 : reader_strides(i, c)[j];
+  if (stride <= 0 || stride >= m.ranks) return link;
+  const Link& near = m.link(0, static_cast<int>(stride));
+  return near.time(bytes) > link.time(bytes) ? near : link;
+}
+
+const Model::Grid& Model::grid_of(size_t o) const {
+  const uint64_t key = (uint64_t(shared(o)) << 32) | uint64_t(static_cast<uint32_t>(pick[o]));
+  auto [it, fresh] = grids_cache.try_emplace(key);
+  Grid& out = it->second;
+  if (!fresh) return out;
+  const Candidate& sc = cands[o][static_cast<size_t>(pick[o])];
+  const poly::Signature& ss = sigs[o];
+  out.dims.resize(static_cast<size_t>(ss.rank()));
+  if (sc.replicated) return out.usable = false, out;
+  const Box all = ss.space_box(), whole = ss.output_slice(all);
+  for (int jd = 0; jd < ss.rank(); ++jd) {
+    const int64_t n = sc.parts[jd], e = ss.space[jd].extent;
+    Grid::Dim& g = out.dims[static_cast<size_t>(jd)];
+    if (n <= 1) continue;
+    if (ss.space[jd].kind == poly::IndexDim::Reduction) {
+      if (sc.combine == CombineMode::ReduceScatter) out.usable = false;
+      continue;
+    }
+    Box b = all;
+    b.lo[jd] = e / n;
+    const Box first = ss.output_slice(b);
+    for (int x = 0; x < whole.rank(); ++x)
+      if (first.lo[x] != whole.lo[x]) g.out_dim = x;
+    if (g.out_dim < 0) continue;
+    for (int64_t q = 0; q < n; ++q) {
+      b.lo[jd] = q * e / n;
+      g.starts.push_back(ss.output_slice(b).lo[g.out_dim]);
+    }
+    if (!std::is_sorted(g.starts.begin(), g.starts.end())) out.usable = false;
+  }
+  return out;
+}
+
+void Model::pieces_of(const Source& src, const Box& need, std::vector<Rank>& out) const {
+  out.clear();
+  if (src.op < 0) return;
+  const size_t o = static_cast<size_t>(src.op);
+  const Grid& grid = grid_of(o);
+  if (!grid.usable) return;
+  const Candidate& sc = cands[o][static_cast<size_t>(pick[o])];
+  // Per index dim of the source, the pieces `need` meets: along a parallel dim those whose
+  // output slice starts at or before need's ends there, along a reduction dim the first partial
+  // (a reduce's result; an all-reduce's lowest rank).
+  const size_t d = grid.dims.size();
+  range_.assign(2 * d, 0);
+  for (size_t jd = 0; jd < d; ++jd) {
+    const Grid::Dim& g = grid.dims[jd];
+    if (g.out_dim < 0) continue;
+    auto last_at_or_before = [&](int64_t at) {
+      return std::max<int64_t>(0,
+                               std::upper_bound(g.starts.begin(), g.starts.end(), at) - g.starts.begin() - 1);
+    };
+    range_[2 * jd] = last_at_or_before(need.lo[g.out_dim]);
+    range_[2 * jd + 1] = last_at_or_before(need.hi[g.out_dim]);
+  }
+  // The pieces in row-major order, as the parts of a slice are numbered.
+  at_.assign(d, 0);
+  for (size_t jd = 0; jd < d; ++jd) at_[jd] = range_[2 * jd];
+  for (;;) {
+    int64_t k = 0;
+    for (size_t jd = 0; jd < d; ++jd) k = k * sc.parts[jd] + at_[jd];
+    out.push_back(static_cast<Rank>((k + sc.rank) % m.ranks));
+    size_t jd = d;
+    for (; jd > 0; --jd) {
+      if (++at_[jd - 1] <= range_[2 * (jd - 1) + 1]) break;
+      at_[jd - 1] = range_[2 * (jd - 1)];
+    }
+    if (jd == 0 || out.size() > 64) break;
+  }
+}
+
+double Model::tree_chain(size_t i, size_t c, size_t j) const {
+  const Source& src = in[i][j];
+  if (src.op < 0) return 0;
+  const size_t o = static_cast<size_t>(src.op);
+  const std::array<uint64_t, 5> key{shared(i), c, j, shared(o), static_cast<uint64_t>(pick[o])};
+  auto [it, fresh] = chain_cache.try_emplace(key, 0.0);
+  if (!fresh) return it->second;
+  const Candidate& cand = cands[i][c];
+  const poly::Signature& s = sigs[i];
+  const int64_t nb = blocks(cand);
+  if (cand.replicated || nb > m.ranks || !grid_of(o).usable) return 0;
+  // The blocks reading one slice differ only along the index dims the input does not depend
+  // on: the first of them has those coordinates 0, and a reader's place among them (in rank
+  // order) is its row-major index over those dims.
+  const Box all = s.space_box(), whole = s.input_slice(j, all);
+  std::vector<char> free_dim(static_cast<size_t>(s.rank()), 0);
+  int64_t readers = 1;
+  for (int d = 0; d < s.rank(); ++d) {
+    if (cand.parts[d] <= 1) continue;
+    Box piece = all;
+    piece.hi[d] = piece.lo[d] + (all.hi[d] - all.lo[d] + 1) / cand.parts[d] - 1;
+    free_dim[static_cast<size_t>(d)] = s.input_slice(j, piece) == whole;
+    if (free_dim[static_cast<size_t>(d)]) readers *= cand.parts[d];
+  }
+  auto first_and_place = [&](int64_t k) {
+    int64_t first = 0, place = 0, stride = 1, free_stride = 1;
+    for (int d = s.rank() - 1; d >= 0; --d) {
+      const int64_t n = cand.parts[d], idx = k % n;
+      k /= n;
+      if (free_dim[static_cast<size_t>(d)]) place += idx * free_stride, free_stride *= n;
+      else first += idx * stride;
+      stride *= n;
+    }
+    return std::pair<int64_t, int64_t>{first, place};
+  };
+  // Trees in lower()'s order: by the slice's first reader, then by part; part g of a slice of
+  // m parts goes to the readers at places g n / m to (g + 1) n / m - 1 (one tree for m = 1).
+  // From each sampled block's tree, the chain of roots that first join a tree before it.
+  std::vector<Rank> parts, theirs;
+  double deepest = 0;
+  for (const Sample& b : sampled(i, c, kLookaheadSamples)) {
+    const int64_t k0 = ((b.rank - cand.rank) % m.ranks + m.ranks) % m.ranks;
+    auto [f, place] = first_and_place(k0);
+    pieces_of(src, b.need[j], parts);
+    int64_t mp = static_cast<int64_t>(parts.size());
+    if (mp == 0) continue;
+    int64_t g = mp > 1 && readers > mp ? place * mp / readers : 0;
+    double dep = 0;
+    for (int step = 0; step < 16; ++step) {
+      const Rank root = parts[static_cast<size_t>(g)];
+      const int64_t kh = ((root - cand.rank) % m.ranks + m.ranks) % m.ranks;
+      if (kh >= nb) break;
+      const auto [fh, ph] = first_and_place(kh);
+      pieces_of(src, s.input_slice(j, grid_block(s, cand.parts, fh)), theirs);
+      const int64_t mh = static_cast<int64_t>(theirs.size());
+      if (mh == 0) break;
+      const int64_t gh = mh > 1 && readers > mh ? ph * mh / readers : 0;
+      // The root reads a part of a tree before this one that it does not hold: it joins that
+      // tree first.
+      if (!(fh < f || (fh == f && gh < g)) || theirs[static_cast<size_t>(gh)] == root) break;
+      dep += 1;
+      f = fh, g = gh;
+      parts.swap(theirs);
+    }
+    deepest = std::max(deepest, dep);
+  }
+  chain_cache[key] = deepest;
+  return deepest;
+}
+
 const std::vector<Model::Sample>& Model::sampled(size_t i, size_t c, int64_t samples) const {
   auto& cache = samples == kLookaheadSamples ? samples_ahead : samples_full;
   i = shared(i);
@@ -217,10 +394,11 @@ Model::OpEstimate Model::detail(size_t i, size_t c, int64_t samples) const {
   const poly::Signature& s = sigs[i];
   const int64_t nb = blocks(cand), ns = std::min(nb, samples);
   const size_t n_in = in[i].size();
-  per_input_.assign(3 * n_in, 0.0);
+  per_input_.assign(4 * n_in, 0.0);
   double* msgs = per_input_.data();
   double* missing = msgs + n_in;
   double* lacking = missing + n_in;
+  double* needing = lacking + n_in;  // sampled blocks reading some of input j
   std::vector<Box>& mine = mine_;
   OpEstimate e;
   e.blocks = nb;
@@ -242,6 +420,7 @@ Model::OpEstimate Model::detail(size_t i, size_t c, int64_t samples) const {
         flops += elems * in[i][j].generate_flops;  // counted as the exact cost counts its blocks
         continue;
       }
+      needing[j] += 1;
       mine.clear();
       held_by(in[i][j], b.rank, mine);
       const double before = msgs[j];
@@ -263,15 +442,16 @@ Model::OpEstimate Model::detail(size_t i, size_t c, int64_t samples) const {
   e.flops = flops * scale;
   e.moved = received * scale;
   e.block_bytes = (out + received) / double(ns);
-  // The senders' side, as lower() moves each input (lower.hpp). A slice several blocks read
-  // whole from one piece goes down a binomial tree, whose root sends ceil(log2(readers + 1))
-  // copies and whose last reader is that many rounds away. The parts of a slice read by no
-  // more ranks than it has parts (an all-gather), and a slice one block reads (a scatter, a
-  // halo), go straight from their holders. The m parts of a slice read by more ranks go down a
-  // tree each over a group of readers/m, which then exchange them (m - 1 messages each). A
-  // holder sends its share of the messages one after another (a 128 MiB weight on rank 0 cut
-  // in column bands: the last band leaves after all the others); summed over the inputs,
-  // whose holders are often the same ranks (a stencil's halo and its weights both leave rank 0).
+  // The senders' side, as lower() moves each input (lower.hpp) and cost_of() prices it. A slice
+  // several ranks read whole from one piece is a broadcast exchange: its collective's formula
+  // (collective_cost.hpp) over the slowest link among its members, from its root's arrival, and
+  // a root's broadcasts queue on its link (a 16 MiB weight on rank 0 in 256 bands: the last
+  // leaves after all the others). Trees whose roots read an earlier tree of the same input wait
+  // for it (tree_chain). The parts of a slice read by no more ranks than it has parts (an
+  // all-gather), and a slice one block reads (a scatter, a halo), go straight from their
+  // holders. The m parts of a slice read by more ranks go down a tree each over a group of
+  // readers/m, which then exchange them (m - 1 messages each). Summed over the inputs, whose
+  // holders are often the same ranks (a stencil's halo and its weights both leave rank 0).
   double senders = 0;
   const std::vector<double>& readers = copies(i, c);
   for (size_t j = 0; j < n_in; ++j) {
@@ -284,14 +464,29 @@ Model::OpEstimate Model::detail(size_t i, size_t c, int64_t samples) const {
       continue;
     }
     const double groups = std::max(1.0, std::round(parts));
-    const double k = std::ceil(std::log2(n / groups + 1));  // rounds of each tree
-    const double trees = all / n;                           // slice parts with a tree each
-    const double q = std::max(1.0, trees / holding) * k;    // a holder's root messages
-    // The relays add a wire latency per round. A held tensor's tree starts with the plan
-    // (lower() sends held data first), so behind an op that reads an earlier op's output its
-    // rounds have already run.
-    senders +=
-        sender_time(q, q * per_msg) + (in[i][j].op < 0 && after_an_op[i] ? 0.0 : (k - 1) * link.latency);
+    const double group = n / groups;  // the readers of each tree
+    if (group < 1.5) {
+      const double q = std::max(1.0, all / n / holding);
+      senders += sender_time(q, q * per_msg);
+    } else {
+      // Two or more readers lacking the whole part: lower() makes the tree a broadcast exchange,
+      // which cost_of() prices by its formula from its root's arrival; a holder's broadcasts
+      // queue on its link, each for broadcast_root_time. A reader holding its slice already
+      // (the root's own block) leaves its tree one reader short: a tree of two readers is then
+      // one message.
+      const double holds = (needing[j] - lacking[j]) * scale;
+      const double trees = (all + holds) / n;  // slice parts with a tree each
+      const double shorter = std::min(trees, holds), full = trees - shorter;
+      const double per = std::max(1.0, trees / holding) / trees;  // a holder's share
+      const int p = static_cast<int>(std::lround(group)) + 1;
+      const Link& l = exchange_link(i, c, j, per_msg);
+      const double root = broadcast_root_time(l, p, per_msg);
+      const double tail = broadcast_time(l, p, per_msg).time - root;
+      const double short_root =
+          p - 1 >= 3 ? broadcast_root_time(l, p - 1, per_msg) : link.latency + per_msg / link.bandwidth;
+      senders += per * (full * root + shorter * short_root) + (full > 0 ? tail : link.latency);
+      senders += tree_chain(i, c, j) * broadcast_time(l, p, per_msg).time;
+    }
     if (groups > 1) senders += sender_time(groups - 1, (groups - 1) * per_msg);
   }
   double combine = 0;

@@ -2,12 +2,16 @@
 // from a sample of its blocks given where its producers' picks put its inputs.
 //   op_estimate::Model md(mesh);  /* fill ops, sigs, cands, in, pick */
 //   const op_estimate::Model::OpEstimate e = md.detail(i, c);   // e.time, e.moved, e.compute
-// The comm side prices the collectives lower() builds (lower.hpp): binomial trees from one
-// piece, direct all-gathers, grouped trees and their exchange, gathers and halos; each missing
-// box counts a message per source piece, and a holder's messages queue on its link.
+// The comm side prices the moves lower() builds (lower.hpp) as cost_of() does: broadcast
+// exchanges by their collective's formula, queued on their root's link and waiting on the
+// trees their roots read first; direct all-gathers, grouped trees and their exchange, gathers
+// and halos, where each missing box counts a message per source piece and a holder's messages
+// queue on its link.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -108,6 +112,40 @@ struct Model {
   // product of the parts of the index dims it does not depend on: a weight every row block
   // reads whole has as many readers as row blocks).
   const std::vector<double>& copies(size_t i, size_t c) const;
+  // Per input of op i as candidate c: the least distance in rank between two blocks reading the
+  // same slice of it (the block-index stride of the innermost such index dim; 0 if none).
+  mutable std::vector<std::vector<std::vector<int64_t>>> strides_cache;  // [op][candidate][input]
+  const std::vector<int64_t>& reader_strides(size_t i, size_t c) const;
+  // The link an exchange of input j's slices runs over, as cost_of() takes it: the slowest
+  // between its members for a message of `bytes`. Readers a stride under a node apart share a
+  // node, so the node-local link is among them (slower than the network at 5 GB/s for all
+  // but the smallest messages).
+  const Link& exchange_link(size_t i, size_t c, size_t j, double bytes) const;
+
+  // The ranks holding the pieces of an earlier op's output that `need` meets, in row-major
+  // order (a reduction's on its first partial's rank), as lower() roots trees at them; empty for
+  // a held tensor, a replicated op or a reduce-scatter.
+  void pieces_of(const Source& src, const Box& need, std::vector<Rank>& out) const;
+  // An op's pieces as its pick cuts them: per index dim, the output dim its pieces move along
+  // and where each piece starts there (pieces_of's lookups).
+  struct Grid {
+    struct Dim {
+      int out_dim = -1;
+      std::vector<int64_t> starts;
+    };
+    std::vector<Dim> dims;
+    bool usable = true;  // not replicated, not reduce-scattered, pieces in order
+  };
+  mutable std::unordered_map<uint64_t, Grid> grids_cache;  // by shared op and pick
+  const Grid& grid_of(size_t o) const;
+  mutable std::vector<int64_t> range_, at_;  // pieces_of's scratch
+  // How many broadcasts deep the longest wait runs among the trees of input j of op i as
+  // candidate c: lower() emits an input's trees in the order of their first readers, and a
+  // rank is a member of its exchanges in that order, so a tree whose root reads an earlier
+  // tree of the same input starts when that one is done (a chain of them, when the source is
+  // an earlier op's output spread over the same ranks that read it). 0 for held tensors.
+  double tree_chain(size_t i, size_t c, size_t j) const;
+  mutable std::map<std::array<uint64_t, 5>, double> chain_cache;  // by op, candidate, input, source, its pick
 
   const std::vector<Sample>& sampled(size_t i, size_t c, int64_t samples) const;
 
