@@ -32,7 +32,7 @@ class HostBackend : public DeviceBackend {
   // reduce(op, map(p) of `shape`, dims): each chunk of rows of the map is computed into a
   // cache-sized buffer and reduced at once, so the map never exists whole; chunks that reduce
   // dim 0 merge as partials, in order (deterministic).
-  void map_reduce(cpu::MapProgram p, const Shape& shape, Op op, const std::vector<int>& dims,
+  void map_reduce(const cpu::MapProgram& p, const Shape& shape, Op op, const std::vector<int>& dims,
                   const View& out);
   // A stencil read by a map program: leaf `leaf` is correlate(x, k) with its windows starting at
   // `origin` (-pad_before) of x, of the program's shape.
