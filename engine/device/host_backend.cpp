@@ -140,7 +140,7 @@ void HostBackend::map_reduce(const DeviceMapProgram& p, const Shape& shape, Op o
 }
 
 void HostBackend::map_reduce(const cpu::MapProgram& p0, const Shape& shape, Op op,
-                             const std::vector<int>& dims, const View& out) {
+                             const std::vector<int>& dims, const View& out, cpu::PreparedMap* prepared) {
   const int64_t rows = shape.empty() ? 1 : shape[0];
   const int64_t row_elems = shape.empty() ? 1 : numel(shape) / std::max<int64_t>(rows, 1);
   constexpr int64_t kChunkElems = 1 << 18;  // 1 MiB of f32: fits in L2 with the leaves' tiles
@@ -148,7 +148,8 @@ void HostBackend::map_reduce(const cpu::MapProgram& p0, const Shape& shape, Op o
   const DType mapped = p0.instrs.back().out;
   if (shape.empty() || chunk_rows >= rows) {  // small: one chunk
     auto tmp = alloc(mapped, shape);
-    cpu::run_map(p0, tmp->v);
+    if (prepared) prepared->run(p0, tmp->v);
+    else cpu::run_map(p0, tmp->v);
     cpu::run_reduce(op, tmp->v, dims, out);
     return;
   }

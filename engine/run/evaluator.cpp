@@ -367,7 +367,7 @@ class Evaluation {
     if (s.program) {
       cpu::MapProgram& p = program(i);
       auto out = alloc(n.dtype, n.shape);
-      if (banded_leaves_.empty()) cpu_backend().map(p, out->v);
+      if (banded_leaves_.empty()) cpu_backend().map(p, out->v, prepared(i));
       else run_banded(i, p, out->v);
       unbind(p);
       return out;
@@ -401,7 +401,7 @@ class Evaluation {
   // reduce(map(...)): the CPU backend computes the map chunk by chunk (HostBackend::map_reduce).
   void run_map_reduce(const Node& reduce, int map_slot, const std::vector<int>& dims, const View& out) {
     cpu::MapProgram& p = program(map_slot);
-    cpu_backend().map_reduce(p, node(map_slot).shape, reduce.op, dims, out);
+    cpu_backend().map_reduce(p, node(map_slot).shape, reduce.op, dims, out, prepared(map_slot));
     unbind(p);
   }
 
@@ -519,6 +519,12 @@ class Evaluation {
     }
     banded_leaves_ = pp.banded;
     return pp.program;
+  }
+
+  // The registers kept with root's program (ProgramPlan), or none when no schedule is kept.
+  cpu::PreparedMap* prepared(int root) {
+    const int k = slot(root).prog;
+    return k < 0 ? nullptr : &schedule_->get()->programs[static_cast<size_t>(k)].prepared;
   }
 
   // A kept program must not keep its leaves' buffers alive until the next run.

@@ -1,7 +1,7 @@
 // What the single-rank evaluator decides from a graph's structure alone, kept for the next graph
 // of the same structure.
-//   ScheduleLease s(roots, nodes);  // s.get(): an earlier graph's schedule that fits, nodes bound to its slots
-//   if (!s.get()) { plan::group_fusion(roots, g); ...; s.reset(make_schedule(g, roots)); }
+//   ScheduleLease s(roots, nodes);  // s.get(): an earlier graph's schedule that fits, nodes bound to its
+//   slots if (!s.get()) { plan::group_fusion(roots, g); ...; s.reset(make_schedule(g, roots)); }
 // A loop of small observations (a CG iteration observes five graphs of a few nodes, each shaped
 // like the previous iteration's) then skips the graph walk's index, the fusion rules, the slot
 // set-up and the building of each map program, and re-binds only what changes between
@@ -50,6 +50,7 @@ struct ProgramPlan {
   std::vector<int> leaf_slots;                 // per leaf register, the slot it reads
   std::vector<std::pair<int, int>> banded;     // {register, slot} of stencils computed per band
   std::vector<std::pair<int, int>> constants;  // {instruction, slot of its Full node}
+  cpu::PreparedMap prepared;                   // its registers for the CPU's run_map
 };
 
 // The graph as plan::discover_graph found it (slots by discovery index) and the decisions.

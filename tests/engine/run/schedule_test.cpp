@@ -56,7 +56,8 @@ TEST_CASE("engine.run.schedule.binds_only_the_same_structure") {
   CHECK(bind_schedule(*s, {axpy(b, 7, a)}, nodes));  // other leaves, other constant
   CHECK(nodes.size() == s->keys.size());
   // Another op, dtype, shape, or a root in place of a leaf: no.
-  CHECK_FALSE(bind_schedule(*s, {build::binary(Op::Sub, a, build::binary(Op::Mul, Operand::number(2), b))}, nodes));
+  CHECK_FALSE(
+      bind_schedule(*s, {build::binary(Op::Sub, a, build::binary(Op::Mul, Operand::number(2), b))}, nodes));
   CHECK_FALSE(bind_schedule(*s, {axpy(vec({1, 2, 3}), 2, vec({1, 2, 3}))}, nodes));
   CHECK_FALSE(bind_schedule(*s, {axpy(a, 2, b), a}, nodes));
   // A leaf read twice binds a schedule whose slots read it once each, never the reverse: the
