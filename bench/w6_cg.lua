@@ -3,13 +3,14 @@
 -- The arithmetic is ~0.3 MFLOP an iteration, so this measures the cost of one observation:
 -- building a small graph, finding its plan, running a few tiny kernels, returning a number.
 --   tapestry bench/w6_cg.lua              (BENCH_SMALL=1: 20 iterations, one run)
+--   W6_ITERS=250 BENCH_REPS=1 tapestry bench/w6_cg.lua   (two runs of 250: bench/w6_callgrind.sh)
 -- A fixed count of iterations, not a tolerance, so every engine does the same work (in f32
 -- the residual reaches 0 long before 1000 iterations; dividing by at least TINY keeps the
 -- iterates finite after that, in every engine alike).
 local TINY = 1e-30
 local B = dofile((arg[0]:match("(.*/)") or "./") .. "common.lua")
 local n = 256
-local iters = B.small and 20 or 1000
+local iters = tonumber(os.getenv("W6_ITERS") or "") or (B.small and 20 or 1000)
 
 -- A = M M^T / n + I: symmetric positive definite, eigenvalues >= 1.
 local m = tp.randn({n, n}, {seed = 1})

@@ -85,14 +85,16 @@ build::Operand check_operand(lua_State* L, int arg) {
       return build::Operand::number(lua_tonumber(L, arg));
     case LUA_TTABLE: return build::Operand(tensor_from_lua(L, arg, std::nullopt));
     default:
-      if (is_tensor(L, arg)) return build::Operand(check_tensor(L, arg));
+      if (const TensorHandle* h = to_tensor_handle(L, arg)) {
+        user_check(h->node != nullptr, "argument #", arg, " is a released tensor (used after release())");
+        return build::Operand(h->node.get());
+      }
       type_error(L, arg, "Tensor or number");
   }
 }
 
 NodeRef check_tensor_like(lua_State* L, int arg) {
-  if (is_tensor(L, arg)) return check_tensor(L, arg);
-  const build::Operand o = check_operand(L, arg);
+  const build::Operand o = check_operand(L, arg);  // a Tensor, or a number or table made one
   return o.weak ? build::scalar(o, scalar_default_dtype(o.kind)) : o.node;
 }
 

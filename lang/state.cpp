@@ -71,7 +71,7 @@ lua_State* new_tapestry_state(Session& s) {
   lua_State* L = luaL_newstate();
   if (!L) return nullptr;
   // The context lives in a userdata the registry keeps (Lua never moves it) as long as L.
-  auto* ctx = new (lua_newuserdatauv(L, sizeof(StateContext), 0)) StateContext{&s, nullptr, {}};
+  auto* ctx = new (lua_newuserdatauv(L, sizeof(StateContext), 0)) StateContext{&s, {}};
   lua_createtable(L, 0, 1);  // it holds strings (the print options): destroyed with the state
   lua_pushcfunction(L, [](lua_State* l) {
     static_cast<StateContext*>(lua_touserdata(l, 1))->~StateContext();

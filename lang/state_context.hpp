@@ -1,8 +1,6 @@
-// What a tapestry lua_State keeps in its extra space: the session its bindings work in, the
-// Tensor metatable's address (every argument check compares a metatable with it), and the
+// What a tapestry lua_State keeps in its extra space: the session its bindings work in and the
 // print options.
 //   Session& s = session_of(L);     // a binding that observes, binds a name or reads counters
-//   state_context(L).tensor_meta    // lang/tensor_lua.cpp
 // new_tapestry_state (lang/state.hpp) sets it up; coroutines share their main state's.
 #pragma once
 
@@ -16,7 +14,6 @@ class Session;
 
 struct StateContext {
   Session* session = nullptr;
-  const void* tensor_meta = nullptr;
   FormatOptions print;  // tp.set_printoptions
 };
 

@@ -23,10 +23,6 @@ const char kMethodsKey = 0;  // the methods table's registry key (by address)
 // userdata is a pointer lookup, where luaL_setmetatable hashes and compares the name.
 const char kMetaKey = 0;
 
-// Every argument check asks "is this a Tensor?" (tens of times a CG iteration), so the
-// metatable's address lives in the state's context and the test is one comparison.
-const void*& tensor_meta_address(lua_State* L) { return state_context(L).tensor_meta; }
-
 int tensor_gc(lua_State* L) {
   if (auto* h = to_tensor_handle(L, 1)) h->~TensorHandle();
   return 0;
@@ -80,12 +76,17 @@ void push_tensor(lua_State* L, NodeRef node, std::string name) {
   lua_setmetatable(L, -2);
 }
 
+const void* tensor_tag() {
+  static const char tag = 0;
+  return &tag;
+}
+
+// A full userdata of a TensorHandle's size whose tag is tensor_tag(): only push_tensor makes
+// one (Lua code cannot write a userdata's bytes, and no other C type here stores that address).
 TensorHandle* to_tensor_handle(lua_State* L, int idx) {
-  void* p = lua_touserdata(L, idx);
-  if (!p || lua_islightuserdata(L, idx) || !lua_getmetatable(L, idx)) return nullptr;
-  const bool tensor = lua_topointer(L, -1) == tensor_meta_address(L);
-  lua_pop(L, 1);
-  return tensor ? static_cast<TensorHandle*>(p) : nullptr;
+  if (lua_type(L, idx) != LUA_TUSERDATA || lua_rawlen(L, idx) != sizeof(TensorHandle)) return nullptr;
+  auto* h = static_cast<TensorHandle*>(lua_touserdata(L, idx));
+  return h->tag == tensor_tag() ? h : nullptr;
 }
 
 void observe(lua_State* L, const std::vector<NodeRef>& nodes) {
@@ -124,7 +125,6 @@ void register_tensor_type(lua_State* L) {
   lua_setfield(L, -2, "__close");
   lua_pushstring(L, "Tensor");
   lua_setfield(L, -2, "__name");
-  tensor_meta_address(L) = lua_topointer(L, -1);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &kMetaKey);
 }
 

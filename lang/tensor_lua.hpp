@@ -14,9 +14,15 @@ namespace tapestry {
 
 inline constexpr const char* kTensorMeta = "tapestry.Tensor";
 
+// The address that marks a Tensor userdata (TensorHandle::tag): no other userdata holds it.
+const void* tensor_tag();
+
 struct TensorHandle {
   HeldNode node;     // nullptr after release(); holding keeps the value (node.hpp)
   std::string name;  // set when read from (or created into) tp.env
+  // Asking "is this a Tensor?" (tens of times a CG iteration) by a tag inside the userdata
+  // costs three Lua API calls instead of five (fetching and comparing its metatable).
+  const void* tag = tensor_tag();
 };
 
 void push_tensor(lua_State* L, NodeRef node, std::string name = {});

@@ -139,16 +139,17 @@ void HostBackend::map_reduce(const DeviceMapProgram& p, const Shape& shape, Op o
   map_reduce(std::move(hp), shape, op, dims, view(out));
 }
 
-void HostBackend::map_reduce(cpu::MapProgram p, const Shape& shape, Op op, const std::vector<int>& dims,
-                             const View& out) {
+void HostBackend::map_reduce(const cpu::MapProgram& p0, const Shape& shape, Op op,
+                             const std::vector<int>& dims, const View& out, cpu::PreparedMap* prepared) {
   const int64_t rows = shape.empty() ? 1 : shape[0];
   const int64_t row_elems = shape.empty() ? 1 : numel(shape) / std::max<int64_t>(rows, 1);
   constexpr int64_t kChunkElems = 1 << 18;  // 1 MiB of f32: fits in L2 with the leaves' tiles
   const int64_t chunk_rows = std::max<int64_t>(1, kChunkElems / std::max<int64_t>(row_elems, 1));
-  const DType mapped = p.instrs.back().out;
+  const DType mapped = p0.instrs.back().out;
   if (shape.empty() || chunk_rows >= rows) {  // small: one chunk
     auto tmp = alloc(mapped, shape);
-    cpu::run_map(p, tmp->v);
+    if (prepared) prepared->run(p0, tmp->v);
+    else cpu::run_map(p0, tmp->v);
     cpu::run_reduce(op, tmp->v, dims, out);
     return;
   }
@@ -159,6 +160,7 @@ void HostBackend::map_reduce(cpu::MapProgram p, const Shape& shape, Op op, const
   chunk_shape[0] = chunk_rows;
   auto tmp = alloc(mapped, chunk_shape);
   std::shared_ptr<Value> part = dim0_reduced ? alloc(out.dtype, out.shape) : nullptr;
+  cpu::MapProgram p = p0;  // its leaves sliced per chunk
   const std::vector<View> leaves = p.leaves;
   const int r = static_cast<int>(shape.size());
   for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {

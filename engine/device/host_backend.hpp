@@ -19,7 +19,11 @@ class HostBackend : public DeviceBackend {
  public:
   // The CPU's own entry points, over host views (the single-rank evaluator calls them directly;
   // the DeviceBackend ones below wrap them for device views).
-  void map(const cpu::MapProgram& p, const View& out) { cpu::run_map(p, out); }
+  // prepared: p's registers kept from an earlier run of the same layouts (cpu::PreparedMap).
+  void map(const cpu::MapProgram& p, const View& out, cpu::PreparedMap* prepared = nullptr) {
+    if (prepared) prepared->run(p, out);
+    else cpu::run_map(p, out);
+  }
   void reduce(Op op, const View& in, const std::vector<int>& dims, const View& out) {
     cpu::run_reduce(op, in, dims, out);
   }
@@ -32,8 +36,9 @@ class HostBackend : public DeviceBackend {
   // reduce(op, map(p) of `shape`, dims): each chunk of rows of the map is computed into a
   // cache-sized buffer and reduced at once, so the map never exists whole; chunks that reduce
   // dim 0 merge as partials, in order (deterministic).
-  void map_reduce(cpu::MapProgram p, const Shape& shape, Op op, const std::vector<int>& dims,
-                  const View& out);
+  // prepared: p prepared for an earlier run (cpu::PreparedMap), used when p runs in one piece.
+  void map_reduce(const cpu::MapProgram& p, const Shape& shape, Op op, const std::vector<int>& dims,
+                  const View& out, cpu::PreparedMap* prepared = nullptr);
   // A stencil read by a map program: leaf `leaf` is correlate(x, k) with its windows starting at
   // `origin` (-pad_before) of x, of the program's shape.
   struct Stencil {

@@ -64,7 +64,7 @@ bool FusionGroups::is_absorbed(const Node* map) const {
   return m >= 0 && std::find(absorbs.begin(), absorbs.end(), m) != absorbs.end();
 }
 
-void group_fusion(const std::vector<NodeRef>& roots, FusionGroups& g) {
+void discover_graph(const std::vector<NodeRef>& roots, FusionGroups& g) {
   g.nodes.clear();
   g.first_edge.clear();
   g.edges.clear();
@@ -111,8 +111,11 @@ void group_fusion(const std::vector<NodeRef>& roots, FusionGroups& g) {
       if (in_fresh) stack.push_back({ii, 0});
     }
   }
-  const size_t count = g.nodes.size();
   g.first_edge.push_back(static_cast<int>(g.edges.size()));
+}
+
+void decide_groups(FusionGroups& g) {
+  const size_t count = g.nodes.size();
   g.inlined.assign(count, 0);
   g.absorbs.assign(count, -1);
   g.facts.assign(count, FusionGroups::Facts{});
@@ -160,6 +163,11 @@ void group_fusion(const std::vector<NodeRef>& roots, FusionGroups& g) {
     ++g.facts[static_cast<size_t>(group)].group_size;
     if (is_map) ++g.fused_maps;
   }
+}
+
+void group_fusion(const std::vector<NodeRef>& roots, FusionGroups& g) {
+  discover_graph(roots, g);
+  decide_groups(g);
 }
 
 FusionGroups group_fusion(const std::vector<NodeRef>& roots) {

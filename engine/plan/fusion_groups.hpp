@@ -85,5 +85,10 @@ inline constexpr int kMaxFusionSize = 96;
 // absorbed by it. Roots and nodes holding a value never fold.
 void group_fusion(const std::vector<NodeRef>& roots, FusionGroups& out);
 FusionGroups group_fusion(const std::vector<NodeRef>& roots);
+// group_fusion in its two steps, for a caller that may know the decisions of a graph of the
+// same structure (engine/run/schedule.hpp): the walk (nodes, edges, uses, root, order), then
+// the rules (inlined, absorbs, fused_maps) over what the walk found.
+void discover_graph(const std::vector<NodeRef>& roots, FusionGroups& out);
+void decide_groups(FusionGroups& g);
 
 }  // namespace tapestry::plan

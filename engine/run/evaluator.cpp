@@ -5,6 +5,7 @@
 #include <chrono>
 #include <memory>
 #include <new>
+#include <optional>
 #include <type_traits>
 #include <unordered_map>
 
@@ -17,6 +18,7 @@
 #include "engine/run/find_moments.hpp"
 #include "engine/run/retry.hpp"
 #include "engine/run/run_block.hpp"
+#include "engine/run/schedule.hpp"
 #include "engine/telemetry/cancel.hpp"
 #include "engine/telemetry/progress.hpp"
 #include "engine/telemetry/stats.hpp"
@@ -42,6 +44,7 @@ struct Slot {
   int seen = 0;                  // the walk (walk_) that last visited it
   int reg = -1, reg_walk = 0;    // its register in the program built in walk reg_walk
   int absorbs = -1;              // a reduction: the slot of the map it computes chunk by chunk
+  int prog = -1;                 // its program in the schedule (a program, or a map a reduction absorbs)
   bool root = false;
   bool program = false;  // a map that runs its group (itself and what is inlined) as one program
   bool inlined = false;  // lives only inside its consumer's map program
@@ -58,6 +61,7 @@ struct Workspace {
   std::vector<int> pending;                        // release_inputs' work list
   std::vector<std::pair<int, int>> banded_leaves;  // {register, slot} of the last build_program
   std::vector<std::pair<int, int>> moments;        // find_moments' pairs
+  std::vector<int> root_slots;                     // the slot of each root
 };
 
 // One workspace per evaluation in progress on this thread (an evaluation does not start
@@ -101,7 +105,14 @@ class Evaluation {
         kept_(w.kept),
         pending_(w.pending),
         banded_leaves_(w.banded_leaves),
-        moments_(w.moments) {}
+        moments_(w.moments),
+        root_slots(w.root_slots) {}
+  ~Evaluation() {  // after a throw: no kept program keeps a buffer alive
+    if (Schedule* sc = schedule_ ? schedule_->get() : nullptr)
+      for (ProgramPlan& p : sc->programs) unbind(p.program);
+  }
+  Evaluation(const Evaluation&) = delete;
+  Evaluation& operator=(const Evaluation&) = delete;
 
   void run() {
     const double t0 = now();
@@ -112,7 +123,7 @@ class Evaluation {
     for (const Slot& s : slots_) kernels += runs(s);
     Progress progress(kernels);
     const bool tracing = trace::enabled();
-    for (int i : g_.order) {
+    for (int i : *order_) {
       Slot& s = slot(i);
       if (!runs(s)) continue;  // leaves, fused nodes
       if (cancel_requested()) throw Cancelled();
@@ -129,9 +140,10 @@ class Evaluation {
       trace::record({"phase", "evaluate", 0, trace::kPhases, t0 * 1e6, (now() - t0) * 1e6,
                      cat_str("\"kernels\":", kernels)});
     // Publish only after everything succeeded: a failure leaves no root changed.
-    for (const NodeRef& r : roots_) {
+    for (size_t q = 0; q < roots_.size(); ++q) {
+      const NodeRef& r = roots_[q];
       if (r->value) continue;
-      const Slot& s = slot(slot_of(r.get()));
+      const Slot& s = slot(root_slots_[q]);
       internal_check(s.value != nullptr);
       set_value(*r, contiguous(s.value));
     }
@@ -143,10 +155,8 @@ class Evaluation {
   const Slot& slot(int i) const { return slots_[static_cast<size_t>(i)]; }
   Slot& slot(int i) { return slots_[static_cast<size_t>(i)]; }
   // The slot of input k of slot i.
-  int input(int i, size_t k) const { return g_.input(i, k); }
+  int input(int i, size_t k) const { return edges_[static_cast<size_t>(first_edge_[i]) + k]; }
   const Node& node(int i) const { return *slot(i).node; }
-
-  int slot_of(const Node* n) const { return g_.index_of(n); }
 
   // A node the user's Lua code still holds that this evaluation materializes anyway (a
   // matmul output read by a fused map, say) keeps its value: the next observation that reads
@@ -179,10 +189,43 @@ class Evaluation {
 
   // The fusion rules are plan::group_fusion's (shared with plan::fuse). A map absorbed by a
   // reduction counts as inlined here: run_map_reduce computes it chunk by chunk.
+  // A graph shaped like an earlier one takes that one's decisions (schedule.hpp): binding its
+  // nodes to that one's slots is all it repeats.
   void decide_fusion() {
+    kept_.clear();
+    schedule_.emplace(roots_, g_.nodes);
+    if (const Schedule* sc = schedule_->get()) {
+      const size_t n = sc->keys.size();
+      first_edge_ = sc->first_edge.data();
+      edges_ = sc->edges.data();
+      order_ = &sc->order;
+      root_slots_ = sc->root_slots.data();
+      slots_.resize(n);
+      for (size_t i = 0; i < n; ++i) {
+        const SlotPlan& p = sc->slots[i];
+        Slot& s = slots_[i];
+        s = Slot{};
+        s.node = g_.nodes[i];
+        s.uses = p.uses;
+        s.moments_of = p.moments_of;
+        s.absorbs = p.absorbs;
+        s.prog = p.program;
+        s.root = p.root;
+        s.inlined = p.inlined;
+        s.banded = p.banded;
+        s.program = !s.inlined && !s.node->value && op_kind(s.node->op) == OpKind::Map;
+      }
+      stats().fused_ops += sc->fused_maps;
+      return;
+    }
     plan::group_fusion(roots_, g_);
     const size_t n = static_cast<size_t>(g_.size());
-    kept_.clear();
+    first_edge_ = g_.first_edge.data();
+    edges_ = g_.edges.data();
+    order_ = &g_.order;
+    root_slots.clear();
+    for (const NodeRef& r : roots_) root_slots.push_back(g_.index_of(r.get()));
+    root_slots_ = root_slots.data();
     slots_.assign(n, Slot{});
     for (size_t i = 0; i < n; ++i) {
       Slot& s = slots_[i];
@@ -202,6 +245,37 @@ class Evaluation {
       ++walk_;
       find_banded(i, i);
     }
+    remember();
+  }
+
+  // The decisions just taken, for the next graph of this structure (its programs are filled in
+  // as they are first built).
+  void remember() {
+    std::unique_ptr<Schedule> sc = make_schedule(g_, roots_);
+    if (!sc) return;
+    sc->fused_maps = static_cast<uint64_t>(g_.fused_maps);
+    sc->slots.resize(slots_.size());
+    int programs = 0;
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      Slot& s = slots_[i];
+      if ((s.program && runs(s)) || (s.absorbs >= 0 && runs(s))) {
+        Slot& m = s.absorbs >= 0 ? slot(s.absorbs) : s;
+        if (m.prog < 0) m.prog = programs++;
+      }
+    }
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      const Slot& s = slots_[i];
+      SlotPlan& p = sc->slots[i];
+      p.uses = s.uses;
+      p.moments_of = s.moments_of;
+      p.absorbs = s.absorbs;
+      p.program = s.prog;
+      p.root = s.root;
+      p.inlined = s.inlined;
+      p.banded = s.banded;
+    }
+    sc->programs.resize(static_cast<size_t>(programs));
+    schedule_->reset(std::move(sc));
   }
 
   // A stencil (Correlate) read only by the map group of `root`, of root's shape: computed band
@@ -291,10 +365,11 @@ class Evaluation {
     ++stats().kernels;
     Slot& s = slot(i);
     if (s.program) {
-      cpu::MapProgram p = build_program(i);
+      cpu::MapProgram& p = program(i);
       auto out = alloc(n.dtype, n.shape);
-      if (banded_leaves_.empty()) cpu_backend().map(p, out->v);
+      if (banded_leaves_.empty()) cpu_backend().map(p, out->v, prepared(i));
       else run_banded(i, p, out->v);
+      unbind(p);
       return out;
     }
     if (s.absorbs >= 0 || s.moments_of >= 0 || centred_.count(i)) return reduce(i);
@@ -325,7 +400,9 @@ class Evaluation {
 
   // reduce(map(...)): the CPU backend computes the map chunk by chunk (HostBackend::map_reduce).
   void run_map_reduce(const Node& reduce, int map_slot, const std::vector<int>& dims, const View& out) {
-    cpu_backend().map_reduce(build_program(map_slot), node(map_slot).shape, reduce.op, dims, out);
+    cpu::MapProgram& p = program(map_slot);
+    cpu_backend().map_reduce(p, node(map_slot).shape, reduce.op, dims, out, prepared(map_slot));
+    unbind(p);
   }
 
   // A variance (find_moments): the sum s = sum(x) computes, in the same pass
@@ -412,16 +489,61 @@ class Evaluation {
   // The fused group of a map: the root plus the maps and constants inlined into it.
   bool in_group(int i, bool is_root) const { return is_root || slot(i).inlined; }
 
+  // The map program of `root` (a map group, or the map a reduction absorbs), its leaves and
+  // constants bound to this graph's: built the first time the schedule meets it, re-bound after.
+  cpu::MapProgram& program(int root) {
+    const int k = slot(root).prog;
+    if (k < 0) {  // no schedule kept for this graph
+      one_off_ = cpu::MapProgram{};
+      build_program(root, one_off_, nullptr);
+      return one_off_;
+    }
+    ProgramPlan& pp = schedule_->get()->programs[static_cast<size_t>(k)];
+    if (!pp.built) {
+      pp.program = cpu::MapProgram{};
+      pp.leaf_slots.clear();
+      pp.banded.clear();
+      pp.constants.clear();
+      build_program(root, pp.program, &pp);
+      pp.built = true;
+      return pp.program;
+    }
+    for (size_t r = 0; r < pp.leaf_slots.size(); ++r) {
+      const int j = pp.leaf_slots[r];
+      if (!slot(j).banded) pp.program.leaves[r] = slot_view(j);
+    }
+    for (const auto& [ins, j] : pp.constants) {
+      const FullAttrs a = attrs_of<FullAttrs>(node(j));
+      pp.program.instrs[static_cast<size_t>(ins)].real = a.real;
+      pp.program.instrs[static_cast<size_t>(ins)].integer = a.integer;
+    }
+    banded_leaves_ = pp.banded;
+    return pp.program;
+  }
+
+  // The registers kept with root's program (ProgramPlan), or none when no schedule is kept.
+  cpu::PreparedMap* prepared(int root) {
+    const int k = slot(root).prog;
+    return k < 0 ? nullptr : &schedule_->get()->programs[static_cast<size_t>(k)].prepared;
+  }
+
+  // A kept program must not keep its leaves' buffers alive until the next run.
+  static void unbind(cpu::MapProgram& p) {
+    for (View& v : p.leaves) v.buf.reset();
+  }
+
   // Registers are per build (reg_walk): a constant inlined into several maps has one in each.
-  cpu::MapProgram build_program(int root) {
-    cpu::MapProgram p;
+  // plan, if given, records where each leaf and constant came from (ProgramPlan).
+  void build_program(int root, cpu::MapProgram& p, ProgramPlan* plan) {
     ++walk_;
     banded_leaves_.clear();
     members_ = 0;
+    plan_ = plan;
     collect_leaves(root, true, p);
     p.instrs.reserve(static_cast<size_t>(members_));
     emit(root, true, p);
-    return p;
+    if (plan) plan->banded = banded_leaves_;
+    plan_ = nullptr;
   }
 
   // Leaves (values computed outside the group) take the first registers.
@@ -437,6 +559,7 @@ class Evaluation {
     if (s.reg_walk == walk_) return;
     s.reg_walk = walk_;
     s.reg = static_cast<int>(p.leaves.size());
+    if (plan_) plan_->leaf_slots.push_back(i);
     if (s.banded) {  // computed per band by run_banded: a placeholder here
       banded_leaves_.push_back({s.reg, i});
       p.leaves.emplace_back();
@@ -456,6 +579,7 @@ class Evaluation {
       const FullAttrs a = attrs_of<FullAttrs>(*n);
       ins.real = a.real;
       ins.integer = a.integer;
+      if (plan_) plan_->constants.push_back({static_cast<int>(p.instrs.size()), i});
     } else {
       int* args[3] = {&ins.a, &ins.b, &ins.c};
       for (size_t k = 0; k < n->inputs.size(); ++k) *args[k] = emit(input(i, k), false, p);
@@ -474,8 +598,17 @@ class Evaluation {
   std::vector<int>& pending_;
   std::vector<std::pair<int, int>>& banded_leaves_;
   std::vector<std::pair<int, int>>& moments_;
-  int walk_ = 0;                                              // numbers the graph walks (Slot::seen)
-  int members_ = 0;                                           // group members of the last build_program
+  std::vector<int>& root_slots;  // the workspace's, for a graph with no schedule
+  // The graph's edges, order and root slots: the schedule's, or g_'s when it has none.
+  const int* first_edge_ = nullptr;
+  const int* edges_ = nullptr;
+  const std::vector<int>* order_ = nullptr;
+  const int* root_slots_ = nullptr;
+  std::optional<ScheduleLease> schedule_;  // this graph's decisions, kept for the next like it
+  ProgramPlan* plan_ = nullptr;            // build_program's record, while it builds one
+  cpu::MapProgram one_off_;                // a program of a graph with no schedule kept
+  int walk_ = 0;                           // numbers the graph walks (Slot::seen)
+  int members_ = 0;                        // group members of the last build_program
   static constexpr int64_t kBandMinElems = int64_t(1) << 18;  // smaller stencils run whole
   static constexpr size_t kKeepMaxBytes = size_t(1) << 20;    // keep_if_held's bound
   struct Centred {

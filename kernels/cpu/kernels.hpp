@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "engine/ir/fused.hpp"
@@ -19,6 +20,24 @@ namespace tapestry::cpu {
 // leaves.size() + j is the result of instrs[j]; the last instruction is the output.
 using MapProgram = MapProgramOf<View>;  // engine/ir/fused.hpp
 void run_map(const MapProgram& p, const View& out);
+
+// run_map for a program run again and again on new data of the same layouts (the evaluator's
+// kept schedules, engine/run/schedule.hpp): a small map's registers, coalesced dims and tile
+// slots are derived once, and a later run with the same instructions, leaf and output
+// shapes, strides and dtypes only re-reads the addresses and the constants. Bit for bit
+// run_map's results. One object serves one caller at a time.
+class PreparedMap {
+ public:
+  PreparedMap();
+  ~PreparedMap();
+  PreparedMap(PreparedMap&&) noexcept;
+  PreparedMap& operator=(PreparedMap&&) noexcept;
+  void run(const MapProgram& p, const View& out);
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
 
 // Reduce `in` over `dims` (0-based ascending) into `out` (in's shape without dims).
 // Sum/Prod of ints and bools accumulate in i64; floats accumulate in f64.

@@ -441,7 +441,77 @@ bool worth_materializing(const View& v) {
   return std::none_of(dims.begin(), dims.end(), [](const Dim<1>& d) { return d.s[0] == 0; });
 }
 
+// Below this many elements a map runs on the calling thread (waking a worker costs more).
+constexpr int64_t kSerialElems = 32768;
+
+// The tiles of a prepared program on the calling thread.
+void run_serial(const Program& g, std::vector<const char*>& ptr) {
+  const Scratch s = make_scratch(g);
+  ptr.assign(g.regs.size(), nullptr);
+  const int64_t ntiles = (g.n + kTile - 1) / kTile;
+  for (int64_t t = 0; t < ntiles; ++t) run_tile(g, s, ptr, t);
+  if (g.stream) stream_fence();
+}
+
+bool same_layout(const View& a, const View& b) {
+  return a.dtype == b.dtype && a.shape == b.shape && a.strides == b.strides;
+}
+
 }  // namespace
+
+struct PreparedMap::State {
+  MapWork w;
+  bool ready = false;
+  std::vector<MapInstr> instrs;  // what g was prepared from: the instructions,
+  std::vector<View> leaves;      // the leaves' layouts (no buffers kept),
+  View out;                      // and the output's
+};
+
+PreparedMap::PreparedMap() = default;
+PreparedMap::~PreparedMap() = default;
+PreparedMap::PreparedMap(PreparedMap&&) noexcept = default;
+PreparedMap& PreparedMap::operator=(PreparedMap&&) noexcept = default;
+
+void PreparedMap::run(const MapProgram& p, const View& out) {
+  if (out.numel() >= kSerialElems || p.instrs.empty() || out.numel() == 0) return run_map(p, out);
+  if (!s_) s_ = std::make_unique<State>();
+  State& st = *s_;
+  Program& g = st.w.g;
+  bool same = st.ready && p.leaves.size() == st.leaves.size() && p.instrs.size() == st.instrs.size() &&
+              same_layout(out, st.out);
+  for (size_t j = 0; same && j < p.instrs.size(); ++j) {
+    const MapInstr &a = p.instrs[j], &b = st.instrs[j];
+    same = a.op == b.op && a.out == b.out && a.in == b.in && a.a == b.a && a.b == b.b && a.c == b.c;
+  }
+  for (size_t i = 0; same && i < p.leaves.size(); ++i) same = same_layout(p.leaves[i], st.leaves[i]);
+  if (!same) {
+    st.ready = false;
+    prepare(p, out, st.w);  // (small: no leaf is worth materializing, as in run_map)
+    st.instrs = p.instrs;
+    st.leaves.resize(p.leaves.size());
+    for (size_t i = 0; i < p.leaves.size(); ++i) {
+      st.leaves[i] = p.leaves[i];
+      st.leaves[i].buf.reset();
+    }
+    st.out = out;
+    st.out.buf.reset();
+    st.ready = true;
+  } else {  // what prepare reads from the data: addresses, broadcast scalars, constants
+    for (int i = 0; i < g.nleaves; ++i) {
+      Reg& r = g.regs[static_cast<size_t>(i)];
+      r.base = p.leaves[static_cast<size_t>(i)].byte_ptr();
+      if (r.kind == RegKind::Splat) std::memcpy(r.splat, r.base, static_cast<size_t>(r.esize));
+    }
+    for (size_t j = 0; j < p.instrs.size(); ++j)
+      if (p.instrs[j].op == Op::Full)
+        splat_value(g.regs[static_cast<size_t>(g.nleaves) + j], p.instrs[j].out, p.instrs[j].real,
+                    p.instrs[j].integer);
+    g.out = out.byte_ptr();
+    g.stream = kCanStream && g.out_direct && (p.stream_out || g.n * g.out_esize >= kStreamMinBytes) &&
+               reinterpret_cast<uintptr_t>(g.out) % 32 == 0 && (kTile * g.out_esize) % 32 == 0;
+  }
+  run_serial(g, st.w.ptr);
+}
 
 void run_map(const MapProgram& p0, const View& out) {
   if (out.numel() == 0) return;
@@ -468,13 +538,7 @@ void run_map(const MapProgram& p0, const View& out) {
   prepare(p, out, w);
   const Program& g = w.g;
   const int64_t ntiles = (g.n + kTile - 1) / kTile;
-  if (g.n < 32768) {  // small maps stay on the calling thread: waking a worker costs more
-    const Scratch s = make_scratch(g);
-    w.ptr.assign(g.regs.size(), nullptr);
-    for (int64_t t = 0; t < ntiles; ++t) run_tile(g, s, w.ptr, t);
-    if (g.stream) stream_fence();
-    return;
-  }
+  if (g.n < kSerialElems) return run_serial(g, w.ptr);
   w.scratch.assign(static_cast<size_t>(pool_width()), Scratch{});
   parallel_for(ntiles, grain_for(ntiles, 4), [&](int64_t lo, int64_t hi, int worker) {
     Scratch& s = w.scratch[worker];
