@@ -104,8 +104,9 @@ const ApiEntry kApi[] = {
      "where two of them are equal). As tp.symmetric.",
      lua::l_antisymmetric},
     {"tp.hermitian", K::Function, "properties", "tp.hermitian{d1, d2}",
-     "Hermitian symmetry of complex tensors is not declarable yet: an error that says so (for real "
-     "tensors it is tp.symmetric).",
+     "A Hermitian pair of dims of a complex tensor (c64, c128): x[..i..j..] = conj(x[..j..i..]), so its "
+     "diagonal is real. As tp.symmetric, but exactly two dims and complex tensors only (a real tensor is "
+     "Hermitian when it is symmetric). Stored packed; a mirrored tile is the stored one's conjugate.",
      lua::l_hermitian},
     {"tp.declare", K::Function, "properties",
      "tp.declare(x, {symmetry = group or {groups...}, tiles = {t1, ...}, nonzero = mask [, trust = true]}) / "
@@ -566,12 +567,13 @@ const ApiEntry kApi[] = {
      "Checkpoint every named tensor: computes pending bindings, writes each as NAME.npy in a "
      "fresh folder dir/v-XXXX, then commits by renaming dir/manifest.json over the old one "
      "(creating dir). A failure at any point leaves the previous checkpoint whole and no new "
-     "folder; after the commit the previous checkpoint's files are removed. Returns the names "
-     "written.",
+     "folder; after the commit the previous checkpoint's files are removed. A declared tensor is "
+     "written dense, its declaration in the manifest. Returns the names written.",
      lua::l_save_env},
     {"tp.load_env", K::Function, "io", "tp.load_env(dir)",
      "Restore a checkpoint written by tp.save_env: binds every tensor its manifest lists "
-     "(other names are kept) and returns their names. All or nothing: if a file is missing "
+     "(other names are kept; declared ones declared again, trusted, and kept packed) and returns their "
+     "names. All or nothing: if a file is missing "
      "or disagrees with the manifest, the environment is unchanged and the error names it.",
      lua::l_load_env},
     {"tp.load_csv", K::Function, "io", "tp.load_csv(path [,opts])",

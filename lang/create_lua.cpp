@@ -135,8 +135,11 @@ static int random(lua_State* L, bool normal) {
   const Shape s = check_shape_arg(L, 1);
   const CreateOpts c = read_opts(L, 2, true);
   const uint64_t seed = c.seed ? static_cast<uint64_t>(*c.seed) : session_of(L).random_seed()++;
-  return finish(L, normal ? build::randn(s, seed, c.dtype) : build::rand(s, seed, c.dtype), c,
-                Creator::Random);
+  // A complex dtype draws both parts (docs/dtypes.md); with tp.hermitian{...} it is mirrored.
+  NodeRef n = is_complex(c.dtype) ? build::complex_random(normal, s, seed, c.dtype)
+              : normal            ? build::randn(s, seed, c.dtype)
+                                  : build::rand(s, seed, c.dtype);
+  return finish(L, std::move(n), c, Creator::Random);
 }
 int l_rand(lua_State* L) { return random(L, false); }
 int l_randn(lua_State* L) { return random(L, true); }

@@ -41,7 +41,7 @@ int group_tostring(lua_State* L) {
 // {kind = "symmetric", dims = {1, 2}} with a __tostring: "symmetric{1,2}".
 void push_group(lua_State* L, const SymmetryGroup& g) {
   lua_createtable(L, 0, 2);
-  lua_pushstring(L, g.anti ? "antisymmetric" : "symmetric");
+  lua_pushstring(L, g.herm ? "hermitian" : g.anti ? "antisymmetric" : "symmetric");
   lua_setfield(L, -2, "kind");
   lua_createtable(L, static_cast<int>(g.dims.size()), 0);
   for (size_t i = 0; i < g.dims.size(); ++i) {
@@ -56,11 +56,13 @@ void push_group(lua_State* L, const SymmetryGroup& g) {
   lua_setmetatable(L, -2);
 }
 
-int make_group(lua_State* L, bool anti) {
+int make_group(lua_State* L, bool anti, bool herm = false) {
   luaL_checktype(L, 1, LUA_TTABLE);
-  SymmetryGroup g{anti, {}};
+  SymmetryGroup g{anti, {}, herm};
   const lua_Integer n = luaL_len(L, 1);
   user_check(n >= 2, "a symmetry group needs at least 2 dims, got ", n);
+  user_check(!herm || n == 2, "a Hermitian group is a pair of dims (x[i,j] = conj(x[j,i])), got ", n,
+             " dims");
   for (lua_Integer i = 1; i <= n; ++i) {
     lua_geti(L, 1, i);
     if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1)
@@ -84,7 +86,9 @@ bool is_group(lua_State* L, int idx) {
 SymmetryGroup read_group(lua_State* L, int idx) {
   SymmetryGroup g;
   lua_getfield(L, idx, "kind");
-  g.anti = std::string(lua_tostring(L, -1)) == "antisymmetric";
+  const std::string kind = lua_tostring(L, -1);
+  g.anti = kind == "antisymmetric";
+  g.herm = kind == "hermitian";
   lua_pop(L, 1);
   lua_getfield(L, idx, "dims");
   const lua_Integer n = luaL_len(L, -1);
@@ -111,13 +115,16 @@ std::vector<SymmetryGroup> read_symmetry(lua_State* L, int opts) {
   if (is_group(L, v)) {
     out.push_back(read_group(L, v));
   } else {
-    user_check(lua_istable(L, v) && luaL_len(L, v) >= 1,
-               "option 'symmetry' must be tp.symmetric{...}, tp.antisymmetric{...} or a list of them, got ",
-               luaL_typename(L, v));
+    user_check(
+        lua_istable(L, v) && luaL_len(L, v) >= 1,
+        "option 'symmetry' must be tp.symmetric{...}, tp.antisymmetric{...}, tp.hermitian{...} or a list of "
+        "them, got ",
+        luaL_typename(L, v));
     for (lua_Integer i = 1; i <= luaL_len(L, v); ++i) {
       lua_geti(L, v, i);
       user_check(is_group(L, -1), "option 'symmetry'[", i,
-                 "] must be tp.symmetric{...} or tp.antisymmetric{...}, got ", luaL_typename(L, -1));
+                 "] must be tp.symmetric{...}, tp.antisymmetric{...} or tp.hermitian{...}, got ",
+                 luaL_typename(L, -1));
       out.push_back(read_group(L, lua_gettop(L)));
       lua_pop(L, 1);
     }
@@ -138,7 +145,7 @@ NodeRef with_symmetry(const NodeRef& x, std::vector<SymmetryGroup> groups, Creat
 
 static NodeRef declared_creator(const NodeRef& x, std::vector<SymmetryGroup> groups, Creator kind,
                                 double value) {
-  build::check_groups(x->shape, groups);
+  build::check_groups(x->shape, groups, x->dtype);
   const auto declare = [](const NodeRef& y, std::vector<SymmetryGroup> g, bool trust) {
     return build::declare(y, PropertiesAttrs{std::move(g), {}, {}, {}}, trust);
   };
@@ -152,7 +159,7 @@ static NodeRef declared_creator(const NodeRef& x, std::vector<SymmetryGroup> gro
     case Creator::Eye:
       for (const SymmetryGroup& g : groups)
         user_check(!g.anti, "the identity is not ", group_str(g), " (it is symmetric{1,2})");
-      return declare(x, std::move(groups), true);
+      return declare(x, std::move(groups), true);  // real: Hermitian when complex
     case Creator::Random: {
       NodeRef y = x;
       for (const SymmetryGroup& g : groups) y = build::mirror(y, g);
@@ -164,13 +171,7 @@ static NodeRef declared_creator(const NodeRef& x, std::vector<SymmetryGroup> gro
 
 int l_symmetric(lua_State* L) { return make_group(L, false); }
 int l_antisymmetric(lua_State* L) { return make_group(L, true); }
-int l_hermitian(lua_State* L) {
-  user_check(false,
-             "Hermitian symmetry of complex dtypes (c64, c128) is not declarable yet; "
-             "for real tensors use tp.symmetric{...}");
-  (void)L;
-  return 0;
-}
+int l_hermitian(lua_State* L) { return make_group(L, false, true); }
 
 // opts.tiles and opts.nonzero (a bool tensor over the tile grid, observed now: it is small).
 void read_tiles(lua_State* L, const Options& o, const NodeRef& x, PropertiesAttrs& p) {
