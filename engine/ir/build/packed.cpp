@@ -286,6 +286,7 @@ bool Packing::padded() const {
 PropertiesAttrs Packing::declared() const {
   PropertiesAttrs p;
   for (const PackedGroup& G : groups) p.groups.push_back({G.anti, G.dims, G.herm});
+  p.groups.insert(p.groups.end(), also.begin(), also.end());
   p.tiles = tiles;
   if (!tiles.empty()) p.nonzero = mask;
   return p;
@@ -330,6 +331,7 @@ std::optional<Packing> packing_of(const Shape& shape, const PropertiesAttrs& p) 
     if (any_zero && any_nonzero) {
       pk.tiles = p.tiles;
       pk.mask = p.nonzero;
+      pk.also = p.groups;
       for (size_t t = 0; t < p.nonzero.size(); ++t)
         if (p.nonzero[t]) pk.nonzero.push_back(static_cast<int64_t>(t));
       return pk;

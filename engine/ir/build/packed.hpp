@@ -43,6 +43,9 @@ struct Packing {
   std::vector<int64_t> tiles;       // block sparsity: tile extents, and the nonzero tiles
   std::vector<int64_t> nonzero;     // (row-major indices into the tile grid), in packed order
   std::vector<bool> mask;           // per tile of the grid: stored
+  // Block-sparse: the symmetry groups also declared (not packed again, but still declared on the
+  // unpack); not part of the layout (==).
+  std::vector<SymmetryGroup> also;
   Shape packed_shape() const;
   bool padded() const;  // some edge tile is padded
   PropertiesAttrs declared() const;

@@ -156,7 +156,7 @@ NodeRef pair_partial_sum(const NodeRef& x, const Unpacked& u, const std::vector<
   const PackedGroup& G = pk.groups[0];
   const int summed_slot = in(dims, G.dims[0]) ? 0 : 1, kept_slot = 1 - summed_slot;
   const int ps = 1 + G.dims[summed_slot], pkd = 1 + G.dims[kept_slot];  // their dims in P
-  std::vector<int> others;  // the other summed dims, in P
+  std::vector<int> others;                                              // the other summed dims, in P
   for (int d : dims)
     if (d != G.dims[summed_slot]) others.push_back(d + 1);
   std::vector<int> a = others, b = others;
@@ -243,7 +243,7 @@ NodeRef groups_reduce(Op op, const NodeRef& x, const Unpacked& u, const std::vec
     }
     NodeRef s = reduce(Op::Sum, p, pdims, false);
     if (zero_sum) s = binary(Op::Mul, s, Operand::number(0));  // 0, with NaN and inf kept
-    if (herm) s = cast(unary(Op::Real, s), x->dtype);  // a Hermitian pair's sum is real
+    if (herm) s = cast(unary(Op::Real, s), x->dtype);          // a Hermitian pair's sum is real
     p = s;
   } else if (whole_anti) {  // values come in pairs +-v: max is max |P|, min -max |P|
     const NodeRef m = reduce(Op::Max, unary(Op::Abs, p), pdims, false);
@@ -261,7 +261,8 @@ NodeRef groups_reduce(Op op, const NodeRef& x, const Unpacked& u, const std::vec
     if (!in(dims, d)) out.shape.push_back(pk.shape[d]);
   for (const PackedGroup* G : kept) {  // the same tiles, the dims renumbered
     PackedGroup g = *G;
-    for (int& d : g.dims) d -= static_cast<int>(std::count_if(dims.begin(), dims.end(), [&](int e) { return e < d; }));
+    for (int& d : g.dims)
+      d -= static_cast<int>(std::count_if(dims.begin(), dims.end(), [&](int e) { return e < d; }));
     out.groups.push_back(std::move(g));
   }
   return unpack(p, out);
@@ -270,7 +271,8 @@ NodeRef groups_reduce(Op op, const NodeRef& x, const Unpacked& u, const std::vec
 }  // namespace
 
 NodeRef packed_reduce(Op op, const NodeRef& x, std::vector<int> dims) {
-  if (!is_inexact(x->dtype) || (op != Op::Sum && op != Op::Max && op != Op::Min) || dims.empty()) return nullptr;
+  if (!is_inexact(x->dtype) || (op != Op::Sum && op != Op::Max && op != Op::Min) || dims.empty())
+    return nullptr;
   const std::optional<Unpacked> u = unpacked(x);
   if (!u) return nullptr;
   std::sort(dims.begin(), dims.end());
