@@ -1,6 +1,8 @@
 #include "engine/ir/properties.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <unordered_map>
 
 #include "engine/ir/dtype.hpp"
@@ -30,8 +32,7 @@ bool odd_op(Op op) {
     case Op::Sin:
     case Op::Tanh:
     case Op::Sign:
-    case Op::Round:
-    case Op::Reciprocal:
+    case Op::Round:  // (not reciprocal: 1/0 = inf on the diagonal, which is not -inf)
     case Op::Conj:
     case Op::Real:
     case Op::Imag: return true;
@@ -144,14 +145,24 @@ std::vector<SymmetryGroup> both(Op op, const Properties& a, const Properties& b)
   return out;
 }
 
-// With a constant c: x op c and c op x keep the groups that op with a constant keeps.
-std::vector<SymmetryGroup> with_constant(Op op, const Properties& x, bool x_first) {
+// The value of a constant (a Full, or a broadcast one), if it is one.
+std::optional<double> constant_of(const NodeRef& n) {
+  const Node* f = n->op == Op::Expand ? n->inputs[0].get() : n.get();
+  if (f->op != Op::Full) return std::nullopt;
+  const FullAttrs a = attrs_of<FullAttrs>(*f);
+  return is_inexact(a.dtype) ? a.real : static_cast<double>(a.integer);
+}
+
+// With a constant c: x op c and c op x keep the groups that op with a constant keeps (an
+// antisymmetric one only where 0 op c stays 0: x * c of a finite c, x / c of a finite nonzero c).
+std::vector<SymmetryGroup> with_constant(Op op, const Properties& x, bool x_first, std::optional<double> c) {
+  const bool finite = c && std::isfinite(*c), nonzero = finite && *c != 0;
   std::vector<SymmetryGroup> out;
   for (const SymmetryGroup& g : x.groups) {
     if (g.herm) {  // a constant is real: conj(x) op c = conj(x op c), either side
       if (op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Div) out.push_back(g);
       else if (op == Op::Eq || op == Op::Ne) out.push_back({false, g.dims});  // bool: symmetric
-    } else if (!g.anti || op == Op::Mul || (op == Op::Div && x_first)) {
+    } else if (!g.anti || (op == Op::Mul && finite) || (op == Op::Div && x_first && nonzero)) {
       out.push_back(g);
     }
   }
@@ -176,8 +187,8 @@ Properties binary_properties(const NodeRef& n, Walk& w) {
     out.groups.push_back({true, g.dims});  // x - x^T
     return out;
   }
-  if (pb.uniform) out.groups = with_constant(n->op, pa, true);
-  else if (pa.uniform) out.groups = with_constant(n->op, pb, false);
+  if (pb.uniform) out.groups = with_constant(n->op, pa, true, constant_of(b));
+  else if (pa.uniform) out.groups = with_constant(n->op, pb, false, constant_of(a));
   else out.groups = both(n->op, pa, pb);
   binary_tiles(n->op, pa, pb, out);
   if (pa.zero && pb.zero) out.zero = true;

@@ -162,6 +162,12 @@ test("maps and reductions of a packed tensor", function()
   cases[#cases + 1] = {-ra + ra * 3, ad * 2, 1e-12}
   all_near(cases)
   eq(tostring(ra:square():properties().symmetry[1]), "symmetric{1,2}")
+  -- 1/0 = inf and 0 * inf = NaN on the (unstored) zero diagonal: not antisymmetric, read dense
+  eq(#ra:reciprocal():properties().symmetry, 0)
+  eq(#(ra * math.huge):properties().symmetry, 0)
+  eq(#(ra / 0):properties().symmetry, 0)
+  eq(tostring((ra / 2):properties().symmetry[1]), "antisymmetric{1,2}")
+  eq(ra:reciprocal():diag():totable(), ad:reciprocal():diag():totable())
   local x, mask = block_diagonal(64, 16, 16)
   tp.env.b = x:declare{tiles = {16, 16}, nonzero = mask}
   local rb = tp.env.b
