@@ -30,22 +30,26 @@ const ApiEntry kApi[] = {
     {"tp.tensor", K::Function, "create", "tp.tensor(t [,opts])",
      "A tensor from a nested Lua table (or a number: a scalar). Defaults to f32; a table of "
      "booleans gives bool; an empty table is a size-0 dim (tp.tensor{} is f32 {0}, tp.tensor{{},{}} "
-     "{2,0}). opts: dtype, name, symmetry (checked when evaluated, as x:declare). Example: "
+     "{2,0}). opts: dtype, name, symmetry, tiles and nonzero (checked when evaluated, as x:declare). "
+     "Example: "
      "tp.tensor{{1,2},{3,4}}",
      lua::l_tensor},
     {"tp.zeros", K::Function, "create", "tp.zeros(shape [,opts])",
      "All zeros. shape is a table of sizes, e.g. {2,3} ({0,3} is empty). opts: dtype (default f32), name, "
-     "symmetry (any group: zero is symmetric and antisymmetric). x:properties() says zero = true.",
+     "symmetry (any group: zero is symmetric and antisymmetric), tiles and nonzero (block sparsity as "
+     "x:declare; nonzero defaults to no tile). x:properties() says zero = true.",
      lua::l_zeros},
     {"tp.ones", K::Function, "create", "tp.ones(shape [,opts])",
-     "All ones. opts: dtype, name, symmetry (symmetric groups only).", lua::l_ones},
+     "All ones. opts: dtype, name, symmetry (symmetric groups only), tiles and nonzero (every tile).",
+     lua::l_ones},
     {"tp.full", K::Function, "create", "tp.full(shape, v [,opts])",
      "Every element equal to v (a number or boolean). opts: dtype, name, symmetry (antisymmetric only for "
-     "v = 0).",
+     "v = 0), tiles and nonzero (zero tiles only for v = 0).",
      lua::l_full},
     {"tp.eye", K::Function, "create", "tp.eye(n [,m] [,opts])",
-     "The n x m identity (m defaults to n). opts: dtype, name, symmetry. x:properties() says diagonal = "
-     "true, and symmetric{1,2} when n = m.",
+     "The n x m identity (m defaults to n). opts: dtype, name, symmetry, tiles and nonzero (nonzero must "
+     "hold the tiles the diagonal crosses, and defaults to them). x:properties() says diagonal = true, "
+     "and symmetric{1,2} when n = m.",
      lua::l_eye},
     {"tp.arange", K::Function, "create", "tp.arange(first, last [,step] [,opts])",
      "first, first+step, ... up to last inclusive, like a Lua numeric for: a range that runs no "
@@ -58,7 +62,9 @@ const ApiEntry kApi[] = {
      "Uniform in [0,1) from a counter-based generator (Philox-4x32) keyed by (seed, element "
      "index): the same seed gives the same values on any mesh. opts: seed, dtype, name, symmetry "
      "(tp.symmetric{1,2}: the upper triangle mirrored; tp.antisymmetric{1,2}: mirrored and negated, "
-     "0 on the diagonal; groups of 2 dims).",
+     "0 on the diagonal; tp.hermitian{1,2} of a complex dtype: mirrored and conjugated, the diagonal "
+     "real; groups of 2 dims), tiles and nonzero (the values of the nonzero tiles only, the same as "
+     "without the option; the mask must be symmetric in each group's dims).",
      lua::l_rand},
     {"tp.randn", K::Function, "create", "tp.randn(shape [,opts])",
      "Standard normal, keyed like tp.rand. opts: seed, dtype, name, symmetry (as tp.rand).", lua::l_randn},
@@ -104,8 +110,9 @@ const ApiEntry kApi[] = {
      "where two of them are equal). As tp.symmetric.",
      lua::l_antisymmetric},
     {"tp.hermitian", K::Function, "properties", "tp.hermitian{d1, d2}",
-     "Hermitian symmetry of complex tensors is not declarable yet: an error that says so (for real "
-     "tensors it is tp.symmetric).",
+     "A Hermitian pair of dims of a complex tensor (c64, c128): x[..i..j..] = conj(x[..j..i..]), so its "
+     "diagonal is real. As tp.symmetric, but exactly two dims and complex tensors only (a real tensor is "
+     "Hermitian when it is symmetric). Stored packed; a mirrored tile is the stored one's conjugate.",
      lua::l_hermitian},
     {"tp.declare", K::Function, "properties",
      "tp.declare(x, {symmetry = group or {groups...}, tiles = {t1, ...}, nonzero = mask [, trust = true]}) / "
@@ -566,12 +573,13 @@ const ApiEntry kApi[] = {
      "Checkpoint every named tensor: computes pending bindings, writes each as NAME.npy in a "
      "fresh folder dir/v-XXXX, then commits by renaming dir/manifest.json over the old one "
      "(creating dir). A failure at any point leaves the previous checkpoint whole and no new "
-     "folder; after the commit the previous checkpoint's files are removed. Returns the names "
-     "written.",
+     "folder; after the commit the previous checkpoint's files are removed. A declared tensor is "
+     "written dense, its declaration in the manifest. Returns the names written.",
      lua::l_save_env},
     {"tp.load_env", K::Function, "io", "tp.load_env(dir)",
      "Restore a checkpoint written by tp.save_env: binds every tensor its manifest lists "
-     "(other names are kept) and returns their names. All or nothing: if a file is missing "
+     "(other names are kept; declared ones declared again, trusted, and kept packed) and returns their "
+     "names. All or nothing: if a file is missing "
      "or disagrees with the manifest, the environment is unchanged and the error names it.",
      lua::l_load_env},
     {"tp.load_csv", K::Function, "io", "tp.load_csv(path [,opts])",

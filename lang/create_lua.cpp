@@ -25,11 +25,12 @@ struct CreateOpts {
   std::optional<std::string> name;
   std::optional<int64_t> seed;
   std::vector<SymmetryGroup> symmetry;  // opts.symmetry (properties_lua.hpp)
+  int opts = 0;                         // the options table's index (tiles, nonzero), 0: none
 };
 
 CreateOpts read_opts(lua_State* L, int arg, bool random = false) {
-  Options o = random ? Options(L, arg, {"dtype", "name", "layout", "seed", "symmetry"})
-                     : Options(L, arg, {"dtype", "name", "layout", "symmetry"});
+  Options o = random ? Options(L, arg, {"dtype", "name", "layout", "seed", "symmetry", "tiles", "nonzero"})
+                     : Options(L, arg, {"dtype", "name", "layout", "symmetry", "tiles", "nonzero"});
   user_check(!o.has("layout"),
              "option 'layout' needs the sharding planner, which this build does "
              "not have yet (single rank)");
@@ -39,11 +40,12 @@ CreateOpts read_opts(lua_State* L, int arg, bool random = false) {
   c.name = o.string("name");
   if (random) c.seed = o.integer("seed");
   c.symmetry = read_symmetry(L, lua_istable(L, arg) ? arg : 0);
+  c.opts = lua_istable(L, arg) ? arg : 0;
   return c;
 }
 
 int finish(lua_State* L, NodeRef n, const CreateOpts& c, Creator kind = Creator::Data, double value = 0) {
-  n = with_symmetry(n, c.symmetry, kind, value);
+  n = with_properties(L, c.opts, n, c.symmetry, kind, value);
   if (c.name) {
     session_of(L).env().bind(*c.name, build::stored_form(n));  // declared: kept packed
     push_tensor(L, std::move(n), *c.name);
@@ -135,8 +137,11 @@ static int random(lua_State* L, bool normal) {
   const Shape s = check_shape_arg(L, 1);
   const CreateOpts c = read_opts(L, 2, true);
   const uint64_t seed = c.seed ? static_cast<uint64_t>(*c.seed) : session_of(L).random_seed()++;
-  return finish(L, normal ? build::randn(s, seed, c.dtype) : build::rand(s, seed, c.dtype), c,
-                Creator::Random);
+  // A complex dtype draws both parts (docs/dtypes.md); with tp.hermitian{...} it is mirrored.
+  NodeRef n = is_complex(c.dtype) ? build::complex_random(normal, s, seed, c.dtype)
+              : normal            ? build::randn(s, seed, c.dtype)
+                                  : build::rand(s, seed, c.dtype);
+  return finish(L, std::move(n), c, Creator::Random);
 }
 int l_rand(lua_State* L) { return random(L, false); }
 int l_randn(lua_State* L) { return random(L, true); }

@@ -54,6 +54,58 @@ int64_t integer(const std::string& path, const Json& v, const std::string& what)
   return v.get<int64_t>();
 }
 
+// "properties" (manifest.hpp): the kinds and fields are checked here, the dims and tiles
+// against the tensor's shape where it is declared again (load_env).
+PropertiesAttrs properties_of_json(const std::string& path, const Json& p, const std::string& where) {
+  const std::string w = where + " properties";
+  if (!p.is_object()) fail(path, w, " should be an object");
+  PropertiesAttrs out;
+  if (p.contains("symmetry"))
+    for (const Json& g : array_member(path, p, "symmetry", w)) {
+      if (!g.is_object()) fail(path, w, " symmetry groups should be objects");
+      const std::string& kind = string_member(path, g, "kind", w + " group");
+      if (kind != "symmetric" && kind != "antisymmetric" && kind != "hermitian")
+        fail(path, w, " has an unknown symmetry kind \"", kind, "\" (symmetric, antisymmetric, hermitian)");
+      SymmetryGroup sg{kind == "antisymmetric", {}, kind == "hermitian"};
+      for (const Json& d : array_member(path, g, "dims", w + " group")) {
+        const int64_t dim = integer(path, d, w + " dims");
+        if (dim < 1 || dim > 64) fail(path, w, " dim ", dim, " is out of range");
+        sg.dims.push_back(static_cast<int>(dim - 1));
+      }
+      out.groups.push_back(std::move(sg));
+    }
+  if (p.contains("tiles")) {
+    for (const Json& t : array_member(path, p, "tiles", w))
+      out.tiles.push_back(integer(path, t, w + " tiles"));
+    for (const Json& b : array_member(path, p, "nonzero", w)) {
+      if (!b.is_boolean()) fail(path, w, " nonzero should hold booleans");
+      out.nonzero.push_back(b.get<bool>());
+    }
+  }
+  return out;
+}
+
+nlohmann::ordered_json properties_json(const PropertiesAttrs& p) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  if (!p.groups.empty()) {
+    nlohmann::ordered_json groups = nlohmann::ordered_json::array();
+    for (const SymmetryGroup& g : p.groups) {
+      std::vector<int64_t> dims;
+      for (int d : g.dims) dims.push_back(d + 1);
+      groups.push_back({{"kind", g.herm   ? "hermitian"
+                                 : g.anti ? "antisymmetric"
+                                          : "symmetric"},
+                        {"dims", dims}});
+    }
+    out["symmetry"] = std::move(groups);
+  }
+  if (!p.tiles.empty()) {
+    out["tiles"] = p.tiles;
+    out["nonzero"] = p.nonzero;
+  }
+  return out;
+}
+
 Manifest manifest_of(const std::string& path, const Json& doc) {
   if (!doc.is_object()) fail(path, "malformed manifest: not a JSON object");
   const std::string& format = string_member(path, doc, "format", "manifest");
@@ -80,6 +132,7 @@ Manifest manifest_of(const std::string& path, const Json& doc) {
       if (e.shape.back() < 0) fail(path, where, " has a negative size");
     }
     e.bytes = integer(path, member(path, t, "bytes", where), where + " bytes");
+    if (t.contains("properties")) e.properties = properties_of_json(path, t.at("properties"), where);
     m.tensors.push_back(std::move(e));
   }
   return m;
@@ -89,12 +142,14 @@ Manifest manifest_of(const std::string& path, const Json& doc) {
 
 std::string manifest_json(const Manifest& m) {
   nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
-  for (const ManifestEntry& e : m.tensors)
+  for (const ManifestEntry& e : m.tensors) {
     tensors.push_back({{"name", e.name},
                        {"file", e.file},
                        {"dtype", dtype_name(e.dtype)},
                        {"shape", e.shape},
                        {"bytes", e.bytes}});
+    if (!e.properties.empty()) tensors.back()["properties"] = properties_json(e.properties);
+  }
   const nlohmann::ordered_json doc = {
       {"format", kManifestFormat}, {"version", kManifestVersion}, {"tensors", std::move(tensors)}};
   return doc.dump(2) + "\n";

@@ -5,14 +5,20 @@
 // The file is JSON of one fixed form (read and written with nlohmann/json):
 //   {"format": "tapestry-env", "version": 1,
 //    "tensors": [{"name": "w", "file": "w.npy", "dtype": "f32", "shape": [3, 4], "bytes": 48}]}
-// Unknown keys are ignored (a later version may add some); malformed JSON and a missing or
-// mistyped key are an Error naming the manifest.
+// A tensor with declared properties (docs/properties.md) has one more key, its declaration with
+// 1-based dims as tp.declare takes it (its file holds the dense values):
+//   "properties": {"symmetry": [{"kind": "antisymmetric", "dims": [1, 2]}],
+//                  "tiles": [64, 64], "nonzero": [true, false, ...]}
+// Unknown keys are ignored (a later version may add some, and a reader older than "properties"
+// loads such a tensor plain); malformed JSON and a missing or mistyped key are an Error naming
+// the manifest.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "engine/ir/attrs.hpp"
 #include "engine/ir/dtype.hpp"
 #include "engine/ir/shape.hpp"
 
@@ -28,7 +34,8 @@ struct ManifestEntry {
   std::string file;  // relative to the manifest's directory: "w.npy", or "FOLDER/w.npy" (version 2)
   DType dtype = DType::F32;
   Shape shape;
-  int64_t bytes = 0;  // data bytes, numel(shape) * dtype size
+  int64_t bytes = 0;           // data bytes, numel(shape) * dtype size
+  PropertiesAttrs properties;  // declared groups and tiles (never `packed`); empty: none
   bool operator==(const ManifestEntry&) const = default;
 };
 

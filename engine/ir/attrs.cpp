@@ -117,7 +117,7 @@ ConstrainAttrs ConstrainAttrs::decode(const Attrs& a) {
 Attrs PropertiesAttrs::encode() const {
   std::vector<int64_t> ints{static_cast<int64_t>(groups.size())};
   for (const SymmetryGroup& g : groups) {
-    ints.push_back(g.anti ? 1 : 0);
+    ints.push_back(g.herm ? 2 : g.anti ? 1 : 0);
     ints.push_back(static_cast<int64_t>(g.dims.size()));
     ints.insert(ints.end(), g.dims.begin(), g.dims.end());
   }
@@ -134,7 +134,7 @@ PropertiesAttrs PropertiesAttrs::decode(const Attrs& a) {
   size_t i = 1;
   for (int64_t n = 0; n < a.ints[0]; ++n) {
     internal_check(i + 2 <= a.ints.size());
-    SymmetryGroup g{a.ints[i] != 0, {}};
+    SymmetryGroup g{a.ints[i] == 1, {}, a.ints[i] == 2};
     const auto k = static_cast<size_t>(a.ints[i + 1]);
     i += 2;
     internal_check(i + k <= a.ints.size());

@@ -131,8 +131,9 @@ struct ConstrainAttrs {        // the layout the planner must give the node
 // A permutational symmetry group: the tensor is unchanged (symmetric) or changes sign
 // (antisymmetric) when any two of `dims` (0-based, ascending, equal sizes) are swapped.
 struct SymmetryGroup {
-  bool anti = false;
+  bool anti = false;  // an odd permutation of the dims negates
   std::vector<int> dims;
+  bool herm = false;  // Hermitian (complex, a pair): a swap conjugates; never with anti
   bool operator==(const SymmetryGroup&) const = default;
 };
 

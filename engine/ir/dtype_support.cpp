@@ -14,7 +14,9 @@ bool moves_only(Op op) {
     case OpKind::Cat:
     case OpKind::Write:
     case OpKind::Fused: return true;
-    default: return op == Op::Full || op == Op::Load || op == Op::Gather || op == Op::Scatter;
+    default:  // (check_declared copies its input after reading it, any dtype: properties.md)
+      return op == Op::Full || op == Op::Load || op == Op::Gather || op == Op::Scatter ||
+             op == Op::CheckDeclared;
   }
 }
 

@@ -1,8 +1,11 @@
 #include "engine/ir/properties.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <unordered_map>
 
+#include "engine/ir/dtype.hpp"
 #include "engine/ir/op.hpp"
 #include "engine/ir/shape.hpp"
 
@@ -29,12 +32,31 @@ bool odd_op(Op op) {
     case Op::Sin:
     case Op::Tanh:
     case Op::Sign:
-    case Op::Round:
-    case Op::Reciprocal: return true;
+    case Op::Round:  // (not reciprocal: 1/0 = inf on the diagonal, which is not -inf)
+    case Op::Conj:
+    case Op::Real:
+    case Op::Imag: return true;
     default: return false;
   }
 }
 bool even_op(Op op) { return op == Op::Abs || op == Op::Square || op == Op::Cos; }
+
+// Functions with f(conj z) = conj f(z) that map reals to reals: they keep Hermitian groups
+// (whose diagonal is real). Not log and sqrt: log(-1) = i pi puts an imaginary part on the
+// diagonal.
+bool conj_op(Op op) {
+  switch (op) {
+    case Op::Cast:
+    case Op::Neg:
+    case Op::Exp:
+    case Op::Sin:
+    case Op::Cos:
+    case Op::Square:
+    case Op::Reciprocal:
+    case Op::Conj: return true;
+    default: return false;
+  }
+}
 
 // f(0) = 0: zeros stay zeros (tile sparsity, zero tensors).
 bool keeps_zero(Op op) {
@@ -51,7 +73,10 @@ bool keeps_zero(Op op) {
     case Op::Ceil:
     case Op::Round:
     case Op::Sign:
-    case Op::Square: return true;
+    case Op::Square:
+    case Op::Conj:
+    case Op::Real:
+    case Op::Imag: return true;
     default: return false;
   }
 }
@@ -78,9 +103,9 @@ void binary_tiles(Op op, const Properties& a, const Properties& b, Properties& o
     out.nonzero[t] = sum ? (a.nonzero[t] || b.nonzero[t]) : (a.nonzero[t] && b.nonzero[t]);
 }
 
-// The group of dims {a, b} if y is x with exactly dims a and b swapped.
-bool swapped_of(const NodeRef& y, const NodeRef& x, SymmetryGroup& g) {
-  if (y->op != Op::Permute || y->inputs[0] != x) return false;
+// The group of dims {a, b} if y is a permute that swaps exactly dims a and b.
+bool swaps(const NodeRef& y, SymmetryGroup& g) {
+  if (y->op != Op::Permute) return false;
   const std::vector<int> perm = attrs_of<PermuteAttrs>(*y).perm;
   std::vector<int> moved;
   for (size_t i = 0; i < perm.size(); ++i)
@@ -90,7 +115,20 @@ bool swapped_of(const NodeRef& y, const NodeRef& x, SymmetryGroup& g) {
   return true;
 }
 
+// The group of dims {a, b} if y is x with exactly dims a and b swapped.
+bool swapped_of(const NodeRef& y, const NodeRef& x, SymmetryGroup& g) {
+  return y->op == Op::Permute && y->inputs[0] == x && swaps(y, g);
+}
+
+// The group {a, b} if y is conj(x) with dims a and b swapped (conj before or after the swap).
+bool conj_swapped_of(const NodeRef& y, const NodeRef& x, SymmetryGroup& g) {
+  if (!is_complex(x->dtype)) return false;
+  if (y->op == Op::Conj) return swapped_of(y->inputs[0], x, g);
+  return y->op == Op::Permute && y->inputs[0]->op == Op::Conj && y->inputs[0]->inputs[0] == x && swaps(y, g);
+}
+
 bool same_dims(const SymmetryGroup& a, const SymmetryGroup& b) { return a.dims == b.dims; }
+bool symmetric(const SymmetryGroup& g) { return !g.anti && !g.herm; }
 
 // The groups both operands have (over the same dims), combined by op.
 std::vector<SymmetryGroup> both(Op op, const Properties& a, const Properties& b) {
@@ -98,18 +136,36 @@ std::vector<SymmetryGroup> both(Op op, const Properties& a, const Properties& b)
   for (const SymmetryGroup& ga : a.groups)
     for (const SymmetryGroup& gb : b.groups) {
       if (!same_dims(ga, gb)) continue;
-      if (!ga.anti && !gb.anti) out.push_back(ga);  // f(x, y) of symmetric x and y
+      if (symmetric(ga) && symmetric(gb)) out.push_back(ga);  // f(x, y) of symmetric x and y
+      else if (ga.herm && gb.herm && (op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Div))
+        out.push_back(ga);  // conj(x) op conj(y) = conj(x op y)
       else if (ga.anti && gb.anti && (op == Op::Add || op == Op::Sub)) out.push_back(ga);
       else if (ga.anti && gb.anti && (op == Op::Mul || op == Op::Div)) out.push_back({false, ga.dims});
     }
   return out;
 }
 
-// With a constant c: x op c and c op x keep the groups that op with a constant keeps.
-std::vector<SymmetryGroup> with_constant(Op op, const Properties& x, bool x_first) {
+// The value of a constant (a Full, or a broadcast one), if it is one.
+std::optional<double> constant_of(const NodeRef& n) {
+  const Node* f = n->op == Op::Expand ? n->inputs[0].get() : n.get();
+  if (f->op != Op::Full) return std::nullopt;
+  const FullAttrs a = attrs_of<FullAttrs>(*f);
+  return is_inexact(a.dtype) ? a.real : static_cast<double>(a.integer);
+}
+
+// With a constant c: x op c and c op x keep the groups that op with a constant keeps (an
+// antisymmetric one only where 0 op c stays 0: x * c of a finite c, x / c of a finite nonzero c).
+std::vector<SymmetryGroup> with_constant(Op op, const Properties& x, bool x_first, std::optional<double> c) {
+  const bool finite = c && std::isfinite(*c), nonzero = finite && *c != 0;
   std::vector<SymmetryGroup> out;
-  for (const SymmetryGroup& g : x.groups)
-    if (!g.anti || op == Op::Mul || (op == Op::Div && x_first)) out.push_back(g);
+  for (const SymmetryGroup& g : x.groups) {
+    if (g.herm) {  // a constant is real: conj(x) op c = conj(x op c), either side
+      if (op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Div) out.push_back(g);
+      else if (op == Op::Eq || op == Op::Ne) out.push_back({false, g.dims});  // bool: symmetric
+    } else if (!g.anti || (op == Op::Mul && finite) || (op == Op::Div && x_first && nonzero)) {
+      out.push_back(g);
+    }
+  }
   return out;
 }
 
@@ -123,12 +179,16 @@ Properties binary_properties(const NodeRef& n, Walk& w) {
     out.groups.push_back(g);  // x + x^T
     return out;
   }
+  if ((n->op == Op::Add || n->op == Op::Mul) && (conj_swapped_of(b, a, g) || conj_swapped_of(a, b, g))) {
+    out.groups.push_back({false, g.dims, true});  // x + conj(x^T), x * conj(x^T): Hermitian
+    return out;
+  }
   if (n->op == Op::Sub && swapped_of(b, a, g)) {
     out.groups.push_back({true, g.dims});  // x - x^T
     return out;
   }
-  if (pb.uniform) out.groups = with_constant(n->op, pa, true);
-  else if (pa.uniform) out.groups = with_constant(n->op, pb, false);
+  if (pb.uniform) out.groups = with_constant(n->op, pa, true, constant_of(b));
+  else if (pa.uniform) out.groups = with_constant(n->op, pb, false, constant_of(a));
   else out.groups = both(n->op, pa, pb);
   binary_tiles(n->op, pa, pb, out);
   if (pa.zero && pb.zero) out.zero = true;
@@ -153,7 +213,7 @@ Properties uniform_properties(const NodeRef& n, bool zero) {
 bool is_zero_constant(const Node& n) {
   if (n.op != Op::Full) return false;
   const FullAttrs a = attrs_of<FullAttrs>(n);
-  return is_float(a.dtype) ? a.real == 0 : a.integer == 0;
+  return is_inexact(a.dtype) ? a.real == 0 : a.integer == 0;
 }
 
 int64_t choose(int64_t n, int64_t k) {
@@ -205,6 +265,16 @@ Properties derive_node(const NodeRef& n, Walk& w) {
     }
     case Op::Constrain:
     case Op::CheckDeclared: return derive(n->inputs[0], w);
+    case Op::Matmul: {  // A A^T is symmetric, A A^H (and A^H A) Hermitian
+      Properties p;
+      SymmetryGroup g;
+      const NodeRef &a = n->inputs[0], &b = n->inputs[1];
+      if (n->shape.size() != 2 || a->shape.size() != 2) return p;
+      if (swapped_of(b, a, g) || swapped_of(a, b, g)) p.groups.push_back({false, {0, 1}});
+      else if (conj_swapped_of(b, a, g) || conj_swapped_of(a, b, g))
+        p.groups.push_back({false, {0, 1}, true});
+      return p;
+    }
     case Op::Permute: {
       const std::vector<int> perm = attrs_of<PermuteAttrs>(*n).perm;  // out i = in perm[i]
       std::vector<int> where(perm.size());
@@ -246,8 +316,16 @@ Properties derive_node(const NodeRef& n, Walk& w) {
     const Properties x = derive(n->inputs[0], w);
     Properties p;
     for (const SymmetryGroup& g : x.groups) {
-      if (!g.anti || odd_op(n->op) || n->op == Op::Cast) p.groups.push_back(g);
-      else if (even_op(n->op)) p.groups.push_back({false, g.dims});
+      if (g.herm) {
+        if (is_complex(n->dtype) && conj_op(n->op)) p.groups.push_back(g);
+        else if (n->op == Op::Imag) p.groups.push_back({true, g.dims});  // imag(conj z) = -imag z
+        else if (n->op == Op::Real || n->op == Op::Abs || n->op == Op::Cast)
+          p.groups.push_back({false, g.dims});
+      } else if (!g.anti || odd_op(n->op) || n->op == Op::Cast) {
+        p.groups.push_back(g);
+      } else if (even_op(n->op)) {
+        p.groups.push_back({false, g.dims});
+      }
     }
     if (n->op == Op::Cast && n->dtype == DType::Bool)  // bool(-x) = bool(x): symmetric, never anti
       for (SymmetryGroup& g : p.groups) g.anti = false;
@@ -305,7 +383,7 @@ Shape tile_grid(const Shape& shape, const std::vector<int64_t>& tiles) {
 }
 
 std::string group_str(const SymmetryGroup& g) {
-  std::string s = g.anti ? "antisymmetric{" : "symmetric{";
+  std::string s = g.herm ? "hermitian{" : g.anti ? "antisymmetric{" : "symmetric{";
   for (size_t i = 0; i < g.dims.size(); ++i) s += (i ? "," : "") + std::to_string(g.dims[i] + 1);
   return s + "}";
 }

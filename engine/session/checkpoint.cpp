@@ -147,7 +147,9 @@ std::vector<std::string> save_env(Session& s, const std::string& dir) {
         if (!n->value) observe_values(s, {n});
         save_npy(join(dir, file), n->value->view());
       }
-      m.tensors.push_back({name, file, n->dtype, n->shape, numel(n->shape) * dtype_size(n->dtype)});
+      PropertiesAttrs declared = entry.declared;  // kept in the manifest, loaded declared again
+      declared.packed.clear();
+      m.tensors.push_back({name, file, n->dtype, n->shape, numel(n->shape) * dtype_size(n->dtype), declared});
       names.push_back(name);
     }
     save_npy_sharded(s, sharded);  // every rank reported success before the manifest is written
@@ -171,6 +173,16 @@ std::vector<std::string> load_env(Session& s, const std::string& dir) {
   for (const ManifestEntry& t : m.tensors) {
     check_entry(mpath, t);
     user_check(seen.insert(t.name).second, "'", mpath, "': tensor '", t.name, "' listed twice");
+    if (!t.properties.empty()) {
+      try {
+        PropertiesAttrs p = t.properties;
+        build::check_groups(t.shape, p.groups, t.dtype);
+        if (!p.tiles.empty()) build::check_tiles(t.shape, p.tiles, p.nonzero);
+      } catch (const Error& e) {
+        user_error("'", mpath, "': the properties of '", t.name, "' do not fit its ", dtype_name(t.dtype),
+                   " ", shape_str(t.shape), ": ", e.what());
+      }
+    }
   }
 
   // Read everything before binding anything, so a bad file leaves the environment as it was.
@@ -213,7 +225,11 @@ std::vector<std::string> load_env(Session& s, const std::string& dir) {
     if (s.mpi_job_ranks() == ranks) s.coordinator()->replicate(keys);  // copies on each rank's buddy
   }
   std::vector<std::string> names;
-  for (auto& [name, node] : loaded) {
+  for (size_t i = 0; i < loaded.size(); ++i) {
+    auto& [name, node] = loaded[i];
+    // Declared again, trusted (they held when saved), and so kept packed as before the save.
+    const PropertiesAttrs& p = m.tensors[i].properties;
+    if (!p.empty()) node = build::stored_form(build::declare(node, p, true));
     s.env().bind(name, std::move(node));
     names.push_back(name);
   }

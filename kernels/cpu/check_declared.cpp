@@ -6,42 +6,60 @@
 #include <vector>
 
 #include "engine/ir/attrs.hpp"
+#include "engine/ir/complex.hpp"
+#include "engine/ir/half.hpp"
 #include "kernels/cpu/kernels.hpp"
 
 namespace tapestry::cpu {
 namespace {
 
-double element(const View& v, const std::vector<int64_t>& idx) {
+struct Elem {
+  double re = 0, im = 0;
+};
+
+Elem element(const View& v, const std::vector<int64_t>& idx) {
   int64_t off = v.offset;
   for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * v.strides[d];
   const char* p = static_cast<const char*>(v.buf->data()) + off * dtype_size(v.dtype);
   switch (v.dtype) {
-    case DType::F32: return *reinterpret_cast<const float*>(p);
-    case DType::F64: return *reinterpret_cast<const double*>(p);
-    case DType::I32: return *reinterpret_cast<const int32_t*>(p);
-    case DType::I64: return static_cast<double>(*reinterpret_cast<const int64_t*>(p));
-    case DType::Bool: return *reinterpret_cast<const bool*>(p) ? 1 : 0;
-    default: break;
+    case DType::F32: return {*reinterpret_cast<const float*>(p)};
+    case DType::F64: return {*reinterpret_cast<const double*>(p)};
+    case DType::F16: return {static_cast<float>(*reinterpret_cast<const f16*>(p))};
+    case DType::BF16: return {static_cast<float>(*reinterpret_cast<const bf16*>(p))};
+    case DType::C64: {
+      const auto* z = reinterpret_cast<const cx<float>*>(p);
+      return {z->re, z->im};
+    }
+    case DType::C128: {
+      const auto* z = reinterpret_cast<const cx<double>*>(p);
+      return {z->re, z->im};
+    }
+    case DType::I8: return {static_cast<double>(*reinterpret_cast<const int8_t*>(p))};
+    case DType::U8: return {static_cast<double>(*reinterpret_cast<const uint8_t*>(p))};
+    case DType::I32: return {static_cast<double>(*reinterpret_cast<const int32_t*>(p))};
+    case DType::I64: return {static_cast<double>(*reinterpret_cast<const int64_t*>(p))};
+    case DType::Bool: return {*reinterpret_cast<const bool*>(p) ? 1.0 : 0.0};
   }
   internal_check(false && "check_declared: unknown dtype");
-  return 0;
+  return {};
 }
 
-// max |x - x^T| (anti: |x + x^T|) over swapping dims a and b, and max |x|.
-void violation(const View& x, int a, int b, bool anti, double& worst, double& biggest) {
+// max |x - x^T| (anti: |x + x^T|, herm: |x - conj(x^T)|) over swapping dims a and b, and max |x|.
+void violation(const View& x, const SymmetryGroup& g, int a, int b, double& worst, double& biggest) {
   worst = 0;
   biggest = 0;
   std::vector<int64_t> idx(x.shape.size(), 0), swapped;
   const int64_t n = x.numel();
+  const double sign = g.anti ? -1 : 1, conj = g.herm ? -1 : 1;
   for (int64_t e = 0; e < n; ++e) {
-    const double v = element(x, idx);
+    const Elem v = element(x, idx);
     swapped = idx;
     std::swap(swapped[a], swapped[b]);
-    const double w = element(x, swapped);
-    const double diff = anti ? std::fabs(v + w) : std::fabs(v - w);
-    if (std::isnan(diff) && !std::isnan(v)) worst = diff;
+    const Elem w = element(x, swapped);
+    const double diff = std::hypot(v.re - sign * w.re, v.im - sign * conj * w.im);
+    if (std::isnan(diff) && !std::isnan(v.re) && !std::isnan(v.im)) worst = diff;
     else worst = std::max(worst, diff);
-    biggest = std::max(biggest, std::fabs(v));
+    biggest = std::max(biggest, std::hypot(v.re, v.im));
     for (int d = x.rank() - 1; d >= 0 && ++idx[d] == x.shape[d]; --d) idx[d] = 0;
   }
 }
@@ -55,7 +73,8 @@ double outside_tiles(const View& x, const PropertiesAttrs& p, std::vector<int64_
   for (int64_t e = 0; e < n; ++e) {
     int64_t t = 0;
     for (size_t d = 0; d < grid.size(); ++d) t = t * grid[d] + idx[d] / p.tiles[d];
-    const double v = std::fabs(element(x, idx));
+    const Elem z = element(x, idx);
+    const double v = std::hypot(z.re, z.im);
     if (!p.nonzero[static_cast<size_t>(t)] && (v > worst || (std::isnan(v) && !std::isnan(worst)))) {
       worst = v;
       where.resize(idx.size());
@@ -77,15 +96,18 @@ std::string fmt(double v) {
 void run_check_declared(const Attrs& attrs, const View& in, const View& out) {
   const PropertiesAttrs p = attrs_of<PropertiesAttrs>(Op::CheckDeclared, attrs);
   // Floats may differ by rounding: 1e-5 of the largest magnitude; integers must agree exactly.
-  const bool exact = !is_float(in.dtype);
+  const bool exact = !is_inexact(in.dtype);
   for (const SymmetryGroup& g : p.groups)
     for (size_t k = 0; k + 1 < g.dims.size(); ++k) {
       double worst = 0, biggest = 0;
-      violation(in, g.dims[k], g.dims[k + 1], g.anti, worst, biggest);
+      violation(in, g, g.dims[k], g.dims[k + 1], worst, biggest);
       const double tol = exact ? 0 : 1e-5 * std::max(1.0, biggest);
       user_check(!(worst > tol) && !std::isnan(worst), "tp.declare: x is not ",
-                 g.anti ? "antisymmetric" : "symmetric", " in dims ", g.dims[k] + 1, ",", g.dims[k + 1] + 1,
-                 " (max |x ", g.anti ? "+" : "-", " x^T| = ", fmt(worst), ")");
+                 g.herm   ? "Hermitian"
+                 : g.anti ? "antisymmetric"
+                          : "symmetric",
+                 " in dims ", g.dims[k] + 1, ",", g.dims[k + 1] + 1, " (max |x ", g.anti ? "+" : "-",
+                 g.herm ? " conj(x^T)" : " x^T", "| = ", fmt(worst), ")");
     }
   if (!p.tiles.empty()) {
     std::vector<int64_t> tile;

@@ -472,7 +472,17 @@ class Gen {
         break;
       }
       default: {
-        if (rank >= 2 && dtype(x) != DType::Bool && coin(r_, 0.5)) {
+        if (rank >= 1 && dtype(x) != DType::Bool && coin(r_, 0.25)) {  // block-sparse
+          s.kind = Kind::Declare;
+          s.n = 1;
+          int64_t tiles = 1;
+          for (int d = 0; d < rank; ++d) {
+            s.a.push_back(uni(r_, 1, xs[d]));
+            tiles *= (xs[d] + s.a[d] - 1) / s.a[d];
+          }
+          if (tiles > 64) return;
+          for (int64_t t = 0; t < tiles; ++t) s.b.push_back(coin(r_, 0.4) ? 1 : 0);
+        } else if (rank >= 2 && dtype(x) != DType::Bool && coin(r_, 0.5)) {
           s.kind = Kind::Declare;
           const int d1 = static_cast<int>(uni(r_, 0, rank - 2)),
                     d2 = static_cast<int>(uni(r_, d1 + 1, rank - 1));
@@ -538,6 +548,33 @@ std::string dq(DType t) { return cat_str("\"", dtype_name(t), "\""); }
 
 namespace {
 bool declarations = true;
+
+// Declare with s.n = 1: x zeroed outside the tiles s.b marks (s.a: tile extents), declared
+// block-sparse in them and kept as a named tensor keeps it (docs/properties.md).
+NodeRef block_sparse(const Step& s, const NodeRef& x) {
+  const Shape& xs = x->shape;
+  user_check(s.a.size() == xs.size(), "rank changed after a shrink");
+  Shape grid;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    user_check(s.a[d] >= 1 && s.a[d] <= xs[d], "tiles do not fit after a shrink");
+    grid.push_back((xs[d] + s.a[d] - 1) / s.a[d]);
+  }
+  user_check(static_cast<int64_t>(s.b.size()) == numel(grid), "grid changed after a shrink");
+  auto m = Value::alloc(DType::Bool, xs);
+  std::vector<int64_t> idx(xs.size(), 0);
+  for (int64_t e = 0; e < numel(xs); ++e) {
+    int64_t t = 0;
+    for (size_t d = 0; d < xs.size(); ++d) t = t * grid[d] + idx[d] / s.a[d];
+    m->data<bool>()[e] = s.b[static_cast<size_t>(t)] != 0;
+    for (int d = static_cast<int>(xs.size()) - 1; d >= 0 && ++idx[d] == xs[d]; --d) idx[d] = 0;
+  }
+  const NodeRef y = build::where(make_source(m, xs, DType::Bool), x, build::full(xs, 0, x->dtype));
+  if (!declarations) return y;
+  std::vector<bool> nonzero;
+  for (int64_t b : s.b) nonzero.push_back(b != 0);
+  return build::read_form(build::stored_form(build::declare(y, PropertiesAttrs{{}, s.a, nonzero, {}}, true)),
+                          {});
+}
 }  // namespace
 
 void set_declarations(bool on) { declarations = on; }
@@ -620,6 +657,7 @@ NodeRef build_step(const Step& s, const std::vector<NodeRef>& in) {
     }
     case Kind::Constrain: return build::constrain(in[0], s.a, s.flag);
     case Kind::Declare: {
+      if (s.n == 1) return block_sparse(s, in[0]);
       const int d1 = static_cast<int>(s.a[0]), d2 = static_cast<int>(s.a[1]);
       user_check(d2 < static_cast<int>(in[0]->shape.size()), "dims out of range after a shrink");
       const NodeRef y = build::binary(s.flag ? Op::Sub : Op::Add, in[0], build::transpose(in[0], d1, d2));
@@ -701,6 +739,21 @@ std::string to_lua(const Program& p, const std::vector<std::vector<double>>& exp
   end
   if dtype == "bool" then return tp.tensor(fill(1)) end
   return tp.tensor(fill(1), {dtype = dtype})
+end
+-- x zeroed outside the tiles `bits` marks (1 per tile of the grid, row-major), declared so.
+local function tiled(x, tiles, bits)
+  local shape, grid, mask = x.shape, {}, {}
+  for d = 1, #shape do grid[d] = (shape[d] + tiles[d] - 1) // tiles[d] end
+  local function fill(d, t)
+    if d > #shape then return bits[t + 1] == 1 end
+    local out = {}
+    for j = 1, shape[d] do out[j] = fill(d + 1, t * grid[d] + (j - 1) // tiles[d]) end
+    return out
+  end
+  local nz = {}
+  for k, b in ipairs(bits) do nz[k] = b == 1 end
+  return tp.where(tp.tensor(fill(1, 0)), x, 0):declare{tiles = tiles, nonzero = tp.tensor(nz):reshape(grid),
+                                                      trust = true}
 end
 local function flat(x)
   local out = {}
@@ -828,6 +881,11 @@ end
                    : cat_str(v(0), ":constrain(tp.grid", ilist(s.a), ")");
         break;
       case Kind::Declare:  // bound to a name and read back: kept packed
+        if (s.n == 1) {
+          e = cat_str("(function() tp.env.fz", i, " = tiled(", v(0), ", ", ilist(s.a), ", ", ilist(s.b),
+                      ") return tp.env.fz", i, " end)()");
+          break;
+        }
         e = cat_str("(function() tp.env.fz", i, " = (", v(0), s.flag ? " - " : " + ", v(0), ":transpose(",
                     s.a[0] + 1, ", ", s.a[1] + 1, ")):declare{symmetry = tp.", s.flag ? "anti" : "",
                     "symmetric{", s.a[0] + 1, ", ", s.a[1] + 1, "}, trust = true} return tp.env.fz", i,

@@ -52,6 +52,8 @@ enum class Kind {
   // x + x^T (flag: x - x^T) in dims a[0], a[1], declared symmetric (antisymmetric) and kept as
   // a named tensor keeps it: unpack(pack(.)), so later steps take the packed paths
   // (docs/properties.md). With declarations off (set_declarations), just x +- x^T.
+  // n = 1: block-sparse instead: x zeroed outside the tiles b marks (a: tile extents per dim),
+  // declared so and kept packed alike.
   Declare,
 };
 

@@ -420,8 +420,9 @@ NodeRef reduce(Op op, const NodeRef& x, std::vector<int> dims, bool keepdim) {
                " is not defined for complex numbers (numpy orders them lexicographically; Tapestry does "
                "not: reduce x:real() or x:abs())");
   dims = normalize_dims(std::move(dims), static_cast<int>(x->shape.size()));
-  if (dims.size() == x->shape.size() && !dims.empty())  // of a packed tensor: from its stored tiles
-    if (NodeRef r = packed_reduce(op, x)) return keepdim ? reshape(r, Shape(x->shape.size(), 1)) : r;
+  if (!dims.empty())  // of a packed tensor: from its stored tiles
+    if (NodeRef r = packed_reduce(op, x, dims))
+      return keepdim ? reshape(r, reduced_shape(x->shape, dims, true)) : r;
   NodeRef in = x;
   DType out = x->dtype;
   if (op == Op::Sum || op == Op::Prod) {

@@ -125,8 +125,10 @@ NodeRef pool2d(Op op, const NodeRef& x, const int64_t kernel[2], const int64_t s
 
 // --- declared properties (builders_declare.cpp; engine/ir/properties.hpp) --------------
 // Sorts each group's dims and checks them against shape (in range, distinct, equal sizes,
-// groups disjoint).
-void check_groups(const Shape& shape, std::vector<SymmetryGroup>& groups);
+// groups disjoint; a Hermitian group is a pair of dims of a complex tensor).
+void check_groups(const Shape& shape, std::vector<SymmetryGroup>& groups, DType dtype);
+// Tile extents (one positive extent per dim) and a nonzero flag per tile of their grid.
+void check_tiles(const Shape& shape, const std::vector<int64_t>& tiles, const std::vector<bool>& nonzero);
 // x with the groups declared (and what x is known to keep); checked when evaluated unless
 // trust, and not again where x is already known to have them.
 NodeRef declare(const NodeRef& x, PropertiesAttrs p, bool trust);
@@ -134,8 +136,13 @@ NodeRef dense(const NodeRef& x);  // the same values, nothing declared
 // a @ b over the nonzero tile pairs when a or b is a 2-D block-sparse declared tensor, else nullptr
 // (builders_tile_matmul.cpp; matmul calls it).
 NodeRef tile_matmul(const NodeRef& a, const NodeRef& b);
-// x's upper triangle in g's two dims mirrored (antisymmetric: negated, diagonal 0).
+// x's upper triangle in g's two dims mirrored (antisymmetric: negated, diagonal 0;
+// Hermitian: conjugated, diagonal its real part).
 NodeRef mirror(const NodeRef& x, const SymmetryGroup& g);
+// tp.rand / tp.randn of a complex dtype: the real and imaginary parts are the two elements of
+// a real random tensor of shape {shape..., 2} (so keyed by the element index like every random
+// tensor); randn's parts have variance 1/2 each (E|z|^2 = 1, as torch), rand's are in [0, 1).
+NodeRef complex_random(bool normal, const Shape& shape, uint64_t seed, DType dtype);
 
 // --- lines along one dim (builders_line.cpp): dim 0-based, x at least 1-D -------------
 // Cumsum, Cumprod (ints and bools in i64), Cummax, Cummin (values), Logcumsumexp (floats);

@@ -1,6 +1,7 @@
 // Declared properties (engine/ir/properties.hpp): x:declare, x:dense, and the creators'
 // symmetric random tensors.
 #include <algorithm>
+#include <cmath>
 
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/build/empty.hpp"
@@ -30,12 +31,17 @@ NodeRef index_along(const Shape& shape, int d) {
 
 }  // namespace
 
-void check_groups(const Shape& shape, std::vector<SymmetryGroup>& groups) {
+void check_groups(const Shape& shape, std::vector<SymmetryGroup>& groups, DType dtype) {
   const int r = static_cast<int>(shape.size());
   for (size_t k = 0; k < groups.size(); ++k) {
     SymmetryGroup& g = groups[k];
     std::sort(g.dims.begin(), g.dims.end());
     user_check(g.dims.size() >= 2, "a symmetry group needs at least 2 dims, got ", group_str(g));
+    user_check(!g.herm || g.dims.size() == 2, group_str(g),
+               ": a Hermitian group is a pair of dims (x[i,j] = conj(x[j,i]))");
+    user_check(!g.herm || is_complex(dtype), group_str(g), " needs a complex tensor (c64, c128), got ",
+               dtype_name(dtype), " ", shape_str(shape),
+               "; a real tensor is Hermitian when it is symmetric: use tp.symmetric");
     for (size_t i = 0; i < g.dims.size(); ++i) {
       user_check(g.dims[i] >= 0 && g.dims[i] < r, group_str(g), ": dim ", g.dims[i] + 1,
                  " is out of range for a tensor of shape ", shape_str(shape));
@@ -66,7 +72,7 @@ NodeRef declare(const NodeRef& x, PropertiesAttrs p, bool trust) {
              "nothing to declare: give symmetry = tp.symmetric{...} (or a list of groups), "
              "or tiles and nonzero");
   std::vector<SymmetryGroup>& groups = p.groups;
-  check_groups(x->shape, groups);
+  check_groups(x->shape, groups, x->dtype);
   if (!p.tiles.empty()) check_tiles(x->shape, p.tiles, p.nonzero);
   const Properties known = properties_of(x);
   PropertiesAttrs unknown;
@@ -110,9 +116,27 @@ NodeRef mirror(const NodeRef& x, const SymmetryGroup& g) {
   const int a = g.dims[0], b = g.dims[1];
   const NodeRef i = index_along(x->shape, a), j = index_along(x->shape, b);
   const NodeRef xt = transpose(x, a, b);
+  if (g.herm) {  // the upper triangle, conjugated below; the diagonal real
+    const NodeRef diag = cast(unary(Op::Real, x), x->dtype);
+    return where(binary(Op::Lt, i, j), x, where(binary(Op::Gt, i, j), unary(Op::Conj, xt), diag));
+  }
   if (!g.anti) return where(binary(Op::Le, i, j), x, xt);  // the upper triangle, mirrored
   const NodeRef zero = full(x->shape, 0, x->dtype);
   return where(binary(Op::Lt, i, j), x, where(binary(Op::Gt, i, j), unary(Op::Neg, xt), zero));
+}
+
+}  // namespace tapestry::build
+
+namespace tapestry::build {
+
+NodeRef complex_random(bool normal, const Shape& shape, uint64_t seed, DType dtype) {
+  Shape two = shape;
+  two.push_back(2);
+  const DType re = real_dtype(dtype);
+  NodeRef r = normal ? randn(two, seed, re) : rand(two, seed, re);
+  if (normal) r = binary(Op::Mul, r, Operand::number(std::sqrt(0.5)));
+  const int last = static_cast<int>(shape.size());
+  return binary(Op::Complex, select(r, last, 0), select(r, last, 1));
 }
 
 }  // namespace tapestry::build

@@ -61,7 +61,7 @@ bool has_repeat(const std::vector<int64_t>& T) {
 bool is_zero_full(const NodeRef& n) {
   if (n->op != Op::Full) return false;
   const FullAttrs a = attrs_of<FullAttrs>(*n);
-  return is_float(a.dtype) ? a.real == 0 : a.integer == 0;
+  return is_inexact(a.dtype) ? a.real == 0 : a.integer == 0;
 }
 
 // cat along dim, with neighbouring zero generators merged into one (a row of zero tiles is
@@ -142,6 +142,7 @@ NodeRef group_leaf(const NodeRef& cur, int m, const PackedGroup& G, const std::v
   v = permute(v, perm);
   // 0 - v, not -v: an element that is 0 stays +0, as x - x^T makes it (1 / x then agrees).
   if (G.anti && inversions % 2 == 1) v = binary(Op::Sub, Operand::integer_number(0), v);
+  if (G.herm && inversions % 2 == 1) v = unary(Op::Conj, v);
   for (size_t s = 0; s < k; ++s) v = clip(v, m + G.dims[s], G.n - T[s] * G.b);
   return v;
 }
@@ -151,7 +152,7 @@ NodeRef group_leaf(const NodeRef& cur, int m, const PackedGroup& G, const std::v
 // of the dense one onto tensors with the symmetry (docs/properties.md, "Gradients").
 NodeRef group_average(const NodeRef& x, int offset, const PackedGroup& G) {
   const size_t k = G.dims.size();
-  if (k > 4 || !is_float(x->dtype)) return x;
+  if (k > 4 || !is_inexact(x->dtype)) return x;
   std::vector<size_t> sigma(k);
   std::iota(sigma.begin(), sigma.end(), 0);
   NodeRef sum;
@@ -164,7 +165,8 @@ NodeRef group_average(const NodeRef& x, int offset, const PackedGroup& G) {
       perm[offset + G.dims[s]] = offset + G.dims[sigma[s]];
       for (size_t r = s + 1; r < k; ++r) inversions += sigma[s] > sigma[r];
     }
-    const NodeRef term = permute(x, perm);
+    NodeRef term = permute(x, perm);
+    if (G.herm && inversions % 2 == 1) term = unary(Op::Conj, term);
     const bool negative = G.anti && inversions % 2 == 1;
     sum = !sum ? term : binary(negative ? Op::Sub : Op::Add, sum, term);
     ++count;
@@ -215,8 +217,19 @@ NodeRef assemble_group(const NodeRef& cur, int m, const PackedGroup& G, std::vec
   return cat(parts, m + G.dims[s]);
 }
 
+using Fill = std::function<NodeRef(const NodeRef&)>;
+
+// r (cats of views and zero generators) with each zero generator replaced by fill(it).
+NodeRef fill_zeros(const NodeRef& r, const Fill& fill) {
+  if (is_zero_full(r)) return fill(r);
+  if (r->op != Op::Cat) return r;
+  std::vector<NodeRef> parts;
+  for (const NodeRef& in : r->inputs) parts.push_back(fill_zeros(in, fill));
+  return cat(parts, attrs_of<CatAttrs>(*r).dim);
+}
+
 NodeRef assemble_tiles(const NodeRef& p, const Packing& pk, const Shape& grid, std::vector<int64_t>& T,
-                       const std::vector<int64_t>& where) {
+                       const std::vector<int64_t>& where, const Fill* fill = nullptr) {
   const size_t d = T.size();
   if (d == grid.size()) {
     int64_t flat = 0;
@@ -231,10 +244,12 @@ NodeRef assemble_tiles(const NodeRef& p, const Packing& pk, const Shape& grid, s
   std::vector<NodeRef> parts;
   for (int64_t t = 0; t < grid[d]; ++t) {
     T.push_back(t);
-    parts.push_back(assemble_tiles(p, pk, grid, T, where));
+    parts.push_back(assemble_tiles(p, pk, grid, T, where, fill));
     T.pop_back();
   }
-  return cat_merging_zeros(parts, static_cast<int>(d));
+  NodeRef r = cat_merging_zeros(parts, static_cast<int>(d));
+  if (fill && d == 0) r = fill_zeros(r, *fill);
+  return r;
 }
 
 }  // namespace
@@ -270,7 +285,8 @@ bool Packing::padded() const {
 
 PropertiesAttrs Packing::declared() const {
   PropertiesAttrs p;
-  for (const PackedGroup& G : groups) p.groups.push_back({G.anti, G.dims});
+  for (const PackedGroup& G : groups) p.groups.push_back({G.anti, G.dims, G.herm});
+  p.groups.insert(p.groups.end(), also.begin(), also.end());
   p.tiles = tiles;
   if (!tiles.empty()) p.nonzero = mask;
   return p;
@@ -297,6 +313,7 @@ PackedGroup packed_group(const SymmetryGroup& g, int64_t n) {
   PackedGroup G;
   G.dims = g.dims;
   G.anti = g.anti;
+  G.herm = g.herm;
   G.n = n;
   G.b = group_tile(n, static_cast<int64_t>(g.dims.size()), g.anti);
   G.g = (n + G.b - 1) / G.b;
@@ -314,6 +331,7 @@ std::optional<Packing> packing_of(const Shape& shape, const PropertiesAttrs& p) 
     if (any_zero && any_nonzero) {
       pk.tiles = p.tiles;
       pk.mask = p.nonzero;
+      pk.also = p.groups;
       for (size_t t = 0; t < p.nonzero.size(); ++t)
         if (p.nonzero[t]) pk.nonzero.push_back(static_cast<int64_t>(t));
       return pk;
@@ -512,7 +530,8 @@ NodeRef spread(const NodeRef& gp, const Packing& pk) {
         perm[groups + G.dims[s]] = groups + G.dims[sigma[s]];
         for (size_t r = s + 1; r < k; ++r) inversions += sigma[s] > sigma[r];
       }
-      const NodeRef term = binary(Op::Mul, permute(y, perm), c);
+      NodeRef term = binary(Op::Mul, permute(y, perm), c);
+      if (G.herm && inversions % 2 == 1) term = unary(Op::Conj, term);
       sum = !sum ? term : binary(G.anti && inversions % 2 == 1 ? Op::Sub : Op::Add, sum, term);
     } while (std::next_permutation(sigma.begin(), sigma.end()));
     y = sum;
@@ -549,6 +568,72 @@ NodeRef tile_weights(const PackedGroup& G, double sign, DType t) {
   }
   runs.push_back(full({len}, value, t));
   return runs.size() == 1 ? runs[0] : cat(runs, 0);
+}
+
+namespace {
+
+// A constant i64 vector, as runs of arithmetic progressions (a few nodes for the tile tuples'
+// indices, which rise in runs).
+NodeRef index_vector(const std::vector<int64_t>& v) {
+  std::vector<NodeRef> runs;
+  for (size_t i = 0; i < v.size();) {
+    size_t j = i + 1;
+    const int64_t step = j < v.size() ? v[j] - v[i] : 1;
+    while (j < v.size() && v[j] - v[j - 1] == step) ++j;
+    const auto len = static_cast<int64_t>(j - i);
+    runs.push_back(step == 0 || len == 1 ? full_int({len}, v[i], DType::I64)
+                                         : arange_int(v[i], v[j - 1], step, DType::I64));
+    i = j;
+  }
+  return runs.size() == 1 ? runs[0] : cat(runs, 0);
+}
+
+// (start[q] + position along P's dim `dim`) < n, broadcast over P's dims: dim 0 is q.
+NodeRef inside(const std::vector<int64_t>& start, int qdim, int dim, int64_t len, int64_t n, size_t rank) {
+  Shape sq(rank, 1), sp(rank, 1);
+  sq[qdim] = static_cast<int64_t>(start.size());
+  sp[dim] = len;
+  const NodeRef s = reshape(index_vector(start), sq);
+  const NodeRef pos = reshape(arange_int(0, len - 1, 1, DType::I64), sp);
+  return binary(Op::Lt, binary(Op::Add, s, pos), Operand::integer_number(n));
+}
+
+}  // namespace
+
+NodeRef stored_mask(const Packing& pk, const std::vector<bool>& along) {
+  const size_t rank = pk.packed_shape().size();
+  NodeRef m;
+  auto add = [&](const NodeRef& c) { m = m ? binary(Op::LogicalAnd, m, c) : c; };
+  if (!pk.tiles.empty()) {
+    const Shape grid = grid_of(pk);
+    for (size_t d = 0; d < pk.tiles.size(); ++d) {
+      if (!along[d] || pk.shape[d] % pk.tiles[d] == 0) continue;
+      std::vector<int64_t> start;
+      for (const int64_t t : pk.nonzero) start.push_back(unflatten(t, grid)[d] * pk.tiles[d]);
+      add(inside(start, 0, static_cast<int>(d) + 1, pk.tiles[d], pk.shape[d], rank));
+    }
+  }
+  const int ng = static_cast<int>(pk.groups.size());
+  for (int g = 0; g < ng; ++g) {
+    const PackedGroup& G = pk.groups[g];
+    if (G.n % G.b == 0) continue;
+    for (size_t s = 0; s < G.dims.size(); ++s) {
+      if (!along[G.dims[s]]) continue;
+      std::vector<int64_t> start;
+      for (const std::vector<int64_t>& T : G.stored) start.push_back(T[s] * G.b);
+      add(inside(start, g, ng + G.dims[s], G.b, G.n, rank));
+    }
+  }
+  return m;
+}
+
+NodeRef unpack_filled(const NodeRef& p, const Packing& pk, const Fill& fill) {
+  internal_check(!pk.tiles.empty() && p->shape == pk.packed_shape());
+  const Shape grid = grid_of(pk);
+  std::vector<int64_t> where(pk.mask.size(), -1);
+  for (size_t i = 0; i < pk.nonzero.size(); ++i) where[pk.nonzero[i]] = static_cast<int64_t>(i);
+  std::vector<int64_t> T;
+  return assemble_tiles(p, pk, grid, T, where, &fill);
 }
 
 }  // namespace tapestry::build

@@ -5,9 +5,9 @@
 // A symmetric or antisymmetric group of k dims of size n is cut into g tiles of b per dim; only
 // the tiles with sorted tile indices (I1 <= ... <= Ik) are stored, one per index of a packed dim
 // of size Q = C(g+k-1, k); a tile with unsorted indices is the stored one permuted (negated by
-// an odd permutation when antisymmetric). Several groups give one packed dim each, in the
-// order of their first dims, ahead of the tensor's dims (group dims shrunk to b). A block-sparse
-// tensor stores its nonzero tiles stacked, {nnz, t1, t2, ...}; its zero tiles are generated
+// an odd permutation when antisymmetric, conjugated by a swap when Hermitian). Several groups give one packed
+// dim each, in the order of their first dims, ahead of the tensor's dims (group dims shrunk to b). A
+// block-sparse tensor stores its nonzero tiles stacked, {nnz, t1, t2, ...}; its zero tiles are generated
 // where they are read. Edge tiles are padded with zeros (so every tile has one shape) and the
 // padding is clipped away by the unpack: every producer of a P keeps its padding zero.
 // Everything is slices, reshapes, permutes, negations, zeros and cats, so the planner shards
@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -27,11 +28,12 @@ namespace tapestry::build {
 struct PackedGroup {
   std::vector<int> dims;  // ascending, 0-based dims of the dense tensor
   bool anti = false;
+  bool herm = false;                                          // Hermitian: a swap conjugates
   int64_t n = 0, b = 0, g = 0;                                // size, tile extent, tiles per dim (g * b >= n)
   std::vector<std::vector<int64_t>> stored;                   // the sorted tile tuples, in packed order
   int64_t index_of(std::vector<int64_t> sorted_tuple) const;  // its packed index
   bool operator==(const PackedGroup& o) const {
-    return dims == o.dims && anti == o.anti && b == o.b && n == o.n;
+    return dims == o.dims && anti == o.anti && herm == o.herm && b == o.b && n == o.n;
   }
 };
 
@@ -41,6 +43,9 @@ struct Packing {
   std::vector<int64_t> tiles;       // block sparsity: tile extents, and the nonzero tiles
   std::vector<int64_t> nonzero;     // (row-major indices into the tile grid), in packed order
   std::vector<bool> mask;           // per tile of the grid: stored
+  // Block-sparse: the symmetry groups also declared (not packed again, but still declared on the
+  // unpack); not part of the layout (==).
+  std::vector<SymmetryGroup> also;
   Shape packed_shape() const;
   bool padded() const;  // some edge tile is padded
   PropertiesAttrs declared() const;
@@ -88,12 +93,22 @@ int64_t multiplicity(const std::vector<int64_t>& sorted_tuple);
 // Those multiplicities (times sign) for each of G's stored tiles, as a 1-D constant of dtype t.
 NodeRef tile_weights(const PackedGroup& G, double sign, DType t);
 
-// Maps and full reductions of unpacked tensors (packed_ops.cpp): r, a map just built whose
-// tensor operands are all unpack(P) of one layout (the others constants), and that keeps their
-// properties, becomes unpack(f(P...)); else r itself. packed_reduce: the sum, max or min of
-// every element of an unpack(P) from P (tiles weighted by their multiplicity), else nullptr.
+// A bool tensor of P's shape, true where P holds one of the tensor's elements along the dense
+// dims `along` (false on the zero padding of edge tiles); nullptr when nothing is padded there.
+NodeRef stored_mask(const Packing& pk, const std::vector<bool>& along);
+
+// Maps of unpacked tensors (packed_ops.cpp): r, a map just built whose tensor operands are all
+// unpack(P) of one layout (the others constants), and that keeps their properties, becomes
+// unpack(f(P...)) (padding put back to 0 when f(0) != 0); a block-sparse one whose f(0) is not
+// 0 is f of each stored tile and f(0) elsewhere; x * y of a block-sparse x and a dense y is
+// unpack(P * pack(y)). Else r itself.
 NodeRef packed_map(const NodeRef& r);
-NodeRef packed_reduce(Op op, const NodeRef& x);
+// Sums, maxima and minima of an unpack(P) over `dims` (0-based, any nonempty set) from P
+// (packed_reduce.cpp), with keepdim false; nullptr where the dense values must be read.
+NodeRef packed_reduce(Op op, const NodeRef& x, std::vector<int> dims);
+// The dense tensor of a block-sparse packing whose zero tiles are fill(zeros) (pk.tiles set).
+NodeRef unpack_filled(const NodeRef& p, const Packing& pk,
+                      const std::function<NodeRef(const NodeRef&)>& fill);
 
 // What a named tensor keeps of x: when x is declared (not a constant) and packs, its P under a
 // marker (a Declare whose attrs say which dense tensor it packs); else x itself.

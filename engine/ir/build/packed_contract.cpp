@@ -8,6 +8,7 @@
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/build/einsum.hpp"
 #include "engine/ir/build/packed.hpp"
+#include "engine/ir/dtype.hpp"
 #include "engine/ir/properties.hpp"
 #include "engine/ir/shape.hpp"
 
@@ -246,6 +247,60 @@ NodeRef group_contract(const NodeRef& a, const std::string& la, const NodeRef& b
   return unpack(r, pko);
 }
 
+// A Hermitian pair summed in both operands (the same two letters, in either order): the
+// stored tiles' products D (diagonal tiles) and O (the others), and the result D + O + conj(O)
+// = D + 2 Re(O), since a mirrored tile pair's product is the conjugate of the stored one's.
+NodeRef herm_contract(const NodeRef& a, const std::string& la, const NodeRef& b, const std::string& lb,
+                      const std::string& out, const Properties& pa, const Properties& pb) {
+  for (const SymmetryGroup& ga : pa.groups) {
+    if (!ga.herm) continue;
+    const std::string L = letters_of(la, ga.dims);
+    if (std::any_of(L.begin(), L.end(), [&](char c) { return has(out, c); })) continue;
+    for (const SymmetryGroup& gb : pb.groups) {
+      if (!gb.herm || !same_set(letters_of(lb, gb.dims), L)) continue;
+      const PackedGroup G = packed_group(ga, a->shape[ga.dims[0]]);
+      if (G.g <= 1) return nullptr;
+      Packing pka, pkb;
+      pka.shape = a->shape;
+      pka.groups = {G};
+      pkb.shape = b->shape;
+      pkb.groups = {packed_group(gb, b->shape[gb.dims[0]])};
+      const NodeRef ap = pack(a, pka);
+      NodeRef bp = pack(b, pkb);
+      std::string lb2 = lb;  // b's tile with a's letters in a's slot order: conjugated if swapped
+      const std::string LB = letters_of(lb, gb.dims);
+      if (LB != L) bp = unary(Op::Conj, bp);
+      for (size_t s = 0; s < 2; ++s) lb2[gb.dims[s]] = L[s];
+      std::string fresh;
+      for (char c = 'a'; c <= 'z' && fresh.empty(); ++c)
+        if (!has(la, c) && !has(lb, c)) fresh = c;
+      for (char c = 'A'; c <= 'Z' && fresh.empty(); ++c)
+        if (!has(la, c) && !has(lb, c)) fresh = c;
+      if (fresh.empty()) return nullptr;
+      std::vector<NodeRef> ad, ao, bd, bo;
+      for (size_t q = 0; q < G.stored.size(); ++q) {
+        const bool diag = G.stored[q][0] == G.stored[q][1];
+        (diag ? ad : ao).push_back(select(ap, 0, static_cast<int64_t>(q)));
+        (diag ? bd : bo).push_back(select(bp, 0, static_cast<int64_t>(q)));
+      }
+      const std::string spec = fresh + la + "," + fresh + lb2 + "->" + out;
+      const NodeRef d = einsum(spec, {stack(ad, 0), stack(bd, 0)});
+      const NodeRef o = einsum(spec, {stack(ao, 0), stack(bo, 0)});
+      const NodeRef two_re = cast(binary(Op::Mul, unary(Op::Real, o), Operand::number(2)), o->dtype);
+      return binary(Op::Add, d, two_re);
+    }
+  }
+  return nullptr;
+}
+
+// The Hermitian groups dropped (group_contract exploits the others).
+Properties without_herm(Properties p) {
+  p.groups.erase(
+      std::remove_if(p.groups.begin(), p.groups.end(), [](const SymmetryGroup& g) { return g.herm; }),
+      p.groups.end());
+  return p;
+}
+
 }  // namespace
 
 NodeRef structured_contract(const NodeRef& a, const std::string& la, const NodeRef& b, const std::string& lb,
@@ -256,7 +311,11 @@ NodeRef structured_contract(const NodeRef& a, const std::string& la, const NodeR
     if (NodeRef r = tile_contract(a, la, b, lb, out, pa, pb)) return r;
   }
   if (pa.groups.empty() && pb.groups.empty()) return nullptr;
-  return group_contract(a, la, b, lb, out, pa, pb);
+  if (is_complex(a->dtype))
+    if (NodeRef r = herm_contract(a, la, b, lb, out, pa, pb)) return r;
+  const Properties qa = without_herm(pa), qb = without_herm(pb);
+  if (qa.groups.empty() && qb.groups.empty()) return nullptr;
+  return group_contract(a, la, b, lb, out, qa, qb);
 }
 
 }  // namespace tapestry::build

@@ -31,7 +31,7 @@ NodeRef constant_as(const NodeRef& x, const Shape& shape) {
 
 double constant_value(const NodeRef& full) {
   const FullAttrs a = attrs_of<FullAttrs>(*full);
-  return is_float(a.dtype) ? a.real : static_cast<double>(a.integer);
+  return is_inexact(a.dtype) ? a.real : static_cast<double>(a.integer);
 }
 
 // f maps the zero padding of edge tiles to zero (so a P keeps it).
@@ -49,7 +49,10 @@ bool keeps_padding(const NodeRef& r, const std::vector<NodeRef>& constants) {
     case Op::Ceil:
     case Op::Round:
     case Op::Sign:
-    case Op::Square: return true;
+    case Op::Square:
+    case Op::Conj:
+    case Op::Real:
+    case Op::Imag: return true;
     default: break;
   }
   if (r->inputs.size() != 2) return false;
@@ -80,38 +83,34 @@ NodeRef packed_map(const NodeRef& r) {
     } else if (NodeRef c = constant_as(in, ps)) {
       ins.push_back(c);
       constants.push_back(c);
+    } else if (r->op == Op::Mul && r->inputs.size() == 2 && !first->pk.tiles.empty() &&
+               in->shape == r->shape && in->dtype == first->p->dtype) {
+      ins.push_back(pack(in, first->pk));  // a dense factor: its tiles where x has some
     } else {
-      return r;
+      return r;  // a dense operand: the result has no structure to store (docs/properties.md)
     }
   }
+  const NodeRef fp = make_node(r->op, ins, r->attrs, ps, r->dtype);
   const Properties p = properties_of(r);
   if (p.uniform || p.zero) return r;
   const std::optional<Packing> kept = packing_of(r->shape, p.declared());
-  if (!kept || !same_layout(*kept, first->pk)) return r;  // f does not keep the properties
-  if (kept->padded() && !keeps_padding(r, constants)) return r;
-  return unpack(make_node(r->op, std::move(ins), r->attrs, ps, r->dtype), *kept);
-}
-
-NodeRef packed_reduce(Op op, const NodeRef& x) {
-  if (!is_float(x->dtype) || (op != Op::Sum && op != Op::Max && op != Op::Min)) return nullptr;
-  const std::optional<Unpacked> u = unpacked(x);
-  if (!u) return nullptr;
-  const Packing& pk = u->pk;
-  const std::vector<int> all;  // every dim
-  if (!pk.tiles.empty()) {     // the zero tiles add nothing, and are 0 for max and min
-    const NodeRef r = reduce(op, u->p, all, false);
-    return op == Op::Sum ? r : binary(op == Op::Max ? Op::Maximum : Op::Minimum, r, Operand::number(0));
+  if (!kept || !same_layout(*kept, first->pk)) {  // f does not keep the properties
+    if (first->pk.tiles.empty() || constants.size() + 1 != r->inputs.size()) return r;
+    // f(0) != 0 of a block-sparse tensor: dense, f of the stored tiles and f(0) elsewhere.
+    return unpack_filled(fp, first->pk, [&](const NodeRef& zeros) {
+      std::vector<NodeRef> zs;
+      for (const NodeRef& in : r->inputs) {
+        const NodeRef c = constant_as(in, zeros->shape);
+        zs.push_back(c ? c : full(zeros->shape, 0, in->dtype));
+      }
+      return make_node(r->op, std::move(zs), r->attrs, zeros->shape, r->dtype);
+    });
   }
-  for (const PackedGroup& G : pk.groups)
-    if (G.anti || (op != Op::Sum && G.n % G.b != 0)) return nullptr;  // (padding is not x's)
-  if (op != Op::Sum) return reduce(op, u->p, all, false);
-  NodeRef weighted = u->p;  // each stored tile counted as often as it appears
-  for (size_t m = 0; m < pk.groups.size(); ++m) {
-    Shape ws(u->p->shape.size(), 1);
-    ws[m] = static_cast<int64_t>(pk.groups[m].stored.size());
-    weighted = binary(Op::Mul, weighted, reshape(tile_weights(pk.groups[m], 1, x->dtype), ws));
+  if (kept->padded() && !keeps_padding(r, constants)) {  // f(0) != 0: the padding put back to 0
+    const NodeRef m = stored_mask(*kept, std::vector<bool>(r->shape.size(), true));
+    return unpack(m ? where(m, fp, Operand::integer_number(0)) : fp, *kept);
   }
-  return reduce(Op::Sum, weighted, all, false);
+  return unpack(fp, *kept);
 }
 
 }  // namespace tapestry::build

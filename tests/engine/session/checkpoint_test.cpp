@@ -85,6 +85,40 @@ TEST_CASE("engine.io.manifest.json_round_trip") {
   CHECK(other.tensors[0] == ManifestEntry{"x", "x.npy", DType::I32, {2}, 8});
 }
 
+// Declared properties (docs/properties.md) round-trip with 1-based dims; none: no key.
+TEST_CASE("engine.io.manifest.properties_round_trip") {
+  Manifest m;
+  PropertiesAttrs p;
+  p.groups = {{true, {0, 1}}, {false, {2, 3}, true}};
+  p.tiles = {2, 2, 1, 1};
+  p.nonzero = std::vector<bool>(2 * 2 * 3 * 3, true);
+  p.nonzero[5] = false;
+  m.tensors.push_back({"a", "a.npy", DType::C64, {4, 4, 3, 3}, 1152, p});
+  m.tensors.push_back({"w", "w.npy", DType::F32, {3, 4}, 48});
+  const std::string text = manifest_json(m);
+  CHECK(text.find("\"kind\": \"hermitian\"") != std::string::npos);
+  CHECK(text.find("\"properties\"") == text.rfind("\"properties\""));  // only a's
+  CHECK(parse_manifest("m.json", text).tensors == m.tensors);
+  const std::string bad[][2] = {
+      {R"("properties": 3)", "entry 1 properties should be an object"},
+      {R"("properties": {"symmetry": [{"kind": "skew", "dims": [1, 2]}]})", "unknown symmetry kind \"skew\""},
+      {R"("properties": {"symmetry": [{"kind": "symmetric", "dims": [0, 1]}]})", "dim 0 is out of range"},
+      {R"("properties": {"symmetry": [{"kind": "symmetric"}]})", "lacks \"dims\""},
+      {R"("properties": {"tiles": [2], "nonzero": [1]})", "nonzero should hold booleans"},
+      {R"("properties": {"tiles": [2]})", "lacks \"nonzero\""},
+  };
+  for (const auto& c : bad) {
+    CAPTURE(c[0]);
+    const std::string msg = error_of([&] {
+      parse_manifest("m.json",
+                     R"({"format": "tapestry-env", "version": 2, "tensors": [{"name": "x", "file": )"
+                     R"("x.npy", "dtype": "f32", "shape": [2], "bytes": 8, )" +
+                         c[0] + "}]}");
+    });
+    CHECK(msg.find(c[1]) != std::string::npos);
+  }
+}
+
 // What the hand-written writer of earlier builds put on disk: it must still load.
 TEST_CASE("engine.io.manifest.old_files_load") {
   const std::string text =
