@@ -776,7 +776,9 @@ const ApiEntry kApi[] = {
      "Reverse-mode gradients of a one-element f32/f64 loss with respect to each tensor p_i "
      "(named tensors or any tensors the loss was built from), as a sequence of lazy tensors of "
      "the params' shapes and dtypes: more graph, planned, fused and sharded like the rest. A "
-     "param the loss does not depend on gets zeros; integer and bool params are errors. Ties in "
+     "param the loss does not depend on gets zeros; integer and bool params are errors. Complex "
+     "params and complex values on the way (tp.fft included) follow torch: the gradient of a "
+     "complex z = a + ib is dL/da + i dL/db. Ties in "
      "max/min/maximum/minimum/maxpool split the gradient evenly (see docs/gradients.md). "
      "Example: local g = tp.grad((x:matmul(tp.env.w) - y):square():mean(), {tp.env.w})",
      lua::l_grad},

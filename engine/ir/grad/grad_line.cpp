@@ -4,7 +4,10 @@
 //   cummax/min    gx = g added at each output's running-extreme index (a scatter-add)
 //   logcumsumexp  gx = e^(x + revlcse(log g+ - y)) - e^(x + revlcse(log g- - y)), g = g+ - g-
 //   sort values   gx = g added back at each value's original index
+//   fft           gx = the unnormalized transform of g the other way (F^H g)
 // Indices (sort, cummax, searchsorted) are piecewise constant: no gradient, as argmax.
+#include <optional>
+
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/grad/grad.hpp"
@@ -48,7 +51,12 @@ std::vector<NodeRef> line_vjp(const NodeRef& n, const NodeRef& g) {
       return out;
     }
     case Op::Sort: out[0] = build::line_scatter_add(g, build::sort(x, dim, a.reverse)[1], dim); return out;
-    case Op::Fft: user_error("gradients through fft (complex values) are not supported");
+    case Op::Fft:
+      // y = F x is complex-linear, so gx = F^H g: the unnormalized transform the other way
+      // (conj(F) is the unnormalized inverse). The norm that scales by 1 in that direction.
+      out[0] = build::fft(g, dim, std::nullopt,
+                          a.reverse ? build::FftNorm::Backward : build::FftNorm::Forward, !a.reverse);
+      return out;
     default: user_error("the gradient of a gradient through ", op_def(n->op).name, " is not supported");
   }
 }
