@@ -99,37 +99,43 @@ void cfd_check(const std::string& name, const std::vector<Shape>& shapes, const 
 
 TEST_CASE("engine.ir.grad.complex.maps") {
   for (Op op : {Op::Add, Op::Sub, Op::Mul, Op::Div})
-    cfd_check(std::string(op_def(op).name), {{2, 3}, {3}}, [op](Xs x) { return bin(op, x[0], x[1]); }, 1, 0.3, 2);
+    cfd_check(
+        std::string(op_def(op).name), {{2, 3}, {3}}, [op](Xs x) { return bin(op, x[0], x[1]); }, 1, 0.3, 2);
   for (Op op : {Op::Neg, Op::Exp, Op::Log, Op::Sqrt, Op::Sin, Op::Cos, Op::Square, Op::Reciprocal, Op::Conj,
                 Op::Real, Op::Imag, Op::Abs, Op::Angle})
-    cfd_check(std::string(op_def(op).name), {{4}}, [op](Xs x) { return un(op, x[0]); }, 1, 0.3, 2);
+    cfd_check(
+        std::string(op_def(op).name), {{4}}, [op](Xs x) { return un(op, x[0]); }, 1, 0.3, 2);
   cfd_check("complex(re, im)", {{3}, {3}}, [](Xs x) {
     return build::make_complex(build::complex_part(Op::Imag, x[0]), build::complex_part(Op::Real, x[1]));
   });
-  cfd_check("pow", {{3}, {3}}, [](Xs x) { return bin(Op::Pow, x[0], x[1]); }, 1, 0.3, 2);
+  cfd_check(
+      "pow", {{3}, {3}}, [](Xs x) { return bin(Op::Pow, x[0], x[1]); }, 1, 0.3, 2);
   // A quadratic, so the wide step (over c64's rounding) is still exact.
   cfd_check(
       "to c64 and back", {{3}},
-      [](Xs x) { return bin(Op::Mul, build::cast(build::cast(x[0], DType::C64), DType::C128), x[0]); }, 1, -2, 2,
-      0.05);
+      [](Xs x) { return bin(Op::Mul, build::cast(build::cast(x[0], DType::C64), DType::C128), x[0]); }, 1, -2,
+      2, 0.05);
 }
 
 TEST_CASE("engine.ir.grad.complex.reductions_and_matmul") {
   cfd_check("sum", {{2, 3}}, [](Xs x) { return build::reduce(Op::Sum, x[0], {1}, false); });
   cfd_check("prod", {{2, 3}}, [](Xs x) { return build::reduce(Op::Prod, x[0], {0}, false); });
   cfd_check("matmul", {{2, 3}, {3, 2}}, [](Xs x) { return build::matmul(x[0], x[1]); });
-  cfd_check("matmul", {{2, 3}, {3, 2}}, [](Xs x) { return build::matmul(x[0], x[1]); }, 3);
+  cfd_check(
+      "matmul", {{2, 3}, {3, 2}}, [](Xs x) { return build::matmul(x[0], x[1]); }, 3);
 }
 
 TEST_CASE("engine.ir.grad.complex.fft") {
   for (bool inverse : {false, true})
     for (build::FftNorm norm : {build::FftNorm::Backward, build::FftNorm::Ortho, build::FftNorm::Forward})
       for (int ranks : {1, 3})
-        cfd_check(inverse ? "ifft" : "fft", {{3, 4}},
-                  [&](Xs x) { return build::fft(x[0], 1, std::nullopt, norm, inverse); }, ranks);
+        cfd_check(
+            inverse ? "ifft" : "fft", {{3, 4}},
+            [&](Xs x) { return build::fft(x[0], 1, std::nullopt, norm, inverse); }, ranks);
   cfd_check("irfft", {{2, 3}}, [](Xs x) { return build::irfft(x[0], 1, 5, build::FftNorm::Ortho); });
-  cfd_check("rfft(re)", {{6}},
-            [](Xs x) { return build::rfft(build::complex_part(Op::Real, x[0]), 0, {}, build::FftNorm::Backward); });
+  cfd_check("rfft(re)", {{6}}, [](Xs x) {
+    return build::rfft(build::complex_part(Op::Real, x[0]), 0, {}, build::FftNorm::Backward);
+  });
 }
 
 TEST_CASE("engine.ir.grad.complex.errors") {
