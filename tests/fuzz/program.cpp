@@ -449,6 +449,7 @@ class Gen {
         if (s.op == Op::Cumprod && !is_float(dtype(x))) return;  // i64 products of a long line overflow
         s.n = uni(r_, 0, rank - 1);
         s.a = {coin(r_) ? 1 : 0};
+        if (s.op == Op::Fft && !is_complex(dtype(x)) && coin(r_, 0.4)) s.a = {2};  // rfft: r2c
         s.flag = coin(r_, 0.3);
         break;
       }
@@ -631,6 +632,9 @@ NodeRef build_step(const Step& s, const std::vector<NodeRef>& in) {
       const int dim = static_cast<int>(s.n);
       user_check(dim < static_cast<int>(in[0]->shape.size()), "dim out of range after a shrink");
       if (s.op == Op::Sort) return build::sort(in[0], dim, s.a[0] != 0)[s.flag ? 1 : 0];
+      if (s.op == Op::Fft && s.a[0] == 2)  // rfft of a real input; flag: ortho
+        return build::rfft(in[0], dim, std::nullopt,
+                           s.flag ? build::FftNorm::Ortho : build::FftNorm::Backward);
       if (s.op == Op::Fft)  // a[0]: inverse; flag: ortho
         return build::fft(in[0], dim, std::nullopt, s.flag ? build::FftNorm::Ortho : build::FftNorm::Backward,
                           s.a[0] != 0);
@@ -839,8 +843,11 @@ end
           e = cat_str(s.flag ? v(0) + ":argsort(" : "(" + v(0) + ":sort(", d,
                       ", {descending = ", s.a[0] ? "true" : "false", "})", s.flag ? "" : ")");
         else if (s.op == Op::Fft)
-          e = cat_str("tp.fft.", s.a[0] ? "ifft(" : "fft(", v(0), ", {dim = ", d, ", norm = \"",
-                      s.flag ? "ortho" : "backward", "\"})");
+          e = cat_str("tp.fft.",
+                      s.a[0] == 2 ? "rfft("
+                      : s.a[0]    ? "ifft("
+                                  : "fft(",
+                      v(0), ", {dim = ", d, ", norm = \"", s.flag ? "ortho" : "backward", "\"})");
         else if (s.op == Op::Cummax || s.op == Op::Cummin)
           e = cat_str(s.flag ? "select(2, " : "(", v(0), ":", name, "(", d, "))");
         else e = cat_str(v(0), ":", name, "(", d, ")");

@@ -4,7 +4,7 @@
 //   cummax/min    gx = g added at each output's running-extreme index (a scatter-add)
 //   logcumsumexp  gx = e^(x + revlcse(log g+ - y)) - e^(x + revlcse(log g- - y)), g = g+ - g-
 //   sort values   gx = g added back at each value's original index
-//   fft           gx = the unnormalized transform of g the other way (F^H g)
+//   fft           gx = the unnormalized transform of g the other way (F^H g); r2c: Re(F^H g, padded)
 // Indices (sort, cummax, searchsorted) are piecewise constant: no gradient, as argmax.
 #include <optional>
 
@@ -52,6 +52,11 @@ std::vector<NodeRef> line_vjp(const NodeRef& n, const NodeRef& g) {
     }
     case Op::Sort: out[0] = build::line_scatter_add(g, build::sort(x, dim, a.reverse)[1], dim); return out;
     case Op::Fft:
+      if (!is_complex(x->dtype)) {
+        // r2c: y = the first n/2+1 of F x, so gx = Re(F^H g padded with zeros to n).
+        out[0] = build::unary(Op::Real, build::fft(g, dim, x->shape[dim], build::FftNorm::Forward, true));
+        return out;
+      }
       // y = F x is complex-linear, so gx = F^H g: the unnormalized transform the other way
       // (conj(F) is the unnormalized inverse). The norm that scales by 1 in that direction.
       out[0] = build::fft(g, dim, std::nullopt,

@@ -101,6 +101,8 @@ test("fft", function()
     gc.check("irfft.odd." .. norm, function(z) return tp.fft.irfft(z, {n = 5, norm = norm}) end, {{3}}, C)
     gc.check("fft2." .. norm, function(z) return tp.fft.fft2(z, o) end, {{2, 3}}, C)
     gc.check("ifftn." .. norm, function(z) return tp.fft.ifftn(z, o) end, {{2, 2, 2}}, C)
+    gc.check("ifft2." .. norm, function(z) return tp.fft.ifft2(z, o) end, {{3, 2}}, C)
+    gc.check("rfft.dim1." .. norm, function(x) return tp.fft.rfft(x, {dim = 1, norm = norm}) end, {{5, 2}})
   end
   gc.check("fft.n", function(z) return tp.fft.fft(z, {n = 3, dim = 1}) end, {{5, 2}}, C)
   gc.check("fft.pad", function(z) return tp.fft.fft(z, {n = 6}) end, {{4}}, C)
