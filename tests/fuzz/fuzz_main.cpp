@@ -252,12 +252,20 @@ RunReport run_random_choice(const std::vector<NodeRef>& roots, const plan::Mesh&
                             const std::vector<DeviceBackend*>& devices) {
   std::mt19937_64 rng(cfg.search_seed * 0x2545F4914F6CDD1Dull + 17);
   plan::LoweringInput in;
-  in.topo = plan::observed_subgraph(roots);
+  // An empty root is its value (nothing to compute), as run_sharded resolves it; the rest are
+  // planned.
+  resolve_empty_roots(roots);
   for (const NodeRef& r : roots)  // each once, as an observation lists them
-    if (std::find(in.roots.begin(), in.roots.end(), r) == in.roots.end()) in.roots.push_back(r);
+    if (!r->value && std::find(in.roots.begin(), in.roots.end(), r) == in.roots.end()) in.roots.push_back(r);
+  if (in.roots.empty()) return {};
+  in.topo = plan::observed_subgraph(in.roots);
   in.mesh = mesh;
-  for (const NodeRef& n : in.topo)
-    if (n->value) hold_somewhere(*n, mesh.ranks, rng, in.initial);
+  for (const NodeRef& n : in.topo) {
+    // An empty tensor is held whole on rank 0, as the planner does (engine/plan/planner.cpp): no
+    // op has an empty index space, and no grid of blocks cuts one.
+    if (numel(n->shape) == 0) in.initial.push_back(plan::Shard{n->id, plan::Box::of_shape(n->shape), 0});
+    else if (n->value) hold_somewhere(*n, mesh.ranks, rng, in.initial);
+  }
   std::map<uint64_t, plan::Candidate> choice;
   for (const NodeRef& n : plan::ops_to_place(in.topo, in.initial, in.roots))
     choice[n->id] = random_candidate(poly::signature_of(*n), mesh.ranks, rng);
