@@ -3,7 +3,7 @@
 //   cumprod       gx = revcumsum(g * y) / x          (exact where x has no zeros)
 //   cummax/min    gx = g added at each output's running-extreme index (a scatter-add)
 //   logcumsumexp  gx = e^(x + revlcse(log g+ - y)) - e^(x + revlcse(log g- - y)), g = g+ - g-
-//   sort values   gx = g added back at each value's original index
+//   sort values   gx = g added back at each value's original index (topk: g padded with zeros)
 //   fft           gx = the unnormalized transform of g the other way (F^H g); r2c: Re(F^H g, padded)
 // Indices (sort, cummax, searchsorted) are piecewise constant: no gradient, as argmax.
 #include <optional>
@@ -50,7 +50,17 @@ std::vector<NodeRef> line_vjp(const NodeRef& n, const NodeRef& g) {
       out[0] = sub(lcse_part(pos, x, n, dim, a.reverse), lcse_part(neg, x, n, dim, a.reverse));
       return out;
     }
-    case Op::Sort: out[0] = build::line_scatter_add(g, build::sort(x, dim, a.reverse)[1], dim); return out;
+    case Op::Sort: {
+      // topk keeps the first k of the sort: the rest of the line gets no adjoint.
+      NodeRef gl = g;
+      if (n->shape[dim] < x->shape[dim]) {
+        std::vector<int64_t> before(x->shape.size(), 0), after(x->shape.size(), 0);
+        after[dim] = x->shape[dim] - n->shape[dim];
+        gl = build::pad(g, before, after, build::PadMode::Constant, 0.0);
+      }
+      out[0] = build::line_scatter_add(gl, build::sort(x, dim, a.reverse)[1], dim);
+      return out;
+    }
     case Op::Fft:
       if (!is_complex(x->dtype)) {
         // r2c: y = the first n/2+1 of F x, so gx = Re(F^H g padded with zeros to n).

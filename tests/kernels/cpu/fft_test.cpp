@@ -40,7 +40,8 @@ void check_dft(const View& x, const View& out, int dim, bool inverse, double tol
     std::vector<int64_t> j = idx;
     for (int64_t t = 0; t < n; ++t) {
       j[dim] = t;
-      const double ang = sign * 2 * std::numbers::pi * static_cast<double>(t * idx[dim] % n) / static_cast<double>(n);
+      const double ang =
+          sign * 2 * std::numbers::pi * static_cast<double>(t * idx[dim] % n) / static_cast<double>(n);
       want += at(x, j) * std::complex<double>(std::cos(ang), std::sin(ang));
     }
     const std::complex<double> got = at(out, idx);
@@ -56,7 +57,8 @@ View input(DType t, int64_t skew, int seed, std::shared_ptr<Value>& keep) {
   const int64_t m = (is_complex(t) ? 2 : 1) * (4 * 6 * 5 + skew);
   for (int64_t i = 0; i < m; ++i) {
     const double v = std::sin(0.37 * static_cast<double>(i + seed)) + static_cast<double>((i * 7) % 5);
-    if (t == DType::F32 || t == DType::C64) reinterpret_cast<float*>(keep->view().byte_ptr())[i] = static_cast<float>(v);
+    if (t == DType::F32 || t == DType::C64)
+      reinterpret_cast<float*>(keep->view().byte_ptr())[i] = static_cast<float>(v);
     else reinterpret_cast<double*>(keep->view().byte_ptr())[i] = v;
   }
   View v = keep->view().sliced({skew}, {1}, {4 * 6 * 5});
