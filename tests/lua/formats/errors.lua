@@ -37,11 +37,11 @@ local function safetensors(name, header, data)
   write(name, string.pack("<I8", #header) .. header .. data)
 end
 safetensors("cut.safetensors", '{"w": {"dtype": "F32", "shape": [100], "data_offsets": [0, 400]}}', ("\0"):rep(40))
-safetensors("f16.safetensors", '{"w": {"dtype": "F16", "shape": [2], "data_offsets": [0, 4]}}', ("\0"):rep(4))
+safetensors("u16.safetensors", '{"w": {"dtype": "U16", "shape": [2], "data_offsets": [0, 4]}}', ("\0"):rep(4))
 mistake("errors.safetensors_truncated", function() tp.load_safetensors(path("cut.safetensors")) end,
   "tp.load_safetensors", "cut.safetensors", "tensor 'w': truncated")
-mistake("errors.safetensors_dtype", function() tp.load_safetensors(path("f16.safetensors")) end,
-  "tp.load_safetensors", "f16.safetensors", "tensor 'w': dtype F16 is not one Tapestry has")
+mistake("errors.safetensors_dtype", function() tp.load_safetensors(path("u16.safetensors")) end,
+  "tp.load_safetensors", "u16.safetensors", "tensor 'w': dtype U16 is not one Tapestry has")
 
 -- .npy: a file cut short after its lazy load is a changed file; before, a truncated one.
 tp.save(tp.arange(1, 400):reshape{100, 4}, path("a.npy"))
