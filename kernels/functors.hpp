@@ -504,6 +504,7 @@ template <class From, class To> struct Cast {
       return To(Cast<From, R>{}(x), R(0));
     } else if constexpr (detail::is_half<To>) {
       if constexpr (detail::is_bool<From>) return To(x ? 1.0 : 0.0);
+      else if constexpr (std::is_same_v<From, float>) return To(x);  // the fast f32 rounding
       else return To(static_cast<double>(x));
     } else if constexpr (detail::is_bool<To>) {
       return x != From(0);

@@ -266,9 +266,10 @@ const ApiEntry kApi[] = {
     {"tp.sort", K::Function, "sort", "tp.sort(x [,dim] [,opts]) / x:sort([dim] [,opts])",
      "Sorts along dim (default the last) and returns values, indices: indices (i64) are the 1-based "
      "positions in x (values[j] is x[indices[j]] along dim). Stable (equal elements keep their order); "
-     "NaN sorts after every number. opts.descending (default false). On several ranks one line of "
-     "2^20 values or more (TAPESTRY_SAMPLE_SORT_MIN) is a sample sort across the ranks, and x is then "
-     "computed when sort is called (its bucket sizes are data). Example: local v, i = x:sort(1)",
+     "NaN sorts after every number. opts.descending (default false; stable too, NaN first). On P ranks, "
+     "lines of 2^20 values or more (TAPESTRY_SAMPLE_SORT_MIN), fewer than P of them, are a sample sort "
+     "across the ranks, and x is then computed when sort is called (its bucket sizes are data). "
+     "Example: local v, i = x:sort(1)",
      lua::l_sort, M},
     {"tp.argsort", K::Function, "sort", "tp.argsort(x [,dim] [,opts]) / x:argsort([dim] [,opts])",
      "The 1-based indices (i64) tp.sort returns: a stable sort along dim (default the last). "
@@ -277,8 +278,8 @@ const ApiEntry kApi[] = {
     {"tp.topk", K::Function, "sort", "tp.topk(x, k [,dim] [,opts]) / x:topk(k [,dim] [,opts])",
      "The k largest along dim (default the last), largest first, and their 1-based indices: values, "
      "indices. k in 0..size of dim (0: empty). opts.largest = false gives the k smallest, smallest first. "
-     "Ties "
-     "keep x's order.",
+     "Ties keep x's order. Lines long enough for a sample sort (tp.sort) take each rank's k best, "
+     "then the best k of those.",
      lua::l_topk, M},
     {"tp.unique", K::Function, "sort", "tp.unique(x [,opts]) / x:unique([opts])",
      "The distinct values of x, flattened and sorted (1-D, x's dtype); NaNs count as one value. "
@@ -784,7 +785,9 @@ const ApiEntry kApi[] = {
      "Reverse-mode gradients of a one-element f32/f64 loss with respect to each tensor p_i "
      "(named tensors or any tensors the loss was built from), as a sequence of lazy tensors of "
      "the params' shapes and dtypes: more graph, planned, fused and sharded like the rest. A "
-     "param the loss does not depend on gets zeros; integer and bool params are errors. Ties in "
+     "param the loss does not depend on gets zeros; integer and bool params are errors. Complex "
+     "params and complex values on the way (tp.fft included) follow torch: the gradient of a "
+     "complex z = a + ib is dL/da + i dL/db. Ties in "
      "max/min/maximum/minimum/maxpool split the gradient evenly (see docs/gradients.md). "
      "Example: local g = tp.grad((x:matmul(tp.env.w) - y):square():mean(), {tp.env.w})",
      lua::l_grad},

@@ -63,18 +63,19 @@ SortArgs sort_args(lua_State* L) {
   return s;
 }
 
-// {values, indices} of the sort: on several ranks a long line (TAPESTRY_SAMPLE_SORT_MIN, 2^20
+// {values, indices} of the sort: on several ranks long lines (TAPESTRY_SAMPLE_SORT_MIN, 2^20
 // by default: a shorter one is gathered and sorted on one rank faster than the extra
-// observations and plans cost) is a sample sort (engine/ir/build/sample_sort.hpp), whose bucket
-// sizes are observed in between, as a mask's count is (index_lua.cpp): the local sorts are
-// computed and kept where they lie, then the counts, then the buckets are placed from the kept
+// observations and plans cost), fewer than the ranks, are a sample sort
+// (engine/ir/build/sample_sort.hpp), ascending or descending, whose bucket sizes are observed in
+// between, as a mask's count is (index_lua.cpp): the local sorts are computed and kept where
+// they lie, then the counts of every line at once, then the buckets are placed from the kept
 // sorts. Elsewhere a lazy sort of whole lines.
 std::vector<NodeRef> sorted(lua_State* L, const SortArgs& a) {
   Session& s = session_of(L);
   const int ranks = s.mesh().ranks;
-  if (!build::sample_sorts(a.x, a.dim, a.descending, ranks, s.config().sample_sort_min))
+  if (!build::sample_sorts(a.x, a.dim, ranks, s.config().sample_sort_min))
     return build::sort(a.x, a.dim, a.descending);
-  const build::SampleSort ss = build::sample_sort_counts(a.x, a.dim, ranks);
+  const build::SampleSort ss = build::sample_sort_counts(a.x, a.dim, ranks, a.descending);
   s.telemetry().clear_cancel();
   materialize(s);
   observe_kept(s, {ss.values, ss.indices});
@@ -98,7 +99,14 @@ int l_topk(lua_State* L) {
   const int oi = options_at(L, 3);
   const int dim = line_dim(L, oi == 3 ? 0 : 3, x, true);
   Options o(L, oi, {"largest"});
-  return push_all(L, build::topk(x, k, dim, o.boolean("largest").value_or(true)));
+  const bool largest = o.boolean("largest").value_or(true);
+  // Where a sort would be a sample sort, each rank's chunks give their k best and one line of
+  // P·k candidates is gathered (no observation: the sizes are static); else whole lines.
+  Session& s = session_of(L);
+  const int ranks = s.mesh().ranks;
+  if (k >= 1 && k <= x->shape[dim] && build::sample_sorts(x, dim, ranks, s.config().sample_sort_min))
+    return push_all(L, build::topk_chunked(x, k, dim, largest, ranks));
+  return push_all(L, build::topk(x, k, dim, largest));
 }
 
 template <Op op> int l_scan(lua_State* L) {

@@ -88,7 +88,7 @@ SafetensorsFile parse_safetensors_header(const std::string& path, const std::str
     bool known = false;
     for (const DTypeName& d : kDTypes)
       if (dt == d.name) t.header.dtype = d.dtype, known = true;
-    if (!known) bad("dtype ", dt, " is not one Tapestry has (F32, F64, I32, I64, BOOL)");
+    if (!known) bad("dtype ", dt, " is not one Tapestry has (F32, F64, I32, I64, BOOL, F16, BF16, I8, U8)");
     if (e["shape"].size() > static_cast<size_t>(kMaxDims)) bad("more than ", kMaxDims, " dimensions");
     int64_t numel = 1;
     for (const json& d : e["shape"]) {

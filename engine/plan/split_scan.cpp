@@ -28,10 +28,10 @@ NodeRef identity(Op op, const Shape& shape, DType t) {
     case Op::Logcumsumexp: return build::full(shape, -inf, t);
     case Op::Cummax:
       if (is_float(t)) return build::full(shape, -inf, t);
-      return build::full_int(shape, t == DType::I32 ? INT32_MIN : INT64_MIN, t);
+      return build::full_int(shape, int_min(t), t);  // i8: -128, u8: 0
     case Op::Cummin:
       if (is_float(t)) return build::full(shape, inf, t);
-      return build::full_int(shape, t == DType::I32 ? INT32_MAX : INT64_MAX, t);
+      return build::full_int(shape, int_max(t), t);
     default: internal_check(!"identity of a non-scan op"); return {};
   }
 }

@@ -148,6 +148,19 @@ Signature line_sig(const Node& n) {
                        : n.op == Op::Fft          ? 5 * std::log2(len + 1)
                        : n.op == Op::Logcumsumexp ? 16
                                                   : 2;
+  if ((n.op == Op::Fft || n.op == Op::Sort) && n.inputs[0]->shape[a.dim] != n.shape[a.dim]) {
+    // r2c (n reals in, n/2+1 frequencies out) and topk (a Sort keeping k of n): the input's
+    // line is read whole by every point of the output's.
+    const Node& x = *n.inputs[0];
+    const double in_len = static_cast<double>(x.shape[a.dim]);
+    Signature s = over_output(n, (n.op == Op::Fft ? 5 : 2) * std::log2(in_len + 1));
+    Projection p = Projection::identity(static_cast<int>(n.shape.size()));
+    p.A[a.dim][a.dim] = 0;
+    p.w[a.dim] = x.shape[a.dim];
+    s.inputs.push_back(access_of(x, std::move(p)));
+    s.space[a.dim].splittable = false;
+    return s;
+  }
   Signature s = map_sig(n, flops);
   s.space[a.dim].splittable = false;
   return s;

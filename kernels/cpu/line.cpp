@@ -105,6 +105,33 @@ void sort_lines(const T* x, const View& out, const Lines& L, bool descending, bo
   });
 }
 
+// The first k of each line's stable sort (topk): out's lines are k long. A partial sort by a
+// total order (the value's order, then the position) picks exactly the stable sort's first k.
+template <class T>
+void topk_lines(const T* x, const View& out, const Lines& L, const Lines& Lo, bool descending, bool indices) {
+  const int64_t work = L.count() * L.n;
+  const int64_t grain =
+      work < kSerialWork ? L.count() : grain_for(L.count(), std::max<int64_t>(1, kSerialWork / L.n));
+  parallel_for(L.count(), grain, [&](int64_t lo, int64_t hi, int) {
+    std::vector<int64_t> order(L.n);
+    for (int64_t l = lo; l < hi; ++l) {
+      const int64_t b = L.start(l), s = L.inner, bo = Lo.start(l), so = Lo.inner;
+      std::iota(order.begin(), order.end(), 0);
+      auto before = [&](int64_t i, int64_t j) {
+        const T xi = x[b + i * s], xj = x[b + j * s];
+        if (descending ? scan::less(xj, xi) : scan::less(xi, xj)) return true;
+        if (descending ? scan::less(xi, xj) : scan::less(xj, xi)) return false;
+        return i < j;
+      };
+      std::partial_sort(order.begin(), order.begin() + Lo.n, order.end(), before);
+      for (int64_t i = 0; i < Lo.n; ++i) {
+        if (indices) out.ptr<int64_t>()[bo + i * so] = order[i] + 1;
+        else out.ptr<T>()[bo + i * so] = x[b + order[i] * s];
+      }
+    }
+  });
+}
+
 template <class T> void scatter_add_lines(const T* g, const int64_t* idx, T* y, const Lines& L) {
   for_lines(L, [&](int64_t b, int64_t s) {
     for (int64_t i = 0; i < L.n; ++i) y[b + i * s] = T(0);
@@ -145,8 +172,19 @@ void run_line(Op op, const Attrs& attrs, const std::vector<View>& in, const View
       searchsorted<T>(x, v.ptr<T>(), out.ptr<int64_t>(), v.numel(), a.right);
     });
   }
-  internal_check(a.dim >= 0 && a.dim < x.rank() && out.shape == x.shape);
+  internal_check(a.dim >= 0 && a.dim < x.rank() && out.rank() == x.rank());
   const Lines L(x.shape, static_cast<int>(a.dim));
+  if (op == Op::Sort && out.shape[a.dim] < x.shape[a.dim]) {  // topk: the first k of the sort
+    Shape k_shape = x.shape;
+    k_shape[a.dim] = out.shape[a.dim];
+    internal_check(out.shape == k_shape);
+    const Lines Lo(out.shape, static_cast<int>(a.dim));
+    return dispatch_dtype(x.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      topk_lines(x.ptr<T>(), out, L, Lo, a.reverse, a.indices);
+    });
+  }
+  internal_check(out.shape == x.shape);
   dispatch_dtype(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* p = x.ptr<T>();

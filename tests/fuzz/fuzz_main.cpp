@@ -258,8 +258,12 @@ RunReport run_random_choice(const std::vector<NodeRef>& roots, const plan::Mesh&
   if (in.roots.empty()) return {};
   in.topo = plan::observed_subgraph(in.roots);
   in.mesh = mesh;
-  for (const NodeRef& n : in.topo)
-    if (n->value) hold_somewhere(*n, mesh.ranks, rng, in.initial);
+  for (const NodeRef& n : in.topo) {
+    // An empty tensor is held whole on rank 0, as the planner does (engine/plan/planner.cpp): no
+    // op has an empty index space, and no grid of blocks cuts one.
+    if (numel(n->shape) == 0) in.initial.push_back(plan::Shard{n->id, plan::Box::of_shape(n->shape), 0});
+    else if (n->value) hold_somewhere(*n, mesh.ranks, rng, in.initial);
+  }
   std::map<uint64_t, plan::Candidate> choice;
   for (const NodeRef& n : plan::ops_to_place(in.topo, in.initial, in.roots))
     choice[n->id] = random_candidate(poly::signature_of(*n), mesh.ranks, rng);

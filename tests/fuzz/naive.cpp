@@ -388,13 +388,17 @@ NaiveResult naive_check(const Node& n, std::string& why) {
         if (ix[dim] != 0) continue;  // the first element of a line
         std::vector<int64_t> at(len);
         for (int64_t k = 0; k < len; ++k) ix[dim] = k, at[k] = ravel(ix, n.shape);
-        if (n.op == Op::Sort) {
-          std::vector<int64_t> order(len);
+        if (n.op == Op::Sort) {  // topk: out's line is the first len of x's (xlen) sorted
+          const Shape& xs = n.inputs[0]->shape;
+          const int64_t xlen = xs[dim];
+          std::vector<int64_t> xat(xlen);
+          for (int64_t k = 0; k < xlen; ++k) ix[dim] = k, xat[k] = ravel(ix, xs);
+          std::vector<int64_t> order(xlen);
           std::iota(order.begin(), order.end(), 0);
           std::stable_sort(order.begin(), order.end(), [&](int64_t p, int64_t q) {
-            return a.reverse ? less(in[0][at[q]], in[0][at[p]]) : less(in[0][at[p]], in[0][at[q]]);
+            return a.reverse ? less(in[0][xat[q]], in[0][xat[p]]) : less(in[0][xat[p]], in[0][xat[q]]);
           });
-          for (int64_t k = 0; k < len; ++k) w.v[at[k]] = a.indices ? order[k] + 1.0 : in[0][at[order[k]]];
+          for (int64_t k = 0; k < len; ++k) w.v[at[k]] = a.indices ? order[k] + 1.0 : in[0][xat[order[k]]];
           continue;
         }
         double acc = 0, mag = 0;

@@ -9,6 +9,7 @@
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/build/einsum.hpp"
 #include "engine/ir/build/packed.hpp"
+#include "engine/ir/build/sample_sort.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
 
@@ -449,6 +450,11 @@ class Gen {
         if (s.op == Op::Cumprod && !is_float(dtype(x))) return;  // i64 products of a long line overflow
         s.n = uni(r_, 0, rank - 1);
         s.a = {coin(r_) ? 1 : 0};
+        if (s.op == Op::Fft && !is_complex(dtype(x)) && coin(r_, 0.4)) s.a = {2};  // rfft: r2c
+        // topk as each of 2..4 chunks' k best then the best of those (build::topk_chunked, what
+        // tp.topk runs on long lines over several ranks): a[0] largest, a[1] k, a[2] chunks.
+        if (s.op == Op::Sort && xs[s.n] >= 1 && coin(r_, 0.3))
+          s.a = {s.a[0], uni(r_, 1, xs[s.n]), uni(r_, 2, 4)};
         s.flag = coin(r_, 0.3);
         break;
       }
@@ -668,7 +674,13 @@ NodeRef build_step(const Step& s, const std::vector<NodeRef>& in) {
     case Kind::Line: {
       const int dim = static_cast<int>(s.n);
       user_check(dim < static_cast<int>(in[0]->shape.size()), "dim out of range after a shrink");
+      if (s.op == Op::Sort && s.a.size() == 3 && in[0]->shape[dim] >= 1)
+        return build::topk_chunked(in[0], std::min(s.a[1], in[0]->shape[dim]), dim, s.a[0] != 0,
+                                   s.a[2])[s.flag ? 1 : 0];
       if (s.op == Op::Sort) return build::sort(in[0], dim, s.a[0] != 0)[s.flag ? 1 : 0];
+      if (s.op == Op::Fft && s.a[0] == 2)  // rfft of a real input; flag: ortho
+        return build::rfft(in[0], dim, std::nullopt,
+                           s.flag ? build::FftNorm::Ortho : build::FftNorm::Backward);
       if (s.op == Op::Fft)  // a[0]: inverse; flag: ortho
         return build::fft(in[0], dim, std::nullopt, s.flag ? build::FftNorm::Ortho : build::FftNorm::Backward,
                           s.a[0] != 0);
@@ -723,6 +735,7 @@ std::string to_lua(const Program& p, const std::vector<std::vector<double>>& exp
   o += R"(local function src(shape, seed, dtype)
   local n, i = 1, 0
   for _, d in ipairs(shape) do n = n * d end
+  if n == 0 then return tp.zeros(shape, {dtype = dtype}) end  -- nested {} would lose its dims
   local function value()
     local k = (i * 37 + seed * 11 + (i * i) % 7) % 17 - 8
     i = i + 1
@@ -893,12 +906,18 @@ end
         break;
       case Kind::Line: {
         const std::string d = std::to_string(s.n + 1), name(op_def(s.op).name);
-        if (s.op == Op::Sort)
+        if (s.op == Op::Sort && s.a.size() == 3)  // k as drawn (a shrunk x may hold fewer)
+          e = cat_str("select(", s.flag ? 2 : 1, ", tp.topk(", v(0), ", math.min(", s.a[1], ", ", v(0),
+                      ":size(", d, ")), ", d, ", {largest = ", s.a[0] ? "true" : "false", "}))");
+        else if (s.op == Op::Sort)
           e = cat_str(s.flag ? v(0) + ":argsort(" : "(" + v(0) + ":sort(", d,
                       ", {descending = ", s.a[0] ? "true" : "false", "})", s.flag ? "" : ")");
         else if (s.op == Op::Fft)
-          e = cat_str("tp.fft.", s.a[0] ? "ifft(" : "fft(", v(0), ", {dim = ", d, ", norm = \"",
-                      s.flag ? "ortho" : "backward", "\"})");
+          e = cat_str("tp.fft.",
+                      s.a[0] == 2 ? "rfft("
+                      : s.a[0]    ? "ifft("
+                                  : "fft(",
+                      v(0), ", {dim = ", d, ", norm = \"", s.flag ? "ortho" : "backward", "\"})");
         else if (s.op == Op::Cummax || s.op == Op::Cummin)
           e = cat_str(s.flag ? "select(2, " : "(", v(0), ":", name, "(", d, "))");
         else e = cat_str(v(0), ":", name, "(", d, ")");

@@ -3,8 +3,9 @@
 //   NodeRef r = build::irfft(build::rfft(x, 0, {}, FftNorm::Ortho), 0, {}, FftNorm::Ortho);  // x again
 // The Fft op is a Line op: it reads whole lines along its dim, so along a sharded dim the plan
 // moves the lines together first (an all-to-all), and costs that move (engine/poly/signature_of).
-// Normalization is a scaling after the unnormalized transform; rfft and irfft are the complex
-// transform of the real input, cut to n/2+1, and of the Hermitian-extended half spectrum.
+// Normalization is a scaling after the unnormalized transform; rfft is the op on the real input
+// (r2c: the n/2+1 non-negative frequencies), irfft the complex transform of the
+// Hermitian-extended half spectrum.
 #include <cmath>
 
 #include "engine/ir/attrs.hpp"
@@ -37,6 +38,14 @@ NodeRef resized(const NodeRef& x, int dim, int64_t n) {
   return pad(x, before, after, PadMode::Constant, 0.0);
 }
 
+// r, the unnormalized transform of lines of length len, scaled as norm asks.
+NodeRef normalized(const NodeRef& r, int64_t len, FftNorm norm, bool inverse) {
+  double scale = 1;
+  if (norm == FftNorm::Ortho) scale = 1 / std::sqrt(static_cast<double>(len));
+  else if ((norm == FftNorm::Backward) == inverse) scale = 1 / static_cast<double>(len);
+  return scale == 1 ? r : binary(Op::Mul, r, Operand::number(scale));
+}
+
 }  // namespace
 
 NodeRef fft(const NodeRef& x, int dim, std::optional<int64_t> n, FftNorm norm, bool inverse) {
@@ -46,18 +55,23 @@ NodeRef fft(const NodeRef& x, int dim, std::optional<int64_t> n, FftNorm norm, b
   const DType c = fft_dtype(x->dtype);
   const NodeRef xc = resized(cast(x, c), dim, len);
   NodeRef r = op_node(Op::Fft, {xc}, LineAttrs{dim, inverse, false, false}.encode(), xc->shape, c);
-  double scale = 1;
-  if (norm == FftNorm::Ortho) scale = 1 / std::sqrt(static_cast<double>(len));
-  else if ((norm == FftNorm::Backward) == inverse) scale = 1 / static_cast<double>(len);
-  return scale == 1 ? r : binary(Op::Mul, r, Operand::number(scale));
+  return normalized(r, len, norm, inverse);
 }
 
 NodeRef rfft(const NodeRef& x, int dim, std::optional<int64_t> n, FftNorm norm) {
   check_fft_dim(x, dim);
   user_check(!is_complex(x->dtype), "x is ", dtype_name(x->dtype),
              ": rfft takes real input (use tp.fft.fft)");
-  const NodeRef r = fft(x, dim, n, norm, false);
-  return narrow(r, dim, 0, r->shape[dim] / 2 + 1);
+  const int64_t len = n.value_or(x->shape[dim]);
+  user_check(len >= 1, "n must be at least 1, got ", len);
+  // The Fft op of a real input is FFTW's r2c: the n/2+1 non-negative frequencies, half the work
+  // of the complex transform.
+  const DType c = fft_dtype(x->dtype);
+  const NodeRef xr = resized(cast(x, real_dtype(c)), dim, len);
+  Shape half = xr->shape;
+  half[dim] = len / 2 + 1;
+  const NodeRef r = op_node(Op::Fft, {xr}, LineAttrs{dim, false, false, false}.encode(), half, c);
+  return normalized(r, len, norm, false);
 }
 
 NodeRef irfft(const NodeRef& x, int dim, std::optional<int64_t> n, FftNorm norm) {

@@ -64,9 +64,17 @@ std::vector<NodeRef> topk(const NodeRef& x, int64_t k, int dim, bool largest) {
   const int64_t n = x->shape[dim];
   user_check(k >= 0 && k <= n, "k must be in 0..", n, " (the size of dim ", dim + 1, " of x ",
              shape_str(x->shape), "), got ", k);
-  std::vector<NodeRef> vi = sort(x, dim, largest);
-  if (k == n) return vi;
-  return {narrow(vi[0], dim, 0, k), narrow(vi[1], dim, 0, k)};
+  if (k == n) return sort(x, dim, largest);
+  if (is_half(x->dtype)) {
+    std::vector<NodeRef> r = topk(cast(x, DType::F32), k, dim, largest);
+    return {narrow_to(r[0], x->dtype), r[1]};
+  }
+  // A Sort node whose line is shorter than x's: the first k of the stable sort, selected by the
+  // kernel (a partial sort, O(n log k) a line) rather than sorting all of it.
+  Shape s = x->shape;
+  s[dim] = k;
+  return {line(Op::Sort, {x}, LineAttrs{dim, largest, false, false}, s, x->dtype),
+          line(Op::Sort, {x}, LineAttrs{dim, largest, true, false}, s, DType::I64)};
 }
 
 NodeRef line_scatter_add(const NodeRef& g, const NodeRef& idx, int dim) {

@@ -54,8 +54,9 @@ std::vector<NodeRef> vjp_inputs(const NodeRef& n, const NodeRef& g, const std::v
       // Batch dims were broadcast by explicit Expand nodes, so both operands have g's batch.
       const int r = static_cast<int>(g->shape.size());
       std::vector<NodeRef> out(2);
-      if (need[0]) out[0] = build::matmul(g, build::transpose(n->inputs[1], r - 2, r - 1));
-      if (need[1]) out[1] = build::matmul(build::transpose(n->inputs[0], r - 2, r - 1), g);
+      // Complex: g·b^H and a^H·g (the conjugate transposes).
+      if (need[0]) out[0] = build::matmul(g, build::transpose(grad_detail::conj(n->inputs[1]), r - 2, r - 1));
+      if (need[1]) out[1] = build::matmul(build::transpose(grad_detail::conj(n->inputs[0]), r - 2, r - 1), g);
       return out;
     }
     case OpKind::View:
@@ -82,8 +83,8 @@ std::vector<NodeRef> grad_of(const NodeRef& loss, const std::vector<NodeRef>& pa
   std::unordered_map<const Node*, int> param_index;
   for (size_t i = 0; i < params.size(); ++i) {
     const NodeRef& p = params[i];
-    user_check(is_float(p->dtype), "params[", i + 1, "] is ", dtype_name(p->dtype),
-               ": only real float tensors (f16, bf16, f32, f64) are differentiable");
+    user_check(is_inexact(p->dtype), "params[", i + 1, "] is ", dtype_name(p->dtype),
+               ": only float and complex tensors (f16, bf16, f32, f64, c64, c128) are differentiable");
     user_check(p->op != Op::Full, "params[", i + 1, "] ", shape_str(p->shape),
                " is a constant (tp.zeros/ones/full), which the graph folds into its users; make "
                "it a leaf first: tp.env.b = tp.detach(tp.zeros{...})");
@@ -94,18 +95,12 @@ std::vector<NodeRef> grad_of(const NodeRef& loss, const std::vector<NodeRef>& pa
   std::unordered_map<const Node*, size_t> pos;
   pos.reserve(order.size());
   for (size_t i = 0; i < order.size(); ++i) pos[order[i]] = i;
-  // needed[i]: node i is float and a param lies at or below it (inputs come first in order).
+  // needed[i]: node i is float or complex and a param lies at or below it (inputs come first
+  // in order). A complex adjoint is torch's: dL/d(re) + i dL/d(im) (docs/gradients.md).
   std::vector<bool> needed(order.size(), false);
   for (size_t i = 0; i < order.size(); ++i) {
     const Node* n = order[i];
-    if (is_complex(n->dtype)) {  // no complex derivatives (Wirtinger calculus) yet: say so
-      for (const NodeRef& in : n->inputs)
-        user_check(!needed[pos[in.get()]], "the loss depends on the parameters through a complex ",
-                   op_def(n->op).name, " (", dtype_name(n->dtype),
-                   "); gradients through complex values are not "
-                   "supported");
-    }
-    if (!is_float(n->dtype)) continue;
+    if (!is_inexact(n->dtype)) continue;
     bool need = param_index.count(n) > 0;
     for (const NodeRef& in : n->inputs) need = need || needed[pos[in.get()]];
     needed[i] = need;
@@ -153,7 +148,7 @@ std::vector<NodeRef> grad(const NodeRef& loss, const std::vector<NodeRef>& param
   std::vector<size_t> at(params.size(), 0);
   std::vector<NodeRef> all = params;
   for (size_t i = 0; i < params.size(); ++i)
-    if (is_float(params[i]->dtype) && (packed[i] = build::unpacked(params[i]))) {
+    if (is_inexact(params[i]->dtype) && (packed[i] = build::unpacked(params[i]))) {
       at[i] = all.size();
       all.push_back(packed[i]->p);
     }
@@ -205,6 +200,8 @@ NodeRef scatter_slice(const NodeRef& g, const Shape& shape, const std::vector<in
 }
 
 NodeRef flip(const NodeRef& x, int d) { return build::flip(x, {d}); }
+
+NodeRef conj(const NodeRef& x) { return is_complex(x->dtype) ? build::unary(Op::Conj, x) : x; }
 
 }  // namespace grad_detail
 

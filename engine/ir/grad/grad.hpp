@@ -15,8 +15,9 @@ namespace tapestry {
 
 // The gradients of `loss` (one element, float) with respect to each param, in order, by
 // reverse accumulation over the DAG (iterative: graphs of any depth). A param the loss
-// does not depend on gets zeros. Errors (tapestry::Error): a loss of more than one element
-// or of an integer/bool dtype; an integer/bool param; a param that is a folded constant
+// does not depend on gets zeros. A complex param (or complex value on the way) gets torch's
+// adjoint dL/d(re) + i dL/d(im), so w - lr·g descends. Errors (tapestry::Error): a loss of more
+// than one element or not a real float; an integer/bool param; a param that is a folded constant
 // (Full: tp.zeros/ones/full), which the graph does not keep as a node of its own.
 std::vector<NodeRef> grad(const NodeRef& loss, const std::vector<NodeRef>& params);
 
@@ -42,6 +43,10 @@ NodeRef scatter_slice(const NodeRef& g, const Shape& shape, const std::vector<in
 NodeRef sum_to(const NodeRef& g, const Shape& shape);
 // x reversed along dim d (build::flip: a slice with step -1).
 NodeRef flip(const NodeRef& x, int d);
+// The complex conjugate of x; x itself when it is real. A complex rule multiplies g by the
+// conjugate of the derivative (torch's convention), which this keeps the real rule's graph for
+// real x.
+NodeRef conj(const NodeRef& x);
 }  // namespace grad_detail
 
 }  // namespace tapestry

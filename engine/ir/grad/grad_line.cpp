@@ -3,8 +3,11 @@
 //   cumprod       gx = revcumsum(g * y) / x          (exact where x has no zeros)
 //   cummax/min    gx = g added at each output's running-extreme index (a scatter-add)
 //   logcumsumexp  gx = e^(x + revlcse(log g+ - y)) - e^(x + revlcse(log g- - y)), g = g+ - g-
-//   sort values   gx = g added back at each value's original index
+//   sort values   gx = g added back at each value's original index (topk: g padded with zeros)
+//   fft           gx = the unnormalized transform of g the other way (F^H g); r2c: Re(F^H g, padded)
 // Indices (sort, cummax, searchsorted) are piecewise constant: no gradient, as argmax.
+#include <optional>
+
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/grad/grad.hpp"
@@ -47,8 +50,28 @@ std::vector<NodeRef> line_vjp(const NodeRef& n, const NodeRef& g) {
       out[0] = sub(lcse_part(pos, x, n, dim, a.reverse), lcse_part(neg, x, n, dim, a.reverse));
       return out;
     }
-    case Op::Sort: out[0] = build::line_scatter_add(g, build::sort(x, dim, a.reverse)[1], dim); return out;
-    case Op::Fft: user_error("gradients through fft (complex values) are not supported");
+    case Op::Sort: {
+      // topk keeps the first k of the sort: the rest of the line gets no adjoint.
+      NodeRef gl = g;
+      if (n->shape[dim] < x->shape[dim]) {
+        std::vector<int64_t> before(x->shape.size(), 0), after(x->shape.size(), 0);
+        after[dim] = x->shape[dim] - n->shape[dim];
+        gl = build::pad(g, before, after, build::PadMode::Constant, 0.0);
+      }
+      out[0] = build::line_scatter_add(gl, build::sort(x, dim, a.reverse)[1], dim);
+      return out;
+    }
+    case Op::Fft:
+      if (!is_complex(x->dtype)) {
+        // r2c: y = the first n/2+1 of F x, so gx = Re(F^H g padded with zeros to n).
+        out[0] = build::unary(Op::Real, build::fft(g, dim, x->shape[dim], build::FftNorm::Forward, true));
+        return out;
+      }
+      // y = F x is complex-linear, so gx = F^H g: the unnormalized transform the other way
+      // (conj(F) is the unnormalized inverse). The norm that scales by 1 in that direction.
+      out[0] = build::fft(g, dim, std::nullopt,
+                          a.reverse ? build::FftNorm::Backward : build::FftNorm::Forward, !a.reverse);
+      return out;
     default: user_error("the gradient of a gradient through ", op_def(n->op).name, " is not supported");
   }
 }

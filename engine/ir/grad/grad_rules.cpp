@@ -3,7 +3,9 @@
 // Conventions (docs/gradients.md): relu'(0) = 0, |x|'(0) = 0; maximum/minimum and max/min
 // reductions split the gradient evenly between tied operands, which is what a central
 // difference measures; piecewise-constant ops (floor, round, sign, floordiv, comparisons)
-// have zero gradient.
+// have zero gradient. Complex values follow torch: the adjoint of z is dL/d(re) + i dL/d(im), so
+// a holomorphic f passes g·conj(f'(z)) (conj() is the identity on a real x, so each rule's
+// real graph is what it was); real, imag, abs, angle and complex have rules of their own.
 #include <cmath>
 #include <numbers>
 
@@ -22,6 +24,7 @@ NodeRef sub(const Operand& a, const Operand& b) { return build::binary(Op::Sub, 
 NodeRef mul(const Operand& a, const Operand& b) { return build::binary(Op::Mul, a, b); }
 NodeRef div(const Operand& a, const Operand& b) { return build::binary(Op::Div, a, b); }
 NodeRef un(Op op, const NodeRef& x) { return build::unary(op, x); }
+NodeRef cj(const NodeRef& x) { return conj(x); }
 NodeRef where(const NodeRef& c, const Operand& a, const Operand& b) { return build::where(c, a, b); }
 Operand num(double v) { return Operand::number(v); }
 
@@ -34,17 +37,24 @@ NodeRef route(Op wins, const NodeRef& g, const NodeRef& a, const NodeRef& b) {
 // Unary rules: dy/dx * g, with y the node itself where that is cheaper.
 NodeRef unary_vjp(const NodeRef& n, const NodeRef& x, const NodeRef& g) {
   switch (n->op) {
-    case Op::Cast:  // float to float: the adjoint goes back to the source precision
-      return is_float(x->dtype) ? build::cast(g, x->dtype) : nullptr;
+    case Op::Cast:
+      // float or complex to float or complex: the adjoint goes back to the source type (a real
+      // source keeps the real part of a complex adjoint; a complex source of a real cast,
+      // which kept the real part, gets g + 0i).
+      return is_inexact(x->dtype) ? build::cast(g, x->dtype) : nullptr;
     case Op::Neg: return un(Op::Neg, g);
-    case Op::Abs: return mul(g, un(Op::Sign, x));
-    case Op::Exp: return mul(g, n);
-    case Op::Log: return div(g, x);
-    case Op::Sqrt: return div(mul(g, num(0.5)), n);
+    case Op::Abs:
+      if (is_complex(x->dtype))  // g·z/|z|, 0 at 0 (torch's sgn)
+        return where(build::binary(Op::Eq, n, num(0)), num(0),
+                     div(mul(build::cast(g, x->dtype), x), build::cast(n, x->dtype)));
+      return mul(g, un(Op::Sign, x));
+    case Op::Exp: return mul(g, cj(n));
+    case Op::Log: return div(g, cj(x));
+    case Op::Sqrt: return div(mul(g, num(0.5)), cj(n));
     case Op::Rsqrt:  // -x^(-3/2) / 2 = -y^3 / 2
       return mul(mul(g, num(-0.5)), mul(n, un(Op::Square, n)));
-    case Op::Sin: return mul(g, un(Op::Cos, x));
-    case Op::Cos: return un(Op::Neg, mul(g, un(Op::Sin, x)));
+    case Op::Sin: return mul(g, cj(un(Op::Cos, x)));
+    case Op::Cos: return un(Op::Neg, mul(g, cj(un(Op::Sin, x))));
     case Op::Tanh: return mul(g, sub(num(1), un(Op::Square, n)));
     case Op::Sigmoid: return mul(g, mul(n, sub(num(1), n)));
     // relu(x) > 0 exactly where x > 0 (NaN in both is not); reading the output leaves x
@@ -59,8 +69,19 @@ NodeRef unary_vjp(const NodeRef& n, const NodeRef& x, const NodeRef& g) {
           mul(un(Op::Exp, mul(un(Op::Square, x), num(-0.5))), num(1 / std::sqrt(2 * std::numbers::pi)));
       return mul(g, add(cdf, mul(x, pdf)));
     }
-    case Op::Square: return mul(g, mul(x, num(2)));
-    case Op::Reciprocal: return un(Op::Neg, mul(g, un(Op::Square, n)));
+    case Op::Square: return mul(g, mul(cj(x), num(2)));
+    case Op::Reciprocal: return un(Op::Neg, mul(g, cj(un(Op::Square, n))));
+    // Complex parts (a real x never makes these nodes: its real and conj are x itself).
+    case Op::Real: return build::cast(g, x->dtype);        // g + 0i
+    case Op::Imag: return build::make_complex(num(0), g);  // 0 + i g
+    case Op::Conj: return un(Op::Conj, g);
+    case Op::Angle: {  // atan2(b, a): g·(-b + i a)/|z|^2 = g·i z/|z|^2, 0 at 0 (torch)
+      const NodeRef re = build::complex_part(Op::Real, x), im = build::complex_part(Op::Imag, x);
+      const NodeRef r2 = add(un(Op::Square, re), un(Op::Square, im));
+      const NodeRef at0 = build::binary(Op::Eq, r2, num(0));
+      const NodeRef s = div(g, r2);
+      return build::make_complex(where(at0, num(0), un(Op::Neg, mul(s, im))), where(at0, num(0), mul(s, re)));
+    }
     case Op::Floor:
     case Op::Ceil:
     case Op::Round:
@@ -93,12 +114,16 @@ std::vector<NodeRef> map_vjp(const NodeRef& n, const NodeRef& g, const std::vect
       set(1, [&] { return un(Op::Neg, g); });
       break;
     case Op::Mul:
-      set(0, [&] { return mul(g, b); });
-      set(1, [&] { return mul(g, a); });
+      set(0, [&] { return mul(g, cj(b)); });
+      set(1, [&] { return mul(g, cj(a)); });
       break;
     case Op::Div:
-      set(0, [&] { return div(g, b); });
-      set(1, [&] { return un(Op::Neg, div(mul(g, n), b)); });
+      set(0, [&] { return div(g, cj(b)); });
+      set(1, [&] { return un(Op::Neg, div(mul(g, cj(n)), cj(b))); });
+      break;
+    case Op::Complex:  // re + i im: the parts of g
+      set(0, [&] { return build::complex_part(Op::Real, g); });
+      set(1, [&] { return build::complex_part(Op::Imag, g); });
       break;
     case Op::Mod:  // a - floor(a/b)·b: 1 for a, -floor(a/b) for b
       set(0, [&] { return g; });
@@ -106,9 +131,11 @@ std::vector<NodeRef> map_vjp(const NodeRef& n, const NodeRef& g, const std::vect
       break;
     case Op::FloorDiv: break;  // piecewise constant
     case Op::Pow:
-      set(0, [&] { return mul(mul(g, b), build::binary(Op::Pow, a, sub(b, num(1)))); });
+      set(0, [&] { return mul(mul(g, cj(b)), cj(build::binary(Op::Pow, a, sub(b, num(1))))); });
       // d(a^b)/db = a^b·log(a); 0 where a == 0 (the limit for b > 0), as Torch.
-      set(1, [&] { return where(build::binary(Op::Eq, a, num(0)), num(0), mul(mul(g, n), un(Op::Log, a))); });
+      set(1, [&] {
+        return where(build::binary(Op::Eq, a, num(0)), num(0), mul(mul(g, cj(n)), cj(un(Op::Log, a))));
+      });
       break;
     case Op::Maximum:
       set(0, [&] { return route(Op::Gt, g, a, b); });
@@ -137,7 +164,7 @@ std::vector<NodeRef> map_vjp(const NodeRef& n, const NodeRef& g, const std::vect
 
 std::vector<NodeRef> reduce_vjp(const NodeRef& n, const NodeRef& g) {
   const NodeRef& x = n->inputs[0];
-  if (!is_float(n->dtype) || !is_float(x->dtype)) return {nullptr};
+  if (!is_inexact(n->dtype) || !is_inexact(x->dtype)) return {nullptr};
   const std::vector<int> dims = attrs_of<ReduceAttrs>(*n).dims;
   Shape kept = x->shape;  // the output with reduced dims kept as 1
   for (int d : dims) kept[d] = 1;
@@ -156,7 +183,7 @@ std::vector<NodeRef> reduce_vjp(const NodeRef& n, const NodeRef& g) {
       const NodeRef nz = build::broadcast_to(zeros, x->shape);
       const NodeRef at0 = where(build::binary(Op::Eq, nz, num(1)), pz, num(0));
       const NodeRef other = where(build::binary(Op::Eq, nz, num(0)), div(pz, x), num(0));
-      return {mul(gb, where(is0, at0, other))};
+      return {mul(gb, cj(where(is0, at0, other)))};
     }
     case Op::Max:
     case Op::Min: {
@@ -191,7 +218,7 @@ std::vector<NodeRef> view_vjp(const NodeRef& n, const NodeRef& g) {
       std::vector<NodeRef> out;
       int64_t at = 0;
       for (const NodeRef& in : n->inputs) {
-        out.push_back(is_float(in->dtype) ? build::narrow(g, d, at, in->shape[d]) : nullptr);
+        out.push_back(is_inexact(in->dtype) ? build::narrow(g, d, at, in->shape[d]) : nullptr);
         at += in->shape[d];
       }
       return out;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 
 #include "engine/ir/half.hpp"
 
@@ -66,5 +67,47 @@ TEST_CASE("engine.ir.half.bf16_is_f32_rounded") {
     const float x = static_cast<float>(h);
     if (std::isnan(x)) continue;
     REQUIRE(bf16(x).bits == b);
+  }
+}
+
+// The f32 conversions (F16C where the build has it, bf16's integer rounding) against the generic
+// rounding from double, on every sign, exponent and top mantissa bits of an f32, each with the
+// low bits that decide the rounding: zero, the tie, either side of it, all ones, and a few
+// random ones (the dropped bits of a result that is an f16 subnormal reach higher up).
+TEST_CASE("engine.ir.half.f32_conversions_match_the_generic_rounding") {
+  uint32_t lcg = 12345;
+  auto next = [&] { return lcg = lcg * 1664525u + 1013904223u; };
+  int64_t checked = 0;
+  for (uint32_t top = 0; top < 65536; ++top) {  // sign, exponent, 7 mantissa bits
+    for (uint32_t mid = 0; mid < 8; ++mid) {    // the next 3 mantissa bits (f16 keeps 10)
+      const uint32_t hi = top << 16 | mid << 13;
+      const uint32_t lows[] = {0, 1, 0x0fff, 0x1000, 0x1001, 0x1fff, next() & 0x1fff, next() & 0x1fff};
+      for (uint32_t low : lows) {
+        for (uint32_t b16 : {0u, 0x8000u, 0x7fffu, 0x7fffu + (next() & 1u), next() & 0xffffu}) {
+          uint32_t u = hi | low;
+          float x;
+          std::memcpy(&x, &u, 4);
+          REQUIRE(half_detail::float_to_half(x) == half_detail::from_double<5, 10>(x));
+          u = top << 16 | b16;
+          std::memcpy(&x, &u, 4);
+          REQUIRE(half_detail::float_to_bf16(x) == half_detail::from_double<8, 7>(x));
+          checked += 2;
+        }
+      }
+    }
+  }
+  CHECK(checked == 2 * 65536 * 8 * 8 * 5);
+  // And every f16 widens the same by either path (NaNs apart: the CPU's comes back quiet).
+  for (uint32_t b = 0; b < 65536; ++b) {
+    const float fast = half_detail::half_to_float(static_cast<uint16_t>(b));
+    const float slow = half_detail::half_to_float_bits(static_cast<uint16_t>(b));
+    if (std::isnan(slow)) {
+      CHECK(std::isnan(fast));
+      continue;
+    }
+    uint32_t fu, su;
+    std::memcpy(&fu, &fast, 4);
+    std::memcpy(&su, &slow, 4);
+    REQUIRE(fu == su);
   }
 }

@@ -197,7 +197,10 @@ std::vector<Case> cases() {
         "complex fft",
         {part(Op::Real, build::binary(Op::Mul, zc, zc)), part(Op::Imag, part(Op::Conj, zc)),
          part(Op::Angle, zc), part(Op::Real, build::fft(zc, 1, std::nullopt, build::FftNorm::Ortho, false)),
-         part(Op::Imag, build::fft(x3, 0, std::nullopt, build::FftNorm::Backward, true))}));
+         part(Op::Imag, build::fft(x3, 0, std::nullopt, build::FftNorm::Backward, true)),
+         // rfft is the op on real input (r2c: n values in, n/2+1 out), along each dim of x3.
+         part(Op::Real, build::rfft(x3, 0, std::nullopt, build::FftNorm::Backward)),
+         part(Op::Imag, build::rfft(x3, 2, 5, build::FftNorm::Ortho))}));
     c.push_back(approx("cumprod logcumsumexp",
                        {build::scan(Op::Cumprod, near1, 0), build::scan(Op::Logcumsumexp, x3, 2),
                         build::scan(Op::Logcumsumexp, x, 0, true)}));

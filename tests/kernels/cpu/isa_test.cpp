@@ -233,3 +233,57 @@ TEST_CASE("kernels.cpu.isa.gemv_variants_agree") {
   }
   cpu::set_isa(was);
 }
+
+// The 16-bit casts' vector loops (F16C for f16, integer rounding for bf16) under each instruction
+// set, against half.hpp's generic rounding from double, element by element: f32 inputs of every
+// sign, exponent and top mantissa bits with the low bits that decide a rounding (ties, either
+// side, random), and every f16 and bf16 bit pattern widened.
+TEST_CASE("kernels.cpu.isa.half_casts_round_as_the_generic_code") {
+  std::mt19937 g(7);
+  std::vector<float> xs;
+  for (uint32_t top = 0; top < 65536; ++top)
+    for (uint32_t low :
+         {0u, 0x1000u, 0x0fffu, 0x1001u, 0x8000u, 0x7fffu, 0x8001u, static_cast<uint32_t>(g() & 0xffffu)}) {
+      const uint32_t u = top << 16 | low;
+      xs.push_back(std::bit_cast<float>(u));
+    }
+  std::vector<uint16_t> patterns(65536);
+  for (uint32_t b = 0; b < 65536; ++b) patterns[b] = static_cast<uint16_t>(b);
+  const int64_t n = static_cast<int64_t>(xs.size());
+  auto x = tensor<float>({n}, xs);
+  auto bits_of = [&](DType t) {
+    auto v = Value::alloc(t, {65536});
+    std::memcpy(v->view().byte_ptr(), patterns.data(), 2 * 65536);
+    return v;
+  };
+  auto h = bits_of(DType::F16), b = bits_of(DType::BF16);
+  for_each_isa([&](const char* isa) {
+    CAPTURE(isa);
+    for (DType t : {DType::F16, DType::BF16}) {
+      CAPTURE(dtype_name(t));
+      auto o = Value::alloc(t, {n});
+      cpu::run_map(single(Op::Cast, t, DType::F32, {x->view()}), o->view());
+      const auto* got = reinterpret_cast<const uint16_t*>(o->view().byte_ptr());
+      for (int64_t i = 0; i < n; ++i) {
+        const uint16_t want =
+            t == DType::F16 ? half_detail::from_double<5, 10>(xs[i]) : half_detail::from_double<8, 7>(xs[i]);
+        if (got[i] != want) {
+          CAPTURE(std::bit_cast<uint32_t>(xs[i]));
+          REQUIRE(got[i] == want);
+        }
+      }
+      auto w = Value::alloc(DType::F32, {65536});
+      cpu::run_map(single(Op::Cast, DType::F32, t, {(t == DType::F16 ? h : b)->view()}), w->view());
+      for (uint32_t p = 0; p < 65536; ++p) {
+        const float want = t == DType::F16 ? half_detail::half_to_float_bits(static_cast<uint16_t>(p))
+                                           : std::bit_cast<float>(p << 16);
+        const float wide = w->data<float>()[p];
+        if (std::isnan(want)) {
+          REQUIRE(std::isnan(wide));
+        } else {
+          REQUIRE(std::bit_cast<uint32_t>(wide) == std::bit_cast<uint32_t>(want));
+        }
+      }
+    }
+  });
+}

@@ -125,6 +125,50 @@ TEST_CASE("kernels.cpu.line.sort_is_stable_and_scatter_inverts_it") {
     }
 }
 
+// A Sort whose out line is k long (topk): the first k of the stable sort, values and indices,
+// along every dim of the strided input (ties everywhere), for every k, either direction, and a
+// line with NaNs (last ascending, first descending).
+TEST_CASE("kernels.cpu.line.topk_is_the_sorts_first_k") {
+  std::shared_ptr<Value> keep;
+  const View x = input(keep);
+  auto first_k = [](const std::vector<double>& full, const Shape& s, int dim, int64_t k) {
+    const Lines L(s, dim);
+    Shape ks = s;
+    ks[dim] = k;
+    const Lines Lk(ks, dim);
+    std::vector<double> r(static_cast<size_t>(Lk.outer * Lk.n * Lk.inner));
+    for (int64_t l = 0; l < L.outer * L.inner; ++l)
+      for (int64_t j = 0; j < k; ++j) r[Lk.at(l, j)] = full[L.at(l, j)];
+    return r;
+  };
+  auto run_k = [](const View& in, LineAttrs a, int64_t k, DType t) {
+    Shape s = in.shape;
+    s[a.dim] = k;
+    auto out = Value::alloc(t, s);
+    cpu::run_line(Op::Sort, a.encode(), {in}, out->view());
+    std::vector<double> r;
+    for (int64_t i = 0; i < out->view().numel(); ++i)
+      r.push_back(t == DType::I64 ? static_cast<double>(out->data<int64_t>()[i]) : out->data<double>()[i]);
+    return r;
+  };
+  for (int dim = 0; dim < 3; ++dim)
+    for (bool desc : {false, true})
+      for (int64_t k = 1; k < x.shape[dim]; ++k) {
+        CAPTURE(dim);
+        CAPTURE(desc);
+        CAPTURE(k);
+        const LineAttrs v{dim, desc, false, false}, i{dim, desc, true, false};
+        same(run_k(x, v, k, DType::F64), first_k(run(Op::Sort, v, {x}, DType::F64), x.shape, dim, k));
+        same(run_k(x, i, k, DType::I64), first_k(run(Op::Sort, i, {x}, DType::I64), x.shape, dim, k));
+      }
+  auto nan_line = tensor<double>({7}, {2, kNaN, -1, kNaN, 2, kInf, -kInf});
+  for (bool desc : {false, true}) {
+    const LineAttrs i{0, desc, true, false};
+    same(run_k(nan_line->view(), i, 4, DType::I64),
+         first_k(run(Op::Sort, i, {nan_line->view()}, DType::I64), {7}, 0, 4));
+  }
+}
+
 TEST_CASE("kernels.cpu.line.nan_and_infinities") {
   auto x = tensor<double>({5}, {2, kNaN, -1, kNaN, 0});
   same(run(Op::Sort, LineAttrs{0, false, true, false}, {x->view()}, DType::I64), {3, 5, 1, 2, 4});

@@ -16,7 +16,7 @@ mistake("grad.param_not_tensor", function() tp.grad(x:sum(), {x, "w"}) end,
 mistake("grad.int_param", function()
   local i = tp.tensor({1, 2, 3}, {dtype = "i64"})
   tp.grad((x * i):sum(), {i})
-end, "tp.grad: params[1] is i64: only real float tensors (f16, bf16, f32, f64) are differentiable")
+end, "tp.grad: params[1] is i64: only float and complex tensors (f16, bf16, f32, f64, c64, c128) are differentiable")
 mistake("grad.constant_param", function() tp.grad(x:sum(), {tp.zeros{3}}) end,
         "tp.grad: params[1] {3} is a constant", "tp.detach")
 mistake("grad.loss_not_tensor", function() tp.grad(1, {x}) end,

@@ -110,6 +110,12 @@ test("linalg.gradients", function()
   gradcheck.check("eigh.w", function(a) return (linalg.eigh(sym(a))) end, {{4, 4}})
   gradcheck.check("eigh.v", function(a) local _, v = linalg.eigh(sym(a)) return v:square() end, {{2, 4, 4}})
   gradcheck.check("svdvals", function(a) return linalg.svd(a, {compute_uv = false}) end, {{2, 3, 5}})
+  -- pinv and lstsq are compositions of the SVD (stdlib/linalg.lua): their gradients come through
+  -- it, as torch's (full rank, distinct singular values).
+  gradcheck.check("pinv", function(a) return linalg.pinv(a) end, {{4, 3}})
+  gradcheck.check("pinv.batched.wide", function(a) return linalg.pinv(a) end, {{2, 2, 3}})
+  gradcheck.check("lstsq.x", function(a, b) return (linalg.lstsq(a, b)) end, {{5, 3}, {5, 2}})
+  gradcheck.check("lstsq.residual", function(a, b) return select(2, linalg.lstsq(a, b)) end, {{5, 3}, {5}})
   for _, sh in ipairs({{4, 4}, {5, 3}, {3, 5}}) do
     local k = math.min(sh[1], sh[2])
     for _, full in ipairs({false, true}) do

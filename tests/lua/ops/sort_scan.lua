@@ -255,6 +255,16 @@ test("split_line", function()
     if not lo or xt[k] <= lo then lo, loi = xt[k], k end
     eq({vmax[k], imax[k], vmin[k], imin[k]}, {m, mi, lo, loi}, "cummax/cummin at " .. k)
   end
+  -- The first chunk's carry is the type's own extreme: -128 for i8 (an i64 one wrapped to 0).
+  for _, dt in ipairs{"i8", "u8", "i32"} do
+    local small = (x % 100 - (dt == "u8" and 0 or 120)):cast(dt)
+    local st, hi, low = small:totable(), small:cummax(1):totable(), small:cummin(1):totable()
+    local a, b = st[1], st[1]
+    for k = 1, n do
+      a, b = math.max(a, st[k]), math.min(b, st[k])
+      eq({hi[k], low[k]}, {a, b}, dt .. " cummax/cummin at " .. k)
+    end
+  end
   local f = tp.arange(1, n, 1, {dtype = "f64"}) / n
   near(f:logcumsumexp(1):totable()[n], math.log(f:exp():sum():item()), 1e-12)
   near(f:cumprod(1):totable()[7], 5040 / n ^ 7, 1e-12)
@@ -304,12 +314,78 @@ test("sample_sort", function()
     end
     eq(x:argsort():reshape{-1}:totable(), it, "argsort")
   end
+  -- Descending (a stable sort of the reversed line, reversed: ties in x's order, NaN first),
+  -- and batches of fewer lines than ranks, along a dim that is not the last.
+  local function lua_desc(xt)
+    local ref = {}
+    for k = 1, #xt do ref[k] = k end
+    table.sort(ref, function(a, b)
+      local xa, xb = xt[a], xt[b]
+      if (xa ~= xa) ~= (xb ~= xb) then return xa ~= xa end  -- NaN first
+      if xa == xa and xa ~= xb then return xa > xb end
+      return a < b
+    end)
+    return ref
+  end
+  for c, x in ipairs(cases) do
+    local before = tp.stats().observations
+    local v, i = x:sort(-1, {descending = true})
+    if sampled then check.truthy(tp.stats().observations > before, "descending case " .. c .. " observed") end
+    local xt, vt, it = x:reshape{-1}:totable(), v:reshape{-1}:totable(), i:reshape{-1}:totable()
+    local ref = lua_desc(xt)
+    for k = 1, #xt do
+      eq(it[k], ref[k], "descending case " .. c .. " index " .. k)
+      local a, b = vt[k], xt[ref[k]]
+      check.truthy(a == b or (a ~= a and b ~= b), "descending case " .. c .. " value " .. k)
+    end
+    -- topk of the same line: each chunk's k best, then the best of those.
+    for _, k in ipairs{1, 7, #xt} do
+      local tv, ti = tp.topk(x:reshape{-1}, k)
+      local sv, si = tp.topk(x:reshape{-1}, k, {largest = false})
+      local ascending = lua_sorted(xt)
+      local tvt, tit, svt, sit = tv:totable(), ti:totable(), sv:totable(), si:totable()
+      for j = 1, k do
+        eq(tit[j], ref[j], "topk case " .. c .. " k " .. k .. " at " .. j)
+        eq(sit[j], ascending[j], "topk smallest case " .. c .. " k " .. k .. " at " .. j)
+        check.truthy(tvt[j] == xt[ref[j]] or tvt[j] ~= tvt[j], "topk value")
+        check.truthy(svt[j] == xt[ascending[j]] or svt[j] ~= svt[j], "topk smallest value")
+      end
+    end
+  end
+  local rows = (tp.rand({2, 1500}, {seed = 23, dtype = "f64"}) * 50):floor():t()  -- {1500, 2}
+  for _, desc in ipairs{false, true} do
+    local before = tp.stats().observations
+    local v, i = rows:sort(1, {descending = desc})
+    -- Two lines on 3 or more ranks: the bucket sizes of both are observed (on 2, whole lines).
+    if sampled and tp.mesh().ranks > 2 then
+      check.truthy(tp.stats().observations > before, "two lines: the bucket sizes are observed")
+    end
+    eq(v.shape, {1500, 2}, "batched shape")
+    local rt, vt, it = rows:totable(), v:totable(), i:totable()
+    for col = 1, 2 do
+      local xt = {}
+      for r = 1, 1500 do xt[r] = rt[r][col] end
+      local ref = desc and lua_desc(xt) or lua_sorted(xt)
+      for r = 1, 1500 do
+        eq(it[r][col], ref[r], "batched column " .. col .. " row " .. r)
+        eq(vt[r][col], xt[ref[r]], "batched value")
+      end
+      local tv, ti = tp.topk(rows, 5, 1)
+      for r = 1, 5 do eq(ti:totable()[r][col], lua_desc(xt)[r], "batched topk") end
+    end
+  end
   -- The gradient goes back to each value's place, through the buckets.
   local x = tp.detach(tp.rand({600}, {seed = 22, dtype = "f64"}))
   local w = tp.arange(1, 600, 1, {dtype = "f64"})
   local g = tp.grad((x:sort() * w):sum(), {x})[1]:totable()
   local it = x:argsort():totable()
   for k = 1, 600 do eq(g[it[k]], k, "grad at " .. it[k]) end
+  g = tp.grad((x:sort({descending = true}) * w):sum(), {x})[1]:totable()
+  it = x:argsort({descending = true}):totable()
+  for k = 1, 600 do eq(g[it[k]], k, "descending grad at " .. it[k]) end
+  g = tp.grad((tp.topk(x, 5) * w[{{1, 5}}]):sum(), {x})[1]:totable()
+  local tk = select(2, tp.topk(x, 5)):totable()
+  for k = 1, 5 do eq(g[tk[k]], k, "topk grad at " .. tk[k]) end
 end)
 
 check.mistake("searchsorted_side", function() return tp.searchsorted(tp.tensor{1, 2}, 1, {side = "up"}) end,
