@@ -474,7 +474,9 @@ const ApiEntry kApi[] = {
      "spent sending, receiving and combining between ranks), block_retries (blocks run again after a "
      "transient failure), and for a driver's MPI job job_relaunches (jobs lost and replaced), "
      "restored_from_survivors, restored_from_replicas (stored tensors restored from the surviving ranks' "
-     "own pieces, or with a buddy's replica of a lost rank's) and tensors_lost (no copy survived).",
+     "own pieces, or with a buddy's replica of a lost rank's), restored_from_lineage, "
+     "restored_from_checkpoint (no copy survived: recomputed from the expression it was computed "
+     "from, or read from the last tp.checkpoint) and tensors_lost (none of these brought it back).",
      lua::l_stats},
     {"tp.set_printoptions", K::Function, "observe",
      "tp.set_printoptions{threshold=, edgeitems=, precision=, linewidth=}",
@@ -539,6 +541,15 @@ const ApiEntry kApi[] = {
      "(other names are kept) and returns their names. All or nothing: if a file is missing "
      "or disagrees with the manifest, the environment is unchanged and the error names it.",
      lua::l_load_env},
+    {"tp.checkpoint", K::Function, "io", "tp.checkpoint([dir])",
+     "Write the automatic checkpoint now: every named tensor, as tp.save_env does, into dir or "
+     "else the directory given with --checkpoint-dir (an error when neither is given). The "
+     "session remembers which file holds which tensor: after a lost MPI job, a named tensor no "
+     "copy of survived is read back from the last checkpoint when it still holds that version "
+     "and recomputing it from its lineage is not cheaper (docs/reliability.md). "
+     "--checkpoint-every MIN writes one every MIN minutes (at the first observation past the "
+     "interval). Returns the names written.",
+     lua::l_checkpoint},
     {"tp.load_csv", K::Function, "io", "tp.load_csv(path [,opts])",
      "Read a CSV or TSV file as a 2-D tensor {rows, columns}; returns the tensor and the column "
      "names (a sequence: the header's, or '1', '2', ... without one). Quoted fields as RFC 4180; an "

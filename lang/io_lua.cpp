@@ -82,6 +82,13 @@ int l_save_env(lua_State* L) {
   return push_names(L, io::save_env(s, dir));
 }
 
+int l_checkpoint(lua_State* L) {
+  const std::string dir = lua_isnoneornil(L, 1) ? std::string() : check_path(L, 1);
+  Session& s = session_of(L);
+  s.telemetry().clear_cancel();
+  return push_names(L, io::checkpoint(s, dir));
+}
+
 int l_load_env(lua_State* L) { return push_names(L, io::load_env(session_of(L), check_path(L, 1))); }
 
 }  // namespace tapestry::lua

@@ -132,11 +132,16 @@ int l_stats(lua_State* L) {
   set("time_run", s.time_run);
   set("time_move", s.time_move);
   // A driver's MPI job lost and replaced, and where the stored tensors it restored came from.
+  // What had no surviving copy and came back from its lineage or the last checkpoint is not lost.
   const RecoveryStats rs = ses.coordinator() ? ses.coordinator()->recovery() : RecoveryStats{};
+  const RecoveryStats& back = ses.recovered();
   seti("job_relaunches", rs.job_relaunches);
   seti("restored_from_survivors", rs.restored_from_survivors);
   seti("restored_from_replicas", rs.restored_from_replicas);
-  seti("tensors_lost", rs.tensors_lost);
+  seti("restored_from_lineage", back.restored_from_lineage);
+  seti("restored_from_checkpoint", back.restored_from_checkpoint);
+  const uint64_t back_n = back.restored_from_lineage + back.restored_from_checkpoint;
+  seti("tensors_lost", rs.tensors_lost > back_n ? rs.tensors_lost - back_n : 0);
   const plan::PlannerStats& ps = ses.planner().stats;
   seti("plans", ps.plans);
   seti("plan_cache_hits", ps.cache_hits);

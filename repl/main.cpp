@@ -212,6 +212,16 @@ int main(int argc, char** argv) {
     cli.options.ranks = serve_options.ranks;  // serve -n N restarts under mpirun as -n N does
   }
   if (o.memory_per_rank >= 0) session.set_memory_per_rank(o.memory_per_rank);
+  if (o.shrink) session.set_shrink(true);
+  if (!o.checkpoint_dir.empty() || o.checkpoint_every > 0) {
+    if (o.checkpoint_every > 0 && o.checkpoint_dir.empty() && session.config().checkpoint_dir.empty()) {
+      fprintf(stderr, "%s: --checkpoint-every needs --checkpoint-dir DIR\n", kProgname);
+      return 2;
+    }
+    session.set_checkpoints(
+        o.checkpoint_dir.empty() ? session.config().checkpoint_dir : o.checkpoint_dir,
+        o.checkpoint_every > 0 ? o.checkpoint_every : session.config().checkpoint_every_min);
+  }
   if (outer_driver && o.ranks != 1 && o.ranks != config.world_size) {
     fprintf(stderr, "%s: -n %d, but the MPI job has %d ranks\n", kProgname, o.ranks, config.world_size);
     return 2;

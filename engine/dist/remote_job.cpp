@@ -417,33 +417,57 @@ std::vector<char> RemoteJob::request(JobLink::Kind kind, const std::vector<char>
       end_child(2);
       throw Error(broken_);
     }
-    if (const std::string gone = recover(lost, salvaged); !gone.empty())
-      throw Error(cat_str("the MPI job was lost (", lost, ") and with it ", gone,
-                          ": no copy survived; the environment goes on without them"));
+    Recovered r = recover(lost, salvaged);
+    // The request reads the old layouts on the old mesh: with a tensor missing or fewer ranks
+    // the session plans it again (JobReplaced), after recomputing what it can.
+    if (!r.lost_names.empty())
+      throw JobReplaced(cat_str("the MPI job was lost (", lost, ") and with it ", r.lost_names,
+                                ": no copy survived; the environment goes on without them"),
+                        lost, std::move(r.lost), settings_.ranks);
+    if (r.reshaped)
+      throw JobReplaced(cat_str("the MPI job was lost (", lost, ") and replaced by one of ", settings_.ranks,
+                                " ranks; the request must be planned again"),
+                        lost, {}, settings_.ranks);
   }
 }
 
-std::string RemoteJob::recover(const std::string& what, bool salvaged) {
+RemoteJob::Recovered RemoteJob::recover(const std::string& what, bool salvaged) {
   const auto t0 = Clock::now();
   ++recovery_.job_relaunches;
-  settings_.notify(cat_str("tapestry: ", what, "; relaunching the MPI job on ", settings_.ranks,
-                           " ranks and restoring its stored tensors"));
   link_.close();
   end_child(salvaged ? 0 : 10);  // without the head's word, the ranks still running salvage first
   const std::string old_dir = salvage_dir_;
   const std::set<std::pair<uint64_t, int>> have = salvaged_pieces(old_dir);
+  const int old_ranks = settings_.ranks;
   std::set<int> saved_themselves;
-  for (int r = 0; r < settings_.ranks; ++r)
+  for (int r = 0; r < old_ranks; ++r)
     if (std::filesystem::exists(cat_str(old_dir, "/w", r, ".done"))) saved_themselves.insert(r);
+  // Each old rank's pieces go to one rank of the new job: the same one, or with --shrink the
+  // survivors' to the first ranks in order and the lost ranks' spread over the new job.
+  const int lost_ranks = old_ranks - static_cast<int>(saved_themselves.size());
+  const int new_ranks = settings_.shrink && lost_ranks > 0 ? std::max(2, old_ranks - lost_ranks) : old_ranks;
+  std::vector<int> to_new(static_cast<size_t>(old_ranks));
+  if (new_ranks == old_ranks) {
+    for (int r = 0; r < old_ranks; ++r) to_new[r] = r;
+  } else {
+    int next = 0;
+    for (int r : saved_themselves) to_new[r] = next++ % new_ranks;
+    for (int r = 0; r < old_ranks; ++r)
+      if (!saved_themselves.count(r)) to_new[r] = next++ % new_ranks;
+  }
+  settings_.notify(cat_str("tapestry: ", what, "; relaunching the MPI job on ", new_ranks, " ranks",
+                           new_ranks != old_ranks ? " (--shrink)" : "", " and restoring its stored tensors"));
   RestoreJob job;
   job.dir = old_dir;
   std::vector<uint64_t> keep_replicated;
   std::vector<std::string> restored, lost_names;
+  std::vector<NodeRef> lost_leaves;
+  std::vector<std::pair<NodeRef, std::vector<plan::Shard>>> moved;  // new layouts on fewer ranks
   int64_t from_replicas = 0, from_survivors = 0, lost_count = 0;
   for (const auto& [id, layout] : settings_.catalog->live()) {
     std::set<int> ranks;
     for (const plan::Shard& sh : layout.shards) ranks.insert(sh.rank);
-    bool ok = layout.ranks == settings_.ranks, by_replica = false;
+    bool ok = layout.ranks == old_ranks, by_replica = false;
     for (int r : ranks) {
       ok = ok && have.count({id, r});
       by_replica = by_replica || !saved_themselves.count(r);
@@ -453,16 +477,24 @@ std::string RemoteJob::recover(const std::string& what, bool salvaged) {
     if (!ok) {
       ++lost_count;
       lost_names.push_back(label);
+      if (NodeRef leaf = layout.leaf.lock()) lost_leaves.push_back(std::move(leaf));
       settings_.catalog->mark_lost(
           id, cat_str(name.empty() ? "a stored tensor" : "tp.env." + name, " was lost with the MPI job (",
                       what, "): no copy of some of its pieces survived"));
       continue;
     }
-    for (int r : ranks) job.entries.push_back({id, r, r});
+    for (int r : ranks) job.entries.push_back({id, r, to_new[r]});
+    if (new_ranks != old_ranks)
+      if (NodeRef leaf = layout.leaf.lock()) {
+        std::vector<plan::Shard> shards = layout.shards;
+        for (plan::Shard& sh : shards) sh.rank = to_new[sh.rank];
+        moved.emplace_back(std::move(leaf), std::move(shards));
+      }
     if (replicated_.count(id)) keep_replicated.push_back(id);
     if (!name.empty()) restored.push_back(name);
     ++(by_replica ? from_replicas : from_survivors);
   }
+  settings_.ranks = new_ranks;
   replicated_.clear();
   replica_bytes_.clear();
   replicated_bytes_ = 0;
@@ -513,6 +545,7 @@ std::string RemoteJob::recover(const std::string& what, bool salvaged) {
       throw Error(broken_);
     }
   }
+  for (auto& [leaf, shards] : moved) settings_.catalog->register_stored(leaf, std::move(shards), new_ranks);
   recovery_.restored_from_replicas += static_cast<uint64_t>(from_replicas);
   recovery_.restored_from_survivors += static_cast<uint64_t>(from_survivors);
   recovery_.tensors_lost += static_cast<uint64_t>(lost_count);
@@ -527,13 +560,16 @@ std::string RemoteJob::recover(const std::string& what, bool salvaged) {
   std::string savers;
   for (int r : saved_themselves) savers += cat_str(savers.empty() ? "" : ", ", r);
   msg += cat_str(" (rank(s) ", savers.empty() ? "none" : savers, " saved their pieces)");
-  if (lost_count) msg += cat_str("; LOST ", lost_count, " with no surviving copy: ", join_names(lost_names));
+  if (lost_count)
+    msg += cat_str("; ", lost_count, " with no surviving copy: ", join_names(lost_names),
+                   " (recomputed from lineage or read from the last checkpoint where they have one)");
   settings_.notify(msg);
   if (trace::enabled())
     trace::record({"recover", "job", 0, trace::kPhases, trace::now_us() - took * 1e6, took * 1e6,
                    cat_str("\"restored_from_survivors\":", from_survivors,
                            ",\"restored_from_replicas\":", from_replicas, ",\"lost\":", lost_count)});
-  return lost_count ? join_names(lost_names) : std::string();
+  return {lost_count ? join_names(lost_names) : std::string(), std::move(lost_leaves),
+          new_ranks != old_ranks};
 }
 
 void RemoteJob::count_head(ByteReader& r) {

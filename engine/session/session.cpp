@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <limits>
 #include <utility>
 
@@ -133,6 +134,8 @@ void Session::start_remote_job(int ranks, std::vector<std::string> args) {
   s.catalog = &stored_;
   s.name_of = [this](uint64_t key) { return names_of(key); };
   s.replicas = config_.replicas;
+  s.shrink = config_.shrink;
+  s.notify = [this](const std::string& m) { notify(m); };
   // Stored tensors and their replicas may take half of each rank's memory; past it a new
   // stored tensor has no replica (lineage and checkpoints are the other sources).
   s.replica_budget = memory_per_rank() / 2;
@@ -144,6 +147,22 @@ std::string Session::names_of(uint64_t key) const {
   for (const auto& [name, e] : env_.entries())
     if (e.stored && e.stored->id == key) out += (out.empty() ? "" : ", ") + name;
   return out;
+}
+
+void Session::set_checkpoints(std::string dir, double every_min) {
+  user_check(every_min >= 0, "--checkpoint-every needs minutes >= 0, got ", every_min);
+  config_.checkpoint_dir = std::move(dir);
+  config_.checkpoint_every_min = every_min;
+}
+
+void Session::sync_job_ranks() {
+  if (coordinator_ && coordinator_->ranks() > 1 && coordinator_->ranks() != config_.ranks)
+    set_ranks(coordinator_->ranks());
+}
+
+void Session::notify(const std::string& message) {
+  std::fprintf(stderr, "%s\n", message.c_str());
+  std::fflush(stderr);
 }
 
 int Session::serve(comm::Mpi& mpi) {
