@@ -119,10 +119,10 @@ void recover_lost(Session& s, const JobReplaced& r) {
   msg += cat_str("in ", static_cast<int>(took * 10) / 10.0, " s");
   s.notify(msg);
   if (trace::enabled())
-    trace::record({"recover", "lineage+checkpoint", 0, trace::kPhases, trace::now_us() - took * 1e6, took * 1e6,
-                   cat_str("\"restored_from_lineage\":", by_lineage.size(),
-                           ",\"restored_from_checkpoint\":", by_checkpoint.size(),
-                           ",\"lost\":", still.size() + failed.size())});
+    trace::record({"recover", "lineage+checkpoint", 0, trace::kPhases, trace::now_us() - took * 1e6,
+                   took * 1e6,
+                   cat_str("\"restored_from_lineage\":", by_lineage.size(), ",\"restored_from_checkpoint\":",
+                           by_checkpoint.size(), ",\"lost\":", still.size() + failed.size())});
 }
 
 void replicate_recovering(Session& s, const std::vector<uint64_t>& keys) {

@@ -5,7 +5,8 @@
 
 namespace tapestry {
 
-bool Lineage::record(const NodeRef& leaf, const NodeRef& expr, const std::function<bool(const Node&)>& is_stored) {
+bool Lineage::record(const NodeRef& leaf, const NodeRef& expr,
+                     const std::function<bool(const Node&)>& is_stored) {
   if (!leaf || !expr || leaf == expr) return false;
   Recipe rec;
   std::unordered_map<const Node*, uint32_t> step_of;
@@ -26,7 +27,8 @@ bool Lineage::record(const NodeRef& leaf, const NodeRef& expr, const std::functi
       } else if (n->op == Op::Source) {
         // The driver's data (tp.tensor): kept by the recipe, while small. A Source without a
         // value that is not stored is a lost tensor: not recomputable.
-        if (!n->value || n->value->view().numel() * static_cast<int64_t>(dtype_size(n->dtype)) > kMaxHeldBytes)
+        if (!n->value ||
+            n->value->view().numel() * static_cast<int64_t>(dtype_size(n->dtype)) > kMaxHeldBytes)
           return false;
         leaf_step.value = n->value;
       } else {
