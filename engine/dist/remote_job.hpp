@@ -15,11 +15,15 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/comm/mpi.hpp"
@@ -73,6 +77,10 @@ class RemoteJob final : public Job {
 
  private:
   void launch();
+  // The idle watcher: while no request runs, looks at the job every 0.2 s and tells the user
+  // at once when a process of it is lost (the head's Lost frame, its socket closed, a rank
+  // gone); the next request then relaunches and restores before it runs.
+  void watch();
   // Sends a request and returns its Result body; on a lost job, recovers and sends it again.
   std::vector<char> request(JobLink::Kind kind, const std::vector<char>& body);
   // After a loss: waits for the old job to end, launches a new one and restores the catalog.
@@ -108,6 +116,15 @@ class RemoteJob final : public Job {
   int64_t replicated_bytes_ = 0;
   RecoveryStats recovery_;
   int64_t head_block_retries_ = 0;
+  // One user of the link at a time: a request (the Lua thread) or the idle watcher.
+  std::mutex mu_;
+  struct PendingLoss {
+    std::string what;
+    bool salvaged;
+  };
+  std::optional<PendingLoss> pending_loss_;  // seen by the watcher while idle (under mu_)
+  std::atomic<bool> stop_watch_{false};
+  std::thread watcher_;
 };
 
 }  // namespace tapestry
