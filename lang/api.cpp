@@ -500,11 +500,23 @@ const ApiEntry kApi[] = {
     {"tp.clock", K::Function, "observe", "tp.clock()", "Monotonic wall-clock seconds, as a float.",
      lua::l_clock},
     {"tp.tensors", K::Function, "env", "tp.tensors()",
-     "The environment as rows {name, shape, dtype, bytes, layout, computed, lost, replicated}; lost: "
+     "The environment as rows {name, shape, dtype, bytes, layout, storage, computed, lost, replicated}; "
+     "storage: \"memory\", or \"disk\" for a tensor placed there with tp.place (its layout is then "
+     "\"on disk\"); lost: "
      "its shards were on an MPI job that lost a rank and no copy survived (layout \"lost with the MPI "
      "job\"); replicated: each rank's pieces have a copy on another rank, so the loss of any one rank "
      "loses none of it (a driver's MPI job).",
      lua::l_tensors},
+    {"tp.place", K::Function, "env", "tp.place(x, {storage = \"disk\"})",
+     "Put x's value on disk and return it as a tensor read from there when needed: computed (or "
+     "read where it is stored), written under the spill directory (--spill-dir, default /tmp) as "
+     "tp.save writes (on N ranks each rank its own rows), and read as tp.load reads (each rank only "
+     "the boxes its blocks need, at each observation; nothing of it stays in memory between "
+     "observations). tp.env.w = tp.place(tp.env.w, {storage = \"disk\"}) moves a named tensor to disk; "
+     "tp.tensors() and :tensors say where each lives. The file is removed once nothing refers to "
+     "the tensor. A write that fails (a full disk) is an error naming the tensor, and it stays "
+     "where it was.",
+     lua::l_place},
     {"tp.env", K::Module, "env", "tp.env.name = expr / tp.env.name / tp.env.name = nil",
      "Named tensors that outlive Lua variables. A binding is computed at the next observation; "
      "if that fails the previous value is kept. A computed value is stored as a leaf: its history "

@@ -183,16 +183,20 @@ int l_tensors(lua_State* L) {
     const bool lost = gone || (job_lost && st &&
                                std::any_of(st->shards.begin(), st->shards.end(),
                                            [](const plan::Shard& sh) { return sh.rank != 0; }));
-    const std::string layout = lost        ? "lost with the MPI job"
+    const bool on_disk = !e.pending && s.env().on_disk(n->id);
+    const std::string layout = on_disk     ? "on disk"
+                               : lost      ? "lost with the MPI job"
                                : st        ? describe_shards(st->shards, n->shape.size())
                                : e.pending ? "not computed"
                                            : "whole on rank 0";
     lua_pushstring(L, layout.c_str());
     lua_setfield(L, -2, "layout");
+    lua_pushstring(L, on_disk ? "disk" : "memory");
+    lua_setfield(L, -2, "storage");
     const int ranks = st ? st->ranks : s.mesh().ranks;
     std::vector<int64_t> per_rank(static_cast<size_t>(ranks), 0);
     if (st && !lost) per_rank = bytes_per_rank(*st, *n);  // a lost one holds nothing
-    else if (!e.pending) per_rank[0] = numel(n->shape) * dtype_size(n->dtype);
+    else if (!e.pending && !on_disk) per_rank[0] = numel(n->shape) * dtype_size(n->dtype);  // on disk: none
     lua_createtable(L, ranks, 0);
     for (int r = 0; r < ranks; ++r) {
       lua_pushinteger(L, per_rank[r]);

@@ -36,10 +36,11 @@ struct Config {
   bool driver = true;
   int world_rank = 0, world_size = 1;  // OMPI_COMM_WORLD_RANK/SIZE (PMI_RANK/SIZE) when mpi_launched
   std::string job;                     // TAPESTRY_JOB: this process is a rank of a driver's job (head.hpp)
-  std::string spill_dir;            // TAPESTRY_SPILL_DIR (--spill-dir): salvage and spill files go under it
-  bool replicas = true;             // TAPESTRY_REPLICAS=0: no buddy replicas of stored tensors
-  bool shrink = false;              // TAPESTRY_SHRINK=1 (--shrink): a lost job is replaced by a smaller one
-  std::string checkpoint_dir;       // TAPESTRY_CHECKPOINT_DIR (--checkpoint-dir): automatic checkpoints
+  std::string spill_dir;       // TAPESTRY_SPILL_DIR (--spill-dir): salvage and spill files go under it
+  bool replicas = true;        // TAPESTRY_REPLICAS=0: no buddy replicas of stored tensors
+  bool spill_fault = false;    // TAPESTRY_SPILL_FAULT=1: every write to the spill directory fails (tests)
+  bool shrink = false;         // TAPESTRY_SHRINK=1 (--shrink): a lost job is replaced by a smaller one
+  std::string checkpoint_dir;  // TAPESTRY_CHECKPOINT_DIR (--checkpoint-dir): automatic checkpoints
   double checkpoint_every_min = 0;  // TAPESTRY_CHECKPOINT_EVERY (--checkpoint-every): minutes; 0: on demand
   // The running mesh keeps the documented default rates: a plain Config{} and
   // TAPESTRY_RATES=builtin (tests pin them); from the environment otherwise false, this

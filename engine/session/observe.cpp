@@ -256,6 +256,7 @@ std::vector<std::vector<plan::Shard>> run_observation(Session& s, const std::vec
 }  // namespace
 
 void release_unreferenced(Session& s) {
+  if (!s.placements().empty()) s.sweep_placements();
   const std::vector<uint64_t> gone = s.stored().sweep();
   for (uint64_t k : gone) s.shard_store().drop(k);
   if (Job* job = s.coordinator()) job->drop_on_workers(gone);

@@ -39,7 +39,25 @@ void Session::apply_memory_budget() {
   set_memory_budget(per > std::numeric_limits<int64_t>::max() / in_process ? 0 : per * in_process);
 }
 
-Session::~Session() = default;
+Session::~Session() {
+  for (const Placement& p : placements_) std::remove(p.path.c_str());
+}
+
+void Session::sweep_placements() {
+  for (auto it = placements_.begin(); it != placements_.end();) {
+    if (!it->node.expired()) {
+      ++it;
+      continue;
+    }
+    std::remove(it->path.c_str());
+    env_.forget_on_disk(it->id);
+    it = placements_.erase(it);
+  }
+}
+
+std::string Session::work_dir() const {
+  return cat_str(config_.spill_dir.empty() ? "/tmp" : config_.spill_dir, "/tapestry-", getpid());
+}
 
 const std::optional<MachineRates>& Session::rates() {
   if (rates_read_ || config_.builtin_rates) return rates_;
@@ -129,8 +147,7 @@ void Session::start_remote_job(int ranks, std::vector<std::string> args) {
   s.ranks = ranks;
   s.args = std::move(args);
   s.launch = config_.launch;
-  const std::string tmp = config_.spill_dir.empty() ? "/tmp" : config_.spill_dir;
-  s.work_dir = cat_str(tmp, "/tapestry-", getpid());
+  s.work_dir = work_dir();
   s.catalog = &stored_;
   s.name_of = [this](uint64_t key) { return names_of(key); };
   s.replicas = config_.replicas;

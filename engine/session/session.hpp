@@ -101,6 +101,17 @@ class Session {
   RecoveryStats& recovered() { return recovered_; }
   std::vector<std::weak_ptr<const Node>>& lost_leaves() { return lost_leaves_; }
   CheckpointRecord& last_checkpoint() { return checkpoint_; }  // engine/session/checkpoint.hpp
+  // tp.place(x, {storage = "disk"}) (engine/session/placement.hpp): the placed tensors' files,
+  // each removed once its node is gone (sweep_placements, at every observation) or at the end.
+  struct Placement {
+    std::weak_ptr<const Node> node;
+    uint64_t id = 0;
+    std::string path;
+  };
+  std::vector<Placement>& placements() { return placements_; }
+  // The folder this process's working files go under: --spill-dir's (default /tmp) tapestry-PID.
+  std::string work_dir() const;
+  void sweep_placements();
   // A notice to the user (stderr): what a lost job took and what came back.
   void notify(const std::string& message);
 
@@ -131,6 +142,7 @@ class Session {
   RecoveryStats recovered_;
   std::vector<std::weak_ptr<const Node>> lost_leaves_;
   CheckpointRecord checkpoint_;
+  std::vector<Placement> placements_;
   // Last: the job shuts down (device peers first) before anything it runs on goes.
   std::unique_ptr<Job> coordinator_;
 };
