@@ -39,8 +39,8 @@ struct RecoveryStats {
 // again; uncaught, the message names what was lost.
 class JobReplaced : public Error {
  public:
-  JobReplaced(const std::string& msg, std::string loss, std::vector<NodeRef> lost, int ranks)
-      : Error(msg), loss(std::move(loss)), lost(std::move(lost)), ranks(ranks) {}
+  JobReplaced(const std::string& msg, std::string what_lost, std::vector<NodeRef> leaves, int new_ranks)
+      : Error(msg), loss(std::move(what_lost)), lost(std::move(leaves)), ranks(new_ranks) {}
   std::string loss;           // "rank 2 (pid 4242 on node7) died"
   std::vector<NodeRef> lost;  // stored leaves with no surviving copy
   int ranks;                  // the new job's
