@@ -37,6 +37,7 @@ void recover_lost(Session& s, const JobReplaced& r) {
   s.sync_job_ranks();
   if (g_depth > 0) throw r;  // within a recovery (its recomputation's observation): the outer one goes on
   const Depth depth;
+  const TelemetryScope in(s.telemetry());  // its counters and trace, as the observation's
   const auto t0 = std::chrono::steady_clock::now();
   // Every leaf still lost: this loss's and any an earlier recovery could not bring back (a
   // later checkpoint, or inputs recovered since, may hold it now).
@@ -119,7 +120,7 @@ void recover_lost(Session& s, const JobReplaced& r) {
   msg += cat_str("in ", static_cast<int>(took * 10) / 10.0, " s");
   s.notify(msg);
   if (trace::enabled())
-    trace::record({"recover", "lineage+checkpoint", 0, trace::kPhases, trace::now_us() - took * 1e6,
+    trace::record({"recover", "lineage and checkpoint", 0, trace::kPhases, trace::now_us() - took * 1e6,
                    took * 1e6,
                    cat_str("\"restored_from_lineage\":", by_lineage.size(), ",\"restored_from_checkpoint\":",
                            by_checkpoint.size(), ",\"lost\":", still.size() + failed.size())});

@@ -23,6 +23,8 @@ local function same(a, b)
   return true
 end
 
+local trace = os.tmpname()
+tp.trace(trace)
 tp.env.c = tp.rand({300, 200}, {seed = 5})
 tp.eval(tp.env.c)
 tp.env.c = tp.env.c * 3 + 1                           -- its input, the old c, dies: no lineage
@@ -72,5 +74,14 @@ assert(s.restored_from_lineage >= 2, "w and v were not recomputed from their lin
 assert(s.restored_from_checkpoint == 1, "c was not read from the checkpoint")
 assert(s.tensors_lost >= 1, "x is not counted as lost")
 assert(tp.mesh().ranks == (shrink and 2 or 3), "the job has " .. tp.mesh().ranks .. " ranks")
+-- The trace says which source each came from.
+tp.trace(nil)
+local events = io.open(trace):read("a")
+os.remove(trace)
+assert(events:find('"cat":"recover","name":"job"', 1, true), "no recover event of the job in the trace")
+local ev = events:match('"cat":"recover","name":"lineage and checkpoint"[^\n]*')
+print("trace: " .. tostring(ev))
+assert(ev and ev:find('"restored_from_lineage":2', 1, true) and ev:find('"restored_from_checkpoint":1', 1, true),
+  "no recover event with the lineage and checkpoint counts in the trace")
 os.execute("rm -rf " .. dir)
 print("ok")
