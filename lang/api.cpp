@@ -476,7 +476,10 @@ const ApiEntry kApi[] = {
      "restored_from_survivors, restored_from_replicas (stored tensors restored from the surviving ranks' "
      "own pieces, or with a buddy's replica of a lost rank's), restored_from_lineage, "
      "restored_from_checkpoint (no copy survived: recomputed from the expression it was computed "
-     "from, or read from the last tp.checkpoint) and tensors_lost (none of these brought it back).",
+     "from, or read from the last tp.checkpoint) and tensors_lost (none of these brought it back), "
+     "spills, bytes_spilled, spill_readbacks (values and stored pieces written to --spill-dir because "
+     "an allocation would pass --memory-per-rank, their bytes, and how many were read back: this "
+     "process's, every virtual rank's, rank 0's own under MPI).",
      lua::l_stats},
     {"tp.set_printoptions", K::Function, "observe",
      "tp.set_printoptions{threshold=, edgeitems=, precision=, linewidth=}",

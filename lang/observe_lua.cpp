@@ -142,6 +142,11 @@ int l_stats(lua_State* L) {
   seti("restored_from_checkpoint", back.restored_from_checkpoint);
   const uint64_t back_n = back.restored_from_lineage + back.restored_from_checkpoint;
   seti("tensors_lost", rs.tensors_lost > back_n ? rs.tensors_lost - back_n : 0);
+  // Memory beyond RAM (engine/session/spill.hpp): this process's spills to --spill-dir.
+  const Spill::Counts sp = ses.spill().counts();
+  seti("spills", static_cast<uint64_t>(sp.spills));
+  seti("bytes_spilled", static_cast<uint64_t>(sp.bytes));
+  seti("spill_readbacks", static_cast<uint64_t>(sp.readbacks));
   const plan::PlannerStats& ps = ses.planner().stats;
   seti("plans", ps.plans);
   seti("plan_cache_hits", ps.cache_hits);

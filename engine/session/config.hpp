@@ -39,6 +39,7 @@ struct Config {
   std::string spill_dir;       // TAPESTRY_SPILL_DIR (--spill-dir): salvage and spill files go under it
   bool replicas = true;        // TAPESTRY_REPLICAS=0: no buddy replicas of stored tensors
   bool spill_fault = false;    // TAPESTRY_SPILL_FAULT=1: every write to the spill directory fails (tests)
+  bool spill = true;           // TAPESTRY_SPILL=0: nothing is spilled when memory runs short (spill.hpp)
   bool shrink = false;         // TAPESTRY_SHRINK=1 (--shrink): a lost job is replaced by a smaller one
   std::string checkpoint_dir;  // TAPESTRY_CHECKPOINT_DIR (--checkpoint-dir): automatic checkpoints
   double checkpoint_every_min = 0;  // TAPESTRY_CHECKPOINT_EVERY (--checkpoint-every): minutes; 0: on demand

@@ -105,7 +105,7 @@ void gather_stored(Session& ses, const NodeRef& leaf) {
 // The roots with every expression that was stored replaced by its leaf (rebuilt above it),
 // so a named value is read, not recomputed.
 std::vector<NodeRef> substitute_stored(Session& s, const std::vector<NodeRef>& roots) {
-  if (!s.stored().any_materialized()) return roots;
+  if (!s.stored().any_materialized() && !s.spill().any_nodes()) return roots;
   std::unordered_map<const Node*, NodeRef> done;
   std::vector<std::pair<const Node*, size_t>> stack;
   for (const NodeRef& r : roots) {
@@ -120,6 +120,7 @@ std::vector<NodeRef> substitute_stored(Session& s, const std::vector<NodeRef>& r
       }
       if (next == 0) {
         if (NodeRef leaf = n->stored ? n->stored : s.stored().materialized_as(*n)) {
+          if (n->stored) s.spill().note_read(leaf);
           done[n] = leaf;
           stack.pop_back();
           continue;
@@ -275,6 +276,7 @@ void observe_values_once(Session& s, const std::vector<NodeRef>& given) {
   // The file bytes the loads of this observation read, for the progress bar (if one listens).
   const ExpectIo io(s.telemetry().progress_listener ? io::load_bytes(roots, s.mpi_job_ranks()) : 0);
   if (mesh.ranks == 1) {
+    const Spill::Pin pin(s.spill(), roots);  // what it reads is not spilled while it runs
     if (DeviceBackend* dev = s.device()) evaluate_on_device(roots, *dev);
     else evaluate(roots);
   } else {
@@ -290,6 +292,9 @@ void observe_values_once(Session& s, const std::vector<NodeRef>& given) {
     const std::string l = s.layouts().find(roots[i]->id);
     if (!l.empty()) s.layouts().put(given[i]->id, l);
   }
+  // One rank: what observations computed is what may be spilled when memory runs short.
+  if (mesh.ranks == 1)
+    for (const NodeRef& g : given) s.spill().note(g);
 }
 
 }  // namespace

@@ -24,6 +24,7 @@ Session::Session(Config config) : config_(std::move(config)), available_at_start
   if (config_.isa == "avx2") cpu::set_isa(cpu::Isa::Base);
   apply_memory_budget();
   set_retry_policy(config_.retry);
+  if (config_.spill) spill_.install();
 }
 
 int64_t Session::memory_per_rank() const {
@@ -37,6 +38,8 @@ void Session::apply_memory_budget() {
   const int64_t in_process = config_.mpi_launched ? 1 : config_.ranks;
   const int64_t per = memory_per_rank();
   set_memory_budget(per > std::numeric_limits<int64_t>::max() / in_process ? 0 : per * in_process);
+  // Values are tracked for spilling only under a given budget: the default one costs nothing.
+  spill_.set_tracking(config_.spill && config_.memory_per_rank > 0);
 }
 
 Session::~Session() {

@@ -24,6 +24,7 @@
 #include "engine/session/computed_layouts.hpp"
 #include "engine/session/config.hpp"
 #include "engine/session/machine_rates.hpp"
+#include "engine/session/spill.hpp"
 #include "engine/store/environment.hpp"
 #include "engine/store/shard_store.hpp"
 #include "engine/store/stored_tensor.hpp"
@@ -101,6 +102,7 @@ class Session {
   RecoveryStats& recovered() { return recovered_; }
   std::vector<std::weak_ptr<const Node>>& lost_leaves() { return lost_leaves_; }
   CheckpointRecord& last_checkpoint() { return checkpoint_; }  // engine/session/checkpoint.hpp
+  Spill& spill() { return spill_; }                            // engine/session/spill.hpp
   // tp.place(x, {storage = "disk"}) (engine/session/placement.hpp): the placed tensors' files,
   // each removed once its node is gone (sweep_placements, at every observation) or at the end.
   struct Placement {
@@ -134,6 +136,9 @@ class Session {
   Environment env_;
   plan::PlannerState planner_;
   ComputedLayouts layouts_;
+  // After the store and the environment it spills from, so it goes (and gives up the
+  // process's pressure handler) before them.
+  Spill spill_{*this};
   std::optional<plan::Mesh> mesh_;
   std::optional<MachineRates> rates_;
   bool rates_read_ = false;
