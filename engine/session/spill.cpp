@@ -58,7 +58,8 @@ int64_t Spill::spill_nodes(int64_t need) {
   // binds a leaf): both go together, as one group per value, as warm as its warmest node.
   // A named leaf no observation has read yet is the coldest.
   for (const auto& [name, e] : s_.env().entries())
-    if (e.stored && e.stored->value && !candidates_.count(e.stored.get())) candidates_[e.stored.get()] = {e.stored, 0};
+    if (e.stored && e.stored->value && !candidates_.count(e.stored.get()))
+      candidates_[e.stored.get()] = {e.stored, 0};
   struct Group {
     uint64_t tick = 0;
     std::vector<NodeRef> nodes;
@@ -120,8 +121,8 @@ NodeRef Spill::write(const std::vector<NodeRef>& nodes, const Value& value, int6
   }();
   auto failed = [&](const std::string& why) {
     std::remove(path.c_str());
-    return Error(
-        cat_str("cannot spill ", what, " (", human_bytes(static_cast<double>(bytes)), ") to '", path, "': ", why));
+    return Error(cat_str("cannot spill ", what, " (", human_bytes(static_cast<double>(bytes)), ") to '", path,
+                         "': ", why));
   };
   if (s_.config().spill_fault) throw failed("No space left on device (injected: TAPESTRY_SPILL_FAULT)");
   const std::string header = io::npy_header_bytes(value.v.dtype, value.v.shape);
@@ -188,7 +189,8 @@ Spill::Pin::~Pin() {
   for (const NodeRef& n : pinned_) {
     // Just used: what it read, what it made, and what the evaluation kept on its nodes.
     if (n->value) sp_.note_locked(n);
-    if (auto it = sp_.pinned_.find(n.get()); it != sp_.pinned_.end() && --it->second == 0) sp_.pinned_.erase(it);
+    if (auto it = sp_.pinned_.find(n.get()); it != sp_.pinned_.end() && --it->second == 0)
+      sp_.pinned_.erase(it);
   }
 }
 

@@ -87,9 +87,9 @@ class Spill {
   bool tracking_ = false;
   mutable std::mutex mu_;
   std::unordered_map<const Node*, Candidate> candidates_;  // each node once
-  size_t swept_at_ = 64;  // the gone are swept when the map doubles past this
+  size_t swept_at_ = 64;                         // the gone are swept when the map doubles past this
   std::unordered_map<const Node*, int> pinned_;  // pins may nest (an observation within one)
-  std::unordered_set<uint64_t> our_loads_;  // the lazy reads that stand for spilled values
+  std::unordered_set<uint64_t> our_loads_;       // the lazy reads that stand for spilled values
   uint64_t tick_ = 0;
   int64_t spilled_nodes_ = 0, node_spills_ = 0, node_bytes_ = 0, node_reads_ = 0;
 };

@@ -68,7 +68,7 @@ class ShardStore {
   int64_t spills() const { return spills_; }            // pieces written out, in all
   int64_t spill_bytes() const { return spill_bytes_; }  // their bytes, in all
   int64_t readbacks() const { return readbacks_; }      // pieces read back, in all
-  ~ShardStore();                                    // removes the spill files
+  ~ShardStore();                                        // removes the spill files
 
  private:
   struct Piece {

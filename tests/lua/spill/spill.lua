@@ -85,9 +85,9 @@ else
     local have = 0
     for k = 1, steps do if tp.env["s" .. k] then have = k end end
     check.truthy(have >= 1, "no step was stored before the failure")
-    local want = reference(u0:totable())
     for k = 1, have - 1 do tp.env["s" .. k] = nil end   -- make room
     collectgarbage(); collectgarbage()
+    local want = reference(u0:totable())
     check.truthy(same_grid(tp.env["s" .. have]:totable(), want[have]) < 1e-5, "s" .. have .. " changed")
     tp.env.z = tp.env["s" .. have] * 2
     check.near(tp.env.z:sum():item(), 2 * tp.env["s" .. have]:sum():item(), 1e-2)
