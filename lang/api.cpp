@@ -479,7 +479,7 @@ const ApiEntry kApi[] = {
      "from, or read from the last tp.checkpoint) and tensors_lost (none of these brought it back), "
      "spills, bytes_spilled, spill_readbacks (values and stored pieces written to --spill-dir because "
      "an allocation would pass --memory-per-rank, their bytes, and how many were read back: this "
-     "process's, every virtual rank's, rank 0's own under MPI).",
+     "process's, every virtual rank's; under MPI each rank spills on its own and the driver's stay 0).",
      lua::l_stats},
     {"tp.set_printoptions", K::Function, "observe",
      "tp.set_printoptions{threshold=, edgeitems=, precision=, linewidth=}",

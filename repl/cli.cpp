@@ -95,9 +95,10 @@ void define(CLI::App& app, CliOptions& o) {
                       return parse_ranks(v, n);
                     }))
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  app.add_option("--spill-dir", o.spill_dir,
-                 "where a driver keeps its working files (what the ranks\nof a lost MPI job salvage; also "
-                 "TAPESTRY_SPILL_DIR;\ndefault /tmp)")
+  app.add_option(
+         "--spill-dir", o.spill_dir,
+         "where working files go: what the ranks of a lost MPI\njob salvage, tensors placed on disk, and "
+         "what is spilled\npast --memory-per-rank (also TAPESTRY_SPILL_DIR;\ndefault /tmp)")
       ->type_name("DIR");
   app.add_flag("--shrink", o.shrink,
                "after a lost MPI job, relaunch it on fewer ranks (one\nfewer per rank lost, at least 2) "

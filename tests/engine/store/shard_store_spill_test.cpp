@@ -30,7 +30,8 @@ std::vector<float> floats(const View& v) {
 }
 
 struct TempDir {
-  std::string path = (std::filesystem::temp_directory_path() / ("spill-test-" + std::to_string(getpid()))).string();
+  std::string path =
+      (std::filesystem::temp_directory_path() / ("spill-test-" + std::to_string(getpid()))).string();
   ~TempDir() { std::filesystem::remove_all(path); }
   size_t files() const {
     if (!std::filesystem::exists(path)) return 0;
