@@ -169,7 +169,8 @@ struct Refused : OutOfMemory {
 };
 
 std::mutex g_pressure_mu;
-MemoryPressureHandler g_pressure;         // under g_pressure_mu
+MemoryPressureHandler g_pressure;  // under g_pressure_mu
+std::atomic<uint64_t> g_pressure_events{0};
 thread_local bool t_in_pressure = false;  // the handler's own allocations are not helped again
 
 // Asks the pressure handler to free `need` bytes; whether it freed any.
@@ -181,6 +182,7 @@ bool relieve(int64_t need) {
     h = g_pressure;
   }
   if (!h) return false;
+  g_pressure_events.fetch_add(1, std::memory_order_relaxed);
   t_in_pressure = true;
   struct Reset {
     ~Reset() { t_in_pressure = false; }
@@ -201,6 +203,8 @@ void reserve(size_t bytes) {
   }
 }
 }  // namespace
+
+uint64_t memory_pressure_events() { return g_pressure_events.load(std::memory_order_relaxed); }
 
 void set_memory_pressure_handler(MemoryPressureHandler h) {
   std::lock_guard lock(g_pressure_mu);

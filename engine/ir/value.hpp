@@ -65,6 +65,9 @@ int64_t memory_budget();
 // (a spill that failed, naming what). One per process; empty: none.
 using MemoryPressureHandler = std::function<bool(int64_t need)>;
 void set_memory_pressure_handler(MemoryPressureHandler h);
+// How many times an allocation has called the handler: the Lua layer collects its garbage
+// when this moved, so dead tensors are freed rather than spilled (lang/lua_args.cpp).
+uint64_t memory_pressure_events();
 // "1.5 GiB", for messages.
 std::string human_bytes(double bytes);
 
