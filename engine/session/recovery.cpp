@@ -51,7 +51,9 @@ void recover_lost(Session& s, const JobReplaced& r) {
   if (lost.empty()) return pending.clear();
 
   // Inputs are older than what reads them: in id order, a recipe's lost inputs came back first.
-  auto present = [&s](const NodeRef& in) -> NodeRef { return s.stored().lost(in->id) ? nullptr : in; };
+  auto present = [&s](const NodeRef& input) -> NodeRef {
+    return s.stored().lost(input->id) ? nullptr : input;
+  };
   std::vector<std::string> by_lineage, by_checkpoint, still, failed;
   std::vector<std::weak_ptr<const Node>> left;
   const std::string ckpt_dir = s.last_checkpoint().dir;

@@ -187,7 +187,8 @@ void Session::notify(const std::string& message) {
 
 int Session::serve(comm::Mpi& mpi) {
   const TelemetryScope in(telemetry_);  // a traced run captures into this session's trace
-  WorkerSetup setup{shard_store_, device(), device_peers_wanted(), config_.fault, config_.io_fault_rank};
+  WorkerSetup setup{shard_store_, device(), device_peers_wanted(), config_.fault, config_.io_fault_rank,
+                    {},           0};
   if (const std::optional<JobAddress> a = parse_job_address(config_.job)) {
     setup.salvage_dir = a->salvage_dir;
     setup.driver_pid = a->driver_pid;
