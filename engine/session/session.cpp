@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <utility>
 
@@ -44,6 +45,13 @@ void Session::apply_memory_budget() {
 
 Session::~Session() {
   for (const Placement& p : placements_) std::remove(p.path.c_str());
+  // The stored pieces now, with the files of those that were spilled, so the working folders
+  // can go once empty (another session of this process may still use them).
+  for (const auto& [key, rank] : shard_store_.holdings()) shard_store_.drop(key);
+  std::error_code ec;
+  std::filesystem::remove(work_dir() + "/spill", ec);
+  std::filesystem::remove(work_dir() + "/disk", ec);
+  std::filesystem::remove(work_dir(), ec);
 }
 
 void Session::sweep_placements() {
