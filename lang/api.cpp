@@ -516,7 +516,12 @@ const ApiEntry kApi[] = {
      "spent sending, receiving and combining between ranks), block_retries (blocks run again after a "
      "transient failure), and for a driver's MPI job job_relaunches (jobs lost and replaced), "
      "restored_from_survivors, restored_from_replicas (stored tensors restored from the surviving ranks' "
-     "own pieces, or with a buddy's replica of a lost rank's) and tensors_lost (no copy survived).",
+     "own pieces, or with a buddy's replica of a lost rank's), restored_from_lineage, "
+     "restored_from_checkpoint (no copy survived: recomputed from the expression it was computed "
+     "from, or read from the last tp.checkpoint) and tensors_lost (none of these brought it back), "
+     "spills, bytes_spilled, spill_readbacks (values and stored pieces written to --spill-dir because "
+     "an allocation would pass --memory-per-rank, their bytes, and how many were read back: this "
+     "process's, every virtual rank's; under MPI each rank spills on its own and the driver's stay 0).",
      lua::l_stats},
     {"tp.set_printoptions", K::Function, "observe",
      "tp.set_printoptions{threshold=, edgeitems=, precision=, linewidth=}",
@@ -540,12 +545,24 @@ const ApiEntry kApi[] = {
     {"tp.clock", K::Function, "observe", "tp.clock()", "Monotonic wall-clock seconds, as a float.",
      lua::l_clock},
     {"tp.tensors", K::Function, "env", "tp.tensors()",
-     "The environment as rows {name, shape, dtype, bytes, layout, computed, lost, replicated, packed}; "
-     "lost: its shards were on an MPI job that lost a rank and no copy survived (layout \"lost with "
-     "the MPI job\"); replicated: each rank's pieces have a copy on another rank, so the loss of any "
-     "one rank loses none of it (a driver's MPI job); packed: a declared tensor kept as its stored "
-     "tiles (docs/properties.md): shape is the dense one, bytes and layout those of what is held.",
+     "The environment as rows {name, shape, dtype, bytes, layout, storage, computed, lost, replicated, "
+     "packed}; storage: \"memory\", or \"disk\" for a tensor placed there with tp.place (its layout is "
+     "then \"on disk\"); lost: its shards were on an MPI job that lost a rank and no copy survived "
+     "(layout \"lost with the MPI job\"); replicated: each rank's pieces have a copy on another rank, "
+     "so the loss of any one rank loses none of it (a driver's MPI job); packed: a declared tensor "
+     "kept as its stored tiles (docs/properties.md): shape is the dense one, bytes and layout those "
+     "of what is held.",
      lua::l_tensors},
+    {"tp.place", K::Function, "env", "tp.place(x, {storage = \"disk\"})",
+     "Put x's value on disk and return it as a tensor read from there when needed: computed (or "
+     "read where it is stored), written under the spill directory (--spill-dir, default /tmp) as "
+     "tp.save writes (on N ranks each rank its own rows), and read as tp.load reads (each rank only "
+     "the boxes its blocks need, at each observation; nothing of it stays in memory between "
+     "observations). tp.env.w = tp.place(tp.env.w, {storage = \"disk\"}) moves a named tensor to disk; "
+     "tp.tensors() and :tensors say where each lives. The file is removed once nothing refers to "
+     "the tensor. A write that fails (a full disk) is an error naming the tensor, and it stays "
+     "where it was.",
+     lua::l_place},
     {"tp.env", K::Module, "env", "tp.env.name = expr / tp.env.name / tp.env.name = nil",
      "Named tensors that outlive Lua variables. A binding is computed at the next observation; "
      "if that fails the previous value is kept. A computed value is stored as a leaf: its history "
@@ -583,6 +600,15 @@ const ApiEntry kApi[] = {
      "names. All or nothing: if a file is missing "
      "or disagrees with the manifest, the environment is unchanged and the error names it.",
      lua::l_load_env},
+    {"tp.checkpoint", K::Function, "io", "tp.checkpoint([dir])",
+     "Write the automatic checkpoint now: every named tensor, as tp.save_env does, into dir or "
+     "else the directory given with --checkpoint-dir (an error when neither is given). The "
+     "session remembers which file holds which tensor: after a lost MPI job, a named tensor no "
+     "copy of survived is read back from the last checkpoint when it still holds that version "
+     "and recomputing it from its lineage is not cheaper (docs/reliability.md). "
+     "--checkpoint-every MIN writes one every MIN minutes (at the first observation past the "
+     "interval). Returns the names written.",
+     lua::l_checkpoint},
     {"tp.load_csv", K::Function, "io", "tp.load_csv(path [,opts])",
      "Read a CSV or TSV file as a 2-D tensor {rows, columns}; returns the tensor and the column "
      "names (a sequence: the header's, or '1', '2', ... without one). Quoted fields as RFC 4180; an "

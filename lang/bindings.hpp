@@ -160,6 +160,8 @@ int l_load(lua_State* L);
 int l_save(lua_State* L);
 int l_save_env(lua_State* L);
 int l_load_env(lua_State* L);
+int l_checkpoint(lua_State* L);
+int l_place(lua_State* L);
 // CSV and TSV files (csv_lua.cpp)
 int l_load_csv(lua_State* L);
 int l_save_csv(lua_State* L);

@@ -32,6 +32,18 @@ void collect_in_proportion(lua_State* L) {
   lua_gc(L, LUA_GCSTEP, static_cast<int>(std::min<uint64_t>(kb, 1u << 30)));
 }
 
+// An allocation met the memory budget since the last call (the session spilled, or tried):
+// dead tensors Lua has not collected yet would be spilled next, written to disk for nothing
+// (a loop's previous state, u in u = f(u)). A full collection before the next call frees
+// them instead; between calls no evaluation is running, so finalizers are harmless here.
+void collect_under_pressure(lua_State* L) {
+  static uint64_t seen = 0;
+  const uint64_t events = memory_pressure_events();
+  if (events == seen) return;
+  seen = events;
+  lua_gc(L, LUA_GCCOLLECT);
+}
+
 // The single C++ -> Lua error boundary. Messages are built inside the catch
 // blocks, and lua_error is raised only after leaving them (Lua's own error is a
 // C++ exception too, and must not be thrown from inside a handler of ours).
@@ -40,6 +52,7 @@ int guarded(lua_State* L) {
   const char* name = lua_tostring(L, lua_upvalueindex(2));
   std::string msg;
   try {
+    collect_under_pressure(L);
     const int results = fn(L);
     collect_in_proportion(L);
     return results;

@@ -133,11 +133,21 @@ int l_stats(lua_State* L) {
   set("time_run", s.time_run);
   set("time_move", s.time_move);
   // A driver's MPI job lost and replaced, and where the stored tensors it restored came from.
+  // What had no surviving copy and came back from its lineage or the last checkpoint is not lost.
   const RecoveryStats rs = ses.coordinator() ? ses.coordinator()->recovery() : RecoveryStats{};
+  const RecoveryStats& back = ses.recovered();
   seti("job_relaunches", rs.job_relaunches);
   seti("restored_from_survivors", rs.restored_from_survivors);
   seti("restored_from_replicas", rs.restored_from_replicas);
-  seti("tensors_lost", rs.tensors_lost);
+  seti("restored_from_lineage", back.restored_from_lineage);
+  seti("restored_from_checkpoint", back.restored_from_checkpoint);
+  const uint64_t back_n = back.restored_from_lineage + back.restored_from_checkpoint;
+  seti("tensors_lost", rs.tensors_lost > back_n ? rs.tensors_lost - back_n : 0);
+  // Memory beyond RAM (engine/session/spill.hpp): this process's spills to --spill-dir.
+  const Spill::Counts sp = ses.spill().counts();
+  seti("spills", static_cast<uint64_t>(sp.spills));
+  seti("bytes_spilled", static_cast<uint64_t>(sp.bytes));
+  seti("spill_readbacks", static_cast<uint64_t>(sp.readbacks));
   const plan::PlannerStats& ps = ses.planner().stats;
   seti("plans", ps.plans);
   seti("plan_cache_hits", ps.cache_hits);
@@ -184,16 +194,20 @@ int l_tensors(lua_State* L) {
     const bool lost = gone || (job_lost && st &&
                                std::any_of(st->shards.begin(), st->shards.end(),
                                            [](const plan::Shard& sh) { return sh.rank != 0; }));
-    const std::string layout = lost        ? "lost with the MPI job"
+    const bool on_disk = !e.pending && s.env().on_disk(n->id);
+    const std::string layout = on_disk     ? "on disk"
+                               : lost      ? "lost with the MPI job"
                                : st        ? describe_shards(st->shards, n->shape.size())
                                : e.pending ? "not computed"
                                            : "whole on rank 0";
     lua_pushstring(L, layout.c_str());
     lua_setfield(L, -2, "layout");
+    lua_pushstring(L, on_disk ? "disk" : "memory");
+    lua_setfield(L, -2, "storage");
     const int ranks = st ? st->ranks : s.mesh().ranks;
     std::vector<int64_t> per_rank(static_cast<size_t>(ranks), 0);
     if (st && !lost) per_rank = bytes_per_rank(*st, *n);  // a lost one holds nothing
-    else if (!e.pending) per_rank[0] = numel(n->shape) * dtype_size(n->dtype);
+    else if (!e.pending && !on_disk) per_rank[0] = numel(n->shape) * dtype_size(n->dtype);  // on disk: none
     lua_createtable(L, ranks, 0);
     for (int r = 0; r < ranks; ++r) {
       lua_pushinteger(L, per_rank[r]);

@@ -3,6 +3,7 @@
 #include "repl/cli.hpp"
 
 #include <charconv>
+#include <cstdlib>
 
 #include <CLI/CLI.hpp>
 
@@ -40,7 +41,14 @@ constexpr Needs kNeeds[] = {
     {"-e", "a chunk of Lua", "-e 'print(1)'"},
     {"-n", "a positive number of ranks", "-n 4"},
     {"--memory-per-rank", "a number of bytes (K, M, G suffixes)", "--memory-per-rank 512M"},
+    {"--checkpoint-every", "a number of minutes > 0", "--checkpoint-every 10"},
 };
+
+bool parse_minutes(const std::string& v, double& minutes) {
+  char* end = nullptr;
+  minutes = std::strtod(v.c_str(), &end);
+  return !v.empty() && end && *end == '\0' && minutes > 0 && minutes < 1e9;
+}
 
 const Needs& needs(std::string_view option) {
   for (const Needs& n : kNeeds)
@@ -87,10 +95,29 @@ void define(CLI::App& app, CliOptions& o) {
                       return parse_ranks(v, n);
                     }))
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  app.add_option("--spill-dir", o.spill_dir,
-                 "where a driver keeps its working files (what the ranks\nof a lost MPI job salvage; also "
-                 "TAPESTRY_SPILL_DIR;\ndefault /tmp)")
+  app.add_option(
+         "--spill-dir", o.spill_dir,
+         "where working files go: what the ranks of a lost MPI\njob salvage, tensors placed on disk, and "
+         "what is spilled\npast --memory-per-rank (also TAPESTRY_SPILL_DIR;\ndefault /tmp)")
       ->type_name("DIR");
+  app.add_flag("--shrink", o.shrink,
+               "after a lost MPI job, relaunch it on fewer ranks (one\nfewer per rank lost, at least 2) "
+               "instead of as many");
+  app.add_option("--checkpoint-dir", o.checkpoint_dir,
+                 "where tp.checkpoint() and --checkpoint-every write the\nautomatic checkpoint (a "
+                 "source for tensors lost with\nthe MPI job)")
+      ->type_name("DIR");
+  app.add_option_function<std::string>(
+         "--checkpoint-every", [&o](const std::string& v) { parse_minutes(v, o.checkpoint_every); },
+         "write the automatic checkpoint every MIN minutes (at\nthe first observation past it; needs "
+         "--checkpoint-dir)")
+      ->type_name("MIN")
+      ->check(check("--checkpoint-every",
+                    [](const std::string& v) {
+                      double m;
+                      return parse_minutes(v, m);
+                    }))
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option_function<std::string>(
          "--memory-per-rank", [&o](const std::string& v) { parse_bytes(v, o.memory_per_rank); },
          "each rank's memory budget: tensors and plans past it\nare refused (512M, 2G; also "

@@ -25,6 +25,9 @@ struct CliOptions {
   int ranks = 1;                   // -n N
   long long memory_per_rank = -1;  // --memory-per-rank BYTES (K/M/G suffixes); -1: not given
   std::string spill_dir;           // --spill-dir DIR: a driver's working files ("": TAPESTRY_SPILL_DIR)
+  bool shrink = false;             // --shrink: a lost MPI job is replaced by a smaller one
+  std::string checkpoint_dir;      // --checkpoint-dir DIR: the automatic checkpoint's
+  double checkpoint_every = 0;     // --checkpoint-every MIN; 0: not given
   std::string subcommand;          // "serve" or "connect" (first argument only)
   std::vector<std::string> subcommand_args;
 };

@@ -111,8 +111,8 @@ void cmd_tensors(Shell& sh, std::string_view) {
           "for _, r in ipairs(rows) do "
           "local per = r.bytes_per_rank and #r.bytes_per_rank > 1 and "
           "'  per rank: ' .. table.concat(r.bytes_per_rank, ' ') or '' "
-          "print(string.format('%-12s %-16s %-5s %10d bytes  %s%s%s%s', "
-          "r.name, '{' .. table.concat(r.shape, ',') .. '}', r.dtype, r.bytes, r.layout, per, "
+          "print(string.format('%-12s %-16s %-5s %10d bytes  %-6s  %s%s%s%s', "
+          "r.name, '{' .. table.concat(r.shape, ',') .. '}', r.dtype, r.bytes, r.storage, r.layout, per, "
           "r.computed and '' or '  (pending)', r.replicated and '  (replicated)' or '')) end");
 }
 
@@ -130,7 +130,8 @@ constexpr Command kCommands[] = {
      "the sharded plan for EXPR (as tp.plan), one line per op; --blocks lists every rank's program",
      cmd_plan},
     {":quit", ":quit", "leave the shell (Ctrl-D does too)", cmd_quit},
-    {":tensors", ":tensors", "the named tensors: name, shape, dtype, bytes, layout", cmd_tensors},
+    {":tensors", ":tensors", "the named tensors: name, shape, dtype, bytes, storage (memory or disk), layout",
+     cmd_tensors},
     {":time", ":time EXPR-or-STATEMENT", "run it and report wall time per phase: plan, run, move, print",
      cmd_time},
     {":trace", ":trace FILE / :trace off", "write a Chrome/Perfetto trace of what runs (as tp.trace)",

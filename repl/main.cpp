@@ -173,9 +173,12 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  // Workers never read the command line but for the memory budget, which each rank enforces.
-  if (const CliResult pre = parse_cli(argc, argv); pre.error.empty() && pre.options.memory_per_rank >= 0)
-    session.set_memory_per_rank(pre.options.memory_per_rank);
+  // Workers never read the command line but for the memory budget, which each rank enforces,
+  // and the spill directory, where each rank spills what passes it.
+  if (const CliResult pre = parse_cli(argc, argv); pre.error.empty()) {
+    if (pre.options.memory_per_rank >= 0) session.set_memory_per_rank(pre.options.memory_per_rank);
+    if (!pre.options.spill_dir.empty()) session.set_spill_dir(pre.options.spill_dir);
+  }
   if (const CliResult pre = parse_cli(argc, argv);
       pre.error.empty() && pre.options.calibrate && (pre.options.ranks == 1 || session.config().mpi_launched))
     return calibrate_command(session);
@@ -212,6 +215,16 @@ int main(int argc, char** argv) {
     cli.options.ranks = serve_options.ranks;  // serve -n N restarts under mpirun as -n N does
   }
   if (o.memory_per_rank >= 0) session.set_memory_per_rank(o.memory_per_rank);
+  if (o.shrink) session.set_shrink(true);
+  if (!o.checkpoint_dir.empty() || o.checkpoint_every > 0) {
+    if (o.checkpoint_every > 0 && o.checkpoint_dir.empty() && session.config().checkpoint_dir.empty()) {
+      fprintf(stderr, "%s: --checkpoint-every needs --checkpoint-dir DIR\n", kProgname);
+      return 2;
+    }
+    session.set_checkpoints(
+        o.checkpoint_dir.empty() ? session.config().checkpoint_dir : o.checkpoint_dir,
+        o.checkpoint_every > 0 ? o.checkpoint_every : session.config().checkpoint_every_min);
+  }
   if (outer_driver && o.ranks != 1 && o.ranks != config.world_size) {
     fprintf(stderr, "%s: -n %d, but the MPI job has %d ranks\n", kProgname, o.ranks, config.world_size);
     return 2;
@@ -220,7 +233,10 @@ int main(int argc, char** argv) {
       ranks > 1 && config.driver && (outer_driver || !config.mpi_launched)) {
     std::vector<std::string> args;
     if (o.memory_per_rank >= 0) args = {"--memory-per-rank", std::to_string(o.memory_per_rank)};
-    if (!o.spill_dir.empty()) session.set_spill_dir(o.spill_dir);
+    if (!o.spill_dir.empty()) {
+      session.set_spill_dir(o.spill_dir);
+      args.insert(args.end(), {"--spill-dir", o.spill_dir});
+    }
     try {
       session.start_remote_job(ranks, std::move(args));
     } catch (const std::exception& e) {

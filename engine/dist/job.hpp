@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/dist/plan_wire.hpp"
+#include "engine/ir/error.hpp"
 #include "engine/plan/sharded_graph.hpp"
 #include "engine/shard/rank_program.hpp"
 
@@ -25,6 +26,24 @@ struct RecoveryStats {
   uint64_t restored_from_survivors = 0;
   uint64_t restored_from_replicas = 0;
   uint64_t tensors_lost = 0;
+  // Counted by the session (engine/session/recovery.hpp): recomputed from their lineage, or
+  // read from the last automatic checkpoint.
+  uint64_t restored_from_lineage = 0;
+  uint64_t restored_from_checkpoint = 0;
+};
+
+// A driver's job was lost and replaced, and the request that was running cannot simply be sent
+// again: some stored tensors had no surviving copy (`lost`: their leaves, marked lost in the
+// catalog), or the new job has fewer ranks (--shrink), so every plan must be made again. The
+// session recomputes or reloads what it can (engine/session/recovery.hpp) and plans the request
+// again; uncaught, the message names what was lost.
+class JobReplaced : public Error {
+ public:
+  JobReplaced(const std::string& msg, std::string what_lost, std::vector<NodeRef> leaves, int new_ranks)
+      : Error(msg), loss(std::move(what_lost)), lost(std::move(leaves)), ranks(new_ranks) {}
+  std::string loss;           // "rank 2 (pid 4242 on node7) died"
+  std::vector<NodeRef> lost;  // stored leaves with no surviving copy
+  int ranks;                  // the new job's
 };
 
 class Job {
@@ -51,6 +70,8 @@ class Job {
   virtual bool replicated(uint64_t key) const = 0;
   virtual void shutdown() = 0;
   virtual RecoveryStats recovery() const { return {}; }
+  // A driver's job, which is replaced when lost (JobReplaced): worth keeping lineage for.
+  virtual bool replaceable() const { return false; }
   // Block retries counted by rank 0 when it is another process (tp.stats().block_retries).
   virtual int64_t block_retries() const { return 0; }
 };

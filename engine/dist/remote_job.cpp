@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "engine/dist/head.hpp"
+#include "engine/dist/job_processes.hpp"
 #include "engine/dist/plan_wire.hpp"
 #include "engine/dist/replica.hpp"
 #include "engine/dist/salvage_watch.hpp"
@@ -44,142 +45,6 @@ void shutdown_at_exit() {
   if (g_remote) g_remote->shutdown();
 }
 
-// The job's processes were lost; what the notice says.
-struct JobLost {
-  std::string what;
-};
-
-// What an outer `mpirun` gives its ranks: the driver's own job must not inherit it, or its
-// mpirun would take itself for a rank of the outer job.
-bool outer_launch_variable(const std::string& name) {
-  static const char* const prefixes[] = {"OMPI_COMM_WORLD_",
-                                         "OMPI_APP_CTX_",
-                                         "OMPI_MCA_ess",
-                                         "OMPI_MCA_orte_app_num",
-                                         "OMPI_MCA_orte_bound_at_launch",
-                                         "OMPI_MCA_orte_ess_",
-                                         "OMPI_MCA_orte_hnp_uri",
-                                         "OMPI_MCA_orte_jobfam_session_dir",
-                                         "OMPI_MCA_orte_launch",
-                                         "OMPI_MCA_orte_local_daemon_uri",
-                                         "OMPI_MCA_orte_num_nodes",
-                                         "OMPI_MCA_orte_precondition_transports",
-                                         "OMPI_MCA_orte_tmpdir_base",
-                                         "OMPI_MCA_orte_top_session_dir",
-                                         "OMPI_MCA_pmix",
-                                         "OMPI_MCA_initial_wdir",
-                                         "OMPI_MCA_mpi_oversubscribe",
-                                         "OMPI_MCA_shmem_RUNTIME_QUERY_hint",
-                                         "OMPI_COMMAND",
-                                         "OMPI_ARGV",
-                                         "OMPI_FILE_LOCATION",
-                                         "OMPI_FIRST_RANKS",
-                                         "OMPI_NUM_APP_CTX",
-                                         "OMPI_UNIVERSE_SIZE",
-                                         "PMIX_",
-                                         "PMI_",
-                                         "HFI_NO_BACKTRACE",
-                                         "IPATH_NO_BACKTRACE",
-                                         "TAPESTRY_JOB=",
-                                         "TAPESTRY_RELAUNCHED=",
-                                         "TAPESTRY_EXIT_FILE="};
-  for (const char* p : prefixes)
-    if (name.rfind(p, 0) == 0) return true;
-  return false;
-}
-
-std::string random_token() {
-  unsigned char b[16] = {};
-  if (FILE* f = std::fopen("/dev/urandom", "rb")) {
-    if (std::fread(b, 1, sizeof b, f) != sizeof b) std::memset(b, 0, sizeof b);
-    std::fclose(f);
-  }
-  std::string s;
-  char hex[3];
-  for (unsigned char c : b) std::snprintf(hex, sizeof hex, "%02x", c), s += hex;
-  return s;
-}
-
-std::string host_name() {
-  char h[256] = "";
-  gethostname(h, sizeof h - 1);
-  return h;
-}
-
-// The processes mpirun started (the ranks: Open MPI gives each a process group of its own).
-std::vector<pid_t> ranks_of(pid_t mpirun) {
-  std::vector<pid_t> out;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.empty() || name[0] < '1' || name[0] > '9') continue;
-    FILE* f = std::fopen((e.path() / "stat").c_str(), "r");
-    if (!f) continue;
-    char line[512] = "";
-    const bool read = std::fgets(line, sizeof line, f) != nullptr;
-    std::fclose(f);
-    const char* close = read ? std::strrchr(line, ')') : nullptr;
-    char state = 0;
-    int ppid = 0;
-    if (close && std::sscanf(close + 1, " %c %d", &state, &ppid) == 2 && ppid == mpirun && state != 'Z' &&
-        state != 'X')
-      out.push_back(static_cast<pid_t>(std::stol(name)));
-  }
-  return out;
-}
-
-// Each rank process of the job: its pid, its rank (OMPI_COMM_WORLD_RANK in its environment)
-// and whether it is stopped (SIGSTOP).
-struct RankProcess {
-  pid_t pid;
-  int rank;
-  bool stopped;
-};
-std::vector<RankProcess> rank_processes(pid_t mpirun) {
-  std::vector<RankProcess> out;
-  for (pid_t p : ranks_of(mpirun)) {
-    RankProcess rp{p, -1, false};
-    if (FILE* f = std::fopen(cat_str("/proc/", p, "/environ").c_str(), "r")) {
-      std::string env;
-      char buf[4096];
-      for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) env.append(buf, n);
-      std::fclose(f);
-      const std::string key = std::string(1, '\0') + "OMPI_COMM_WORLD_RANK=";
-      const std::string all = std::string(1, '\0') + env;
-      const size_t at = all.find(key);
-      if (at != std::string::npos) rp.rank = std::atoi(all.c_str() + at + key.size());
-    }
-    if (FILE* f = std::fopen(cat_str("/proc/", p, "/stat").c_str(), "r")) {
-      char line[512] = "";
-      const bool read = std::fgets(line, sizeof line, f) != nullptr;
-      std::fclose(f);
-      const char* close = read ? std::strrchr(line, ')') : nullptr;
-      rp.stopped = close && close[1] == ' ' && close[2] == 'T';
-    }
-    out.push_back(rp);
-  }
-  return out;
-}
-
-// Running (not gone, not a zombie).
-bool alive(pid_t pid) {
-  if (kill(pid, 0) != 0) return false;
-  FILE* f = std::fopen(cat_str("/proc/", pid, "/stat").c_str(), "r");
-  if (!f) return false;
-  char line[512] = "";
-  const bool read = std::fgets(line, sizeof line, f) != nullptr;
-  std::fclose(f);
-  const char* close = read ? std::strrchr(line, ')') : nullptr;
-  return close && close[1] == ' ' && close[2] != 'Z' && close[2] != 'X';
-}
-
-std::string join_names(const std::vector<std::string>& names, size_t max = 8) {
-  std::string s;
-  for (size_t i = 0; i < names.size() && i < max; ++i) s += cat_str(i ? ", " : "", names[i]);
-  if (names.size() > max) s += cat_str(", ... (", names.size() - max, " more)");
-  return s;
-}
-
 }  // namespace
 
 RemoteJob::RemoteJob(Settings s) : settings_(std::move(s)) {
@@ -200,6 +65,7 @@ RemoteJob::RemoteJob(Settings s) : settings_(std::move(s)) {
           cat_str("tapestry: the MPI job was lost while it started (", e.what(), "); relaunching it"));
     }
   }
+  watcher_ = std::thread([this] { watch(); });
   if (!g_remote) {
     g_remote = this;
     static const bool registered = (std::atexit(shutdown_at_exit), true);
@@ -329,86 +195,138 @@ void RemoteJob::end_child(double grace_s) {
   child_ = -1;
 }
 
+void RemoteJob::watch() {
+  while (!stop_watch_) {
+    for (int i = 0; i < 4 && !stop_watch_; ++i) usleep(50'000);
+    std::unique_lock lock(mu_, std::try_to_lock);
+    if (stop_watch_ || !lock.owns_lock() || pending_loss_ || shut_ || !broken_.empty() || !link_.open() ||
+        child_ <= 0)
+      continue;
+    std::string what;
+    bool salvaged = false;
+    auto read_link = [&](double wait_s) {
+      try {
+        std::optional<JobLink::Frame> f = link_.receive(wait_s);
+        if (f && f->kind == JobLink::Lost) {
+          ByteReader r(f->body, "the job's loss notice");
+          what = r.str();
+          salvaged = true;
+        }
+      } catch (const LinkClosed& e) {
+        what = head_pid_ && !alive(head_pid_)
+                   ? cat_str("rank 0 (pid ", head_pid_, " on ", head_host_, ") died")
+                   : cat_str("the MPI job ended (", e.what(), ")");
+      } catch (const Error& e) {
+        what = cat_str("the MPI job's link failed (", e.what(), ")");
+      }
+    };
+    read_link(0);
+    if (what.empty()) {
+      // A rank gone: the head says so within a moment, its survivors having salvaged.
+      std::set<int> present;
+      for (const RankProcess& p : rank_processes(child_)) present.insert(p.rank);
+      std::string gone;
+      for (int r = 0; r < settings_.ranks && gone.empty(); ++r)
+        if (!present.count(r)) gone = cat_str("rank ", r, " died");
+      if (gone.empty()) continue;
+      read_link(2.0);
+      if (what.empty()) what = gone;
+    }
+    pending_loss_ = PendingLoss{what, salvaged};
+    settings_.notify(cat_str("tapestry: ", what, "; the MPI job is relaunched on ",
+                             settings_.shrink ? "fewer" : "as many",
+                             " ranks and its stored tensors restored ", "at the next observation"));
+  }
+}
+
 std::vector<char> RemoteJob::request(JobLink::Kind kind, const std::vector<char>& body) {
+  const std::unique_lock lock(mu_);
   for (int attempt = 0;; ++attempt) {
     if (!broken_.empty()) throw Error(broken_);
     if (shut_) throw Error("the MPI job was shut down");
     std::string lost;
     bool salvaged = false;
-    try {
-      link_.send(kind, body);
-      bool cancel_sent = false;
-      std::optional<Progress> bar;  // the head's progress, on the driver's listener
-      ProgressState seen;
-      // The driver watches the job's processes too: the head reports a loss within seconds,
-      // unless its own thread is stuck in an MPI call on the dead rank. Then the driver asks the
-      // ranks to salvage itself (their salvage threads answer, engine/dist/salvage_watch.hpp).
-      auto last_look = Clock::now();
-      std::optional<Clock::time_point> lost_since;
-      std::map<pid_t, Clock::time_point> stopped_since;
-      std::string seen_lost;
-      for (;;) {
-        std::optional<JobLink::Frame> f = link_.receive(0.05);
-        if (!f && child_ > 0 && Clock::now() - last_look > std::chrono::milliseconds(200)) {
-          const auto now = last_look = Clock::now();
-          if (!lost_since) {
-            const std::vector<RankProcess> procs = rank_processes(child_);
-            std::set<int> present;
-            for (const RankProcess& p : procs) {
-              present.insert(p.rank);
-              if (!p.stopped) stopped_since.erase(p.pid);
-              else if (!stopped_since.count(p.pid)) stopped_since[p.pid] = now;
-              else if (now - stopped_since[p.pid] > std::chrono::seconds(4))
-                seen_lost =
-                    cat_str("rank ", p.rank, " (pid ", p.pid, ") is stopped (SIGSTOP) and counts as lost");
+    if (pending_loss_) {  // the idle watcher saw it (and told the user)
+      lost = pending_loss_->what;
+      salvaged = pending_loss_->salvaged;
+      pending_loss_.reset();
+    } else {
+      try {
+        link_.send(kind, body);
+        bool cancel_sent = false;
+        std::optional<Progress> bar;  // the head's progress, on the driver's listener
+        ProgressState seen;
+        // The driver watches the job's processes too: the head reports a loss within seconds,
+        // unless its own thread is stuck in an MPI call on the dead rank. Then the driver asks the
+        // ranks to salvage itself (their salvage threads answer, engine/dist/salvage_watch.hpp).
+        auto last_look = Clock::now();
+        std::optional<Clock::time_point> lost_since;
+        std::map<pid_t, Clock::time_point> stopped_since;
+        std::string seen_lost;
+        for (;;) {
+          std::optional<JobLink::Frame> f = link_.receive(0.05);
+          if (!f && child_ > 0 && Clock::now() - last_look > std::chrono::milliseconds(200)) {
+            const auto now = last_look = Clock::now();
+            if (!lost_since) {
+              const std::vector<RankProcess> procs = rank_processes(child_);
+              std::set<int> present;
+              for (const RankProcess& p : procs) {
+                present.insert(p.rank);
+                if (!p.stopped) stopped_since.erase(p.pid);
+                else if (!stopped_since.count(p.pid)) stopped_since[p.pid] = now;
+                else if (now - stopped_since[p.pid] > std::chrono::seconds(4))
+                  seen_lost =
+                      cat_str("rank ", p.rank, " (pid ", p.pid, ") is stopped (SIGSTOP) and counts as lost");
+              }
+              for (int r = 0; r < settings_.ranks && seen_lost.empty(); ++r)
+                if (!present.count(r)) seen_lost = cat_str("rank ", r, " died");
+              if (!seen_lost.empty()) lost_since = now;
+            } else if (now - *lost_since > std::chrono::seconds(5)) {
+              std::vector<int> live;
+              for (const RankProcess& p : rank_processes(child_))
+                if (!p.stopped && p.rank >= 0) live.push_back(p.rank);
+              request_salvage(salvage_dir_);
+              wait_salvaged(salvage_dir_, live, 10.0);
+              lost = seen_lost;
+              salvaged = true;
+              break;
             }
-            for (int r = 0; r < settings_.ranks && seen_lost.empty(); ++r)
-              if (!present.count(r)) seen_lost = cat_str("rank ", r, " died");
-            if (!seen_lost.empty()) lost_since = now;
-          } else if (now - *lost_since > std::chrono::seconds(5)) {
-            std::vector<int> live;
-            for (const RankProcess& p : rank_processes(child_))
-              if (!p.stopped && p.rank >= 0) live.push_back(p.rank);
-            request_salvage(salvage_dir_);
-            wait_salvaged(salvage_dir_, live, 10.0);
-            lost = seen_lost;
+          }
+          if (!f) {
+            if (!cancel_sent && cancel_requested()) {
+              link_.send(JobLink::Cancel, {});
+              cancel_sent = true;
+            }
+            int st = 0;
+            if (child_ > 0 && waitpid(child_, &st, WNOHANG) == child_) {
+              child_ = -1;
+              // Its last words may still be in the socket.
+              if (!(f = link_.receive(0.5))) throw LinkClosed("the MPI job ended");
+            } else {
+              continue;
+            }
+          }
+          if (f->kind == JobLink::Result) return std::move(f->body);
+          if (f->kind == JobLink::Progress) {
+            ByteReader r(f->body, "the job's progress");
+            ProgressState now{r.get<double>(), r.get<int64_t>(), r.get<int64_t>()};
+            if (!bar || now.blocks_done < seen.blocks_done) bar.emplace(now.blocks_total), seen = {};
+            bar->advance(now.blocks_done - seen.blocks_done, now.bytes_moved - seen.bytes_moved);
+            seen = now;
+            continue;
+          }
+          if (f->kind == JobLink::Lost) {
+            ByteReader r(f->body, "the job's loss notice");
+            lost = r.str();
             salvaged = true;
             break;
           }
         }
-        if (!f) {
-          if (!cancel_sent && cancel_requested()) {
-            link_.send(JobLink::Cancel, {});
-            cancel_sent = true;
-          }
-          int st = 0;
-          if (child_ > 0 && waitpid(child_, &st, WNOHANG) == child_) {
-            child_ = -1;
-            // Its last words may still be in the socket.
-            if (!(f = link_.receive(0.5))) throw LinkClosed("the MPI job ended");
-          } else {
-            continue;
-          }
-        }
-        if (f->kind == JobLink::Result) return std::move(f->body);
-        if (f->kind == JobLink::Progress) {
-          ByteReader r(f->body, "the job's progress");
-          ProgressState now{r.get<double>(), r.get<int64_t>(), r.get<int64_t>()};
-          if (!bar || now.blocks_done < seen.blocks_done) bar.emplace(now.blocks_total), seen = {};
-          bar->advance(now.blocks_done - seen.blocks_done, now.bytes_moved - seen.bytes_moved);
-          seen = now;
-          continue;
-        }
-        if (f->kind == JobLink::Lost) {
-          ByteReader r(f->body, "the job's loss notice");
-          lost = r.str();
-          salvaged = true;
-          break;
-        }
+      } catch (const LinkClosed& e) {
+        lost = head_pid_ && !alive(head_pid_)
+                   ? cat_str("rank 0 (pid ", head_pid_, " on ", head_host_, ") died")
+                   : cat_str("the MPI job ended (", e.what(), ")");
       }
-    } catch (const LinkClosed& e) {
-      lost = head_pid_ && !alive(head_pid_) ? cat_str("rank 0 (pid ", head_pid_, " on ", head_host_, ") died")
-                                            : cat_str("the MPI job ended (", e.what(), ")");
     }
     if (lost.empty()) lost = "a rank was lost";
     if (attempt >= settings_.max_relaunches) {
@@ -417,123 +335,18 @@ std::vector<char> RemoteJob::request(JobLink::Kind kind, const std::vector<char>
       end_child(2);
       throw Error(broken_);
     }
-    if (const std::string gone = recover(lost, salvaged); !gone.empty())
-      throw Error(cat_str("the MPI job was lost (", lost, ") and with it ", gone,
-                          ": no copy survived; the environment goes on without them"));
+    Recovered r = recover(lost, salvaged);
+    // The request reads the old layouts on the old mesh: with a tensor missing or fewer ranks
+    // the session plans it again (JobReplaced), after recomputing what it can.
+    if (!r.lost_names.empty())
+      throw JobReplaced(cat_str("the MPI job was lost (", lost, ") and with it ", r.lost_names,
+                                ": no copy survived; the environment goes on without them"),
+                        lost, std::move(r.lost), settings_.ranks);
+    if (r.reshaped)
+      throw JobReplaced(cat_str("the MPI job was lost (", lost, ") and replaced by one of ", settings_.ranks,
+                                " ranks; the request must be planned again"),
+                        lost, {}, settings_.ranks);
   }
-}
-
-std::string RemoteJob::recover(const std::string& what, bool salvaged) {
-  const auto t0 = Clock::now();
-  ++recovery_.job_relaunches;
-  settings_.notify(cat_str("tapestry: ", what, "; relaunching the MPI job on ", settings_.ranks,
-                           " ranks and restoring its stored tensors"));
-  link_.close();
-  end_child(salvaged ? 0 : 10);  // without the head's word, the ranks still running salvage first
-  const std::string old_dir = salvage_dir_;
-  const std::set<std::pair<uint64_t, int>> have = salvaged_pieces(old_dir);
-  std::set<int> saved_themselves;
-  for (int r = 0; r < settings_.ranks; ++r)
-    if (std::filesystem::exists(cat_str(old_dir, "/w", r, ".done"))) saved_themselves.insert(r);
-  RestoreJob job;
-  job.dir = old_dir;
-  std::vector<uint64_t> keep_replicated;
-  std::vector<std::string> restored, lost_names;
-  int64_t from_replicas = 0, from_survivors = 0, lost_count = 0;
-  for (const auto& [id, layout] : settings_.catalog->live()) {
-    std::set<int> ranks;
-    for (const plan::Shard& sh : layout.shards) ranks.insert(sh.rank);
-    bool ok = layout.ranks == settings_.ranks, by_replica = false;
-    for (int r : ranks) {
-      ok = ok && have.count({id, r});
-      by_replica = by_replica || !saved_themselves.count(r);
-    }
-    const std::string name = settings_.name_of ? settings_.name_of(id) : std::string();
-    const std::string label = name.empty() ? cat_str("%", id) : name;
-    if (!ok) {
-      ++lost_count;
-      lost_names.push_back(label);
-      settings_.catalog->mark_lost(
-          id, cat_str(name.empty() ? "a stored tensor" : "tp.env." + name, " was lost with the MPI job (",
-                      what, "): no copy of some of its pieces survived"));
-      continue;
-    }
-    for (int r : ranks) job.entries.push_back({id, r, r});
-    if (replicated_.count(id)) keep_replicated.push_back(id);
-    if (!name.empty()) restored.push_back(name);
-    ++(by_replica ? from_replicas : from_survivors);
-  }
-  replicated_.clear();
-  replica_bytes_.clear();
-  replicated_bytes_ = 0;
-  for (int tries = 0;; ++tries) {
-    try {
-      try {
-        launch();
-      } catch (const Error& e) {  // a process lost while the new job starts is one more loss
-        throw LinkClosed(e.what());
-      }
-      auto expect_done = [this](JobLink::Kind kind, const std::vector<char>& body) {
-        link_.send(kind, body);
-        for (;;) {
-          std::optional<JobLink::Frame> f = link_.receive(1);
-          if (!f) {
-            int st = 0;
-            if (child_ > 0 && waitpid(child_, &st, WNOHANG) == child_) throw LinkClosed("the MPI job ended");
-            continue;
-          }
-          if (f->kind == JobLink::Lost) throw LinkClosed("a rank was lost while restoring");
-          ByteReader r(f->body, "job result");
-          check_result(r);
-          return;
-        }
-      };
-      if (!job.entries.empty()) expect_done(JobLink::Restore, encode_restore(job));
-      if (!keep_replicated.empty()) {
-        ByteWriter w;
-        w.vec(keep_replicated);
-        expect_done(JobLink::Replicate, w.take());
-        replicated_.insert(keep_replicated.begin(), keep_replicated.end());
-      }
-      break;
-    } catch (const LinkClosed& e) {
-      link_.close();
-      end_child(2);
-      ++recovery_.job_relaunches;
-      settings_.notify(cat_str("tapestry: the new MPI job was lost while it started or was restored (",
-                               e.what(), "); relaunching it again"));
-      if (tries >= settings_.max_relaunches) {
-        broken_ = cat_str("the MPI job could not be restored: ", e.what());
-        throw Error(broken_);
-      }
-    } catch (const Error& e) {
-      link_.close();
-      end_child(2);
-      broken_ = cat_str("the MPI job could not be restored: ", e.what());
-      throw Error(broken_);
-    }
-  }
-  recovery_.restored_from_replicas += static_cast<uint64_t>(from_replicas);
-  recovery_.restored_from_survivors += static_cast<uint64_t>(from_survivors);
-  recovery_.tensors_lost += static_cast<uint64_t>(lost_count);
-  std::error_code ec;
-  std::filesystem::remove_all(old_dir, ec);
-  const double took = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::string msg = cat_str("tapestry: the MPI job runs again on ", settings_.ranks, " ranks (",
-                            generation_ - 1, " relaunch(es), ", static_cast<int>(took * 10) / 10.0,
-                            " s); restored ", from_replicas + from_survivors, " stored tensor(s)");
-  if (!restored.empty()) msg += cat_str(" (", join_names(restored), ")");
-  msg += cat_str(": ", from_survivors, " from the surviving ranks, ", from_replicas, " with buddy replicas");
-  std::string savers;
-  for (int r : saved_themselves) savers += cat_str(savers.empty() ? "" : ", ", r);
-  msg += cat_str(" (rank(s) ", savers.empty() ? "none" : savers, " saved their pieces)");
-  if (lost_count) msg += cat_str("; LOST ", lost_count, " with no surviving copy: ", join_names(lost_names));
-  settings_.notify(msg);
-  if (trace::enabled())
-    trace::record({"recover", "job", 0, trace::kPhases, trace::now_us() - took * 1e6, took * 1e6,
-                   cat_str("\"restored_from_survivors\":", from_survivors,
-                           ",\"restored_from_replicas\":", from_replicas, ",\"lost\":", lost_count)});
-  return lost_count ? join_names(lost_names) : std::string();
 }
 
 void RemoteJob::count_head(ByteReader& r) {
@@ -696,6 +509,8 @@ void RemoteJob::drop_on_workers(const std::vector<uint64_t>& keys) {
     if (it != replica_bytes_.end()) replicated_bytes_ -= it->second, replica_bytes_.erase(it);
   }
   if (shut_ || keys.empty() || !broken_.empty()) return;
+  const std::unique_lock lock(mu_);
+  if (pending_loss_) return;  // the next request replaces the job: nothing to drop there
   ByteWriter w;
   w.vec(keys);
   try {
@@ -715,6 +530,8 @@ void RemoteJob::replicate(const std::vector<uint64_t>& keys) {
 }
 
 void RemoteJob::shutdown() {
+  stop_watch_ = true;
+  if (watcher_.joinable()) watcher_.join();
   if (shut_) return;
   shut_ = true;
   try {

@@ -15,11 +15,15 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/comm/mpi.hpp"
@@ -44,6 +48,9 @@ class RemoteJob final : public Job {
     bool replicas = true;        // TAPESTRY_REPLICAS=0: no buddy replicas
     int64_t replica_budget = 0;  // bytes per rank stored tensors and their replicas may take
     int max_relaunches = 5;      // in a row, for one request
+    // --shrink: after a loss the new job has one rank fewer per rank lost (never under 2), and
+    // each stored tensor's pieces are mapped onto its ranks (Recovered::ranks).
+    bool shrink = false;
   };
 
   // Launches the job and waits for its head (throws Error when it cannot).
@@ -62,6 +69,7 @@ class RemoteJob final : public Job {
   bool replicated(uint64_t key) const override { return replicated_.count(key) != 0; }
   void shutdown() override;
   RecoveryStats recovery() const override { return recovery_; }
+  bool replaceable() const override { return true; }
   int64_t block_retries() const override { return head_block_retries_; }
 
   // Ends the job's processes as a loss would (the tests' and `:job kill`'s way to lose it).
@@ -69,12 +77,20 @@ class RemoteJob final : public Job {
 
  private:
   void launch();
+  // The idle watcher: while no request runs, looks at the job every 0.2 s and tells the user
+  // at once when a process of it is lost (the head's Lost frame, its socket closed, a rank
+  // gone); the next request then relaunches and restores before it runs.
+  void watch();
   // Sends a request and returns its Result body; on a lost job, recovers and sends it again.
   std::vector<char> request(JobLink::Kind kind, const std::vector<char>& body);
   // After a loss: waits for the old job to end, launches a new one and restores the catalog.
   // `salvaged`: the head said so (the job can be ended at once).
-  // Returns the stored tensors no copy of survived, named, or "".
-  std::string recover(const std::string& what, bool salvaged);
+  struct Recovered {
+    std::string lost_names;     // the stored tensors no copy of survived, named, or ""
+    std::vector<NodeRef> lost;  // their leaves
+    bool reshaped = false;      // the new job has fewer ranks
+  };
+  Recovered recover(const std::string& what, bool salvaged);
   void end_child(double grace_s);
   RunReport run_request(bool whole, const std::vector<char>& plan, const StoreKeys& keys, int64_t blocks,
                         const std::vector<NodeRef>& nodes, const std::vector<NodeRef>& roots);
@@ -100,6 +116,15 @@ class RemoteJob final : public Job {
   int64_t replicated_bytes_ = 0;
   RecoveryStats recovery_;
   int64_t head_block_retries_ = 0;
+  // One user of the link at a time: a request (the Lua thread) or the idle watcher.
+  std::mutex mu_;
+  struct PendingLoss {
+    std::string what;
+    bool salvaged;
+  };
+  std::optional<PendingLoss> pending_loss_;  // seen by the watcher while idle (under mu_)
+  std::atomic<bool> stop_watch_{false};
+  std::thread watcher_;
 };
 
 }  // namespace tapestry

@@ -168,16 +168,48 @@ struct Refused : OutOfMemory {
   int64_t in_use, budget;
 };
 
-// Takes `bytes` out of the budget, or throws Refused having taken nothing.
+std::mutex g_pressure_mu;
+MemoryPressureHandler g_pressure;  // under g_pressure_mu
+std::atomic<uint64_t> g_pressure_events{0};
+thread_local bool t_in_pressure = false;  // the handler's own allocations are not helped again
+
+// Asks the pressure handler to free `need` bytes; whether it freed any.
+bool relieve(int64_t need) {
+  if (t_in_pressure) return false;
+  MemoryPressureHandler h;
+  {
+    std::lock_guard lock(g_pressure_mu);
+    h = g_pressure;
+  }
+  if (!h) return false;
+  g_pressure_events.fetch_add(1, std::memory_order_relaxed);
+  t_in_pressure = true;
+  struct Reset {
+    ~Reset() { t_in_pressure = false; }
+  } reset;
+  return h(need);
+}
+
+// Takes `bytes` out of the budget, or throws Refused having taken nothing. Past the budget the
+// pressure handler (the session's spilling) may free memory first, as often as it frees some.
 void reserve(size_t bytes) {
   const auto want = static_cast<int64_t>(bytes);  // at most 2^53: shapes hold 2^50 elements
-  const int64_t live = g_live.fetch_add(want, std::memory_order_relaxed) + want;
-  const int64_t budget = g_budget.load(std::memory_order_relaxed);
-  if (budget <= 0 || live <= budget) return;
-  g_live.fetch_sub(want, std::memory_order_relaxed);
-  throw Refused(bytes, live - want, budget);
+  for (int round = 0;; ++round) {
+    const int64_t live = g_live.fetch_add(want, std::memory_order_relaxed) + want;
+    const int64_t budget = g_budget.load(std::memory_order_relaxed);
+    if (budget <= 0 || live <= budget) return;
+    g_live.fetch_sub(want, std::memory_order_relaxed);
+    if (round >= 256 || !relieve(live - budget)) throw Refused(bytes, live - want, budget);
+  }
 }
 }  // namespace
+
+uint64_t memory_pressure_events() { return g_pressure_events.load(std::memory_order_relaxed); }
+
+void set_memory_pressure_handler(MemoryPressureHandler h) {
+  std::lock_guard lock(g_pressure_mu);
+  g_pressure = std::move(h);
+}
 
 std::string human_bytes(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};

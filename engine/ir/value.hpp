@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,6 +59,15 @@ class Buffer final : public Memory {
 // --memory-per-rank times the ranks this process holds); 0: no budget (low-layer tests).
 void set_memory_budget(int64_t bytes);
 int64_t memory_budget();
+// Called, on the allocating thread, when an allocation would pass the budget: it may free
+// memory (the session spills the coldest stored tensors to disk, engine/session/spill.hpp) and
+// returns whether it freed any; then the allocation is tried again. It may throw OutOfMemory
+// (a spill that failed, naming what). One per process; empty: none.
+using MemoryPressureHandler = std::function<bool(int64_t need)>;
+void set_memory_pressure_handler(MemoryPressureHandler h);
+// How many times an allocation has called the handler: the Lua layer collects its garbage
+// when this moved, so dead tensors are freed rather than spilled (lang/lua_args.cpp).
+uint64_t memory_pressure_events();
 // "1.5 GiB", for messages.
 std::string human_bytes(double bytes);
 

@@ -2,12 +2,14 @@
 #include "engine/session/checkpoint.hpp"
 
 #include "engine/session/observe.hpp"
+#include "engine/session/recovery.hpp"
 
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -112,7 +114,7 @@ void undo(const std::string& dir, const std::string& folder,
 
 }  // namespace
 
-std::vector<std::string> save_env(Session& s, const std::string& dir) {
+std::vector<std::string> save_env(Session& s, const std::string& dir, std::vector<SavedFile>* saved) {
   materialize(s);
   const Environment& e = s.env();
   const std::string mpath = join(dir, kManifestName);
@@ -151,6 +153,7 @@ std::vector<std::string> save_env(Session& s, const std::string& dir) {
       declared.packed.clear();
       m.tensors.push_back({name, file, n->dtype, n->shape, numel(n->shape) * dtype_size(n->dtype), declared});
       names.push_back(name);
+      if (saved) saved->push_back({name, n->id, join(dir, file)});
     }
     save_npy_sharded(s, sharded);  // every rank reported success before the manifest is written
     previous_files(mpath, old_folders, old_files);
@@ -222,7 +225,7 @@ std::vector<std::string> load_env(Session& s, const std::string& dir) {
       s.stored().register_stored(loaded[i].second, tasks[i].shards, ranks);
       keys.push_back(tasks[i].key);
     }
-    if (s.mpi_job_ranks() == ranks) s.coordinator()->replicate(keys);  // copies on each rank's buddy
+    if (s.mpi_job_ranks() == ranks) replicate_recovering(s, keys);  // copies on each rank's buddy
   }
   std::vector<std::string> names;
   for (size_t i = 0; i < loaded.size(); ++i) {
@@ -234,6 +237,58 @@ std::vector<std::string> load_env(Session& s, const std::string& dir) {
     names.push_back(name);
   }
   return names;
+}
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+std::vector<std::string> checkpoint(Session& s, const std::string& given) {
+  const std::string dir = given.empty() ? s.config().checkpoint_dir : given;
+  user_check(!dir.empty(),
+             "no checkpoint directory: give one (tp.checkpoint(dir)) or start with --checkpoint-dir DIR");
+  CheckpointRecord& rec = s.last_checkpoint();
+  rec.writing = true;
+  std::vector<SavedFile> saved;
+  std::vector<std::string> names;
+  try {
+    names = save_env(s, dir, &saved);
+  } catch (...) {  // the flag only, then the same exception goes on (no Lua runs here)
+    rec.writing = false;
+    throw;
+  }
+  rec = CheckpointRecord{dir, now_s(), {}, false};
+  for (const SavedFile& f : saved) rec.files[f.node] = f.path;
+  return names;
+}
+
+void maybe_checkpoint(Session& s) {
+  const double every_s = s.config().checkpoint_every_min * 60;
+  CheckpointRecord& rec = s.last_checkpoint();
+  if (every_s <= 0 || s.config().checkpoint_dir.empty() || rec.writing) return;
+  const double now = now_s();
+  if (rec.saved_at == 0) rec.saved_at = now;  // the first interval starts with the session's work
+  if (now - rec.saved_at < every_s) return;
+  checkpoint(s, s.config().checkpoint_dir);
+}
+
+bool restore_from_checkpoint(Session& s, const NodeRef& leaf) {
+  const std::string path = s.last_checkpoint().file_of(leaf->id);
+  if (path.empty()) return false;
+  const NpyHeader h = read_npy_header(path);
+  user_check(h.dtype == leaf->dtype && h.shape == leaf->shape, "'", path, "': holds ", dtype_name(h.dtype),
+             " ", shape_str(h.shape), ", not the ", dtype_name(leaf->dtype), " ", shape_str(leaf->shape),
+             " the checkpoint wrote");
+  const int ranks = s.mesh().ranks;
+  internal_check(ranks > 1);
+  const IoTask task = read_task(path, h, leaf, ranks);
+  run_io(s, {task}, ranks);
+  s.stored().register_stored(leaf, task.shards, ranks);
+  return true;
 }
 
 }  // namespace tapestry::io

@@ -12,20 +12,61 @@
 // it, the previous checkpoint's files are removed. load_env trusts only the manifest, and a
 // file that disagrees with it is an error. (A process killed mid-save leaves an unreferenced
 // v-* folder, which no load reads.)
+// The automatic checkpoint (issue 23) is such a checkpoint, written into --checkpoint-dir every
+// --checkpoint-every minutes (at the first observation past the interval) or on demand
+// (tp.checkpoint()); the session remembers which stored tensor each of its files holds, so a
+// tensor lost with its MPI job can be read back from it (engine/session/recovery.hpp).
+//   std::vector<std::string> names = checkpoint(session, "");   // into --checkpoint-dir
+//   std::string file = session.last_checkpoint().file_of(leaf->id);   // "" when not in it
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
+
+#include "engine/ir/node.hpp"
 
 namespace tapestry {
 class Session;
-}
+
+// The last automatic checkpoint this session wrote: which file holds which stored tensor.
+struct CheckpointRecord {
+  std::string dir;
+  double saved_at = 0;                              // steady-clock seconds
+  std::unordered_map<uint64_t, std::string> files;  // stored leaf id -> its .npy file
+  bool writing = false;                             // a checkpoint is being written now
+  std::string file_of(uint64_t leaf) const {
+    auto it = files.find(leaf);
+    return it == files.end() ? std::string() : it->second;
+  }
+};
+}  // namespace tapestry
 
 namespace tapestry::io {
 
+// One tensor a save wrote: the stored leaf (or value-holding node) and its file.
+struct SavedFile {
+  std::string name;
+  uint64_t node = 0;
+  std::string path;
+};
+
 // Computes the session's pending bindings, then writes every named tensor; returns the names
-// written. Creates `dir` (and its parents) when missing; all or nothing (above).
-std::vector<std::string> save_env(Session& s, const std::string& dir);
+// written. Creates `dir` (and its parents) when missing; all or nothing (above). `saved`, when
+// given, receives each tensor's node and file.
+std::vector<std::string> save_env(Session& s, const std::string& dir,
+                                  std::vector<SavedFile>* saved = nullptr);
+
+// tp.checkpoint([dir]): save_env into `dir` (or the session's --checkpoint-dir when empty;
+// an Error when neither is given), remembered as the session's last checkpoint.
+std::vector<std::string> checkpoint(Session& s, const std::string& dir);
+// Called after every observation's pending bindings are computed: writes the automatic
+// checkpoint when --checkpoint-every minutes have passed since the last one.
+void maybe_checkpoint(Session& s);
+// Reads the stored tensor `leaf` back from the last checkpoint into its key, on the session's
+// mesh (each rank its rows, as load_env); false when the checkpoint does not hold it.
+bool restore_from_checkpoint(Session& s, const NodeRef& leaf);
 
 // Reads every tensor the manifest lists, checking each file's header against it, then binds
 // them all in the session (other names are kept). All or nothing: on any error, the

@@ -78,6 +78,12 @@ Config Config::from_environment() {
   if (const char* e = var("TAPESTRY_JOB")) c.job = e;
   if (const char* e = var("TAPESTRY_SPILL_DIR"); e && *e) c.spill_dir = e;
   if (const char* e = var("TAPESTRY_REPLICAS")) c.replicas = std::string_view(e) != "0";
+  if (const char* e = var("TAPESTRY_SPILL_FAULT")) c.spill_fault = std::string_view(e) == "1";
+  if (const char* e = var("TAPESTRY_SPILL")) c.spill = std::string_view(e) != "0";
+  if (const char* e = var("TAPESTRY_SHRINK")) c.shrink = std::string_view(e) == "1";
+  if (const char* e = var("TAPESTRY_CHECKPOINT_DIR"); e && *e) c.checkpoint_dir = e;
+  if (const char* e = var("TAPESTRY_CHECKPOINT_EVERY"); e && std::atof(e) > 0)
+    c.checkpoint_every_min = std::atof(e);
   return c;
 }
 

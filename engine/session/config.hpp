@@ -37,8 +37,13 @@ struct Config {
   bool driver = true;
   int world_rank = 0, world_size = 1;  // OMPI_COMM_WORLD_RANK/SIZE (PMI_RANK/SIZE) when mpi_launched
   std::string job;                     // TAPESTRY_JOB: this process is a rank of a driver's job (head.hpp)
-  std::string spill_dir;  // TAPESTRY_SPILL_DIR (--spill-dir): salvage and spill files go under it
-  bool replicas = true;   // TAPESTRY_REPLICAS=0: no buddy replicas of stored tensors
+  std::string spill_dir;       // TAPESTRY_SPILL_DIR (--spill-dir): salvage and spill files go under it
+  bool replicas = true;        // TAPESTRY_REPLICAS=0: no buddy replicas of stored tensors
+  bool spill_fault = false;    // TAPESTRY_SPILL_FAULT=1: every write to the spill directory fails (tests)
+  bool spill = true;           // TAPESTRY_SPILL=0: nothing is spilled when memory runs short (spill.hpp)
+  bool shrink = false;         // TAPESTRY_SHRINK=1 (--shrink): a lost job is replaced by a smaller one
+  std::string checkpoint_dir;  // TAPESTRY_CHECKPOINT_DIR (--checkpoint-dir): automatic checkpoints
+  double checkpoint_every_min = 0;  // TAPESTRY_CHECKPOINT_EVERY (--checkpoint-every): minutes; 0: on demand
   // TAPESTRY_SAMPLE_SORT_MIN=N: the shortest line a sort on several ranks sorts as a sample sort
   // (lang/line_lua.cpp); below it the line is gathered to one rank, which is faster there.
   int64_t sample_sort_min = int64_t{1} << 20;

@@ -17,6 +17,8 @@
 #include "engine/run/device_eval.hpp"
 #include "engine/run/evaluator.hpp"
 #include "engine/session/run_sharded.hpp"
+#include "engine/session/checkpoint.hpp"
+#include "engine/session/recovery.hpp"
 #include "engine/session/session.hpp"
 #include "engine/telemetry/progress.hpp"
 #include "engine/telemetry/stats.hpp"
@@ -105,7 +107,7 @@ void gather_stored(Session& ses, const NodeRef& leaf) {
 // The roots with every expression that was stored replaced by its leaf (rebuilt above it),
 // so a named value is read, not recomputed.
 std::vector<NodeRef> substitute_stored(Session& s, const std::vector<NodeRef>& roots) {
-  if (!s.stored().any_materialized()) return roots;
+  if (!s.stored().any_materialized() && !s.spill().any_nodes()) return roots;
   std::unordered_map<const Node*, NodeRef> done;
   std::vector<std::pair<const Node*, size_t>> stack;
   for (const NodeRef& r : roots) {
@@ -120,6 +122,7 @@ std::vector<NodeRef> substitute_stored(Session& s, const std::vector<NodeRef>& r
       }
       if (next == 0) {
         if (NodeRef leaf = n->stored ? n->stored : s.stored().materialized_as(*n)) {
+          if (n->stored) s.spill().note_read(leaf);
           done[n] = leaf;
           stack.pop_back();
           continue;
@@ -256,13 +259,17 @@ std::vector<std::vector<plan::Shard>> run_observation(Session& s, const std::vec
 }  // namespace
 
 void release_unreferenced(Session& s) {
+  if (!s.placements().empty()) s.sweep_placements();
   const std::vector<uint64_t> gone = s.stored().sweep();
   for (uint64_t k : gone) s.shard_store().drop(k);
   if (Job* job = s.coordinator()) job->drop_on_workers(gone);
 }
 
-void observe_values(Session& s, const std::vector<NodeRef>& given) {
+namespace {
+
+void observe_values_once(Session& s, const std::vector<NodeRef>& given) {
   const TelemetryScope in(s.telemetry());
+  s.sync_job_ranks();
   release_unreferenced(s);
   const plan::Mesh& mesh = s.mesh();
   std::vector<NodeRef> roots = substitute_stored(s, given);
@@ -275,6 +282,7 @@ void observe_values(Session& s, const std::vector<NodeRef>& given) {
     // Matmul chains in the order the cost model picks, as a plan on several ranks computes them
     // (plan/reassociate.hpp); the values go to the roots as given.
     const plan::Reassociated r = plan::reassociate(roots, {}, mesh, {});
+    const Spill::Pin pin(s.spill(), r.roots);  // what it reads is not spilled while it runs
     if (DeviceBackend* dev = s.device()) evaluate_on_device(r.roots, *dev);
     else evaluate(r.roots);
     for (size_t i = 0; i < roots.size(); ++i)
@@ -292,6 +300,15 @@ void observe_values(Session& s, const std::vector<NodeRef>& given) {
     const std::string l = s.layouts().find(roots[i]->id);
     if (!l.empty()) s.layouts().put(given[i]->id, l);
   }
+  // One rank: what observations computed is what may be spilled when memory runs short.
+  if (mesh.ranks == 1)
+    for (const NodeRef& g : given) s.spill().note(g);
+}
+
+}  // namespace
+
+void observe_values(Session& s, const std::vector<NodeRef>& given) {
+  with_recovery(s, [&] { observe_values_once(s, given); });
 }
 
 std::vector<NodeRef> as_observed(Session& s, const std::vector<NodeRef>& roots) {
@@ -299,6 +316,7 @@ std::vector<NodeRef> as_observed(Session& s, const std::vector<NodeRef>& roots) 
 }
 
 void observe_kept(Session& s, const std::vector<NodeRef>& given) {
+  s.sync_job_ranks();
   if (s.mesh().ranks == 1) return observe_values(s, given);
   std::vector<NodeRef> todo;
   for (const NodeRef& r : given)
@@ -308,8 +326,11 @@ void observe_kept(Session& s, const std::vector<NodeRef>& given) {
     if (out[i] != todo[i] && !todo[i]->value && s.stored().layout(out[i]->id)) set_stored(*todo[i], out[i]);
 }
 
-std::vector<NodeRef> observe_stored(Session& s, const std::vector<NodeRef>& given) {
+namespace {
+
+std::vector<NodeRef> observe_stored_once(Session& s, const std::vector<NodeRef>& given) {
   const TelemetryScope in(s.telemetry());
+  s.sync_job_ranks();
   release_unreferenced(s);
   const plan::Mesh& mesh = s.mesh();
   std::vector<NodeRef> out = substitute_stored(s, given);
@@ -335,9 +356,15 @@ std::vector<NodeRef> observe_stored(Session& s, const std::vector<NodeRef>& give
     if (!n->value && s.stored().layout(n->id) && !s.stored().usable(n->id, mesh.ranks)) gather_stored(s, n);
   const ExpectIo io(s.telemetry().progress_listener ? io::load_bytes(todo, s.mpi_job_ranks()) : 0);
   const auto shards = run_observation(s, todo, keep, mesh);
+  // A driver's job may be lost and replaced: each stored tensor keeps the expression it was
+  // computed from while its inputs live, to be computed again if no copy of it survives.
+  const bool lineage = s.coordinator() && s.coordinator()->replaceable();
   for (size_t i = 0; i < todo.size(); ++i) {
     s.stored().register_stored(leaves[i], shards[i], mesh.ranks);
     s.layouts().put(leaves[i]->id, describe_shards(shards[i], leaves[i]->shape.size()));
+    if (lineage)
+      s.stored().lineage().record(
+          leaves[i], todo[i], [&](const Node& n) { return !n.value && s.stored().layout(n.id) != nullptr; });
   }
   for (size_t i = 0; i < out.size(); ++i) {
     auto it = index.find(out[i].get());
@@ -349,9 +376,33 @@ std::vector<NodeRef> observe_stored(Session& s, const std::vector<NodeRef>& give
   return out;
 }
 
+}  // namespace
+
+std::vector<NodeRef> observe_stored(Session& s, const std::vector<NodeRef>& given) {
+  return with_recovery(s, [&] { return observe_stored_once(s, given); });
+}
+
+void recompute_stored(Session& s, const NodeRef& leaf, const NodeRef& expr) {
+  const TelemetryScope in(s.telemetry());
+  if (expr->value) {  // the driver holds it: the leaf holds it too (as a gathered one does)
+    set_value(*leaf, expr->value);
+    s.stored().unmark_lost(leaf->id);
+    return;
+  }
+  const plan::Mesh& mesh = s.mesh();
+  for (const NodeRef& n : plan::observed_subgraph({expr}))
+    if (!n->value && s.stored().layout(n->id) && !s.stored().usable(n->id, mesh.ranks)) gather_stored(s, n);
+  const auto shards = run_observation(s, {expr}, {leaf->id}, mesh);
+  s.stored().register_stored(leaf, shards[0], mesh.ranks);
+  s.layouts().put(leaf->id, describe_shards(shards[0], leaf->shape.size()));
+}
+
 void materialize(Session& s) {
   Environment& env = s.env();
-  if (!env.has_pending()) return release_unreferenced(s);  // every observation asks: keep it cheap
+  if (!env.has_pending()) {  // every observation asks: keep it cheap
+    release_unreferenced(s);
+    return io::maybe_checkpoint(s);
+  }
   // One at a time, so a failing binding names itself and cannot block the others. A binding of
   // the author now running that fails is this observation's error; another author's is
   // dropped and kept for them (Environment::take_failures), and this observation goes on.
@@ -376,6 +427,7 @@ void materialize(Session& s) {
   }
   release_unreferenced(s);
   if (own) throw *own;
+  io::maybe_checkpoint(s);
 }
 
 }  // namespace tapestry

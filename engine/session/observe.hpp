@@ -34,10 +34,16 @@ std::vector<NodeRef> observe_stored(Session& s, const std::vector<NodeRef>& expr
 // where it lies. tp.plan, tp.explain and :layout plan these, so they show what would run.
 std::vector<NodeRef> as_observed(Session& s, const std::vector<NodeRef>& roots);
 
+// Computes `expr` (no stored leaf in it is lost) on the session's mesh and keeps its value as
+// the stored leaf `leaf`, under its key, where the plan put it: a tensor lost with a driver's
+// MPI job computed again from its lineage (engine/session/recovery.hpp).
+void recompute_stored(Session& s, const NodeRef& leaf, const NodeRef& expr);
+
 // Computes the session's pending bindings. A binding that fails is dropped (its previous value
 // stays); if its author is the one running now (Environment::author) the error is rethrown
 // prefixed with its name, else it waits for its author (Environment::take_failures) and the
-// others are computed all the same.
+// others are computed all the same. Then writes the automatic checkpoint when it is due
+// (engine/session/checkpoint.hpp).
 void materialize(Session& s);
 
 // Frees the shards of stored tensors no Tensor, binding or expression refers to any more.

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <utility>
 
@@ -24,6 +26,7 @@ Session::Session(Config config) : config_(std::move(config)), available_at_start
   apply_memory_budget();
   set_retry_policy(config_.retry);
   planner_.dump = config_.debug_plan;
+  if (config_.spill) spill_.install();
 }
 
 int64_t Session::memory_per_rank() const {
@@ -37,9 +40,36 @@ void Session::apply_memory_budget() {
   const int64_t in_process = config_.mpi_launched ? 1 : config_.ranks;
   const int64_t per = memory_per_rank();
   set_memory_budget(per > std::numeric_limits<int64_t>::max() / in_process ? 0 : per * in_process);
+  // Values are tracked for spilling only under a given budget: the default one costs nothing.
+  spill_.set_tracking(config_.spill && config_.memory_per_rank > 0);
 }
 
-Session::~Session() = default;
+Session::~Session() {
+  for (const Placement& p : placements_) std::remove(p.path.c_str());
+  // The stored pieces now, with the files of those that were spilled, so the working folders
+  // can go once empty (another session of this process may still use them).
+  for (const auto& [key, rank] : shard_store_.holdings()) shard_store_.drop(key);
+  std::error_code ec;
+  std::filesystem::remove(work_dir() + "/spill", ec);
+  std::filesystem::remove(work_dir() + "/disk", ec);
+  std::filesystem::remove(work_dir(), ec);
+}
+
+void Session::sweep_placements() {
+  for (auto it = placements_.begin(); it != placements_.end();) {
+    if (!it->node.expired()) {
+      ++it;
+      continue;
+    }
+    std::remove(it->path.c_str());
+    env_.forget_on_disk(it->id);
+    it = placements_.erase(it);
+  }
+}
+
+std::string Session::work_dir() const {
+  return cat_str(config_.spill_dir.empty() ? "/tmp" : config_.spill_dir, "/tapestry-", getpid());
+}
 
 const std::optional<MachineRates>& Session::rates() {
   if (rates_read_ || config_.builtin_rates) return rates_;
@@ -129,11 +159,12 @@ void Session::start_remote_job(int ranks, std::vector<std::string> args) {
   s.ranks = ranks;
   s.args = std::move(args);
   s.launch = config_.launch;
-  const std::string tmp = config_.spill_dir.empty() ? "/tmp" : config_.spill_dir;
-  s.work_dir = cat_str(tmp, "/tapestry-", getpid());
+  s.work_dir = work_dir();
   s.catalog = &stored_;
   s.name_of = [this](uint64_t key) { return names_of(key); };
   s.replicas = config_.replicas;
+  s.shrink = config_.shrink;
+  s.notify = [this](const std::string& m) { notify(m); };
   // Stored tensors and their replicas may take half of each rank's memory; past it a new
   // stored tensor has no replica (lineage and checkpoints are the other sources).
   s.replica_budget = memory_per_rank() / 2;
@@ -147,9 +178,26 @@ std::string Session::names_of(uint64_t key) const {
   return out;
 }
 
+void Session::set_checkpoints(std::string dir, double every_min) {
+  user_check(every_min >= 0, "--checkpoint-every needs minutes >= 0, got ", every_min);
+  config_.checkpoint_dir = std::move(dir);
+  config_.checkpoint_every_min = every_min;
+}
+
+void Session::sync_job_ranks() {
+  if (coordinator_ && coordinator_->ranks() > 1 && coordinator_->ranks() != config_.ranks)
+    set_ranks(coordinator_->ranks());
+}
+
+void Session::notify(const std::string& message) {
+  std::fprintf(stderr, "%s\n", message.c_str());
+  std::fflush(stderr);
+}
+
 int Session::serve(comm::Mpi& mpi) {
   const TelemetryScope in(telemetry_);  // a traced run captures into this session's trace
-  WorkerSetup setup{shard_store_, device(), device_peers_wanted(), config_.fault, config_.io_fault_rank};
+  WorkerSetup setup{shard_store_, device(), device_peers_wanted(), config_.fault, config_.io_fault_rank,
+                    {},           0};
   if (const std::optional<JobAddress> a = parse_job_address(config_.job)) {
     setup.salvage_dir = a->salvage_dir;
     setup.driver_pid = a->driver_pid;

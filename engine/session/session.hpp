@@ -20,9 +20,11 @@
 #include "engine/dist/job.hpp"
 #include "engine/ir/node.hpp"
 #include "engine/plan/planner.hpp"
+#include "engine/session/checkpoint.hpp"
 #include "engine/session/computed_layouts.hpp"
 #include "engine/session/config.hpp"
 #include "engine/session/machine_rates.hpp"
+#include "engine/session/spill.hpp"
 #include "engine/store/environment.hpp"
 #include "engine/store/shard_store.hpp"
 #include "engine/store/stored_tensor.hpp"
@@ -82,7 +84,10 @@ class Session {
   // (engine/dist/remote_job.hpp); `args` go on each rank's command line.
   void start_remote_job(int ranks, std::vector<std::string> args);
   void set_spill_dir(std::string dir) { config_.spill_dir = std::move(dir); }  // --spill-dir
-  Job* coordinator() { return coordinator_.get(); }                            // nullptr outside an MPI job
+  void set_shrink(bool on) { config_.shrink = on; }                            // --shrink
+  // --checkpoint-dir and --checkpoint-every (minutes; 0: only tp.checkpoint()).
+  void set_checkpoints(std::string dir, double every_min);
+  Job* coordinator() { return coordinator_.get(); }  // nullptr outside an MPI job
   int mpi_job_ranks() const { return coordinator_ ? coordinator_->ranks() : 0; }
   // Ranks 1..N-1: serves rank 0's commands until shutdown; the exit status.
   int serve(comm::Mpi& mpi);
@@ -90,6 +95,27 @@ class Session {
   int serve_driver(comm::Mpi& mpi);
   // The names tp.env binds to the stored tensor `key` ("w1", "a, b"), or "".
   std::string names_of(uint64_t key) const;
+  // After a driver's job was replaced by one with fewer ranks (--shrink): the mesh follows it.
+  void sync_job_ranks();
+  // Stored tensors recomputed or reloaded after a lost job (engine/session/recovery.hpp) and
+  // the leaves still lost (weakly: each is tried again after a later loss).
+  RecoveryStats& recovered() { return recovered_; }
+  std::vector<std::weak_ptr<const Node>>& lost_leaves() { return lost_leaves_; }
+  CheckpointRecord& last_checkpoint() { return checkpoint_; }  // engine/session/checkpoint.hpp
+  Spill& spill() { return spill_; }                            // engine/session/spill.hpp
+  // tp.place(x, {storage = "disk"}) (engine/session/placement.hpp): the placed tensors' files,
+  // each removed once its node is gone (sweep_placements, at every observation) or at the end.
+  struct Placement {
+    std::weak_ptr<const Node> node;
+    uint64_t id = 0;
+    std::string path;
+  };
+  std::vector<Placement>& placements() { return placements_; }
+  // The folder this process's working files go under: --spill-dir's (default /tmp) tapestry-PID.
+  std::string work_dir() const;
+  void sweep_placements();
+  // A notice to the user (stderr): what a lost job took and what came back.
+  void notify(const std::string& message);
 
   // plan::plan_observation through this session's plan cache, with its stored tensors read
   // where they lie.
@@ -110,11 +136,18 @@ class Session {
   Environment env_;
   plan::PlannerState planner_;
   ComputedLayouts layouts_;
+  // After the store and the environment it spills from, so it goes (and gives up the
+  // process's pressure handler) before them.
+  Spill spill_{*this};
   std::optional<plan::Mesh> mesh_;
   std::optional<MachineRates> rates_;
   bool rates_read_ = false;
   uint64_t seed_ = 0x5eed;
   int64_t available_at_start_ = 0;  // engine/session/memory_budget.hpp
+  RecoveryStats recovered_;
+  std::vector<std::weak_ptr<const Node>> lost_leaves_;
+  CheckpointRecord checkpoint_;
+  std::vector<Placement> placements_;
   // Last: the job shuts down (device peers first) before anything it runs on goes.
   std::unique_ptr<Job> coordinator_;
 };

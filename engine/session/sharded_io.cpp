@@ -23,6 +23,7 @@
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/session/observe.hpp"
+#include "engine/session/recovery.hpp"
 #include "engine/session/session.hpp"
 #include "engine/telemetry/progress.hpp"
 
@@ -49,7 +50,12 @@ std::string naming(const std::string& path, const std::string& msg) {
 void run_io(Session& s, const std::vector<IoTask>& tasks, int ranks) {
   const int fail_rank = s.config().io_fault_rank;
   if (on_mpi(s, ranks)) {
-    s.coordinator()->run_io(encode_io(tasks), [&] { run_io_part(tasks, 0, s.shard_store(), fail_rank); });
+    // A job lost and replaced on as many ranks runs the job again; on fewer, its tasks are void.
+    with_recovery(s, [&] {
+      user_check(on_mpi(s, ranks), "the MPI job was replaced by one of ", s.mpi_job_ranks(),
+                 " ranks during this read or write; run it again");
+      s.coordinator()->run_io(encode_io(tasks), [&] { run_io_part(tasks, 0, s.shard_store(), fail_rank); });
+    });
     return;
   }
   // Loopback: this process holds every rank. Every rank runs, then the first failure is thrown.
@@ -93,7 +99,7 @@ std::vector<NodeRef> load_raw_sharded(Session& s, const std::string& path, const
   if (on_mpi(s, ranks)) {  // a copy on each rank's buddy, so the loss of one rank loses none of it
     std::vector<uint64_t> keys;
     for (const IoTask& t : tasks) keys.push_back(t.key);
-    s.coordinator()->replicate(keys);
+    replicate_recovering(s, keys);
   }
   return leaves;
 }

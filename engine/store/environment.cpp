@@ -29,7 +29,7 @@ void Environment::bind(const std::string& name, NodeRef value) {
   internal_check(value != nullptr);
   Entry& e = entries_[name];
   // A Source is data already: its value, or a stored leaf's shards (a loaded file).
-  if (value->value || value->op == Op::Source) {
+  if (value->value || value->op == Op::Source || on_disk_.count(value->id)) {
     e.declared = properties_of(value).declared();
     e.stored = as_leaf(std::move(value));
     e.pending = nullptr;

@@ -47,8 +47,8 @@ class Environment {
   // Failures kept for authors that have not come back (oldest dropped first).
   static constexpr size_t kMaxFailures = 256;
 
-  // user_check: an identifier. A value that is data already (a Source, or a node holding a
-  // value) is stored at once, as a leaf; anything else is pending.
+  // user_check: an identifier. A value that is data already (a Source, a node holding a value,
+  // or a tensor placed on disk) is stored at once, as a leaf; anything else is pending.
   void bind(const std::string& name, NodeRef value);
   void drop(const std::string& name);
   NodeRef get(const std::string& name) const;  // nullptr when unbound
@@ -67,6 +67,12 @@ class Environment {
   // any previous value stays).
   void settle(const std::string& name, NodeRef stored);
 
+  // A tensor placed on disk (tp.place(x, {storage = "disk"})): a lazy read of its file, bound as
+  // it is (read when an observation needs it, never copied into memory by the binding).
+  void mark_on_disk(uint64_t node) { on_disk_.insert(node); }
+  bool on_disk(uint64_t node) const { return on_disk_.count(node) != 0; }
+  void forget_on_disk(uint64_t node) { on_disk_.erase(node); }
+
   // Whose chunk runs now (tapestry serve: the client id; 0, the default, for the local user).
   void set_author(int author) { author_ = author; }
   int author() const { return author_; }
@@ -78,6 +84,7 @@ class Environment {
   std::set<std::string> pending_;
   int author_ = 0;
   std::deque<Failure> failures_;
+  std::set<uint64_t> on_disk_;
 };
 
 // A name as tp.env takes it: an identifier (letters, digits, '_', not starting with a digit).

@@ -1,6 +1,13 @@
 #include "engine/store/shard_store.hpp"
 
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <mutex>
+#include <tuple>
 
 #include "engine/ir/error.hpp"
 #include "engine/poly/view_window.hpp"
@@ -22,7 +29,7 @@ void ShardStore::put(int rank, uint64_t key, const poly::Box& box, const View& v
     kept = copy->v;
   }
   std::lock_guard<std::mutex> lock(mu_);
-  pieces_[{key, rank}].push_back({box, std::move(kept), {}, nullptr});
+  pieces_[{key, rank}].push_back({box, std::move(kept), {}, nullptr, {}, ++tick_});
 }
 
 void ShardStore::put(int rank, uint64_t key, const poly::Box& box, const DeviceView& v, DeviceBackend& dev) {
@@ -33,7 +40,7 @@ void ShardStore::put(int rank, uint64_t key, const poly::Box& box, const DeviceV
     dev.copy(v, kept);
   }
   std::lock_guard<std::mutex> lock(mu_);
-  pieces_[{key, rank}].push_back({box, kept.layout, kept, &dev});
+  pieces_[{key, rank}].push_back({box, kept.layout, kept, &dev, {}, ++tick_});
 }
 
 const ShardStore::Piece* ShardStore::covering(int rank, uint64_t key, const poly::Box& box) const {
@@ -44,9 +51,41 @@ const ShardStore::Piece* ShardStore::covering(int rank, uint64_t key, const poly
   return nullptr;
 }
 
+const ShardStore::Piece* ShardStore::resident(int rank, uint64_t key, const poly::Box& box,
+                                              std::unique_lock<std::mutex>& lock) const {
+  for (;;) {
+    auto* p = const_cast<Piece*>(covering(rank, key, box));
+    if (!p) return nullptr;
+    p->last_use = ++tick_;
+    if (p->file.empty()) return p;
+    // Read back outside the lock: the allocation may make room by spilling other pieces.
+    const std::string file = p->file;
+    const DType dtype = p->view.dtype;
+    const Shape shape = p->view.shape;
+    lock.unlock();
+    std::shared_ptr<Value> v = Value::alloc(dtype, shape);
+    const size_t n = static_cast<size_t>(v->v.numel()) * dtype_size(dtype);
+    FILE* f = std::fopen(file.c_str(), "rb");
+    const bool ok = f && std::fread(v->v.byte_ptr(), 1, n, f) == n;
+    const int err = errno;
+    if (f) std::fclose(f);
+    if (!ok)
+      throw Error(cat_str("cannot read back the spilled piece of stored tensor %", key, " on rank ", rank,
+                          " from '", file, "': ", f ? "the file is short" : std::strerror(err)));
+    lock.lock();
+    p = const_cast<Piece*>(covering(rank, key, box));
+    if (p && p->file == file) {  // else another thread read it back first, or it was dropped
+      p->view = v->v;
+      p->file.clear();
+      std::remove(file.c_str());
+      ++readbacks_;
+    }
+  }
+}
+
 std::optional<ShardStore::Found> ShardStore::find_piece(int rank, uint64_t key, const poly::Box& box) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  const Piece* p = covering(rank, key, box);
+  std::unique_lock<std::mutex> lock(mu_);
+  const Piece* p = resident(rank, key, box, lock);
   if (!p) return std::nullopt;
   const View w = window(p->view, p->box, box);
   if (p->dev.mem) return Found{View{}, p->dev.with(w)};
@@ -57,8 +96,8 @@ std::optional<View> ShardStore::find(int rank, uint64_t key, const poly::Box& bo
   DeviceView on_dev;
   DeviceBackend* dev = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    const Piece* p = covering(rank, key, box);
+    std::unique_lock<std::mutex> lock(mu_);
+    const Piece* p = resident(rank, key, box, lock);
     if (!p) return std::nullopt;
     const View w = window(p->view, p->box, box);
     if (!p->dev.mem) return w;
@@ -81,8 +120,60 @@ int64_t ShardStore::device_bytes() const {
 
 void ShardStore::drop(uint64_t key) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto it = pieces_.lower_bound({key, -1}); it != pieces_.end() && it->first.first == key;)
+  for (auto it = pieces_.lower_bound({key, -1}); it != pieces_.end() && it->first.first == key;) {
+    for (const Piece& p : it->second)
+      if (!p.file.empty()) std::remove(p.file.c_str());
     it = pieces_.erase(it);
+  }
+}
+
+ShardStore::~ShardStore() {
+  for (const auto& [k, ps] : pieces_)
+    for (const Piece& p : ps)
+      if (!p.file.empty()) std::remove(p.file.c_str());
+}
+
+int64_t ShardStore::spill_coldest(int64_t need, const std::string& dir, bool fail_writes,
+                                  const std::function<std::string(uint64_t)>& what) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Host pieces in memory that only the store refers to (a plan running holds windows on the
+  // pieces it reads), coldest first.
+  std::vector<std::tuple<uint64_t, uint64_t, int, size_t>> cold;  // tick, key, rank, index
+  for (const auto& [kr, ps] : pieces_)
+    for (size_t i = 0; i < ps.size(); ++i) {
+      const Piece& p = ps[i];
+      if (p.file.empty() && !p.dev.mem && p.view.buf && p.view.buf.use_count() == 1)
+        cold.emplace_back(p.last_use, kr.first, kr.second, i);
+    }
+  std::sort(cold.begin(), cold.end());
+  int64_t freed = 0;
+  static std::atomic<uint64_t> next{0};
+  for (const auto& [tick, key, rank, i] : cold) {
+    if (freed >= need) break;
+    Piece& p = pieces_[{key, rank}][i];
+    const int64_t bytes = payload(p.view);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    const std::string path = cat_str(dir, "/k", key, "-r", rank, "-s", ++next);
+    auto failed = [&](const std::string& why) {
+      std::remove(path.c_str());
+      return Error(cat_str("cannot spill ", what ? what(key) : cat_str("%", key), " (its piece on rank ",
+                           rank, ", ", human_bytes(static_cast<double>(bytes)), ") to '", path, "': ", why));
+    };
+    if (fail_writes) throw failed("No space left on device (injected: TAPESTRY_SPILL_FAULT)");
+    FILE* f = std::fopen(path.c_str(), "wb");
+    if (!f) throw failed(std::strerror(errno));
+    const bool ok =
+        std::fwrite(p.view.byte_ptr(), 1, static_cast<size_t>(bytes), f) == static_cast<size_t>(bytes);
+    const int err = errno;
+    if (std::fclose(f) != 0 || !ok) throw failed(std::strerror(ok ? errno : err));
+    p.file = path;
+    p.view.buf.reset();
+    freed += bytes;
+    ++spills_;
+    spill_bytes_ += bytes;
+  }
+  return freed;
 }
 
 int64_t ShardStore::bytes(int rank, uint64_t key) const {

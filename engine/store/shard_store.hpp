@@ -8,13 +8,17 @@
 // rebind never overwrites the pieces readers still use. Under MPI each process holds its own
 // rank; over loopback this process holds every rank. A shard computed on a device is kept in
 // device memory: the next plan's blocks read it there, and a host reader (tp.save, a CPU
-// block) gets a downloaded copy.
+// block) gets a downloaded copy. Under memory pressure (engine/session/spill.hpp) the coldest
+// host pieces nobody is reading are written to files and freed (spill_coldest); a later find
+// reads such a piece back.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -55,16 +59,34 @@ class ShardStore {
   // The pieces of (key, rank) on the host: each box with a window on it, or a downloaded copy.
   std::vector<std::pair<poly::Box, View>> pieces(uint64_t key, int rank) const;
 
+  // Writes the least recently used host pieces that nothing else refers to (no plan holds a
+  // window on them) into `dir`, one file each, and frees them, until `need` bytes are freed or
+  // none is left; the bytes freed. A piece whose file cannot be written stays in memory and the
+  // Error names it (`what(key)` names a key: "tp.env.w", "%12").
+  int64_t spill_coldest(int64_t need, const std::string& dir, bool fail_writes,
+                        const std::function<std::string(uint64_t)>& what);
+  int64_t spills() const { return spills_; }            // pieces written out, in all
+  int64_t spill_bytes() const { return spill_bytes_; }  // their bytes, in all
+  int64_t readbacks() const { return readbacks_; }      // pieces read back, in all
+  ~ShardStore();                                        // removes the spill files
+
  private:
   struct Piece {
     poly::Box box;
     View view;       // host, or the device data's layout (buf null)
     DeviceView dev;  // mem set: in device memory
     DeviceBackend* backend = nullptr;
+    std::string file;       // spilled: its data is in this file (view.buf null)
+    uint64_t last_use = 0;  // tick of the last put or find
   };
   const Piece* covering(int rank, uint64_t key, const poly::Box& box) const;  // under mu_
+  // The piece covering `box`, read back from its file first when it was spilled.
+  const Piece* resident(int rank, uint64_t key, const poly::Box& box,
+                        std::unique_lock<std::mutex>& lock) const;
   mutable std::mutex mu_;
-  std::map<std::pair<uint64_t, int>, std::vector<Piece>> pieces_;  // (key, rank)
+  mutable std::map<std::pair<uint64_t, int>, std::vector<Piece>> pieces_;  // (key, rank)
+  mutable uint64_t tick_ = 0;
+  mutable int64_t spills_ = 0, spill_bytes_ = 0, readbacks_ = 0;
 };
 
 }  // namespace tapestry

@@ -25,6 +25,7 @@ NodeRef StoredCatalog::new_leaf(const Shape& shape, DType dtype) {
 void StoredCatalog::register_stored(const NodeRef& leaf, std::vector<plan::Shard> shards, int ranks) {
   internal_check(leaf && leaf->op == Op::Source);
   for (plan::Shard& s : shards) s.tensor = leaf->id;
+  lost_.erase(leaf->id);
   catalog_[leaf->id] = StoredLayout{std::move(shards), ranks, leaf};
 }
 
@@ -51,6 +52,7 @@ std::vector<uint64_t> StoredCatalog::sweep() {
     }
     materialized_by_leaf_.erase(id);
   }
+  lineage_.forget(dead);
   return gone;
 }
 

@@ -20,6 +20,7 @@
 
 #include "engine/ir/node.hpp"
 #include "engine/plan/sharded_graph.hpp"
+#include "engine/store/lineage.hpp"
 
 namespace tapestry {
 
@@ -34,7 +35,7 @@ class StoredCatalog {
   StoredCatalog();
   // A stored leaf (a Source without a value) that tells this catalog when it is gone.
   NodeRef new_leaf(const Shape& shape, DType dtype);
-  // `leaf` from new_leaf.
+  // `leaf` from new_leaf (again after a lost MPI job: where it was restored or recomputed).
   void register_stored(const NodeRef& leaf, std::vector<plan::Shard> shards, int ranks);
   // nullptr when `id` is not a live stored leaf.
   const StoredLayout* layout(uint64_t id) const;
@@ -55,8 +56,11 @@ class StoredCatalog {
   std::vector<std::pair<uint64_t, StoredLayout>> live() const;
   // A stored tensor no copy of survived: forgotten, and reading it is Error(`why`).
   void mark_lost(uint64_t id, std::string why);
-  const std::string* lost(uint64_t id) const;  // nullptr unless marked lost
+  const std::string* lost(uint64_t id) const;         // nullptr unless marked lost
+  void unmark_lost(uint64_t id) { lost_.erase(id); }  // its leaf holds its value again
   bool any_lost() const { return !lost_.empty(); }
+  // What each stored tensor was computed from, while its inputs live (engine/store/lineage.hpp).
+  Lineage& lineage() { return lineage_; }
 
  private:
   struct Materialized {
@@ -72,6 +76,7 @@ class StoredCatalog {
   std::unordered_map<uint64_t, Materialized> materialized_;
   std::unordered_multimap<uint64_t, uint64_t> materialized_by_leaf_;  // leaf id -> expr ids
   std::unordered_map<uint64_t, std::string> lost_;                    // id -> why
+  Lineage lineage_;
 };
 
 // "split(1, 4)", "grid{2,2}", "whole on rank 0", "replicated on 4 ranks".

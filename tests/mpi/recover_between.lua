@@ -2,8 +2,12 @@
 -- SIGSTOP with `STOP`): the next observation notices, the job is relaunched, every stored tensor
 -- comes back with the same values, and the script ends with status 0. Run as
 --   mpirun -n 3 tapestry recover_between.lua RANK [STOP]     (tests/mpi/CMakeLists.txt)
-local victim_rank = assert(tonumber(arg[1]), "usage: recover_between.lua RANK [STOP]")
+--   mpirun -n 3 tapestry --shrink recover_between.lua RANK KILL SHRINK
+-- With SHRINK the new job has 2 ranks: each stored tensor's pieces are mapped onto them, and
+-- plans then use the smaller mesh.
+local victim_rank = assert(tonumber(arg[1]), "usage: recover_between.lua RANK [STOP|KILL] [SHRINK]")
 local signal = arg[2] or "KILL"
+local shrink = arg[3] == "SHRINK"
 local here = io.open("/proc/self/stat"):read("l"):match("^(%d+)")
 local function job_ranks()
   local t = {}
@@ -56,6 +60,11 @@ print(string.format("relaunches %d, from survivors %d, from replicas %d, lost %d
   s.restored_from_survivors, s.restored_from_replicas, s.tensors_lost))
 assert(s.job_relaunches == 1 and s.tensors_lost == 0, "expected one relaunch and nothing lost")
 assert(s.restored_from_replicas >= 1, "no tensor came back from a buddy replica")
+assert(tp.mesh().ranks == (shrink and 2 or 3), "the job has " .. tp.mesh().ranks .. " ranks")
+for _, row in ipairs(tp.tensors()) do
+  print(string.format("after: %s %s on %d ranks", row.name, row.layout, #row.bytes_per_rank))
+  assert(#row.bytes_per_rank == tp.mesh().ranks, row.name .. " is not on the new mesh")
+end
 -- The new job works: new values, and the old ones rebound.
 tp.env.w = tp.env.w + 1
 assert(same(read(tp.env.w, 1), read(tp.env.v * 0.5 + 0.5, 1)), "the relaunched job computes wrong values")

@@ -99,6 +99,18 @@ TEST_CASE("repl.cli.values_of_options") {
   CHECK(parse({"-ie", "x = 1"}).options.interactive);
 }
 
+TEST_CASE("repl.cli.recovery_options") {
+  CHECK_FALSE(parse({}).options.shrink);
+  CHECK(parse({"--shrink", "s.lua"}).options.shrink);
+  CHECK(parse({"--shrink", "s.lua"}).options.script == "s.lua");
+  CHECK(parse({"--checkpoint-dir", "/ck"}).options.checkpoint_dir == "/ck");
+  CHECK(parse({"--checkpoint-every", "2.5"}).options.checkpoint_every == 2.5);
+  CHECK(parse({}).options.checkpoint_every == 0);
+  CHECK(parse({"--checkpoint-every", "0"}).error ==
+        "'--checkpoint-every' needs a number of minutes > 0, got '0'");
+  CHECK(parse({"--checkpoint-every", "soon"}).error.find("got 'soon'") != std::string::npos);
+}
+
 TEST_CASE("repl.cli.memory_per_rank") {
   CHECK(parse({}).options.memory_per_rank == -1);
   CHECK(parse({"--memory-per-rank", "512M"}).options.memory_per_rank == 512LL << 20);
