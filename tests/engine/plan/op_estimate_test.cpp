@@ -88,11 +88,22 @@ TEST_CASE("engine.plan.op_estimate.trees_whose_roots_receive_first_wait_in_a_cha
 }
 
 // The root's share of a broadcast: the tree's ceil(log2 p) copies, or the scatter of the
-// scatter + ring form, as broadcast_time chooses.
+// scatter + ring form and its part of the ring all-gather, as broadcast_time chooses: the root
+// sends in every round of both, so it is busy for the whole collective.
 TEST_CASE("engine.plan.collective_cost.broadcast_root_time") {
   const Link l{1e9, 1e-6};
   CHECK(broadcast_root_time(l, 64, 1024) == doctest::Approx(6 * (1e-6 + 1024e-9)).epsilon(1e-12));
   const double n = 64.0 * 1024 * 1024;
-  CHECK(broadcast_root_time(l, 64, n) == doctest::Approx(6e-6 + 63.0 / 64 * n * 1e-9).epsilon(1e-12));
+  CHECK(broadcast_root_time(l, 64, n) ==
+        doctest::Approx((6 + 63) * 1e-6 + 2 * 63.0 / 64 * n * 1e-9).epsilon(1e-12));
   CHECK(broadcast_root_time(l, 1, n) == 0);
+  // Only the root holds the slice, so it sends each of its n bytes at least once, in any form
+  // and to any number of members (the scatter alone sent (p-1)/p n: 2/3 n for 3 members, and a
+  // band broadcast to two readers looked cheaper for the root than a band sent to one).
+  for (int p : {2, 3, 4, 5, 8, 64, 1024})
+    for (double bytes : {8.0, 65536.0, 4.0 * 1024 * 1024}) {
+      CAPTURE(p);
+      CAPTURE(bytes);
+      CHECK(broadcast_root_time(l, p, bytes) >= l.time(bytes) * (1 - 1e-12));
+    }
 }
