@@ -1,7 +1,6 @@
 #include "engine/plan/collective_cost.hpp"
 
 #include <cmath>
-#include <string>
 
 namespace tapestry::plan {
 
@@ -21,11 +20,12 @@ Collective broadcast_time(const Link& l, int p, double n) {
   return cheaper(tree, ring);
 }
 
-double broadcast_root_time(const Link& l, int p, double n) {
-  if (p <= 1 || n <= 0) return 0;
-  if (std::string(broadcast_time(l, p, n).algorithm) == "tree") return rounds(p) * l.time(n);
-  return rounds(p) * l.latency + double(p - 1) / p * n / l.bandwidth;
-}
+// The root sends in every round of both forms: the tree's ceil(log2 p) copies, and in the ring
+// form its scatter ((p-1)/p n) and then its share of the ring all-gather ((p-1)/p n more: its own
+// piece, which no other member holds, and the pieces it passes on). Charging it only the scatter
+// let a root send less than the n bytes its members lack and it alone holds, so broadcasting a
+// band to two readers looked cheaper for the root than sending it to one.
+double broadcast_root_time(const Link& l, int p, double n) { return broadcast_time(l, p, n).time; }
 
 Collective reduce_time(const Link& l, int p, double n, double merge) {
   if (p <= 1) return {0.0, "local"};

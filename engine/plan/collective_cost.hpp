@@ -32,9 +32,10 @@ struct Collective {
 Collective broadcast_time(const Link& l, int p, double bytes);
 Collective reduce_time(const Link& l, int p, double bytes, double merge_bytes_per_s);
 Collective all_reduce_time(const Link& l, int p, double bytes, double merge_bytes_per_s);
-// How long a broadcast keeps its root's link busy: the ceil(log2 p) copies the tree's root sends
-// (latency and bytes each), or the root's share of the scatter + ring form, whichever
-// broadcast_time chose. A root's broadcasts queue on its link one after another.
+// How long a broadcast keeps its root's link busy: the whole collective, whichever form
+// broadcast_time chose, since the root sends in every round of both (the tree's ceil(log2 p)
+// copies; the ring form's scatter and then its share of the ring all-gather). A root's broadcasts
+// queue on its link one after another.
 double broadcast_root_time(const Link& l, int p, double bytes);
 // `bytes`: the whole input of each rank; each of the p ranks ends with bytes / p of the sum.
 Collective reduce_scatter_time(const Link& l, int p, double bytes, double merge_bytes_per_s);

@@ -452,15 +452,21 @@ Model::OpEstimate Model::detail(size_t i, size_t c, int64_t samples) const {
   // holders. The m parts of a slice read by more ranks go down a tree each over a group of
   // readers/m, which then exchange them (m - 1 messages each). Summed over the inputs, whose
   // holders are often the same ranks (a stencil's halo and its weights both leave rank 0).
-  double senders = 0;
+  double senders = 0, held_sends = 0, held_overhead = 0;
   const std::vector<double>& readers = copies(i, c);
   for (size_t j = 0; j < n_in; ++j) {
     if (missing[j] <= 0) continue;
+    // A held tensor's sends (the holder's link alone, not its readers' exchange among groups):
+    // totals() lets them start before the op (see OpEstimate::held_sends).
+    const double senders_before = senders;
+    const bool held_input = in[i][j].op < 0;
+    if (!held_input) e.moves_outputs = true;
     const double n = readers[j], parts = msgs[j] / lacking[j], per_msg = missing[j] / msgs[j];
     const double holding = holder_count(in[i][j]), all = msgs[j] * scale;
     if (n <= 1 || (parts > 1 && n <= parts + 1)) {  // straight from the holders
       const double q = std::max(1.0, all / holding);
       senders += sender_time(q, q * per_msg);
+      if (held_input) held_sends += senders - senders_before, held_overhead += q * link.latency;
       continue;
     }
     const double groups = std::max(1.0, std::round(parts));
@@ -468,6 +474,7 @@ Model::OpEstimate Model::detail(size_t i, size_t c, int64_t samples) const {
     if (group < 1.5) {
       const double q = std::max(1.0, all / n / holding);
       senders += sender_time(q, q * per_msg);
+      if (held_input) held_overhead += q * link.latency;
     } else {
       // Two or more readers lacking the whole part: lower() makes the tree a broadcast exchange,
       // which cost_of() prices by its formula from its root's arrival; a holder's broadcasts
@@ -480,13 +487,14 @@ Model::OpEstimate Model::detail(size_t i, size_t c, int64_t samples) const {
       const double per = std::max(1.0, trees / holding) / trees;  // a holder's share
       const int p = static_cast<int>(std::lround(group)) + 1;
       const Link& l = exchange_link(i, c, j, per_msg);
-      const double root = broadcast_root_time(l, p, per_msg);
-      const double tail = broadcast_time(l, p, per_msg).time - root;
+      const double root = broadcast_root_time(l, p, per_msg);  // the whole collective
       const double short_root =
           p - 1 >= 3 ? broadcast_root_time(l, p - 1, per_msg) : link.latency + per_msg / link.bandwidth;
-      senders += per * (full * root + shorter * short_root) + (full > 0 ? tail : link.latency);
+      senders += per * (full * root + shorter * short_root) + (full > 0 ? 0 : link.latency);
+      if (held_input) held_overhead += per * trees * link.latency;  // the root's program joins each
       senders += tree_chain(i, c, j) * broadcast_time(l, p, per_msg).time;
     }
+    if (held_input) held_sends += senders - senders_before;
     if (groups > 1) senders += sender_time(groups - 1, (groups - 1) * per_msg);
   }
   double combine = 0;
@@ -504,6 +512,9 @@ Model::OpEstimate Model::detail(size_t i, size_t c, int64_t samples) const {
     e.moved += (per_slice - 1) * s.output.bytes() * (cand.combine == CombineMode::AllReduce ? 2 : 1);
   }
   e.time = std::max(worst, e.compute + senders) + combine;
+  e.held_sends = held_sends;
+  e.held_overhead = std::min(held_sends, held_overhead);
+  e.held_slack = std::max(0.0, std::min(held_sends, e.compute + senders - worst));
   return e;
 }
 
@@ -516,14 +527,32 @@ PlanCost Model::totals() const {
 PlanCost Model::totals(const std::vector<OpEstimate>& per_op) const {
   PlanCost c;
   double peak = 0;
+  // A held tensor's holder sends it first, before its own blocks: lower() puts every held
+  // tensor's sends, for every op, at the head of its holder's program. So (one holder, the
+  // coordinator, as parameters are; several would send side by side, so this is the slower bound)
+  // - its link has carried the held sends up to op i's by `link`, and op i waits only for what is
+  //   still on the wire when it starts (the sends of a later op run while earlier ops compute);
+  // - its program pays every message's overhead first (1,023 sends of a weight's pieces are 2 ms of
+  //   rank 0's time), then runs its blocks: the plan takes at least all the overheads plus every
+  //   op's time without its held sends (`holder`);
+  // - an op that moves an earlier op's output, whose pieces the holder sends too (a halo of its
+  //   block), moves it once the last held send is off the link.
+  double link = 0, all_held = 0, holder = 0;
+  for (const OpEstimate& e : per_op) all_held += e.held_sends, holder += e.held_overhead;
   for (size_t i = 0; i < ops.size(); ++i) {
     const OpEstimate& e = per_op[i];
-    c.time += e.time;
+    link += e.held_sends;
+    const double start = c.time, rest = e.time - e.held_sends;
+    const double waits = std::clamp(link - start, 0.0, e.held_sends);
+    c.time += e.time - std::min(e.held_sends - waits, e.held_slack);
+    if (e.moves_outputs && start < all_held) c.time = std::max(c.time, all_held + rest);
+    holder += rest;
     c.flops += e.flops;
     c.bytes_moved += static_cast<int64_t>(e.moved);
     const int64_t per_rank = (e.blocks + m.ranks - 1) / m.ranks;
     peak += double(per_rank) * e.block_bytes;
   }
+  c.time = std::max(c.time, holder);
   c.peak_bytes = static_cast<int64_t>(peak + held_peak);
   if (double(c.peak_bytes) > m.mem_bytes_per_rank)  // a limit, as cost_of's (cost.hpp)
     c.memory_penalty = kOverMemory + (double(c.peak_bytes) - m.mem_bytes_per_rank) * 1e-6;

@@ -83,6 +83,12 @@ struct Model {
     double time = 0, flops = 0, moved = 0;
     double block_bytes = 0;  // per block on average: its output plus the slices it received
     double compute = 0;      // the busiest sampled block's compute (its inputs generated included)
+    // What of `time` is a held tensor's sends from its holder (as if they started with the op),
+    // the holder program's per-message overhead among them, and how much of that the time would
+    // lose without them, less the overhead (none where a block's own receives take longer):
+    // totals() starts them with the plan instead, queued on the holder's link.
+    double held_sends = 0, held_slack = 0, held_overhead = 0;
+    bool moves_outputs = false;  // it moves an earlier op's output between ranks
     int64_t blocks = 0;
   };
 

@@ -114,6 +114,26 @@ TEST_CASE("engine.plan.strategies.data_parallel_replicated_weights") {
   }
 }
 
+// Column parallel: a large weight W on rank 0 and a small batch X generated where read; each rank
+// computes its band of Y's columns from its band of W, so rank 0 sends (p-1)/p |W| and nothing
+// else moves. A grid that also splits X's rows (i/2 x j/32) broadcasts each band to two ranks:
+// twice the bytes, and, since only rank 0 holds W, no fewer bytes out of rank 0's link, so it is
+// never faster (the root was once charged only its scatter, and that grid won by 24% at p = 64).
+TEST_CASE("engine.plan.strategies.column_parallel_large_weight") {
+  for (int p : {8, 64}) {
+    CAPTURE(p);
+    const Mesh m = Mesh::modelled(p);
+    const int64_t B = 64, K = 1024, N = 4096;
+    NodeRef x = build::rand({B, K}, 3, DType::F32);
+    NodeRef y = build::matmul(x, weight({K, N}));
+    const Planned pl = plan_for(y, m);
+    CHECK(choice_of(pl, y) == cat_str("j/", p));
+    const double W = double(K * N) * kF32;
+    CHECK(pl.pg.plan.cost.bytes_moved == int64_t(W * (p - 1) / p));
+    CHECK(of_kind(pl.moves, MoveKind::Broadcast).empty());
+  }
+}
+
 // Megatron: H = gelu(X W1) by columns (j/p), Y = H W2 by rows of W2 (k/p): one combine of Y.
 // All-reduced (Y replicated): 2 (p-1) |Y| bytes, as one all-reduce or as its ring's two halves,
 // a reduce-scatter and an all-gather (the same formula and bytes); reduce-scattered (Y by
