@@ -128,7 +128,8 @@ class Evaluation {
       if (!runs(s)) continue;  // leaves, fused nodes
       if (cancel_requested()) throw Cancelled();
       const double k0 = tracing ? trace::now_us() : 0;
-      run_retried(node(i), [&] { s.value = compute(i); });
+      // {this, i} fits std::function's in-place storage; [&] (three references) allocated.
+      run_retried(node(i), [this, i] { slot(i).value = compute(i); });
       keep_if_held(i);
       if (tracing) trace_kernel(i, k0);
       ++stats().nodes_evaluated;
