@@ -288,11 +288,17 @@ View View::sliced(const std::vector<int64_t>& start, const std::vector<int64_t>&
 // must each be contiguous among themselves.
 bool View::try_reshape(const Shape& to, View& out) const {
   internal_check(tapestry::numel(to) == numel());
-  View v = *this;
-  v.shape = to;
+  // out is written field by field at the end (it may be *this): copying the whole View twice
+  // cost four allocations per reshape, two of a CG step's matvec.
+  const auto set = [&](Strides st) {
+    out.buf = buf;
+    out.dtype = dtype;
+    out.offset = offset;
+    out.shape = to;
+    out.strides = std::move(st);
+  };
   if (numel() == 0 || is_contiguous()) {
-    v.strides = contiguous_strides(to);
-    out = v;
+    set(contiguous_strides(to));
     return true;
   }
   Shape od;
@@ -322,8 +328,7 @@ bool View::try_reshape(const Shape& to, View& out) const {
   }
   int64_t last = ni >= 1 ? ns[ni - 1] : 1;
   for (size_t nk = ni; nk < nnd; ++nk) ns[nk] = last;
-  v.strides = ns;
-  out = v;
+  set(std::move(ns));
   return true;
 }
 
