@@ -49,7 +49,8 @@ void collect_under_pressure(lua_State* L) {
 // C++ exception too, and must not be thrown from inside a handler of ours).
 int guarded(lua_State* L) {
   auto fn = reinterpret_cast<LuaFn>(lua_touserdata(L, lua_upvalueindex(1)));
-  const char* name = lua_tostring(L, lua_upvalueindex(2));
+  // The function's name only when an error needs it: every Tensor operation passes here.
+  const auto name = [L] { return lua_tostring(L, lua_upvalueindex(2)); };
   std::string msg;
   try {
     collect_under_pressure(L);
@@ -57,17 +58,17 @@ int guarded(lua_State* L) {
     collect_in_proportion(L);
     return results;
   } catch (const ArgError& e) {
-    msg = cat_str("bad argument #", e.arg(), " to '", name, "' (", e.what(), ")");
+    msg = cat_str("bad argument #", e.arg(), " to '", name(), "' (", e.what(), ")");
   } catch (const Error& e) {
-    msg = cat_str(name, ": ", e.what());
+    msg = cat_str(name(), ": ", e.what());
   } catch (const Cancelled& e) {
-    msg = cat_str(name, ": ", e.what());
+    msg = cat_str(name(), ": ", e.what());
   } catch (const InternalError& e) {
-    msg = cat_str(name, ": ", e.what());
+    msg = cat_str(name(), ": ", e.what());
   } catch (const std::bad_alloc&) {
-    msg = cat_str(name, ": out of memory");
+    msg = cat_str(name(), ": out of memory");
   } catch (const std::exception& e) {
-    msg = cat_str(name, ": ", e.what());
+    msg = cat_str(name(), ": ", e.what());
   }
   lua_pushstring(L, msg.c_str());
   return lua_error(L);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/ir/error.hpp"
+#include "engine/ir/spin_lock.hpp"
 
 namespace tapestry {
 
@@ -110,7 +111,7 @@ class SmallCache {
   static int class_of(size_t size) { return std::countr_zero(size / kAlign); }
   void* take(size_t size) {
     std::vector<void*>& c = free_[class_of(size)];
-    std::lock_guard<std::mutex> lk(m_);
+    std::lock_guard<SpinLock> lk(m_);
     if (c.empty()) return nullptr;
     void* p = c.back();
     c.pop_back();
@@ -119,7 +120,7 @@ class SmallCache {
   }
   bool give(void* p, size_t size) {
     std::vector<void*>& c = free_[class_of(size)];
-    std::lock_guard<std::mutex> lk(m_);
+    std::lock_guard<SpinLock> lk(m_);
     if ((c.size() + 1) * size > kSmallClassMax || held_ + size > kSmallHeldMax) return false;
     try {
       c.push_back(p);
@@ -133,7 +134,7 @@ class SmallCache {
  private:
   static constexpr size_t kSmallClassMax = size_t(2) << 20;
   static constexpr size_t kSmallHeldMax = size_t(16) << 20;
-  std::mutex m_;
+  SpinLock m_;  // taken twice per small value: std::mutex was ~1% of a CG iteration
   size_t held_ = 0;
   std::vector<void*> free_[kClasses];
 };
@@ -319,11 +320,17 @@ View View::sliced(const std::vector<int64_t>& start, const std::vector<int64_t>&
 // must each be contiguous among themselves.
 bool View::try_reshape(const Shape& to, View& out) const {
   internal_check(tapestry::numel(to) == numel());
-  View v = *this;
-  v.shape = to;
+  // out is written field by field at the end (it may be *this): copying the whole View twice
+  // cost four allocations per reshape, two of a CG step's matvec.
+  const auto set = [&](Strides st) {
+    out.buf = buf;
+    out.dtype = dtype;
+    out.offset = offset;
+    out.shape = to;
+    out.strides = std::move(st);
+  };
   if (numel() == 0 || is_contiguous()) {
-    v.strides = contiguous_strides(to);
-    out = v;
+    set(contiguous_strides(to));
     return true;
   }
   Shape od;
@@ -353,8 +360,7 @@ bool View::try_reshape(const Shape& to, View& out) const {
   }
   int64_t last = ni >= 1 ? ns[ni - 1] : 1;
   for (size_t nk = ni; nk < nnd; ++nk) ns[nk] = last;
-  v.strides = ns;
-  out = v;
+  set(std::move(ns));
   return true;
 }
 

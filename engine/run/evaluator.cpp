@@ -128,7 +128,8 @@ class Evaluation {
       if (!runs(s)) continue;  // leaves, fused nodes
       if (cancel_requested()) throw Cancelled();
       const double k0 = tracing ? trace::now_us() : 0;
-      run_retried(node(i), [&] { s.value = compute(i); });
+      // {this, i} fits std::function's in-place storage; [&] (three references) allocated.
+      run_retried(node(i), [this, i] { slot(i).value = compute(i); });
       keep_if_held(i);
       if (tracing) trace_kernel(i, k0);
       ++stats().nodes_evaluated;
@@ -376,6 +377,11 @@ class Evaluation {
     if (is_view_op(n)) {
       --stats().kernels;  // views move no data unless a reshape needs a copy
       return view_of(i);
+    }
+    if (op_kind(n.op) == OpKind::Matmul) {  // as HostBackend::matmul, without wrapping 3 views
+      auto out = alloc(n.dtype, n.shape);
+      cpu::run_matmul(input_view(i, 0), input_view(i, 1), out->v);
+      return out;
     }
     std::vector<DeviceView> ins;
     ins.reserve(n.inputs.size());

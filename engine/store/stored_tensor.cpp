@@ -18,6 +18,7 @@ NodeRef StoredCatalog::new_leaf(const Shape& shape, DType dtype) {
     if (auto g = weak.lock()) {
       std::lock_guard lock(g->mu);
       g->ids.push_back(id);
+      g->any.store(true, std::memory_order_release);
     }
   });
 }
@@ -37,9 +38,11 @@ const StoredLayout* StoredCatalog::layout(uint64_t id) const {
 
 std::vector<uint64_t> StoredCatalog::sweep() {
   std::vector<uint64_t> dead;
+  if (!graveyard_->any.load(std::memory_order_acquire)) return dead;
   {
     std::lock_guard lock(graveyard_->mu);
     dead.swap(graveyard_->ids);
+    graveyard_->any.store(false, std::memory_order_relaxed);
   }
   std::vector<uint64_t> gone;
   for (uint64_t id : dead) {

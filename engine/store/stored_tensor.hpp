@@ -10,6 +10,7 @@
 // number of stored tensors: every observation sweeps.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -70,6 +71,9 @@ class StoredCatalog {
   struct Graveyard {
     std::mutex mu;
     std::vector<uint64_t> ids;
+    // Set under mu with each id added: every observation sweeps, and on one rank nearly every
+    // sweep finds nothing (a leaf added after sweep read it false waits for the next sweep).
+    std::atomic<bool> any{false};
   };
   std::shared_ptr<Graveyard> graveyard_ = std::make_shared<Graveyard>();
   std::map<uint64_t, StoredLayout> catalog_;

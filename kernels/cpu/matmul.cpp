@@ -54,8 +54,9 @@ BlasMat blas_layout(int64_t rows, int64_t cols, int64_t srow, int64_t scol) {
   return {false, CblasNoTrans, 0};
 }
 
-// A contiguous copy of v when BLAS cannot read its matrices in place.
-View blas_ready(const View& v, std::shared_ptr<Value>& keep) {
+// A contiguous copy of v when BLAS cannot read its matrices in place. By reference (v, or
+// keep's view): a copy of a View is two allocations, and a CG step runs a small product.
+const View& blas_ready(const View& v, std::shared_ptr<Value>& keep) {
   const int r = v.rank();
   if (blas_layout(v.shape[r - 2], v.shape[r - 1], v.strides[r - 2], v.strides[r - 1]).ok) return v;
   keep = Value::alloc(v.dtype, v.shape);
@@ -221,8 +222,9 @@ template <class T> void matmul_typed(const View& a0, const View& b0, const View&
   }
   std::shared_ptr<Value> ka, kb;
   constexpr bool kBlas = std::is_floating_point_v<T> || is_cx<T>;
-  const View a = kBlas ? blas_ready(a0, ka) : a0;
-  const View b = kBlas ? blas_ready(b0, kb) : rows_ready(b0, kb);
+  View b_rows;  // the integer product's b, when rows_ready copies it
+  const View& a = kBlas ? blas_ready(a0, ka) : a0;
+  const View& b = kBlas ? blas_ready(b0, kb) : (b_rows = rows_ready(b0, kb));
   const Operand oa = operand(a, out), ob = operand(b, out);
   const Shape bshape(out.shape.begin(), out.shape.end() - 2);
   const int64_t nbatch = numel(bshape);

@@ -37,7 +37,11 @@ DType common_dtype(std::initializer_list<const Operand*> ops) {
   return t;
 }
 
-Shape operand_shape(const Operand& o) { return o.weak ? Shape{} : o.node->shape; }
+// By reference: a Lua expression builds a few of these per operation, and a copy is an allocation.
+const Shape& operand_shape(const Operand& o) {
+  static const Shape scalar;
+  return o.weak ? scalar : o.node->shape;
+}
 
 // The operand as a node of `dtype` and `shape` (casting and broadcasting).
 NodeRef materialize(const Operand& o, DType dtype, const Shape& shape) {
@@ -326,7 +330,7 @@ NodeRef unary(Op op, const NodeRef& x) {
 NodeRef binary(Op op, const Operand& a, const Operand& b) {
   internal_check(op_kind(op) == OpKind::Map && op_def(op).arity == 2);
   if (op == Op::Complex) return make_complex(a, b);
-  const Shape shape = broadcast_shapes(operand_shape(a), operand_shape(b));
+  Shape shape = broadcast_shapes(operand_shape(a), operand_shape(b));
   DType t = common_dtype({&a, &b});
   if (is_half(t) && op != Op::LogicalAnd && op != Op::LogicalOr) {
     // Computed in f32 from the operands in t (a Lua number rounded to t first, as numpy), and
@@ -362,7 +366,8 @@ NodeRef binary(Op op, const Operand& a, const Operand& b) {
     case Op::LogicalOr: t = out = DType::Bool; break;
     default: break;
   }
-  return packed_map(op_node(op, {materialize(a, t, shape), materialize(b, t, shape)}, Attrs{}, shape, out));
+  std::vector<NodeRef> ins{materialize(a, t, shape), materialize(b, t, shape)};
+  return packed_map(op_node(op, std::move(ins), Attrs{}, std::move(shape), out));
 }
 
 // numpy's real, imag, conj and angle; of a real x: x, zeros, x and atan2(0, x).
