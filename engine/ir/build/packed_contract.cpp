@@ -52,23 +52,71 @@ Tiled tiled(const NodeRef& x, const std::string& labels, const std::map<char, in
   return t;
 }
 
-NodeRef assemble(const std::map<std::vector<int64_t>, NodeRef>& tiles, const Shape& grid, const Shape& shape,
-                 const std::vector<int64_t>& ext, std::vector<int64_t>& idx, DType t) {
-  const size_t d = idx.size();
-  if (d == grid.size()) {
-    const auto it = tiles.find(idx);
-    if (it != tiles.end()) return it->second;
-    Shape s(grid.size());
-    for (size_t e = 0; e < grid.size(); ++e) s[e] = std::min(ext[e], shape[e] - idx[e] * ext[e]);
-    return full(s, 0, t);
+// The tiles `idx` of x in tiles of `ext`, stacked along a new dim 0, edge tiles padded with
+// zeros (which add nothing to a contraction; the products are clipped). A block-sparse x
+// kept as P gives P's rows: all of them in order is P itself. A dense x gives rows of its
+// tiled view (padded, {g1, t1, g2, t2, ...} permuted to {g1*g2*..., t1, t2, ...}): affine
+// views whose tile dim the planner splits like any other, so a rank given some tile pairs
+// reads just those tiles.
+NodeRef tile_stack(const NodeRef& x, const std::vector<std::vector<int64_t>>& idx,
+                   const std::vector<int64_t>& ext, const Unpacked* u) {
+  const Shape grid = tile_grid(x->shape, ext);
+  std::vector<int64_t> rows;  // the flat tile index of each, then its row of the stack's source
+  for (const std::vector<int64_t>& i : idx) {
+    int64_t flat = 0;
+    for (size_t d = 0; d < grid.size(); ++d) flat = flat * grid[d] + i[d];
+    rows.push_back(flat);
   }
+  NodeRef src;
+  int64_t count = numel(grid);
+  if (u && u->pk.tiles == ext && u->p->shape.size() == x->shape.size() + 1) {
+    src = u->p;
+    count = static_cast<int64_t>(u->pk.nonzero.size());
+    for (int64_t& r : rows)
+      r = std::lower_bound(u->pk.nonzero.begin(), u->pk.nonzero.end(), r) - u->pk.nonzero.begin();
+  } else {
+    const int k = static_cast<int>(grid.size());
+    std::vector<int64_t> before(k, 0), after(k, 0);
+    Shape split, flat{numel(grid)};
+    std::vector<int> perm;
+    for (int d = 0; d < k; ++d) {
+      after[d] = grid[d] * ext[d] - x->shape[d];
+      split.push_back(grid[d]);
+      split.push_back(ext[d]);
+      perm.push_back(2 * d);
+      flat.push_back(ext[d]);
+    }
+    for (int d = 0; d < k; ++d) perm.push_back(2 * d + 1);
+    NodeRef v = x;
+    if (std::any_of(after.begin(), after.end(), [](int64_t e) { return e > 0; }))
+      v = pad(v, before, after, PadMode::Constant, 0.0);
+    src = reshape(permute(reshape(v, split), perm), flat);
+  }
+  bool identity = static_cast<int64_t>(rows.size()) == count;
+  for (size_t t = 0; t < rows.size() && identity; ++t) identity = rows[t] == static_cast<int64_t>(t);
+  if (identity) return src;
   std::vector<NodeRef> parts;
-  for (int64_t i = 0; i < grid[d]; ++i) {
-    idx.push_back(i);
-    parts.push_back(assemble(tiles, grid, shape, ext, idx, t));
-    idx.pop_back();
+  for (int64_t r : rows) parts.push_back(select(src, 0, r));
+  return stack(parts, 0);
+}
+
+// The dense tensor of `shape` whose tiles of `ext` (row-major, edge tiles padded) are the
+// rows of p: tile_stack's tiled view undone.
+NodeRef untile(const NodeRef& p, const Shape& shape, const std::vector<int64_t>& ext) {
+  const Shape grid = tile_grid(shape, ext);
+  const int k = static_cast<int>(grid.size());
+  Shape split(grid.begin(), grid.end()), padded;
+  split.insert(split.end(), ext.begin(), ext.end());
+  std::vector<int> perm;
+  for (int d = 0; d < k; ++d) {
+    perm.push_back(d);
+    perm.push_back(k + d);
+    padded.push_back(grid[d] * ext[d]);
   }
-  return parts.size() == 1 ? parts[0] : cat(parts, static_cast<int>(d));
+  NodeRef r = reshape(permute(reshape(p, split), perm), padded);
+  for (int d = 0; d < k; ++d)
+    if (padded[d] > shape[d]) r = narrow(r, d, 0, shape[d]);
+  return r;
 }
 
 // Block-sparse operands: the products of nonzero tile pairs that agree on shared letters.
@@ -94,8 +142,13 @@ NodeRef tile_contract(const NodeRef& a, const std::string& la, const NodeRef& b,
     for (char c : shared) key.push_back(B.present[j][lb.find(c)]);
     by_key.emplace(key, j);
   }
-  const std::string spec = la + "," + lb + "->" + out;
-  std::map<std::vector<int64_t>, NodeRef> sums;
+  // The nonzero tile pairs, as ONE einsum batched over them (a fresh letter z): the planner
+  // sees a tile dim it can split, and a rank given z/4 multiplies whole tiles (those it
+  // stores, when an operand is kept packed).
+  struct Pair {
+    std::vector<int64_t> ia, ib, io;
+  };
+  std::vector<Pair> pairs;
   for (const std::vector<int64_t>& ia : A.present) {
     std::vector<int64_t> key;
     for (char c : shared) key.push_back(ia[la.find(c)]);
@@ -104,12 +157,15 @@ NodeRef tile_contract(const NodeRef& a, const std::string& la, const NodeRef& b,
       const std::vector<int64_t>& ib = B.present[it->second];
       std::vector<int64_t> io;
       for (char c : out) io.push_back(has(la, c) ? ia[la.find(c)] : ib[lb.find(c)]);
-      const NodeRef term = einsum(
-          spec, {tile_of(a, ia, A.ext, ua ? &*ua : nullptr), tile_of(b, ib, B.ext, ub ? &*ub : nullptr)});
-      NodeRef& s = sums[io];
-      s = s ? binary(Op::Add, s, term) : term;
+      pairs.push_back({ia, ib, io});
     }
   }
+  char z = 0;
+  for (char c = 'a'; c <= 'z' && !z; ++c)
+    if (!has(la, c) && !has(lb, c)) z = c;
+  for (char c = 'A'; c <= 'Z' && !z; ++c)
+    if (!has(la, c) && !has(lb, c)) z = c;
+  if (!z) return nullptr;
   Shape shape;
   std::vector<int64_t> oext;
   for (char c : out) {
@@ -117,14 +173,41 @@ NodeRef tile_contract(const NodeRef& a, const std::string& la, const NodeRef& b,
     oext.push_back(ext.at(c));
   }
   const Shape grid = tile_grid(shape, oext);
-  const DType t = promote(a->dtype, b->dtype);
-  std::vector<int64_t> idx;
-  NodeRef r = assemble(sums, grid, shape, oext, idx, t);
-  if (static_cast<int64_t>(sums.size()) == numel(grid) || sums.empty()) return r;
+  if (pairs.empty()) return full(shape, 0, promote(a->dtype, b->dtype));
+  // The products in the order of their output tiles: with one pair per output tile (a
+  // block-diagonal or SUMMA-like pattern) the batched product is the result's P as it lies.
+  auto flat_of = [&](const std::vector<int64_t>& io) {
+    int64_t f = 0;
+    for (size_t d = 0; d < grid.size(); ++d) f = f * grid[d] + io[d];
+    return f;
+  };
+  std::stable_sort(pairs.begin(), pairs.end(),
+                   [&](const Pair& p, const Pair& q) { return flat_of(p.io) < flat_of(q.io); });
+  std::vector<std::vector<int64_t>> tiles_a, tiles_b;
+  for (const Pair& q : pairs) {
+    tiles_a.push_back(q.ia);
+    tiles_b.push_back(q.ib);
+  }
+  const std::string zs(1, z);
+  NodeRef prod =
+      einsum(zs + la + "," + zs + lb + "->" + zs + out, {tile_stack(a, tiles_a, A.ext, ua ? &*ua : nullptr),
+                                                         tile_stack(b, tiles_b, B.ext, ub ? &*ub : nullptr)});
   PropertiesAttrs decl;
   decl.tiles = oext;
-  for (const std::vector<int64_t>& i : all_tiles(grid)) decl.nonzero.push_back(sums.count(i) > 0);
-  return declare(r, std::move(decl), true);
+  decl.nonzero.assign(static_cast<size_t>(numel(grid)), false);
+  std::vector<NodeRef> rows;  // per output tile with a pair: the sum of its products
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    const NodeRef term = select(prod, 0, static_cast<int64_t>(k));
+    if (k > 0 && pairs[k].io == pairs[k - 1].io) {
+      rows.back() = binary(Op::Add, rows.back(), term);
+    } else {
+      rows.push_back(term);
+      decl.nonzero[flat_of(pairs[k].io)] = true;
+    }
+  }
+  if (rows.size() < pairs.size()) prod = stack(rows, 0);
+  if (static_cast<int64_t>(rows.size()) < numel(grid)) return unpack(prod, *packing_of(shape, decl));
+  return untile(prod, shape, oext);
 }
 
 std::string letters_of(const std::string& labels, const std::vector<int>& dims) {

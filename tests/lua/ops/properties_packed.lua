@@ -218,18 +218,51 @@ test("gradients: the projection onto the declared structure", function()
   tp.env.s, tp.env.b = nil, nil
 end)
 
-test("a block-diagonal matmul on 4 ranks: every rank a quarter of the nonzero work", function()
-  local x, mask = block_diagonal(256, 32, 24)
-  local s = x:declare{tiles = {32, 32}, nonzero = mask, trust = true}
-  local text = tp.plan(s:matmul(tp.randn({256, 256}, {seed = 25})), {mesh = 4}):blocks()
-  local work, rank = {}, nil
-  for line in text:gmatch("[^\n]+") do
+-- The tile products of one plan, per rank: {tiles = batch entries, work = multiply-adds,
+-- whole = every product covers its tiles whole}, from plan:blocks()'s batched matmuls.
+local function tile_work(plan, t)
+  local per, rank = {}, nil
+  for line in plan:blocks():gmatch("[^\n]+") do
     rank = tonumber(line:match("^rank (%d+):")) or rank
-    local a1, a2, b1, b2, c1, c2 = line:match("matmul %[(%d+)%.%.(%d+)%]x%[(%d+)%.%.(%d+)%]x%[(%d+)%.%.(%d+)%]")
-    if a1 then work[rank] = (work[rank] or 0) + (a2 - a1 + 1) * (b2 - b1 + 1) * (c2 - c1 + 1) end
+    local r = line:match("matmul (%[[%d%.x%[%]]+)")
+    if r then
+      local ext = {}
+      for lo, hi in r:gmatch("%[(%d+)%.%.(%d+)%]") do ext[#ext + 1] = hi - lo + 1 end
+      local w = per[rank] or {tiles = 0, work = 0, whole = true}
+      w.tiles = w.tiles + ext[1]
+      w.work = w.work + ext[1] * ext[2] * ext[3] * ext[4]
+      w.whole = w.whole and #ext == 4 and ext[2] == t and ext[4] == t
+      per[rank] = w
+    end
   end
-  local total = 8 * 32 * 32 * 256
-  for r = 0, 3 do eq(work[r], total // 4, "rank " .. r) end
+  return per
+end
+
+test("a block-diagonal matmul on 4 ranks: every rank a quarter of the tiles, whole", function()
+  local x, mask = block_diagonal(256, 32, 24)
+  local y = tp.randn({256, 256}, {seed = 25})
+  tp.env.s = x:declare{tiles = {32, 32}, nonzero = mask, trust = true}
+  local _ = tp.env.s:sum():item()  -- computed: P {8, 32, 32} is what the environment holds
+  local fd = tp.plan(x:matmul(y), {mesh = 4}):cost().flops
+  for _, s in ipairs{tp.env.s, x:declare{tiles = {32, 32}, nonzero = mask, trust = true}} do
+    local plan = tp.plan(s:matmul(y), {mesh = 4})
+    local per = tile_work(plan, 32)
+    for r = 0, 3 do
+      truthy(per[r], "rank " .. r .. " multiplies tiles")
+      eq(per[r].tiles, 2, "rank " .. r .. ": two of the eight tile products")
+      eq(per[r].work, 2 * 32 * 32 * 256, "rank " .. r)
+      truthy(per[r].whole, "rank " .. r .. " multiplies whole tiles")
+    end
+    truthy(plan:cost().flops <= 0.2 * fd, "planned flops " .. plan:cost().flops .. " vs dense " .. fd)
+    near(maxdiff(s:matmul(y), x:matmul(y)), 0, 1e-4)
+  end
+  -- block-sparse times block-sparse: the result's P is the batched product, split alike
+  local s2 = tp.env.s:matmul(tp.env.s)
+  eq(s2:properties().tiles, {32, 32})
+  local per = tile_work(tp.plan(s2, {mesh = 4}), 32)
+  for r = 0, 3 do eq(per[r].tiles, 2, "rank " .. r) end
+  near(maxdiff(s2, x:matmul(x)), 0, 1e-4)
+  tp.env.s = nil
 end)
 
 test("save_env and load_env keep the declarations, and the tensors packed", function()

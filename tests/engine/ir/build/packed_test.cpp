@@ -2,7 +2,10 @@
 // properties (packed_contract.hpp): layouts, round trips, and values against the dense ops.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <optional>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "engine/ir/build/builders.hpp"
@@ -183,4 +186,48 @@ TEST_CASE("engine.ir.build.packed_contract.block_sparse") {
   CHECK(properties_of(both).nonzero ==
         std::vector<bool>{true, false, true, false, false, false, true, false, true});
   CHECK(max_diff(both, build::matmul(dense, build::transpose(dense, 0, 1))) < 1e-12);
+}
+
+TEST_CASE("engine.ir.build.packed_contract.tile_pairs_batched") {
+  // A block-diagonal 12x12 in tiles of 3, kept packed (P {4, 3, 3}), times a dense 12x5: the
+  // four tile products are ONE batched contraction that reads P as it lies, so the planner
+  // sees the tile dim (4) and can give each rank whole tiles.
+  build::Packing pk;
+  pk.shape = {12, 12};
+  pk.tiles = {3, 3};
+  for (int64_t t = 0; t < 16; ++t) pk.mask.push_back(t % 5 == 0);
+  pk.nonzero = {0, 5, 10, 15};
+  const NodeRef p = random_source({4, 3, 3}, 12);
+  const NodeRef s = build::unpack(p, pk);
+  const NodeRef y = random_source({12, 5}, 13);
+  const NodeRef r = build::structured_contract(s, "ik", y, "kj", "ij");
+  REQUIRE(r);
+  std::vector<NodeRef> todo{r}, readers_of_p;
+  std::set<const Node*> seen;
+  while (!todo.empty()) {
+    const NodeRef n = todo.back();
+    todo.pop_back();
+    if (!seen.insert(n.get()).second) continue;
+    if (std::find(n->inputs.begin(), n->inputs.end(), p) != n->inputs.end()) readers_of_p.push_back(n);
+    for (const NodeRef& i : n->inputs) todo.push_back(i);
+  }
+  REQUIRE(readers_of_p.size() == 1);  // no per-tile views of P: one product over its tiles
+  CHECK(readers_of_p[0]->shape == Shape{4, 3, 5});
+  std::vector<NodeRef> rows;  // the same matrix, plain
+  for (int64_t i = 0; i < 4; ++i) {
+    std::vector<NodeRef> tiles;
+    for (int64_t j = 0; j < 4; ++j)
+      tiles.push_back(i == j ? build::select(p, 0, i) : build::full({3, 3}, 0, DType::F64));
+    rows.push_back(build::cat(tiles, 1));
+  }
+  const NodeRef dense = build::cat(rows, 0);
+  CHECK(max_diff(r, build::matmul(dense, y)) < 1e-12);
+  // sparse times sparse: the result is block-diagonal, its P the batched product itself
+  const NodeRef ss = build::structured_contract(s, "ik", s, "kj", "ij");
+  REQUIRE(ss);
+  CHECK(properties_of(ss).nonzero == pk.mask);
+  const std::optional<build::Unpacked> u = build::unpacked(ss);
+  REQUIRE(u);
+  CHECK(u->p->shape == Shape{4, 3, 3});
+  CHECK(max_diff(ss, build::matmul(dense, dense)) < 1e-12);
 }
