@@ -96,11 +96,16 @@ test("known through ops", function()
   truthy(maxdiff(dl, dl:t():conj()) > 1, "so the claim would be wrong")
 end)
 
-test("gradients: complex tensors are not differentiable, and say so", function()
+test("gradients keep the Hermitian group (torch's convention, projected as declared)", function()
   local h = herm(5, 20)
   tp.env.hg = h
-  err(function() return tp.grad(tp.env.hg:real():sum(), {tp.env.hg}) end, "tp.grad", "c128",
-      "only real float tensors")
+  -- L = sum(Re(h * c)): dense, dL/dh = conj(c); on Hermitian matrices its projection
+  -- (G + G^H) / 2 = (conj(c) + c^T) / 2, which is what a declared parameter gets.
+  local c = tp.complex(tp.randn({5, 5}, {dtype = "f64", seed = 3}), tp.randn({5, 5}, {dtype = "f64", seed = 4}))
+  local gh = tp.grad((tp.env.hg * c):real():sum(), {tp.env.hg})[1]
+  eq(group(gh), "hermitian{1,2}")
+  near(maxdiff(gh, (c:conj() + c:t()) / 2), 0, 1e-12)
+  truthy(maxdiff(gh, c:conj()) > 0.1, "the projection is not the identity here")
   -- a real function of a Hermitian tensor's real part: its gradient is symmetric, as declared
   local s = tp.randn({5, 5}, {dtype = "f64", symmetry = tp.symmetric{1, 2}, seed = 21})
   tp.env.s = s
