@@ -178,7 +178,7 @@ void RankProgram::release_after(size_t i) {
 }
 
 bool RankProgram::step(const Step& s) {
-  if (peers_ && !peer_exchange_.empty() && !settle_exchanges(s)) return false;
+  if (peers_ && (!peer_exchange_.empty() || !peer_exchanging_.empty()) && !settle_exchanges(s)) return false;
   const double t0 = trace::now_us();
   bool ok = true;
   switch (s.kind) {
@@ -479,8 +479,31 @@ void RankProgram::send(size_t t) {
 void RankProgram::use_device_peers(comm::DevicePeers* peers) {
   internal_check(dev_ != nullptr && pc_ == 0 && peers->rank() == me_ && peers->size() == g_.num_ranks);
   peers_ = peers;
+  // The exchanges that run as the peers' collectives: those the transport would run as its
+  // own (the same choice on every rank), placed in the plan (every member posts them alike).
+  peer_collective_.assign(g_.exchanges.size(), false);
+  std::vector<char> in_collective(g_.transfers.size(), 0);
+  for (size_t e = 0; e < g_.exchanges.size(); ++e) {
+    const plan::Exchange& x = g_.exchanges[e];
+    if (!peers->has_exchanges() || e >= coll_.exchanges.size() || !coll_.exchanges[e].collective ||
+        x.after == plan::Exchange::kUnplaced)
+      continue;
+    peer_collective_[e] = true;
+    for (size_t t : x.transfers) in_collective[t] = 1;
+  }
+  // Posting order: transfers by index, each exchange before the transfers made after it.
+  std::vector<std::pair<size_t, size_t>> order;  // (place, entry)
+  for (size_t e = 0; e < g_.exchanges.size(); ++e) {
+    const plan::Exchange& x = g_.exchanges[e];
+    if (peer_collective_[e] && std::binary_search(x.members.begin(), x.members.end(), me_))
+      order.emplace_back(2 * x.after, kExchangeEntry | e);
+  }
   for (size_t t = 0; t < g_.transfers.size(); ++t)
-    if (g_.transfers[t].from == me_ || g_.transfers[t].to == me_) peer_order_.push_back(t);
+    if ((g_.transfers[t].from == me_ || g_.transfers[t].to == me_) && !in_collective[t])
+      order.emplace_back(2 * t + 1, t);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& o : order) peer_order_.push_back(o.second);
 }
 
 // In transfer order: every rank posts its part of transfer t after its part of every earlier
@@ -489,6 +512,16 @@ void RankProgram::use_device_peers(comm::DevicePeers* peers) {
 void RankProgram::post_peer_ops() {
   for (; peer_next_ < peer_order_.size(); ++peer_next_) {
     const size_t t = peer_order_[peer_next_];
+    if (t & kExchangeEntry) {
+      const size_t e = t & ~kExchangeEntry;
+      const plan::Exchange& x = g_.exchanges[e];
+      // A contributor posts once its step was reached (its data is computed); a broadcast's
+      // receiver needs only buffers.
+      const bool receives_only = x.kind == plan::Exchange::Kind::Broadcast && x.root != me_;
+      if (!receives_only && !exchange_reached_.erase(e)) return;
+      post_peer_exchange(e);
+      continue;
+    }
     const plan::Transfer& x = g_.transfers[t];
     if (x.from == me_) {
       if (!send_reached_.erase(t)) return;
