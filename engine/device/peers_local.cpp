@@ -137,10 +137,13 @@ bool LocalPeersHub::meet_exchange(int rank) {
     if (q.empty() || !q.front()->spec) return false;  // that member's next operation is another one
     Op& o = *q.front();
     const ExchangeSpec& s = *o.spec;
+    // Another group's exchange first: that member runs it first (on NCCL another communicator),
+    // and this one waits. On one group, exchanges match by order: a mismatch is a bug.
+    if (s.group != spec.group) return false;
     const bool counts_agree =
         spec.kind == ExchangeKind::AllToAll ? s.counts.size() == spec.group.size() : s.counts == spec.counts;
-    if (o.label != mine.label || s.kind != spec.kind || s.group != spec.group || s.root != spec.root ||
-        !counts_agree || o.buf.dtype() != mine.buf.dtype())
+    if (o.label != mine.label || s.kind != spec.kind || s.root != spec.root || !counts_agree ||
+        o.buf.dtype() != mine.buf.dtype())
       throw InternalError(cat_str("device peers: rank ", rank, "'s ", exchange_name(spec.kind), " ",
                                   mine.label, " meets rank ", m, "'s ", exchange_name(s.kind), " ", o.label,
                                   ": the ranks posted in different orders"));

@@ -9,8 +9,10 @@
 // InternalError (on NCCL it would mix up data silently).
 // Exchanges (has_exchanges) meet as NCCL's grouped collectives do: one is the next operation
 // of every member at once, or none of it runs; then each member's `out` is filled as
-// ExchangeSpec lays it out. Members that posted different exchanges there (labels, kinds,
-// groups, counts that do not pair) are an InternalError.
+// ExchangeSpec lays it out. Members of one group that posted different exchanges there
+// (labels, kinds, counts that do not pair) are an InternalError: on NCCL the collectives of a
+// communicator match by order. A member whose next operation is another group's exchange is
+// waited for.
 // copier: the device every virtual rank computes on, or, for tests that give each rank a
 // simulated device of its own, a HostBackend (their memory is host memory).
 #pragma once

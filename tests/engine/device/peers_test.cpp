@@ -211,6 +211,20 @@ TEST_CASE("engine.device.peers.an_exchange_keeps_its_place_among_the_transfers")
   CHECK(!s->test());
   CHECK(!e1->test());
   CHECK(hub.pending() == 4);
+  // Rank 1 takes part in two groups' exchanges, {1, 2} first: rank 0 waits in {0, 1}'s for it.
+  comm::LocalPeersHub three(3, dev);
+  const auto g01 = spec_of(comm::ExchangeKind::Broadcast, {0, 1}, 0, {4});
+  const auto g12 = spec_of(comm::ExchangeKind::Broadcast, {1, 2}, 2, {4});
+  const DeviceView got1 = zeros(dev, 1), got2 = zeros(dev, 1);
+  auto a0 = three.endpoint(0).exchange(g01, filled(dev, 8, 1), zeros(dev, 1), 5);
+  auto b1 = three.endpoint(1).exchange(g12, zeros(dev, 1), got1, 5);
+  auto a1 = three.endpoint(1).exchange(g01, zeros(dev, 1), got2, 5);
+  CHECK(!a0->test());
+  auto b2 = three.endpoint(2).exchange(g12, filled(dev, 9, 1), zeros(dev, 1), 5);
+  CHECK(a0->test());
+  CHECK(a1->test());
+  CHECK(at(dev, got1, 0) == 9);
+  CHECK(at(dev, got2, 0) == 8);
   comm::LocalPeersHub other(2, dev);
   auto f0 = other.endpoint(0).exchange(g, filled(dev, 2, 1), zeros(dev, 2), 5);
   CHECK_THROWS_WITH_AS(other.endpoint(1).exchange(g, filled(dev, 3, 1), zeros(dev, 2), 6),
