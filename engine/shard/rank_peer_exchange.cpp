@@ -1,10 +1,13 @@
-// RankProgram's exchanges over device peers that have collectives (rank_program.hpp,
-// engine/device/peers.hpp): a broadcast, all-gather or all-to-all as one grouped collective
+// RankProgram over device peers (rank_program.hpp, engine/device/peers.hpp): the one order
+// every rank posts its transfers and exchanges in, and the exchanges that run as the peers'
+// collectives: a broadcast, all-gather or all-to-all as one grouped collective
 // between the members' devices (NCCL on GPUs, LocalPeersHub between virtual ranks). Each
 // member packs what it contributes into one device buffer and unpacks what it receives from
 // another, in the layout comm::ExchangeSpec fixes, which every member derives alike from its
 // own transfers of the exchange (as the MPI collectives of rank_exchange.cpp do on the host).
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "engine/ir/error.hpp"
 #include "engine/shard/rank_program.hpp"
@@ -46,6 +49,83 @@ int64_t total(const std::vector<int64_t>& v) {
 }
 
 }  // namespace
+
+void RankProgram::use_device_peers(comm::DevicePeers* peers) {
+  internal_check(dev_ != nullptr && pc_ == 0 && peers->rank() == me_ && peers->size() == g_.num_ranks);
+  peers_ = peers;
+  // The exchanges that run as the peers' collectives: those the transport would run as its
+  // own (the same choice on every rank), placed in the plan (every member posts them alike).
+  peer_collective_.assign(g_.exchanges.size(), false);
+  std::vector<char> in_collective(g_.transfers.size(), 0);
+  for (size_t e = 0; e < g_.exchanges.size(); ++e) {
+    const plan::Exchange& x = g_.exchanges[e];
+    if (!peers->has_exchanges() || e >= coll_.exchanges.size() || !coll_.exchanges[e].collective ||
+        x.after == plan::Exchange::kUnplaced)
+      continue;
+    peer_collective_[e] = true;
+    for (size_t t : x.transfers) in_collective[t] = 1;
+  }
+  // Posting order: transfers by index, each exchange before the transfers made after it.
+  std::vector<std::pair<size_t, size_t>> order;  // (place, entry)
+  for (size_t e = 0; e < g_.exchanges.size(); ++e) {
+    const plan::Exchange& x = g_.exchanges[e];
+    if (peer_collective_[e] && std::binary_search(x.members.begin(), x.members.end(), me_))
+      order.emplace_back(2 * x.after, kExchangeEntry | e);
+  }
+  for (size_t t = 0; t < g_.transfers.size(); ++t)
+    if ((g_.transfers[t].from == me_ || g_.transfers[t].to == me_) && !in_collective[t])
+      order.emplace_back(2 * t + 1, t);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& o : order) peer_order_.push_back(o.second);
+}
+
+// In transfer order: every rank posts its part of transfer t after its part of every earlier
+// one, so each pair of ranks posts its operations in the same order. A receive needs nothing
+// but a buffer; a send waits for its step (its data is computed by then).
+void RankProgram::post_peer_ops() {
+  for (; peer_next_ < peer_order_.size(); ++peer_next_) {
+    const size_t t = peer_order_[peer_next_];
+    if (t & kExchangeEntry) {
+      const size_t e = t & ~kExchangeEntry;
+      const plan::Exchange& x = g_.exchanges[e];
+      // A contributor posts once its step was reached (its data is computed); a broadcast's
+      // receiver needs only buffers.
+      const bool receives_only = x.kind == plan::Exchange::Kind::Broadcast && x.root != me_;
+      if (!receives_only && !exchange_reached_.erase(e)) return;
+      post_peer_exchange(e);
+      continue;
+    }
+    const plan::Transfer& x = g_.transfers[t];
+    if (x.from == me_) {
+      if (!send_reached_.erase(t)) return;
+      DeviceView src = store_.device(x.tensor, x.slice);
+      if (!src.is_contiguous()) {  // NCCL sends one run of memory
+        DeviceView packed = device_alloc(*dev_, src.dtype(), src.shape());
+        dev_->copy(src, packed);
+        src = std::move(packed);
+      }
+      std::unique_ptr<comm::Collective> h = peers_->send(x.to, src, transfer_tag_[t]);
+      ++peer_messages_;
+      peer_bytes_ += src.numel() * static_cast<int64_t>(dtype_size(src.dtype()));
+      transfer_bytes_ += src.numel() * static_cast<int64_t>(dtype_size(src.dtype()));
+      peer_sends_.push_back({std::move(h), std::move(src)});
+    } else {
+      DeviceView buf = device_alloc(*dev_, node(x.tensor).dtype, x.slice.extents());
+      std::unique_ptr<comm::Collective> h = peers_->recv(x.from, buf, transfer_tag_[t]);
+      peer_recvs_.emplace(t, PeerOp{std::move(h), std::move(buf)});
+    }
+  }
+}
+
+bool RankProgram::recv_from_peer(size_t t) {
+  post_peer_ops();
+  auto it = peer_recvs_.find(t);
+  if (it == peer_recvs_.end() || !it->second.handle->test()) return false;
+  store_.hold(g_.transfers[t].tensor, g_.transfers[t].slice, std::move(it->second.buf));
+  peer_recvs_.erase(it);
+  return true;
+}
 
 RankProgram::PeerExchange& RankProgram::peer_exchange_layout(size_t e) {
   auto it = peer_exchanging_.find(e);
