@@ -9,6 +9,12 @@ namespace tapestry {
 // No peers: slices between ranks cross through the host.
 std::unique_ptr<comm::DevicePeers> DeviceBackend::join_peers(const std::string&, int, int) { return nullptr; }
 
+// Peers without exchanges: the executor sends an exchange's transfers one by one instead.
+std::unique_ptr<comm::Collective> comm::DevicePeers::exchange(const ExchangeSpec&, const DeviceView&,
+                                                              const DeviceView&, uint64_t) {
+  internal_fail(__FILE__, __LINE__, "an exchange on device peers that have none");
+}
+
 void DeviceBackend::map_reduce(const DeviceMapProgram& p, const Shape& shape, Op op,
                                const std::vector<int>& dims, const DeviceView& out) {
   DeviceView tmp = device_alloc(*this, p.instrs.back().out, shape);

@@ -9,6 +9,12 @@
 // So every rank must post its sends and receives in one global order: the executor posts its
 // transfers in the plan's transfer order (engine/shard/rank_program.cpp), which matches each
 // pair and cannot deadlock, since that order is a topological order of the plan (docs/gpu.md).
+// Exchanges (plan::Exchange: a broadcast, all-gather or all-to-all among a group) run as one
+// grouped collective where an implementation has them (has_exchanges): NCCL's ncclBroadcast /
+// ncclAllGather / paired ncclSend and ncclRecv inside one ncclGroupStart/End on a communicator
+// of the group's members, created on first use and cached. A collective takes its place in
+// the same one order as the transfers (each member posts it where the plan places it,
+// plan::Exchange::after), and completes only when every member has reached it.
 // Handles are comm::Collective: test() never blocks; a handle destroyed before it completes
 // (a failed run) keeps its buffers alive until the device is done with them.
 #pragma once
@@ -34,6 +40,14 @@ class DevicePeers {
   // both ends agree, so a wrong order of posting fails there instead of mixing up data.
   virtual std::unique_ptr<Collective> send(int to, const DeviceView& src, uint64_t label) = 0;
   virtual std::unique_ptr<Collective> recv(int from, const DeviceView& dst, uint64_t label) = 0;
+  // Whether exchange() is offered (the same answer on every rank of a job).
+  virtual bool has_exchanges() const { return false; }
+  // One exchange among spec.group (this rank a member), counts in bytes as comm::ExchangeSpec
+  // lays them out: `in` holds what this rank contributes, `out` receives what it gets (both
+  // contiguous device memory of at least those bytes, any dtype). `label` names it (the
+  // simulations check that every member posted the same one at the same place).
+  virtual std::unique_ptr<Collective> exchange(const ExchangeSpec& spec, const DeviceView& in,
+                                               const DeviceView& out, uint64_t label);
   // Operations posted (tests, tp.stats()) and bytes sent.
   virtual int64_t sends() const = 0;
   virtual int64_t bytes_sent() const = 0;

@@ -6,10 +6,12 @@ namespace tapestry::comm {
 
 struct LocalPeersHub::Op {
   bool send;
-  int rank, peer;
-  DeviceView buf;
+  int rank, peer;  // peer -1: an exchange
+  DeviceView buf;  // an exchange's `out`
   uint64_t label;
   bool done = false;
+  std::shared_ptr<const ExchangeSpec> spec;  // an exchange's
+  DeviceView in;
 };
 
 namespace {
@@ -37,6 +39,11 @@ class LocalPeersHub::Endpoint final : public DevicePeers {
   }
   std::unique_ptr<Collective> recv(int from, const DeviceView& dst, uint64_t label) override {
     return std::make_unique<Handle>(hub_, hub_.post(rank_, false, from, dst, label));
+  }
+  bool has_exchanges() const override { return true; }
+  std::unique_ptr<Collective> exchange(const ExchangeSpec& spec, const DeviceView& in, const DeviceView& out,
+                                       uint64_t label) override {
+    return std::make_unique<Handle>(hub_, hub_.post_exchange(rank_, spec, in, out, label));
   }
   int64_t sends() const override { return sends_; }
   int64_t bytes_sent() const override { return bytes_; }
@@ -84,16 +91,121 @@ std::shared_ptr<LocalPeersHub::Op> LocalPeersHub::post(int rank, bool send, int 
   return op;
 }
 
+std::shared_ptr<LocalPeersHub::Op> LocalPeersHub::post_exchange(int rank, const ExchangeSpec& spec,
+                                                                const DeviceView& in, const DeviceView& out,
+                                                                uint64_t label) {
+  internal_check(spec.member(rank) >= 0 && in.mem && out.mem && in.is_contiguous() && out.is_contiguous());
+  auto op = std::make_shared<Op>(Op{false, rank, -1, out, label});
+  op->spec = std::make_shared<const ExchangeSpec>(spec);
+  op->in = in;
+  queues_[static_cast<size_t>(rank)].push_back(op);
+  const int64_t bytes = spec.sent(rank);
+  ++sends_, bytes_ += bytes;
+  auto& e = static_cast<Endpoint&>(endpoint(rank));
+  ++e.sends_, e.bytes_ += bytes;
+  progress();
+  return op;
+}
+
+namespace {
+
+// `bytes` of d from byte `at`, as a run of d's elements.
+DeviceView run_of(const DeviceView& d, int64_t at, int64_t bytes) {
+  const auto es = static_cast<int64_t>(dtype_size(d.dtype()));
+  internal_check(at % es == 0 && bytes % es == 0 && at + bytes <= d.numel() * es);
+  View v = d.layout;
+  v.shape = {bytes / es};
+  v.strides = {1};
+  v.offset = d.layout.offset + at / es;
+  return d.with(std::move(v));
+}
+
+int64_t sum_before(const std::vector<int64_t>& v, size_t i) {
+  int64_t s = 0;
+  for (size_t j = 0; j < i; ++j) s += v[j];
+  return s;
+}
+
+}  // namespace
+
+bool LocalPeersHub::meet_exchange(int rank) {
+  const Op& mine = *queues_[static_cast<size_t>(rank)].front();
+  const ExchangeSpec& spec = *mine.spec;
+  std::vector<Op*> at;  // each member's exchange, in group order
+  for (int m : spec.group) {
+    auto& q = queues_[static_cast<size_t>(m)];
+    if (q.empty() || !q.front()->spec) return false;  // that member's next operation is another one
+    Op& o = *q.front();
+    const ExchangeSpec& s = *o.spec;
+    // Another group's exchange first: that member runs it first (on NCCL another communicator),
+    // and this one waits. On one group, exchanges match by order: a mismatch is a bug.
+    if (s.group != spec.group) return false;
+    const bool counts_agree =
+        spec.kind == ExchangeKind::AllToAll ? s.counts.size() == spec.group.size() : s.counts == spec.counts;
+    if (o.label != mine.label || s.kind != spec.kind || s.root != spec.root || !counts_agree ||
+        o.buf.dtype() != mine.buf.dtype())
+      throw InternalError(cat_str("device peers: rank ", rank, "'s ", exchange_name(spec.kind), " ",
+                                  mine.label, " meets rank ", m, "'s ", exchange_name(s.kind), " ", o.label,
+                                  ": the ranks posted in different orders"));
+    at.push_back(&o);
+  }
+  const size_t p = spec.group.size();
+  switch (spec.kind) {
+    case ExchangeKind::Broadcast: {
+      const Op& root = *at.at(static_cast<size_t>(spec.member(spec.root)));
+      for (size_t i = 0; i < p; ++i)
+        if (at[i] != &root && spec.counts[0] > 0)
+          copier_.copy(run_of(root.in, 0, spec.counts[0]), run_of(at[i]->buf, 0, spec.counts[0]));
+      break;
+    }
+    case ExchangeKind::AllGather:
+      for (size_t i = 0; i < p; ++i) {
+        if (spec.counts[i] == 0) continue;
+        const DeviceView part = run_of(at[i]->in, 0, spec.counts[i]);
+        for (size_t j = 0; j < p; ++j)
+          copier_.copy(part, run_of(at[j]->buf, sum_before(spec.counts, i), spec.counts[i]));
+      }
+      break;
+    case ExchangeKind::AllToAll:
+      for (size_t i = 0; i < p; ++i)
+        for (size_t j = 0; j < p; ++j) {
+          const ExchangeSpec &from = *at[i]->spec, &to = *at[j]->spec;
+          const int64_t n = from.counts[j];
+          if (n != to.recv.at(i))
+            throw InternalError(cat_str("device peers: in all-to-all ", mine.label, " rank ", spec.group[i],
+                                        " sends ", n, " bytes to rank ", spec.group[j], ", which expects ",
+                                        to.recv.at(i)));
+          if (i == j || n == 0) continue;
+          copier_.copy(run_of(at[i]->in, sum_before(from.counts, j), n),
+                       run_of(at[j]->buf, sum_before(to.recv, i), n));
+        }
+      break;
+  }
+  for (int m : spec.group) {
+    queues_[static_cast<size_t>(m)].front()->done = true;
+    queues_[static_cast<size_t>(m)].pop_front();
+  }
+  ++exchanges_;
+  return true;
+}
+
+int64_t LocalPeersHub::exchanges() const { return exchanges_; }
+
 void LocalPeersHub::progress() {
   for (bool moved = true; moved;) {
     moved = false;
-    for (auto& q : queues_) {
+    for (size_t rank = 0; rank < queues_.size(); ++rank) {
+      auto& q = queues_[rank];
+      if (!q.empty() && q.front()->spec) {
+        moved = meet_exchange(static_cast<int>(rank)) || moved;
+        continue;
+      }
       if (q.empty() || !q.front()->send) continue;
       Op& s = *q.front();
       auto& peer_q = queues_[static_cast<size_t>(s.peer)];
       if (peer_q.empty()) continue;
       Op& r = *peer_q.front();
-      if (r.send || r.peer != s.rank) continue;  // the receiver's next operation is another one
+      if (r.send || r.spec || r.peer != s.rank) continue;  // the receiver's next operation is another one
       if (r.label != s.label || r.buf.dtype() != s.buf.dtype() || r.buf.shape() != s.buf.shape())
         throw InternalError(cat_str("device peers: rank ", s.rank, "'s send of transfer ", s.label, " (",
                                     dtype_name(s.buf.dtype()), " ", shape_str(s.buf.shape()), ") meets rank ",

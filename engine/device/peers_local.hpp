@@ -7,6 +7,12 @@
 // send completes together with the receive it meets, and only when both are the next of their
 // ranks; pairs meet by order. A pair that meets with different labels, shapes or dtypes is an
 // InternalError (on NCCL it would mix up data silently).
+// Exchanges (has_exchanges) meet as NCCL's grouped collectives do: one is the next operation
+// of every member at once, or none of it runs; then each member's `out` is filled as
+// ExchangeSpec lays it out. Members of one group that posted different exchanges there
+// (labels, kinds, counts that do not pair) are an InternalError: on NCCL the collectives of a
+// communicator match by order. A member whose next operation is another group's exchange is
+// waited for.
 // copier: the device every virtual rank computes on, or, for tests that give each rank a
 // simulated device of its own, a HostBackend (their memory is host memory).
 #pragma once
@@ -33,13 +39,17 @@ class LocalPeersHub {
   // Completes every pair that can meet now (called by each handle's test()).
   void progress();
   std::shared_ptr<Op> post(int rank, bool send, int peer, const DeviceView& buf, uint64_t label);
+  std::shared_ptr<Op> post_exchange(int rank, const ExchangeSpec& spec, const DeviceView& in,
+                                    const DeviceView& out, uint64_t label);
+  int64_t exchanges() const;  // exchanges completed (each counted once)
 
  private:
   class Endpoint;
   DeviceBackend& copier_;
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
   std::vector<std::deque<std::shared_ptr<Op>>> queues_;  // per rank, posted and not completed
-  int64_t sends_ = 0, bytes_ = 0;
+  int64_t sends_ = 0, bytes_ = 0, exchanges_ = 0;
+  bool meet_exchange(int rank);  // completes the exchange at the front of rank's queue if it can
 };
 
 }  // namespace tapestry::comm

@@ -798,10 +798,14 @@ ShardedGraph restrict_to_rank(const ShardedGraph& g, Rank r) {
     combine_at[c] = out.combines.size();
     out.combines.push_back(std::move(k));
   }
+  std::vector<size_t> kept_before(g.transfers.size() + 1, 0);  // transfers kept before index t
+  for (size_t t = 0; t < g.transfers.size(); ++t)
+    kept_before[t + 1] = kept_before[t] + (transfer_at[t] != SIZE_MAX);
   for (size_t e = 0; e < g.exchanges.size(); ++e) {
     const Exchange& x = g.exchanges[e];
     if (!std::binary_search(x.members.begin(), x.members.end(), r)) continue;
     Exchange k = x;
+    if (x.after != Exchange::kUnplaced) k.after = kept_before[std::min(x.after, g.transfers.size())];
     k.transfers.clear();
     for (size_t t : x.transfers)
       if (transfer_at[t] != SIZE_MAX) k.transfers.push_back(transfer_at[t]);

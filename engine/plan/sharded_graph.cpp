@@ -53,7 +53,7 @@ size_t ShardedGraph::add_exchanged_transfer(uint64_t tensor, Box slice, Rank fro
 
 size_t ShardedGraph::add_exchange(Exchange::Kind kind, uint64_t tensor, std::vector<Rank> members,
                                   Rank root) {
-  exchanges.push_back(Exchange{kind, tensor, std::move(members), root, {}});
+  exchanges.push_back(Exchange{kind, tensor, std::move(members), root, {}, transfers.size()});
   const size_t e = exchanges.size() - 1;
   for (Rank r : exchanges[e].members) {
     internal_check(r >= 0 && r < num_ranks);

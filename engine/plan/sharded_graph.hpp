@@ -65,6 +65,12 @@ struct Exchange {
   std::vector<Rank> members;      // sorted, distinct
   Rank root = -1;                 // Broadcast: the member holding the slice
   std::vector<size_t> transfers;  // into ShardedGraph::transfers, in the plan's order
+  // Where it lies in the plan's transfer order: the number of this graph's transfers made
+  // before it (its own come after). In a rank's part, of that part's transfers, so every
+  // member places it alike among the transfers it shares with the others (device peers post
+  // in that order, engine/device/peers.hpp). kUnplaced: not known (a graph read off the wire).
+  static constexpr size_t kUnplaced = SIZE_MAX;
+  size_t after = kUnplaced;
 };
 const char* exchange_kind_name(Exchange::Kind k);  // "broadcast", "all-gather", "all-to-all"
 

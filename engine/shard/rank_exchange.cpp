@@ -64,8 +64,10 @@ std::shared_ptr<Value> unpack(const Node& n, const Box& b, const std::vector<cha
 
 bool RankProgram::exchange(size_t e) {
   internal_check(e < g_.exchanges.size());
-  // With device peers every transfer goes device to device in the plan's transfer order
-  // (peers.hpp), an exchange's too: its transfers, point to point.
+  // With device peers every transfer goes device to device in the plan's posting order
+  // (peers.hpp): an exchange as the peers' collective where they have them, else its
+  // transfers, point to point.
+  if (peers_ && on_peers(e)) return exchange_on_peers(e);
   if (!peers_ && e < coll_.exchanges.size() && coll_.exchanges[e].collective) return exchange_collective(e);
   return exchange_p2p(e);
 }
@@ -113,6 +115,7 @@ bool RankProgram::exchange_p2p(size_t e) {
 // Completes what has arrived of the exchanges' receives and sends what a relay now holds, in
 // transfer order; whether `next` may run: it reads no tensor with an exchange receive pending.
 bool RankProgram::settle_exchanges(const plan::Step& next) {
+  settle_peer_exchanges();
   std::vector<const plan::Transfer*> due;  // receives (and relayed sends) not done yet
   for (auto t = peer_exchange_.begin(); t != peer_exchange_.end();) {
     const plan::Transfer& tr = g_.transfers[*t];
@@ -136,6 +139,10 @@ bool RankProgram::settle_exchanges(const plan::Step& next) {
     t = peer_exchange_.erase(t);
   }
   const auto waits = [&](uint64_t tensor, const Box& b) {
+    for (const auto& [e, x] : peer_exchanging_)
+      if (g_.exchanges[e].tensor == tensor)
+        for (const PeerExchange::Piece& p : x.unpacks)
+          if (p.keep && overlaps(p.box, b)) return true;
     return std::any_of(due.begin(), due.end(), [&](const plan::Transfer* d) {
       return d->tensor == tensor && d->to == me_ && overlaps(d->slice, b);
     });

@@ -111,10 +111,10 @@ bool RankProgram::advance() {
       // that ran early may still be followed by an earlier reader).
       while (pc_ < st.size() && ran_[pc_]) release_after(pc_++);
     }
-    if (peers_ && !peer_exchange_.empty()) {  // what is left of exchanges once the steps ran
-      const size_t before = peer_exchange_.size();
+    if (peers_ && (!peer_exchange_.empty() || !peer_exchanging_.empty())) {  // what is left of exchanges
+      const size_t before = peer_exchange_.size() + peer_exchanging_.size();
       settle_exchanges(Step{Step::Kind::Combine, 0});
-      ran = ran || peer_exchange_.size() != before;
+      ran = ran || peer_exchange_.size() + peer_exchanging_.size() != before;
     }
     ran = reap_trailing() || ran;
   } catch (const std::exception&) {  // no Lua runs here; rethrown, tagged with the rank
@@ -127,8 +127,8 @@ std::string RankProgram::waiting_on() const {
   if (done()) return "nothing";
   if (pc_ == steps().size())
     return cat_str("the end, for ", trailing_.size(), " collective(s) it contributed to, ",
-                   peer_sends_.size(), " device send(s) and ", peer_exchange_.size(),
-                   " device transfer(s) of exchanges");
+                   peer_sends_.size(), " device send(s), ", peer_exchange_.size(),
+                   " device transfer(s) of exchanges and ", peer_exchanging_.size(), " device exchange(s)");
   // The first step not run that could run: what it waits for holds up everything after it
   // that depends on it.
   size_t at = pc_;

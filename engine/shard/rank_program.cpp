@@ -178,7 +178,7 @@ void RankProgram::release_after(size_t i) {
 }
 
 bool RankProgram::step(const Step& s) {
-  if (peers_ && !peer_exchange_.empty() && !settle_exchanges(s)) return false;
+  if (peers_ && (!peer_exchange_.empty() || !peer_exchanging_.empty()) && !settle_exchanges(s)) return false;
   const double t0 = trace::now_us();
   bool ok = true;
   switch (s.kind) {
@@ -474,50 +474,6 @@ void RankProgram::send(size_t t) {
                         gather(x.tensor, x.slice));
               });
   transfer_bytes_ += bytes_of(node(x.tensor), x.slice);
-}
-
-void RankProgram::use_device_peers(comm::DevicePeers* peers) {
-  internal_check(dev_ != nullptr && pc_ == 0 && peers->rank() == me_ && peers->size() == g_.num_ranks);
-  peers_ = peers;
-  for (size_t t = 0; t < g_.transfers.size(); ++t)
-    if (g_.transfers[t].from == me_ || g_.transfers[t].to == me_) peer_order_.push_back(t);
-}
-
-// In transfer order: every rank posts its part of transfer t after its part of every earlier
-// one, so each pair of ranks posts its operations in the same order. A receive needs nothing
-// but a buffer; a send waits for its step (its data is computed by then).
-void RankProgram::post_peer_ops() {
-  for (; peer_next_ < peer_order_.size(); ++peer_next_) {
-    const size_t t = peer_order_[peer_next_];
-    const plan::Transfer& x = g_.transfers[t];
-    if (x.from == me_) {
-      if (!send_reached_.erase(t)) return;
-      DeviceView src = store_.device(x.tensor, x.slice);
-      if (!src.is_contiguous()) {  // NCCL sends one run of memory
-        DeviceView packed = device_alloc(*dev_, src.dtype(), src.shape());
-        dev_->copy(src, packed);
-        src = std::move(packed);
-      }
-      std::unique_ptr<comm::Collective> h = peers_->send(x.to, src, transfer_tag_[t]);
-      ++peer_messages_;
-      peer_bytes_ += src.numel() * static_cast<int64_t>(dtype_size(src.dtype()));
-      transfer_bytes_ += src.numel() * static_cast<int64_t>(dtype_size(src.dtype()));
-      peer_sends_.push_back({std::move(h), std::move(src)});
-    } else {
-      DeviceView buf = device_alloc(*dev_, node(x.tensor).dtype, x.slice.extents());
-      std::unique_ptr<comm::Collective> h = peers_->recv(x.from, buf, transfer_tag_[t]);
-      peer_recvs_.emplace(t, PeerOp{std::move(h), std::move(buf)});
-    }
-  }
-}
-
-bool RankProgram::recv_from_peer(size_t t) {
-  post_peer_ops();
-  auto it = peer_recvs_.find(t);
-  if (it == peer_recvs_.end() || !it->second.handle->test()) return false;
-  store_.hold(g_.transfers[t].tensor, g_.transfers[t].slice, std::move(it->second.buf));
-  peer_recvs_.erase(it);
-  return true;
 }
 
 bool RankProgram::recv(size_t t) {

@@ -96,7 +96,8 @@ class RankProgram {
   // contributes to a reduce goes on at once, like after a send, but may not leave before it),
   // and so has every device send.
   bool done() const {
-    return pc_ == steps().size() && trailing_.empty() && peer_sends_.empty() && peer_exchange_.empty();
+    return pc_ == steps().size() && trailing_.empty() && peer_sends_.empty() && peer_exchange_.empty() &&
+           peer_exchanging_.empty();
   }
   int64_t steps_run() const { return steps_run_; }
   // This rank's share of RunReport's transfer_bytes, combine_bytes and gathered_bytes.
@@ -131,7 +132,7 @@ class RankProgram {
   // waiting loop should then yield and poll again rather than sleep.
   bool collectives_in_flight() const {
     return !running_.empty() || !scatters_.empty() || !trailing_.empty() || !peer_sends_.empty() ||
-           !peer_recvs_.empty() || !exchanging_.empty();
+           !peer_recvs_.empty() || !exchanging_.empty() || !peer_exchanging_.empty();
   }
   // Seconds this rank spent in sends, receives, combines and output shards (tp.stats().time_move).
   double move_seconds() const { return move_us_ * 1e-6; }
@@ -169,9 +170,38 @@ class RankProgram {
   // transfer order, which the exchange's program position need not match): its receives
   // complete, and a relay's sends go out, as later steps need them (settle_exchanges).
   bool settle_exchanges(const plan::Step& next);
-  std::vector<size_t> peer_exchange_;     // this rank's exchange transfers still to complete
-  View partial_over(size_t c, size_t p);  // partial p of combine c over its region
-  View contribution(size_t c);            // this rank's input to combine c's collective
+  std::vector<size_t> peer_exchange_;  // this rank's exchange transfers still to complete
+  // With device peers that have exchanges (DevicePeers::has_exchanges), an exchange the
+  // transport would run as a collective runs as the peers' grouped collective instead
+  // (rank_peer_exchange.cpp): one entry of the posting order, where the plan places it
+  // (plan::Exchange::after), posted by a member that contributes once its step was reached,
+  // by a broadcast's receiver at once; its step goes on at once, and the steps that read
+  // what it brings wait in settle_exchanges, as for its transfers.
+  bool on_peers(size_t e) const { return e < peer_collective_.size() && peer_collective_[e]; }
+  bool exchange_on_peers(size_t e);
+  void post_peer_exchange(size_t e);  // from post_peer_ops, at its turn
+  bool settle_peer_exchanges();       // unpacks the completed ones; whether any completed
+  struct PeerExchange {
+    comm::ExchangeSpec spec;
+    std::vector<poly::Box> packs;  // what this rank contributes, in packing order
+    struct Piece {
+      poly::Box box;
+      int64_t at;  // bytes into `out`
+      bool keep;   // received from another member (an all-gather's own part is not)
+    };
+    std::vector<Piece> unpacks;
+    int64_t plan_bytes = 0;                    // what the plan's transfers from this rank carry (tp.stats)
+    std::unique_ptr<comm::Collective> handle;  // once posted
+    DeviceView in, out;
+  };
+  PeerExchange& peer_exchange_layout(size_t e);
+  std::vector<bool> peer_collective_;                        // per exchange
+  std::unordered_set<size_t> exchange_reached_;              // on peers, step reached, not posted yet
+  std::map<size_t, PeerExchange> peer_exchanging_;           // on peers: laid out, not yet unpacked
+  std::unordered_set<size_t> peer_exchanged_;                // on peers: unpacked
+  static constexpr size_t kExchangeEntry = size_t(1) << 63;  // peer_order_: an exchange, not a transfer
+  View partial_over(size_t c, size_t p);                     // partial p of combine c over its region
+  View contribution(size_t c);                               // this rank's input to combine c's collective
   bool reap_trailing();
   // Device peers: posts this rank's transfers in transfer order while the next one can be
   // posted (a send once its step was reached, a receive at once).
@@ -252,7 +282,7 @@ class RankProgram {
     DeviceView buf;  // the data sent, or the buffer received into
   };
   comm::DevicePeers* peers_ = nullptr;
-  std::vector<size_t> peer_order_;                 // this rank's transfers, by index
+  std::vector<size_t> peer_order_;                 // this rank's transfers (and exchanges), posting order
   size_t peer_next_ = 0;                           // the first of them not posted yet
   std::unordered_set<size_t> send_reached_;        // sends whose step ran, not posted yet
   std::vector<PeerOp> peer_sends_;                 // posted, not complete

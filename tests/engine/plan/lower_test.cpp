@@ -220,6 +220,8 @@ std::string first_difference(const ShardedGraph& a, const ShardedGraph& b) {
     if (x.kind != y.kind || x.tensor != y.tensor || x.members != y.members || x.root != y.root ||
         x.transfers != y.transfers)
       return cat_str("exchange ", i);
+    if (x.after != y.after)
+      return cat_str("exchange ", i, " placed after transfer ", x.after, " vs ", y.after);
   }
   for (size_t r = 0; r < a.steps.size(); ++r)
     if (a.steps[r] != b.steps[r]) return cat_str("steps of rank ", r);

@@ -33,6 +33,7 @@ inline void erase_transfer(ShardedGraph& g, size_t t) {
     std::erase(e.transfers, t);
     for (size_t& x : e.transfers)
       if (x > t) --x;
+    if (e.after != Exchange::kUnplaced && e.after > t) --e.after;
   }
   for (auto& steps : g.steps) {
     std::erase_if(steps, [&](const Step& s) {
