@@ -385,6 +385,7 @@ std::vector<uint64_t> RemoteJob::to_replicate(const StoreKeys& keys,
                                               const std::vector<int64_t>& bytes) const {
   std::vector<uint64_t> out;
   if (!settings_.replicas || settings_.ranks < 2) return out;
+  if (settings_.replicate_roots && !settings_.replicate_roots()) return out;
   int64_t planned = replicated_bytes_;
   for (size_t i = 0; i < keys.roots.size(); ++i) {
     if (!keys.roots[i]) continue;

@@ -45,7 +45,11 @@ class RemoteJob final : public Job {
     std::function<std::string(uint64_t key)> name_of;
     // Notices to the user ("tapestry: rank 2 ... died; relaunching ...").
     std::function<void(const std::string&)> notify;
-    bool replicas = true;        // TAPESTRY_REPLICAS=0: no buddy replicas
+    bool replicas = true;  // TAPESTRY_REPLICAS=0: no buddy replicas
+    // Whether the roots a request stores now get replicas: a named tensor's (tp.env) do; a
+    // tp.eval result or a solver's loop state do not (a copy of every step's state cost W4 on
+    // 2 ranks 20x its time). Unset: every stored root.
+    std::function<bool()> replicate_roots;
     int64_t replica_budget = 0;  // bytes per rank stored tensors and their replicas may take
     int max_relaunches = 5;      // in a row, for one request
     // --shrink: after a loss the new job has one rank fewer per rank lost (never under 2), and

@@ -397,6 +397,19 @@ void recompute_stored(Session& s, const NodeRef& leaf, const NodeRef& expr) {
   s.layouts().put(leaf->id, describe_shards(shards[0], leaf->shape.size()));
 }
 
+namespace {
+
+// While a binding of tp.env is computed, what it stores gets buddy replicas (Session::binding_names).
+struct BindingNames {
+  Session& s;
+  explicit BindingNames(Session& ses) : s(ses) { s.binding_names(true); }
+  ~BindingNames() { s.binding_names(false); }
+  BindingNames(const BindingNames&) = delete;
+  BindingNames& operator=(const BindingNames&) = delete;
+};
+
+}  // namespace
+
 void materialize(Session& s) {
   Environment& env = s.env();
   if (!env.has_pending()) {  // every observation asks: keep it cheap
@@ -413,6 +426,8 @@ void materialize(Session& s) {
     NodeRef stored;
     try {
       // Kept sharded where computed; the previous version's shards stay until no one reads them.
+      // A named tensor's pieces get buddy replicas (a driver's job), unnamed results do not.
+      const BindingNames named(s);
       stored = observe_stored(s, {e.pending})[0];
     } catch (const Error& err) {
       env.settle(name, nullptr);

@@ -163,6 +163,7 @@ void Session::start_remote_job(int ranks, std::vector<std::string> args) {
   s.catalog = &stored_;
   s.name_of = [this](uint64_t key) { return names_of(key); };
   s.replicas = config_.replicas;
+  s.replicate_roots = [this] { return binding_names_; };
   s.shrink = config_.shrink;
   s.notify = [this](const std::string& m) { notify(m); };
   // Stored tensors and their replicas may take half of each rank's memory; past it a new

@@ -102,7 +102,9 @@ class Session {
   RecoveryStats& recovered() { return recovered_; }
   std::vector<std::weak_ptr<const Node>>& lost_leaves() { return lost_leaves_; }
   CheckpointRecord& last_checkpoint() { return checkpoint_; }  // engine/session/checkpoint.hpp
-  Spill& spill() { return spill_; }                            // engine/session/spill.hpp
+  // True while tp.env's bindings are computed: what they store gets buddy replicas (remote_job.hpp).
+  void binding_names(bool on) { binding_names_ = on; }
+  Spill& spill() { return spill_; }  // engine/session/spill.hpp
   // tp.place(x, {storage = "disk"}) (engine/session/placement.hpp): the placed tensors' files,
   // each removed once its node is gone (sweep_placements, at every observation) or at the end.
   struct Placement {
@@ -139,6 +141,7 @@ class Session {
   // After the store and the environment it spills from, so it goes (and gives up the
   // process's pressure handler) before them.
   Spill spill_{*this};
+  bool binding_names_ = false;
   std::optional<plan::Mesh> mesh_;
   std::optional<MachineRates> rates_;
   bool rates_read_ = false;

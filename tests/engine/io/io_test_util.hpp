@@ -78,7 +78,7 @@ inline double iota_at(DType t, int64_t i) {
     case DType::I32: return static_cast<double>(i * 7 - 20);
     case DType::I64: return static_cast<double>(i * 1000003 - 5);
     case DType::F32: return static_cast<double>(static_cast<float>(i * 0.25 - 1.5));
-    case DType::F64: break;
+    default: break;  // f64 and the other dtypes: the float formula
   }
   return i / 3.0 - 2;
 }
