@@ -6,6 +6,7 @@
 #include <new>
 
 #include "engine/ir/value.hpp"
+#include "engine/store/stored_tensor.hpp"
 #include "lang/convert.hpp"
 #include "lang/tensor_lua.hpp"
 
@@ -22,10 +23,11 @@ namespace {
 
 // Lua sees a Tensor as a few bytes of userdata, so without help its collector would let
 // gigabytes of dead tensors pile up in a loop (a heat-equation step allocates a whole grid).
-// Every MiB the kernels allocate is charged to the collector as if Lua had allocated it.
+// Every MiB the kernels allocate, or the ranks store for this process (a driver's job), is
+// charged to the collector as if Lua had allocated it.
 void collect_in_proportion(lua_State* L) {
   static uint64_t charged = 0;
-  const uint64_t allocated = Buffer::total_allocated();
+  const uint64_t allocated = Buffer::total_allocated() + stored_bytes_registered();
   if (allocated - charged < (uint64_t{1} << 20)) return;
   const uint64_t kb = (allocated - charged) >> 10;
   charged = allocated;

@@ -1,5 +1,6 @@
 #include "engine/store/stored_tensor.hpp"
 
+#include <atomic>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -9,6 +10,12 @@
 #include "engine/plan/planner.hpp"
 
 namespace tapestry {
+
+namespace {
+std::atomic<uint64_t> g_stored_bytes{0};
+}  // namespace
+
+uint64_t stored_bytes_registered() { return g_stored_bytes.load(std::memory_order_relaxed); }
 
 StoredCatalog::StoredCatalog() = default;
 
@@ -26,6 +33,8 @@ NodeRef StoredCatalog::new_leaf(const Shape& shape, DType dtype) {
 void StoredCatalog::register_stored(const NodeRef& leaf, std::vector<plan::Shard> shards, int ranks) {
   internal_check(leaf && leaf->op == Op::Source);
   for (plan::Shard& s : shards) s.tensor = leaf->id;
+  g_stored_bytes.fetch_add(static_cast<uint64_t>(numel(leaf->shape)) * dtype_size(leaf->dtype),
+                           std::memory_order_relaxed);
   lost_.erase(leaf->id);
   catalog_[leaf->id] = StoredLayout{std::move(shards), ranks, leaf};
 }
