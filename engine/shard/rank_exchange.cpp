@@ -13,9 +13,8 @@ namespace tapestry {
 
 using poly::Box;
 
-namespace {
-
-comm::ExchangeKind kind_of(plan::Exchange::Kind k) {
+// Shared with rank_peer_exchange.cpp (declared in rank_program.hpp).
+comm::ExchangeKind exchange_kind(plan::Exchange::Kind k) {
   switch (k) {
     case plan::Exchange::Kind::Broadcast: return comm::ExchangeKind::Broadcast;
     case plan::Exchange::Kind::AllGather: return comm::ExchangeKind::AllGather;
@@ -24,15 +23,17 @@ comm::ExchangeKind kind_of(plan::Exchange::Kind k) {
   return comm::ExchangeKind::Broadcast;
 }
 
+int64_t slice_bytes(const Node& n, const Box& b) {
+  return (b.empty() ? 0 : numel(b.extents())) * static_cast<int64_t>(dtype_size(n.dtype));
+}
+
+namespace {
+
 bool box_less(const Box& a, const Box& b) {
   const auto less = [](const auto& x, const auto& y) {
     return std::lexicographical_compare(x.begin(), x.end(), y.begin(), y.end());
   };
   return less(a.lo, b.lo) || (!less(b.lo, a.lo) && less(a.hi, b.hi));
-}
-
-int64_t slice_bytes(const Node& n, const Box& b) {
-  return (b.empty() ? 0 : numel(b.extents())) * static_cast<int64_t>(dtype_size(n.dtype));
 }
 
 // Appends the elements of `v` (any strides) to `out`, row-major.
@@ -177,7 +178,7 @@ bool RankProgram::exchange_collective(size_t e) {
   auto it = exchanging_.find(e);
   if (it == exchanging_.end()) {
     comm::ExchangeSpec spec;
-    spec.kind = kind_of(x.kind);
+    spec.kind = exchange_kind(x.kind);
     spec.group.assign(x.members.begin(), x.members.end());
     spec.root = x.root;
     const size_t p = spec.group.size();

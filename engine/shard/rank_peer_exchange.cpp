@@ -18,19 +18,6 @@ using poly::Box;
 
 namespace {
 
-comm::ExchangeKind kind_of(plan::Exchange::Kind k) {
-  switch (k) {
-    case plan::Exchange::Kind::Broadcast: return comm::ExchangeKind::Broadcast;
-    case plan::Exchange::Kind::AllGather: return comm::ExchangeKind::AllGather;
-    case plan::Exchange::Kind::AllToAll: return comm::ExchangeKind::AllToAll;
-  }
-  return comm::ExchangeKind::Broadcast;
-}
-
-int64_t slice_bytes(const Node& n, const Box& b) {
-  return (b.empty() ? 0 : numel(b.extents())) * static_cast<int64_t>(dtype_size(n.dtype));
-}
-
 // The slice of shape `extents` packed contiguously at byte `at` of `buf`.
 DeviceView window_at(const DeviceView& buf, int64_t at, const Shape& extents) {
   const auto es = static_cast<int64_t>(dtype_size(buf.dtype()));
@@ -134,7 +121,7 @@ RankProgram::PeerExchange& RankProgram::peer_exchange_layout(size_t e) {
   const plan::Exchange& x = g_.exchanges[e];
   const Node& n = node(x.tensor);
   comm::ExchangeSpec& spec = l.spec;
-  spec.kind = kind_of(x.kind);
+  spec.kind = exchange_kind(x.kind);
   spec.group.assign(x.members.begin(), x.members.end());
   spec.root = x.root;
   const size_t p = spec.group.size();

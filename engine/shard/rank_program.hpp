@@ -46,6 +46,10 @@ namespace tapestry {
 // tensors stay where they were computed: initial[i] != 0 reads g.initial[i] from the store
 // under that key instead of a node's value; roots[i] != 0 keeps root i's result shards in
 // the store under that key instead of gathering them to rank 0. Empty vectors: none.
+// An exchange's kind as the transports name it, and the bytes of slice b of n (rank_exchange.cpp).
+comm::ExchangeKind exchange_kind(plan::Exchange::Kind k);
+int64_t slice_bytes(const Node& n, const poly::Box& b);
+
 struct StoreKeys {
   std::vector<uint64_t> initial;                                           // one per g.initial, or empty
   std::vector<uint64_t> roots;                                             // one per g.roots, or empty
