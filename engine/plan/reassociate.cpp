@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -162,11 +163,34 @@ std::vector<NodeRef> rewrite(const std::vector<NodeRef>& roots, const std::vecto
 // The cost of multiplying product [lo, s] by [s + 1, hi] of a chain, from the shapes alone:
 // flops, or the op's estimate by itself on the mesh (alone_time), with the operands' batch dims
 // as the chain's order would have them (the written order: the leaves as they are).
+using AloneByShapes = std::map<std::vector<int64_t>, double>;
+
+// The matmuls' own estimates by operand shapes, kept across observations for the last mesh: a
+// loop observes the same chains again and again, and on one rank this is all reassociation costs
+// (W5's einsum: ~60 us an observation without it). Bounded, since shapes may vary freely.
+class AloneMemo {
+ public:
+  AloneByShapes& for_mesh(const Mesh& m) {
+    if (!(m == mesh_) || memo_.size() > 4096) memo_.clear(), mesh_ = m;
+    return memo_;
+  }
+  std::mutex mu;
+
+ private:
+  Mesh mesh_;
+  AloneByShapes memo_;
+};
+
+AloneMemo& alone_memo() {
+  static AloneMemo memo;
+  return memo;
+}
+
 class Steps {
  public:
   // alone: the estimates by operand shapes, shared by every chain of the graph (a repeated layer's
   // chains have the same products).
-  Steps(const Chain& ch, const std::unordered_set<uint64_t>& held, std::map<std::string, double>& alone)
+  Steps(const Chain& ch, const std::unordered_set<uint64_t>& held, AloneByShapes& alone)
       : dtype_(ch.root->dtype), alone_(alone) {
     for (const NodeRef& l : ch.leaves) {
       leaves_.push_back(l->shape);
@@ -181,7 +205,10 @@ class Steps {
   double alone(int lo, int s, int hi, bool written, const Mesh& m) {
     const Shape xs = with_matrix(batch(lo, s, written), rows(lo), cols(s));
     const Shape ys = with_matrix(batch(s + 1, hi, written), cols(s), cols(hi));
-    const std::string key = cat_str(shape_str(xs), shape_str(ys), int(dtype_));
+    std::vector<int64_t> key(xs.begin(), xs.end());  // xs, -1, ys, dtype: no strings (one rank pays it)
+    key.push_back(-1);
+    key.insert(key.end(), ys.begin(), ys.end());
+    key.push_back(int64_t(dtype_));
     if (auto it = alone_.find(key); it != alone_.end()) return it->second;
     return alone_[key] =
                alone_time(product(make_source(nullptr, xs, dtype_), make_source(nullptr, ys, dtype_)), m);
@@ -198,7 +225,7 @@ class Steps {
   }
   DType dtype_;
   std::vector<Shape> leaves_, bases_;
-  std::map<std::string, double>& alone_;
+  AloneByShapes& alone_;
 };
 
 std::string chain_label(const Chain& ch) {
@@ -334,7 +361,7 @@ Reassociated reassociate_as(const std::vector<NodeRef>& roots, const std::vector
 }
 
 Reassociated reassociate(const std::vector<NodeRef>& roots, const std::vector<Shard>& initial, const Mesh& m,
-                         const SearchOptions& opt, const PlannedCost& planned) {
+                         const SearchOptions& opt, const PlannedCost& planned, bool explain) {
   Reassociated r;
   r.roots = roots;
   const std::vector<Chain> chains =
@@ -344,7 +371,9 @@ Reassociated reassociate(const std::vector<NodeRef>& roots, const std::vector<Sh
   const std::vector<NodeRef> topo = observed_subgraph(roots);
   for (const Chain& ch : chains) r.orders.push_back(ch.written);
   int64_t work = 0;
-  std::map<std::string, double> alone_memo;
+  AloneMemo& memo = alone_memo();
+  const std::lock_guard lock(memo.mu);
+  AloneByShapes& alone_by_shapes = memo.for_mesh(m);
   StageTables tables;  // every order's global stage shares the tables of the ops it shares
   // The objective of the whole graph with chain k in order b, the others as chosen so far: the
   // global stage's optimum (time plus bytes at their price) over every op's sharding.
@@ -362,7 +391,7 @@ Reassociated reassociate(const std::vector<NodeRef>& roots, const std::vector<Sh
   for (size_t k = 0; k < chains.size(); ++k) {
     const Chain& ch = chains[k];
     const int n = static_cast<int>(ch.leaves.size());
-    Steps steps(ch, held, alone_memo);
+    Steps steps(ch, held, alone_by_shapes);
     auto alone = [&](const Bracketing& b) {
       const bool written = b == ch.written;
       return sum_of(b, n, [&](int lo, int s, int hi) { return steps.alone(lo, s, hi, written, m); });
@@ -415,13 +444,15 @@ Reassociated reassociate(const std::vector<NodeRef>& roots, const std::vector<Sh
       const Bracketing cheap = by_alone();
       const double written = alone(ch.written), best = alone(cheap);
       if (best <= written * (1 - kReassociateGain)) chosen = cheap;
-      how = cat_str("by its matmuls' own estimates: written ", written, ", chosen ",
-                    chosen == ch.written ? written : best);
+      if (explain)
+        how = cat_str("by its matmuls' own estimates: written ", written, ", chosen ",
+                      chosen == ch.written ? written : best);
     }
     r.orders[k] = chosen;
     r.changed += chosen != ch.written;
-    r.report.push_back(cat_str(chain_label(ch), ": written ", bracketing_string(ch.written, n),
-                               ", computed as ", bracketing_string(chosen, n), " (", how, " s)"));
+    if (explain)
+      r.report.push_back(cat_str(chain_label(ch), ": written ", bracketing_string(ch.written, n),
+                                 ", computed as ", bracketing_string(chosen, n), " (", how, " s)"));
   }
   if (r.changed) r.roots = rewrite(roots, topo, chains, r.orders, held);
   return r;

@@ -79,9 +79,11 @@ using PlannedCost = std::function<double(const std::vector<NodeRef>& roots)>;
 // kFinalists best of the others by that stage are then planned whole by the search, and the
 // fastest plan wins (the refinement can turn the global stage's ranking round). Chains are taken
 // one after another, each costed with the orders already chosen for those before it.
+// explain false leaves r.report empty (an evaluation on one rank never shows it, and formatting
+// its numbers costs more than choosing the order).
 inline constexpr int kFinalists = 2;
 Reassociated reassociate(const std::vector<NodeRef>& roots, const std::vector<Shard>& initial, const Mesh& m,
-                         const SearchOptions& opt, const PlannedCost& planned = {});
+                         const SearchOptions& opt, const PlannedCost& planned = {}, bool explain = true);
 
 // The same rewrite with the orders given (one per chain of find_chains), costing nothing: a
 // plan-cache hit replays what the first planning chose.

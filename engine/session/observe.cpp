@@ -281,7 +281,7 @@ void observe_values_once(Session& s, const std::vector<NodeRef>& given) {
   if (mesh.ranks == 1) {
     // Matmul chains in the order the cost model picks, as a plan on several ranks computes them
     // (plan/reassociate.hpp); the values go to the roots as given.
-    const plan::Reassociated r = plan::reassociate(roots, {}, mesh, {});
+    const plan::Reassociated r = plan::reassociate(roots, {}, mesh, {}, {}, /*explain=*/false);
     const Spill::Pin pin(s.spill(), r.roots);  // what it reads is not spilled while it runs
     if (DeviceBackend* dev = s.device()) evaluate_on_device(r.roots, *dev);
     else evaluate(r.roots);
