@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -163,22 +164,28 @@ std::vector<NodeRef> rewrite(const std::vector<NodeRef>& roots, const std::vecto
 // The cost of multiplying product [lo, s] by [s + 1, hi] of a chain, from the shapes alone:
 // flops, or the op's estimate by itself on the mesh (alone_time), with the operands' batch dims
 // as the chain's order would have them (the written order: the leaves as they are).
-using AloneByShapes = std::map<std::vector<int64_t>, double>;
-
 // The matmuls' own estimates by operand shapes, kept across observations for the last mesh: a
 // loop observes the same chains again and again, and on one rank this is all reassociation costs
 // (W5's einsum: ~60 us an observation without it). Bounded, since shapes may vary freely.
 class AloneMemo {
  public:
-  AloneByShapes& for_mesh(const Mesh& m) {
-    if (!(m == mesh_) || memo_.size() > 4096) memo_.clear(), mesh_ = m;
-    return memo_;
+  using Key = std::vector<int64_t>;
+  std::optional<double> find(const Mesh& m, const Key& k) {
+    const std::lock_guard lock(mu_);
+    if (!(m == mesh_)) return std::nullopt;
+    const auto it = memo_.find(k);
+    return it == memo_.end() ? std::nullopt : std::optional<double>(it->second);
   }
-  std::mutex mu;
+  void keep(const Mesh& m, const Key& k, double v) {
+    const std::lock_guard lock(mu_);
+    if (!(m == mesh_) || memo_.size() >= 4096) memo_.clear(), mesh_ = m;
+    memo_[k] = v;
+  }
 
  private:
+  std::mutex mu_;
   Mesh mesh_;
-  AloneByShapes memo_;
+  std::map<Key, double> memo_;
 };
 
 AloneMemo& alone_memo() {
@@ -188,10 +195,9 @@ AloneMemo& alone_memo() {
 
 class Steps {
  public:
-  // alone: the estimates by operand shapes, shared by every chain of the graph (a repeated layer's
-  // chains have the same products).
-  Steps(const Chain& ch, const std::unordered_set<uint64_t>& held, AloneByShapes& alone)
-      : dtype_(ch.root->dtype), alone_(alone) {
+  // alone(): the estimates by operand shapes, shared by every chain (a repeated layer's chains
+  // have the same products) and every observation (AloneMemo).
+  Steps(const Chain& ch, const std::unordered_set<uint64_t>& held) : dtype_(ch.root->dtype) {
     for (const NodeRef& l : ch.leaves) {
       leaves_.push_back(l->shape);
       bases_.push_back(base_of(l, held)->shape);
@@ -209,9 +215,11 @@ class Steps {
     key.push_back(-1);
     key.insert(key.end(), ys.begin(), ys.end());
     key.push_back(int64_t(dtype_));
-    if (auto it = alone_.find(key); it != alone_.end()) return it->second;
-    return alone_[key] =
-               alone_time(product(make_source(nullptr, xs, dtype_), make_source(nullptr, ys, dtype_)), m);
+    if (const std::optional<double> v = alone_memo().find(m, key)) return *v;
+    const double v =
+        alone_time(product(make_source(nullptr, xs, dtype_), make_source(nullptr, ys, dtype_)), m);
+    alone_memo().keep(m, key, v);
+    return v;
   }
 
  private:
@@ -225,7 +233,6 @@ class Steps {
   }
   DType dtype_;
   std::vector<Shape> leaves_, bases_;
-  AloneByShapes& alone_;
 };
 
 std::string chain_label(const Chain& ch) {
@@ -371,9 +378,6 @@ Reassociated reassociate(const std::vector<NodeRef>& roots, const std::vector<Sh
   const std::vector<NodeRef> topo = observed_subgraph(roots);
   for (const Chain& ch : chains) r.orders.push_back(ch.written);
   int64_t work = 0;
-  AloneMemo& memo = alone_memo();
-  const std::lock_guard lock(memo.mu);
-  AloneByShapes& alone_by_shapes = memo.for_mesh(m);
   StageTables tables;  // every order's global stage shares the tables of the ops it shares
   // The objective of the whole graph with chain k in order b, the others as chosen so far: the
   // global stage's optimum (time plus bytes at their price) over every op's sharding.
@@ -391,7 +395,7 @@ Reassociated reassociate(const std::vector<NodeRef>& roots, const std::vector<Sh
   for (size_t k = 0; k < chains.size(); ++k) {
     const Chain& ch = chains[k];
     const int n = static_cast<int>(ch.leaves.size());
-    Steps steps(ch, held, alone_by_shapes);
+    Steps steps(ch, held);
     auto alone = [&](const Bracketing& b) {
       const bool written = b == ch.written;
       return sum_of(b, n, [&](int lo, int s, int hi) { return steps.alone(lo, s, hi, written, m); });
