@@ -41,7 +41,13 @@ namespace {
 class Inbox {
  public:
   explicit Inbox(JobLink& link) : link_(link), reader_([this] { read(); }) {}
-  ~Inbox() { reader_.detach(); }  // blocked in recv until the socket closes at exit
+  // The reader is woken and joined: detached, it read on through this Inbox and the link after
+  // both were gone (a segfault in JobLink::receive as the job ended).
+  ~Inbox() {
+    closing_ = true;
+    link_.stop_receiving();
+    reader_.join();
+  }
 
   // The next request within timeout_s; nullopt when none, or when the driver is gone.
   std::optional<JobLink::Frame> next(double timeout_s) {
@@ -61,6 +67,7 @@ class Inbox {
       try {
         f = link_.receive(-1);
       } catch (const std::exception&) {
+        if (closing_) return;
         gone_ = true;
         request_cancel();
         cv_.notify_all();
@@ -81,7 +88,7 @@ class Inbox {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<JobLink::Frame> queue_;
-  std::atomic<bool> gone_{false};
+  std::atomic<bool> gone_{false}, closing_{false};
   std::thread reader_;
 };
 
