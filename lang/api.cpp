@@ -521,7 +521,8 @@ const ApiEntry kApi[] = {
      "from, or read from the last tp.checkpoint) and tensors_lost (none of these brought it back), "
      "spills, bytes_spilled, spill_readbacks (values and stored pieces written to --spill-dir because "
      "an allocation would pass --memory-per-rank, their bytes, and how many were read back: this "
-     "process's, every virtual rank's; under MPI each rank spills on its own and the driver's stay 0).",
+     "process's and every virtual rank's; under MPI every rank's, each of which spills its own pieces, as "
+     "their answers to the last request said).",
      lua::l_stats},
     {"tp.set_printoptions", K::Function, "observe",
      "tp.set_printoptions{threshold=, edgeitems=, precision=, linewidth=}",

@@ -354,6 +354,9 @@ void RemoteJob::count_head(ByteReader& r) {
   stats().bytes_read += r.get<uint64_t>();
   stats().bytes_written += r.get<uint64_t>();
   head_block_retries_ += r.get<int64_t>();
+  job_spills_.spills += r.get<int64_t>();
+  job_spills_.bytes += r.get<int64_t>();
+  job_spills_.readbacks += r.get<int64_t>();
 }
 
 // The rest of a successful non-run request's result: the head's counts.
