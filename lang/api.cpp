@@ -30,64 +30,72 @@ const ApiEntry kApi[] = {
     {"tp.tensor", K::Function, "create", "tp.tensor(t [,opts])",
      "A tensor from a nested Lua table (or a number: a scalar). Defaults to f32; a table of "
      "booleans gives bool; an empty table is a size-0 dim (tp.tensor{} is f32 {0}, tp.tensor{{},{}} "
-     "{2,0}). opts: dtype, name, symmetry, tiles and nonzero (checked when evaluated, as x:declare). "
+     "{2,0}). opts: dtype, name, storage, symmetry, tiles and nonzero (checked when evaluated, as "
+     "x:declare). "
      "Example: "
      "tp.tensor{{1,2},{3,4}}",
      lua::l_tensor},
     {"tp.zeros", K::Function, "create", "tp.zeros(shape [,opts])",
      "All zeros. shape is a table of sizes, e.g. {2,3} ({0,3} is empty). opts: dtype (default f32), name, "
+     "storage (\"memory\", the default, or \"disk\": made, then kept in a file and read when needed, as "
+     "tp.place puts it; the creators all take it, not with symmetry, tiles or nonzero), "
      "symmetry (any group: zero is symmetric and antisymmetric), tiles and nonzero (block sparsity as "
      "x:declare; nonzero defaults to no tile). x:properties() says zero = true.",
      lua::l_zeros},
     {"tp.ones", K::Function, "create", "tp.ones(shape [,opts])",
-     "All ones. opts: dtype, name, symmetry (symmetric groups only), tiles and nonzero (every tile).",
+     "All ones. opts: dtype, name, storage, symmetry (symmetric groups only), tiles and nonzero (every "
+     "tile).",
      lua::l_ones},
     {"tp.full", K::Function, "create", "tp.full(shape, v [,opts])",
-     "Every element equal to v (a number or boolean). opts: dtype, name, symmetry (antisymmetric only for "
+     "Every element equal to v (a number or boolean). opts: dtype, name, storage, symmetry (antisymmetric "
+     "only for "
      "v = 0), tiles and nonzero (zero tiles only for v = 0).",
      lua::l_full},
     {"tp.eye", K::Function, "create", "tp.eye(n [,m] [,opts])",
-     "The n x m identity (m defaults to n). opts: dtype, name, symmetry, tiles and nonzero (nonzero must "
+     "The n x m identity (m defaults to n). opts: dtype, name, storage, symmetry, tiles and nonzero (nonzero "
+     "must "
      "hold the tiles the diagonal crosses, and defaults to them). x:properties() says diagonal = true, "
      "and symmetric{1,2} when n = m.",
      lua::l_eye},
     {"tp.arange", K::Function, "create", "tp.arange(first, last [,step] [,opts])",
      "first, first+step, ... up to last inclusive, like a Lua numeric for: a range that runs no "
-     "iteration (tp.arange(1, 0)) is empty. Example: tp.arange(1, 5) is [1. 2. 3. 4. 5.]. opts: dtype, name.",
+     "iteration (tp.arange(1, 0)) is empty. Example: tp.arange(1, 5) is [1. 2. 3. 4. 5.]. opts: dtype, name, "
+     "storage.",
      lua::l_arange},
     {"tp.linspace", K::Function, "create", "tp.linspace(a, b, n [,opts])",
-     "n evenly spaced points from a to b inclusive (n = 0: empty). opts: dtype (f32 or f64), name.",
+     "n evenly spaced points from a to b inclusive (n = 0: empty). opts: dtype (f32 or f64), name, storage.",
      lua::l_linspace},
     {"tp.rand", K::Function, "create", "tp.rand(shape [,opts])",
      "Uniform in [0,1) from a counter-based generator (Philox-4x32) keyed by (seed, element "
-     "index): the same seed gives the same values on any mesh. opts: seed, dtype, name, symmetry "
+     "index): the same seed gives the same values on any mesh. opts: seed, dtype, name, storage, symmetry "
      "(tp.symmetric{1,2}: the upper triangle mirrored; tp.antisymmetric{1,2}: mirrored and negated, "
      "0 on the diagonal; tp.hermitian{1,2} of a complex dtype: mirrored and conjugated, the diagonal "
      "real; groups of 2 dims), tiles and nonzero (the values of the nonzero tiles only, the same as "
      "without the option; the mask must be symmetric in each group's dims).",
      lua::l_rand},
     {"tp.randn", K::Function, "create", "tp.randn(shape [,opts])",
-     "Standard normal, keyed like tp.rand. opts: seed, dtype, name, symmetry (as tp.rand).", lua::l_randn},
+     "Standard normal, keyed like tp.rand. opts: seed, dtype, name, storage, symmetry (as tp.rand).",
+     lua::l_randn},
     {"tp.randint", K::Function, "create", "tp.randint(lo, hi, shape [,opts])",
      "Uniform integers from lo to hi inclusive (i64; opts.dtype 'i32' too), keyed like tp.rand "
      "(floor(u * (hi-lo+1)) + lo of an f64 uniform u), so the same seed gives the same values on "
-     "any mesh; hi - lo + 1 may be at most 2^53. opts: seed, dtype, name.",
+     "any mesh; hi - lo + 1 may be at most 2^53. opts: seed, dtype, name, storage.",
      lua::l_randint},
     {"tp.logspace", K::Function, "create", "tp.logspace(a, b, n [,opts])",
      "n points base^a .. base^b inclusive, evenly spaced in the exponent (numpy.logspace; "
-     "computed in f64). opts: base (default 10), dtype (f32 or f64), name.",
+     "computed in f64). opts: base (default 10), dtype (f32 or f64), name, storage.",
      lua::l_logspace},
     {"tp.zeros_like", K::Function, "create", "tp.zeros_like(x [,opts])",
-     "Zeros of x's shape and dtype. opts: dtype (another dtype), name.", lua::l_zeros_like},
+     "Zeros of x's shape and dtype. opts: dtype (another dtype), name, storage.", lua::l_zeros_like},
     {"tp.ones_like", K::Function, "create", "tp.ones_like(x [,opts])",
-     "Ones of x's shape and dtype. opts: dtype, name.", lua::l_ones_like},
+     "Ones of x's shape and dtype. opts: dtype, name, storage.", lua::l_ones_like},
     {"tp.full_like", K::Function, "create", "tp.full_like(x, v [,opts])",
-     "v (a number or boolean, cast as x:cast would) in x's shape and dtype. opts: dtype, name.",
+     "v (a number or boolean, cast as x:cast would) in x's shape and dtype. opts: dtype, name, storage.",
      lua::l_full_like},
     {"tp.rand_like", K::Function, "create", "tp.rand_like(x [,opts])",
-     "tp.rand of x's shape and dtype (a float dtype). opts: seed, dtype, name.", lua::l_rand_like},
+     "tp.rand of x's shape and dtype (a float dtype). opts: seed, dtype, name, storage.", lua::l_rand_like},
     {"tp.randn_like", K::Function, "create", "tp.randn_like(x [,opts])",
-     "tp.randn of x's shape and dtype (a float dtype). opts: seed, dtype, name.", lua::l_randn_like},
+     "tp.randn of x's shape and dtype (a float dtype). opts: seed, dtype, name, storage.", lua::l_randn_like},
     {"tp.meshgrid", K::Function, "create", "tp.meshgrid(x1, x2, ... [,opts])",
      "numpy.meshgrid of 1-D tensors (also given as one table {x1, x2, ...}): returns one tensor "
      "per input, each of the shape {#x1, #x2, ...}, input i varying along dim i. opts.indexing: "
@@ -521,7 +529,8 @@ const ApiEntry kApi[] = {
      "from, or read from the last tp.checkpoint) and tensors_lost (none of these brought it back), "
      "spills, bytes_spilled, spill_readbacks (values and stored pieces written to --spill-dir because "
      "an allocation would pass --memory-per-rank, their bytes, and how many were read back: this "
-     "process's, every virtual rank's; under MPI each rank spills on its own and the driver's stay 0).",
+     "process's and every virtual rank's; under MPI every rank's, each of which spills its own pieces, as "
+     "their answers to the last request said).",
      lua::l_stats},
     {"tp.set_printoptions", K::Function, "observe",
      "tp.set_printoptions{threshold=, edgeitems=, precision=, linewidth=}",
@@ -559,7 +568,9 @@ const ApiEntry kApi[] = {
      "tp.save writes (on N ranks each rank its own rows), and read as tp.load reads (each rank only "
      "the boxes its blocks need, at each observation; nothing of it stays in memory between "
      "observations). tp.env.w = tp.place(tp.env.w, {storage = \"disk\"}) moves a named tensor to disk; "
-     "tp.tensors() and :tensors say where each lives. The file is removed once nothing refers to "
+     "tp.tensors() and :tensors say where each lives; a creator's storage = \"disk\" makes a tensor "
+     "there (tp.zeros({n, n}, {name = \"w\", storage = \"disk\"})). The file is removed once nothing refers "
+     "to "
      "the tensor. A write that fails (a full disk) is an error naming the tensor, and it stays "
      "where it was.",
      lua::l_place},

@@ -10,6 +10,7 @@
 #include "lang/bindings.hpp"
 #include "lang/convert.hpp"
 #include "lang/lua_args.hpp"
+#include "lang/place_lua.hpp"
 #include "lang/properties_lua.hpp"
 #include "lang/state_context.hpp"
 #include "lang/tensor_lua.hpp"
@@ -26,11 +27,27 @@ struct CreateOpts {
   std::optional<int64_t> seed;
   std::vector<SymmetryGroup> symmetry;  // opts.symmetry (properties_lua.hpp)
   int opts = 0;                         // the options table's index (tiles, nonzero), 0: none
+  bool disk = false;                    // opts.storage == "disk": made, then put on disk (place_lua.hpp)
 };
 
+// opts.storage: "memory" (the default) or "disk". A declared tensor is kept packed in memory
+// (docs/properties.md); its file would have to hold the dense tensor, so the two do not mix.
+bool read_storage(const Options& o) {
+  const std::optional<std::string> storage = o.string("storage");
+  if (!storage) return false;
+  user_check(*storage == "memory" || *storage == "disk", "storage must be \"memory\" or \"disk\", got ",
+             quoted(*storage));
+  const bool disk = *storage == "disk";
+  user_check(!disk || !(o.has("symmetry") || o.has("tiles") || o.has("nonzero")),
+             "storage = \"disk\" cannot be combined with symmetry, tiles or nonzero (a declared tensor is "
+             "kept packed in memory; use tp.place on it to put it on disk dense)");
+  return disk;
+}
+
 CreateOpts read_opts(lua_State* L, int arg, bool random = false) {
-  Options o = random ? Options(L, arg, {"dtype", "name", "layout", "seed", "symmetry", "tiles", "nonzero"})
-                     : Options(L, arg, {"dtype", "name", "layout", "symmetry", "tiles", "nonzero"});
+  Options o =
+      random ? Options(L, arg, {"dtype", "name", "layout", "seed", "symmetry", "tiles", "nonzero", "storage"})
+             : Options(L, arg, {"dtype", "name", "layout", "symmetry", "tiles", "nonzero", "storage"});
   user_check(!o.has("layout"),
              "option 'layout' needs the sharding planner, which this build does "
              "not have yet (single rank)");
@@ -41,11 +58,22 @@ CreateOpts read_opts(lua_State* L, int arg, bool random = false) {
   if (random) c.seed = o.integer("seed");
   c.symmetry = read_symmetry(L, lua_istable(L, arg) ? arg : 0);
   c.opts = lua_istable(L, arg) ? arg : 0;
+  c.disk = read_storage(o);
   return c;
 }
 
 int finish(lua_State* L, NodeRef n, const CreateOpts& c, Creator kind = Creator::Data, double value = 0) {
   n = with_properties(L, c.opts, n, c.symmetry, kind, value);
+  if (c.disk) {
+    // Computed where it will be written from and written before anything is bound: a failed
+    // write binds nothing.
+    const std::string label =
+        c.name ? "tp.env." + *c.name
+               : cat_str("the new ", dtype_name(n->dtype), " ", shape_str(n->shape), " tensor");
+    n = put_on_disk(
+        L, n, label,
+        c.name ? cat_str("nothing was made, and tp.env.", *c.name, " is as it was") : "nothing was made");
+  }
   if (c.name) {
     session_of(L).env().bind(*c.name, build::stored_form(n));  // declared: kept packed
     push_tensor(L, std::move(n), *c.name);
@@ -150,10 +178,11 @@ int l_logspace(lua_State* L) {
   const double a = check_number(L, 1);
   const double b = check_number(L, 2);
   const int64_t n = check_int(L, 3);
-  Options o(L, 4, {"dtype", "name", "base"});
+  Options o(L, 4, {"dtype", "name", "base", "storage"});
   CreateOpts c;
   c.dtype = o.dtype().value_or(kDefaultFloat);
   c.name = o.string("name");
+  c.disk = read_storage(o);
   return finish(L, build::logspace(a, b, n, o.number("base").value_or(10.0), c.dtype), c);
 }
 

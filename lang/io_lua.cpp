@@ -17,7 +17,6 @@
 #include "engine/run/evaluator.hpp"
 #include "engine/session/checkpoint.hpp"
 #include "engine/session/observe.hpp"
-#include "engine/session/placement.hpp"
 #include "engine/session/session.hpp"
 #include "engine/session/sharded_io.hpp"
 #include "engine/telemetry/telemetry.hpp"
@@ -81,24 +80,6 @@ int l_save_env(lua_State* L) {
   Session& s = session_of(L);
   s.telemetry().clear_cancel();
   return push_names(L, io::save_env(s, dir));
-}
-
-int l_place(lua_State* L) {
-  const NodeRef x = check_tensor_like(L, 1);
-  const Options o(L, 2, {"storage"});
-  const std::optional<std::string> storage = o.string("storage");
-  user_check(storage.has_value(), "opts.storage is required: {storage = \"disk\"}");
-  user_check(*storage == "disk", "storage must be \"disk\" (a tensor is in memory unless placed), got ",
-             quoted(*storage));
-  Session& ses = session_of(L);
-  const TelemetryScope in(ses.telemetry());
-  std::string label;
-  for (const auto& [name, e] : ses.env().entries())
-    if (e.current() == x) label += (label.empty() ? "tp.env." : ", tp.env.") + name;
-  if (label.empty()) label = cat_str("the ", dtype_name(x->dtype), " ", shape_str(x->shape), " tensor");
-  const NodeRef part = computed_for_save(L, {x})[0];
-  push_tensor(L, place_on_disk(ses, part, label), "");
-  return 1;
 }
 
 int l_checkpoint(lua_State* L) {

@@ -143,11 +143,13 @@ int l_stats(lua_State* L) {
   seti("restored_from_checkpoint", back.restored_from_checkpoint);
   const uint64_t back_n = back.restored_from_lineage + back.restored_from_checkpoint;
   seti("tensors_lost", rs.tensors_lost > back_n ? rs.tensors_lost - back_n : 0);
-  // Memory beyond RAM (engine/session/spill.hpp): this process's spills to --spill-dir.
+  // Memory beyond RAM (engine/session/spill.hpp): this process's spills to --spill-dir, and
+  // under MPI every other rank's (each spills its own pieces), as their statuses said.
   const Spill::Counts sp = ses.spill().counts();
-  seti("spills", static_cast<uint64_t>(sp.spills));
-  seti("bytes_spilled", static_cast<uint64_t>(sp.bytes));
-  seti("spill_readbacks", static_cast<uint64_t>(sp.readbacks));
+  const Job::SpillCounts job_sp = ses.coordinator() ? ses.coordinator()->spills() : Job::SpillCounts{};
+  seti("spills", static_cast<uint64_t>(sp.spills + job_sp.spills));
+  seti("bytes_spilled", static_cast<uint64_t>(sp.bytes + job_sp.bytes));
+  seti("spill_readbacks", static_cast<uint64_t>(sp.readbacks + job_sp.readbacks));
   const plan::PlannerStats& ps = ses.planner().stats;
   seti("plans", ps.plans);
   seti("plan_cache_hits", ps.cache_hits);

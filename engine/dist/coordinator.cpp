@@ -43,8 +43,8 @@ Status received_status(std::span<const char> bytes, int w, uint64_t epoch) {
 class Coordinator::Statuses {
  public:
   // origin_us: when rank 0 sent the run; a worker's trace events are relative to its start.
-  Statuses(comm::Mpi& mpi, Peers& peers, uint64_t epoch, double origin_us)
-      : mpi_(mpi), peers_(peers), epoch_(epoch), origin_us_(origin_us), got_(mpi.size()) {}
+  Statuses(comm::Mpi& mpi, Peers& peers, std::vector<SpillCounts>& spills, uint64_t epoch, double origin_us)
+      : mpi_(mpi), peers_(peers), spills_(spills), epoch_(epoch), origin_us_(origin_us), got_(mpi.size()) {}
 
   // Takes every status that has arrived; whether any did.
   bool collect() {
@@ -54,6 +54,8 @@ class Coordinator::Statuses {
         auto bytes = mpi_.poll(w, comm::kTagStatus);
         if (!bytes) break;
         Status s = received_status(*bytes, w, epoch_);
+        // Counts in all, so a late or aborted run's status is as good as any.
+        if (s.spills >= spills_[w].spills) spills_[w] = {s.spills, s.spill_bytes, s.spill_readbacks};
         if (s.kind == Status::Hello) {  // a late hello: not about this run
           peers_.hello(w, s.message);
           continue;
@@ -101,6 +103,7 @@ class Coordinator::Statuses {
 
   comm::Mpi& mpi_;
   Peers& peers_;
+  std::vector<SpillCounts>& spills_;
   uint64_t epoch_;
   double origin_us_;
   std::vector<std::optional<Status>> got_;
@@ -196,7 +199,7 @@ void Coordinator::connect_device_peers() {
 }
 
 Coordinator::Coordinator(comm::Mpi& mpi, Settings settings)
-    : mpi_(&mpi), settings_(settings), peers_(mpi.size()) {
+    : mpi_(&mpi), settings_(settings), peers_(mpi.size()), worker_spills_(mpi.size()) {
   internal_check(mpi.rank() == 0 && settings_.store != nullptr && g_running == nullptr);
   // Every worker says who it is first; wait for them briefly (they start together).
   const auto end = Clock::now() + std::chrono::seconds(30);
@@ -277,7 +280,7 @@ RunReport Coordinator::run(std::vector<char> plan, uint8_t plan_flags, const pla
   const double origin = trace::now_us();
   for (int w = 1; w < mpi.size(); ++w) mpi.post(w, comm::kTagCommand, cmd);
 
-  Statuses st(mpi, peers_, epoch, origin);
+  Statuses st(mpi, peers_, worker_spills_, epoch, origin);
   comm::MpiTransport t(mpi, epoch);
   // Joining the plan's collective groups waits for their members: a dead one is reported.
   const double limit = settings_.timeout_s;
@@ -436,7 +439,7 @@ void Coordinator::run_everywhere(Command c, const std::function<void(uint64_t)>&
     my_failure = failure_status(0, epoch);
   }
   if (!broken_.empty()) throw Error(broken_);
-  Statuses st(mpi, peers_, epoch, trace::now_us());
+  Statuses st(mpi, peers_, worker_spills_, epoch, trace::now_us());
   comm::Backoff wait;
   auto quiet_since = Clock::now();
   const double limit = settings_.timeout_s;
@@ -478,6 +481,16 @@ void Coordinator::salvage(const std::string& dir) {
   const std::vector<int> missing = wait_salvaged(dir, live, 10.0);
   for (int w : missing) fprintf(stderr, "tapestry: rank %d did not save its pieces within 10 s\n", w);
   peers_.kill_local();
+}
+
+Job::SpillCounts Coordinator::spills() const {
+  SpillCounts all;
+  for (const SpillCounts& w : worker_spills_) {
+    all.spills += w.spills;
+    all.bytes += w.bytes;
+    all.readbacks += w.readbacks;
+  }
+  return all;
 }
 
 void Coordinator::shutdown() {

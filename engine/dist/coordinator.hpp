@@ -98,6 +98,8 @@ class Coordinator final : public Job {
   // Tells every worker to exit, then finalizes MPI (aborts the job when it is broken).
   // Idempotent.
   void shutdown() override;
+  // The workers' spills, from their latest statuses (rank 0's own are its session's).
+  SpillCounts spills() const override;
 
  private:
   class Statuses;
@@ -120,6 +122,7 @@ class Coordinator final : public Job {
   std::string lost_text_;  // lost_ranks()
   bool shut_ = false;
   Peers peers_;
+  std::vector<SpillCounts> worker_spills_;  // per rank, as its latest status said
   // Device peers every rank joined at start (engine/device/peers.hpp); retired after a failed
   // run, whose device transfers may be half-matched.
   std::unique_ptr<comm::DevicePeers> device_peers_;

@@ -5,7 +5,8 @@
 // Result frame body (head -> driver):
 //   0 u8, the RunReport's 10 fields, count u64 of {wire id u64, value} (the roots' values), a
 //   traced run's events (encode_events's, from the request's start) and their ranks, the
-//   head's file bytes read and written and block retries during the request; or
+//   head's file bytes read and written and block retries during the request, and the job's
+//   spills, bytes spilled and read backs since the last result (every rank's; protocol 11); or
 //   1 u8, encode_status's bytes of the failure; then the job's device transport (a string)
 // Lost frame body: the lost ranks ("rank 2 (pid ...) died"), the job's broken() message.
 #include "engine/dist/head.hpp"
@@ -41,7 +42,13 @@ namespace {
 class Inbox {
  public:
   explicit Inbox(JobLink& link) : link_(link), reader_([this] { read(); }) {}
-  ~Inbox() { reader_.detach(); }  // blocked in recv until the socket closes at exit
+  // The reader is woken and joined: detached, it read on through this Inbox and the link after
+  // both were gone (a segfault in JobLink::receive as the job ended).
+  ~Inbox() {
+    closing_ = true;
+    link_.stop_receiving();
+    reader_.join();
+  }
 
   // The next request within timeout_s; nullopt when none, or when the driver is gone.
   std::optional<JobLink::Frame> next(double timeout_s) {
@@ -61,6 +68,7 @@ class Inbox {
       try {
         f = link_.receive(-1);
       } catch (const std::exception&) {
+        if (closing_) return;
         gone_ = true;
         request_cancel();
         cv_.notify_all();
@@ -81,7 +89,7 @@ class Inbox {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<JobLink::Frame> queue_;
-  std::atomic<bool> gone_{false};
+  std::atomic<bool> gone_{false}, closing_{false};
   std::thread reader_;
 };
 
@@ -90,10 +98,13 @@ class Inbox {
 struct Counted {
   uint64_t bytes_read = 0, bytes_written = 0;
   int64_t block_retries = 0;
-  static Counted now() { return {stats().bytes_read, stats().bytes_written, tapestry::block_retries()}; }
+  Job::SpillCounts spilled;  // set by Head::counted(): since the last result, not the request's start
+  static Counted now() { return {stats().bytes_read, stats().bytes_written, tapestry::block_retries(), {}}; }
   Counted since(const Counted& start) const {
-    return {bytes_read - start.bytes_read, bytes_written - start.bytes_written,
-            block_retries - start.block_retries};
+    return {bytes_read - start.bytes_read,
+            bytes_written - start.bytes_written,
+            block_retries - start.block_retries,
+            {}};
   }
 };
 
@@ -128,6 +139,9 @@ std::vector<char> done_result(const RunReport& r,
   w.put(counted.bytes_read);
   w.put(counted.bytes_written);
   w.put(counted.block_retries);
+  w.put(counted.spilled.spills);
+  w.put(counted.spilled.bytes);
+  w.put(counted.spilled.readbacks);
   w.str(transport);  // it changes when a failed run retires the device peers
   return w.take();
 }
@@ -234,7 +248,7 @@ class Head {
       case JobLink::Restore: job_.restore(f.body); break;
       default: throw Error(cat_str("job request rejected: kind ", int(f.kind)));
     }
-    return done_result({}, {}, job_.device_transport(), Counted::now().since(start_));
+    return done_result({}, {}, job_.device_transport(), counted());
   }
 
   std::vector<char> run(ByteReader& r) {
@@ -301,7 +315,7 @@ class Head {
     } else {
       for (uint64_t id : g.roots) add(g.find(id));
     }
-    return done_result(report, values, job_.device_transport(), Counted::now().since(start_), traced);
+    return done_result(report, values, job_.device_transport(), counted(), traced);
   }
 
   // A rank was lost: everything still held goes to the salvage folder, the driver is told, and
@@ -322,10 +336,25 @@ class Head {
     return 1;
   }
 
+  // The request's counts; the job's spills since the last result that carried them, so none
+  // is lost with a failed request's (a failure's result has no counts).
+  Counted counted() {
+    Counted c = Counted::now().since(start_);
+    Job::SpillCounts all = job_.spills();  // the workers', and this process's store's:
+    all.spills += store_.spills();
+    all.bytes += store_.spill_bytes();
+    all.readbacks += store_.readbacks();
+    c.spilled = {all.spills - spills_sent_.spills, all.bytes - spills_sent_.bytes,
+                 all.readbacks - spills_sent_.readbacks};
+    spills_sent_ = all;
+    return c;
+  }
+
   Coordinator& job_;
   ShardStore& store_;
   JobLink& link_;
   Counted start_;  // at the request's start
+  Job::SpillCounts spills_sent_;
   const JobAddress& address_;
   int io_fault_rank_;
 };

@@ -74,6 +74,13 @@ class Job {
   virtual bool replaceable() const { return false; }
   // Block retries counted by rank 0 when it is another process (tp.stats().block_retries).
   virtual int64_t block_retries() const { return 0; }
+  // Spills to disk by the job's processes other than this one (tp.stats().spills ...): under
+  // MPI each rank spills its own pieces past --memory-per-rank. In all, since the job started
+  // (a driver's: since the first job, relaunches included).
+  struct SpillCounts {
+    int64_t spills = 0, bytes = 0, readbacks = 0;  // pieces written out, their bytes, read back
+  };
+  virtual SpillCounts spills() const { return {}; }
 };
 
 }  // namespace tapestry

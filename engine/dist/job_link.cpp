@@ -61,6 +61,10 @@ void JobLink::close() {
   fd_ = -1;
 }
 
+void JobLink::stop_receiving() {
+  if (fd_ >= 0) ::shutdown(fd_, SHUT_RD);
+}
+
 JobLink JobLink::connect(const std::string& host, int port) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;

@@ -54,6 +54,8 @@ class JobLink {
   static JobLink connect(const std::string& host, int port);  // throws LinkClosed
   bool open() const { return fd_ >= 0; }
   void close();
+  // Wakes a receive() blocked on another thread (it throws LinkClosed); sends still work.
+  void stop_receiving();
 
   void send(Kind kind, const std::vector<char>& body);
   // The next frame, waiting at most timeout_s (< 0: forever); nullopt when none came.

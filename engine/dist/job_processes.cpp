@@ -1,5 +1,6 @@
 #include "engine/dist/job_processes.hpp"
 
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -127,6 +128,23 @@ bool alive(pid_t pid) {
   std::fclose(f);
   const char* close = read ? std::strrchr(line, ')') : nullptr;
   return close && close[1] == ' ' && close[2] != 'Z' && close[2] != 'X';
+}
+
+bool release_outer_binding() {
+  const char* bound = std::getenv("OMPI_MCA_orte_bound_at_launch");
+  if (!bound || std::strcmp(bound, "1") != 0) return false;
+  // The launcher's own set is what the user gave the job (a taskset around mpirun stays kept);
+  // the kernel further limits it to the cgroup's cpuset.
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(getppid(), sizeof set, &set) != 0 || CPU_COUNT(&set) == 0) return false;
+  bool any = false;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    const pid_t tid = static_cast<pid_t>(std::atoi(e.path().filename().c_str()));
+    if (tid > 0 && sched_setaffinity(tid, sizeof set, &set) == 0) any = true;
+  }
+  return any;
 }
 
 }  // namespace tapestry

@@ -28,5 +28,10 @@ struct RankProcess {
 std::vector<RankProcess> rank_processes(pid_t mpirun);
 // Running (not gone, not a zombie).
 bool alive(pid_t pid);
+// Under `mpirun -n 2 tapestry`, Open MPI binds each rank to one core, and the driver's own job
+// (launched from rank 0) would inherit that core: both of its ranks on it, each at half speed.
+// A process an outer mpirun bound (OMPI_MCA_orte_bound_at_launch) gets back the CPUs that mpirun
+// runs on, every thread of it, so the driver's job binds its ranks itself. True if it did.
+bool release_outer_binding();
 
 }  // namespace tapestry

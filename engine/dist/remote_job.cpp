@@ -52,6 +52,7 @@ RemoteJob::RemoteJob(Settings s) : settings_(std::move(s)) {
   if (!settings_.notify)
     settings_.notify = [](const std::string& m) { std::fprintf(stderr, "%s\n", m.c_str()); };
   if (settings_.work_dir.empty()) settings_.work_dir = cat_str("/tmp/tapestry-", getpid());
+  release_outer_binding();  // before the job's launch: its mpirun and ranks inherit the CPUs
   token_ = random_token();
   listener_ = std::make_unique<JobListener>();
   for (int tries = 0;; ++tries) {
@@ -353,6 +354,9 @@ void RemoteJob::count_head(ByteReader& r) {
   stats().bytes_read += r.get<uint64_t>();
   stats().bytes_written += r.get<uint64_t>();
   head_block_retries_ += r.get<int64_t>();
+  job_spills_.spills += r.get<int64_t>();
+  job_spills_.bytes += r.get<int64_t>();
+  job_spills_.readbacks += r.get<int64_t>();
 }
 
 // The rest of a successful non-run request's result: the head's counts.

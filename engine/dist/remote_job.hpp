@@ -75,6 +75,7 @@ class RemoteJob final : public Job {
   RecoveryStats recovery() const override { return recovery_; }
   bool replaceable() const override { return true; }
   int64_t block_retries() const override { return head_block_retries_; }
+  SpillCounts spills() const override { return job_spills_; }  // every job's ranks', relaunches too
 
   // Ends the job's processes as a loss would (the tests' and `:job kill`'s way to lose it).
   pid_t launcher_pid() const { return child_; }
@@ -99,7 +100,7 @@ class RemoteJob final : public Job {
   RunReport run_request(bool whole, const std::vector<char>& plan, const StoreKeys& keys, int64_t blocks,
                         const std::vector<NodeRef>& nodes, const std::vector<NodeRef>& roots);
   void check_result(ByteReader& r);
-  void count_head(ByteReader& r);  // the head's file bytes (into tp.stats) and block retries
+  void count_head(ByteReader& r);  // the head's file bytes (into tp.stats), block retries, the job's spills
   void count_done(ByteReader& r);
   std::vector<uint64_t> to_replicate(const StoreKeys& keys, const std::vector<int64_t>& bytes) const;
 
@@ -120,6 +121,7 @@ class RemoteJob final : public Job {
   int64_t replicated_bytes_ = 0;
   RecoveryStats recovery_;
   int64_t head_block_retries_ = 0;
+  SpillCounts job_spills_;
   // One user of the link at a time: a request (the Lua thread) or the idle watcher.
   std::mutex mu_;
   struct PendingLoss {

@@ -39,7 +39,7 @@ constexpr uint32_t kStatusMagic = 0x54535054;   // "TPST"
 // 8: the Choices run flag: a plan as its choices, each rank lowering its own part.
 // 9: a status carries the run's transfer, combine and gathered bytes.
 // 10: Replicate, Salvage and Restore commands.
-constexpr uint32_t kProtocolVersion = 10;
+constexpr uint32_t kProtocolVersion = 11;
 
 // TAPESTRY_FAULT=RANK:RUN[:oom] (`spec`): whether this rank is to fail its run number `run`,
 // and how.
@@ -67,7 +67,7 @@ class Worker {
     hello.kind = Status::Hello;
     hello.message = cat_str(getpid(), " ", host);
     if (setup_.device_peers) hello.caps |= Status::CanJoinPeers;
-    report(hello);
+    report(std::move(hello));
     // A script's loop sends the next run within milliseconds: stay awake for it.
     comm::Backoff idle(std::chrono::microseconds(2000), std::chrono::milliseconds(20));
     for (;;) {
@@ -160,7 +160,7 @@ class Worker {
     } catch (const std::exception&) {
       st = failure_status(mpi_.rank(), c.epoch);
     }
-    report(st);
+    report(std::move(st));
   }
 
   // Whether rank 0 aborted the current run; any other command waits for the loop.
@@ -175,7 +175,10 @@ class Worker {
     return false;
   }
 
-  void report(const Status& s) {
+  void report(Status s) {
+    s.spills = setup_.store.spills();
+    s.spill_bytes = setup_.store.spill_bytes();
+    s.spill_readbacks = setup_.store.readbacks();
     mpi_.post(0, comm::kTagStatus, std::make_shared<const std::vector<char>>(encode_status(s)));
   }
 
@@ -198,7 +201,7 @@ class Worker {
     } catch (const std::exception&) {
       st = failure_status(mpi_.rank(), c.epoch);
     }
-    report(st);
+    report(std::move(st));
   }
 
   // Collective with every rank (rank 0 joins as it sends this); answered with one status.
@@ -212,7 +215,7 @@ class Worker {
     } catch (const std::exception&) {
       st = failure_status(mpi_.rank(), c.epoch);
     }
-    report(st);
+    report(std::move(st));
   }
 
   void run(const Command& c) {
@@ -228,7 +231,7 @@ class Worker {
     run_traced(c, st, me);
     if (st.kind != Status::Done) mpi_.groups().retire_all();  // as for an Abort, above
     if (tracing) st.trace = trace::encode_events(trace::end_capture(), origin);
-    report(st);
+    report(std::move(st));
   }
 
   // This rank's part of a plan sent as its choices: lowered here, none of the others'.
@@ -350,6 +353,9 @@ std::vector<char> encode_status(const Status& s) {
   w.put(s.transfer_bytes);
   w.put(s.combine_bytes);
   w.put(s.gathered_bytes);
+  w.put(s.spills);
+  w.put(s.spill_bytes);
+  w.put(s.spill_readbacks);
   w.str(s.message);
   w.vec(s.trace);
   return w.take();
@@ -373,6 +379,9 @@ Status decode_status(std::span<const char> bytes) {
   s.transfer_bytes = r.get<int64_t>();
   s.combine_bytes = r.get<int64_t>();
   s.gathered_bytes = r.get<int64_t>();
+  s.spills = r.get<int64_t>();
+  s.spill_bytes = r.get<int64_t>();
+  s.spill_readbacks = r.get<int64_t>();
   s.message = r.str();
   s.trace = r.vec<char>();
   r.end();

@@ -75,7 +75,10 @@ struct Status {
   uint64_t epoch = 0;
   int64_t blocks = 0, messages = 0, bytes = 0;
   int64_t transfer_bytes = 0, combine_bytes = 0, gathered_bytes = 0;  // RunReport's (protocol 9)
-  std::string message;                                                // Failed: "rank 2: ..."
+  // The rank's spills to disk so far, in all (its shard store's; every status carries them so
+  // rank 0 can report the job's in tp.stats(), protocol 11).
+  int64_t spills = 0, spill_bytes = 0, spill_readbacks = 0;
+  std::string message;      // Failed: "rank 2: ..."
   std::vector<char> trace;  // a traced run's events (trace::encode_events, from the run's start)
   uint8_t caps = 0;         // Hello
   static Status failed(Error error, uint64_t epoch, std::string message) {

@@ -13,7 +13,8 @@
 
 namespace tapestry {
 
-NodeRef place_on_disk(Session& s, const NodeRef& part, const std::string& label) {
+NodeRef place_on_disk(Session& s, const NodeRef& part, const std::string& label,
+                      const std::string& otherwise) {
   const std::string dir = s.work_dir() + "/disk";
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -27,7 +28,7 @@ NodeRef place_on_disk(Session& s, const NodeRef& part, const std::string& label)
     else io::save_npy(path, part->value->view());
   } catch (const Error& e) {
     std::remove(path.c_str());
-    throw Error(cat_str("cannot put ", label, " on disk: ", e.what(), "; it stays where it was"));
+    throw Error(cat_str("cannot put ", label, " on disk: ", e.what(), "; ", otherwise));
   }
   NodeRef n = io::lazy_raw(path, io::read_npy_header(path));
   s.env().mark_on_disk(n->id);

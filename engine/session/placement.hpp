@@ -21,7 +21,9 @@ namespace tapestry {
 class Session;
 
 // `part` is a stored leaf (its ranks write their boxes) or a node holding a value; `label`
-// names it in errors ("w", or its shape).
-NodeRef place_on_disk(Session& s, const NodeRef& part, const std::string& label);
+// names it in errors ("w", or its shape); `otherwise` says what a failed write left (a creator
+// with storage = "disk" made nothing).
+NodeRef place_on_disk(Session& s, const NodeRef& part, const std::string& label,
+                      const std::string& otherwise = "it stays where it was");
 
 }  // namespace tapestry

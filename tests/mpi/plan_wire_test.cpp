@@ -212,6 +212,7 @@ TEST_CASE("commands and statuses round-trip and are checked") {
   Status s = Status::failed(Status::User, 9, "rank 2: broken");
   s.blocks = 1, s.messages = 2, s.bytes = 3;
   s.transfer_bytes = 4, s.combine_bytes = 5, s.gathered_bytes = 6;
+  s.spills = 7, s.spill_bytes = 8, s.spill_readbacks = 9;
   s.trace = {'t', 'r'};
   std::vector<char> sbytes = encode_status(s);
   Status sb = decode_status(sbytes);
@@ -221,6 +222,9 @@ TEST_CASE("commands and statuses round-trip and are checked") {
   CHECK(sb.transfer_bytes == 4);
   CHECK(sb.combine_bytes == 5);
   CHECK(sb.gathered_bytes == 6);
+  CHECK(sb.spills == 7);
+  CHECK(sb.spill_bytes == 8);
+  CHECK(sb.spill_readbacks == 9);
   CHECK(sb.trace == s.trace);
   sbytes[0] ^= 1;
   CHECK_THROWS_WITH_AS(decode_status(sbytes), doctest::Contains("status rejected: bad magic"), Error);
