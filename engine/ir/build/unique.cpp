@@ -29,8 +29,8 @@ Table dedupe(const NodeRef& sorted, const NodeRef& w, const NodeRef& valid) {
   const int64_t B = sorted->shape[0], n = sorted->shape[1];
   NodeRef starts = full({B, 1}, 1, DType::Bool);
   if (n > 1)
-    starts = cat({starts, unary(Op::LogicalNot, same(narrow(sorted, 1, 1, n - 1), narrow(sorted, 1, 0, n - 1)))},
-                 1);
+    starts = cat(
+        {starts, unary(Op::LogicalNot, same(narrow(sorted, 1, 1, n - 1), narrow(sorted, 1, 0, n - 1)))}, 1);
   if (valid) starts = binary(Op::LogicalAnd, starts, valid);
   NodeRef run = scan(Op::Cumsum, starts, 1);  // bools sum in i64
   if (valid) run = where(valid, run, full_int({B, n}, n + 1, DType::I64));
@@ -70,8 +70,9 @@ UniqueChunks unique_chunks(const NodeRef& flat, int64_t parts) {
     const NodeRef samples = slice(sorted, {0, first}, {1, step}, {P, k});
     const NodeRef ordered = sort(reshape(samples, {1, P * k}), 1, false)[0];
     const NodeRef splitters = slice(ordered, {0, k}, {1, k}, {1, P - 1});
-    const NodeRef before = binary(Op::LogicalAnd, reshape(t.starts, {P, c, 1}),
-                                  sorts_before(reshape(sorted, {P, c, 1}), reshape(splitters, {1, 1, P - 1})));
+    const NodeRef before =
+        binary(Op::LogicalAnd, reshape(t.starts, {P, c, 1}),
+               sorts_before(reshape(sorted, {P, c, 1}), reshape(splitters, {1, 1, P - 1})));
     stats = cat({stats, reduce(Op::Sum, before, {1}, false)}, 1);
   }
   u.stats = stats;
@@ -81,44 +82,39 @@ UniqueChunks unique_chunks(const NodeRef& flat, int64_t parts) {
 UniqueBuckets unique_buckets(const UniqueChunks& c, const std::vector<int64_t>& stats) {
   const int64_t P = c.parts;
   internal_check(static_cast<int64_t>(stats.size()) == P * P);
-  std::vector<std::vector<NodeRef>> vs, cs;  // per non-empty bucket, its pieces
+  std::vector<std::vector<NodeRef>> vs(P), cs(P);  // per bucket, its pieces
   bool merges = false;
+  int64_t L = 1;
   for (int64_t q = 0; q < P; ++q) {
-    std::vector<NodeRef> v, w;
+    int64_t len = 0;
     for (int64_t p = 0; p < P; ++p) {
       const int64_t* row = stats.data() + p * P;  // m_p, then the bounds
       const int64_t lo = q == 0 ? 0 : row[q], hi = q == P - 1 ? row[0] : row[q + 1];
       internal_check(lo >= 0 && lo <= hi && hi <= row[0] && row[0] <= c.chunk);
       if (hi == lo) continue;
       // One slice of the stored table, so the plan reads only these slots of row p.
-      v.push_back(slice(c.values, {p, lo}, {1, 1}, {1, hi - lo}));
-      w.push_back(slice(c.counts, {p, lo}, {1, 1}, {1, hi - lo}));
+      vs[q].push_back(slice(c.values, {p, lo}, {1, 1}, {1, hi - lo}));
+      cs[q].push_back(slice(c.counts, {p, lo}, {1, 1}, {1, hi - lo}));
+      len += hi - lo;
     }
-    if (v.empty()) continue;
-    merges = merges || v.size() > 1;
-    vs.push_back(std::move(v));
-    cs.push_back(std::move(w));
+    merges = merges || vs[q].size() > 1;
+    L = std::max(L, len);
   }
-  internal_check(!vs.empty());
   UniqueBuckets b;
   if (!merges) {  // each bucket one chunk's distinct values: the result as it stands
-    for (size_t q = 0; q < vs.size(); ++q) {
+    for (int64_t q = 0; q < P; ++q) {
+      if (vs[q].empty()) continue;
       b.piece_values.push_back(reshape(vs[q][0], {vs[q][0]->shape[1]}));
       b.piece_counts.push_back(reshape(cs[q][0], {cs[q][0]->shape[1]}));
     }
+    internal_check(!b.piece_values.empty());
     return b;
   }
-  int64_t L = 0;
-  size_t k = 0;  // the most pieces a bucket has: the longest a run of one value can be
-  std::vector<NodeRef> rows_v, rows_c;
-  for (size_t q = 0; q < vs.size(); ++q) {
-    int64_t len = 0;
-    for (const NodeRef& piece : vs[q]) len += piece->shape[1];
-    L = std::max(L, len);
-    k = std::max(k, vs[q].size());
-  }
+  // Every bucket a row, empty ones too: P lines on P ranks, so the running sum of dedupe stays
+  // one scan a row (split_scan rewrites a scan only where lines are fewer than ranks).
   const DType t = c.values->dtype;
-  for (size_t q = 0; q < vs.size(); ++q) {
+  std::vector<NodeRef> rows_v, rows_c;
+  for (int64_t q = 0; q < P; ++q) {
     int64_t len = 0;
     for (const NodeRef& piece : vs[q]) len += piece->shape[1];
     if (len < L) {  // padding after the values: sorts last, counts nothing
@@ -129,27 +125,17 @@ UniqueBuckets unique_buckets(const UniqueChunks& c, const std::vector<int64_t>& 
     rows_v.push_back(vs[q].size() == 1 ? vs[q][0] : cat(vs[q], 1));
     rows_c.push_back(cs[q].size() == 1 ? cs[q][0] : cat(cs[q], 1));
   }
-  const int64_t Q = static_cast<int64_t>(rows_v.size());
-  const NodeRef v = Q == 1 ? rows_v[0] : cat(rows_v, 0), w = Q == 1 ? rows_c[0] : cat(rows_c, 0);
-  // Stable: a value's real copies come before the padding equal to it (a NaN, the maximum),
-  // so its first k after the run's start hold all of them.
-  const std::vector<NodeRef> s = sort(v, 1, false);
-  const NodeRef sv = s[0], sw = gather(w, 1, s[1]);
-  NodeRef total = sw;
-  for (int64_t d = 1; d < std::min<int64_t>(static_cast<int64_t>(k), L); ++d) {
-    const NodeRef here = narrow(sv, 1, 0, L - d), there = narrow(sv, 1, d, L - d);
-    const NodeRef add = where(same(here, there), narrow(sw, 1, d, L - d), full_int({Q, L - d}, 0, DType::I64));
-    total = binary(Op::Add, total, cat({add, full_int({Q, d}, 0, DType::I64)}, 1));
-  }
-  NodeRef starts = full({Q, 1}, 1, DType::Bool);
-  if (L > 1)
-    starts = cat({starts, unary(Op::LogicalNot, same(narrow(sv, 1, 1, L - 1), narrow(sv, 1, 0, L - 1)))}, 1);
-  // A run of padding alone counts 0: not a value of x.
-  starts = binary(Op::LogicalAnd, starts, binary(Op::Gt, total, Operand::integer_number(0)));
-  const NodeRef order = sort(unary(Op::LogicalNot, starts), 1, false)[1];
-  b.values = gather(sv, 1, order);
-  b.counts = gather(total, 1, order);
-  b.sizes = reduce(Op::Sum, starts, {1}, false);
+  const NodeRef v = cat(rows_v, 0), w = cat(rows_c, 0);
+  // Stable: a value's copies (at most one a chunk) come before padding equal to it (a NaN, the
+  // maximum), so a run starts at a value of x; the padding (count 0) goes to the spare slot.
+  // One sort (its indices), the values and counts gathered by it: sort's values are a second
+  // Sort node, which would sort the buckets again.
+  const NodeRef order = sort(v, 1, false)[1];
+  const NodeRef sw = gather(w, 1, order);
+  const Table tb = dedupe(gather(v, 1, order), sw, binary(Op::Gt, sw, Operand::integer_number(0)));
+  b.values = tb.values;
+  b.counts = tb.counts;
+  b.sizes = reduce(Op::Sum, tb.starts, {1}, false);
   return b;
 }
 
@@ -159,7 +145,8 @@ std::vector<NodeRef> unique_join(const UniqueBuckets& b, const std::vector<int64
     internal_check(static_cast<int64_t>(sizes.size()) == b.values->shape[0]);
     for (size_t q = 0; q < sizes.size(); ++q) {
       const int64_t m = sizes[q], qi = static_cast<int64_t>(q);
-      internal_check(m >= 1 && m <= b.values->shape[1]);
+      internal_check(m >= 0 && m < b.values->shape[1]);
+      if (m == 0) continue;  // an empty bucket
       vs.push_back(reshape(slice(b.values, {qi, 0}, {1, 1}, {1, m}), {m}));
       cs.push_back(reshape(slice(b.counts, {qi, 0}, {1, 1}, {1, m}), {m}));
     }

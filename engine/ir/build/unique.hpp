@@ -12,12 +12,11 @@
 // how many of its distinct values come before it. Those are the only data-dependent sizes.
 // Phase 2 is static: bucket q gathers the q-th slot range of each chunk's table (the
 // all-to-all, as transfers the planner places and costs), padded to the longest bucket with a
-// value sorting last and a count of 0; the {Q, L} buckets are sorted along L at once (a value
-// now occurs at most once per chunk, and always in one bucket), each run's count is the sum of
-// the k <= P counts after its start whose value is the same (shifted maps: no scan), and a
-// stable sort of "not a run start" brings the runs to the front of each row. Each bucket's
-// distinct count is the second observation. Phase 3 takes each row's first d_q and lays them
-// end to end. parts = 1 is the same graph on one block.
+// value sorting last and a count of 0; the {P, L} buckets are sorted along L at once (a value
+// now occurs at most once per chunk, and always in one bucket) and deduplicated as the chunks
+// were, the counts of equal values added by the scatter. Each bucket's distinct count is the
+// second observation. Phase 3 takes each row's first d_q and lays them end to end. parts = 1
+// is the same graph on one block.
 #pragma once
 
 #include <cstdint>
@@ -35,8 +34,8 @@ struct UniqueChunks {
 };
 
 struct UniqueBuckets {
-  NodeRef values, counts;  // {Q, L}: row q holds bucket q's distinct values (and counts) first
-  NodeRef sizes;           // {Q} i64: each bucket's distinct count
+  NodeRef values, counts;  // {P, L+1}: row q holds bucket q's distinct values (and counts) first
+  NodeRef sizes;           // {P} i64: each bucket's distinct count (0: an empty bucket)
   // Where no bucket merges two chunks (one rank, or chunks of disjoint values): the buckets'
   // pieces, distinct already, in order; values, counts and sizes are then null.
   std::vector<NodeRef> piece_values, piece_counts;

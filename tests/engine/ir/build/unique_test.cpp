@@ -21,7 +21,7 @@ std::vector<double> values(const NodeRef& n) {
   const View& v = n->value->view();
   REQUIRE(v.rank() <= 2);
   for (int64_t i = 0; i < v.numel(); ++i) {  // row-major, whatever the strides
-    const int64_t o = v.rank() == 0 ? 0
+    const int64_t o = v.rank() == 0   ? 0
                       : v.rank() == 1 ? i * v.strides[0]
                                       : (i / v.shape[1]) * v.strides[0] + (i % v.shape[1]) * v.strides[1];
     if (v.dtype == DType::F64) out.push_back(v.ptr<double>()[o]);
