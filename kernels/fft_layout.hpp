@@ -2,7 +2,8 @@
 // that takes one batch stride (cuFFT's advanced layout, kernels/cuda/fft.cpp):
 //   FftLayout l = fft_layout({4, 6, 5}, {4, 4, 5}, 1);   // r2c along dim 1: 6 reals -> 4 values
 //   for (c < l.calls) for (b < l.batch) for (j < line length)
-//     in[c * l.in_step + b * l.in_dist + j * l.stride] ... out[c * l.out_step + b * l.out_dist + j * l.stride]
+//     in[c * l.in_step + b * l.in_dist + j * l.stride] ... out[c * l.out_step + b * l.out_dist + j *
+//     l.stride]
 // Host logic only (no CUDA), so it is tested on the CPU (tests/gpu/host_test.cpp).
 #pragma once
 
@@ -14,11 +15,11 @@
 namespace tapestry {
 
 struct FftLayout {
-  int64_t n = 0;                   // the transform's logical length: the real side's for r2c and c2r
-  int64_t stride = 1;              // between a line's elements, in and out (the dims after dim)
-  int64_t batch = 1;               // lines per call
+  int64_t n = 0;                      // the transform's logical length: the real side's for r2c and c2r
+  int64_t stride = 1;                 // between a line's elements, in and out (the dims after dim)
+  int64_t batch = 1;                  // lines per call
   int64_t in_dist = 0, out_dist = 0;  // between a call's consecutive lines
-  int64_t calls = 1;               // calls, each starting in_step / out_step further on
+  int64_t calls = 1;                  // calls, each starting in_step / out_step further on
   int64_t in_step = 0, out_step = 0;
 };
 

@@ -105,8 +105,8 @@ void run_index(Op op, const Attrs& attrs, const std::vector<DView>& in, const DV
 // fft.cpp: Op::Fft as cpu::run_fft (c2c, r2c, c2r; unnormalized) through cuFFT; out contiguous.
 bool fft_supported(DType in, DType out);  // f32/c64 or f64/c128, a complex side
 void run_fft(const DView& in, const DView& out, int dim, bool inverse);
-// linalg.cpp: solve, cholesky, eigh, det, slogdet as cpu::run_linalg (the same packed outputs)
-// through cuSOLVER, f32 and f64; QR and SVD run on the CPU.
+// linalg.cpp: solve, cholesky, eigh, det, slogdet, qr, svd as cpu::run_linalg (the same packed
+// outputs) through cuSOLVER, f32 and f64.
 bool linalg_supported(Op op, DType dtype);
 void run_linalg(Op op, const Attrs& attrs, const std::vector<DView>& in, const DView& out);
 

@@ -161,8 +161,10 @@ bool cuda_supports(Op op, DType dtype) {
     case Op::Cholesky:
     case Op::Eigh:
     case Op::Det:
-    case Op::Slogdet: return linalg_supported(op, dtype);  // linalg.cpp: cuSOLVER
-    default: return false;  // nonzero, sorts, scans, QR, SVD: the block runs on the CPU
+    case Op::Slogdet:
+    case Op::Qr:
+    case Op::Svd: return linalg_supported(op, dtype);  // linalg.cpp: cuSOLVER
+    default: return false;                             // nonzero, sorts, scans: the block runs on the CPU
   }
 }
 

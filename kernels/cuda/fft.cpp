@@ -91,20 +91,23 @@ void run_fft(const DView& in, const DView& out, int dim, bool inverse) {
         check_fft(cufftExecC2C(h, static_cast<cufftComplex*>(i), static_cast<cufftComplex*>(o), dir), "C2C");
         break;
       case CUFFT_Z2Z:
-        check_fft(cufftExecZ2Z(h, static_cast<cufftDoubleComplex*>(i), static_cast<cufftDoubleComplex*>(o), dir),
-                  "Z2Z");
+        check_fft(
+            cufftExecZ2Z(h, static_cast<cufftDoubleComplex*>(i), static_cast<cufftDoubleComplex*>(o), dir),
+            "Z2Z");
         break;
       case CUFFT_R2C:
         check_fft(cufftExecR2C(h, static_cast<cufftReal*>(i), static_cast<cufftComplex*>(o)), "R2C");
         break;
       case CUFFT_D2Z:
-        check_fft(cufftExecD2Z(h, static_cast<cufftDoubleReal*>(i), static_cast<cufftDoubleComplex*>(o)), "D2Z");
+        check_fft(cufftExecD2Z(h, static_cast<cufftDoubleReal*>(i), static_cast<cufftDoubleComplex*>(o)),
+                  "D2Z");
         break;
       case CUFFT_C2R:
         check_fft(cufftExecC2R(h, static_cast<cufftComplex*>(i), static_cast<cufftReal*>(o)), "C2R");
         break;
       default:
-        check_fft(cufftExecZ2D(h, static_cast<cufftDoubleComplex*>(i), static_cast<cufftDoubleReal*>(o)), "Z2D");
+        check_fft(cufftExecZ2D(h, static_cast<cufftDoubleComplex*>(i), static_cast<cufftDoubleReal*>(o)),
+                  "Z2D");
     }
   }
 }

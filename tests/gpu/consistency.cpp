@@ -324,8 +324,9 @@ void check_fft() {
   }
 }
 
-// cuSOLVER against LAPACK: solve, cholesky, det, slogdet and eigh's eigenvalues on a batch of
-// symmetric positive definite matrices.
+// cuSOLVER against LAPACK: solve, cholesky, det, slogdet, eigh's eigenvalues and the singular
+// values on a batch of symmetric positive definite matrices; then the singular values of a
+// wide and a tall matrix (factored as the transpose or as they are), and QR up to signs.
 void check_linalg() {
   for (DType t : {DType::F32, DType::F64}) {
     const double tol = t == DType::F32 ? 1e-4 : 1e-10;
@@ -350,8 +351,8 @@ void check_linalg() {
     };
     for (const Case& c :
          {Case{Op::Solve, 0, {B, n, 2}}, Case{Op::Cholesky, 0, {B, n, n}}, Case{Op::Det, 0, {B, 1}},
-          Case{Op::Slogdet, 0, {B, 2}}, Case{Op::Eigh, 0, {B, n}}}) {
-      const Attrs attrs = c.op == Op::Eigh ? LinalgAttrs{c.mode}.encode() : Attrs{};
+          Case{Op::Slogdet, 0, {B, 2}}, Case{Op::Eigh, 0, {B, n}}, Case{Op::Svd, 0, {B, n}}}) {
+      const Attrs attrs = c.op == Op::Eigh || c.op == Op::Svd ? LinalgAttrs{c.mode}.encode() : Attrs{};
       auto want = Value::alloc(t, c.out);
       std::vector<View> in{a->view()};
       std::vector<cuda::DView> din{da.v};
@@ -362,6 +363,32 @@ void check_linalg() {
       cuda::run_linalg(c.op, attrs, din, dout);
       compare_floats(std::string(op_def(c.op).name) + " " + std::string(dtype_name(t)), *want,
                      *download(dout), tol);
+    }
+    for (const Shape& s : {Shape{2, 3, 5}, Shape{2, 5, 3}}) {  // wide, tall
+      auto w = sample(t, s, 9);
+      Dev dw = upload(w->view());
+      for (Op op : {Op::Svd, Op::Qr}) {
+        const int64_t k = std::min(s[1], s[2]);
+        const Shape os = op == Op::Svd ? Shape{2, k} : Shape{2, s[1] * k + k * s[2]};  // s; reduced Q, R
+        const Attrs attrs = LinalgAttrs{0}.encode();
+        auto want = Value::alloc(t, os);
+        cpu::run_linalg(op, attrs, {w->view()}, want->view());
+        cuda::DeviceBuffer ob(numel(os) * dtype_size(t));
+        const cuda::DView dout = cuda::dview(ob.get(), t, os);
+        cuda::run_linalg(op, attrs, {dw.v}, dout);
+        auto got = download(dout);
+        if (op == Op::Qr) {  // Householder signs may differ: compare |Q| and |R|
+          dispatch_dtype(t, [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            for (int64_t i = 0; i < numel(os); ++i) {
+              want->template data<T>()[i] = std::abs(want->template data<T>()[i]);
+              got->template data<T>()[i] = std::abs(got->template data<T>()[i]);
+            }
+          });
+        }
+        compare_floats(std::string(op_def(op).name) + " " + shape_str(s) + " " + std::string(dtype_name(t)),
+                       *want, *got, tol);
+      }
     }
   }
 }

@@ -44,7 +44,8 @@ void through_layout(const View& in, const View& out, int dim, bool inverse, std:
       for (int64_t k = 0; k < lo; ++k) {
         C acc = 0;
         for (int64_t j = 0; j < n; ++j) {
-          const double ang = sign * 2 * std::numbers::pi * static_cast<double>(j * k % n) / static_cast<double>(n);
+          const double ang =
+              sign * 2 * std::numbers::pi * static_cast<double>(j * k % n) / static_cast<double>(n);
           acc += x[j] * C(std::cos(ang), std::sin(ang));
         }
         const int64_t at = ob + k * l.stride;
@@ -81,7 +82,8 @@ TEST_CASE("gpu.fft_layout.lines_through_the_layout_equal_fftw") {
             auto in = Value::alloc(it, in_shape);
             const int64_t m = numel(in_shape) * (it == DType::C128 ? 2 : 1);
             for (int64_t i = 0; i < m; ++i)
-              reinterpret_cast<double*>(in->view().byte_ptr())[i] = std::sin(0.7 * static_cast<double>(i)) + 0.1 * static_cast<double>(i % 3);
+              reinterpret_cast<double*>(in->view().byte_ptr())[i] =
+                  std::sin(0.7 * static_cast<double>(i)) + 0.1 * static_cast<double>(i % 3);
             auto want = Value::alloc(ot, out_shape), got = Value::alloc(ot, out_shape);
             cpu::run_fft(in->view(), want->view(), dim, inverse);
             std::vector<int> written(static_cast<size_t>(numel(out_shape)), 0);
@@ -89,7 +91,8 @@ TEST_CASE("gpu.fft_layout.lines_through_the_layout_equal_fftw") {
             for (int64_t i = 0; i < numel(out_shape); ++i) {
               CAPTURE(i);
               CHECK(written[i] == 1);
-              CHECK(std::abs(get(got->view(), i) - get(want->view(), i)) <= 1e-9 * (1 + std::abs(get(want->view(), i))));
+              CHECK(std::abs(get(got->view(), i) - get(want->view(), i)) <=
+                    1e-9 * (1 + std::abs(get(want->view(), i))));
             }
           }
         }
