@@ -292,8 +292,9 @@ const ApiEntry kApi[] = {
     {"tp.unique", K::Function, "sort", "tp.unique(x [,opts]) / x:unique([opts])",
      "The distinct values of x, flattened and sorted (1-D, x's dtype); NaNs count as one value. "
      "opts.return_counts = true also returns how often each occurs (i64). Its size depends on the "
-     "data, so it observes x when called (an observation point, as x:totable()) and returns a tensor "
-     "holding the result.",
+     "data, so it computes x when called (an observation point, as x:totable()); on several ranks, "
+     "for lines a sort would sort across them, each rank's chunk is deduplicated where it lies and "
+     "the chunks' distinct values are merged across the ranks. The results are lazy tensors.",
      lua::l_unique, M},
     {"tp.searchsorted", K::Function, "sort",
      "tp.searchsorted(sorted_sequence, values [,opts]) / s:searchsorted(values [,opts])",

@@ -7,6 +7,7 @@
 
 #include "engine/ir/build/builders.hpp"
 #include "engine/ir/build/sample_sort.hpp"
+#include "engine/ir/build/unique.hpp"
 #include "engine/ir/value.hpp"
 #include "engine/session/observe.hpp"
 #include "engine/session/session.hpp"
@@ -135,41 +136,46 @@ int l_searchsorted(lua_State* L) {
   return 1;
 }
 
-// Its size depends on the data, so tp.unique observes x (sorted lazily, so on several ranks the
-// sort is planned like any other) and compacts the sorted values on rank 0.
+// Its size depends on the data, so tp.unique computes x when called, in the phases of
+// engine/ir/build/unique.hpp: each rank's chunk sorted and deduplicated where it lies (one
+// chunk on one rank, or where a sort would be gathered), the distinct counts observed, the
+// chunks' distinct values merged in buckets across ranks and deduplicated again, the buckets'
+// counts observed (not where no bucket merges two chunks). The results are lazy tensors that
+// stay where the plan computed them.
 int l_unique(lua_State* L) {
   const NodeRef x = check_tensor_like(L, 1);
   Options o(L, 2, {"return_counts"});
   const bool counts = o.boolean("return_counts").value_or(false);
   const NodeRef flat0 = x->shape.size() == 1 ? x : build::reshape(x, {numel(x->shape)});
   const NodeRef flat = build::cast(flat0, compute_dtype(flat0->dtype));  // f16, bf16: exact in f32
-  const NodeRef sorted = build::sort(flat, 0, false)[0];
-  observe(L, {sorted});
-  const View sv = sorted->value->view();
-  const int64_t n = sv.shape[0];
-  std::vector<int64_t> starts;  // where each run of equal values begins
-  dispatch_dtype(sv.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    auto at = [&](int64_t i) { return sv.ptr<T>()[i * sv.strides[0]]; };
-    for (int64_t i = 0; i < n; ++i) {
-      const bool nan_run =
-          i > 0 && at(i) != at(i) && at(i - 1) != at(i - 1);  // NaNs are one value, as numpy 2
-      if (i == 0 || (at(i) != at(i - 1) && !nan_run)) starts.push_back(i);
+  std::vector<NodeRef> vc;
+  if (flat->shape[0] == 0) {
+    vc = {flat, build::full_int({0}, 0, DType::I64)};
+  } else {
+    Session& s = session_of(L);
+    const int ranks = s.mesh().ranks;
+    const int64_t parts = build::sample_sorts(flat, 0, ranks, s.config().sample_sort_min) ? ranks : 1;
+    const build::UniqueChunks c = build::unique_chunks(flat, parts);
+    s.telemetry().clear_cancel();
+    materialize(s);
+    // Kept with the tables they count (one run), then read: only the small counts move.
+    observe_kept(s, {c.values, c.counts, c.stats});
+    observe(L, {c.stats});
+    const int64_t* st = c.stats->value->data<int64_t>();
+    const build::UniqueBuckets b =
+        build::unique_buckets(c, std::vector<int64_t>(st, st + numel(c.stats->shape)));
+    std::vector<int64_t> sizes;
+    if (b.sizes) {
+      observe_kept(s, {b.values, b.counts, b.sizes});
+      observe(L, {b.sizes});
+      const int64_t* z = b.sizes->value->data<int64_t>();
+      sizes.assign(z, z + numel(b.sizes->shape));
     }
-  });
-  const int64_t m = static_cast<int64_t>(starts.size());
-  auto values = Value::alloc(sv.dtype, {m});
-  auto count = Value::alloc(DType::I64, {m});
-  dispatch_dtype(sv.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    for (int64_t j = 0; j < m; ++j) {
-      values->data<T>()[j] = sv.ptr<T>()[starts[j] * sv.strides[0]];
-      count->data<int64_t>()[j] = (j + 1 < m ? starts[j + 1] : n) - starts[j];
-    }
-  });
-  push_tensor(L, build::cast(make_source(std::move(values), {m}, sv.dtype), x->dtype));
+    vc = build::unique_join(b, sizes);
+  }
+  push_tensor(L, build::cast(vc[0], x->dtype));
   if (!counts) return 1;
-  push_tensor(L, make_source(std::move(count), {m}, DType::I64));
+  push_tensor(L, vc[1]);
   return 2;
 }
 

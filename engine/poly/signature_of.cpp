@@ -149,11 +149,16 @@ Signature line_sig(const Node& n) {
                        : n.op == Op::Logcumsumexp ? 16
                                                   : 2;
   if ((n.op == Op::Fft || n.op == Op::Sort) && n.inputs[0]->shape[a.dim] != n.shape[a.dim]) {
-    // r2c (n reals in, n/2+1 frequencies out) and topk (a Sort keeping k of n): the input's
-    // line is read whole by every point of the output's.
+    // r2c (n reals in, n/2+1 frequencies out), c2r (the other way) and topk (a Sort keeping k
+    // of n): the input's line is read whole by every point of the output's. Either real FFT is
+    // half the complex transform of the real length n, 2.5 n log2 n flops a line: 5 log2 n a
+    // point of r2c's n/2+1 outputs, 2.5 log2 n a point of c2r's n.
     const Node& x = *n.inputs[0];
     const double in_len = static_cast<double>(x.shape[a.dim]);
-    Signature s = over_output(n, (n.op == Op::Fft ? 5 : 2) * std::log2(in_len + 1));
+    const bool c2r = n.op == Op::Fft && !is_complex(n.dtype);
+    Signature s = over_output(n, c2r               ? 2.5 * std::log2(len + 1)
+                                 : n.op == Op::Fft ? 5 * std::log2(in_len + 1)
+                                                   : 2 * std::log2(in_len + 1));
     Projection p = Projection::identity(static_cast<int>(n.shape.size()));
     p.A[a.dim][a.dim] = 0;
     p.w[a.dim] = x.shape[a.dim];

@@ -1,8 +1,11 @@
 // run_fft: the discrete Fourier transform of lines along one dim, through FFTW3.
 //   run_fft(x, out, /*dim=*/1, /*inverse=*/false);   // out[.., k, ..] = sum_j x[.., j, ..] e^(-2 pi i jk/n)
-// Unnormalized both ways (numpy's norms are scalings the builders apply). Complex x: the complex
-// transform (c2c). Real x (f32, f64) of length n along dim: its n/2+1 non-negative frequencies
-// (r2c, half the work of the complex transform of x, which rfft was before).
+// Unnormalized both ways (numpy's norms are scalings the builders apply). Complex x and out: the
+// complex transform (c2c). Real x (f32, f64) of length n along dim: its n/2+1 non-negative
+// frequencies (r2c, half the work of the complex transform of x, which rfft was before). Complex
+// x of length n/2+1 and real out of length n, inverse: the c2r transform of the half spectrum of
+// a Hermitian line (irfft; the imaginary parts of X[0] and X[n/2] are ignored, as numpy does),
+// half the work of the complex transform of the extended spectrum that irfft was before.
 //
 // One FFTW guru plan covers every line of the block, whatever the strides: the transformed dim
 // is the plan's dimension and all others its "howmany" loops. Plans are cached: a plan depends
@@ -12,6 +15,7 @@
 // no data; FFTW's planner is not thread-safe, so making and destroying plans holds a lock.
 #include <fftw3.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -39,7 +43,7 @@ struct Planning {
   ~Planning() { t_planning = false; }
 };
 
-// What a plan depends on: precision and kind (0 c2c forward, 1 c2c inverse, 2 r2c), the line's
+// What a plan depends on: precision and kind (0 c2c forward, 1 c2c inverse, 2 r2c, 3 c2r), the line's
 // {n, is, os}, each loop's, in place, and both arrays' alignment.
 using PlanKey = std::tuple<bool, int, std::vector<int>, bool, int, int>;
 using Plans = std::map<PlanKey, std::shared_ptr<void>>;
@@ -58,8 +62,9 @@ constexpr size_t kMaxPlans = 256;
 template <class Dim>
 void dims_of(const View& in, const View& out, int dim, Dim& line, std::vector<Dim>& loops) {
   for (int d = 0; d < in.rank(); ++d) {
-    // Along dim, r2c reads n reals and writes n/2+1 complex values: the plan's n is the input's.
-    const Dim x{static_cast<int>(in.shape[d]), static_cast<int>(in.strides[d]),
+    // Along dim, r2c reads n reals and writes n/2+1 complex values, c2r the other way: the
+    // plan's n is the real array's (the logical length), the larger.
+    const Dim x{static_cast<int>(std::max(in.shape[d], out.shape[d])), static_cast<int>(in.strides[d]),
                 static_cast<int>(out.strides[d])};
     if (d == dim) line = x;
     else if (in.shape[d] > 1) loops.push_back(x);
@@ -94,14 +99,17 @@ std::shared_ptr<void> plan_for(const PlanKey& key, Make make, Destroy destroy) {
 }  // namespace
 
 void run_fft(const View& in, const View& out, int dim, bool inverse) {
-  const bool r2c = !is_complex(in.dtype);
-  internal_check(is_complex(out.dtype) && in.rank() == out.rank());
+  const bool r2c = !is_complex(in.dtype), c2r = !is_complex(out.dtype);
+  internal_check(in.rank() == out.rank());
   internal_check(dim >= 0 && dim < in.rank());
-  if (r2c) {
-    internal_check(!inverse && (in.dtype == DType::F32) == (out.dtype == DType::C64) &&
-                   (in.dtype == DType::F32 || in.dtype == DType::F64));
+  if (r2c || c2r) {
+    const View& re = r2c ? in : out;
+    const View& cx = r2c ? out : in;
+    internal_check(!r2c || !c2r);
+    internal_check(inverse == c2r && (re.dtype == DType::F32) == (cx.dtype == DType::C64) &&
+                   (re.dtype == DType::F32 || re.dtype == DType::F64) && is_complex(cx.dtype));
     for (int d = 0; d < in.rank(); ++d)
-      internal_check(out.shape[d] == (d == dim ? in.shape[d] / 2 + 1 : in.shape[d]));
+      internal_check(cx.shape[d] == (d == dim ? re.shape[d] / 2 + 1 : re.shape[d]));
   } else {
     internal_check(in.shape == out.shape && in.dtype == out.dtype);
   }
@@ -111,22 +119,34 @@ void run_fft(const View& in, const View& out, int dim, bool inverse) {
                    std::abs(out.strides[d]) < (int64_t{1} << 31),
                "fft: a block with more than 2^31 elements along a dim or stride");
   const int sign = inverse ? FFTW_BACKWARD : FFTW_FORWARD;
-  const int kind = r2c ? 2 : inverse ? 1 : 0;
+  const int kind = c2r ? 3 : r2c ? 2 : inverse ? 1 : 0;
+  // c2r overwrites its input unless told not to (allowed for one-dimensional transforms, which a
+  // guru plan of rank 1 is, whatever its loops): the input is a node's stored value.
   const unsigned flags = FFTW_ESTIMATE | FFTW_PRESERVE_INPUT;
   const bool in_place = in.byte_ptr() == out.byte_ptr();
-  if (out.dtype == DType::C64) {
+  if (out.dtype == DType::C64 || out.dtype == DType::F32) {
     fftwf_iodim line{};
     std::vector<fftwf_iodim> loops;
     dims_of(in, out, dim, line, loops);
-    auto* o = reinterpret_cast<fftwf_complex*>(out.byte_ptr());
     const PlanKey key{true,
                       kind,
                       key_dims(line, loops),
                       in_place,
                       fftwf_alignment_of(reinterpret_cast<float*>(in.byte_ptr())),
-                      fftwf_alignment_of(reinterpret_cast<float*>(o))};
+                      fftwf_alignment_of(reinterpret_cast<float*>(out.byte_ptr()))};
     const int h = static_cast<int>(loops.size());
     auto destroy = [](void* p) { fftwf_destroy_plan(static_cast<fftwf_plan>(p)); };
+    if (c2r) {
+      auto* i = reinterpret_cast<fftwf_complex*>(in.byte_ptr());
+      auto* o = reinterpret_cast<float*>(out.byte_ptr());
+      auto p = plan_for(
+          key,
+          [&] { return static_cast<void*>(fftwf_plan_guru_dft_c2r(1, &line, h, loops.data(), i, o, flags)); },
+          destroy);
+      fftwf_execute_dft_c2r(static_cast<fftwf_plan>(p.get()), i, o);
+      return;
+    }
+    auto* o = reinterpret_cast<fftwf_complex*>(out.byte_ptr());
     if (r2c) {
       auto* i = reinterpret_cast<float*>(in.byte_ptr());
       auto p = plan_for(
@@ -149,15 +169,25 @@ void run_fft(const View& in, const View& out, int dim, bool inverse) {
   fftw_iodim line{};
   std::vector<fftw_iodim> loops;
   dims_of(in, out, dim, line, loops);
-  auto* o = reinterpret_cast<fftw_complex*>(out.byte_ptr());
   const PlanKey key{false,
                     kind,
                     key_dims(line, loops),
                     in_place,
                     fftw_alignment_of(reinterpret_cast<double*>(in.byte_ptr())),
-                    fftw_alignment_of(reinterpret_cast<double*>(o))};
+                    fftw_alignment_of(reinterpret_cast<double*>(out.byte_ptr()))};
   const int h = static_cast<int>(loops.size());
   auto destroy = [](void* p) { fftw_destroy_plan(static_cast<fftw_plan>(p)); };
+  if (c2r) {
+    auto* i = reinterpret_cast<fftw_complex*>(in.byte_ptr());
+    auto* o = reinterpret_cast<double*>(out.byte_ptr());
+    auto p = plan_for(
+        key,
+        [&] { return static_cast<void*>(fftw_plan_guru_dft_c2r(1, &line, h, loops.data(), i, o, flags)); },
+        destroy);
+    fftw_execute_dft_c2r(static_cast<fftw_plan>(p.get()), i, o);
+    return;
+  }
+  auto* o = reinterpret_cast<fftw_complex*>(out.byte_ptr());
   if (r2c) {
     auto* i = reinterpret_cast<double*>(in.byte_ptr());
     auto p = plan_for(

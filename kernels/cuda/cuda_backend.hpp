@@ -102,4 +102,12 @@ void run_pool2d(Op op, const DView& x, int64_t kh, int64_t kw, const cpu::Window
 // results); an out-of-range index value is the same user error.
 void run_index(Op op, const Attrs& attrs, const std::vector<DView>& in, const DView& out);
 
+// fft.cpp: Op::Fft as cpu::run_fft (c2c, r2c, c2r; unnormalized) through cuFFT; out contiguous.
+bool fft_supported(DType in, DType out);  // f32/c64 or f64/c128, a complex side
+void run_fft(const DView& in, const DView& out, int dim, bool inverse);
+// linalg.cpp: solve, cholesky, eigh, det, slogdet, qr, svd as cpu::run_linalg (the same packed
+// outputs) through cuSOLVER, f32 and f64.
+bool linalg_supported(Op op, DType dtype);
+void run_linalg(Op op, const Attrs& attrs, const std::vector<DView>& in, const DView& out);
+
 }  // namespace tapestry::cuda

@@ -130,6 +130,7 @@ DView dview(void* data, DType t, const Shape& shape) {
 bool cuda_supports(Op op, DType dtype) {
   // f16, bf16 and complex results: the map kernel (every dtype's casts, where and complex math)
   // and data movement; complex sums, products and matmul run on the CPU for now.
+  if (op == Op::Fft) return !is_half(dtype);  // fft.cpp: cuFFT (the input's type follows the output's)
   if (is_half(dtype) || is_complex(dtype)) {
     const OpKind k = op_def(op).kind;
     return k == OpKind::Map || k == OpKind::View || k == OpKind::Cat || k == OpKind::Write ||
@@ -156,7 +157,14 @@ bool cuda_supports(Op op, DType dtype) {
     case Op::Gather:
     case Op::Scatter:
     case Op::ScatterAdd: return true;  // index.cu
-    default: return false;             // nonzero, sorts: the block runs on the CPU
+    case Op::Solve:
+    case Op::Cholesky:
+    case Op::Eigh:
+    case Op::Det:
+    case Op::Slogdet:
+    case Op::Qr:
+    case Op::Svd: return linalg_supported(op, dtype);  // linalg.cpp: cuSOLVER
+    default: return false;                             // nonzero, sorts, scans: the block runs on the CPU
   }
 }
 

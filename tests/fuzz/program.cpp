@@ -450,7 +450,8 @@ class Gen {
         if (s.op == Op::Cumprod && !is_float(dtype(x))) return;  // i64 products of a long line overflow
         s.n = uni(r_, 0, rank - 1);
         s.a = {coin(r_) ? 1 : 0};
-        if (s.op == Op::Fft && !is_complex(dtype(x)) && coin(r_, 0.4)) s.a = {2};  // rfft: r2c
+        if (s.op == Op::Fft && !is_complex(dtype(x)) && coin(r_, 0.4)) s.a = {2};      // rfft: r2c
+        else if (s.op == Op::Fft && is_inexact(dtype(x)) && coin(r_, 0.3)) s.a = {3};  // irfft: c2r
         // topk as each of 2..4 chunks' k best then the best of those (build::topk_chunked, what
         // tp.topk runs on long lines over several ranks): a[0] largest, a[1] k, a[2] chunks.
         if (s.op == Op::Sort && xs[s.n] >= 1 && coin(r_, 0.3))
@@ -681,6 +682,9 @@ NodeRef build_step(const Step& s, const std::vector<NodeRef>& in) {
       if (s.op == Op::Fft && s.a[0] == 2)  // rfft of a real input; flag: ortho
         return build::rfft(in[0], dim, std::nullopt,
                            s.flag ? build::FftNorm::Ortho : build::FftNorm::Backward);
+      if (s.op == Op::Fft && s.a[0] == 3)  // irfft (default length 2(m-1)); flag: ortho
+        return build::irfft(in[0], dim, std::nullopt,
+                            s.flag ? build::FftNorm::Ortho : build::FftNorm::Backward);
       if (s.op == Op::Fft)  // a[0]: inverse; flag: ortho
         return build::fft(in[0], dim, std::nullopt, s.flag ? build::FftNorm::Ortho : build::FftNorm::Backward,
                           s.a[0] != 0);
@@ -914,9 +918,10 @@ end
                       ", {descending = ", s.a[0] ? "true" : "false", "})", s.flag ? "" : ")");
         else if (s.op == Op::Fft)
           e = cat_str("tp.fft.",
-                      s.a[0] == 2 ? "rfft("
-                      : s.a[0]    ? "ifft("
-                                  : "fft(",
+                      s.a[0] == 3   ? "irfft("
+                      : s.a[0] == 2 ? "rfft("
+                      : s.a[0]      ? "ifft("
+                                    : "fft(",
                       v(0), ", {dim = ", d, ", norm = \"", s.flag ? "ortho" : "backward", "\"})");
         else if (s.op == Op::Cummax || s.op == Op::Cummin)
           e = cat_str(s.flag ? "select(2, " : "(", v(0), ":", name, "(", d, "))");

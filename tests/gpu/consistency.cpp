@@ -2,7 +2,8 @@
 //   gpu_consistency            # exit 0: all agree; 1: mismatches listed; 77: no GPU (skipped)
 // Tolerances: exact for integers, bools, copies, rand and stencils (same order, f64 accumulation);
 // a few ulp for libm functions (CUDA's and glibc's differ in the last bit); 1e-4 relative for
-// cuBLAS products (another summation order).
+// cuBLAS products (another summation order); cuFFT and cuSOLVER 1e-4 (f32) or 1e-10 (f64) of the
+// largest magnitude.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -267,6 +268,131 @@ void check_index() {
   }
 }
 
+// Floating values (real or complex, f32 or f64) compared as their real components.
+void compare_floats(const std::string& what, const Value& cpu, const Value& gpu, double rtol) {
+  ++checks;
+  const View a = cpu.view(), b = gpu.view();
+  const bool single = a.dtype == DType::F32 || a.dtype == DType::C64;
+  const int64_t m = a.numel() * (is_complex(a.dtype) ? 2 : 1);
+  double scale = 1;
+  for (int64_t i = 0; i < m; ++i)
+    scale = std::max(scale, std::fabs(single ? double(reinterpret_cast<const float*>(a.byte_ptr())[i])
+                                             : reinterpret_cast<const double*>(a.byte_ptr())[i]));
+  int bad = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    const double x = single ? reinterpret_cast<const float*>(a.byte_ptr())[i]
+                            : reinterpret_cast<const double*>(a.byte_ptr())[i];
+    const double y = single ? reinterpret_cast<const float*>(b.byte_ptr())[i]
+                            : reinterpret_cast<const double*>(b.byte_ptr())[i];
+    if (!(std::fabs(x - y) <= rtol * scale) && bad++ < 3)
+      std::fprintf(stderr, "MISMATCH %s [%lld]: cpu %.17g gpu %.17g\n", what.c_str(), (long long)i, x, y);
+  }
+  if (bad) ++failures;
+}
+
+// cuFFT against FFTW: c2c both ways, r2c, c2r (both parities), along every dim of a strided view.
+void check_fft() {
+  for (DType ct : {DType::C64, DType::C128}) {
+    const DType rt = ct == DType::C64 ? DType::F32 : DType::F64;
+    const double tol = ct == DType::C64 ? 1e-4 : 1e-10;
+    for (int dim = 0; dim < 3; ++dim) {
+      for (int kind = 0; kind < 4; ++kind) {  // c2c forward, c2c inverse, r2c, c2r
+        const DType it = kind == 2 ? rt : ct, ot = kind == 3 ? rt : ct;
+        auto packed = Value::alloc(it, {6, 5, 4});
+        const int64_t m = 120 * (is_complex(it) ? 2 : 1);
+        for (int64_t i = 0; i < m; ++i) {
+          const double v = std::sin(0.37 * double(i + kind)) + double((i * 7) % 5);
+          if (rt == DType::F32) reinterpret_cast<float*>(packed->view().byte_ptr())[i] = float(v);
+          else reinterpret_cast<double*>(packed->view().byte_ptr())[i] = v;
+        }
+        const View x = packed->view().permuted({2, 0, 1});  // {4, 6, 5}, strided
+        Shape os = x.shape;
+        if (kind == 2) os[dim] = x.shape[dim] / 2 + 1;
+        if (kind == 3) os[dim] = 2 * (x.shape[dim] - 1) + dim % 2;
+        auto want = Value::alloc(ot, os);
+        cpu::run_fft(x, want->view(), dim, kind == 1 || kind == 3);
+        Dev dx = upload(packed->view());
+        const cuda::DView dxp = like(dx.v, x);
+        cuda::DeviceBuffer ob(numel(os) * dtype_size(ot));
+        const cuda::DView dout = cuda::dview(ob.get(), ot, os);
+        cuda::run_fft(dxp, dout, dim, kind == 1 || kind == 3);
+        compare_floats("fft kind " + std::to_string(kind) + " dim " + std::to_string(dim) + " " +
+                           std::string(dtype_name(ct)),
+                       *want, *download(dout), tol);
+      }
+    }
+  }
+}
+
+// cuSOLVER against LAPACK: solve, cholesky, det, slogdet, eigh's eigenvalues and the singular
+// values on a batch of symmetric positive definite matrices; then the singular values of a
+// wide and a tall matrix (factored as the transpose or as they are), and QR up to signs.
+void check_linalg() {
+  for (DType t : {DType::F32, DType::F64}) {
+    const double tol = t == DType::F32 ? 1e-4 : 1e-10;
+    const int64_t B = 3, n = 7;
+    auto a = Value::alloc(t, {B, n, n});
+    auto rhs = sample(t, {B, n, 2}, 5);
+    dispatch_dtype(t, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>) {
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t i = 0; i < n; ++i)
+            for (int64_t j = 0; j < n; ++j)
+              a->template data<T>()[(b * n + i) * n + j] =
+                  T(i == j ? n + b : 0) + T(1) / T(1 + i + j + b);  // a Hilbert-like SPD matrix
+      }
+    });
+    Dev da = upload(a->view()), dr = upload(rhs->view());
+    struct Case {
+      Op op;
+      int64_t mode;
+      Shape out;
+    };
+    for (const Case& c :
+         {Case{Op::Solve, 0, {B, n, 2}}, Case{Op::Cholesky, 0, {B, n, n}}, Case{Op::Det, 0, {B, 1}},
+          Case{Op::Slogdet, 0, {B, 2}}, Case{Op::Eigh, 0, {B, n}}, Case{Op::Svd, 0, {B, n}}}) {
+      const Attrs attrs = c.op == Op::Eigh || c.op == Op::Svd ? LinalgAttrs{c.mode}.encode() : Attrs{};
+      auto want = Value::alloc(t, c.out);
+      std::vector<View> in{a->view()};
+      std::vector<cuda::DView> din{da.v};
+      if (c.op == Op::Solve) in.push_back(rhs->view()), din.push_back(dr.v);
+      cpu::run_linalg(c.op, attrs, in, want->view());
+      cuda::DeviceBuffer ob(numel(c.out) * dtype_size(t));
+      const cuda::DView dout = cuda::dview(ob.get(), t, c.out);
+      cuda::run_linalg(c.op, attrs, din, dout);
+      compare_floats(std::string(op_def(c.op).name) + " " + std::string(dtype_name(t)), *want,
+                     *download(dout), tol);
+    }
+    for (const Shape& s : {Shape{2, 3, 5}, Shape{2, 5, 3}}) {  // wide, tall
+      auto w = sample(t, s, 9);
+      Dev dw = upload(w->view());
+      for (Op op : {Op::Svd, Op::Qr}) {
+        const int64_t k = std::min(s[1], s[2]);
+        const Shape os = op == Op::Svd ? Shape{2, k} : Shape{2, s[1] * k + k * s[2]};  // s; reduced Q, R
+        const Attrs attrs = LinalgAttrs{0}.encode();
+        auto want = Value::alloc(t, os);
+        cpu::run_linalg(op, attrs, {w->view()}, want->view());
+        cuda::DeviceBuffer ob(numel(os) * dtype_size(t));
+        const cuda::DView dout = cuda::dview(ob.get(), t, os);
+        cuda::run_linalg(op, attrs, {dw.v}, dout);
+        auto got = download(dout);
+        if (op == Op::Qr) {  // Householder signs may differ: compare |Q| and |R|
+          dispatch_dtype(t, [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            for (int64_t i = 0; i < numel(os); ++i) {
+              want->template data<T>()[i] = std::abs(want->template data<T>()[i]);
+              got->template data<T>()[i] = std::abs(got->template data<T>()[i]);
+            }
+          });
+        }
+        compare_floats(std::string(op_def(op).name) + " " + shape_str(s) + " " + std::string(dtype_name(t)),
+                       *want, *got, tol);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -282,6 +408,8 @@ int main() {
     check_window();
     check_copy();
     check_index();
+    check_fft();
+    check_linalg();
     cuda::synchronize();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpu.consistency: %s\n", e.what());

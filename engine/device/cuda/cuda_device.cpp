@@ -7,6 +7,7 @@
 
 #include "engine/device/backend.hpp"
 #include "engine/device/cuda/nccl_peers.hpp"
+#include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
 
@@ -91,6 +92,18 @@ class CudaDevice final : public DeviceBackend {
     std::vector<DView> v;
     for (const DeviceView& d : in) v.push_back(dv(d));
     run_index(op, attrs, v, dv(out));
+  }
+
+  // Of the line ops only the FFT (cuFFT); of the linalg ops those of cuSOLVER (cuda_supports).
+  void line(Op op, const Attrs& attrs, const std::vector<DeviceView>& in, const DeviceView& out) override {
+    internal_check(op == Op::Fft && in.size() == 1);
+    const LineAttrs a = attrs_of<LineAttrs>(op, attrs);
+    run_fft(dv(in[0]), dv(out), static_cast<int>(a.dim), a.reverse);
+  }
+  void linalg(Op op, const Attrs& attrs, const std::vector<DeviceView>& in, const DeviceView& out) override {
+    std::vector<DView> v;
+    for (const DeviceView& d : in) v.push_back(dv(d));
+    run_linalg(op, attrs, v, dv(out));
   }
 
   // NCCL between the GPUs of an MPI job (nccl_peers.hpp).

@@ -4,8 +4,8 @@
 // The Fft op is a Line op: it reads whole lines along its dim, so along a sharded dim the plan
 // moves the lines together first (an all-to-all), and costs that move (engine/poly/signature_of).
 // Normalization is a scaling after the unnormalized transform; rfft is the op on the real input
-// (r2c: the n/2+1 non-negative frequencies), irfft the complex transform of the
-// Hermitian-extended half spectrum.
+// (r2c: the n/2+1 non-negative frequencies), irfft the op with a real output (c2r: n real values
+// from the n/2+1 frequencies of a Hermitian line).
 #include <cmath>
 
 #include "engine/ir/attrs.hpp"
@@ -80,14 +80,15 @@ NodeRef irfft(const NodeRef& x, int dim, std::optional<int64_t> n, FftNorm norm)
   const int64_t len = n.value_or(2 * (m - 1));
   user_check(len >= 1, "n must be at least 1, got ", len,
              n ? "" : " (the output length 2 * (m - 1) of an input of length m = 1; pass opts.n)");
-  // The half spectrum X[0 .. len/2], then X[k] = conj(X[len - k]) for the rest.
-  const int64_t h = len / 2 + 1;
-  const NodeRef half = resized(cast(x, fft_dtype(x->dtype)), dim, h);
-  NodeRef full = half;
-  if (len > h) full = cat({half, unary(Op::Conj, flip(narrow(half, dim, 1, len - h), {dim}))}, dim);
-  // The imaginary parts of X[0] (and X[len/2]) only add an imaginary output: the real part is
-  // numpy's c2r transform.
-  return unary(Op::Real, fft(full, dim, len, norm, true));
+  // The half spectrum X[0 .. len/2] (the rest is X[k] = conj(X[len - k])) through FFTW's c2r:
+  // the imaginary parts of X[0] (and X[len/2]) are ignored, as numpy's c2r transform does.
+  const DType c = fft_dtype(x->dtype);
+  const NodeRef half = resized(cast(x, c), dim, len / 2 + 1);
+  Shape real_shape = half->shape;
+  real_shape[dim] = len;
+  const NodeRef r =
+      op_node(Op::Fft, {half}, LineAttrs{dim, true, false, false}.encode(), real_shape, real_dtype(c));
+  return normalized(r, len, norm, true);
 }
 
 NodeRef fftfreq(int64_t n, double d, bool half) {

@@ -83,6 +83,9 @@ NodeRef line_positions(const NodeRef& local, int64_t P, int64_t c) {
 
 }  // namespace
 
+NodeRef sorts_before(const NodeRef& a, const NodeRef& b) { return less(a, b); }
+NodeRef line_chunks(const NodeRef& m, int64_t parts, int64_t chunk) { return chunks(m, parts, chunk, false); }
+
 bool sample_sorts(const NodeRef& x, int dim, int ranks, int64_t min_len) {
   if (ranks < 2 || x->dtype == DType::Bool || is_complex(x->dtype) || x->shape.empty()) return false;
   const int64_t n = x->shape[dim];

@@ -43,4 +43,9 @@ std::vector<NodeRef> sample_sort_place(const SampleSort& s, const std::vector<in
 // (a line of P·k, whole on one rank): the same values and indices, ties in x's order.
 std::vector<NodeRef> topk_chunked(const NodeRef& x, int64_t k, int dim, bool largest, int64_t parts);
 
+// Shared with unique.cpp: a before b in the sort order (NaN after every number), and the rows
+// {B, n} padded at the end to P·c with a value sorting last (ascending) and cut into {B, P, c}.
+NodeRef sorts_before(const NodeRef& a, const NodeRef& b);
+NodeRef line_chunks(const NodeRef& m, int64_t parts, int64_t chunk);
+
 }  // namespace tapestry::build

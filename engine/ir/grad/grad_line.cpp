@@ -4,7 +4,8 @@
 //   cummax/min    gx = g added at each output's running-extreme index (a scatter-add)
 //   logcumsumexp  gx = e^(x + revlcse(log g+ - y)) - e^(x + revlcse(log g- - y)), g = g+ - g-
 //   sort values   gx = g added back at each value's original index (topk: g padded with zeros)
-//   fft           gx = the unnormalized transform of g the other way (F^H g); r2c: Re(F^H g, padded)
+//   fft           gx = the unnormalized transform of g the other way (F^H g); r2c: Re(F^H g, padded);
+//                 c2r: the r2c of g, doubled where a frequency stands for itself and its mirror
 // Indices (sort, cummax, searchsorted) are piecewise constant: no gradient, as argmax.
 #include <optional>
 
@@ -21,6 +22,7 @@ using build::Operand;
 NodeRef mul(const NodeRef& a, const NodeRef& b) { return build::binary(Op::Mul, a, b); }
 NodeRef add(const NodeRef& a, const NodeRef& b) { return build::binary(Op::Add, a, b); }
 NodeRef sub(const NodeRef& a, const NodeRef& b) { return build::binary(Op::Sub, a, b); }
+NodeRef mul_number(const NodeRef& a, double v) { return build::binary(Op::Mul, a, Operand::number(v)); }
 
 // e^(x + reverse-lcse(log(part) - y)) for a nonnegative part of g: log 0 = -inf adds nothing.
 NodeRef lcse_part(const NodeRef& part, const NodeRef& x, const NodeRef& y, int dim, bool reverse) {
@@ -62,6 +64,18 @@ std::vector<NodeRef> line_vjp(const NodeRef& n, const NodeRef& g) {
       return out;
     }
     case Op::Fft:
+      if (!is_complex(n->dtype)) {
+        // c2r of X (h = len/2+1 frequencies) to len reals: y_j = Re sum_k c_k X_k w^(jk), with
+        // c_k = 2 for the frequencies that stand for their mirror too (1 .. len-h) and 1 for X_0
+        // (and X_(len/2) for an even len), so gX_k = c_k (F g)_k, F unnormalized: torch's rule.
+        const int64_t len = n->shape[dim], h = x->shape[dim], twice = len - h;
+        const NodeRef f = build::rfft(g, dim, std::nullopt, build::FftNorm::Backward);
+        std::vector<NodeRef> parts{build::narrow(f, dim, 0, 1)};
+        if (twice > 0) parts.push_back(mul_number(build::narrow(f, dim, 1, twice), 2));
+        if (h - 1 - twice > 0) parts.push_back(build::narrow(f, dim, 1 + twice, h - 1 - twice));
+        out[0] = parts.size() == 1 ? parts[0] : build::cat(parts, dim);
+        return out;
+      }
       if (!is_complex(x->dtype)) {
         // r2c: y = the first n/2+1 of F x, so gx = Re(F^H g padded with zeros to n).
         out[0] = build::unary(Op::Real, build::fft(g, dim, x->shape[dim], build::FftNorm::Forward, true));

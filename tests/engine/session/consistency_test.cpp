@@ -200,7 +200,10 @@ std::vector<Case> cases() {
          part(Op::Imag, build::fft(x3, 0, std::nullopt, build::FftNorm::Backward, true)),
          // rfft is the op on real input (r2c: n values in, n/2+1 out), along each dim of x3.
          part(Op::Real, build::rfft(x3, 0, std::nullopt, build::FftNorm::Backward)),
-         part(Op::Imag, build::rfft(x3, 2, 5, build::FftNorm::Ortho))}));
+         part(Op::Imag, build::rfft(x3, 2, 5, build::FftNorm::Ortho)),
+         // irfft is the op with a real output (c2r: n/2+1 values in, n out), both parities of n.
+         build::irfft(zc, 1, std::nullopt, build::FftNorm::Backward),
+         build::irfft(zc, 0, 7, build::FftNorm::Ortho)}));
     c.push_back(approx("cumprod logcumsumexp",
                        {build::scan(Op::Cumprod, near1, 0), build::scan(Op::Logcumsumexp, x3, 2),
                         build::scan(Op::Logcumsumexp, x, 0, true)}));

@@ -95,3 +95,55 @@ TEST_CASE("kernels.cpu.fft.r2c_and_c2c_equal_the_dft_along_every_dim") {
     }
   }
 }
+
+// c2r (irfft): a half spectrum X of h = n/2+1 frequencies along dim to n reals,
+// y_j = sum_k c_k Re(X_k e^(2 pi i jk/n)) with c_k = 2 for the frequencies that stand for their
+// mirror too and 1 for X_0 (and X_(n/2), n even): their imaginary parts are ignored, as numpy's.
+TEST_CASE("kernels.cpu.fft.c2r_equals_the_hermitian_inverse_dft_along_every_dim") {
+  for (DType t : {DType::C64, DType::C128}) {
+    const DType rt = t == DType::C64 ? DType::F32 : DType::F64;
+    const double tol = t == DType::C64 ? 1e-5 : 1e-12;
+    for (int dim = 0; dim < 3; ++dim) {
+      for (int64_t odd : {0, 1}) {
+        for (auto [skew, seed] : {std::pair{0, 1}, std::pair{0, 2}, std::pair{1, 3}}) {
+          CAPTURE(dtype_name(t));
+          CAPTURE(dim);
+          CAPTURE(odd);
+          CAPTURE(skew);
+          std::shared_ptr<Value> keep;
+          const View x = input(t, skew, seed, keep);  // {5, 4, 6}, strided
+          const int64_t h = x.shape[dim], n = 2 * (h - 1) + odd;
+          Shape s = x.shape;
+          s[dim] = n;
+          auto out = Value::alloc(rt, s);
+          cpu::run_fft(x, out->view(), dim, true);
+          const View y = out->view();
+          std::vector<int64_t> idx(3, 0);
+          for (int64_t flat = 0; flat < y.numel(); ++flat) {
+            int64_t r = flat;
+            for (int d = 2; d >= 0; --d) idx[d] = r % s[d], r /= s[d];
+            double want = 0, mag = 0;
+            std::vector<int64_t> k = idx;
+            for (int64_t f = 0; f < h; ++f) {
+              k[dim] = f;
+              const double c = (f == 0 || 2 * f == n) ? 1 : 2;
+              const double ang =
+                  2 * std::numbers::pi * static_cast<double>(f * idx[dim] % n) / static_cast<double>(n);
+              want += c * (at(x, k) * std::complex<double>(std::cos(ang), std::sin(ang))).real();
+              mag += c * std::abs(at(x, k));
+            }
+            const double got = at(y, idx).real();
+            CHECK_MESSAGE(std::abs(got - want) <= tol * (1 + mag), flat, ": ", got, " vs ", want);
+          }
+          // The input is a node's value: c2r must leave it as it was.
+          std::shared_ptr<Value> again;
+          const View x2 = input(t, skew, seed, again);
+          for (int64_t i = 0; i < 4 * 6 * 5; ++i) {
+            const std::vector<int64_t> j{i % 5, (i / 5) % 4, i / 20};
+            CHECK(at(x, j) == at(x2, j));
+          }
+        }
+      }
+    }
+  }
+}

@@ -388,6 +388,65 @@ test("sample_sort", function()
   for k = 1, 5 do eq(g[tk[k]], k, "topk grad at " .. tk[k]) end
 end)
 
+-- tp.unique of a long line on several ranks (engine/ir/build/unique.hpp): each chunk sorted and
+-- deduplicated where it lies, the chunks' distinct values merged in buckets across ranks.
+-- Checked against a count in Lua (NaNs one value, last) with ties, NaNs, the padding's value
+-- (the type's maximum) among x's, one value, all distinct; on one rank the same calls.
+test("unique_distributed", function()
+  local nan = 0 / 0
+  local u = tp.rand({2999}, {seed = 21, dtype = "f64"})
+  local cases = {
+    tp.arange(1, 5003, 1, {dtype = "i64"}) * 7919 % 1009 - 500,
+    (tp.rand({4096}, {seed = 20, dtype = "f64"}) * 10):floor():reshape{64, 64},
+    tp.where(u:gt(0.9), nan, (u * 300):floor()),
+    tp.full({700}, 3, {dtype = "i32"}),
+    tp.cat({tp.full({50}, math.maxinteger, {dtype = "i64"}), tp.arange(1, 651, 1, {dtype = "i64"}) % 7}),
+    tp.rand({3001}, {seed = 24, dtype = "f32"}),
+    tp.arange(1, 2000, 1, {dtype = "i32"}):flip(1),
+  }
+  local sampled = (tp.mesh().ranks or 1) > 1 and tonumber(os.getenv("TAPESTRY_SAMPLE_SORT_MIN") or "") ~= nil
+  for c, x in ipairs(cases) do
+    local counts, nans = {}, 0
+    for _, v in ipairs(x:reshape{-1}:totable()) do
+      if v ~= v then nans = nans + 1 else counts[v] = (counts[v] or 0) + 1 end
+    end
+    local want = {}
+    for v in pairs(counts) do want[#want + 1] = v end
+    table.sort(want)
+    local before = tp.stats().observations
+    local got, n = tp.unique(x, {return_counts = true})
+    local after = tp.stats().observations
+    eq(got.dtype, x.dtype, "case " .. c .. " dtype")
+    eq(n.dtype, "i64", "case " .. c .. " counts dtype")
+    local gt, nt = got:totable(), n:totable()
+    eq(#gt, #want + (nans > 0 and 1 or 0), "case " .. c .. " distinct values")
+    for k, v in ipairs(want) do
+      eq(gt[k], v, "case " .. c .. " value " .. k)
+      eq(nt[k], counts[v], "case " .. c .. " count " .. k)
+    end
+    if nans > 0 then
+      check.truthy(gt[#gt] ~= gt[#gt], "case " .. c .. ": NaN last")
+      eq(nt[#nt], nans, "case " .. c .. ": the NaNs counted as one value")
+    end
+    eq(#x:unique():totable(), #gt, "case " .. c .. " without counts")
+    if sampled then
+      check.truthy(after - before >= 1, "case " .. c .. ": the counts are observed")
+    end
+  end
+  if sampled then
+    -- Ten values in 4096 computed on the ranks: the chunks' ten-value tables move, not the
+    -- 32 kB line (gathered, 2/3 of it would).
+    local x = (tp.rand({4096}, {seed = 25, dtype = "f64"}) * 10):floor()
+    local before = tp.stats().bytes_moved
+    eq(tp.unique(x).shape, {10})
+    local moved = tp.stats().bytes_moved - before
+    check.truthy(moved < 4096 * 8 / 4, "ten values moved " .. moved .. " bytes")
+  end
+  -- What follows stays lazy and sharded like any tensor.
+  local v, n = tp.unique(cases[1], {return_counts = true})
+  eq((v * n):sum():item(), cases[1]:sum():item(), "sum of value times count is x's sum")
+end)
+
 check.mistake("searchsorted_side", function() return tp.searchsorted(tp.tensor{1, 2}, 1, {side = "up"}) end,
               "tp.searchsorted", "side", "up")
 check.mistake("unique_option", function() return tp.unique(A, {counts = true}) end, "tp.unique", "counts")
