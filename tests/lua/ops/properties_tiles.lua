@@ -105,6 +105,11 @@ test("output tiles that sum several tile pairs accumulate inside one batched mat
   eq(count(ut, "\n  matmul #"), 3, ut)
   eq(work_per_rank(tp.plan(su:matmul(y), {mesh = 1}))[0], 8 * 16 * 16 * 128, "8 tile products, none padded")
   near(maxdiff(su:matmul(y), u:matmul(y)), 0, 1e-4)
+  -- gradients through the accumulating product: the dense ones, projected onto the tiles
+  local pat = mask:cast("f32"):reshape{8, 1, 8, 1}:expand{8, 16, 8, 16}:reshape{128, 128}
+  local gs, gy = table.unpack(tp.grad((tp.env.s:matmul(y) * y):sum(), {tp.env.s, y}))
+  local ds, dy = table.unpack(tp.grad((x:matmul(y) * y):sum(), {x, y}))
+  all_near{{gs, ds * pat, 1e-3, "d/ds"}, {gy, dy, 1e-3, "d/dy"}}
   tp.env.s = nil
 end)
 
