@@ -546,7 +546,10 @@ int main(int argc, char** argv) {
     }
     ++c.graphs;
     c.steps += static_cast<int64_t>(p.steps.size());
-    for (const Step& s : p.steps) ++c.kinds[kind_name(s.kind)];
+    for (const Step& s : p.steps) {
+      ++c.kinds[kind_name(s.kind)];
+      if (s.kind == Kind::Declare && s.n == 2) ++c.kinds["declare (hermitian)"];
+    }
     std::string naive_failure;
     Expected want;
     try {

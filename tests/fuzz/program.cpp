@@ -493,15 +493,21 @@ class Gen {
           s.kind = Kind::Declare;
           const int d1 = static_cast<int>(uni(r_, 0, rank - 2)),
                     d2 = static_cast<int>(uni(r_, d1 + 1, rank - 1));
-          if (xs[d1] != xs[d2] || xs[d1] < 2) {  // a source of x's shape with those dims equal
+          // s.n = 2: a Hermitian pair, x + conj(x^T), of x when complex, else of a complex source
+          // (complex tensors of two or more dims are rare among the draws).
+          const bool herm = coin(r_, is_complex(dtype(x)) ? 0.6 : 0.4);
+          DType dt = dtype(x);
+          if (herm && !is_complex(dt)) dt = coin(r_) ? DType::C64 : DType::C128;
+          if (xs[d1] != xs[d2] || xs[d1] < 2 || dt != dtype(x)) {  // a source of x's shape, those dims equal
             Shape t = xs;
             t[d1] = t[d2] = std::max<int64_t>(2, std::min(xs[d1], xs[d2]));
-            const int y = src(t, dtype(x));
+            const int y = src(t, dt);
             if (y < 0) return;
             s.in = {y};
           }
           s.a = {d1, d2};
-          s.flag = coin(r_);
+          s.flag = !herm && coin(r_);
+          if (herm) s.n = 2;
         } else if (coin(r_)) {
           s.kind = Kind::Constrain;
           for (int d = 0; d < rank; ++d) s.a.push_back(uni(r_, 1, std::min<int64_t>(xs[d], 4)));
@@ -581,6 +587,23 @@ NodeRef block_sparse(const Step& s, const NodeRef& x) {
   for (int64_t b : s.b) nonzero.push_back(b != 0);
   return build::read_form(build::stored_form(build::declare(y, PropertiesAttrs{{}, s.a, nonzero, {}}, true)),
                           {});
+}
+
+// x + conj(x^T) in dims d1, d2, each element below the diagonal the conjugate of its mirror bit
+// for bit: z's own lower elements differ from that in the sign of a zero imaginary part (b - b
+// is +0, -(b - b) is -0), which log, sqrt and pow see (a branch cut). So the value is exactly
+// Hermitian, as its packed form (mirrored tiles conjugated) is, and both hold the same bits.
+NodeRef hermitian(const NodeRef& x, int d1, int d2) {
+  const NodeRef z = build::binary(Op::Add, x, build::unary(Op::Conj, build::transpose(x, d1, d2)));
+  const Shape& xs = x->shape;
+  auto m = Value::alloc(DType::Bool, xs);
+  std::vector<int64_t> idx(xs.size(), 0);
+  for (int64_t e = 0; e < numel(xs); ++e) {
+    m->data<bool>()[e] = idx[d1] > idx[d2];
+    for (int d = static_cast<int>(xs.size()) - 1; d >= 0 && ++idx[d] == xs[d]; --d) idx[d] = 0;
+  }
+  return build::where(make_source(m, xs, DType::Bool), build::unary(Op::Conj, build::transpose(z, d1, d2)),
+                      z);
 }
 }  // namespace
 
@@ -667,6 +690,14 @@ NodeRef build_step(const Step& s, const std::vector<NodeRef>& in) {
       if (s.n == 1) return block_sparse(s, in[0]);
       const int d1 = static_cast<int>(s.a[0]), d2 = static_cast<int>(s.a[1]);
       user_check(d2 < static_cast<int>(in[0]->shape.size()), "dims out of range after a shrink");
+      if (s.n == 2) {  // Hermitian: packed with each mirrored tile the stored one conjugated
+        user_check(is_complex(in[0]->dtype), "not complex after a shrink");
+        const NodeRef y = hermitian(in[0], d1, d2);
+        if (!declarations) return y;
+        return build::read_form(build::stored_form(build::declare(
+                                    y, PropertiesAttrs{{{false, {d1, d2}, true}}, {}, {}, {}}, true)),
+                                {});
+      }
       const NodeRef y = build::binary(s.flag ? Op::Sub : Op::Add, in[0], build::transpose(in[0], d1, d2));
       if (!declarations) return y;
       return build::read_form(
@@ -771,6 +802,22 @@ local function tiled(x, tiles, bits)
   for k, b in ipairs(bits) do nz[k] = b == 1 end
   return tp.where(tp.tensor(fill(1, 0)), x, 0):declare{tiles = tiles, nonzero = tp.tensor(nz):reshape(grid),
                                                       trust = true}
+end
+-- x + conj(x^T) in dims d1, d2 with each element below the diagonal its mirror's conjugate,
+-- bit for bit (a zero imaginary part keeps its sign): exactly Hermitian, as its packed form is.
+local function hermitian(x, d1, d2)
+  local z = x + x:transpose(d1, d2):conj()
+  local shape, idx = x.shape, {}
+  local function fill(d)
+    if d > #shape then return idx[d1] > idx[d2] end
+    local out = {}
+    for j = 1, shape[d] do
+      idx[d] = j
+      out[j] = fill(d + 1)
+    end
+    return out
+  end
+  return tp.where(tp.tensor(fill(1)), z:transpose(d1, d2):conj(), z)
 end
 local function flat(x)
   local out = {}
@@ -901,6 +948,12 @@ end
         if (s.n == 1) {
           e = cat_str("(function() tp.env.fz", i, " = tiled(", v(0), ", ", ilist(s.a), ", ", ilist(s.b),
                       ") return tp.env.fz", i, " end)()");
+          break;
+        }
+        if (s.n == 2) {
+          e = cat_str("(function() tp.env.fz", i, " = hermitian(", v(0), ", ", s.a[0] + 1, ", ", s.a[1] + 1,
+                      "):declare{symmetry = tp.hermitian{", s.a[0] + 1, ", ", s.a[1] + 1,
+                      "}, trust = true} return tp.env.fz", i, " end)()");
           break;
         }
         e = cat_str("(function() tp.env.fz", i, " = (", v(0), s.flag ? " - " : " + ", v(0), ":transpose(",

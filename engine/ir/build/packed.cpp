@@ -459,7 +459,16 @@ NodeRef stored_form(const NodeRef& x) {
   if (!p.packed_of.packed.empty() || p.uniform || p.zero || p.diagonal) return x;
   const std::optional<Packing> pk = packing_of(x->shape, p.declared());
   if (!pk) return x;
-  const NodeRef packed = pack(x, *pk);
+  NodeRef packed = pack(x, *pk);
+  // A block-sparse P is kept split along its tiles, never within them: contractions batch
+  // over the tile dim and give each rank whole tiles (packed_contract.cpp), so a P left in
+  // quarter rows by the plan that computed it (a checked declaration is gathered to one rank
+  // and packed by rows) would be moved again by every later contraction.
+  if (!pk->tiles.empty()) {
+    std::vector<int64_t> parts(packed->shape.size(), 1);
+    parts[0] = kPartsPerRank;
+    packed = constrain(packed, std::move(parts));
+  }
   PropertiesAttrs a = pk->declared();
   a.packed = x->shape;
   return make_node(Op::Declare, {packed}, a.encode(), packed->shape, packed->dtype);

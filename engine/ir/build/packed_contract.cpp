@@ -63,6 +63,10 @@ NodeRef tile_stack(const NodeRef& x, const std::vector<std::vector<int64_t>>& id
   const Shape grid = tile_grid(x->shape, ext);
   std::vector<int64_t> rows;  // the flat tile index of each, then its row of the stack's source
   for (const std::vector<int64_t>& i : idx) {
+    if (i.empty()) {  // a zero tile
+      rows.push_back(-1);
+      continue;
+    }
     int64_t flat = 0;
     for (size_t d = 0; d < grid.size(); ++d) flat = flat * grid[d] + i[d];
     rows.push_back(flat);
@@ -73,7 +77,7 @@ NodeRef tile_stack(const NodeRef& x, const std::vector<std::vector<int64_t>>& id
     src = u->p;
     count = static_cast<int64_t>(u->pk.nonzero.size());
     for (int64_t& r : rows)
-      r = std::lower_bound(u->pk.nonzero.begin(), u->pk.nonzero.end(), r) - u->pk.nonzero.begin();
+      if (r >= 0) r = std::lower_bound(u->pk.nonzero.begin(), u->pk.nonzero.end(), r) - u->pk.nonzero.begin();
   } else {
     const int k = static_cast<int>(grid.size());
     std::vector<int64_t> before(k, 0), after(k, 0);
@@ -96,7 +100,8 @@ NodeRef tile_stack(const NodeRef& x, const std::vector<std::vector<int64_t>>& id
   for (size_t t = 0; t < rows.size() && identity; ++t) identity = rows[t] == static_cast<int64_t>(t);
   if (identity) return src;
   std::vector<NodeRef> parts;
-  for (int64_t r : rows) parts.push_back(select(src, 0, r));
+  const NodeRef zero = full(Shape(ext.begin(), ext.end()), 0, x->dtype);
+  for (int64_t r : rows) parts.push_back(r < 0 ? zero : select(src, 0, r));
   return stack(parts, 0);
 }
 
@@ -183,30 +188,71 @@ NodeRef tile_contract(const NodeRef& a, const std::string& la, const NodeRef& b,
   };
   std::stable_sort(pairs.begin(), pairs.end(),
                    [&](const Pair& p, const Pair& q) { return flat_of(p.io) < flat_of(q.io); });
-  std::vector<std::vector<int64_t>> tiles_a, tiles_b;
-  for (const Pair& q : pairs) {
-    tiles_a.push_back(q.ia);
-    tiles_b.push_back(q.ib);
+  // The output tiles with a pair, in order, and the run of pairs each sums.
+  struct Run {
+    int64_t flat;
+    size_t first, count;
+  };
+  std::vector<Run> runs;
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    const int64_t f = flat_of(pairs[k].io);
+    if (runs.empty() || runs.back().flat != f) runs.push_back({f, k, 0});
+    ++runs.back().count;
   }
-  const std::string zs(1, z);
-  NodeRef prod =
-      einsum(zs + la + "," + zs + lb + "->" + zs + out, {tile_stack(a, tiles_a, A.ext, ua ? &*ua : nullptr),
-                                                         tile_stack(b, tiles_b, B.ext, ub ? &*ub : nullptr)});
   PropertiesAttrs decl;
   decl.tiles = oext;
   decl.nonzero.assign(static_cast<size_t>(numel(grid)), false);
-  std::vector<NodeRef> rows;  // per output tile with a pair: the sum of its products
-  for (size_t k = 0; k < pairs.size(); ++k) {
-    const NodeRef term = select(prod, 0, static_cast<int64_t>(k));
-    if (k > 0 && pairs[k].io == pairs[k - 1].io) {
-      rows.back() = binary(Op::Add, rows.back(), term);
-    } else {
-      rows.push_back(term);
-      decl.nonzero[flat_of(pairs[k].io)] = true;
+  for (const Run& r : runs) decl.nonzero[r.flat] = true;
+  char w = 0;  // a second fresh letter: the pair slot within an output tile, summed
+  for (char c = 'a'; c <= 'z' && !w; ++c)
+    if (c != z && !has(la, c) && !has(lb, c)) w = c;
+  for (char c = 'A'; c <= 'Z' && !w; ++c)
+    if (c != z && !has(la, c) && !has(lb, c)) w = c;
+  size_t most = 0;  // the longest run
+  for (const Run& r : runs) most = std::max(most, r.count);
+  if (!w && most > 1) return nullptr;
+  const std::string zs(1, z), ws(1, w);
+  // The product of the runs `sel` (all of one count m): one einsum batched over their output
+  // tiles whose sum runs over the pair slot w as well as the shared letters, so the m products
+  // of an output tile accumulate inside one gemm (K = m tiles) and the product is those output
+  // tiles' P. A run shorter than m (padded) takes zero tiles in its last slots.
+  auto product = [&](const std::vector<size_t>& sel, size_t m) {
+    std::vector<std::vector<int64_t>> tiles_a, tiles_b;
+    for (size_t r : sel)
+      for (size_t slot = 0; slot < m; ++slot) {
+        const bool real = slot < runs[r].count;
+        tiles_a.push_back(real ? pairs[runs[r].first + slot].ia : std::vector<int64_t>{});
+        tiles_b.push_back(real ? pairs[runs[r].first + slot].ib : std::vector<int64_t>{});
+      }
+    NodeRef sa = tile_stack(a, tiles_a, A.ext, ua ? &*ua : nullptr),
+            sb = tile_stack(b, tiles_b, B.ext, ub ? &*ub : nullptr);
+    if (m == 1) return einsum(zs + la + "," + zs + lb + "->" + zs + out, {sa, sb});
+    auto slots = [&](const NodeRef& x) {
+      Shape sh{static_cast<int64_t>(sel.size()), static_cast<int64_t>(m)};
+      sh.insert(sh.end(), x->shape.begin() + 1, x->shape.end());
+      return reshape(x, sh);
+    };
+    return einsum(zs + ws + la + "," + zs + ws + lb + "->" + zs + out, {slots(sa), slots(sb)});
+  };
+  std::vector<size_t> every(runs.size());
+  for (size_t r = 0; r < runs.size(); ++r) every[r] = r;
+  NodeRef prod;
+  if (runs.size() * most * 4 <= pairs.size() * 5) {
+    // Padding every output tile to the longest run costs at most 1/4 more tile products: one
+    // einsum (block-diagonal and SUMMA-like patterns have one pair per tile, no padding).
+    prod = product(every, most);
+  } else {
+    // Else one einsum per run length (no padding), their output tiles put back in order.
+    std::map<size_t, std::vector<size_t>> by_count;
+    for (size_t r = 0; r < runs.size(); ++r) by_count[runs[r].count].push_back(r);
+    std::vector<NodeRef> rows(runs.size());
+    for (const auto& [m, sel] : by_count) {
+      const NodeRef p = product(sel, m);
+      for (size_t k = 0; k < sel.size(); ++k) rows[sel[k]] = select(p, 0, static_cast<int64_t>(k));
     }
+    prod = stack(rows, 0);
   }
-  if (rows.size() < pairs.size()) prod = stack(rows, 0);
-  if (static_cast<int64_t>(rows.size()) < numel(grid)) return unpack(prod, *packing_of(shape, decl));
+  if (static_cast<int64_t>(runs.size()) < numel(grid)) return unpack(prod, *packing_of(shape, decl));
   return untile(prod, shape, oext);
 }
 

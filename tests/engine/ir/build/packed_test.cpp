@@ -231,3 +231,87 @@ TEST_CASE("engine.ir.build.packed_contract.tile_pairs_batched") {
   CHECK(u->p->shape == Shape{4, 3, 3});
   CHECK(max_diff(ss, build::matmul(dense, dense)) < 1e-12);
 }
+
+namespace {
+// The nodes below r (r included) with op `op`.
+int64_t count_ops(const NodeRef& r, Op op) {
+  std::vector<NodeRef> todo{r};
+  std::set<const Node*> seen;
+  int64_t k = 0;
+  while (!todo.empty()) {
+    const NodeRef n = todo.back();
+    todo.pop_back();
+    if (!seen.insert(n.get()).second) continue;
+    k += n->op == op;
+    for (const NodeRef& i : n->inputs) todo.push_back(i);
+  }
+  return k;
+}
+
+// A 12x12 matrix in tiles of 3, zero outside the tiles `mask` marks (4x4 grid, row-major),
+// declared so; `dense` gets the same values undeclared.
+NodeRef tiled12(const std::vector<bool>& mask, unsigned seed, NodeRef& dense) {
+  const NodeRef x = random_source({12, 12}, seed);
+  std::vector<NodeRef> rows;
+  for (int64_t i = 0; i < 4; ++i) {
+    std::vector<NodeRef> tiles;
+    for (int64_t j = 0; j < 4; ++j)
+      tiles.push_back(mask[i * 4 + j] ? build::narrow(build::narrow(x, 0, 3 * i, 3), 1, 3 * j, 3)
+                                      : build::full({3, 3}, 0, DType::F64));
+    rows.push_back(build::cat(tiles, 1));
+  }
+  dense = build::cat(rows, 0);
+  return build::declare(dense, PropertiesAttrs{{}, {3, 3}, mask, {}}, true);
+}
+}  // namespace
+
+TEST_CASE("engine.ir.build.packed_contract.tile_runs_accumulate") {
+  // Block-tridiagonal: output tiles sum 2 or 3 tile products; padded to 3 (12 slots for 10
+  // pairs) they accumulate inside one batched matmul, with no adds of products.
+  std::vector<bool> band;
+  for (int64_t t = 0; t < 16; ++t) band.push_back(std::abs(t / 4 - t % 4) <= 1);
+  NodeRef dense;
+  const NodeRef s = tiled12(band, 14, dense);
+  const NodeRef y = random_source({12, 5}, 15);
+  const NodeRef r = build::structured_contract(s, "ik", y, "kj", "ij");
+  REQUIRE(r);
+  CHECK(count_ops(r, Op::Matmul) == 1);
+  CHECK(count_ops(r, Op::Add) == 0);
+  CHECK(max_diff(r, build::matmul(dense, y)) < 1e-12);
+  const NodeRef ss = build::structured_contract(s, "ik", s, "kj", "ij");  // pentadiagonal, 1-3 pairs
+  REQUIRE(ss);
+  CHECK(count_ops(ss, Op::Add) == 0);
+  CHECK(max_diff(ss, build::matmul(dense, dense)) < 1e-12);
+  // runs of 4, 1, 1 and 1 pairs: padding would double the products, so one batched matmul
+  // per run length (4 and 1), the output tiles put back in order
+  std::vector<bool> uneven(16, false);
+  for (int64_t j = 0; j < 4; ++j) uneven[j] = true;
+  uneven[5] = uneven[10] = uneven[15] = true;
+  NodeRef udense;
+  const NodeRef u = tiled12(uneven, 16, udense);
+  const NodeRef ru = build::structured_contract(u, "ik", y, "kj", "ij");
+  REQUIRE(ru);
+  CHECK(count_ops(ru, Op::Matmul) == 2);
+  CHECK(count_ops(ru, Op::Add) == 0);
+  CHECK(max_diff(ru, build::matmul(udense, y)) < 1e-12);
+}
+
+TEST_CASE("engine.ir.build.packed.stored_block_sparse_split_along_tiles") {
+  // A named block-sparse value keeps P constrained to one part per rank along its tile dim,
+  // whole tiles on each rank, whatever split the plan computing it would have chosen.
+  NodeRef dense;
+  const NodeRef s = tiled12({true, false, false, false, false, true, false, false, false, false, true, false,
+                             false, false, false, true},
+                            17, dense);
+  const NodeRef kept = build::stored_form(s);
+  REQUIRE(kept->op == Op::Declare);
+  const NodeRef& p = kept->inputs[0];
+  REQUIRE(p->op == Op::Constrain);
+  CHECK(p->shape == Shape{4, 3, 3});
+  CHECK(attrs_of<ConstrainAttrs>(*p).parts == std::vector<int64_t>{kPartsPerRank, 1, 1});
+  CHECK(attrs_of<ConstrainAttrs>(*p).on(3, p->shape) == std::vector<int64_t>{3, 1, 1});
+  CHECK(max_diff(build::read_form(kept, {}), dense) == 0);
+  // a symmetric group's P is not constrained
+  const NodeRef sym = build::stored_form(symmetric(random_source({20, 20}, 3), {{false, {0, 1}}}));
+  CHECK(sym->inputs[0]->op != Op::Constrain);
+}
