@@ -14,19 +14,27 @@ local function stat(pid)
   return line
 end
 local function parent(pid) return (stat(pid) or ""):match("^%d+ %b() %S+ (%d+)") end
+local function comm(pid) return (stat(pid) or ""):match("^%d+ %((.*)%)") end
 local function cpus(pid)
-  local f = assert(io.open("/proc/" .. pid .. "/status"))
+  local f = io.open("/proc/" .. pid .. "/status")
+  if not f then return nil end  -- gone since it was listed
   for l in f:lines() do
     local v = l:match("^Cpus_allowed_list:%s*(%S+)")
     if v then f:close(); return v end
   end
   f:close()
 end
--- Every process whose parent is `pid` (no `ps` needed).
+-- Every process whose parent is `pid` (no `ps` needed), but the shell and `ls` that list them:
+-- they are children of this process too, and gone by the time their CPUs are read.
 local function children(pid)
-  local out = {}
-  for name in io.popen("ls /proc"):lines() do
-    if name:match("^%d+$") and parent(name) == pid then out[#out + 1] = name end
+  local out, names = {}, {}
+  local ls = io.popen("ls /proc")
+  for name in ls:lines() do names[#names + 1] = name end
+  ls:close()
+  for _, name in ipairs(names) do
+    if name:match("^%d+$") and parent(name) == pid and comm(name) ~= "sh" and comm(name) ~= "ls" then
+      out[#out + 1] = name
+    end
   end
   return out
 end
