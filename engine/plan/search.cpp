@@ -8,6 +8,7 @@
 
 #include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
+#include "engine/plan/bands.hpp"
 #include "engine/plan/estimate.hpp"
 #include "engine/plan/global_search.hpp"
 #include "engine/poly/cost.hpp"
@@ -33,8 +34,15 @@ int64_t Candidate::block_count(int ranks) const {
 }
 
 std::vector<int64_t> SearchOptions::key() const {
-  return {int64_t(method), steps,       static_cast<int64_t>(seed),       work_budget,
-          exact_limit,     exact_ranks, std::llround(bytes_weight * 1e6), int64_t(reassociate)};
+  return {int64_t(method),
+          steps,
+          static_cast<int64_t>(seed),
+          work_budget,
+          exact_limit,
+          exact_ranks,
+          std::llround(bytes_weight * 1e6),
+          int64_t(reassociate),
+          bands};
 }
 
 SearchOptions constrained(const std::vector<NodeRef>& topo, int ranks, SearchOptions opt) {
@@ -133,6 +141,14 @@ std::vector<Candidate> candidates(const poly::Signature& s, int ranks, bool repl
 std::vector<Candidate> candidates_of(const poly::Signature& s, const Node& n, int ranks,
                                      const SearchOptions& opt) {
   std::vector<Candidate> out = candidates(s, ranks, opt.replicated.count(n.id) > 0);
+  if (opt.bands > 1) {  // each cut into bands; two that band alike are one
+    std::vector<Candidate> cut;
+    for (const Candidate& c : out) {
+      const Candidate b = banded(s, c, opt.bands);
+      if (std::find(cut.begin(), cut.end(), b) == cut.end()) cut.push_back(b);
+    }
+    out = std::move(cut);
+  }
   const auto grid = opt.output_grid.find(n.id);
   if (n.op != Op::Constrain || grid == opt.output_grid.end() || grid->second.size() != size_t(s.rank()))
     return out;

@@ -86,6 +86,9 @@ struct SearchOptions {
   // Matmul chains computed in the order the planner's cost picks, not as parenthesized
   // (reassociate.hpp); false keeps every chain as written.
   bool reassociate = true;
+  // Bands per rank (bands.hpp): every candidate's blocks cut into this many, run one after
+  // another. The planner sets it when a plan on a spilling mesh needs more than its memory.
+  int bands = 1;
   // What a cached plan was made with besides the graph and mesh (PlanCache keys on it).
   std::vector<int64_t> key() const;
 };

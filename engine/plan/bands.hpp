@@ -1,0 +1,34 @@
+// Out-of-core plans: an op's blocks cut into several bands per rank, run one after another, so
+// that a step whose inputs and output do not fit in a rank's memory at once still runs (issue
+// 23). Each band's inputs and output fit; a finished band goes to the shard store, which may
+// spill it (engine/session/spill.hpp), and the next step reads the bands back one by one.
+//   Candidate c = banded(sig, cand, 8);   // cand's blocks, each cut into 8 along a parallel dim
+//   order_bands(g);                       // each rank's program band by band (lower() calls it)
+// The planner asks for bands (SearchOptions::bands) only when no plan fits the memory limit
+// otherwise (planner.hpp); peak_memory(g, true) is the memory such a plan needs.
+#pragma once
+
+#include "engine/plan/search.hpp"
+#include "engine/plan/sharded_graph.hpp"
+
+namespace tapestry::plan {
+
+// c with every block cut into `bands` near-equal pieces along the first parallel, splittable
+// index dim that holds them (c's parts there times `bands` within its extent); c itself when
+// bands <= 1, for a replicated candidate, or when no dim holds them (a full reduction: a split
+// of a reduction dim would add partials, not save memory).
+Candidate banded(const poly::Signature& s, Candidate c, int bands);
+// The planner tries 2, 4, ... bands up to this many.
+inline constexpr int kMaxBands = 1024;
+
+// Where a rank runs several blocks of one op (its bands), its program runs them band by band:
+// band k of every op, then band k + 1, as far as dependencies allow (a band reading a
+// neighbour's halo waits for it), instead of every band of one op before the next op. Steps
+// keep the plan's order where nothing is gained (ranks with one block per op are untouched),
+// and combines and exchanges (collectives: every member starts them in one order) keep their
+// order among themselves. The band of a block is its position among its op's blocks on the
+// rank; a receive goes with the first band reading it, other steps with the last band they
+// wait for.
+void order_bands(ShardedGraph& g);
+
+}  // namespace tapestry::plan
