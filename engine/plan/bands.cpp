@@ -39,7 +39,7 @@ void order_rank(const ShardedGraph& g, Rank r, std::vector<Step>& steps) {
   std::vector<std::vector<size_t>> deps(n);
   std::map<uint64_t, std::vector<std::pair<size_t, Box>>> made;  // tensor -> (step, piece)
   std::map<uint64_t, std::vector<size_t>> partial_runs;          // node -> its partial blocks' steps
-  size_t last_collective = SIZE_MAX;
+  size_t last_message = SIZE_MAX;
   for (size_t j = 0; j < n; ++j) {
     const Step& st = steps[j];
     io.reads(st, r, [&](uint64_t t, const Box& b) {
@@ -48,9 +48,9 @@ void order_rank(const ShardedGraph& g, Rank r, std::vector<Step>& steps) {
       for (const auto& [i, piece] : it->second)
         if (poly::overlaps(piece, b)) deps[j].push_back(i);
     });
-    if (st.kind == Step::Kind::Combine || st.kind == Step::Kind::Exchange) {
-      if (last_collective != SIZE_MAX) deps[j].push_back(last_collective);
-      last_collective = j;
+    if (st.kind != Step::Kind::Run) {  // messages and collectives keep the plan's order
+      if (last_message != SIZE_MAX) deps[j].push_back(last_message);
+      last_message = j;
     }
     if (st.kind == Step::Kind::Combine) {
       const uint64_t node = g.combines[st.index].node;

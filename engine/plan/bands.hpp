@@ -23,11 +23,11 @@ inline constexpr int kMaxBands = 1024;
 
 // Where a rank runs several blocks of one op (its bands), its program runs them band by band:
 // band k of every op, then band k + 1, as far as dependencies allow (a band reading a
-// neighbour's halo waits for it), instead of every band of one op before the next op. Steps
-// keep the plan's order where nothing is gained (ranks with one block per op are untouched),
-// and combines and exchanges (collectives: every member starts them in one order) keep their
-// order among themselves. The band of a block is its position among its op's blocks on the
-// rank; a receive goes with the first band reading it, other steps with the last band they
+// neighbour's halo waits for it), instead of every band of one op before the next op. Only
+// blocks move: sends, receives, combines and exchanges keep the plan's order among themselves
+// (so every rank meets its messages and collectives as before, and a plan that cannot deadlock
+// still cannot), and ranks with one block per op are untouched. The band of a block is its position among its
+// op's blocks on the rank; a receive goes with the first band reading it, other steps with the last band they
 // wait for.
 void order_bands(ShardedGraph& g);
 
