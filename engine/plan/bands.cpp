@@ -9,16 +9,37 @@
 
 namespace tapestry::plan {
 
-Candidate banded(const poly::Signature& s, Candidate c, int bands) {
-  if (bands <= 1 || c.replicated || static_cast<int>(c.parts.size()) != s.rank()) return c;
+int band_dim(const poly::Signature& s, const Candidate& c, int bands) {
+  if (bands <= 1 || c.replicated || static_cast<int>(c.parts.size()) != s.rank()) return -1;
   for (int j = 0; j < s.rank(); ++j) {
     const poly::IndexDim& d = s.space[static_cast<size_t>(j)];
-    if (d.kind != poly::IndexDim::Parallel || !d.splittable) continue;
-    if (c.parts[static_cast<size_t>(j)] * bands > d.extent) continue;
-    c.parts[static_cast<size_t>(j)] *= bands;
-    return c;
+    if (d.kind == poly::IndexDim::Parallel && d.splittable && c.parts[static_cast<size_t>(j)] * bands <= d.extent)
+      return j;
   }
+  return -1;
+}
+
+Candidate banded(const poly::Signature& s, Candidate c, int bands) {
+  c.bands = 1;
+  if (band_dim(s, c, bands) >= 0) c.bands = bands;
   return c;
+}
+
+std::vector<Placement> cut_into_bands(const poly::Signature& s, const Candidate& c, std::vector<Placement> whole) {
+  const int j = band_dim(s, c, c.bands);
+  if (j < 0) return whole;
+  std::vector<Placement> out;
+  out.reserve(whole.size() * static_cast<size_t>(c.bands));
+  for (const Placement& p : whole) {
+    const int64_t lo = p.box.lo[j], e = p.box.extent(j);
+    for (int64_t b = 0; b < c.bands; ++b) {
+      Placement q = p;
+      q.box.lo[j] = lo + b * e / c.bands;
+      q.box.hi[j] = lo + (b + 1) * e / c.bands - 1;
+      if (q.box.lo[j] <= q.box.hi[j]) out.push_back(std::move(q));
+    }
+  }
+  return out;
 }
 
 namespace {

@@ -13,13 +13,24 @@
 
 namespace tapestry::plan {
 
-// c with every block cut into `bands` near-equal pieces along the first parallel, splittable
-// index dim that holds them (c's parts there times `bands` within its extent); c itself when
-// bands <= 1, for a replicated candidate, or when no dim holds them (a full reduction: a split
-// of a reduction dim would add partials, not save memory).
+// c with every block cut into `bands` (Candidate::bands) near-equal pieces along the first
+// parallel, splittable index dim that holds them (c's parts there times `bands` within its
+// extent), each on its block's rank; c itself when bands <= 1, for a replicated candidate, or
+// when no dim holds them (a full reduction: a split of a reduction dim would add partials, not
+// save memory).
 Candidate banded(const poly::Signature& s, Candidate c, int bands);
-// The planner tries 2, 4, ... bands up to this many.
+// The dim banded() cuts, or -1.
+int band_dim(const poly::Signature& s, const Candidate& c, int bands);
+// place()'s blocks of c without bands, each cut into c.bands along band_dim (place() calls it).
+std::vector<Placement> cut_into_bands(const poly::Signature& s, const Candidate& c, std::vector<Placement> whole);
+// The planner tries 2, 4, ... bands up to this many, and takes the fewest whose peak (as
+// peak_memory(g, true) counts it) is within kBandHeadroom of the limit: the rest is for what
+// that count leaves out and a banded step holds briefly: a band's input assembled from the
+// pieces it spans, halo buffers of exchanges, and steps a rank runs ahead of its program while
+// it waits (and, on virtual ranks, every rank at its peak at once). Measured: 3 virtual ranks
+// at their full count ran out of the process's budget (tests/lua/spill/bands.lua).
 inline constexpr int kMaxBands = 1024;
+inline constexpr double kBandHeadroom = 0.75;
 
 // Where a rank runs several blocks of one op (its bands), its program runs them band by band:
 // band k of every op, then band k + 1, as far as dependencies allow (a band reading a

@@ -21,16 +21,17 @@ std::string Candidate::name(const poly::Signature& s) const {
   std::string out;
   for (int j = 0; j < s.rank(); ++j)
     if (parts[j] > 1) out += cat_str(out.empty() ? "" : " x ", s.space[j].name, "/", parts[j]);
-  if (out.empty()) return cat_str("whole on rank ", rank);
+  const std::string in_bands = bands > 1 ? cat_str(" in ", bands, " bands") : "";
+  if (out.empty()) return cat_str("whole on rank ", rank, in_bands);
   if (combine != CombineMode::Reduce) out += cat_str(" + ", combine_mode_name(combine));
-  return rank == 0 ? out : cat_str(out, " from rank ", rank);
+  return (rank == 0 ? out : cat_str(out, " from rank ", rank)) + in_bands;
 }
 
 int64_t Candidate::block_count(int ranks) const {
   if (replicated) return ranks;
   int64_t n = 1;
   for (int64_t p : parts) n *= p;
-  return n;
+  return n * std::max(1, bands);
 }
 
 std::vector<int64_t> SearchOptions::key() const {
@@ -170,7 +171,7 @@ std::vector<Placement> place(const poly::Signature& s, const Candidate& c, int r
   }
   std::vector<Placement> p = grid_blocks(s, c.parts, ranks);
   for (Placement& q : p) q.rank = (q.rank + c.rank) % ranks;
-  return p;
+  return c.bands > 1 ? cut_into_bands(s, c, std::move(p)) : p;
 }
 
 std::vector<NodeRef> ops_to_place(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,

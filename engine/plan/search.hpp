@@ -34,6 +34,9 @@ struct Candidate {
   Rank rank = 0;
   CombineMode combine = CombineMode::Reduce;
   bool replicated = false;
+  // Each block cut into this many along a parallel dim, run one after another on its rank
+  // (bands.hpp: an out-of-core plan).
+  int bands = 1;
   std::string name(const poly::Signature& s) const;  // "i/2 x k/2", "whole on rank 3", "replicated"
   int64_t block_count(int ranks) const;              // blocks it places on a mesh of `ranks`
   bool operator==(const Candidate&) const = default;

@@ -41,13 +41,23 @@ int64_t grid_bytes(int64_t n) { return n * n * 4; }
 TEST_CASE("engine.plan.bands.banded_cuts_the_first_parallel_dim") {
   NodeRef x = stored({64, 32});
   const poly::Signature map = poly::signature_of(*build::unary(Op::Exp, x));
-  CHECK(banded(map, Candidate{{1, 1}, 0}, 4).parts == poly::Coords{4, 1});
-  CHECK(banded(map, Candidate{{2, 1}, 1}, 4).parts == poly::Coords{8, 1});  // split rows: 4 bands each
-  CHECK(banded(map, Candidate{{1, 2}, 0}, 8).parts == poly::Coords{8, 2});
-  CHECK(banded(map, Candidate{{64, 1}, 0}, 2).parts == poly::Coords{64, 2});  // rows are all cut: columns
-  CHECK(banded(map, Candidate{{1, 1}, 0}, 1).parts == poly::Coords{1, 1});
+  CHECK(band_dim(map, Candidate{{1, 1}, 0}, 4) == 0);
+  CHECK(band_dim(map, Candidate{{64, 1}, 0}, 2) == 1);  // rows are all cut: columns
+  CHECK(band_dim(map, Candidate{{1, 1}, 0}, 1) == -1);
+  CHECK(banded(map, Candidate{{1, 1}, 0}, 1).bands == 1);
+  // Split rows over 2 ranks, 4 bands each: rank r's bands are the quarters of its own rows.
+  const Candidate c = banded(map, Candidate{{2, 1}, 1}, 4);
+  CHECK(c.bands == 4);
+  CHECK(c.block_count(2) == 8);
+  CHECK(c.name(map).find("in 4 bands") != std::string::npos);
+  const std::vector<Placement> p = place(map, c, 2);
+  REQUIRE(p.size() == 8);
+  for (size_t i = 0; i < p.size(); ++i) {
+    CHECK(p[i].rank == (i < 4 ? 1 : 0));  // from rank 1, as the candidate says
+    CHECK(p[i].box == Box({int64_t(i) * 8, 0}, {int64_t(i) * 8 + 7, 31}));
+  }
   const poly::Signature all = poly::signature_of(*build::reduce(Op::Sum, x, {0, 1}, false));
-  CHECK(banded(all, Candidate{{1, 1}, 0}, 4).parts == poly::Coords{1, 1});
+  CHECK(banded(all, Candidate{{1, 1}, 0}, 4).bands == 1);
 }
 
 // Four bands of a heat step on one rank run band by band: stencil 0, map 0, stencil 1, ...;
