@@ -13,7 +13,8 @@ int band_dim(const poly::Signature& s, const Candidate& c, int bands) {
   if (bands <= 1 || c.replicated || static_cast<int>(c.parts.size()) != s.rank()) return -1;
   for (int j = 0; j < s.rank(); ++j) {
     const poly::IndexDim& d = s.space[static_cast<size_t>(j)];
-    if (d.kind == poly::IndexDim::Parallel && d.splittable && c.parts[static_cast<size_t>(j)] * bands <= d.extent)
+    if (d.kind == poly::IndexDim::Parallel && d.splittable &&
+        c.parts[static_cast<size_t>(j)] * bands <= d.extent)
       return j;
   }
   return -1;
@@ -25,7 +26,8 @@ Candidate banded(const poly::Signature& s, Candidate c, int bands) {
   return c;
 }
 
-std::vector<Placement> cut_into_bands(const poly::Signature& s, const Candidate& c, std::vector<Placement> whole) {
+std::vector<Placement> cut_into_bands(const poly::Signature& s, const Candidate& c,
+                                      std::vector<Placement> whole) {
   const int j = band_dim(s, c, c.bands);
   if (j < 0) return whole;
   std::vector<Placement> out;

@@ -22,7 +22,8 @@ Candidate banded(const poly::Signature& s, Candidate c, int bands);
 // The dim banded() cuts, or -1.
 int band_dim(const poly::Signature& s, const Candidate& c, int bands);
 // place()'s blocks of c without bands, each cut into c.bands along band_dim (place() calls it).
-std::vector<Placement> cut_into_bands(const poly::Signature& s, const Candidate& c, std::vector<Placement> whole);
+std::vector<Placement> cut_into_bands(const poly::Signature& s, const Candidate& c,
+                                      std::vector<Placement> whole);
 // The planner tries 2, 4, ... bands up to this many, and takes the fewest whose peak (as
 // peak_memory(g, true) counts it) is within kBandHeadroom of the limit: the rest is for what
 // that count leaves out and a banded step holds briefly: a band's input assembled from the

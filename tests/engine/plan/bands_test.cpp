@@ -66,10 +66,12 @@ TEST_CASE("engine.plan.bands.run_band_by_band") {
   const int64_t n = 256;
   Heat h(n);
   const std::vector<NodeRef> topo = topo_of({h.y});
-  const std::vector<Shard> initial{{h.u->id, Box::of_shape(h.u->shape), 0}, {h.k->id, Box::of_shape({3, 3}), 0}};
+  const std::vector<Shard> initial{{h.u->id, Box::of_shape(h.u->shape), 0},
+                                   {h.k->id, Box::of_shape({3, 3}), 0}};
   // u stored as four bands of rows, as a banded step before this one left it.
   std::vector<Shard> in_bands{{h.k->id, Box::of_shape({3, 3}), 0}};
-  for (int64_t b = 0; b < 4; ++b) in_bands.push_back({h.u->id, Box({b * n / 4, 0}, {(b + 1) * n / 4 - 1, n - 1}), 0});
+  for (int64_t b = 0; b < 4; ++b)
+    in_bands.push_back({h.u->id, Box({b * n / 4, 0}, {(b + 1) * n / 4 - 1, n - 1}), 0});
   Assignment a;
   for (const NodeRef& op : {h.s, h.y})
     a[op->id] = place(poly::signature_of(*op), banded(poly::signature_of(*op), Candidate{{1, 1}, 0}, 4), 1);
@@ -88,7 +90,8 @@ TEST_CASE("engine.plan.bands.run_band_by_band") {
   CHECK(ooc >= 3 * grid_bytes(n) / 4);
   // Unbanded, out of core changes nothing that matters: a step needs its input and output.
   Assignment whole;
-  for (const NodeRef& op : {h.s, h.y}) whole[op->id] = place(poly::signature_of(*op), Candidate{{1, 1}, 0}, 1);
+  for (const NodeRef& op : {h.s, h.y})
+    whole[op->id] = place(poly::signature_of(*op), Candidate{{1, 1}, 0}, 1);
   const ShardedGraph g1 = lower(topo, whole, initial, {h.y}, 1);
   CHECK(peak_memory(g1, true).bytes[0] >= 2 * grid_bytes(n));
 }
