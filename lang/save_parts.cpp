@@ -9,11 +9,23 @@
 
 namespace tapestry::lua {
 
+namespace {
+
+// Written piece by piece where it lies: a stored tensor on several ranks, or on one rank one an
+// out-of-core plan kept in pieces (engine/plan/bands.hpp), which may not fit whole in memory.
+bool stored_here(Session& ses, const NodeRef& n) {
+  const StoredLayout* l = ses.stored().layout(n->id);
+  return l && (ses.mesh().ranks > 1 || l->ranks == 1);
+}
+
+}  // namespace
+
 std::vector<NodeRef> computed_for_save(lua_State* L, const std::vector<NodeRef>& xs) {
   Session& ses = session_of(L);
   std::vector<NodeRef> out = xs;
   std::vector<size_t> pending;  // neither a value nor stored yet
-  if (ses.mesh().ranks > 1) {
+  // One rank keeps pieces only under a budget (an out-of-core plan's result): look for them then.
+  if (ses.mesh().ranks > 1 || ses.mesh().spill) {
     ses.telemetry().clear_cancel();
     materialize(ses);
     for (size_t i = 0; i < xs.size(); ++i) {
@@ -35,14 +47,14 @@ std::vector<NodeRef> computed_for_save(lua_State* L, const std::vector<NodeRef>&
   // rank computed).
   std::vector<NodeRef> rest;
   for (const NodeRef& n : out)
-    if (!n->value && !(ses.mesh().ranks > 1 && ses.stored().layout(n->id))) rest.push_back(n);
+    if (!n->value && !stored_here(ses, n)) rest.push_back(n);
   if (!rest.empty()) observe(L, rest);
   return out;
 }
 
 bool is_stored(lua_State* L, const NodeRef& part) {
   Session& ses = session_of(L);
-  return ses.mesh().ranks > 1 && ses.stored().layout(part->id) != nullptr;
+  return stored_here(ses, part);
 }
 
 }  // namespace tapestry::lua

@@ -2,7 +2,8 @@
 //   ranks u32; nodes; initial; blocks; transfers; combines; exchanges; steps per rank; roots;
 //   outputs
 // or, for the choices (magic TPCH):
-//   ranks u32; nodes; topo ids; initial; root ids; per op: id, parts, rank, combine mode, replicated
+//   ranks u32; nodes; topo ids; initial; root ids; per op: id, parts, rank, combine mode, replicated,
+//   bands u32
 // Counts are u64, checked by ByteReader against the bytes left.
 #include "engine/dist/plan_wire.hpp"
 
@@ -12,6 +13,7 @@
 
 #include "engine/ir/codec.hpp"
 #include "engine/ir/error.hpp"
+#include "engine/plan/bands.hpp"
 
 namespace tapestry {
 
@@ -164,6 +166,7 @@ std::vector<char> encode_choices(const PlanChoices& p) {
     w.put<int32_t>(c.rank);
     w.put<uint8_t>(static_cast<uint8_t>(c.combine));
     w.put<uint8_t>(c.replicated ? 1 : 0);
+    w.put<uint32_t>(static_cast<uint32_t>(c.bands));
   }
   return w.seal(kPlanChoicesMagic, kPlanWireVersion);
 }
@@ -229,6 +232,9 @@ class Decoder {
       const uint8_t replicated = r_.get<uint8_t>();
       if (replicated > 1) r_.reject(cat_str("replicated flag ", int(replicated)));
       c.replicated = replicated == 1;
+      const auto bands = r_.get<uint32_t>();
+      if (bands < 1 || bands > static_cast<uint32_t>(plan::kMaxBands)) r_.reject(cat_str(bands, " bands"));
+      c.bands = static_cast<int>(bands);
       // place() cuts the op's index space into these parts: each within its dim's extent.
       const poly::Signature s = poly::signature_of(*op);
       if (static_cast<int>(c.parts.size()) != s.rank())

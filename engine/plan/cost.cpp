@@ -236,7 +236,7 @@ PlanCost cost_of(const ShardedGraph& g, const Mesh& m) {
   // Memory per rank is a limit, not a price: a plan over it costs more than any plan under it
   // (a second per byte-megabyte over, on top of a million seconds), so the search takes one that
   // fits whenever one exists, and check_memory_limit refuses the rest before they run.
-  const PeakMemory pm = peak_memory(g);
+  const PeakMemory pm = peak_memory(g, m.spill);
   c.peak_bytes = pm.bytes.empty() ? 0 : pm.bytes[static_cast<size_t>(pm.worst)];
   for (int64_t b : pm.bytes)
     if (double(b) > m.mem_bytes_per_rank) c.memory_penalty += double(b) - m.mem_bytes_per_rank;

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "engine/ir/error.hpp"
+#include "engine/plan/bands.hpp"
 #include "engine/plan/piece_index.hpp"
 
 namespace tapestry::plan {
@@ -748,7 +749,9 @@ ShardedGraph lower_as(const std::vector<NodeRef>& topo, const Assignment& blocks
     l.node(n, it == blocks.end() ? none : it->second,
            mode == modes.end() ? CombineMode::Reduce : mode->second);
   }
-  return l.finish(roots);
+  ShardedGraph g = l.finish(roots);
+  order_bands(g);
+  return g;
 }
 }  // namespace
 

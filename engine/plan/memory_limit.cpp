@@ -4,6 +4,7 @@
 #include <map>
 
 #include "engine/ir/error.hpp"
+#include "engine/plan/bands.hpp"
 #include "engine/plan/peak_memory.hpp"
 #include "engine/poly/signature.hpp"
 
@@ -23,10 +24,10 @@ std::string human(int64_t b) {
 
 }  // namespace
 
-void check_memory_limit(const plan::Plan& p, int64_t limit) {
+void check_memory_limit(const plan::Plan& p, int64_t limit, bool out_of_core) {
   if (limit <= 0) return;
   const plan::ShardedGraph& g = p.graph();
-  const plan::PeakMemory pm = plan::peak_memory(g);
+  const plan::PeakMemory pm = plan::peak_memory(g, out_of_core);
   if (pm.bytes.empty()) return;
   const int64_t worst = pm.bytes[static_cast<size_t>(pm.worst)];
   if (worst <= limit) return;
@@ -34,8 +35,9 @@ void check_memory_limit(const plan::Plan& p, int64_t limit) {
   throw Error(cat_str("the plan needs ", human(worst), " at once on rank ", pm.worst,
                       at ? cat_str(" (at its ", op_def(at->op).name, " ", shape_str(at->shape), ")") : "",
                       " but the memory budget (--memory-per-rank) is ", human(limit), " (", worst, " > ",
-                      limit,
-                      " bytes), and no plan on this mesh fits it; it was not run. Use more ranks, "
+                      limit, " bytes), and no plan on this mesh fits it",
+                      out_of_core ? cat_str(", not even in up to ", plan::kMaxBands, " bands per rank") : "",
+                      "; it was not run. Use more ranks, "
                       "smaller pieces, or a higher limit"));
 }
 

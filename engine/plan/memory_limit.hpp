@@ -11,7 +11,9 @@
 
 namespace tapestry {
 
-// limit: bytes per rank, 0 for none.
-void check_memory_limit(const plan::Plan& p, int64_t limit);
+// limit: bytes per rank, 0 for none. out_of_core: stored pieces may be spilled between their
+// readers (plan::Mesh::spill), so the plan needs what peak_memory(g, true) counts; the planner
+// has tried bands already (plan/bands.hpp), so a plan refused then fits in no bands either.
+void check_memory_limit(const plan::Plan& p, int64_t limit, bool out_of_core = false);
 
 }  // namespace tapestry

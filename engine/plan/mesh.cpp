@@ -62,7 +62,8 @@ size_t Mesh::hash() const {
   size_t h = 0;
   auto mix = [&](double v) { h ^= std::hash<double>()(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
   for (double v : {double(ranks), double(devices_per_rank), flops_per_s, mem_bytes_per_s, mem_bytes_per_rank,
-                   double(ranks_per_node), intra.bandwidth, intra.latency, inter.bandwidth, inter.latency})
+                   double(ranks_per_node), intra.bandwidth, intra.latency, inter.bandwidth, inter.latency,
+                   double(spill)})
     mix(v);
   for (const MeshAxis& a : axes) {
     h ^= std::hash<std::string>()(a.name) + (h << 6);

@@ -38,6 +38,10 @@ struct Mesh {
   double flops_per_s = 100e9;        // per rank, fp32
   double mem_bytes_per_s = 11e9;     // per rank: bounds memory-bound blocks and combines
   double mem_bytes_per_rank = 16e9;  // capacity: beyond it a plan pays memory_penalty
+  // Stored pieces may wait on disk between their readers (the session spills them under
+  // --memory-per-rank): a plan needs only what its steps hold at once (peak_memory's
+  // out_of_core count), and one that needs more may run in bands (bands.hpp).
+  bool spill = false;
   int ranks_per_node = 8;
   Link intra{5e9, 0.5e-6};  // shared-memory MPI between ranks of one node
   Link inter{25e9, 2e-6};   // the network between nodes

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "engine/ir/error.hpp"
+#include "engine/plan/step_slices.hpp"
 
 namespace tapestry::plan {
 
@@ -62,7 +63,69 @@ std::vector<std::vector<std::vector<uint64_t>>> last_reads(const ShardedGraph& g
   return out;
 }
 
-PeakMemory peak_memory(const ShardedGraph& g) {
+namespace {
+
+// peak_memory(g, true): pieces live from their first to their last step (step_slices.hpp).
+PeakMemory peak_out_of_core(const ShardedGraph& g) {
+  const auto R = static_cast<size_t>(g.num_ranks);
+  PeakMemory pm;
+  pm.bytes.assign(R, 0);
+  pm.op.assign(R, 0);
+  StepSlices io(g);
+  const auto frees = last_reads(g);
+  for (size_t r = 0; r < R; ++r) {
+    const std::vector<Step>& steps = g.steps[r];
+    const size_t n = steps.size();
+    std::vector<int64_t> add(n, 0), sub(n, 0);
+    std::vector<uint64_t> what(n, 0);
+    std::unordered_set<uint64_t> roots;
+    for (const Shard& o : g.outputs)
+      if (o.rank == static_cast<Rank>(r)) roots.insert(o.tensor);
+    std::unordered_set<int> lazy;
+    for (const PieceLife& l : piece_lives(g, static_cast<Rank>(r))) {
+      const int64_t b = bytes_of(io.node(l.tensor), l.box);
+      add[l.first] += b;
+      if (!what[l.first] || l.initial < 0) what[l.first] = l.tensor;
+      if (l.initial >= 0) lazy.insert(l.initial);
+      // A root's piece that is no result shard of its own waits for the end (it is assembled
+      // into one); a result shard goes to the shard store after its last reader here.
+      if (l.initial >= 0 || l.result || !roots.count(l.tensor)) sub[l.last] += b;
+    }
+    int64_t live = 0;
+    for (size_t i = 0; i < g.initial.size(); ++i)
+      if (g.initial[i].rank == static_cast<Rank>(r) && !lazy.count(static_cast<int>(i)))
+        live += bytes_of(io.node(g.initial[i].tensor), g.initial[i].box);
+    pm.bytes[r] = live;
+    std::unordered_map<uint64_t, int64_t> partials;  // a split reduction's, until its combine
+    for (size_t i = 0; i < n; ++i) {
+      if (steps[i].kind == Step::Kind::Run) {
+        const Block& b = g.blocks[steps[i].index];
+        if (io.sig(b.node).splits_reduction(b.box)) {
+          const int64_t p = bytes_of(io.node(b.node), io.sig(b.node).output_slice(b.box));
+          partials[partials_of(b.node)] += p;
+          add[i] += p;
+          what[i] = b.node;
+        }
+      }
+      live += add[i];
+      if (live > pm.bytes[r]) pm.bytes[r] = live, pm.op[r] = what[i];
+      live -= sub[i];
+      for (uint64_t dead : frees[r][i]) {
+        auto it = partials.find(dead);
+        if (it == partials.end()) continue;
+        live -= it->second;
+        partials.erase(it);
+      }
+    }
+  }
+  pm.worst = static_cast<int>(std::max_element(pm.bytes.begin(), pm.bytes.end()) - pm.bytes.begin());
+  return pm;
+}
+
+}  // namespace
+
+PeakMemory peak_memory(const ShardedGraph& g, bool out_of_core) {
+  if (out_of_core) return peak_out_of_core(g);
   const auto R = static_cast<size_t>(g.num_ranks);
   PeakMemory pm;
   pm.bytes.assign(R, 0);

@@ -22,7 +22,12 @@ struct PeakMemory {
   int worst = 0;               // the rank with the largest peak
 };
 
-PeakMemory peak_memory(const ShardedGraph& g);
+// out_of_core: as the executor runs a plan whose stored pieces may wait on disk (Mesh::spill,
+// bands.hpp): every piece lives from the step that makes it to the last step of its rank that
+// reads an overlapping slice, a stored input's piece (an initial shard of a node without a
+// value) from its first reader to its last, and a result shard goes to the shard store after its
+// last reader there; a split reduction's partials and everything else as above.
+PeakMemory peak_memory(const ShardedGraph& g, bool out_of_core = false);
 
 // Per rank: the tensors each step is the last reader of on that rank (frees after that step).
 // last_reads[r][i] lists the tensors whose pieces rank r may free after its step i; a split

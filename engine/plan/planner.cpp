@@ -7,6 +7,7 @@
 
 #include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
+#include "engine/plan/bands.hpp"
 #include "engine/plan/fuse.hpp"
 #include "engine/plan/reassociate.hpp"
 #include "engine/plan/split_scan.hpp"
@@ -110,6 +111,23 @@ PlannedGraph plan_observation(PlannerState& planner, const std::vector<NodeRef>&
   }
   opts = constrained(pg.topo, mesh.ranks, std::move(opts));
   pg.plan = cache.plan(pg.topo, pg.initial, pg.roots, mesh, opts);
+  // Out of core: where no plan fits the memory but stored pieces may wait on disk, the ops run
+  // in bands, the fewest that fit in kBandHeadroom of it (bands.hpp); doubling them stops when
+  // it saves nothing more.
+  if (mesh.spill && double(pg.plan.cost.peak_bytes) > mesh.mem_bytes_per_rank) {
+    int64_t best = pg.plan.cost.peak_bytes;
+    for (int b = 2; b <= kMaxBands; b *= 2) {
+      opts.bands = b;
+      Plan p = cache.plan(pg.topo, pg.initial, pg.roots, mesh, opts);
+      if (double(p.cost.peak_bytes) <= kBandHeadroom * mesh.mem_bytes_per_rank) {
+        pg.plan = std::move(p);
+        pg.bands = b;
+        break;
+      }
+      if (p.cost.peak_bytes >= best) break;
+      best = p.cost.peak_bytes;
+    }
+  }
   pg.cache_hit = cache.hits() > hits && cache.misses() == misses;  // nothing was planned anew
   PlannerStats& st = planner.stats;
   ++st.plans;

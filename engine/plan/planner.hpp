@@ -28,6 +28,7 @@ struct PlannedGraph {
   Mesh mesh;
   Plan plan;
   bool cache_hit = false;
+  int bands = 1;  // bands per rank (bands.hpp): > 1 when no plan fit the memory otherwise
 };
 
 // Post-order from the roots, stopping at nodes that hold a value (they are inputs).

@@ -8,6 +8,7 @@
 
 #include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
+#include "engine/plan/bands.hpp"
 #include "engine/plan/estimate.hpp"
 #include "engine/plan/global_search.hpp"
 #include "engine/poly/cost.hpp"
@@ -20,21 +21,29 @@ std::string Candidate::name(const poly::Signature& s) const {
   std::string out;
   for (int j = 0; j < s.rank(); ++j)
     if (parts[j] > 1) out += cat_str(out.empty() ? "" : " x ", s.space[j].name, "/", parts[j]);
-  if (out.empty()) return cat_str("whole on rank ", rank);
+  const std::string in_bands = bands > 1 ? cat_str(" in ", bands, " bands") : "";
+  if (out.empty()) return cat_str("whole on rank ", rank, in_bands);
   if (combine != CombineMode::Reduce) out += cat_str(" + ", combine_mode_name(combine));
-  return rank == 0 ? out : cat_str(out, " from rank ", rank);
+  return (rank == 0 ? out : cat_str(out, " from rank ", rank)) + in_bands;
 }
 
 int64_t Candidate::block_count(int ranks) const {
   if (replicated) return ranks;
   int64_t n = 1;
   for (int64_t p : parts) n *= p;
-  return n;
+  return n * std::max(1, bands);
 }
 
 std::vector<int64_t> SearchOptions::key() const {
-  return {int64_t(method), steps,       static_cast<int64_t>(seed),       work_budget,
-          exact_limit,     exact_ranks, std::llround(bytes_weight * 1e6), int64_t(reassociate)};
+  return {int64_t(method),
+          steps,
+          static_cast<int64_t>(seed),
+          work_budget,
+          exact_limit,
+          exact_ranks,
+          std::llround(bytes_weight * 1e6),
+          int64_t(reassociate),
+          bands};
 }
 
 SearchOptions constrained(const std::vector<NodeRef>& topo, int ranks, SearchOptions opt) {
@@ -133,6 +142,14 @@ std::vector<Candidate> candidates(const poly::Signature& s, int ranks, bool repl
 std::vector<Candidate> candidates_of(const poly::Signature& s, const Node& n, int ranks,
                                      const SearchOptions& opt) {
   std::vector<Candidate> out = candidates(s, ranks, opt.replicated.count(n.id) > 0);
+  if (opt.bands > 1) {  // each cut into bands; two that band alike are one
+    std::vector<Candidate> cut;
+    for (const Candidate& c : out) {
+      const Candidate b = banded(s, c, opt.bands);
+      if (std::find(cut.begin(), cut.end(), b) == cut.end()) cut.push_back(b);
+    }
+    out = std::move(cut);
+  }
   const auto grid = opt.output_grid.find(n.id);
   if (n.op != Op::Constrain || grid == opt.output_grid.end() || grid->second.size() != size_t(s.rank()))
     return out;
@@ -154,7 +171,7 @@ std::vector<Placement> place(const poly::Signature& s, const Candidate& c, int r
   }
   std::vector<Placement> p = grid_blocks(s, c.parts, ranks);
   for (Placement& q : p) q.rank = (q.rank + c.rank) % ranks;
-  return p;
+  return c.bands > 1 ? cut_into_bands(s, c, std::move(p)) : p;
 }
 
 std::vector<NodeRef> ops_to_place(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,

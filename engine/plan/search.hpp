@@ -34,6 +34,9 @@ struct Candidate {
   Rank rank = 0;
   CombineMode combine = CombineMode::Reduce;
   bool replicated = false;
+  // Each block cut into this many along a parallel dim, run one after another on its rank
+  // (bands.hpp: an out-of-core plan).
+  int bands = 1;
   std::string name(const poly::Signature& s) const;  // "i/2 x k/2", "whole on rank 3", "replicated"
   int64_t block_count(int ranks) const;              // blocks it places on a mesh of `ranks`
   bool operator==(const Candidate&) const = default;
@@ -86,6 +89,9 @@ struct SearchOptions {
   // Matmul chains computed in the order the planner's cost picks, not as parenthesized
   // (reassociate.hpp); false keeps every chain as written.
   bool reassociate = true;
+  // Bands per rank (bands.hpp): every candidate's blocks cut into this many, run one after
+  // another. The planner sets it when a plan on a spilling mesh needs more than its memory.
+  int bands = 1;
   // What a cached plan was made with besides the graph and mesh (PlanCache keys on it).
   std::vector<int64_t> key() const;
 };

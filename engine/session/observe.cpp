@@ -188,8 +188,31 @@ void gather_what_must_be_whole(Session& s, const std::vector<NodeRef>& roots, in
   for (const NodeRef& n : plan::observed_subgraph(roots)) {
     if (n->value || !s.stored().layout(n->id)) continue;
     const bool root = std::find(roots.begin(), roots.end(), n) != roots.end();
-    if (root || !s.stored().usable(n->id, ranks)) gather_stored(s, n);
+    if (root || ranks == 1 || !s.stored().usable(n->id, ranks)) gather_stored(s, n);
   }
+}
+
+// A short anneal: an interactive observation cannot wait seconds for its plan, and the plan
+// cache makes a loop pay for it once. Budgets count work, so a plan is the same on any load.
+plan::SearchOptions observation_options() {
+  plan::SearchOptions opts;
+  opts.steps = 300;
+  opts.work_budget = 200'000;
+  return opts;
+}
+
+// One rank evaluates whole values, unless stored pieces may spill (a budget is given) and the
+// roots need more than the budget at once: their plan then runs in bands (plan/bands.hpp),
+// and its results are kept as stored pieces, as on several ranks. The plan is cached, so
+// the run that follows plans nothing anew.
+bool runs_in_bands(Session& s, const std::vector<NodeRef>& roots) {
+  const plan::Mesh& mesh = s.mesh();
+  if (!mesh.spill || mesh.ranks != 1) return false;
+  std::vector<NodeRef> todo;
+  std::unordered_set<const Node*> seen;
+  for (const NodeRef& r : roots)
+    if (!r->value && !s.stored().layout(r->id) && seen.insert(r.get()).second) todo.push_back(r);
+  return !todo.empty() && s.plan_observed(todo, mesh, observation_options()).bands > 1;
 }
 
 // Plans and runs the roots (none holds a value) on `mesh`; keep[i] != 0 keeps root i's
@@ -198,21 +221,15 @@ std::vector<std::vector<plan::Shard>> run_observation(Session& s, const std::vec
                                                       const std::vector<uint64_t>& keep,
                                                       const plan::Mesh& mesh) {
   ++stats().observations;
-  // A short anneal: an interactive observation cannot wait seconds for its plan, and the
-  // plan cache makes a loop pay for it once. Budgets count work, so a plan is the same on any
-  // load.
-  plan::SearchOptions opts;
-  opts.steps = 300;
-  opts.work_budget = 200'000;
   const double t_plan = seconds();
-  const plan::PlannedGraph pg = s.plan_observed(todo, mesh, opts);
+  const plan::PlannedGraph pg = s.plan_observed(todo, mesh, observation_options());
   const double t_run = seconds();
   if (trace::enabled())
     trace::record(
         {"phase", "plan", 0, trace::kPhases, t_plan * 1e6, (t_run - t_plan) * 1e6,
          cat_str("\"blocks\":", pg.plan.blocks, ",\"cache_hit\":", pg.cache_hit ? "true" : "false")});
   for (const auto& [id, origin] : pg.fused_origin) stats().fused_ops += origin.size() - 1;
-  check_memory_limit(pg.plan, s.memory_per_rank());
+  check_memory_limit(pg.plan, s.memory_per_rank(), pg.mesh.spill);
   // On an MPI job every rank lowers only its own part of the plan from its choices (rank 0 sends
   // just those); rank 0's part lists every input shard, root and output as the whole plan does.
   const bool own_parts = on_mpi(s, pg.mesh.ranks);
@@ -317,7 +334,7 @@ std::vector<NodeRef> as_observed(Session& s, const std::vector<NodeRef>& roots) 
 
 void observe_kept(Session& s, const std::vector<NodeRef>& given) {
   s.sync_job_ranks();
-  if (s.mesh().ranks == 1) return observe_values(s, given);
+  if (s.mesh().ranks == 1 && !runs_in_bands(s, substitute_stored(s, given))) return observe_values(s, given);
   std::vector<NodeRef> todo;
   for (const NodeRef& r : given)
     if (!r->value && !r->stored && !s.stored().layout(r->id)) todo.push_back(r);
@@ -336,7 +353,7 @@ std::vector<NodeRef> observe_stored_once(Session& s, const std::vector<NodeRef>&
   std::vector<NodeRef> out = substitute_stored(s, given);
   check_not_lost(s, out);
   resolve_empty_roots(out);
-  if (mesh.ranks == 1) {
+  if (mesh.ranks == 1 && !runs_in_bands(s, out)) {
     observe_values(s, out);
     return out;
   }

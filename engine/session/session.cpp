@@ -107,6 +107,9 @@ plan::Mesh Session::machine_mesh(int ranks) {
   plan::Mesh m = device::apply_device(here, device_selection());
   // On the CPU the budget is the capacity; a device keeps its own memory's, unless one is given.
   if (config_.memory_per_rank > 0 || !device()) m.mem_bytes_per_rank = static_cast<double>(memory_per_rank());
+  // Under a given budget stored pieces spill (spill.hpp): a plan needs only what it holds at
+  // once, and runs in bands when even that is too much (plan/bands.hpp).
+  m.spill = config_.spill && config_.memory_per_rank > 0;
   return m;
 }
 

@@ -100,6 +100,7 @@ bool RankProgram::advance() {
         continue;
       }
       if (cancel_requested() || (stop_ && stop_())) throw Cancelled();
+      if (!lazy_.empty()) hold_lazy(i);
       if (!step(st[i])) {
         if (in_order) break;
         continue;

@@ -65,10 +65,47 @@ RankProgram::RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreK
   for (const plan::Combine& c : g.combines) split_.insert(c.node);
   number_messages();
   // The initial shards are windows on the nodes' values or on stored shards: nothing is
-  // copied to start.
-  for (size_t i = 0; i < g.initial.size(); ++i) {
+  // copied to start. A stored shard some step reads is taken only when one does (hold_lazy).
+  const std::vector<plan::PieceLife> lives = plan::piece_lives(g, me_);
+  std::vector<bool> later(g.initial.size(), false);
+  piece_frees_.resize(steps().size());
+  for (const plan::PieceLife& l : lives) {
+    if (l.initial >= 0) {
+      const auto i = static_cast<size_t>(l.initial);
+      if (keys_.initial.empty() || keys_.initial[i] == 0) continue;  // a window on a value
+      later[i] = true;
+      lazy_.push_back({i, l.first, l.last});
+    }
+    piece_frees_[l.last].push_back(l);
+  }
+  for (size_t i = 0; i < g.initial.size(); ++i)
+    if (g.initial[i].rank == me_ && !later[i]) hold_initial(i);
+  find_banded_pairs();
+  find_dependencies();
+  frees_ = std::move(plan::last_reads(g)[static_cast<size_t>(me_)]);
+  // A stencil computed inside its map block (run_banded) reads its inputs at the map block, not
+  // at its own step: those stay until the plan ends.
+  for (const auto& [tensor, block] : deferred_)
+    for (const NodeRef& in : node(tensor).inputs) kept_.insert(in->id);
+}
+
+RankProgram::~RankProgram() {
+  if (outputs_kept_ || !shards_) return;
+  for (uint64_t key : handed_keys_) shards_->drop(key);
+}
+
+void RankProgram::hold_lazy(size_t step) {
+  for (Lazy& l : lazy_)
+    if (!l.held && l.first <= step && step <= l.last) {
+      hold_initial(l.initial);
+      l.held = true;
+    }
+}
+
+void RankProgram::hold_initial(size_t i) {
+  const plan::ShardedGraph& g = g_;
+  {
     const plan::Shard& h = g.initial[i];
-    if (h.rank != me_) continue;
     if (!keys_.initial.empty() && keys_.initial[i] != 0) {
       std::optional<ShardStore::Found> v = shards_->find_piece(me_, keys_.initial[i], h.box);
       if (!v)
@@ -78,7 +115,7 @@ RankProgram::RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreK
       if (!v->dev.mem) hold(h.tensor, h.box, v->host);
       else if (dev_) store_.hold(h.tensor, h.box, v->dev);  // in device memory, where device blocks read it
       else hold(h.tensor, h.box, *shards_->find(me_, keys_.initial[i], h.box));  // a downloaded copy
-      continue;
+      return;
     }
     const Node& n = node(h.tensor);
     if (!n.value)
@@ -86,13 +123,6 @@ RankProgram::RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreK
                                   " (", op_def(n.op).name, ") initially, but that node has no value"));
     hold(h.tensor, h.box, window(n.value->view(), Box::of_shape(n.shape), h.box));
   }
-  find_banded_pairs();
-  find_dependencies();
-  frees_ = std::move(plan::last_reads(g)[static_cast<size_t>(me_)]);
-  // A stencil computed inside its map block (run_banded) reads its inputs at the map block, not
-  // at its own step: those stay until the plan ends.
-  for (const auto& [tensor, block] : deferred_)
-    for (const NodeRef& in : node(tensor).inputs) kept_.insert(in->id);
 }
 
 // A message is tagged by its order among those between the same two ranks: both ends count
@@ -161,6 +191,28 @@ const poly::Signature& RankProgram::sig(uint64_t id) {
 // comes, possibly after its step.
 void RankProgram::release_after(size_t i) {
   if (peers_) return;
+  for (const plan::PieceLife& l : piece_frees_[i]) {
+    if (kept_.count(l.tensor)) continue;
+    if (l.initial < 0 && keys_.root_key(l.tensor, g_) == 0 &&
+        std::count(g_.roots.begin(), g_.roots.end(), l.tensor))
+      continue;  // gathered to rank 0 at the end
+    if (l.initial < 0 && !l.result && std::count(g_.roots.begin(), g_.roots.end(), l.tensor))
+      continue;      // part of a result shard, assembled at the end
+    if (l.result) {  // a kept root's result shard: to the shard store now, where it may be spilled
+      const uint64_t key = keys_.root_key(l.tensor, g_);
+      size_t o = 0;
+      while (o < g_.outputs.size() &&
+             !(g_.outputs[o].rank == me_ && g_.outputs[o].tensor == l.tensor && g_.outputs[o].box == l.box))
+        ++o;
+      if (o == g_.outputs.size() || std::count(handed_.begin(), handed_.end(), o)) continue;
+      if (dev_ && store_.on_device(l.tensor, l.box))
+        shards_->put(me_, key, l.box, store_.device(l.tensor, l.box), *dev_);
+      else shards_->put(me_, key, l.box, gather(l.tensor, l.box));
+      handed_.push_back(o);
+      if (!std::count(handed_keys_.begin(), handed_keys_.end(), key)) handed_keys_.push_back(key);
+    }
+    store_.drop(l.tensor, l.box);
+  }
   for (uint64_t t : frees_[i]) {
     if (kept_.count(t)) continue;
     if (t >> 63) {  // plan::partials_key(node)
@@ -554,8 +606,10 @@ bool RankProgram::gather_outputs(std::map<uint64_t, std::shared_ptr<Value>>& roo
 
 void RankProgram::keep_outputs() {
   internal_check(done());
-  for (const plan::Shard& o : g_.outputs) {
-    if (o.rank != me_) continue;
+  outputs_kept_ = true;
+  for (size_t i = 0; i < g_.outputs.size(); ++i) {
+    const plan::Shard& o = g_.outputs[i];
+    if (o.rank != me_ || std::count(handed_.begin(), handed_.end(), i)) continue;
     const uint64_t key = keys_.root_key(o.tensor, g_);
     if (!key) continue;
     // Computed on the device: kept there, for the next plan's device blocks.

@@ -35,6 +35,7 @@
 #include "engine/ir/value.hpp"
 #include "engine/plan/moves.hpp"
 #include "engine/plan/sharded_graph.hpp"
+#include "engine/plan/step_slices.hpp"
 #include "engine/shard/rank_store.hpp"
 #include "engine/store/shard_store.hpp"
 #include "engine/telemetry/progress.hpp"
@@ -81,6 +82,10 @@ class RankProgram {
   // `keys` name pieces of (needed when they name any).
   RankProgram(const plan::ShardedGraph& g, comm::Transport& t, StoreKeys keys = {},
               DeviceBackend* dev = nullptr, ShardStore* store = nullptr);
+  // A run that did not keep its outputs takes back the result shards it handed to the store.
+  ~RankProgram();
+  RankProgram(const RankProgram&) = delete;
+  RankProgram& operator=(const RankProgram&) = delete;
 
   // Runs every step of this rank that can run, each as soon as the earlier steps it depends
   // on have run (find_dependencies): a block whose inputs are here runs while a receive it
@@ -151,7 +156,23 @@ class RankProgram {
   const std::vector<plan::Step>& steps() const { return g_.steps[me_]; }
   bool step(const plan::Step& s);  // false: must wait
   void release_after(size_t i);    // frees what step i was the last reader of
-  void number_messages();          // transfer_tag_, partial_tag_
+  // Out of core (plan/bands.hpp, plan/step_slices.hpp): pieces go piece by piece. An initial
+  // shard of a stored tensor is taken from the shard store (read back from disk if it was
+  // spilled) only when a step reading it runs, and given back after its last reader; a kept
+  // root's result shard goes to the shard store after its last reader here (where it may be
+  // spilled), not at the end; every other piece is freed after the last step reading it.
+  void hold_initial(size_t i);  // g.initial[i], from the shard store when keyed
+  void hold_lazy(size_t step);  // the lazily held initial shards step `step` may read
+  struct Lazy {
+    size_t initial, first, last;
+    bool held = false;
+  };
+  std::vector<Lazy> lazy_;
+  std::vector<std::vector<plan::PieceLife>> piece_frees_;  // per step: pieces it last reads
+  std::vector<size_t> handed_;                             // outputs given to the store early
+  std::vector<uint64_t> handed_keys_;
+  bool outputs_kept_ = false;
+  void number_messages();  // transfer_tag_, partial_tag_
   // deps_[i]: the earlier steps of this rank that step i waits for: those that make (run,
   // receive or combine into) a slice it reads overlapping it, a combine's own partials, and
   // the previous collective (members of a communicator start its collectives in one order).

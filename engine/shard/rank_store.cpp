@@ -27,6 +27,13 @@ void RankStore::hold(uint64_t tensor, Box box, DeviceView v) {
   store_[tensor].push_back({std::move(box), {}, std::move(v)});
 }
 
+void RankStore::drop(uint64_t tensor, const Box& box) {
+  auto it = store_.find(tensor);
+  if (it == store_.end()) return;
+  std::erase_if(it->second, [&](const Piece& p) { return p.box == box; });
+  if (it->second.empty()) store_.erase(it);
+}
+
 std::vector<RankStore::Piece>& RankStore::pieces(uint64_t tensor) {
   static std::vector<Piece> none;  // stays empty: only read
   auto it = store_.find(tensor);

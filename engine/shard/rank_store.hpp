@@ -32,6 +32,8 @@ class RankStore {
   void hold(uint64_t tensor, poly::Box box, DeviceView v);
   // Forgets every piece of `tensor` (no later step reads it): its memory goes with the last view.
   void drop(uint64_t tensor) { store_.erase(tensor); }
+  // Forgets the pieces of `tensor` whose box is `box` (no later step reads them).
+  void drop(uint64_t tensor, const poly::Box& box);
 
   // The slice `need` (an empty box: an empty View) as host data. Throws InternalError naming
   // the rank and the part it lacks when its pieces do not cover `need`.

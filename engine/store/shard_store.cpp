@@ -76,8 +76,8 @@ const ShardStore::Piece* ShardStore::resident(int rank, uint64_t key, const poly
     p = const_cast<Piece*>(covering(rank, key, box));
     if (p && p->file == file) {  // else another thread read it back first, or it was dropped
       p->view = v->v;
+      p->copy = file;
       p->file.clear();
-      std::remove(file.c_str());
       ++readbacks_;
     }
   }
@@ -121,16 +121,20 @@ int64_t ShardStore::device_bytes() const {
 void ShardStore::drop(uint64_t key) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = pieces_.lower_bound({key, -1}); it != pieces_.end() && it->first.first == key;) {
-    for (const Piece& p : it->second)
+    for (const Piece& p : it->second) {
       if (!p.file.empty()) std::remove(p.file.c_str());
+      if (!p.copy.empty()) std::remove(p.copy.c_str());
+    }
     it = pieces_.erase(it);
   }
 }
 
 ShardStore::~ShardStore() {
   for (const auto& [k, ps] : pieces_)
-    for (const Piece& p : ps)
+    for (const Piece& p : ps) {
       if (!p.file.empty()) std::remove(p.file.c_str());
+      if (!p.copy.empty()) std::remove(p.copy.c_str());
+    }
 }
 
 int64_t ShardStore::spill_coldest(int64_t need, const std::string& dir, bool fail_writes,
@@ -152,6 +156,14 @@ int64_t ShardStore::spill_coldest(int64_t need, const std::string& dir, bool fai
     if (freed >= need) break;
     Piece& p = pieces_[{key, rank}][i];
     const int64_t bytes = payload(p.view);
+    if (!p.copy.empty()) {  // its file is still there: nothing to write
+      p.file = std::move(p.copy);
+      p.copy.clear();
+      p.view.buf.reset();
+      freed += bytes;
+      ++spills_;
+      continue;
+    }
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     const std::string path = cat_str(dir, "/k", key, "-r", rank, "-s", ++next);

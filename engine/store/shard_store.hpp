@@ -78,6 +78,9 @@ class ShardStore {
     DeviceBackend* backend = nullptr;
     std::string file;       // spilled: its data is in this file (view.buf null)
     uint64_t last_use = 0;  // tick of the last put or find
+    // Read back from `file`, which is kept: pieces never change, so spilling it again only
+    // frees the memory (an out-of-core step reads its input's bands back, then lets them go).
+    std::string copy;
   };
   const Piece* covering(int rank, uint64_t key, const poly::Box& box) const;  // under mu_
   // The piece covering `box`, read back from its file first when it was spilled.

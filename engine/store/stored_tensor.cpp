@@ -70,7 +70,7 @@ std::vector<uint64_t> StoredCatalog::sweep() {
 
 const StoredLayout* StoredCatalog::usable(uint64_t id, int ranks) const {
   const StoredLayout* s = layout(id);
-  return s && ranks > 1 && s->ranks == ranks ? s : nullptr;
+  return s && s->ranks == ranks ? s : nullptr;
 }
 
 std::vector<uint64_t> StoredCatalog::initial_keys(const plan::ShardedGraph& g) const {

@@ -177,6 +177,12 @@ TEST_CASE("a choices message that is cut, flipped or not the plan's op is reject
   off_mesh.choice[op].rank = 2;
   CHECK_THROWS_WITH_AS(decode_choices(encode_choices(off_mesh)), doctest::Contains("outside the mesh of 2"),
                        Error);
+  PlanChoices no_bands = good;
+  no_bands.choice[op].bands = 0;
+  CHECK_THROWS_WITH_AS(decode_choices(encode_choices(no_bands)), doctest::Contains("0 bands"), Error);
+  PlanChoices banded = good;  // bands travel with the choice (plan wire version 6)
+  banded.choice[op].bands = 4;
+  CHECK(decode_choices(encode_choices(banded)).choice.begin()->second.bands == 4);  // op is the first
   PlanChoices stranger = good;
   stranger.choice[build::rand({3}, 9, DType::F32)->id] = plan::Candidate{{1}};
   CHECK_THROWS_WITH_AS(decode_choices(encode_choices(stranger)), doctest::Contains("does not list"), Error);

@@ -60,11 +60,26 @@ TEST_CASE("engine.store.shard_store.spills_the_coldest_and_reads_it_back") {
   CHECK(st.spill_bytes() == 64);
   CHECK(dir.files() == 1);
   CHECK(st.bytes(0, 2) == 64);  // still its piece, on disk
-  const std::optional<View> back = st.find(0, 2, kBox);
-  REQUIRE(back.has_value());
-  CHECK(floats(*back) == floats(iota({4, 4}, 100)->v));
+  {
+    const std::optional<View> back = st.find(0, 2, kBox);
+    REQUIRE(back.has_value());
+    CHECK(floats(*back) == floats(iota({4, 4}, 100)->v));
+  }
   CHECK(st.readbacks() == 1);
-  CHECK(dir.files() == 0);  // read back: the file goes
+  CHECK(dir.files() == 1);  // read back, its file is kept: the piece cannot change
+  // Spilled again once nothing reads it: the memory goes, nothing is written.
+  const int64_t live2 = Buffer::live_bytes();
+  CHECK(st.find(0, 1, kBox).has_value());  // 1 is now warmer than 2
+  CHECK(st.spill_coldest(1, dir.path, false, name_of) == 64);
+  CHECK(Buffer::live_bytes() == live2 - 64);
+  CHECK(st.spills() == 2);
+  CHECK(st.spill_bytes() == 64);  // written once
+  CHECK(dir.files() == 1);
+  const std::optional<View> again = st.find(0, 2, kBox);
+  REQUIRE(again.has_value());
+  CHECK(floats(*again) == floats(iota({4, 4}, 100)->v));
+  st.drop(2);
+  CHECK(dir.files() == 0);  // dropping the tensor removes the file
 }
 
 TEST_CASE("engine.store.shard_store.a_read_piece_is_not_spilled") {

@@ -1,5 +1,6 @@
 -- TAPESTRY_MEMORY_PER_RANK=100M (set by tests/lua/CMakeLists.txt): K/M/G as --memory-per-rank,
--- enforced on one rank as on several, by every allocation.
+-- enforced on one rank as on several, by every allocation. Run with TAPESTRY_SPILL=0: with
+-- spilling a result larger than the budget would go to disk in bands instead of being refused.
 package.path = (arg[0]:match("^(.*)/") or ".") .. "/../lib/?.lua;" .. package.path
 local check = require "check"
 local test, eq = check.test, check.eq
