@@ -1,6 +1,6 @@
 // Layout: a sealed message (engine/ir/codec.hpp: magic, version, length, checksum) whose body is
-//   ranks u32; nodes; initial; blocks; transfers; combines; exchanges; steps per rank; roots;
-//   outputs
+//   ranks u32; nodes; initial; blocks; transfers; combines; exchanges (each with its place in
+//   the transfer order, `after`); steps per rank; roots; outputs
 // or, for the choices (magic TPCH):
 //   ranks u32; nodes; topo ids; initial; root ids; per op: id, parts, rank, combine mode, replicated
 // Counts are u64, checked by ByteReader against the bytes left.
@@ -130,6 +130,8 @@ std::vector<char> encode_plan(const ShardedGraph& g) {
     w.put<int32_t>(e.root);
     w.size(e.transfers.size());
     for (size_t t : e.transfers) w.put<uint64_t>(t);
+    // Its place in the transfer order: device peers post it there on every member alike.
+    w.put<uint64_t>(e.after);
   }
   for (const auto& steps : g.steps) {
     w.size(steps.size());
@@ -360,6 +362,10 @@ class Decoder {
       if (t >= g.transfers.size())
         r_.reject(cat_str("an exchange carries transfer ", t, " of ", g.transfers.size()));
     }
+    const uint64_t after = r_.get<uint64_t>();
+    if (after != plan::Exchange::kUnplaced && after > g.transfers.size())
+      r_.reject(cat_str("an exchange placed after transfer ", after, " of ", g.transfers.size()));
+    e.after = static_cast<size_t>(after);
     return e;
   }
 

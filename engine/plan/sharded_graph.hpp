@@ -68,7 +68,8 @@ struct Exchange {
   // Where it lies in the plan's transfer order: the number of this graph's transfers made
   // before it (its own come after). In a rank's part, of that part's transfers, so every
   // member places it alike among the transfers it shares with the others (device peers post
-  // in that order, engine/device/peers.hpp). kUnplaced: not known (a graph read off the wire).
+  // in that order, engine/device/peers.hpp). kUnplaced: not known (a graph built
+  // by hand); the plan wire carries it (engine/dist/plan_wire.hpp).
   static constexpr size_t kUnplaced = SIZE_MAX;
   size_t after = kUnplaced;
 };
