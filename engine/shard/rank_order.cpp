@@ -117,6 +117,7 @@ bool RankProgram::advance() {
       ran = ran || peer_exchange_.size() + peer_exchanging_.size() != before;
     }
     ran = reap_trailing() || ran;
+    if (!peer_combining_.empty() || !combine_reached_.empty()) ran = reap_peer_combines() || ran;
   } catch (const std::exception&) {  // no Lua runs here; rethrown, tagged with the rank
     rethrow(current_failure(me_));
   }
@@ -128,7 +129,8 @@ std::string RankProgram::waiting_on() const {
   if (pc_ == steps().size())
     return cat_str("the end, for ", trailing_.size(), " collective(s) it contributed to, ",
                    peer_sends_.size(), " device send(s), ", peer_exchange_.size(),
-                   " device transfer(s) of exchanges and ", peer_exchanging_.size(), " device exchange(s)");
+                   " device transfer(s) of exchanges, ", peer_exchanging_.size(), " device exchange(s) and ",
+                   peer_combining_.size(), " device reduction(s)");
   // The first step not run that could run: what it waits for holds up everything after it
   // that depends on it.
   size_t at = pc_;
