@@ -126,6 +126,20 @@ bool RankProgram::advance() {
 
 std::string RankProgram::waiting_on() const {
   if (done()) return "nothing";
+  // With device peers, what holds up this rank's posting order says most.
+  std::string next;
+  if (peers_ && peer_next_ < peer_order_.size()) {
+    const size_t t = peer_order_[peer_next_];
+    next = (t & kExchangeEntry)
+               ? cat_str(" (next to post on the device peers: exchange ", t & ~kExchangeEntry, ")")
+           : (t & kCombineEntry)
+               ? cat_str(" (next to post on the device peers: combine ", t & ~kCombineEntry, ")")
+               : cat_str(" (next to post on the device peers: transfer ", t, ")");
+  }
+  return waiting_step() + next;
+}
+
+std::string RankProgram::waiting_step() const {
   if (pc_ == steps().size())
     return cat_str("the end, for ", trailing_.size(), " collective(s) it contributed to, ",
                    peer_sends_.size(), " device send(s), ", peer_exchange_.size(),

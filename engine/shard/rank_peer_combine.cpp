@@ -64,6 +64,8 @@ void RankProgram::place_peer_combines(std::vector<std::tuple<size_t, size_t, siz
   for (size_t c = 0; c < g_.combines.size(); ++c) {
     (peer_combine_[c] ? peer_combined_nodes_ : host_combined_nodes_).insert(g_.combines[c].node);
     if (!peer_combine_[c] || peer_combine_key(c) != c) continue;
+    const comm::Group& members = peer_coll_.combines[c].spec.group;
+    if (!std::binary_search(members.begin(), members.end(), me_)) continue;  // the whole plan: others' too
     const plan::Combine& m = g_.combines[c];
     order.emplace_back(2 * m.after, m.exchanges_before, 0, kCombineEntry | c);
   }
@@ -92,7 +94,8 @@ DeviceView RankProgram::device_contribution(size_t c) {
     } else {
       auto h = partials_.find(p);
       if (h == partials_.end())
-        throw InternalError(cat_str("combine ", c, " merges the partial of block ", p, ", which has not run"));
+        throw InternalError(
+            cat_str("combine ", c, " merges the partial of block ", p, ", which has not run"));
       whole = device_alloc(*dev_, h->second->v.dtype, h->second->v.shape);
       dev_->upload(h->second->view(), whole);
     }
@@ -125,9 +128,8 @@ bool RankProgram::combine_on_peers(size_t c) {
     combine_reached_.insert(key);
     post_peer_ops();
   }
-  const bool receives = route.scatter.empty()
-                            ? route.spec.root == comm::kAllMembers || route.spec.root == me_
-                            : m.dest[0] == me_;
+  const bool receives = route.scatter.empty() ? route.spec.root == comm::kAllMembers || route.spec.root == me_
+                                              : m.dest[0] == me_;
   if (!receives) return true;
   auto it = peer_combining_.find(key);
   if (it == peer_combining_.end() || !it->second.handle->test()) return false;

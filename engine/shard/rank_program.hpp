@@ -157,9 +157,10 @@ class RankProgram {
 
  private:
   const std::vector<plan::Step>& steps() const { return g_.steps[me_]; }
-  bool step(const plan::Step& s);  // false: must wait
-  void release_after(size_t i);    // frees what step i was the last reader of
-  void number_messages();          // transfer_tag_, partial_tag_
+  std::string waiting_step() const;  // waiting_on's step
+  bool step(const plan::Step& s);    // false: must wait
+  void release_after(size_t i);      // frees what step i was the last reader of
+  void number_messages();            // transfer_tag_, partial_tag_
   // deps_[i]: the earlier steps of this rank that step i waits for: those that make (run,
   // receive or combine into) a slice it reads overlapping it, a combine's own partials, and
   // the previous collective (members of a communicator start its collectives in one order).

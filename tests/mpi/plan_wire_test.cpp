@@ -62,7 +62,11 @@ TEST_CASE("a decoded plan has the same structure and runs to the same values") {
   CHECK(d.num_ranks == 3);
   CHECK(d.blocks.size() == g.blocks.size());
   CHECK(d.transfers.size() == g.transfers.size());
-  CHECK(d.combines.size() == g.combines.size());
+  REQUIRE(d.combines.size() == g.combines.size());
+  for (size_t c = 0; c < g.combines.size(); ++c) {  // their places in the posting order (device peers)
+    CHECK(d.combines[c].after == g.combines[c].after);
+    CHECK(d.combines[c].exchanges_before == g.combines[c].exchanges_before);
+  }
   CHECK(d.steps == g.steps);
   REQUIRE(d.initial.size() == g.initial.size());
   REQUIRE(d.roots.size() == g.roots.size());

@@ -130,7 +130,8 @@ TEST_CASE("engine.shard.peer_combine.every_mode_is_one_collective_on_the_devices
     // Nothing but the result comes off the devices: the partials merge there.
     std::vector<std::unique_ptr<SimDevice>> devs;
     std::vector<DeviceBackend*> dp;
-    for (int r = 0; r < 4; ++r) devs.push_back(std::make_unique<SimDevice>()), dp.push_back(devs.back().get());
+    for (int r = 0; r < 4; ++r)
+      devs.push_back(std::make_unique<SimDevice>()), dp.push_back(devs.back().get());
     const RunReport rep = run_plan(g, {}, dp);
     CHECK(rep.bytes_from_device == 12 * 6 * 4);
     set_value(*m.y, nullptr);
@@ -171,4 +172,23 @@ TEST_CASE("engine.shard.peer_combine.merges_the_peers_lack_stay_on_the_host") {
   const ShardedGraph g = plan::lower({x, y}, asg, initial, {y}, 4, {{y->id, plan::CombineMode::AllReduce}});
   REQUIRE(!g.combines.empty());
   check_on_peers(g, {x, y}, y, 0);
+}
+
+TEST_CASE("engine.shard.peer_combine.ranks_outside_a_combine_never_post_it") {
+  // k split over ranks 0 and 1 of 4: ranks 2 and 3 run the whole plan too (as virtual ranks
+  // do) but take no part in the reduction, so it is not in their posting order.
+  const NodeRef a = source({6, 8}, 3), b = source({8, 5}, 4);
+  const NodeRef y = build::matmul(a, b);
+  plan::Assignment asg;
+  asg[y->id] = plan::grid_blocks(poly::signature_of(*y), {1, 1, 2}, 2);
+  std::vector<plan::Shard> initial;
+  for (plan::Rank r = 0; r < 2; ++r) {
+    initial.push_back({a->id, Box({0, 4 * r}, {5, 4 * r + 3}), r});
+    initial.push_back({b->id, Box({4 * r, 0}, {4 * r + 3, 4}), r});
+  }
+  const ShardedGraph g =
+      plan::lower({a, b, y}, asg, initial, {y}, 4, {{y->id, plan::CombineMode::AllReduce}});
+  REQUIRE(g.combines.size() == 1);
+  REQUIRE(g.participants(g.combines[0]).size() == 2);
+  check_on_peers(g, {a, b, y}, y, 1);
 }
