@@ -6,6 +6,9 @@
 #include <climits>
 #include <cstring>
 #include <deque>
+#include <functional>
+#include <map>
+#include <set>
 #include <vector>
 
 #include "engine/comm/mpi_collective.hpp"
@@ -16,6 +19,7 @@ namespace tapestry::comm {
 namespace {
 
 constexpr int kTag = 1;
+constexpr int kTagNote = 2;  // "this rank posted its first collective of a group"
 
 struct Op {
   MPI_Request request = MPI_REQUEST_NULL;
@@ -32,6 +36,9 @@ struct Op {
   std::shared_ptr<void> keep;                                         // what MPI reads until done
   int64_t out_bytes = 0;                                              // copied into buf when done
   bool checked = false;
+  // Not started yet: its group's communicator is still to be made (progress() starts it).
+  Group group;
+  std::function<std::unique_ptr<Collective>()> start;
 };
 
 int64_t bytes_of(const DeviceView& d) { return d.numel() * static_cast<int64_t>(dtype_size(d.dtype())); }
@@ -45,6 +52,10 @@ class MpiSimulatedPeers final : public DevicePeers {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized || !queue_.empty()) static_cast<void>(groups_.release());
+    if (!finalized && !notes_.empty()) {  // MPI may still read them: kept, the process goes on
+      static auto* kept = new std::vector<Note>();
+      for (Note& n : notes_) MPI_Request_free(&n.req), kept->push_back(std::move(n));
+    }
   }
 
   int rank() const override { return rank_; }
@@ -98,8 +109,10 @@ class MpiSimulatedPeers final : public DevicePeers {
     if (in_bytes > 0) std::memcpy(bytes_in->data(), in.first(), static_cast<size_t>(in_bytes));
     op->bytes_out = std::make_shared<std::vector<char>>(static_cast<size_t>(op->out_bytes));
     op->buf = out;
-    op->data = groups_->start_exchange(spec, std::move(bytes_in), op->bytes_out);
+    Op* o = op.get();
+    op->start = [this, spec, bytes_in, o] { return groups_->start_exchange(spec, bytes_in, o->bytes_out); };
     ++sends_, bytes_ += spec.sent(rank_);
+    progress();
     return std::make_unique<Handle>(*this, op);
   }
 
@@ -119,32 +132,93 @@ class MpiSimulatedPeers final : public DevicePeers {
       op->buf = out;
       op->out_bytes = n * static_cast<int64_t>(dtype_size(in.dtype()));
     }
-    op->data = groups_->start_reduce(spec, mine->v, op->merged ? op->merged->v : View{});
     op->keep = mine;
+    Op* o = op.get();
+    op->start = [this, spec, mine, o] {
+      return groups_->start_reduce(spec, mine->v, o->merged ? o->merged->v : View{});
+    };
     ++sends_, bytes_ += bytes_of(in);
+    progress();
     return std::make_unique<Handle>(*this, op);
   }
 
  private:
-  // Queues a collective among `group` and starts the gather of its members' labels; the
-  // group's communicator is made first when this is its first collective (every member gets
-  // here, in the one posting order).
+  // Queues a collective among `group`. Its group's communicator is made when every member has
+  // posted a collective of it (notes on the peers' communicator say so), so a member whose run
+  // failed before it got there leaves the others waiting in progress(), never inside MPI.
   std::shared_ptr<Op> start_collective(const Group& group, uint64_t label) {
     internal_check(std::binary_search(group.begin(), group.end(), rank_));
-    groups_->join({group}, 0, {});
     auto op = std::make_shared<Op>();
     op->label = label;
+    op->group = group;
     op->label_in = std::make_shared<std::vector<char>>(sizeof label);
     std::memcpy(op->label_in->data(), &label, sizeof label);
     op->label_out = std::make_shared<std::vector<char>>(sizeof label * group.size());
-    ExchangeSpec labels{ExchangeKind::AllGather,
-                        group,
-                        -1,
-                        std::vector<int64_t>(group.size(), static_cast<int64_t>(sizeof label)),
-                        {}};
-    op->labels = groups_->start_exchange(labels, op->label_in, op->label_out);
+    if (!joined_.count(group) && !heard_.count(group)) {  // the first of this group: tell its members
+      heard_[group].assign(group.size(), false);
+      auto note = std::make_shared<std::vector<uint64_t>>(group.begin(), group.end());
+      for (int m : group) {
+        if (m == rank_) continue;
+        MPI_Request req;
+        MPI_Isend(note->data(), static_cast<int>(note->size()), MPI_UINT64_T, m, kTagNote, comm_, &req);
+        notes_.push_back({req, note});
+      }
+    }
     queue_.push_back(op);
     return op;
+  }
+
+  // Whether every other member of `group` has noted it (polls for their notes).
+  bool everyone_noted(const Group& group) {
+    std::vector<bool>& heard = heard_.at(group);
+    bool all = true;
+    for (size_t i = 0; i < group.size(); ++i) {
+      if (group[i] == rank_ || heard[i]) continue;
+      int flag = 0;
+      MPI_Status st;
+      MPI_Iprobe(group[i], kTagNote, comm_, &flag, &st);
+      if (!flag) {
+        all = false;
+        continue;
+      }
+      int count = 0;
+      MPI_Get_count(&st, MPI_UINT64_T, &count);
+      std::vector<uint64_t> theirs(static_cast<size_t>(std::max(count, 0)));
+      MPI_Recv(theirs.data(), count, MPI_UINT64_T, group[i], kTagNote, comm_, MPI_STATUS_IGNORE);
+      if (theirs != std::vector<uint64_t>(group.begin(), group.end()))
+        throw InternalError(cat_str("device peers: rank ", rank_, " meets a group of ", group.size(),
+                                    " ranks, rank ", group[i], " another of ", theirs.size(),
+                                    ": the ranks posted in different orders"));
+      heard[i] = true;
+    }
+    return all;
+  }
+
+  // Starts the collectives posted so far whose groups are ready, in posting order (each
+  // group's collectives match by order on its communicator): the labels' gather, then the data.
+  void start_ready() {
+    std::erase_if(notes_, [](Note& n) {
+      int done = 0;
+      MPI_Test(&n.req, &done, MPI_STATUS_IGNORE);
+      return done != 0;
+    });
+    for (const std::shared_ptr<Op>& op : queue_) {
+      if (!op->start) continue;
+      if (!joined_.count(op->group)) {
+        if (!everyone_noted(op->group)) return;
+        groups_->join({op->group}, 0, {});  // every member is here or on its way: brief
+        joined_.insert(op->group);
+        heard_.erase(op->group);
+      }
+      ExchangeSpec labels{ExchangeKind::AllGather,
+                          op->group,
+                          -1,
+                          std::vector<int64_t>(op->group.size(), static_cast<int64_t>(sizeof op->label)),
+                          {}};
+      op->labels = groups_->start_exchange(labels, op->label_in, op->label_out);
+      op->data = op->start();
+      op->start = nullptr;
+    }
   }
 
   // A collective at the front: its labels agree (else the ranks posted in different orders),
@@ -196,8 +270,10 @@ class MpiSimulatedPeers final : public DevicePeers {
 
   // Completes operations in posting order: the first one still in flight holds up the rest.
   void progress() {
+    start_ready();
     while (!queue_.empty()) {
       Op& op = *queue_.front();
+      if (op.start) return;  // its group is not ready yet
       if (op.labels) {
         if (!collective_done(op)) return;
         op.done = true;
@@ -224,6 +300,13 @@ class MpiSimulatedPeers final : public DevicePeers {
   MPI_Comm comm_;
   int rank_, size_;
   std::unique_ptr<MpiGroups> groups_ = std::make_unique<MpiGroups>();  // collectives' communicators
+  std::set<Group> joined_;                                             // groups with a communicator
+  std::map<Group, std::vector<bool>> heard_;  // groups noted, not joined: which members' notes came
+  struct Note {
+    MPI_Request req;
+    std::shared_ptr<std::vector<uint64_t>> body;
+  };
+  std::vector<Note> notes_;  // notes still being sent
   std::deque<std::shared_ptr<Op>> queue_;
   int64_t sends_ = 0, bytes_ = 0;
 };

@@ -62,11 +62,7 @@ TEST_CASE("a decoded plan has the same structure and runs to the same values") {
   CHECK(d.num_ranks == 3);
   CHECK(d.blocks.size() == g.blocks.size());
   CHECK(d.transfers.size() == g.transfers.size());
-  REQUIRE(d.combines.size() == g.combines.size());
-  for (size_t c = 0; c < g.combines.size(); ++c) {  // their places in the posting order (device peers)
-    CHECK(d.combines[c].after == g.combines[c].after);
-    CHECK(d.combines[c].exchanges_before == g.combines[c].exchanges_before);
-  }
+  CHECK(d.combines.size() == g.combines.size());
   CHECK(d.steps == g.steps);
   REQUIRE(d.initial.size() == g.initial.size());
   REQUIRE(d.roots.size() == g.roots.size());
@@ -117,6 +113,22 @@ TEST_CASE("a decoded plan keeps each exchange's place in the transfer order") {
     CHECK(g.exchanges[e].after != plan::Exchange::kUnplaced);
     CHECK(d.exchanges[e].after == g.exchanges[e].after);
     CHECK(d.exchanges[e].transfers == g.exchanges[e].transfers);
+  }
+  // Combines keep theirs too: a k-split matmul after the redistribution, all-reduced.
+  auto kv = Value::alloc(DType::F32, {8, 4});
+  for (int64_t i = 0; i < 32; ++i) kv->data<float>()[i] = static_cast<float>(i % 5);
+  const NodeRef kw = make_source(kv, {8, 4}, DType::F32), ky = build::matmul(z, kw);
+  a[ky->id] = plan::grid_blocks(poly::signature_of(*ky), {1, 1, 4}, 4);
+  initial.push_back(plan::Shard{kw->id, poly::Box::of_shape(kw->shape), 0});
+  const plan::ShardedGraph gk =
+      plan::lower({in, x, y, z, kw, ky}, a, initial, {ky}, 4, {{ky->id, plan::CombineMode::AllReduce}});
+  REQUIRE(!gk.combines.empty());
+  const plan::ShardedGraph dk = decode_plan(encode_plan(gk));
+  REQUIRE(dk.combines.size() == gk.combines.size());
+  for (size_t c = 0; c < gk.combines.size(); ++c) {
+    CHECK(gk.combines[c].after > 0);
+    CHECK(dk.combines[c].after == gk.combines[c].after);
+    CHECK(dk.combines[c].exchanges_before == gk.combines[c].exchanges_before);
   }
   // A placement past the plan's transfers is no plan: rejected like any other bad index.
   plan::ShardedGraph beyond = g;
