@@ -76,12 +76,13 @@ int64_t elements(const Node& n, const poly::Box& out) {
 
 // The route of combine c alone, before the order of its group's collectives is checked.
 CombineRoute route_one(const plan::ShardedGraph& g, const plan::Combine& c, const Node& n,
-                       const poly::Signature& s, const Transport& t) {
+                       const poly::Signature& s, const Capabilities& t) {
   CombineRoute r;
   // No merge for arg-reductions: their partials carry an index next to the value, which no MPI
   // reduction op merges the way the kernels do.
   const std::optional<Monoid> op = poly::monoid_of(c.kind);
-  if (!op || !t.can_reduce(*op, n.dtype) || c.out.empty() || c.partials.empty() || c.dest.empty()) return r;
+  if (!op || !t.reduce || !t.reduce(*op, n.dtype) || c.out.empty() || c.partials.empty() || c.dest.empty())
+    return r;
   if (elements(n, c.out) > kMaxCollectiveElements) return r;
   for (size_t p : c.partials)
     if (p >= g.blocks.size() || !s.output_slice(g.blocks[p].box).contains(c.out)) return r;
@@ -105,10 +106,10 @@ CombineRoute route_one(const plan::ShardedGraph& g, const plan::Combine& c, cons
 // a 64 MiB one 0.83 s where the tree took 0.54 (and an all-gather of 64 MiB 1.1 s against 0.31):
 // Open MPI's non-blocking collectives move a large message only as fast as every member polls
 // them, and 8 ranks share 2 cores. So exchanges of tensors past 16 MiB stay point to point.
-void route_exchanges(const plan::ShardedGraph& g, const Transport& t,
+void route_exchanges(const plan::ShardedGraph& g, const Capabilities& t,
                      const std::unordered_map<uint64_t, const Node*>& nodes, CollectivePlan& cp) {
   cp.exchanges.resize(g.exchanges.size());
-  if (!t.can_exchange()) return;
+  if (!t.exchange) return;
   for (size_t e = 0; e < g.exchanges.size(); ++e) {
     const plan::Exchange& x = g.exchanges[e];
     const auto n = nodes.find(x.tensor);
@@ -125,7 +126,7 @@ void route_exchanges(const plan::ShardedGraph& g, const Transport& t,
 
 namespace {
 
-void route_combines(const plan::ShardedGraph& g, const Transport& t,
+void route_combines(const plan::ShardedGraph& g, const Capabilities& t,
                     const std::unordered_map<uint64_t, const Node*>& nodes, CollectivePlan& cp) {
   std::unordered_map<uint64_t, poly::Signature> sigs;
   for (size_t c = 0; c < g.combines.size(); ++c) {
@@ -139,7 +140,7 @@ void route_combines(const plan::ShardedGraph& g, const Transport& t,
   // Reduce-scatters: the one-destination collective combines of a node over the same group,
   // one to each member, become one collective (their outs are disjoint pieces of what every
   // partial covers, as lower() makes them; route_one checked the covering).
-  if (t.can_reduce_scatter()) {
+  if (t.reduce_scatter) {
     std::map<std::pair<uint64_t, Group>, std::vector<size_t>> pieces;
     for (size_t c = 0; c < cp.combines.size(); ++c)
       if (cp.combines[c].collective && cp.combines[c].spec.root != kAllMembers)
@@ -239,13 +240,26 @@ void check_order(const plan::ShardedGraph& g, CollectivePlan& cp) {
 
 }  // namespace
 
+Capabilities Capabilities::of(const Transport& t) {
+  Capabilities c;
+  if (t.can_reduce(Monoid::Sum, DType::F32))
+    c.reduce = [&t](Monoid op, DType dtype) { return t.can_reduce(op, dtype); };
+  c.reduce_scatter = t.can_reduce_scatter();
+  c.exchange = t.can_exchange();
+  return c;
+}
+
 CollectivePlan plan_collectives(const plan::ShardedGraph& g, const Transport& t) {
+  return plan_collectives(g, Capabilities::of(t));
+}
+
+CollectivePlan plan_collectives(const plan::ShardedGraph& g, const Capabilities& t) {
   CollectivePlan cp;
   cp.combines.resize(g.combines.size());
   std::unordered_map<uint64_t, const Node*> nodes;
   for (const NodeRef& n : g.nodes) nodes[n->id] = n.get();
   route_exchanges(g, t, nodes, cp);
-  if (!g.combines.empty() && t.can_reduce(Monoid::Sum, DType::F32)) route_combines(g, t, nodes, cp);
+  if (!g.combines.empty() && t.reduce) route_combines(g, t, nodes, cp);
   check_order(g, cp);
   for (const CombineRoute& r : cp.combines)
     if (r.collective && std::find(cp.groups.begin(), cp.groups.end(), r.spec.group) == cp.groups.end())

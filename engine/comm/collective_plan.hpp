@@ -7,6 +7,7 @@
 // all its participants or point to point on all of them, never half and half.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -54,5 +55,15 @@ struct CollectivePlan {
 // exchanges alike, in one order.
 inline constexpr int64_t kMaxCollectiveExchangeBytes = int64_t(16) << 20;
 CollectivePlan plan_collectives(const plan::ShardedGraph& g, const Transport& t);
+
+// What plan_collectives asks of a transport, or of the ranks' device peers (whose merges
+// run on the devices, engine/device/peers.hpp): the same answers on every rank.
+struct Capabilities {
+  std::function<bool(Monoid, DType)> reduce;  // empty: no reduces
+  bool reduce_scatter = false;
+  bool exchange = false;
+  static Capabilities of(const Transport& t);  // refers to t
+};
+CollectivePlan plan_collectives(const plan::ShardedGraph& g, const Capabilities& can);
 
 }  // namespace tapestry::comm

@@ -26,8 +26,8 @@ class DevicePeers;  // engine/device/peers.hpp
 
 // Bump when DeviceBackend or DeviceView changes: a plugin built against another layout is refused.
 // 2: device peers (can_join_peers, make_peer_id, join_peers). 3: map_reduce; Memory in ir.
-// 4: DevicePeers::has_exchanges / exchange.
-inline constexpr int kDeviceBackendAbi = 4;
+// 4: DevicePeers::has_exchanges / exchange. 5: DevicePeers::can_reduce / reduce.
+inline constexpr int kDeviceBackendAbi = 5;
 
 // One device allocation (engine/ir/value.hpp's Memory); the destructor frees it (after any
 // queued work that reads it). Host memory is a Buffer, so a host View wraps without a copy.

@@ -12,6 +12,8 @@ struct LocalPeersHub::Op {
   bool done = false;
   std::shared_ptr<const ExchangeSpec> spec;  // an exchange's
   DeviceView in;
+  std::shared_ptr<const ReduceSpec> reduce;  // a reduction's
+  bool collective() const { return spec || reduce; }
 };
 
 namespace {
@@ -44,6 +46,11 @@ class LocalPeersHub::Endpoint final : public DevicePeers {
   std::unique_ptr<Collective> exchange(const ExchangeSpec& spec, const DeviceView& in, const DeviceView& out,
                                        uint64_t label) override {
     return std::make_unique<Handle>(hub_, hub_.post_exchange(rank_, spec, in, out, label));
+  }
+  bool can_reduce(Monoid op, DType dtype) const override { return peers_can_merge(op, dtype); }
+  std::unique_ptr<Collective> reduce(const ReduceSpec& spec, const DeviceView& in, const DeviceView& out,
+                                     uint64_t label) override {
+    return std::make_unique<Handle>(hub_, hub_.post_reduce(rank_, spec, in, out, label));
   }
   int64_t sends() const override { return sends_; }
   int64_t bytes_sent() const override { return bytes_; }
@@ -99,10 +106,31 @@ std::shared_ptr<LocalPeersHub::Op> LocalPeersHub::post_exchange(int rank, const 
   op->spec = std::make_shared<const ExchangeSpec>(spec);
   op->in = in;
   queues_[static_cast<size_t>(rank)].push_back(op);
-  const int64_t bytes = spec.sent(rank);
+  count_post(rank, spec.sent(rank));
+  progress();
+  return op;
+}
+
+void LocalPeersHub::count_post(int rank, int64_t bytes) {
   ++sends_, bytes_ += bytes;
   auto& e = static_cast<Endpoint&>(endpoint(rank));
   ++e.sends_, e.bytes_ += bytes;
+}
+
+std::shared_ptr<LocalPeersHub::Op> LocalPeersHub::post_reduce(int rank, const ReduceSpec& spec,
+                                                              const DeviceView& in, const DeviceView& out,
+                                                              uint64_t label) {
+  const auto me = std::lower_bound(spec.group.begin(), spec.group.end(), rank);
+  internal_check(me != spec.group.end() && *me == rank && in.mem && in.is_contiguous());
+  internal_check(peers_can_merge(spec.op, in.dtype()));
+  const bool receives = !spec.counts.empty() || spec.root == kAllMembers || spec.root == rank;
+  internal_check(!receives || (out.mem && out.is_contiguous() && out.dtype() == in.dtype()));
+  auto op = std::make_shared<Op>(Op{false, rank, -1, receives ? out : DeviceView{}, label});
+  op->reduce = std::make_shared<const ReduceSpec>(spec);
+  op->in = in;
+  queues_[static_cast<size_t>(rank)].push_back(op);
+  // What it contributes, as a reduce's non-root members send it (tp.stats counts the plan's).
+  count_post(rank, in.numel() * static_cast<int64_t>(dtype_size(in.dtype())));
   progress();
   return op;
 }
@@ -134,8 +162,15 @@ bool LocalPeersHub::meet_exchange(int rank) {
   std::vector<Op*> at;  // each member's exchange, in group order
   for (int m : spec.group) {
     auto& q = queues_[static_cast<size_t>(m)];
-    if (q.empty() || !q.front()->spec) return false;  // that member's next operation is another one
+    if (q.empty() || !q.front()->collective()) return false;  // that member's next operation is another one
     Op& o = *q.front();
+    if (!o.spec) {
+      if (o.reduce->group == spec.group)
+        throw InternalError(cat_str("device peers: rank ", rank, "'s ", exchange_name(spec.kind), " ",
+                                    mine.label, " meets rank ", m, "'s reduction ", o.label,
+                                    ": the ranks posted in different orders"));
+      return false;  // another group's collective first
+    }
     const ExchangeSpec& s = *o.spec;
     // Another group's exchange first: that member runs it first (on NCCL another communicator),
     // and this one waits. On one group, exchanges match by order: a mismatch is a bug.
@@ -190,6 +225,66 @@ bool LocalPeersHub::meet_exchange(int rank) {
 }
 
 int64_t LocalPeersHub::exchanges() const { return exchanges_; }
+int64_t LocalPeersHub::reductions() const { return reductions_; }
+
+bool LocalPeersHub::meet_reduce(int rank) {
+  const Op& mine = *queues_[static_cast<size_t>(rank)].front();
+  const ReduceSpec& spec = *mine.reduce;
+  std::vector<Op*> at;  // each member's reduction, in group order
+  for (int m : spec.group) {
+    auto& q = queues_[static_cast<size_t>(m)];
+    if (q.empty() || !q.front()->collective()) return false;  // its next operation is another one
+    Op& o = *q.front();
+    if (!o.reduce || o.reduce->group != spec.group) {
+      if (o.spec && o.spec->group == spec.group)
+        throw InternalError(cat_str("device peers: rank ", rank, "'s reduction ", mine.label, " meets rank ",
+                                    m, "'s ", exchange_name(o.spec->kind), " ", o.label,
+                                    ": the ranks posted in different orders"));
+      return false;  // another group's collective first (on NCCL another communicator)
+    }
+    const ReduceSpec& s = *o.reduce;
+    if (o.label != mine.label || s.op != spec.op || s.root != spec.root || s.counts != spec.counts ||
+        o.in.dtype() != mine.in.dtype() || o.in.numel() != mine.in.numel())
+      throw InternalError(cat_str("device peers: rank ", rank, "'s reduction ", mine.label, " (",
+                                  monoid_name(spec.op), " of ", mine.in.numel(), " ",
+                                  dtype_name(mine.in.dtype()), ") meets rank ", m, "'s reduction ", o.label,
+                                  " (", monoid_name(s.op), " of ", o.in.numel(), " ",
+                                  dtype_name(o.in.dtype()), "): the ranks posted in different orders"));
+    at.push_back(&o);
+  }
+  // The merge, member by member in group order.
+  const DeviceView& first = at[0]->in;
+  DeviceView acc = device_alloc(copier_, first.dtype(), {first.numel()});
+  copier_.copy(run_of(first, 0, first.numel() * static_cast<int64_t>(dtype_size(first.dtype()))), acc);
+  for (size_t i = 1; i < at.size(); ++i) {
+    DeviceView next = device_alloc(copier_, first.dtype(), {first.numel()});
+    merge_on_device(copier_, spec.op, acc,
+                    run_of(at[i]->in, 0, first.numel() * static_cast<int64_t>(dtype_size(first.dtype()))),
+                    next);
+    acc = std::move(next);
+  }
+  const auto es = static_cast<int64_t>(dtype_size(first.dtype()));
+  int64_t from = 0;
+  for (size_t i = 0; i < at.size(); ++i) {
+    const int m = spec.group[i];
+    if (!spec.counts.empty()) {  // member i's run
+      const int64_t n = spec.counts[i];
+      internal_check(at[i]->buf.numel() == n);
+      if (n > 0) copier_.copy(run_of(acc, from * es, n * es), run_of(at[i]->buf, 0, n * es));
+      from += n;
+    } else if (spec.root == kAllMembers || spec.root == m) {
+      internal_check(at[i]->buf.numel() == first.numel());
+      copier_.copy(acc, run_of(at[i]->buf, 0, first.numel() * es));
+    }
+  }
+  internal_check(spec.counts.empty() || from == first.numel());
+  for (int m : spec.group) {
+    queues_[static_cast<size_t>(m)].front()->done = true;
+    queues_[static_cast<size_t>(m)].pop_front();
+  }
+  ++reductions_;
+  return true;
+}
 
 void LocalPeersHub::progress() {
   for (bool moved = true; moved;) {
@@ -200,12 +295,17 @@ void LocalPeersHub::progress() {
         moved = meet_exchange(static_cast<int>(rank)) || moved;
         continue;
       }
+      if (!q.empty() && q.front()->reduce) {
+        moved = meet_reduce(static_cast<int>(rank)) || moved;
+        continue;
+      }
       if (q.empty() || !q.front()->send) continue;
       Op& s = *q.front();
       auto& peer_q = queues_[static_cast<size_t>(s.peer)];
       if (peer_q.empty()) continue;
       Op& r = *peer_q.front();
-      if (r.send || r.spec || r.peer != s.rank) continue;  // the receiver's next operation is another one
+      if (r.send || r.collective() || r.peer != s.rank)
+        continue;  // the receiver's next operation is another one
       if (r.label != s.label || r.buf.dtype() != s.buf.dtype() || r.buf.shape() != s.buf.shape())
         throw InternalError(cat_str("device peers: rank ", s.rank, "'s send of transfer ", s.label, " (",
                                     dtype_name(s.buf.dtype()), " ", shape_str(s.buf.shape()), ") meets rank ",

@@ -12,7 +12,9 @@
 // ExchangeSpec lays it out. Members of one group that posted different exchanges there
 // (labels, kinds, counts that do not pair) are an InternalError: on NCCL the collectives of a
 // communicator match by order. A member whose next operation is another group's exchange is
-// waited for.
+// waited for. Reductions (can_reduce: peers_can_merge) meet the same way and merge with
+// merge_on_device on `copier`, member by member in group order, as NCCL's would: every member's
+// `out` (a reduce's root only; a reduce-scatter's run each) then holds the merge.
 // copier: the device every virtual rank computes on, or, for tests that give each rank a
 // simulated device of its own, a HostBackend (their memory is host memory).
 #pragma once
@@ -41,15 +43,20 @@ class LocalPeersHub {
   std::shared_ptr<Op> post(int rank, bool send, int peer, const DeviceView& buf, uint64_t label);
   std::shared_ptr<Op> post_exchange(int rank, const ExchangeSpec& spec, const DeviceView& in,
                                     const DeviceView& out, uint64_t label);
-  int64_t exchanges() const;  // exchanges completed (each counted once)
+  std::shared_ptr<Op> post_reduce(int rank, const ReduceSpec& spec, const DeviceView& in,
+                                  const DeviceView& out, uint64_t label);
+  int64_t exchanges() const;   // exchanges completed (each counted once)
+  int64_t reductions() const;  // reductions completed (each counted once)
 
  private:
   class Endpoint;
   DeviceBackend& copier_;
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
   std::vector<std::deque<std::shared_ptr<Op>>> queues_;  // per rank, posted and not completed
-  int64_t sends_ = 0, bytes_ = 0, exchanges_ = 0;
+  int64_t sends_ = 0, bytes_ = 0, exchanges_ = 0, reductions_ = 0;
   bool meet_exchange(int rank);  // completes the exchange at the front of rank's queue if it can
+  bool meet_reduce(int rank);    // likewise a reduction
+  void count_post(int rank, int64_t bytes);
 };
 
 }  // namespace tapestry::comm

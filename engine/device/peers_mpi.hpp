@@ -6,6 +6,13 @@
 //   pair's messages in posting order (NCCL's order matching); each carries its label, and a
 //   receive that meets another label fails instead of taking the wrong data.
 // - A rank's operations complete in the order it posted them, as on a CUDA stream.
+// - Exchanges and reductions (has_exchanges, can_reduce) are one MPI collective each
+//   (comm::MpiGroups: MPI_Ibcast / MPI_Iallgatherv / MPI_Ialltoallv, MPI_Ireduce /
+//   MPI_Iallreduce / MPI_Ireduce_scatter) on a communicator of the members, created when the
+//   group first meets (once every member's note says it posted one: never a wait inside MPI
+//   for a member whose run failed) and cached, as NCCL's are. Each is preceded on that communicator by an
+//   all-gather of the members' labels, so members that posted different collectives there
+//   fail at once instead of merging the wrong data.
 // The simulated device's memory is host memory, which MPI reads and writes directly.
 #pragma once
 

@@ -1,6 +1,6 @@
 // Layout: a sealed message (engine/ir/codec.hpp: magic, version, length, checksum) whose body is
-//   ranks u32; nodes; initial; blocks; transfers; combines; exchanges; steps per rank; roots;
-//   outputs
+//   ranks u32; nodes; initial; blocks; transfers; combines; exchanges (combines and exchanges
+//   each with its place in the transfer order, `after`); steps per rank; roots; outputs
 // or, for the choices (magic TPCH):
 //   ranks u32; nodes; topo ids; initial; root ids; per op: id, parts, rank, combine mode, replicated,
 //   bands u32
@@ -122,6 +122,8 @@ std::vector<char> encode_plan(const ShardedGraph& g) {
     put_box(w, c.out);
     w.size(c.dest.size());
     for (plan::Rank d : c.dest) w.put<int32_t>(d);
+    w.put<uint64_t>(c.after);  // its place in the posting order, as an exchange's
+    w.put<uint64_t>(c.exchanges_before);
   }
   w.size(g.exchanges.size());
   for (const plan::Exchange& e : g.exchanges) {
@@ -132,6 +134,8 @@ std::vector<char> encode_plan(const ShardedGraph& g) {
     w.put<int32_t>(e.root);
     w.size(e.transfers.size());
     for (size_t t : e.transfers) w.put<uint64_t>(t);
+    // Its place in the transfer order: device peers post it there on every member alike.
+    w.put<uint64_t>(e.after);
   }
   for (const auto& steps : g.steps) {
     w.size(steps.size());
@@ -197,8 +201,12 @@ class Decoder {
       if (from == to) r_.reject("a transfer from a rank to itself");
       g.transfers.push_back(plan::Transfer{tensor, std::move(slice), from, to});
     }
-    for (size_t i = 0, n = r_.count(25); i < n; ++i) g.combines.push_back(combine(g));
-    for (size_t i = 0, n = r_.count(22); i < n; ++i) g.exchanges.push_back(exchange(g));
+    for (size_t i = 0, n = r_.count(41); i < n; ++i) g.combines.push_back(combine(g));
+    for (size_t i = 0, n = r_.count(30); i < n; ++i) g.exchanges.push_back(exchange(g));
+    for (const plan::Combine& c : g.combines)
+      if (c.exchanges_before > g.exchanges.size())
+        r_.reject(
+            cat_str("a combine placed after exchange ", c.exchanges_before, " of ", g.exchanges.size()));
     for (auto& steps : g.steps) {
       for (size_t i = 0, n = r_.count(9); i < n; ++i) steps.push_back(step(g));
     }
@@ -343,6 +351,11 @@ class Decoder {
     c.out = get_box(r_);
     c.dest.resize(r_.count(4));
     for (plan::Rank& d : c.dest) d = rank(g, r_.get<int32_t>());
+    const uint64_t after = r_.get<uint64_t>();
+    if (after != plan::Combine::kUnplaced && after > g.transfers.size())
+      r_.reject(cat_str("a combine placed after transfer ", after, " of ", g.transfers.size()));
+    c.after = static_cast<size_t>(after);
+    c.exchanges_before = static_cast<size_t>(r_.get<uint64_t>());  // checked once exchanges are read
     return c;
   }
 
@@ -366,6 +379,10 @@ class Decoder {
       if (t >= g.transfers.size())
         r_.reject(cat_str("an exchange carries transfer ", t, " of ", g.transfers.size()));
     }
+    const uint64_t after = r_.get<uint64_t>();
+    if (after != plan::Exchange::kUnplaced && after > g.transfers.size())
+      r_.reject(cat_str("an exchange placed after transfer ", after, " of ", g.transfers.size()));
+    e.after = static_cast<size_t>(after);
     return e;
   }
 

@@ -26,7 +26,9 @@ namespace tapestry {
 inline constexpr uint32_t kPlanWireMagic = 0x4c505054;     // "TPPL"
 inline constexpr uint32_t kPlanChoicesMagic = 0x48435054;  // "TPCH"
 // 2: the linalg ops; 3: the line ops (sort, scans); 4: the choices, the load op, the index ops
-inline constexpr uint32_t kPlanWireVersion = 6;  // 5: exchanges (collective steps); 6: bands
+// 5: exchanges (collective steps); 6: bands; 7: each exchange's and combine's place in the
+// transfer order
+inline constexpr uint32_t kPlanWireVersion = 7;
 
 std::vector<char> encode_plan(const plan::ShardedGraph& g);
 

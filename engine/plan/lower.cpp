@@ -793,17 +793,25 @@ ShardedGraph restrict_to_rank(const ShardedGraph& g, Rank r) {
   for (size_t t = 0; t < g.transfers.size(); ++t)
     if (g.transfers[t].from == r || g.transfers[t].to == r)
       transfer_at[t] = out.transfers.size(), out.transfers.push_back(g.transfers[t]);
+  std::vector<size_t> kept_before(g.transfers.size() + 1, 0);  // transfers kept before index t
+  for (size_t t = 0; t < g.transfers.size(); ++t)
+    kept_before[t + 1] = kept_before[t] + (transfer_at[t] != SIZE_MAX);
+  std::vector<size_t> exchanges_kept(g.exchanges.size() + 1, 0);  // exchanges kept before index e
+  for (size_t e = 0; e < g.exchanges.size(); ++e)
+    exchanges_kept[e + 1] = exchanges_kept[e] + std::binary_search(g.exchanges[e].members.begin(),
+                                                                   g.exchanges[e].members.end(), r);
   for (size_t c = 0; c < g.combines.size(); ++c) {
     const std::vector<Rank> who = g.participants(g.combines[c]);
     if (std::find(who.begin(), who.end(), r) == who.end()) continue;
     Combine k = g.combines[c];
     for (size_t& b : k.partials) b = block_at[b];
+    if (k.after != Combine::kUnplaced) {
+      k.after = kept_before[std::min(k.after, g.transfers.size())];
+      k.exchanges_before = exchanges_kept[std::min(k.exchanges_before, g.exchanges.size())];
+    }
     combine_at[c] = out.combines.size();
     out.combines.push_back(std::move(k));
   }
-  std::vector<size_t> kept_before(g.transfers.size() + 1, 0);  // transfers kept before index t
-  for (size_t t = 0; t < g.transfers.size(); ++t)
-    kept_before[t + 1] = kept_before[t] + (transfer_at[t] != SIZE_MAX);
   for (size_t e = 0; e < g.exchanges.size(); ++e) {
     const Exchange& x = g.exchanges[e];
     if (!std::binary_search(x.members.begin(), x.members.end(), r)) continue;

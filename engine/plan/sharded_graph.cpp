@@ -31,7 +31,8 @@ size_t ShardedGraph::add_transfer(uint64_t tensor, Box slice, Rank from, Rank to
 
 size_t ShardedGraph::add_combine(uint64_t node, poly::CombineKind kind, std::vector<size_t> partials, Box out,
                                  std::vector<Rank> dest) {
-  combines.push_back(Combine{node, kind, std::move(partials), std::move(out), std::move(dest)});
+  combines.push_back(Combine{node, kind, std::move(partials), std::move(out), std::move(dest),
+                             transfers.size(), exchanges.size()});
   const size_t c = combines.size() - 1;
   for (Rank r : participants(combines[c])) {
     internal_check(r >= 0 && r < num_ranks);

@@ -44,6 +44,13 @@ struct Combine {
   std::vector<size_t> partials;  // indices into ShardedGraph::blocks
   Box out;
   std::vector<Rank> dest;
+  // Where it lies in the plan's posting order, as Exchange::after (device peers post a
+  // combine they run as a collective there, engine/device/peers.hpp): the transfers made
+  // before it, and the exchanges (one placed at the same transfer comes first when it was made
+  // first). In a rank's part, of that part's. kUnplaced: not known (a graph built by hand).
+  static constexpr size_t kUnplaced = SIZE_MAX;
+  size_t after = kUnplaced;
+  size_t exchanges_before = 0;
 };
 
 // A collective step: transfers of one tensor that run together over a group of ranks, as one
@@ -68,7 +75,8 @@ struct Exchange {
   // Where it lies in the plan's transfer order: the number of this graph's transfers made
   // before it (its own come after). In a rank's part, of that part's transfers, so every
   // member places it alike among the transfers it shares with the others (device peers post
-  // in that order, engine/device/peers.hpp). kUnplaced: not known (a graph read off the wire).
+  // in that order, engine/device/peers.hpp). kUnplaced: not known (a graph built
+  // by hand); the plan wire carries it (engine/dist/plan_wire.hpp).
   static constexpr size_t kUnplaced = SIZE_MAX;
   size_t after = kUnplaced;
 };

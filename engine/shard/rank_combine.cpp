@@ -41,6 +41,7 @@ View RankProgram::partial_over(size_t c, size_t p) {
 // further destination.
 bool RankProgram::combine(size_t c) {
   internal_check(c < g_.combines.size());
+  if (on_peers_combine(c)) return combine_on_peers(c);
   if (coll_.combines[c].collective) return combine_collective(c);
   const plan::Combine& m = g_.combines[c];
   internal_check(!m.dest.empty());

@@ -118,6 +118,7 @@ bool RankProgram::advance() {
       ran = ran || peer_exchange_.size() + peer_exchanging_.size() != before;
     }
     ran = reap_trailing() || ran;
+    if (!peer_combining_.empty() || !combine_reached_.empty()) ran = reap_peer_combines() || ran;
   } catch (const std::exception&) {  // no Lua runs here; rethrown, tagged with the rank
     rethrow(current_failure(me_));
   }
@@ -126,10 +127,25 @@ bool RankProgram::advance() {
 
 std::string RankProgram::waiting_on() const {
   if (done()) return "nothing";
+  // With device peers, what holds up this rank's posting order says most.
+  std::string next;
+  if (peers_ && peer_next_ < peer_order_.size()) {
+    const size_t t = peer_order_[peer_next_];
+    next = (t & kExchangeEntry)
+               ? cat_str(" (next to post on the device peers: exchange ", t & ~kExchangeEntry, ")")
+           : (t & kCombineEntry)
+               ? cat_str(" (next to post on the device peers: combine ", t & ~kCombineEntry, ")")
+               : cat_str(" (next to post on the device peers: transfer ", t, ")");
+  }
+  return waiting_step() + next;
+}
+
+std::string RankProgram::waiting_step() const {
   if (pc_ == steps().size())
     return cat_str("the end, for ", trailing_.size(), " collective(s) it contributed to, ",
                    peer_sends_.size(), " device send(s), ", peer_exchange_.size(),
-                   " device transfer(s) of exchanges and ", peer_exchanging_.size(), " device exchange(s)");
+                   " device transfer(s) of exchanges, ", peer_exchanging_.size(), " device exchange(s) and ",
+                   peer_combining_.size(), " device reduction(s)");
   // The first step not run that could run: what it waits for holds up everything after it
   // that depends on it.
   size_t at = pc_;

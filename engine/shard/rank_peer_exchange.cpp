@@ -6,6 +6,7 @@
 // another, in the layout comm::ExchangeSpec fixes, which every member derives alike from its
 // own transfers of the exchange (as the MPI collectives of rank_exchange.cpp do on the host).
 #include <algorithm>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -52,19 +53,22 @@ void RankProgram::use_device_peers(comm::DevicePeers* peers) {
     peer_collective_[e] = true;
     for (size_t t : x.transfers) in_collective[t] = 1;
   }
-  // Posting order: transfers by index, each exchange before the transfers made after it.
-  std::vector<std::pair<size_t, size_t>> order;  // (place, entry)
+  // Posting order: transfers by index, each exchange and combine before the transfers made
+  // after it, and among those placed at one transfer, in the order they were made (a combine
+  // before exchange e when e exchanges were made before it). (place, exchanges before, 0 for
+  // a combine, entry).
+  std::vector<std::tuple<size_t, size_t, size_t, size_t>> order;
   for (size_t e = 0; e < g_.exchanges.size(); ++e) {
     const plan::Exchange& x = g_.exchanges[e];
     if (peer_collective_[e] && std::binary_search(x.members.begin(), x.members.end(), me_))
-      order.emplace_back(2 * x.after, kExchangeEntry | e);
+      order.emplace_back(2 * x.after, e, 1, kExchangeEntry | e);
   }
   for (size_t t = 0; t < g_.transfers.size(); ++t)
     if ((g_.transfers[t].from == me_ || g_.transfers[t].to == me_) && !in_collective[t])
-      order.emplace_back(2 * t + 1, t);
-  std::stable_sort(order.begin(), order.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (const auto& o : order) peer_order_.push_back(o.second);
+      order.emplace_back(2 * t + 1, 0, 0, t);
+  place_peer_combines(order);
+  std::sort(order.begin(), order.end());
+  for (const auto& o : order) peer_order_.push_back(std::get<3>(o));
 }
 
 // In transfer order: every rank posts its part of transfer t after its part of every earlier
@@ -73,6 +77,12 @@ void RankProgram::use_device_peers(comm::DevicePeers* peers) {
 void RankProgram::post_peer_ops() {
   for (; peer_next_ < peer_order_.size(); ++peer_next_) {
     const size_t t = peer_order_[peer_next_];
+    if (!(t & kExchangeEntry) && (t & kCombineEntry)) {
+      const size_t key = t & ~kCombineEntry;
+      if (!combine_reached_.erase(key)) return;  // a contributor posts once its step was reached
+      post_peer_combine(key);
+      continue;
+    }
     if (t & kExchangeEntry) {
       const size_t e = t & ~kExchangeEntry;
       const plan::Exchange& x = g_.exchanges[e];

@@ -297,14 +297,16 @@ void RankProgram::trace_step(const Step& s, double t0_us, double dur_us) {
           plan::move_kind_name(moves_.groups[static_cast<size_t>(moves_.combine_group[s.index])].kind);
       e.cat = "combine";
       e.name = cat_str(kind, " ", poly::combine_name(m.kind), " (", op_def(n.op).name, ")");
-      const comm::CombineRoute& route = coll_.combines[s.index];
+      const bool devices = on_peers_combine(s.index);
+      const comm::CombineRoute& route = devices ? peer_coll_.combines[s.index] : coll_.combines[s.index];
       e.args =
           cat_str("\"op\":", trace::json_string(op_def(n.op).name), ",\"combine\":", s.index, ",\"move\":\"",
                   kind, "\",\"partials\":", m.partials.size(), ",", box_args(m.out, bytes_of(n, m.out)),
                   !route.collective                      ? ""
                   : !route.scatter.empty()               ? ",\"collective\":\"reduce-scatter\""
                   : route.spec.root == comm::kAllMembers ? ",\"collective\":\"all-reduce\""
-                                                         : ",\"collective\":\"reduce\"");
+                                                         : ",\"collective\":\"reduce\"",
+                  devices ? ",\"on\":\"device peers\"" : "");
       break;
     }
   }
@@ -490,7 +492,8 @@ void RankProgram::run_once(size_t b) {
 }
 
 // The block's inputs come to the device (each part of a host piece is uploaded once) and its
-// output stays there; a partial goes to the host at once, where combines merge partials.
+// output stays there; a partial goes to the host at once, where combines merge partials,
+// unless the device peers merge it.
 void RankProgram::run_on_device(size_t b) {
   const plan::Block& k = g_.blocks[b];
   const Node& n = node(k.node);
@@ -507,6 +510,9 @@ void RankProgram::run_on_device(size_t b) {
     store_.hold(k.node, out_box, std::move(out));
     return;
   }
+  // Merged between the devices by the peers (rank_peer_combine.cpp): it stays here.
+  if (peer_combined_nodes_.count(k.node)) device_partials_[b] = out;
+  if (peer_combined_nodes_.count(k.node) && !host_combined_nodes_.count(k.node)) return;
   auto partial = Value::alloc(out.dtype(), out.shape());
   dev_->download(out, partial->v);
   bytes_from_device_ += partial->v.numel() * static_cast<int64_t>(dtype_size(partial->v.dtype));

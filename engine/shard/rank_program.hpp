@@ -15,9 +15,12 @@
 // gather to rank 0.
 // With device peers as well (NCCL between GPUs, engine/device/peers.hpp) every transfer goes from
 // device to device; each rank posts its sends and receives in the plan's transfer order, which
-// NCCL's order-matching needs and which cannot deadlock (docs/gpu.md).
+// NCCL's order-matching needs and which cannot deadlock (docs/gpu.md). Where the peers merge
+// (DevicePeers::can_reduce), the combines that can run as collectives run as theirs, on the
+// devices (rank_peer_combine.cpp): partials never leave device memory.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -106,7 +109,7 @@ class RankProgram {
   // and so has every device send.
   bool done() const {
     return pc_ == steps().size() && trailing_.empty() && peer_sends_.empty() && peer_exchange_.empty() &&
-           peer_exchanging_.empty();
+           peer_exchanging_.empty() && peer_combining_.empty();
   }
   int64_t steps_run() const { return steps_run_; }
   // This rank's share of RunReport's transfer_bytes, combine_bytes and gathered_bytes.
@@ -132,8 +135,12 @@ class RankProgram {
   int64_t bytes_to_device() const { return store_.uploaded(); }
   int64_t bytes_from_device() const { return store_.downloaded() + bytes_from_device_; }
   const RankStore& data() const { return store_; }
-  // Combines of this plan that run as collectives (the same on every rank).
+  // Combines of this plan that run as collectives (the same on every rank): the transport's,
+  // and of those with device peers that merge, the ones that run as the peers' instead.
   int collective_combines() const { return coll_.count(); }
+  int peer_combines() const {
+    return static_cast<int>(std::count(peer_combine_.begin(), peer_combine_.end(), true));
+  }
   // Exchanges of this plan (of this rank) that run as the transport's collectives.
   int collective_exchanges() const { return coll_.exchange_count(); }
   // Whether a collective this rank started has not completed. MPI advances a non-blocking
@@ -141,7 +148,8 @@ class RankProgram {
   // waiting loop should then yield and poll again rather than sleep.
   bool collectives_in_flight() const {
     return !running_.empty() || !scatters_.empty() || !trailing_.empty() || !peer_sends_.empty() ||
-           !peer_recvs_.empty() || !exchanging_.empty() || !peer_exchanging_.empty();
+           !peer_recvs_.empty() || !exchanging_.empty() || !peer_exchanging_.empty() ||
+           !peer_combining_.empty();
   }
   // Seconds this rank spent in sends, receives, combines and output shards (tp.stats().time_move).
   double move_seconds() const { return move_us_ * 1e-6; }
@@ -154,8 +162,9 @@ class RankProgram {
 
  private:
   const std::vector<plan::Step>& steps() const { return g_.steps[me_]; }
-  bool step(const plan::Step& s);  // false: must wait
-  void release_after(size_t i);    // frees what step i was the last reader of
+  std::string waiting_step() const;  // waiting_on's step
+  bool step(const plan::Step& s);    // false: must wait
+  void release_after(size_t i);      // frees what step i was the last reader of
   // Out of core (plan/bands.hpp, plan/step_slices.hpp): pieces go piece by piece. An initial
   // shard of a stored tensor is taken from the shard store (read back from disk if it was
   // spilled) only when a step reading it runs, and given back after its last reader; a kept
@@ -225,8 +234,37 @@ class RankProgram {
   std::map<size_t, PeerExchange> peer_exchanging_;           // on peers: laid out, not yet unpacked
   std::unordered_set<size_t> peer_exchanged_;                // on peers: unpacked
   static constexpr size_t kExchangeEntry = size_t(1) << 63;  // peer_order_: an exchange, not a transfer
-  View partial_over(size_t c, size_t p);                     // partial p of combine c over its region
-  View contribution(size_t c);                               // this rank's input to combine c's collective
+  // With device peers that merge (rank_peer_combine.cpp), a combine that can run as a
+  // collective runs as the peers' reduce, all-reduce or reduce-scatter (every combine of one
+  // in a single collective): one entry of the posting order, where the plan places it
+  // (plan::Combine::after), posted once this rank's step of it (of any of a reduce-scatter's
+  // combines) was reached. A member that receives waits at its step, like for a transport's
+  // collective; one that only contributes goes on. Partials of nodes combined there stay on
+  // the device (device_partials_).
+  bool on_peers_combine(size_t c) const { return c < peer_combine_.size() && peer_combine_[c]; }
+  size_t peer_combine_key(size_t c) const;  // the collective c is part of (a reduce-scatter's first)
+  bool combine_on_peers(size_t c);
+  void post_peer_combine(size_t key);  // from post_peer_ops, at its turn
+  DeviceView device_contribution(size_t c);
+  void place_peer_combines(std::vector<std::tuple<size_t, size_t, size_t, size_t>>& order);
+  bool reap_peer_combines();
+  struct PeerCombine {
+    comm::ReduceSpec spec;
+    DeviceView in, out;
+    std::unique_ptr<comm::Collective> handle;  // once posted
+    bool receives = false;
+  };
+  comm::CollectivePlan peer_coll_;                          // routes of combines over the peers
+  std::vector<bool> peer_combine_;                          // per combine
+  std::unordered_set<uint64_t> peer_combined_nodes_;        // nodes whose partials stay on the device
+  std::unordered_set<uint64_t> host_combined_nodes_;        // nodes with a combine merged on the host
+  std::unordered_map<size_t, DeviceView> device_partials_;  // block -> its partial, on the device
+  std::unordered_set<size_t> combine_reached_;              // keys: step reached, not posted yet
+  std::map<size_t, PeerCombine> peer_combining_;            // keys: posted, not complete
+  std::unordered_set<size_t> peer_combined_;                // keys: complete
+  static constexpr size_t kCombineEntry = size_t(1) << 62;  // peer_order_: a combine's collective
+  View partial_over(size_t c, size_t p);                    // partial p of combine c over its region
+  View contribution(size_t c);                              // this rank's input to combine c's collective
   bool reap_trailing();
   // Device peers: posts this rank's transfers in transfer order while the next one can be
   // posted (a send once its step was reached, a receive at once).

@@ -7,6 +7,9 @@
 #include <new>
 #include <stdexcept>
 
+#include "engine/comm/loopback.hpp"
+#include "engine/device/peers_local.hpp"
+#include "engine/device/sim_backend.hpp"
 #include "engine/dist/head.hpp"
 #include "engine/dist/plan_wire.hpp"
 #include "engine/dist/replica.hpp"
@@ -16,6 +19,7 @@
 #include "engine/ir/codec.hpp"
 #include "engine/ir/error.hpp"
 #include "engine/ir/value.hpp"
+#include "engine/plan/lower.hpp"
 #include "engine/plan/lower_rank.hpp"
 #include "engine/plan/planner.hpp"
 #include "engine/run/evaluator.hpp"
@@ -81,6 +85,76 @@ TEST_CASE("a decoded plan has the same structure and runs to the same values") {
   const std::vector<float> want = values(*ex.y->value), have = values(*got->value);
   REQUIRE(want.size() == have.size());
   for (size_t i = 0; i < want.size(); ++i) CHECK(have[i] == doctest::Approx(want[i]).epsilon(1e-5));
+}
+
+// An exchange's place in the transfer order (plan::Exchange::after) travels with it: device
+// peers post each exchange there, on every member alike, and one read off the wire without it
+// ran its transfers one by one instead of as one grouped collective.
+TEST_CASE("a decoded plan keeps each exchange's place in the transfer order") {
+  // Rows to columns and back on 4 ranks: two all-to-alls on one group, the second after the
+  // first one's transfers. Workers decode the whole plan (coordinator.cpp), as here.
+  auto in_v = Value::alloc(DType::F32, {8, 8});
+  for (int64_t i = 0; i < 64; ++i) in_v->data<float>()[i] = static_cast<float>(i % 13) - 6;
+  const NodeRef in = make_source(in_v, {8, 8}, DType::F32);
+  const NodeRef x = build::unary(Op::Exp, in), y = build::unary(Op::Neg, x), z = build::unary(Op::Abs, y);
+  plan::Assignment a;
+  a[x->id] = plan::grid_blocks(poly::signature_of(*x), {4, 1}, 4);
+  a[y->id] = plan::grid_blocks(poly::signature_of(*y), {1, 4}, 4);
+  a[z->id] = plan::grid_blocks(poly::signature_of(*z), {4, 1}, 4);
+  std::vector<plan::Shard> initial;
+  for (int r = 0; r < 4; ++r)
+    initial.push_back(plan::Shard{in->id, poly::Box({2 * r, 0}, {2 * r + 1, 7}), r});
+  const plan::ShardedGraph g = plan::lower({in, x, y, z}, a, initial, {z}, 4);
+  REQUIRE(g.exchanges.size() == 2);
+  REQUIRE(g.exchanges[1].after > 0);
+  const plan::ShardedGraph d = decode_plan(encode_plan(g));
+  REQUIRE(d.exchanges.size() == g.exchanges.size());
+  for (size_t e = 0; e < g.exchanges.size(); ++e) {
+    CHECK(g.exchanges[e].after != plan::Exchange::kUnplaced);
+    CHECK(d.exchanges[e].after == g.exchanges[e].after);
+    CHECK(d.exchanges[e].transfers == g.exchanges[e].transfers);
+  }
+  // Combines keep theirs too: a k-split matmul after the redistribution, all-reduced.
+  auto kv = Value::alloc(DType::F32, {8, 4});
+  for (int64_t i = 0; i < 32; ++i) kv->data<float>()[i] = static_cast<float>(i % 5);
+  const NodeRef kw = make_source(kv, {8, 4}, DType::F32), ky = build::matmul(z, kw);
+  a[ky->id] = plan::grid_blocks(poly::signature_of(*ky), {1, 1, 4}, 4);
+  initial.push_back(plan::Shard{kw->id, poly::Box::of_shape(kw->shape), 0});
+  const plan::ShardedGraph gk =
+      plan::lower({in, x, y, z, kw, ky}, a, initial, {ky}, 4, {{ky->id, plan::CombineMode::AllReduce}});
+  REQUIRE(!gk.combines.empty());
+  const plan::ShardedGraph dk = decode_plan(encode_plan(gk));
+  REQUIRE(dk.combines.size() == gk.combines.size());
+  for (size_t c = 0; c < gk.combines.size(); ++c) {
+    CHECK(gk.combines[c].after > 0);
+    CHECK(dk.combines[c].after == gk.combines[c].after);
+    CHECK(dk.combines[c].exchanges_before == gk.combines[c].exchanges_before);
+  }
+  // A placement past the plan's transfers is no plan: rejected like any other bad index.
+  plan::ShardedGraph beyond = g;
+  beyond.exchanges[1].after = g.transfers.size() + 1;
+  CHECK_THROWS_WITH_AS(decode_plan(encode_plan(beyond)), doctest::Contains("placed after transfer"), Error);
+  // The decoded plan runs on simulated devices of each rank's own, each exchange as one
+  // grouped collective (unplaced, they went transfer by transfer).
+  for (const plan::Shard& h : d.initial)  // the sources' data, which the plan wire does not carry
+    if (!d.find(h.tensor)->value) set_value(*d.find(h.tensor), in_v);
+  comm::LoopbackHub hub(4);
+  HostBackend between;
+  comm::LocalPeersHub peers(4, between);
+  std::vector<std::unique_ptr<SimDevice>> devs;
+  std::vector<std::unique_ptr<RankProgram>> ranks;
+  for (int r = 0; r < 4; ++r) {
+    devs.push_back(std::make_unique<SimDevice>());
+    ranks.push_back(std::make_unique<RankProgram>(d, hub.endpoint(r), StoreKeys{}, devs.back().get()));
+    ranks.back()->use_device_peers(&peers.endpoint(r));
+  }
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (auto& p : ranks) moved = p->advance() || moved;
+  }
+  for (auto& p : ranks) CHECK(p->done());
+  CHECK(peers.exchanges() == 2);
+  CHECK(peers.pending() == 0);
 }
 
 TEST_CASE("every truncation and every flipped byte is rejected with an Error") {

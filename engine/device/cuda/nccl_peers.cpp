@@ -23,6 +23,33 @@ void check_nccl(ncclResult_t r, const char* what) {
 // Every dtype moves as bytes: a transfer copies, it never reduces.
 size_t bytes_of(const DeviceView& d) { return static_cast<size_t>(d.numel()) * dtype_size(d.dtype()); }
 
+// How a merge of comm::peers_can_merge maps onto NCCL. Sums and products of integers run
+// unsigned (they wrap as the kernels' do); bools are bytes 0 or 1, whose `or` is max and
+// whose `and` is min.
+struct NcclMerge {
+  ncclDataType_t type;
+  ncclRedOp_t op;
+};
+NcclMerge nccl_merge(Monoid m, DType t) {
+  internal_check(comm::peers_can_merge(m, t));
+  const bool wraps = m == Monoid::Sum || m == Monoid::Prod;
+  const ncclRedOp_t op = m == Monoid::Sum    ? ncclSum
+                         : m == Monoid::Prod ? ncclProd
+                         : m == Monoid::Max  ? ncclMax
+                                             : ncclMin;
+  switch (t) {
+    case DType::Bool:
+      return {ncclUint8, m == Monoid::Sum || m == Monoid::Max || m == Monoid::Or ? ncclMax : ncclMin};
+    case DType::I8: return {wraps ? ncclUint8 : ncclInt8, op};
+    case DType::U8: return {ncclUint8, op};
+    case DType::I32: return {wraps ? ncclUint32 : ncclInt32, op};
+    case DType::I64: return {wraps ? ncclUint64 : ncclInt64, op};
+    case DType::F32: return {ncclFloat32, op};
+    case DType::F64: return {ncclFloat64, op};
+    default: internal_fail(__FILE__, __LINE__, "a merge NCCL does not take");
+  }
+}
+
 struct Op {
   DeviceView buf;  // kept alive while NCCL may touch it
   DeviceView in;   // an exchange's contribution, likewise
@@ -132,6 +159,32 @@ class NcclPeers final : public comm::DevicePeers {
       if (!g.ready && !form(spec.group, g, *stage)) return false;
       check(cudaStreamWaitEvent(stream_.get(), ready->get(), 0), "cudaStreamWaitEvent");
       launch(spec, g.comm, *op);
+      return true;
+    });
+  }
+
+  bool can_reduce(Monoid op, DType dtype) const override { return comm::peers_can_merge(op, dtype); }
+
+  // One reduce, all-reduce or reduce-scatter on the group's communicator, at its turn on the
+  // same stream: ncclReduce, ncclAllReduce, ncclReduceScatter (even pieces) or one ncclReduce
+  // per member onto it inside one group (uneven pieces).
+  std::unique_ptr<comm::Collective> reduce(const comm::ReduceSpec& spec, const DeviceView& in,
+                                           const DeviceView& out, uint64_t) override {
+    internal_check(in.is_contiguous() && std::binary_search(spec.group.begin(), spec.group.end(), rank_));
+    const bool receives = !spec.counts.empty() || spec.root == comm::kAllMembers || spec.root == rank_;
+    internal_check(!receives || (out.is_contiguous() && out.dtype() == in.dtype()));
+    auto op = std::make_shared<Op>();
+    op->in = in;
+    if (receives) op->buf = out;
+    auto ready = std::make_shared<Event>();
+    ready->record(context().s());
+    auto stage = std::make_shared<IdStage>();
+    ++sends_, bytes_ += static_cast<int64_t>(bytes_of(in));
+    return queue(op, [this, op, spec, ready, stage] {
+      GroupComm& g = groups_[spec.group];
+      if (!g.ready && !form(spec.group, g, *stage)) return false;
+      check(cudaStreamWaitEvent(stream_.get(), ready->get(), 0), "cudaStreamWaitEvent");
+      launch_reduce(spec, g.comm, *op);
       return true;
     });
   }
@@ -268,6 +321,47 @@ class NcclPeers final : public comm::DevicePeers {
         }
         break;
       }
+    }
+    const ncclResult_t r = ncclGroupEnd();
+    if (r != ncclInProgress) check_nccl(r, "ncclGroupEnd");
+    for (ncclResult_t state = r; state == ncclInProgress;)
+      check_nccl(ncclCommGetAsyncError(c, &state), "ncclCommGetAsyncError");
+  }
+
+  void launch_reduce(const comm::ReduceSpec& spec, ncclComm_t c, const Op& op) {
+    const NcclMerge m = nccl_merge(spec.op, op.in.dtype());
+    const size_t es = dtype_size(op.in.dtype());
+    const auto me =
+        static_cast<int>(std::lower_bound(spec.group.begin(), spec.group.end(), rank_) - spec.group.begin());
+    char* in = static_cast<char*>(op.in.first());
+    // NCCL reads recvbuff on the root only: elsewhere any valid pointer will do.
+    char* out = op.buf.mem ? static_cast<char*>(op.buf.first()) : in;
+    const auto n = static_cast<size_t>(op.in.numel());
+    check_nccl(ncclGroupStart(), "ncclGroupStart");
+    if (!spec.counts.empty()) {
+      const bool even =
+          std::all_of(spec.counts.begin(), spec.counts.end(), [&](int64_t k) { return k == spec.counts[0]; });
+      if (even) {
+        check_nccl(
+            ncclReduceScatter(in, out, static_cast<size_t>(spec.counts[0]), m.type, m.op, c, stream_.get()),
+            "ncclReduceScatter");
+      } else {
+        size_t at = 0;
+        for (size_t j = 0; j < spec.counts.size(); ++j) {
+          const auto k = static_cast<size_t>(spec.counts[j]);
+          if (k > 0)
+            check_nccl(ncclReduce(in + at * es, static_cast<int>(j) == me ? out : in + at * es, k, m.type,
+                                  m.op, static_cast<int>(j), c, stream_.get()),
+                       "ncclReduce");
+          at += k;
+        }
+      }
+    } else if (spec.root == comm::kAllMembers) {
+      check_nccl(ncclAllReduce(in, out, n, m.type, m.op, c, stream_.get()), "ncclAllReduce");
+    } else {
+      const int root = static_cast<int>(std::lower_bound(spec.group.begin(), spec.group.end(), spec.root) -
+                                        spec.group.begin());
+      check_nccl(ncclReduce(in, out, n, m.type, m.op, root, c, stream_.get()), "ncclReduce");
     }
     const ncclResult_t r = ncclGroupEnd();
     if (r != ncclInProgress) check_nccl(r, "ncclGroupEnd");

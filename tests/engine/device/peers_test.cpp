@@ -230,3 +230,125 @@ TEST_CASE("engine.device.peers.an_exchange_keeps_its_place_among_the_transfers")
   CHECK_THROWS_WITH_AS(other.endpoint(1).exchange(g, filled(dev, 3, 1), zeros(dev, 2), 6),
                        doctest::Contains("posted in different orders"), InternalError);
 }
+
+namespace {
+
+comm::ReduceSpec reduce_of(comm::Group g, int root, Monoid op, std::vector<int64_t> counts = {}) {
+  comm::ReduceSpec s;
+  s.group = std::move(g), s.root = root, s.op = op, s.counts = std::move(counts);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("engine.device.peers.a_reduction_meets_when_every_member_reached_it") {
+  // An all-reduce among {0, 1, 3} of 4 ranks, as NCCL runs one: only once it is every member's
+  // next operation, merged in group order, the same value on each; a reduce reaches its root
+  // only.
+  SimDevice dev;
+  comm::LocalPeersHub hub(4, dev);
+  const auto all = reduce_of({0, 1, 3}, comm::kAllMembers, Monoid::Sum);
+  std::vector<DeviceView> outs{zeros(dev, 4), zeros(dev, 4), zeros(dev, 4)};
+  auto h0 = hub.endpoint(0).reduce(all, filled(dev, 1), outs[0], 4);
+  auto h1 = hub.endpoint(1).reduce(all, filled(dev, 10), outs[1], 4);
+  CHECK(!h0->test());
+  CHECK(hub.reductions() == 0);
+  auto h3 = hub.endpoint(3).reduce(all, filled(dev, 100), outs[2], 4);
+  CHECK(h0->test());
+  CHECK(h1->test());
+  CHECK(h3->test());
+  for (const DeviceView& o : outs) {
+    CHECK(at(dev, o, 0) == 111);
+    CHECK(at(dev, o, 3) == 120);
+  }
+  const auto onto1 = reduce_of({0, 1}, 1, Monoid::Prod);
+  const DeviceView mine = zeros(dev, 4), theirs = zeros(dev, 4);
+  auto p0 = hub.endpoint(0).reduce(onto1, filled(dev, 2), theirs, 5);
+  auto p1 = hub.endpoint(1).reduce(onto1, filled(dev, 3), mine, 5);
+  CHECK(p0->test());
+  CHECK(at(dev, mine, 0) == 6);
+  CHECK(at(dev, mine, 1) == 12);
+  CHECK(at(dev, theirs, 0) == 0);  // not the root: untouched
+  CHECK(hub.reductions() == 2);
+  CHECK(hub.pending() == 0);
+  CHECK(hub.endpoint(0).can_reduce(Monoid::Sum, DType::F32));
+  CHECK(!hub.endpoint(0).can_reduce(Monoid::Max, DType::F32));  // NaN: NCCL's max need not keep it
+  CHECK(hub.endpoint(0).can_reduce(Monoid::Max, DType::I32));
+  CHECK(!hub.endpoint(0).can_reduce(Monoid::Sum, DType::C64));
+}
+
+TEST_CASE("engine.device.peers.a_reduce_scatter_gives_each_member_its_run") {
+  // Pieces of 1 and 3 elements (NCCL: one ncclReduce per member in a group): member 0 gets
+  // the first element of the sum, member 2 the other three.
+  SimDevice dev;
+  comm::LocalPeersHub hub(3, dev);
+  const auto rs = reduce_of({0, 2}, comm::kAllMembers, Monoid::Sum, {1, 3});
+  const DeviceView o0 = zeros(dev, 1), o2 = zeros(dev, 3);
+  auto a = hub.endpoint(0).reduce(rs, filled(dev, 1), o0, 7);
+  auto b = hub.endpoint(2).reduce(rs, filled(dev, 20), o2, 7);
+  CHECK(a->test());
+  CHECK(b->test());
+  CHECK(at(dev, o0, 0) == 21);
+  CHECK(at(dev, o2, 0) == 23);
+  CHECK(at(dev, o2, 2) == 27);
+  // Integers and bools merge as the kernels do: max of i32, `or` for a sum of bools.
+  const auto mx = reduce_of({0, 1}, comm::kAllMembers, Monoid::Max);
+  auto ints = [&](std::vector<int32_t> v) {
+    auto h = Value::alloc(DType::I32, {static_cast<int64_t>(v.size())});
+    std::copy(v.begin(), v.end(), h->data<int32_t>());
+    DeviceView d = device_alloc(dev, DType::I32, h->v.shape);
+    dev.upload(h->v, d);
+    return d;
+  };
+  const DeviceView m0 = ints({0, 0}), m1 = ints({0, 0});
+  auto i0 = hub.endpoint(0).reduce(mx, ints({-5, 7}), m0, 8);
+  auto i1 = hub.endpoint(1).reduce(mx, ints({3, -9}), m1, 8);
+  CHECK(i1->test());
+  CHECK(dev.view(m1).ptr<int32_t>()[0] == 3);
+  CHECK(dev.view(m0).ptr<int32_t>()[1] == 7);
+  auto bools = [&](bool x, bool y) {
+    auto h = Value::alloc(DType::Bool, {2});
+    h->data<bool>()[0] = x, h->data<bool>()[1] = y;
+    DeviceView d = device_alloc(dev, DType::Bool, {2});
+    dev.upload(h->v, d);
+    return d;
+  };
+  const auto any = reduce_of({0, 1}, comm::kAllMembers, Monoid::Sum);
+  const DeviceView b0 = bools(false, false), b1 = bools(false, false);
+  auto c0 = hub.endpoint(0).reduce(any, bools(true, false), b0, 9);
+  auto c1 = hub.endpoint(1).reduce(any, bools(false, false), b1, 9);
+  CHECK(c0->test());
+  CHECK(dev.view(b1).ptr<bool>()[0]);
+  CHECK(!dev.view(b1).ptr<bool>()[1]);
+}
+
+TEST_CASE("engine.device.peers.a_reduction_keeps_its_place_and_is_checked") {
+  // Rank 0 posts an all-gather then an all-reduce on {0, 1}, rank 1 the other way round: on
+  // NCCL the collectives of one communicator match by order and would merge an exchange's
+  // bytes; the hub reports it. So do members whose reductions differ.
+  SimDevice dev;
+  comm::LocalPeersHub hub(2, dev);
+  const auto g = spec_of(comm::ExchangeKind::AllGather, {0, 1}, -1, {4, 4});
+  const auto all = reduce_of({0, 1}, comm::kAllMembers, Monoid::Sum);
+  auto e0 = hub.endpoint(0).exchange(g, filled(dev, 2, 1), zeros(dev, 2), 5);
+  CHECK_THROWS_WITH_AS(hub.endpoint(1).reduce(all, filled(dev, 1), zeros(dev, 4), 6),
+                       doctest::Contains("posted in different orders"), InternalError);
+  comm::LocalPeersHub other(2, dev);
+  auto r0 = other.endpoint(0).reduce(all, filled(dev, 1), zeros(dev, 4), 6);
+  CHECK_THROWS_WITH_AS(
+      other.endpoint(1).reduce(reduce_of({0, 1}, 0, Monoid::Sum), filled(dev, 1), zeros(dev, 4), 6),
+      doctest::Contains("posted in different orders"), InternalError);
+  // A reduction of another group first: the member runs that one first, and this one waits.
+  comm::LocalPeersHub three(3, dev);
+  const auto g01 = reduce_of({0, 1}, comm::kAllMembers, Monoid::Sum);
+  const auto g12 = reduce_of({1, 2}, comm::kAllMembers, Monoid::Sum);
+  const DeviceView x0 = zeros(dev, 4), x1 = zeros(dev, 4), y1 = zeros(dev, 4), y2 = zeros(dev, 4);
+  auto a0 = three.endpoint(0).reduce(g01, filled(dev, 1), x0, 1);
+  auto b1 = three.endpoint(1).reduce(g12, filled(dev, 10), y1, 2);
+  auto a1 = three.endpoint(1).reduce(g01, filled(dev, 100), x1, 1);
+  CHECK(!a0->test());
+  auto b2 = three.endpoint(2).reduce(g12, filled(dev, 1000), y2, 2);
+  CHECK(a0->test());
+  CHECK(at(dev, x0, 0) == 101);
+  CHECK(at(dev, y2, 0) == 1010);
+}

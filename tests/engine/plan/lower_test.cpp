@@ -212,6 +212,9 @@ std::string first_difference(const ShardedGraph& a, const ShardedGraph& b) {
     if (x.node != y.node || x.kind != y.kind || x.partials != y.partials || !box_eq(x.out, y.out) ||
         x.dest != y.dest)
       return cat_str("combine ", i);
+    if (x.after != y.after || x.exchanges_before != y.exchanges_before)
+      return cat_str("combine ", i, " placed after transfer ", x.after, " and exchange ", x.exchanges_before,
+                     " vs ", y.after, " and ", y.exchanges_before);
   }
   if (a.exchanges.size() != b.exchanges.size())
     return cat_str("exchanges: ", a.exchanges.size(), " vs ", b.exchanges.size());

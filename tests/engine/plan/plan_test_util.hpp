@@ -35,6 +35,8 @@ inline void erase_transfer(ShardedGraph& g, size_t t) {
       if (x > t) --x;
     if (e.after != Exchange::kUnplaced && e.after > t) --e.after;
   }
+  for (Combine& c : g.combines)
+    if (c.after != Combine::kUnplaced && c.after > t) --c.after;
   for (auto& steps : g.steps) {
     std::erase_if(steps, [&](const Step& s) {
       return (s.kind == Step::Kind::Send || s.kind == Step::Kind::Recv) && s.index == t;

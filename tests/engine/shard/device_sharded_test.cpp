@@ -130,9 +130,12 @@ TEST_CASE("engine.shard.device.a_refused_op_runs_on_the_cpu_between_device_block
   set_value(*y, nullptr);
 }
 
-TEST_CASE("engine.shard.device.split_reduction_partials_merge_on_the_host") {
-  // A matmul split along k: each rank's partial product comes to the host, where the combine
-  // merges it (point to point here; MPI collectives under mpirun).
+TEST_CASE("engine.shard.device.split_reduction_partials_merge_between_the_devices") {
+  // A matmul split along k: the device peers merge the partial products (a reduce between the
+  // devices, rank_peer_combine.cpp), so no partial comes to the host; only the result does,
+  // gathered from its rank. A max of f32 (no NaN-keeping max on NCCL) merges on the host
+  // instead: each rank's partial comes to the host once (point to point here; MPI
+  // collectives under mpirun).
   const NodeRef a = source({5, 8}, 7), b = source({8, 3}, 8);
   const NodeRef y = build::matmul(a, b);
   const std::vector<float> want = reference(y);
@@ -147,9 +150,27 @@ TEST_CASE("engine.shard.device.split_reduction_partials_merge_on_the_host") {
   const RunReport r = run_plan(g, {}, {&d0, &d1});
   check_close(y, want, 1e-6);
   CHECK(r.device_blocks == 2);
-  CHECK(d0.counts().download_bytes == 5 * 3 * kF32);  // each rank's partial, once
-  CHECK(d1.counts().download_bytes == 5 * 3 * kF32);
+  const plan::Rank dest = g.combines[0].dest.at(0);
+  CHECK((dest == 0 ? d0 : d1).counts().download_bytes == 5 * 3 * kF32);  // the result, gathered
+  CHECK((dest == 0 ? d1 : d0).counts().download_bytes == 0);
   set_value(*y, nullptr);
+
+  const NodeRef m = build::reduce(Op::Max, a, {1}, false);
+  const std::vector<float> want_m = reference(m);
+  const std::vector<NodeRef> topo_m = plan::observed_subgraph({m});
+  plan::Assignment asg_m;
+  asg_m[m->id] = plan::grid_blocks(poly::signature_of(*m), {1, 2}, 2);
+  const ShardedGraph gm = plan::lower(
+      topo_m, asg_m, {{a->id, Box::of_shape(a->shape), 0}, {a->id, Box::of_shape(a->shape), 1}}, {m}, 2);
+  REQUIRE(plan::verify(gm, topo_m).ok());
+  REQUIRE(gm.combines.size() == 1);
+  SimDevice e0, e1;
+  const RunReport rm = run_plan(gm, {}, {&e0, &e1});
+  check_close(m, want_m, 0);
+  CHECK(rm.device_blocks == 2);
+  CHECK(e0.counts().download_bytes == 5 * kF32);  // each rank's partial, once
+  CHECK(e1.counts().download_bytes == 5 * kF32);
+  set_value(*m, nullptr);
 }
 
 TEST_CASE("engine.shard.device.out_of_device_memory_changes_nothing") {
