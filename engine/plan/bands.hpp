@@ -19,6 +19,8 @@ namespace tapestry::plan {
 // when no dim holds them (a full reduction: a split of a reduction dim would add partials, not
 // save memory).
 Candidate banded(const poly::Signature& s, Candidate c, int bands);
+// Whether any op of the choice runs in bands (ShardedGraph::in_bands of its lowering).
+bool in_bands(const std::map<uint64_t, Candidate>& choice);
 // The dim banded() cuts, or -1.
 int band_dim(const poly::Signature& s, const Candidate& c, int bands);
 // place()'s blocks of c without bands, each cut into c.bands along band_dim (place() calls it).
