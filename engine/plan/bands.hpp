@@ -29,9 +29,10 @@ std::vector<Placement> cut_into_bands(const poly::Signature& s, const Candidate&
 // The planner tries 2, 4, ... bands up to this many, and takes the fewest whose peak (as
 // peak_memory(g, true) counts it) is within kBandHeadroom of the limit: the rest is for what
 // that count leaves out and a banded step holds briefly: a band's input assembled from the
-// pieces it spans, halo buffers of exchanges, and steps a rank runs ahead of its program while
-// it waits (and, on virtual ranks, every rank at its peak at once). Measured: 3 virtual ranks
-// at their full count ran out of the process's budget (tests/lua/spill/bands.lua).
+// pieces it spans, halo buffers of exchanges (and, on virtual ranks, every rank at its peak at
+// once). Such a plan runs each rank's program in order (ShardedGraph::in_bands), so no rank
+// holds steps run ahead of one that waits: before, each rank of mpirun -n 2 ran every band of
+// a heat step ahead of its halo's exchange and ran out of memory (tests/lua/spill/bands.lua).
 inline constexpr int kMaxBands = 1024;
 inline constexpr double kBandHeadroom = 0.75;
 
