@@ -20,6 +20,12 @@ int band_dim(const poly::Signature& s, const Candidate& c, int bands) {
   return -1;
 }
 
+bool in_bands(const std::map<uint64_t, Candidate>& choice) {
+  for (const auto& [id, c] : choice)
+    if (c.bands > 1) return true;
+  return false;
+}
+
 Candidate banded(const poly::Signature& s, Candidate c, int bands) {
   c.bands = 1;
   if (band_dim(s, c, bands) >= 0) c.bands = bands;

@@ -19,6 +19,8 @@ namespace tapestry::plan {
 // when no dim holds them (a full reduction: a split of a reduction dim would add partials, not
 // save memory).
 Candidate banded(const poly::Signature& s, Candidate c, int bands);
+// Whether any op of the choice runs in bands (ShardedGraph::in_bands of its lowering).
+bool in_bands(const std::map<uint64_t, Candidate>& choice);
 // The dim banded() cuts, or -1.
 int band_dim(const poly::Signature& s, const Candidate& c, int bands);
 // place()'s blocks of c without bands, each cut into c.bands along band_dim (place() calls it).
@@ -27,9 +29,10 @@ std::vector<Placement> cut_into_bands(const poly::Signature& s, const Candidate&
 // The planner tries 2, 4, ... bands up to this many, and takes the fewest whose peak (as
 // peak_memory(g, true) counts it) is within kBandHeadroom of the limit: the rest is for what
 // that count leaves out and a banded step holds briefly: a band's input assembled from the
-// pieces it spans, halo buffers of exchanges, and steps a rank runs ahead of its program while
-// it waits (and, on virtual ranks, every rank at its peak at once). Measured: 3 virtual ranks
-// at their full count ran out of the process's budget (tests/lua/spill/bands.lua).
+// pieces it spans, halo buffers of exchanges (and, on virtual ranks, every rank at its peak at
+// once). Such a plan runs each rank's program in order (ShardedGraph::in_bands), so no rank
+// holds steps run ahead of one that waits: before, each rank of mpirun -n 2 ran every band of
+// a heat step ahead of its halo's exchange and ran out of memory (tests/lua/spill/bands.lua).
 inline constexpr int kMaxBands = 1024;
 inline constexpr double kBandHeadroom = 0.75;
 

@@ -775,6 +775,7 @@ ShardedGraph restrict_to_rank(const ShardedGraph& g, Rank r) {
   internal_check(r >= 0 && r < g.num_ranks);
   ShardedGraph out(g.num_ranks);
   out.part_of = r;
+  out.in_bands = g.in_bands;
   out.nodes = g.nodes;
   out.initial = g.initial;
   out.roots = g.roots;

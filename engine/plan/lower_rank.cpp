@@ -1,6 +1,7 @@
 #include "engine/plan/lower_rank.hpp"
 
 #include "engine/ir/error.hpp"
+#include "engine/plan/bands.hpp"
 
 namespace tapestry::plan {
 
@@ -24,8 +25,10 @@ CombineModes combine_modes_of(const std::map<uint64_t, Candidate>& choice) {
 ShardedGraph lower_choice(const LoweringInput& in, const std::map<uint64_t, Candidate>& choice, Rank me) {
   const Assignment a = assignment_of_choice(in, choice);
   const CombineModes modes = combine_modes_of(choice);
-  if (me < 0) return lower(in.topo, a, in.initial, in.roots, in.mesh.ranks, modes);
-  return lower_rank(in.topo, a, in.initial, in.roots, in.mesh.ranks, modes, me);
+  ShardedGraph g = me < 0 ? lower(in.topo, a, in.initial, in.roots, in.mesh.ranks, modes)
+                          : lower_rank(in.topo, a, in.initial, in.roots, in.mesh.ranks, modes, me);
+  g.in_bands = in_bands(choice);
+  return g;
 }
 
 LoweringInput lowering_input(const PlannedGraph& pg) { return {pg.topo, pg.initial, pg.roots, pg.mesh}; }

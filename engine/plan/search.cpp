@@ -206,8 +206,9 @@ const ShardedGraph& Plan::graph() const {
     internal_check(input_ != nullptr);  // a plan is either lowered or knows how to lower
     const LoweringInput& in = *input_;
     const Assignment a = assignment_of(ops_to_place(in.topo, in.initial, in.roots), choice, in.mesh.ranks);
-    graph_ = std::make_shared<const ShardedGraph>(
-        lower(in.topo, a, in.initial, in.roots, in.mesh.ranks, modes_of(choice)));
+    ShardedGraph g = lower(in.topo, a, in.initial, in.roots, in.mesh.ranks, modes_of(choice));
+    g.in_bands = in_bands(choice);
+    graph_ = std::make_shared<const ShardedGraph>(std::move(g));
   }
   return *graph_;
 }
@@ -232,8 +233,10 @@ Plan evaluate(const std::vector<NodeRef>& topo, const std::vector<Shard>& initia
   Plan p;
   p.evaluations = 1;
   for (size_t i = 0; i < ops.size(); ++i) p.choice[ops[i]->id] = choice[i];
-  p.set_graph(
-      lower(topo, assignment_of(ops, p.choice, m.ranks), initial, roots, m.ranks, modes_of(p.choice)));
+  ShardedGraph g =
+      lower(topo, assignment_of(ops, p.choice, m.ranks), initial, roots, m.ranks, modes_of(p.choice));
+  g.in_bands = in_bands(p.choice);
+  p.set_graph(std::move(g));
   p.cost = cost_of(p.graph(), m);
   return p;
 }

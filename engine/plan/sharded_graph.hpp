@@ -112,6 +112,11 @@ struct ShardedGraph {
   // -1: the whole plan. r: rank r's part of it (plan::lower_rank, restrict_to_rank), whose
   // other ranks' steps are not listed: each rank of a distributed run holds only its own.
   Rank part_of = -1;
+  // An out-of-core plan (some Candidate::bands > 1, plan/bands.hpp): each rank runs its program
+  // in order (RankProgram::advance), as peak_memory(g, true) counts its memory. Running ahead of
+  // a step that waits (a halo's exchange) would run every later band while nothing before the
+  // waiting step can be freed.
+  bool in_bands = false;
 
   explicit ShardedGraph(int ranks = 1);
 

@@ -91,8 +91,11 @@ bool RankProgram::advance() {
   bool ran = false;
   try {
     const std::vector<Step>& st = steps();
-    // Device peers post their transfers in plan order: the program runs in order then.
-    const bool in_order = peers_ != nullptr;
+    // Device peers post their transfers in plan order: the program runs in order then. So does
+    // an out-of-core plan, whose memory is counted in program order: a step run ahead of one
+    // that waits is freed only once that one has run (under mpirun -n 2 each rank ran every
+    // band of a heat step ahead of the halo's exchange, holding them all).
+    const bool in_order = peers_ != nullptr || g_.in_bands;
     for (size_t i = pc_; i < st.size() && i < pc_ + kLookahead; ++i) {
       if (ran_[i]) continue;
       if (!ready(i)) {

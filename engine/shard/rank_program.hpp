@@ -97,7 +97,8 @@ class RankProgram {
   // at most kLookahead ahead of it (memory: what runs early is freed only once every step
   // before its last reader has run). Whether any step ran. Checks the cancel flag before
   // every step (throws Cancelled). With device peers the steps run in program order (NCCL's
-  // transfers are matched in order).
+  // transfers are matched in order), and so do those of an out-of-core plan
+  // (ShardedGraph::in_bands: its memory is counted in program order).
   bool advance();
   static constexpr size_t kLookahead = 1024;
   // Every transfer goes from device to device through `peers` (requires a device); call

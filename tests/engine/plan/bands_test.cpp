@@ -6,6 +6,7 @@
 #include "engine/plan/cost.hpp"
 #include "engine/plan/fuse.hpp"
 #include "engine/plan/lower.hpp"
+#include "engine/plan/lower_rank.hpp"
 #include "engine/plan/memory_limit.hpp"
 #include "engine/plan/peak_memory.hpp"
 #include "engine/plan/planner.hpp"
@@ -154,5 +155,37 @@ TEST_CASE("engine.plan.bands.on_several_ranks") {
     int blocks = 0;
     for (const Step& st : g.steps[static_cast<size_t>(r)]) blocks += st.kind == Step::Kind::Run;
     CHECK(blocks == 8);  // 4 bands of each op
+  }
+}
+
+// An out-of-core plan runs each rank's program in order (ShardedGraph::in_bands, read by
+// RankProgram::advance): the flag comes with the whole plan, with each rank's part restricted
+// from it, and with each part lowered from the choices alone (what an MPI rank runs), and an
+// unbanded plan has it off. (Under mpirun -n 2, running ahead of the halo's exchange held every
+// band: mpi.np2.spill.bands.)
+TEST_CASE("engine.plan.bands.banded_plans_run_in_program_order") {
+  const int64_t n = 128;
+  Heat h(n);
+  const std::vector<Shard> u_rows{{h.u->id, Box({0, 0}, {n / 2 - 1, n - 1}), 0},
+                                  {h.u->id, Box({n / 2, 0}, {n - 1, n - 1}), 1}};
+  const StoredShards where = [&](uint64_t id) { return id == h.u->id ? &u_rows : nullptr; };
+  Mesh m = Mesh::this_machine(2);
+  m.spill = true;
+  PlannerState planner;
+  m.mem_bytes_per_rank = 4.0 * grid_bytes(n);
+  const PlannedGraph whole = plan_observation(planner, {h.y}, m, {}, true, where);
+  REQUIRE(whole.bands == 1);
+  CHECK_FALSE(whole.plan.graph().in_bands);
+  CHECK_FALSE(in_bands(whole.plan.choice));
+  m.mem_bytes_per_rank = 0.75 * grid_bytes(n);  // below a rank's half of the input and output
+  const PlannedGraph pg = plan_observation(planner, {h.y}, m, {}, true, where);
+  REQUIRE(pg.bands >= 2);
+  CHECK(in_bands(pg.plan.choice));
+  CHECK(pg.plan.graph().in_bands);
+  for (Rank r = 0; r < 2; ++r) {
+    CHECK(rank_part(pg, r).in_bands);
+    CHECK(restrict_to_rank(pg.plan.graph(), r).in_bands);
+    CHECK(lower_choice(lowering_input(pg), pg.plan.choice, r).in_bands);
+    CHECK_FALSE(lower_choice(lowering_input(whole), whole.plan.choice, r).in_bands);
   }
 }
