@@ -287,7 +287,7 @@ class Head {
     struct Capture {
       bool on;
       std::vector<trace::Event> events;
-      explicit Capture(bool on) : on(on) {
+      explicit Capture(bool tracing) : on(tracing) {
         if (on) trace::begin_capture();
       }
       ~Capture() { take(); }
