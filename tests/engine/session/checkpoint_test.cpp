@@ -68,9 +68,9 @@ void fill(Environment& e) {
 
 TEST_CASE("engine.io.manifest.json_round_trip") {
   Manifest m;
-  m.tensors.push_back({"w", "w.npy", DType::F32, {3, 4}, 48});
-  m.tensors.push_back({"s", "s.npy", DType::Bool, {}, 1});
-  m.tensors.push_back({"q\"\\\n\x01", "q.npy", DType::I64, {1, 1, 1}, 8});  // escaped on the way out
+  m.tensors.push_back({"w", "w.npy", DType::F32, {3, 4}, 48, {}});
+  m.tensors.push_back({"s", "s.npy", DType::Bool, {}, 1, {}});
+  m.tensors.push_back({"q\"\\\n\x01", "q.npy", DType::I64, {1, 1, 1}, 8, {}});  // escaped on the way out
   const std::string text = manifest_json(m);
   CHECK(text.find("\"format\": \"tapestry-env\"") != std::string::npos);
   CHECK(text.find("\"q\\\"\\\\\\n\\u0001\"") != std::string::npos);
@@ -82,7 +82,7 @@ TEST_CASE("engine.io.manifest.json_round_trip") {
                    "name":"x","extra":{"a":[1,true,null]}} ], "version":1, "format":"tapestry-env",
                    "note": "caf\u00e9" })");
   REQUIRE(other.tensors.size() == 1);
-  CHECK(other.tensors[0] == ManifestEntry{"x", "x.npy", DType::I32, {2}, 8});
+  CHECK(other.tensors[0] == ManifestEntry{"x", "x.npy", DType::I32, {2}, 8, {}});
 }
 
 // Declared properties (docs/properties.md) round-trip with 1-based dims; none: no key.
@@ -94,7 +94,7 @@ TEST_CASE("engine.io.manifest.properties_round_trip") {
   p.nonzero = std::vector<bool>(2 * 2 * 3 * 3, true);
   p.nonzero[5] = false;
   m.tensors.push_back({"a", "a.npy", DType::C64, {4, 4, 3, 3}, 1152, p});
-  m.tensors.push_back({"w", "w.npy", DType::F32, {3, 4}, 48});
+  m.tensors.push_back({"w", "w.npy", DType::F32, {3, 4}, 48, {}});
   const std::string text = manifest_json(m);
   CHECK(text.find("\"kind\": \"hermitian\"") != std::string::npos);
   CHECK(text.find("\"properties\"") == text.rfind("\"properties\""));  // only a's
@@ -127,8 +127,8 @@ TEST_CASE("engine.io.manifest.old_files_load") {
       "  {\"name\": \"s\", \"file\": \"s.npy\", \"dtype\": \"bool\", \"shape\": [], \"bytes\": 1}]}\n";
   const Manifest m = parse_manifest("m.json", text);
   REQUIRE(m.tensors.size() == 2);
-  CHECK(m.tensors[0] == ManifestEntry{"w", "w.npy", DType::F32, {3, 4}, 48});
-  CHECK(m.tensors[1] == ManifestEntry{"s", "s.npy", DType::Bool, {}, 1});
+  CHECK(m.tensors[0] == ManifestEntry{"w", "w.npy", DType::F32, {3, 4}, 48, {}});
+  CHECK(m.tensors[1] == ManifestEntry{"s", "s.npy", DType::Bool, {}, 1, {}});
   CHECK(
       parse_manifest("m.json", R"({"format": "tapestry-env", "version": 1, "tensors": []})").tensors.empty());
 }
@@ -295,7 +295,7 @@ TEST_CASE("engine.session.checkpoint.hostile_manifest_entries") {
   Environment& f = sf.env();
   auto with = [&](const std::string& name, const std::string& file) {
     Manifest m;
-    m.tensors.push_back({name, file, DType::F32, {1}, 4});
+    m.tensors.push_back({name, file, DType::F32, {1}, 4, {}});
     write_manifest(d.path("manifest.json"), m);
     return error_of([&] { load_env(sf, d.dir()); });
   };
@@ -304,8 +304,8 @@ TEST_CASE("engine.session.checkpoint.hostile_manifest_entries") {
   CHECK(with("x", "..").find("not a plain file name") != std::string::npos);
   CHECK(with("1x", "x.npy").find("not a valid tensor name") != std::string::npos);
   Manifest m;
-  m.tensors.push_back({"x", "x.npy", DType::F32, {1}, 4});
-  m.tensors.push_back({"x", "y.npy", DType::F32, {1}, 4});
+  m.tensors.push_back({"x", "x.npy", DType::F32, {1}, 4, {}});
+  m.tensors.push_back({"x", "y.npy", DType::F32, {1}, 4, {}});
   write_manifest(d.path("manifest.json"), m);
   CHECK(error_of([&] { load_env(sf, d.dir()); }).find("listed twice") != std::string::npos);
   CHECK(f.names().empty());
