@@ -252,14 +252,18 @@ std::vector<std::string> checkpoint(Session& s, const std::string& given) {
   user_check(!dir.empty(),
              "no checkpoint directory: give one (tp.checkpoint(dir)) or start with --checkpoint-dir DIR");
   CheckpointRecord& rec = s.last_checkpoint();
-  rec.writing = true;
+  // Set while the files are written, cleared however save_env ends (an error leaves the last
+  // record as it was).
+  struct Writing {
+    bool& flag;
+    explicit Writing(bool& f) : flag(f) { flag = true; }
+    ~Writing() { flag = false; }
+  };
   std::vector<SavedFile> saved;
   std::vector<std::string> names;
-  try {
+  {
+    const Writing writing(rec.writing);
     names = save_env(s, dir, &saved);
-  } catch (...) {  // the flag only, then the same exception goes on (no Lua runs here)
-    rec.writing = false;
-    throw;
   }
   rec = CheckpointRecord{dir, now_s(), {}, false};
   for (const SavedFile& f : saved) rec.files[f.node] = f.path;
