@@ -1,10 +1,11 @@
 // run_fft on the device: cuFFT, as kernels/cpu/fft.cpp does with FFTW (c2c either way, r2c,
 // c2r; unnormalized; c64 in single precision, c128 in double). Host C++ (g++): cuFFT is a host
 // API, so this needs no nvcc.
-// cuFFT takes one batch stride per plan, so the input is first copied contiguous (it may be a
-// strided view, and a c2r transform overwrites its input), and the lines of the contiguous
-// blocks are cut into calls by kernels/fft_layout.hpp (tested on the CPU). Plans are cached per
-// thread (a plan is bound to the stream it runs on): a block of the same layout reuses one.
+// The input is first copied with the transformed dim last and contiguous (it may be a strided
+// view, and a c2r transform overwrites it), so each block is one batched call whose layout comes
+// from kernels/fft_layout.hpp (tested on the CPU); a result along another dim is copied back into
+// place. Plans are cached per thread (a plan is bound to the stream it runs on): a block of the
+// same layout reuses one.
 #include <cufft.h>
 
 #include <map>
@@ -70,22 +71,48 @@ bool fft_supported(DType in, DType out) {
   return (single || dbl) && (is_complex(in) || is_complex(out));
 }
 
+namespace {
+
+// v with dim moved last (a view: no copy).
+DView dim_last(const DView& v, int dim) {
+  DView p = v;
+  p.shape.erase(p.shape.begin() + dim);
+  p.strides.erase(p.strides.begin() + dim);
+  p.shape.push_back(v.shape[static_cast<size_t>(dim)]);
+  p.strides.push_back(v.strides[static_cast<size_t>(dim)]);
+  return p;
+}
+
+}  // namespace
+
 void run_fft(const DView& in, const DView& out, int dim, bool inverse) {
   internal_check(fft_supported(in.dtype, out.dtype) && out.is_contiguous());
-  const FftLayout l = fft_layout(in.shape, out.shape, dim);
-  for (int64_t v : {l.n, l.stride, l.batch, l.in_dist * l.batch, l.out_dist * l.batch})
+  // The lines go contiguous, one after another, in a scratch copy with dim last: then every call
+  // starts at the buffer's start. cuFFT refuses a real array that starts between two complex
+  // elements (CUFFT_INVALID_VALUE, seen on an H200 for c2r along a middle dim), and contiguous
+  // lines are its fastest layout; c2r also overwrites its input, so the copy is needed anyway.
+  const int last = in.rank() - 1;
+  const DView in_p = dim_last(in, dim), out_p = dim_last(out, dim);
+  const FftLayout l = fft_layout(in_p.shape, out_p.shape, last);
+  internal_check(l.calls == 1 && l.stride == 1);
+  for (int64_t v : {l.n, l.batch, l.in_dist * l.batch, l.out_dist * l.batch})
     user_check(v < (int64_t{1} << 31), "fft: a block with more than 2^31 elements along a dim or batch");
-  // A contiguous copy: cuFFT's layout has one batch stride, and c2r overwrites its input.
   DeviceBuffer scratch(static_cast<size_t>(in.numel()) * dtype_size(in.dtype));
-  const DView x = dview(scratch.get(), in.dtype, in.shape);
-  copy_view(in, x);
+  const DView x = dview(scratch.get(), in.dtype, in_p.shape);
+  copy_view(in_p, x);
+  DeviceBuffer result;  // the lines' results, when out's layout is not theirs
+  DView y = out;
+  if (dim != last) {
+    result = DeviceBuffer(static_cast<size_t>(out.numel()) * dtype_size(out.dtype));
+    y = dview(result.get(), out.dtype, out_p.shape);
+  }
   const cufftType type = type_of(in.dtype, out.dtype);
   const cufftHandle h = plan_for(l, type);
   const int dir = inverse ? CUFFT_INVERSE : CUFFT_FORWARD;
   const size_t isz = dtype_size(in.dtype), osz = dtype_size(out.dtype);
   for (int64_t c = 0; c < l.calls; ++c) {
     void* i = x.byte_ptr() + c * l.in_step * static_cast<int64_t>(isz);
-    void* o = out.byte_ptr() + c * l.out_step * static_cast<int64_t>(osz);
+    void* o = y.byte_ptr() + c * l.out_step * static_cast<int64_t>(osz);
     switch (type) {
       case CUFFT_C2C:
         check_fft(cufftExecC2C(h, static_cast<cufftComplex*>(i), static_cast<cufftComplex*>(o), dir), "C2C");
@@ -110,6 +137,8 @@ void run_fft(const DView& in, const DView& out, int dim, bool inverse) {
                   "Z2D");
     }
   }
+  if (dim != last) copy_view(y, out_p);
+  synchronize();  // the scratch buffers are freed on return
 }
 
 }  // namespace tapestry::cuda

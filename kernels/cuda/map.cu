@@ -7,6 +7,9 @@
 // travels as a kernel parameter (no copy, constant-cache broadcast to every thread).
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "engine/ir/error.hpp"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cuda_backend.hpp"
@@ -80,13 +83,15 @@ template <class F> __device__ Slot with_type(DType t, F&& f) {
 struct Instr {
   Op op;
   DType out, in;
-  int8_t a, b, c;
+  int8_t a, b, c;  // the registers of the operands
+  int8_t dst;      // the register of the result
   double real;
   int64_t integer;
 };
 struct Prog {
   int nleaves, ninstrs;
   bool flat;  // every operand contiguous: offsets are the flat index
+  int8_t leaf_reg[kMaxLeaves];
   DType leaf_dtype[kMaxLeaves];
   const char* leaf[kMaxLeaves];
   DType out_dtype;
@@ -163,9 +168,12 @@ __device__ Slot eval(const Instr& ins, const Slot* r) {
   return with_type(ins.in, [&](auto e) { return apply<decltype(e)>(ins, r); });
 }
 
-__global__ void map_kernel(const Prog p, int64_t n) {
+// R registers a thread: the register file is indexed at run time, so it lives in local memory,
+// and its size decides whether that stays in L1/L2 (8 registers, 128 bytes) or spills to HBM
+// (kMaxRegs, 896 bytes: W2 ran at 14% of HBM bandwidth on an H200 so).
+template <int R> __global__ void map_kernel(const Prog p, int64_t n) {
   TP_GRID_LOOP(i, n) {
-    Slot r[kMaxRegs];
+    Slot r[R];
     int64_t idx[kMaxDims];
     if (!p.flat) {  // the multi-index once, then a dot product per operand
       int64_t q = i;
@@ -180,13 +188,61 @@ __global__ void map_kernel(const Prog p, int64_t n) {
       for (int d = 0; d < p.idx.nd; ++d) o += idx[d] * p.idx.s[k][d];
       return o;
     };
-    for (int l = 0; l < p.nleaves; ++l) r[l] = load(p.leaf[l], p.leaf_dtype[l], off(l));
-    for (int j = 0; j < p.ninstrs; ++j) r[p.nleaves + j] = eval(p.ins[j], r);
-    store(p.out, p.out_dtype, off(kMaxLeaves), r[p.nleaves + p.ninstrs - 1]);
+    for (int l = 0; l < p.nleaves; ++l) r[p.leaf_reg[l]] = load(p.leaf[l], p.leaf_dtype[l], off(l));
+    for (int j = 0; j < p.ninstrs; ++j) r[p.ins[j].dst] = eval(p.ins[j], r);
+    store(p.out, p.out_dtype, off(kMaxLeaves), r[p.ins[p.ninstrs - 1].dst]);
   }
 }
 
 bool is_map_op(Op op) { return op_def(op).kind == OpKind::Map || op == Op::Full; }
+
+constexpr int kSmallRegs = 8;
+
+// Gives the program's values (leaves, then one per instruction) registers that are reused once
+// a value's last reader ran (an instruction reads its operands before its result is written).
+// Returns the registers used; the program is left as it was when more than kSmallRegs are needed.
+int allocate_registers(Prog& p, const std::vector<MapInstr>& instrs) {
+  const int nv = p.nleaves + p.ninstrs;
+  std::vector<int> last(static_cast<size_t>(nv), -1);
+  for (int j = 0; j < p.ninstrs; ++j)
+    for (int v : {instrs[j].a, instrs[j].b, instrs[j].c})
+      if (v >= 0) last[static_cast<size_t>(v)] = j;
+  last[static_cast<size_t>(nv - 1)] = p.ninstrs;  // the result: stored after the last instruction
+  std::vector<int> reg(static_cast<size_t>(nv), -1);
+  bool used[kSmallRegs] = {};
+  int most = 0;
+  auto take = [&](int v) {
+    for (int k = 0; k < kSmallRegs; ++k)
+      if (!used[k]) {
+        used[k] = true;
+        reg[static_cast<size_t>(v)] = k;
+        most = std::max(most, k + 1);
+        return true;
+      }
+    return false;
+  };
+  for (int l = 0; l < p.nleaves; ++l)
+    if (!take(l)) return kMaxRegs;
+  for (int l = 0; l < p.nleaves; ++l)
+    if (last[static_cast<size_t>(l)] < 0) used[reg[static_cast<size_t>(l)]] = false;  // read by no one
+  for (int j = 0; j < p.ninstrs; ++j) {
+    for (int v : {instrs[j].a, instrs[j].b, instrs[j].c})
+      if (v >= 0 && last[static_cast<size_t>(v)] == j) used[reg[static_cast<size_t>(v)]] = false;
+    const int v = p.nleaves + j;
+    if (!take(v)) return kMaxRegs;
+    if (last[static_cast<size_t>(v)] < 0) used[reg[static_cast<size_t>(v)]] = false;  // a dead value
+  }
+  for (int l = 0; l < p.nleaves; ++l) p.leaf_reg[l] = static_cast<int8_t>(reg[static_cast<size_t>(l)]);
+  for (int j = 0; j < p.ninstrs; ++j) {
+    Instr& ins = p.ins[j];
+    const MapInstr& m = instrs[j];
+    ins.a = static_cast<int8_t>(m.a < 0 ? 0 : reg[static_cast<size_t>(m.a)]);
+    ins.b = static_cast<int8_t>(m.b < 0 ? 0 : reg[static_cast<size_t>(m.b)]);
+    ins.c = static_cast<int8_t>(m.c < 0 ? 0 : reg[static_cast<size_t>(m.c)]);
+    ins.dst = static_cast<int8_t>(reg[static_cast<size_t>(p.nleaves + j)]);
+  }
+  return most;
+}
 
 }  // namespace
 
@@ -221,13 +277,17 @@ void run_map(const MapProgram& mp, const DView& out) {
                      int8_t(m.a < 0 ? 0 : m.a),
                      int8_t(m.b < 0 ? 0 : m.b),
                      int8_t(m.c < 0 ? 0 : m.c),
+                     int8_t(p.nleaves + j),
                      m.real,
                      m.integer};
   }
+  for (int l = 0; l < p.nleaves; ++l) p.leaf_reg[l] = static_cast<int8_t>(l);
   internal_check(mp.instrs.back().out == out.dtype);
   p.idx = make_strided<kMaxLeaves + 1>(out.shape, strides);
   p.flat = p.idx.nd == 1;
-  map_kernel<<<blocks_for(n), kThreads, 0, context().s()>>>(p, n);
+  if (allocate_registers(p, mp.instrs) <= kSmallRegs)
+    map_kernel<kSmallRegs><<<blocks_for(n), kThreads, 0, context().s()>>>(p, n);
+  else map_kernel<kMaxRegs><<<blocks_for(n), kThreads, 0, context().s()>>>(p, n);
   check_launch("map kernel");
 }
 

@@ -1,9 +1,11 @@
 // run_reduce (Sum Prod Max Min All Any over any dims) and run_argreduce on the device.
 //   cuda::run_reduce(Op::Sum, xv, {0, 2}, outv);     // floats accumulate in f64, ints in i64
 //   cuda::run_argreduce(Op::ArgMax, xv, 1, outv);    // 1-based i64 indices, as the CPU
-// Two shapes of launch: one thread per output when each output folds few elements or there are
-// many outputs (the kept dims are then usually the dense ones, so loads coalesce), else one
-// block per output whose threads fold strided slices and then combine in shared memory. The
+// Three shapes of launch: one thread per output when each output folds few elements or there
+// are many outputs (the kept dims are then usually the dense ones, so loads coalesce); chunks of
+// long folds, one block each, then a join, when there are too few outputs to fill the GPU (a
+// whole-tensor sum ran on one block, 0.1% of HBM bandwidth, on an H200); else one block per
+// output whose threads fold strided slices and then combine in shared memory. The
 // monoids are the CPU's (kernels/monoid.hpp: NaN propagates through max exactly as there); f32
 // sums accumulate in f64, so the GPU's different summation order moves results by ~1 ulp of f32.
 #include <cuda_runtime.h>
@@ -49,6 +51,8 @@ struct Geometry {
   Strided<2> kept;
   Strided<1> red;
   int64_t M, K;
+  bool red_unit;  // the fold positions are one contiguous run: offset k is k (no div/mod)
+  __device__ int64_t red_offset(int64_t k) const { return red_unit ? k : red.offset(k, 0); }
 };
 
 // The output dtype is a runtime switch, not a template parameter: 5x fewer kernels to compile.
@@ -73,33 +77,80 @@ __global__ void thread_per_output(const T* in, void* out, DType ot, const Geomet
   TP_GRID_LOOP(m, g.M) {
     const T* base = in + g.kept.offset(m, 0);
     typename R::A acc = R::init();
-    for (int64_t k = 0; k < g.K; ++k) acc = R::step(acc, base[g.red.offset(k, 0)], k);
+    for (int64_t k = 0; k < g.K; ++k) acc = R::step(acc, base[g.red_offset(k)], k);
     write<R, T>(out, ot, g.kept.offset(m, 1), acc);
   }
+}
+
+// The block's accumulators joined by a fixed tree (so the result is reproducible); thread 0
+// gets the total.
+template <class R> __device__ typename R::A block_join(typename R::A acc) {
+  __shared__ typename R::A part[kThreads];
+  part[threadIdx.x] = acc;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) part[threadIdx.x] = R::join(part[threadIdx.x], part[threadIdx.x + w]);
+    __syncthreads();
+  }
+  const typename R::A total = part[0];
+  __syncthreads();  // part is reused by the block's next output
+  return total;
 }
 
 template <class R, class T>
 __global__ void block_per_output(const T* in, void* out, DType ot, const Geometry g) {
   using A = typename R::A;
-  __shared__ A part[kThreads];
   for (int64_t m = blockIdx.x; m < g.M; m += gridDim.x) {
     const T* base = in + g.kept.offset(m, 0);
     A acc = R::init();
-    for (int64_t k = threadIdx.x; k < g.K; k += blockDim.x) acc = R::step(acc, base[g.red.offset(k, 0)], k);
-    part[threadIdx.x] = acc;
-    __syncthreads();
-    for (int w = blockDim.x / 2; w > 0; w /= 2) {  // a fixed tree: the result is reproducible
-      if (threadIdx.x < w) part[threadIdx.x] = R::join(part[threadIdx.x], part[threadIdx.x + w]);
-      __syncthreads();
-    }
-    if (threadIdx.x == 0) write<R, T>(out, ot, g.kept.offset(m, 1), part[0]);
-    __syncthreads();
+    for (int64_t k = threadIdx.x; k < g.K; k += blockDim.x) acc = R::step(acc, base[g.red_offset(k)], k);
+    acc = block_join<R>(acc);
+    if (threadIdx.x == 0) write<R, T>(out, ot, g.kept.offset(m, 1), acc);
   }
+}
+
+// Few outputs of long folds (a whole-tensor sum): each output's fold is cut into S chunks of
+// `chunk` positions, one block a chunk, whose totals land in part[m * S + s]; a second kernel
+// joins each output's S partials in order. The cut depends on the shape alone: reproducible.
+template <class R, class T>
+__global__ void block_per_chunk(const T* in, typename R::A* part, const Geometry g, int64_t S, int64_t chunk) {
+  using A = typename R::A;
+  const int64_t m = blockIdx.x / S, c = blockIdx.x % S;
+  const T* base = in + g.kept.offset(m, 0);
+  const int64_t end = (c + 1) * chunk < g.K ? (c + 1) * chunk : g.K;
+  A acc = R::init();
+  for (int64_t k = c * chunk + threadIdx.x; k < end; k += blockDim.x) acc = R::step(acc, base[g.red_offset(k)], k);
+  acc = block_join<R>(acc);
+  if (threadIdx.x == 0) part[blockIdx.x] = acc;
+}
+template <class R, class T>
+__global__ void join_chunks(const typename R::A* part, void* out, DType ot, const Geometry g, int64_t S) {
+  using A = typename R::A;
+  const int64_t m = blockIdx.x;
+  A acc = R::init();
+  for (int64_t c = threadIdx.x; c < S; c += blockDim.x) acc = R::join(acc, part[m * S + c]);
+  acc = block_join<R>(acc);
+  if (threadIdx.x == 0) write<R, T>(out, ot, g.kept.offset(m, 1), acc);
 }
 
 template <class R, class T> void launch(const DView& in, const DView& out, const Geometry& g) {
   const T* ip = static_cast<const T*>(in.data);
   cudaStream_t s = context().s();
+  // Split the folds when the outputs alone would leave most of the GPU idle (~2048 blocks fill
+  // an H100's 132 SMs); each chunk is at least 16 positions a thread.
+  constexpr int64_t kFillBlocks = 2048, kMinChunk = 16 * kThreads;
+  if (g.M < kFillBlocks / 4 && g.K >= 2 * kMinChunk) {
+    const int64_t want = (kFillBlocks + g.M - 1) / g.M, most = g.K / kMinChunk;
+    const int64_t S = want < most ? want : most, chunk = (g.K + S - 1) / S;
+    DeviceBuffer part(static_cast<size_t>(g.M * S) * sizeof(typename R::A));
+    auto* pp = static_cast<typename R::A*>(part.get());
+    block_per_chunk<R, T><<<static_cast<int>(g.M * S), kThreads, 0, s>>>(ip, pp, g, S, chunk);
+    check_launch("reduce kernel (chunks)");
+    join_chunks<R, T><<<static_cast<int>(g.M), kThreads, 0, s>>>(pp, out.data, out.dtype, g, S);
+    check_launch("reduce kernel (join)");
+    synchronize();  // part is freed on return
+    return;
+  }
   if (g.K <= 64 || g.M >= 65536)
     thread_per_output<R, T><<<blocks_for(g.M), kThreads, 0, s>>>(ip, out.data, out.dtype, g);
   else
@@ -131,6 +182,7 @@ Geometry geometry(const DView& in, const std::vector<int>& dims, const DView& ou
   g.K = numel(rs);
   g.kept = make_strided<2>(ks, {&kin, &kout});
   g.red = make_strided<1>(rs, {&rin});
+  g.red_unit = g.red.nd == 0 || (g.red.nd == 1 && g.red.s[0][0] == 1);
   return g;
 }
 

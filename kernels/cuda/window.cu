@@ -65,6 +65,29 @@ template <class T> __global__ void correlate_kernel(const T* x, const T* k, T* o
   }
 }
 
+// The 2-D case (the common stencil) without the general kernel's divisions per tap: nested tap
+// loops in the same row-major order, so the sums are the general kernel's bit for bit.
+template <class T> __global__ void correlate2d_kernel(const T* x, const T* k, T* out, const Geo g, int64_t n) {
+  TP_GRID_LOOP(i, n) {
+    const int64_t oy = i / g.on[1], ox = i - oy * g.on[1];
+    CorrAcc<T> acc = 0;
+    for (int64_t r = 0; r < g.kn[0]; ++r) {
+      const int64_t cy = oy + r + g.org[0];
+      if (cy < 0 || cy >= g.xn[0]) continue;
+      const T* row = x + cy * g.xs[0];
+      for (int64_t s = 0; s < g.kn[1]; ++s) {
+        const int64_t cx = ox + s + g.org[1];
+        const T kv = k[r * g.ks[0] + s * g.ks[1]];
+        if (cx < 0 || cx >= g.xn[1] || kv == T(0)) continue;
+        if constexpr (std::is_floating_point_v<T>) acc = fma(row[cx * g.xs[1]], kv, acc);
+        else acc += widen<T>(row[cx * g.xs[1]]) * widen<T>(kv);
+      }
+    }
+    if constexpr (std::is_floating_point_v<T>) out[i] = acc;
+    else out[i] = narrow_to<T>(acc);
+  }
+}
+
 struct Conv {
   int64_t N, O, OH, OW, Cg, KH, KW, H, W;
   int64_t xs[4], ws[4];
@@ -193,10 +216,15 @@ void run_correlate(const DView& x, const DView& k, const std::vector<int64_t>& o
   }
   dispatch_dtype(out.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (!std::is_same_v<T, bool>)
-      correlate_kernel<T><<<blocks_for(n), kThreads, 0, context().s()>>>(
-          static_cast<const T*>(x.data), static_cast<const T*>(k.data), static_cast<T*>(out.data), g, n);
-    else internal_check(!"correlate of bool");
+    if constexpr (!std::is_same_v<T, bool>) {
+      const auto* xp = static_cast<const T*>(x.data);
+      const auto* kp = static_cast<const T*>(k.data);
+      auto* op = static_cast<T*>(out.data);
+      if (r == 2) correlate2d_kernel<T><<<blocks_for(n), kThreads, 0, context().s()>>>(xp, kp, op, g, n);
+      else correlate_kernel<T><<<blocks_for(n), kThreads, 0, context().s()>>>(xp, kp, op, g, n);
+    } else {
+      internal_check(!"correlate of bool");
+    }
   });
   check_launch("correlate kernel");
 }
