@@ -82,9 +82,7 @@ TP_HD inline float m_tanh(float x) { return ::tanhf(x); }
 #else
 inline float m_tanh(float x) { return tanh_f32(x); }  // inline and vectorized (tanh_f32.hpp)
 #endif
-// Exactly +-1 from |x| = 19.1, where the true value rounds to it: CUDA's tanh returns 1 - 1 ulp
-// there (seen on an H200), which an integer tanh would truncate to 0 where glibc's gives 1.
-TP_HD inline double m_tanh(double x) { return ::fabs(x) >= 19.1 ? ::copysign(1.0, x) : ::tanh(x); }
+TP_HD inline double m_tanh(double x) { return ::tanh(x); }
 TP_HD inline float m_erfc(float x) { return ::erfcf(x); }
 TP_HD inline double m_erfc(double x) { return ::erfc(x); }
 TP_HD inline float m_floor(float x) { return ::floorf(x); }

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "engine/device/backend.hpp"
+#include "engine/device/device_copies.hpp"
 #include "engine/device/select.hpp"
 
 namespace tapestry::device {
@@ -19,6 +20,8 @@ namespace tapestry::device {
 struct Device {
   Selection selection;
   std::unique_ptr<DeviceBackend> backend;  // null: computes on the CPU
+  // One rank's device copies of host values (with a backend): declared after it, so freed first.
+  std::unique_ptr<DeviceCopies> copies;
 };
 
 // Probes the GPUs (probe.hpp) and selects: `want` is TAPESTRY_DEVICE's value ("" for auto),

@@ -35,8 +35,8 @@ View SimDevice::view(const DeviceView& d) const {
 
 std::shared_ptr<DeviceMemory> SimDevice::allocate(size_t bytes) {
   if (static_cast<int64_t>(bytes) > capacity_ - counts_->live_bytes)
-    user_error("out of device memory allocating ", bytes, " bytes (simulated device of ", capacity_,
-               " bytes)");
+    throw OutOfDeviceMemory(cat_str("out of device memory allocating ", bytes, " bytes (simulated device of ",
+                                    capacity_, " bytes)"));
   return std::make_shared<Memory>(std::make_shared<Buffer>(bytes), counts_);
 }
 

@@ -25,6 +25,13 @@ class OutOfMemory : public Error {
   explicit OutOfMemory(const std::string& msg) : Error(msg) {}
 };
 
+// A device allocation refused: the GPU (or the simulated device) is full. A user error, but one
+// the device evaluator first answers by freeing the device copies it keeps.
+class OutOfDeviceMemory : public Error {
+ public:
+  explicit OutOfDeviceMemory(const std::string& msg) : Error(msg) {}
+};
+
 // A bug in Tapestry itself; never caused by user input.
 class InternalError : public std::runtime_error {
  public:

@@ -32,6 +32,7 @@ struct Slot {
   const Node* node = nullptr;
   DeviceView dev;  // mem == nullptr: not on the device
   View host;       // buf == nullptr: not on the host (a leaf's value is)
+  std::shared_ptr<const Value> leaf;  // a leaf's value (the key of its kept device copy)
   int uses = 0;    // input edges still to read it
   bool root = false;
   bool inlined = false;  // lives only inside its consumer's map program
@@ -41,7 +42,8 @@ struct Slot {
 
 class DeviceEvaluation {
  public:
-  DeviceEvaluation(const std::vector<NodeRef>& roots, DeviceBackend& dev) : roots_(roots), dev_(dev) {}
+  DeviceEvaluation(const std::vector<NodeRef>& roots, DeviceBackend& dev, DeviceCopies* copies)
+      : roots_(roots), dev_(dev), copies_(copies) {}
 
   void run() {
     const double t0 = now();
@@ -51,7 +53,10 @@ class DeviceEvaluation {
       topo_.push_back(n);
       Slot& s = slots_[n];
       s.node = n;
-      if (n->value) s.host = n->value->view();
+      if (n->value) {
+        s.host = n->value->view();
+        s.leaf = n->value;
+      }
       else s.is_view = is_view_op(*n);
       s.uses = g.uses[static_cast<size_t>(i)];
       s.inlined = g.inlined[static_cast<size_t>(i)] != 0;
@@ -79,6 +84,10 @@ class DeviceEvaluation {
     std::unordered_set<const Node*> seen;
     for (const NodeRef& r : roots_)
       if (!r->value && seen.insert(r.get()).second) results.push_back({r.get(), result(slot(r.get()))});
+    // A root computed on the device keeps its device value as the copy of the value it became.
+    if (copies_)
+      for (auto& [n, v] : results)
+        if (const Slot& s = slot(n); s.dev.mem) copies_->keep(v, s.dev);
     for (auto& [n, v] : results) set_value(*n, std::move(v));
     stats().time_run += now() - t1;
   }
@@ -103,11 +112,14 @@ class DeviceEvaluation {
     if (s.dev.mem) return s.dev;
     if (s.is_view) {
       s.dev = view_node(dev_, *s.node, device(slot(s.node->inputs[0].get())));
+    } else if (auto kept = copies_ && s.leaf ? copies_->find(s.leaf) : std::nullopt) {
+      s.dev = std::move(*kept);
     } else {
       internal_check(s.host.buf != nullptr);
       s.dev = device_alloc(dev_, s.host.dtype, s.host.shape);
       dev_.upload(s.host, s.dev);
       stats().bytes_to_device += bytes_of(s.host);
+      if (copies_ && s.leaf) copies_->keep(s.leaf, s.dev);
     }
     return s.dev;
   }
@@ -313,6 +325,7 @@ class DeviceEvaluation {
 
   std::vector<NodeRef> roots_;
   DeviceBackend& dev_;
+  DeviceCopies* copies_;
   HostBackend cpu_;
   std::vector<const Node*> topo_;
   std::unordered_map<const Node*, Slot> slots_;
@@ -320,12 +333,20 @@ class DeviceEvaluation {
 
 }  // namespace
 
-void evaluate_on_device(const std::vector<NodeRef>& roots, DeviceBackend& dev) {
+void evaluate_on_device(const std::vector<NodeRef>& roots, DeviceBackend& dev, DeviceCopies* copies) {
   ++stats().observations;
   bool all_done = true;
   for (const NodeRef& r : roots) all_done = all_done && r->value;
   if (all_done) return;
-  DeviceEvaluation(roots, dev).run();
+  if (copies) copies->sweep();
+  try {
+    DeviceEvaluation(roots, dev, copies).run();
+  } catch (const OutOfDeviceMemory&) {
+    // The kept copies may be what fills the device: without them the observation may fit.
+    if (!copies || copies->size() == 0) throw;
+    copies->clear();
+    DeviceEvaluation(roots, dev, copies).run();
+  }
 }
 
 }  // namespace tapestry

@@ -11,6 +11,9 @@
 //   evaluate() (chunked map-reduce, one-pass variance, banded stencils) are not done here: a
 //   map feeding a reduction is its own kernel, so sums may differ from evaluate()'s in the
 //   last bits where the CPU used those passes.
+// - With `copies`, leaves kept there from earlier observations are not uploaded again, and the
+//   roots' device values are kept as their values' copies (engine/device/device_copies.hpp).
+//   When the device runs out of memory the copies are freed and the observation runs again.
 // Throws as evaluate() does (Error, Cancelled); on any throw no root is changed and every
 // device buffer is freed.
 #pragma once
@@ -18,10 +21,11 @@
 #include <vector>
 
 #include "engine/device/backend.hpp"
+#include "engine/device/device_copies.hpp"
 #include "engine/ir/node.hpp"
 
 namespace tapestry {
 
-void evaluate_on_device(const std::vector<NodeRef>& roots, DeviceBackend& dev);
+void evaluate_on_device(const std::vector<NodeRef>& roots, DeviceBackend& dev, DeviceCopies* copies = nullptr);
 
 }  // namespace tapestry

@@ -300,7 +300,7 @@ void observe_values_once(Session& s, const std::vector<NodeRef>& given) {
     // (plan/reassociate.hpp); the values go to the roots as given.
     const plan::Reassociated r = plan::reassociate(roots, {}, mesh, {}, {}, /*explain=*/false);
     const Spill::Pin pin(s.spill(), r.roots);  // what it reads is not spilled while it runs
-    if (DeviceBackend* dev = s.device()) evaluate_on_device(r.roots, *dev);
+    if (DeviceBackend* dev = s.device()) evaluate_on_device(r.roots, *dev, s.device_copies());
     else evaluate(r.roots);
     for (size_t i = 0; i < roots.size(); ++i)
       if (r.roots[i] != roots[i] && !roots[i]->value) set_value(*roots[i], r.roots[i]->value);

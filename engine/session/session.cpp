@@ -142,6 +142,11 @@ DeviceBackend* Session::device() {
   return device_->backend.get();
 }
 
+DeviceCopies* Session::device_copies() {
+  device_selection();
+  return device_->copies.get();
+}
+
 bool Session::device_peers_wanted() {
   const DeviceBackend* dev = device();
   return config_.device_peers && dev && dev->can_join_peers();

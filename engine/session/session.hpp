@@ -74,6 +74,8 @@ class Session {
   // avoids. device() is its backend, or nullptr when the session computes on the CPU.
   const device::Selection& device_selection();
   DeviceBackend* device();
+  // The device copies of host values kept between observations (with a device; else nullptr).
+  DeviceCopies* device_copies();
   // The device can join device peers and TAPESTRY_DEVICE_PEERS=0 does not turn them off.
   bool device_peers_wanted();
 

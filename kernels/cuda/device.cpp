@@ -92,7 +92,7 @@ DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
   try {
     p_ = allocator().allocate(bytes ? bytes : 1);
   } catch (const std::bad_alloc&) {
-    user_error("out of device memory allocating ", bytes, " bytes");
+    throw OutOfDeviceMemory(cat_str("out of device memory allocating ", bytes, " bytes"));
   }
 }
 DeviceBuffer::~DeviceBuffer() {

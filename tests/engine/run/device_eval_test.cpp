@@ -282,3 +282,62 @@ TEST_CASE("engine.run.device_eval.host_views_are_not_device_memory") {
   auto v = Value::alloc(DType::F32, {4});
   CHECK_THROWS_AS(sim.view(HostBackend::wrap(v->view())), InternalError);
 }
+
+TEST_CASE("engine.run.device_eval.kept_copies_are_not_uploaded_again") {
+  SimDevice sim;
+  DeviceCopies copies(uint64_t{1} << 30);
+  NodeRef w = data({32, 32}, DType::F32, 40), x = data({32, 32}, DType::F32, 41);
+  NodeRef y = build::binary(Op::Add, build::matmul(x, w), num(1));
+  evaluate_on_device({y}, sim, &copies);
+  CHECK(sim.counts().uploads == 2);  // x and w, now kept
+  CHECK(copies.size() == 3);         // x, w and y's device value
+  // A new expression over the same leaves and the last result: nothing crosses to the device.
+  NodeRef z = build::binary(Op::Mul, build::matmul(y, w), x);
+  evaluate_on_device({z}, sim, &copies);
+  CHECK(sim.counts().uploads == 2);
+  const std::vector<double> dev = values(*z->value);
+  set_value(*z, nullptr);
+  evaluate({z});
+  CHECK(same(dev, values(*z->value), 0));
+  // A value that died drops its copy: the device memory goes back.
+  const int64_t live = sim.counts().live_bytes;
+  set_value(*z, nullptr);
+  z = nullptr;
+  copies.sweep();  // as every observation does first
+  CHECK(sim.counts().live_bytes < live);
+  CHECK(copies.size() == 3);
+  copies.clear();
+  CHECK(sim.counts().live_bytes == 0);
+}
+
+TEST_CASE("engine.run.device_eval.kept_copies_stay_within_their_budget") {
+  SimDevice sim;
+  NodeRef a = data({64}, DType::F64, 42), b = data({64}, DType::F64, 43), c = data({64}, DType::F64, 44);
+  DeviceCopies copies(2 * bytes_of(a));  // room for two of them
+  for (const NodeRef& x : {a, b, c}) evaluate_on_device({build::unary(Op::Exp, x)}, sim, &copies);
+  CHECK(copies.bytes() <= 2 * bytes_of(a));
+  // The least recently used went first: c and exp(c) are kept, a's copy is gone.
+  const int64_t uploads = sim.counts().uploads;
+  evaluate_on_device({build::unary(Op::Sin, c)}, sim, &copies);
+  CHECK(sim.counts().uploads == uploads);
+  evaluate_on_device({build::unary(Op::Sin, a)}, sim, &copies);
+  CHECK(sim.counts().uploads == uploads + 1);
+}
+
+TEST_CASE("engine.run.device_eval.a_full_device_frees_the_kept_copies_and_runs_again") {
+  NodeRef a = data({256}, DType::F64, 45), b = data({256}, DType::F64, 46);
+  SimDevice sim(MapLimits{}, 3 * bytes_of(a));
+  DeviceCopies copies(uint64_t{1} << 30);
+  NodeRef ea = build::unary(Op::Exp, a);
+  evaluate_on_device({ea}, sim, &copies);  // a and exp(a) kept: 2 of the device's 3 slots
+  CHECK(copies.size() == 2);
+  // One fused program: b uploaded fills the device, its output fits only once the copies went.
+  NodeRef y = build::binary(Op::Add, build::unary(Op::Sin, b), build::unary(Op::Cos, b));
+  evaluate_on_device({y}, sim, &copies);
+  CHECK(copies.size() == 2);  // b and y, kept by the second run
+  REQUIRE(y->value != nullptr);
+  const std::vector<double> dev = values(*y->value);
+  set_value(*y, nullptr);
+  evaluate({y});
+  CHECK(same(dev, values(*y->value), 1e-12));
+}
