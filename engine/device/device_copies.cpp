@@ -47,8 +47,9 @@ void DeviceCopies::sweep() {
 void DeviceCopies::fit(uint64_t more) {
   sweep();
   while (bytes_ + more > budget_ && !entries_.empty()) {
-    auto oldest = std::min_element(entries_.begin(), entries_.end(),
-                                   [](const auto& a, const auto& b) { return a.second.used < b.second.used; });
+    auto oldest = std::min_element(entries_.begin(), entries_.end(), [](const auto& a, const auto& b) {
+      return a.second.used < b.second.used;
+    });
     drop(oldest);
   }
 }

@@ -74,7 +74,8 @@ Device open_device(const std::string& want, int local_rank) {
   d.backend = attach_backend(d.selection, want == "cuda" || want == "gpu");
   // Up to half the device's memory for kept copies (1 GiB where it is not known: the simulation).
   const double mem = d.selection.info.mem_bytes;
-  if (d.backend) d.copies = std::make_unique<DeviceCopies>(mem > 0 ? static_cast<uint64_t>(mem / 2) : uint64_t{1} << 30);
+  if (d.backend)
+    d.copies = std::make_unique<DeviceCopies>(mem > 0 ? static_cast<uint64_t>(mem / 2) : uint64_t{1} << 30);
   return d;
 }
 

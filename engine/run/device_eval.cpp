@@ -30,10 +30,10 @@ double now() {
 // One node of the observation and where its value is: on the device, on the host, or both.
 struct Slot {
   const Node* node = nullptr;
-  DeviceView dev;  // mem == nullptr: not on the device
-  View host;       // buf == nullptr: not on the host (a leaf's value is)
+  DeviceView dev;                     // mem == nullptr: not on the device
+  View host;                          // buf == nullptr: not on the host (a leaf's value is)
   std::shared_ptr<const Value> leaf;  // a leaf's value (the key of its kept device copy)
-  int uses = 0;    // input edges still to read it
+  int uses = 0;                       // input edges still to read it
   bool root = false;
   bool inlined = false;  // lives only inside its consumer's map program
   bool is_view = false;  // a View op: made from its input's data when first read
@@ -56,8 +56,7 @@ class DeviceEvaluation {
       if (n->value) {
         s.host = n->value->view();
         s.leaf = n->value;
-      }
-      else s.is_view = is_view_op(*n);
+      } else s.is_view = is_view_op(*n);
       s.uses = g.uses[static_cast<size_t>(i)];
       s.inlined = g.inlined[static_cast<size_t>(i)] != 0;
       s.program = !n->value && !s.inlined && op_kind(n->op) == OpKind::Map;

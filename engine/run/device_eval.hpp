@@ -26,6 +26,7 @@
 
 namespace tapestry {
 
-void evaluate_on_device(const std::vector<NodeRef>& roots, DeviceBackend& dev, DeviceCopies* copies = nullptr);
+void evaluate_on_device(const std::vector<NodeRef>& roots, DeviceBackend& dev,
+                        DeviceCopies* copies = nullptr);
 
 }  // namespace tapestry

@@ -113,13 +113,15 @@ __global__ void block_per_output(const T* in, void* out, DType ot, const Geometr
 // `chunk` positions, one block a chunk, whose totals land in part[m * S + s]; a second kernel
 // joins each output's S partials in order. The cut depends on the shape alone: reproducible.
 template <class R, class T>
-__global__ void block_per_chunk(const T* in, typename R::A* part, const Geometry g, int64_t S, int64_t chunk) {
+__global__ void block_per_chunk(const T* in, typename R::A* part, const Geometry g, int64_t S,
+                                int64_t chunk) {
   using A = typename R::A;
   const int64_t m = blockIdx.x / S, c = blockIdx.x % S;
   const T* base = in + g.kept.offset(m, 0);
   const int64_t end = (c + 1) * chunk < g.K ? (c + 1) * chunk : g.K;
   A acc = R::init();
-  for (int64_t k = c * chunk + threadIdx.x; k < end; k += blockDim.x) acc = R::step(acc, base[g.red_offset(k)], k);
+  for (int64_t k = c * chunk + threadIdx.x; k < end; k += blockDim.x)
+    acc = R::step(acc, base[g.red_offset(k)], k);
   acc = block_join<R>(acc);
   if (threadIdx.x == 0) part[blockIdx.x] = acc;
 }

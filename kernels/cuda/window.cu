@@ -242,8 +242,9 @@ void run_correlate(const DView& x, const DView& k, const std::vector<int64_t>& o
         // ~8 blocks an SM, each down a stride of rows: its taps are read once for many rows.
         const int64_t across = (out.shape[1] + kThreads - 1) / kThreads;
         const int64_t down = std::min<int64_t>(out.shape[0], std::max<int64_t>(1, 8192 / across));
-        correlate2d_kernel<T><<<dim3(static_cast<unsigned>(across), static_cast<unsigned>(std::min<int64_t>(down, 65535))),
-                                kThreads, 0, context().s()>>>(xp, kp, op, g);
+        correlate2d_kernel<T>
+            <<<dim3(static_cast<unsigned>(across), static_cast<unsigned>(std::min<int64_t>(down, 65535))),
+               kThreads, 0, context().s()>>>(xp, kp, op, g);
       } else correlate_kernel<T><<<blocks_for(n), kThreads, 0, context().s()>>>(xp, kp, op, g, n);
     } else {
       internal_check(!"correlate of bool");

@@ -63,7 +63,8 @@ std::shared_ptr<Value> sample(DType t, const Shape& s, int seed) {
 // i32) truncates a double, and the CPU's vector libm (libmvec, up to 4 ulp) and CUDA's round a
 // few ulp apart: tanh(19) is 1 - 1 ulp in glibc's scalar tanh and CUDA's (truncated to 0), 1.0
 // in libmvec's (seen on an H200).
-void compare(const std::string& what, const Value& cpu, const Value& gpu, double rtol, int64_t int_slack = 0) {
+void compare(const std::string& what, const Value& cpu, const Value& gpu, double rtol,
+             int64_t int_slack = 0) {
   ++checks;
   int bad = 0;
   dispatch_dtype(cpu.view().dtype, [&](auto tag) {
@@ -76,7 +77,9 @@ void compare(const std::string& what, const Value& cpu, const Value& gpu, double
         ok = (std::isnan(a[i]) && std::isnan(b[i])) || a[i] == b[i] ||
              std::fabs(double(a[i]) - double(b[i])) <= rtol * std::max(1.0, std::fabs(double(a[i])));
       else if constexpr (std::is_same_v<T, bool>) ok = a[i] == b[i];
-      else ok = a[i] == b[i] || (int_slack > 0 && std::llabs(static_cast<long long>(a[i]) - static_cast<long long>(b[i])) <= int_slack);
+      else
+        ok = a[i] == b[i] || (int_slack > 0 && std::llabs(static_cast<long long>(a[i]) -
+                                                          static_cast<long long>(b[i])) <= int_slack);
       if (!ok && bad++ < 3)
         std::fprintf(stderr, "MISMATCH %s [%lld]: cpu %.17g gpu %.17g\n", what.c_str(), (long long)i,
                      double(a[i]), double(b[i]));
@@ -418,9 +421,9 @@ int main() {
   }
   // Every family runs even when one throws: a first contact should report all it finds.
   const std::pair<const char*, void (*)()> families[] = {
-      {"map", check_map},         {"reduce", check_reduce}, {"matmul", check_matmul},
+      {"map", check_map},           {"reduce", check_reduce}, {"matmul", check_matmul},
       {"generate", check_generate}, {"window", check_window}, {"copy", check_copy},
-      {"index", check_index},     {"fft", check_fft},       {"linalg", check_linalg}};
+      {"index", check_index},       {"fft", check_fft},       {"linalg", check_linalg}};
   for (const auto& [name, check] : families) {
     try {
       check();
