@@ -24,14 +24,13 @@ namespace tapestry {
 using plan::Step;
 using poly::Box;
 
-namespace {
-
-// The payload of `box` of n's output (its dtype; trailing dims beyond the box count whole).
-int64_t bytes_of(const Node& n, const Box& box) {
+int64_t box_payload_bytes(const Node& n, const Box& box) {
   int64_t e = box.empty() ? 0 : numel(box.extents());
   for (size_t d = static_cast<size_t>(box.rank()); d < n.shape.size(); ++d) e *= n.shape[d];
   return e * static_cast<int64_t>(dtype_size(n.dtype));
 }
+
+namespace {
 
 // Rethrows the exception in flight with "rank r: " in front, as a worker would report it.
 [[noreturn]] void rethrow_on(int rank) { rethrow(current_failure(rank)); }
@@ -248,202 +247,10 @@ bool RankProgram::step(const Step& s) {
   if (progress_) {
     if (s.kind == Step::Kind::Run) progress_->advance(block_weight_);
     else if (s.kind == Step::Kind::Send)
-      progress_->advance(0, bytes_of(node(g_.transfers[s.index].tensor), g_.transfers[s.index].slice));
+      progress_->advance(0,
+                         box_payload_bytes(node(g_.transfers[s.index].tensor), g_.transfers[s.index].slice));
   }
   return true;
-}
-
-void RankProgram::trace_step(const Step& s, double t0_us, double dur_us) {
-  trace::Event e;
-  e.pid = me_;
-  e.ts_us = t0_us;
-  e.dur_us = dur_us;
-  e.tid = trace::kComm;
-  auto box_args = [](const Box& b, int64_t bytes) {
-    return cat_str("\"box\":", trace::json_string(poly::to_string(b)), ",\"bytes\":", bytes);
-  };
-  switch (s.kind) {
-    case Step::Kind::Exchange: trace_exchange(s, e); break;
-    case Step::Kind::Run: {
-      const plan::Block& k = g_.blocks[s.index];
-      const Node& n = node(k.node);
-      const Box out = sig(k.node).output_slice(k.box);
-      e.cat = "block";
-      e.tid = trace::kCompute;
-      e.name = std::string(op_def(n.op).name);
-      e.args = cat_str("\"op\":", trace::json_string(e.name), ",\"block\":", s.index, ",",
-                       box_args(k.box, bytes_of(n, out)), split_.count(k.node) ? ",\"partial\":true" : "");
-      break;
-    }
-    case Step::Kind::Send:
-    case Step::Kind::Recv: {
-      const plan::Transfer& x = g_.transfers[s.index];
-      const Node& n = node(x.tensor);
-      const bool out = s.kind == Step::Kind::Send;
-      // Named by the move it is part of: "broadcast: send to 3", "all-gather: recv from 1".
-      const char* kind =
-          plan::move_kind_name(moves_.groups[static_cast<size_t>(moves_.transfer_group[s.index])].kind);
-      e.cat = out ? "send" : "recv";
-      e.name = cat_str(kind, ": ", out ? "send to " : "recv from ", out ? x.to : x.from);
-      e.args = cat_str("\"op\":", trace::json_string(op_def(n.op).name), ",\"transfer\":", s.index,
-                       ",\"move\":\"", kind, "\",", box_args(x.slice, bytes_of(n, x.slice)));
-      break;
-    }
-    case Step::Kind::Combine: {
-      const plan::Combine& m = g_.combines[s.index];
-      const Node& n = node(m.node);
-      // Named by the collective it is: "all-reduce sum", "reduce-scatter sum", "reduce max".
-      const char* kind =
-          plan::move_kind_name(moves_.groups[static_cast<size_t>(moves_.combine_group[s.index])].kind);
-      e.cat = "combine";
-      e.name = cat_str(kind, " ", poly::combine_name(m.kind), " (", op_def(n.op).name, ")");
-      const bool devices = on_peers_combine(s.index);
-      const comm::CombineRoute& route = devices ? peer_coll_.combines[s.index] : coll_.combines[s.index];
-      e.args =
-          cat_str("\"op\":", trace::json_string(op_def(n.op).name), ",\"combine\":", s.index, ",\"move\":\"",
-                  kind, "\",\"partials\":", m.partials.size(), ",", box_args(m.out, bytes_of(n, m.out)),
-                  !route.collective                      ? ""
-                  : !route.scatter.empty()               ? ",\"collective\":\"reduce-scatter\""
-                  : route.spec.root == comm::kAllMembers ? ",\"collective\":\"all-reduce\""
-                                                         : ",\"collective\":\"reduce\"",
-                  devices ? ",\"on\":\"device peers\"" : "");
-      break;
-    }
-  }
-  trace::record(std::move(e));
-}
-
-void RankProgram::trace_exchange(const Step& s, trace::Event& e) {
-  const plan::Exchange& x = g_.exchanges[s.index];
-  const Node& n = node(x.tensor);
-  int64_t out = 0, in = 0;
-  for (size_t t : x.transfers) {
-    if (g_.transfers[t].from == me_) out += bytes_of(n, g_.transfers[t].slice);
-    if (g_.transfers[t].to == me_) in += bytes_of(n, g_.transfers[t].slice);
-  }
-  const char* kind = plan::exchange_kind_name(x.kind);
-  e.cat = "exchange";
-  e.name = cat_str(kind, " (", op_def(n.op).name, ")");
-  e.args =
-      cat_str("\"op\":", trace::json_string(op_def(n.op).name), ",\"exchange\":", s.index, ",\"move\":\"",
-              kind, "\",\"members\":", x.members.size(), ",\"bytes_sent\":", out, ",\"bytes_received\":", in,
-              coll_.exchanges[s.index].collective ? cat_str(",\"collective\":\"", kind, "\"") : "");
-}
-
-void RankProgram::find_banded_pairs() {
-  if (dev_) return;
-  std::unordered_map<uint64_t, std::vector<size_t>> readers;  // tensor -> my blocks reading it
-  std::unordered_map<uint64_t, int> blocks_of;                // node -> my blocks of it
-  for (const Step& st : steps()) {
-    if (st.kind != Step::Kind::Run) continue;
-    const plan::Block& k = g_.blocks[st.index];
-    const Node& n = node(k.node);
-    ++blocks_of[k.node];
-    for (size_t i = 0; i < n.inputs.size(); ++i)
-      if (!sig(k.node).input_slice(i, k.box).empty()) readers[n.inputs[i]->id].push_back(st.index);
-  }
-  std::unordered_set<uint64_t> leaves;  // tensors this rank sends, or holds as a result shard
-  for (const plan::Transfer& x : g_.transfers)
-    if (x.from == me_) leaves.insert(x.tensor);
-  for (const plan::Shard& o : g_.outputs)
-    if (o.rank == me_) leaves.insert(o.tensor);
-  for (const Step& st : steps()) {
-    if (st.kind != Step::Kind::Run) continue;
-    const plan::Block& k = g_.blocks[st.index];
-    const Node& w = node(k.node);
-    if (w.op != Op::Correlate || split_.count(k.node) || leaves.count(k.node) || blocks_of[k.node] != 1)
-      continue;
-    const std::vector<size_t>& r = readers[k.node];
-    if (r.size() != 1) continue;
-    const plan::Block& m = g_.blocks[r[0]];
-    const Node& mn = node(m.node);
-    if (!runs_into(mn) || mn.op == Op::Correlate || mn.shape.empty() || m.box.extent(0) < 2) continue;
-    if (sig(k.node).output_slice(k.box) != k.box) continue;  // its space is its output
-    int reads = 0;
-    bool exact = true;
-    for (size_t i = 0; i < mn.inputs.size(); ++i) {
-      if (mn.inputs[i]->id != k.node) continue;
-      ++reads;
-      exact = exact && sig(m.node).input_slice(i, m.box) == k.box;
-    }
-    if (reads != 1 || !exact) continue;
-    banded_into_[st.index] = r[0];
-    deferred_[k.node] = st.index;
-  }
-}
-
-void RankProgram::run_banded(size_t b) {
-  const plan::Block& k = g_.blocks[b];
-  const Node& n = node(k.node);
-  const poly::Signature& s = sig(k.node);
-  const Box out_box = s.output_slice(k.box);
-  auto out = Value::alloc(n.dtype, out_box.extents());
-  struct Stencil {
-    size_t input;
-    const Node* node;
-    const poly::Signature* sig;
-    std::shared_ptr<Value> band;  // its rows of one band
-  };
-  std::vector<Stencil> stencils;
-  std::vector<View> whole(n.inputs.size());
-  std::vector<Box> whole_box(n.inputs.size());
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
-    const uint64_t id = n.inputs[i]->id;
-    if (deferred_.count(id)) {
-      stencils.push_back({i, &node(id), &sig(id), nullptr});
-    } else {
-      whole_box[i] = s.input_slice(i, k.box);
-      whole[i] = gather(id, whole_box[i]);
-    }
-  }
-  // Bands of ~512 KiB of f32 rows: the stencil's band stays in L2 until the map reads it.
-  constexpr int64_t kBandElems = int64_t(1) << 17;
-  const int64_t rows = k.box.extent(0);
-  const int64_t row_elems = std::max<int64_t>(1, out_box.volume() / rows);
-  const int64_t band = std::clamp<int64_t>(kBandElems / row_elems, 1, rows);
-  const bool stream = out_box.volume() * static_cast<int64_t>(dtype_size(n.dtype)) >= (int64_t(32) << 20);
-  int u_leaf = -1;
-  float c = 0;
-  const bool axpy = stencils.size() == 1 &&
-                    cpu::axpy_form(block_map_program(n), static_cast<int>(stencils[0].input), u_leaf, c);
-  std::vector<View> ins(n.inputs.size());
-  for (int64_t r0 = 0; r0 < rows; r0 += band) {
-    Box cb = k.box;
-    cb.lo[0] = k.box.lo[0] + r0;
-    cb.hi[0] = std::min(k.box.hi[0], cb.lo[0] + band - 1);
-    for (size_t i = 0; i < n.inputs.size(); ++i)
-      if (whole[i].buf) ins[i] = window(whole[i], whole_box[i], s.input_slice(i, cb));
-    const View out_band = window(out->v, out_box, s.output_slice(cb));
-    if (axpy) {  // u + c * stencil: applied by the stencil kernel as it stores
-      const Stencil& st = stencils[0];
-      const Box wb = s.input_slice(st.input, cb);
-      const Node& w = *st.node;
-      const View x = gather(w.inputs[0]->id, st.sig->input_slice(0, wb));
-      const View taps = gather(w.inputs[1]->id, st.sig->input_slice(1, wb));
-      if (run_stencil_axpy_into(w, *st.sig, wb, {x, taps}, ins[static_cast<size_t>(u_leaf)], c, out_band,
-                                stream))
-        continue;
-    }
-    for (Stencil& st : stencils) {
-      const Box wb = s.input_slice(st.input, cb);  // the band of the stencil's output
-      const Node& w = *st.node;
-      const View x = gather(w.inputs[0]->id, st.sig->input_slice(0, wb));
-      const View taps = gather(w.inputs[1]->id, st.sig->input_slice(1, wb));
-      if (!st.band) {
-        Shape full = wb.extents();
-        full[0] = std::max<int64_t>(full[0], band);
-        st.band = Value::alloc(w.dtype, full);
-      }
-      Shape part = st.band->v.shape;
-      part[0] = wb.extent(0);
-      const View bv =
-          st.band->v.sliced(std::vector<int64_t>(part.size(), 0), std::vector<int64_t>(part.size(), 1), part);
-      run_block_into(w, *st.sig, wb, {x, taps}, bv);
-      ins[st.input] = bv;
-    }
-    run_block_into(n, s, cb, ins, out_band, stream);
-  }
-  hold(k.node, out_box, out->view());
 }
 
 // A block runs again when it fails transiently; a failed attempt counts no block.
@@ -531,7 +338,7 @@ void RankProgram::send(size_t t) {
                 t_.send(x.to, comm::tag(comm::TagKind::Transfer, transfer_tag_[t]),
                         gather(x.tensor, x.slice));
               });
-  transfer_bytes_ += bytes_of(node(x.tensor), x.slice);
+  transfer_bytes_ += box_payload_bytes(node(x.tensor), x.slice);
 }
 
 bool RankProgram::recv(size_t t) {
@@ -561,8 +368,8 @@ void RankProgram::send_outputs() {
       const plan::Shard& o = g_.outputs[i];
       if (o.rank != me_ || me_ == 0 || keys_.root_key(o.tensor, g_)) continue;
       t_.send(0, comm::tag(comm::TagKind::Output, i), gather(o.tensor, o.box));
-      bytes += bytes_of(node(o.tensor), o.box);
-      gathered_bytes_ += bytes_of(node(o.tensor), o.box);
+      bytes += box_payload_bytes(node(o.tensor), o.box);
+      gathered_bytes_ += box_payload_bytes(node(o.tensor), o.box);
     }
   } catch (const std::exception&) {  // no Lua runs here; rethrown, tagged with the rank
     rethrow_on(me_);

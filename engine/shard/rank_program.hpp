@@ -53,6 +53,8 @@ namespace tapestry {
 // An exchange's kind as the transports name it, and the bytes of slice b of n (rank_exchange.cpp).
 comm::ExchangeKind exchange_kind(plan::Exchange::Kind k);
 int64_t slice_bytes(const Node& n, const poly::Box& b);
+// The payload of `box` of n's output, trailing dims beyond the box counted whole (rank_program.cpp).
+int64_t box_payload_bytes(const Node& n, const poly::Box& box);
 
 struct StoreKeys {
   std::vector<uint64_t> initial;                                           // one per g.initial, or empty
