@@ -90,7 +90,7 @@ template <bool Inverse, bool Two> int l_fftn(lua_State* L) {
     dims1 = *d;
   } else {
     const int first = Two ? rank - 2 : 0;
-    for (int d = first; d < rank; ++d) dims1.push_back(d + 1);
+    for (int k = first; k < rank; ++k) dims1.push_back(k + 1);
   }
   const std::optional<std::vector<int64_t>> s = int_list(L, opts, "s");
   user_check(!s || s->size() == dims1.size(), "opts.s has ", s ? s->size() : 0, " sizes for ", dims1.size(),

@@ -10,9 +10,9 @@ struct LocalPeersHub::Op {
   DeviceView buf;  // an exchange's `out`
   uint64_t label;
   bool done = false;
-  std::shared_ptr<const ExchangeSpec> spec;  // an exchange's
-  DeviceView in;
-  std::shared_ptr<const ReduceSpec> reduce;  // a reduction's
+  std::shared_ptr<const ExchangeSpec> spec = {};  // an exchange's
+  DeviceView in = {};
+  std::shared_ptr<const ReduceSpec> reduce = {};  // a reduction's
   bool collective() const { return spec || reduce; }
 };
 

@@ -90,6 +90,7 @@ void put(const std::string& path, const CsvIndex& ix, int64_t line, size_t k, co
       static_cast<bool*>(out.buf->data())[i] = t;
       return;
     }
+    default: break;  // read_csv takes f32, f64, i32, i64 and bool (checked before reading)
   }
   throw InternalError("csv: unknown dtype");
 }

@@ -32,6 +32,7 @@ std::string field_text(const View& v, int64_t i, int64_t j) {
       r = std::to_chars(buf, buf + sizeof buf, static_cast<const int64_t*>(v.buf->data())[k]);
       break;
     case DType::Bool: return static_cast<const bool*>(v.buf->data())[k] ? "1" : "0";
+    default: throw InternalError("csv: the writer's caller casts to f32, f64, i32, i64 or bool");
   }
   return std::string(buf, r.ptr);
 }

@@ -36,11 +36,11 @@ RunReport run_sharded(const std::vector<NodeRef>& given, const plan::Mesh& mesh,
   const RunReport report = run_planned(pg, verify_plan, devices);
   // Publish on the roots as given; a fused stand-in keeps no copy.
   for (size_t k = 0; k < pg.observed.size(); ++k) {
-    const Node& given = *pg.observed[k];
+    const Node& observed = *pg.observed[k];
     const Node& ran = *pg.roots[k];
-    if (given.value) continue;
-    set_value(given, ran.value);
-    if (&ran != &given) set_value(ran, nullptr);
+    if (observed.value) continue;
+    set_value(observed, ran.value);
+    if (&ran != &observed) set_value(ran, nullptr);
   }
   return report;
 }

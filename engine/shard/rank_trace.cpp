@@ -28,7 +28,8 @@ void RankProgram::trace_step(const Step& s, double t0_us, double dur_us) {
       e.tid = trace::kCompute;
       e.name = std::string(op_def(n.op).name);
       e.args = cat_str("\"op\":", trace::json_string(e.name), ",\"block\":", s.index, ",",
-                       box_args(k.box, box_payload_bytes(n, out)), split_.count(k.node) ? ",\"partial\":true" : "");
+                       box_args(k.box, box_payload_bytes(n, out)),
+                       split_.count(k.node) ? ",\"partial\":true" : "");
       break;
     }
     case Step::Kind::Send:
@@ -55,14 +56,14 @@ void RankProgram::trace_step(const Step& s, double t0_us, double dur_us) {
       e.name = cat_str(kind, " ", poly::combine_name(m.kind), " (", op_def(n.op).name, ")");
       const bool devices = on_peers_combine(s.index);
       const comm::CombineRoute& route = devices ? peer_coll_.combines[s.index] : coll_.combines[s.index];
-      e.args =
-          cat_str("\"op\":", trace::json_string(op_def(n.op).name), ",\"combine\":", s.index, ",\"move\":\"",
-                  kind, "\",\"partials\":", m.partials.size(), ",", box_args(m.out, box_payload_bytes(n, m.out)),
-                  !route.collective                      ? ""
-                  : !route.scatter.empty()               ? ",\"collective\":\"reduce-scatter\""
-                  : route.spec.root == comm::kAllMembers ? ",\"collective\":\"all-reduce\""
-                                                         : ",\"collective\":\"reduce\"",
-                  devices ? ",\"on\":\"device peers\"" : "");
+      e.args = cat_str("\"op\":", trace::json_string(op_def(n.op).name), ",\"combine\":", s.index,
+                       ",\"move\":\"", kind, "\",\"partials\":", m.partials.size(), ",",
+                       box_args(m.out, box_payload_bytes(n, m.out)),
+                       !route.collective                      ? ""
+                       : !route.scatter.empty()               ? ",\"collective\":\"reduce-scatter\""
+                       : route.spec.root == comm::kAllMembers ? ",\"collective\":\"all-reduce\""
+                                                              : ",\"collective\":\"reduce\"",
+                       devices ? ",\"on\":\"device peers\"" : "");
       break;
     }
   }
