@@ -1,4 +1,4 @@
-// Declarations of every Lua binding; lang/api.cpp lists them with their docs.
+// Declarations of every Lua binding; lang/api*.cpp list them with their docs.
 //   { "tp.zeros", ApiKind::Function, "create", "tp.zeros(shape [,opts])", "...", l_zeros }
 // Each binding may throw tapestry::Error; push_guarded turns that into a Lua error.
 #pragma once

@@ -1,5 +1,5 @@
 // The ':' commands. To add one (:tensors, :plan, :time, ...): write its function,
-// add a row to kCommands (sorted by name), and a Command row to lang/api.cpp.
+// add a row to kCommands (sorted by name), and a Command row to lang/api_library.cpp.
 #include "repl/commands.hpp"
 
 #include <lua.h>
