@@ -76,6 +76,10 @@ TP_FLAT void cast_kernel(void* o, const void* a, const void*, const void*, int64
 // AVX-512 variant's 512-bit forms): the same bits as half.hpp's scalar conversions, which
 // use the same instructions one at a time (GCC does not vectorize those). n is a multiple of 64.
 #if defined(__F16C__)
+// GCC 12's avx512fintrin.h builds these conversions' results from a deliberately undefined
+// vector (_mm512_undefined_*), which -Wmaybe-uninitialized reports once inlined here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 template <>
 TP_FLAT void cast_kernel<float, f16>(void* o, const void* a, const void*, const void*, int64_t n) {
   auto* out = static_cast<uint16_t*>(o);
@@ -102,6 +106,7 @@ TP_FLAT void cast_kernel<f16, float>(void* o, const void* a, const void*, const 
     _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
 #endif
 }
+#pragma GCC diagnostic pop
 #endif
 // bf16 <-> f32 are a shift and half.hpp's branchless rounding: plain loops GCC vectorizes.
 template <>
