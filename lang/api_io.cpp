@@ -1,4 +1,5 @@
-// The registry's entries for observing, files, plans and layouts (the registry: lang/api.hpp; the table's shorthand: lang/api_table.hpp).
+// The registry's entries for observing, files, plans and layouts (the registry: lang/api.hpp; the table's
+// shorthand: lang/api_table.hpp).
 #include "lang/api_table.hpp"
 
 namespace tapestry::api_table {
