@@ -102,6 +102,11 @@ void run_pool2d(Op op, const DView& x, int64_t kh, int64_t kw, const cpu::Window
 // results); an out-of-range index value is the same user error.
 void run_index(Op op, const Attrs& attrs, const std::vector<DView>& in, const DView& out);
 
+// line.cu: the line ops as cpu::run_line (scans, stable sort and topk, searchsorted,
+// line_scatter_add; Op::Fft goes to run_fft), for the dtypes line_supported names (the input's).
+bool line_supported(Op op, DType in);
+void run_line(Op op, const Attrs& attrs, const std::vector<DView>& in, const DView& out);
+
 // fft.cpp: Op::Fft as cpu::run_fft (c2c, r2c, c2r; unnormalized) through cuFFT; out contiguous.
 bool fft_supported(DType in, DType out);  // f32/c64 or f64/c128, a complex side
 void run_fft(const DView& in, const DView& out, int dim, bool inverse);

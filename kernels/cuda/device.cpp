@@ -164,7 +164,16 @@ bool cuda_supports(Op op, DType dtype) {
     case Op::Slogdet:
     case Op::Qr:
     case Op::Svd: return linalg_supported(op, dtype);  // linalg.cpp: cuSOLVER
-    default: return false;                             // nonzero, sorts, scans: the block runs on the CPU
+    case Op::Cumsum:
+    case Op::Cumprod:
+    case Op::Cummax:
+    case Op::Cummin:
+    case Op::Logcumsumexp:
+    case Op::Sort:
+    case Op::LineScatterAdd:
+    case Op::Searchsorted:  // line.cu; the input's dtype decides too (CudaDevice::supports)
+      return line_supported(op, dtype) || (dtype == DType::I64 && op != Op::LineScatterAdd);
+    default: return false;  // nonzero: the block runs on the CPU
   }
 }
 
