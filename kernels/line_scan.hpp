@@ -54,7 +54,9 @@ struct ChunkedLines {
   TP_HD int64_t pos(int64_t line, int64_t i) const {
     return lines.start(line) + (reverse ? lines.n - 1 - i : i) * lines.inner;
   }
-  TP_HD int64_t threads() const { return lines.count() * chunks; }  // thread t: chunk t / count, line t % count
+  TP_HD int64_t threads() const {
+    return lines.count() * chunks;
+  }  // thread t: chunk t / count, line t % count
 };
 
 // Enough chunks for about `threads` threads in all, none shorter than `min_len` elements (a short
@@ -73,7 +75,8 @@ inline ChunkedLines chunk_lines(const Lines& L, bool reverse, int64_t threads, i
 
 // Pass 1: the state after chunk c of `line` alone.
 template <class Scan, class T>
-TP_HD typename Scan::State chunk_total(const Scan& s, const T* x, const ChunkedLines& C, int64_t line, int64_t c) {
+TP_HD typename Scan::State chunk_total(const Scan& s, const T* x, const ChunkedLines& C, int64_t line,
+                                       int64_t c) {
   const int64_t i0 = c * C.len, i1 = i0 + C.len < C.lines.n ? i0 + C.len : C.lines.n;
   typename Scan::State acc = s.first(x[C.pos(line, i0)], i0);
   for (int64_t i = i0 + 1; i < i1; ++i) acc = s.step(acc, x[C.pos(line, i)], i);
@@ -82,7 +85,8 @@ TP_HD typename Scan::State chunk_total(const Scan& s, const T* x, const ChunkedL
 
 // Pass 2: agg[c * count + line] holds chunk c's total (c < chunks - 1); afterwards chunk c >= 1's
 // carry.
-template <class Scan> TP_HD void chunk_carries(const Scan& s, typename Scan::State* agg, const ChunkedLines& C, int64_t line) {
+template <class Scan>
+TP_HD void chunk_carries(const Scan& s, typename Scan::State* agg, const ChunkedLines& C, int64_t line) {
   const int64_t count = C.lines.count();
   typename Scan::State run = agg[line];
   for (int64_t c = 1; c < C.chunks; ++c) {

@@ -129,10 +129,13 @@ DView dview(void* data, DType t, const Shape& shape) {
 
 bool cuda_supports(Op op, DType dtype) {
   // f16, bf16 and complex results: the map kernel (every dtype's casts, where and complex math)
-  // and data movement; complex sums, products and matmul run on the CPU for now.
+  // and data movement; complex sums and products (reduce.cu, in c128) and matmul (cuBLAS c/z
+  // gemm). Half reductions and products never reach a kernel: the builders compute them in f32.
   if (op == Op::Fft) return !is_half(dtype);  // fft.cpp: cuFFT (the input's type follows the output's)
   if (is_half(dtype) || is_complex(dtype)) {
     const OpKind k = op_def(op).kind;
+    if (is_complex(dtype) && (op == Op::Sum || op == Op::Prod || op == Op::Matmul || op == Op::FusedReduce))
+      return true;
     return k == OpKind::Map || k == OpKind::View || k == OpKind::Cat || k == OpKind::Write ||
            op == Op::FusedMap;
   }

@@ -33,7 +33,8 @@ __global__ void scan_total_kernel(Scan s, const T* x, typename Scan::State* agg,
   const int64_t count = C.lines.count();
   TP_GRID_LOOP(t, count * (C.chunks - 1)) { agg[t] = scan::chunk_total(s, x, C, t % count, t / count); }
 }
-template <class Scan> __global__ void scan_carry_kernel(Scan s, typename Scan::State* agg, scan::ChunkedLines C) {
+template <class Scan>
+__global__ void scan_carry_kernel(Scan s, typename Scan::State* agg, scan::ChunkedLines C) {
   TP_GRID_LOOP(l, C.lines.count()) { scan::chunk_carries(s, agg, C, l); }
 }
 template <class Scan, class T>
@@ -46,7 +47,8 @@ __global__ void scan_chunk_kernel(Scan s, const T* x, void* out, const typename 
   }
 }
 
-template <class Scan, class T> void run_scan(const Scan& s, const T* x, void* out, const scan::ChunkedLines& C) {
+template <class Scan, class T>
+void run_scan(const Scan& s, const T* x, void* out, const scan::ChunkedLines& C) {
   cudaStream_t st = context().s();
   DeviceBuffer agg;
   typename Scan::State* ap = nullptr;
@@ -89,8 +91,9 @@ __global__ void sort_out_kernel(const T* x, const int64_t* order, void* out, sca
   }
 }
 
-template <class T> void run_sort(const T* x, void* out, const scan::Lines& L, const scan::Lines& Lo, bool descending,
-                                 bool indices) {
+template <class T>
+void run_sort(const T* x, void* out, const scan::Lines& L, const scan::Lines& Lo, bool descending,
+              bool indices) {
   cudaStream_t st = context().s();
   // Lines go in batches of at most 2^30 elements (cub's segmented sort counts in int).
   const int64_t per_batch = L.n >= (int64_t(1) << 30) ? 1 : (int64_t(1) << 30) / L.n;
@@ -112,16 +115,18 @@ template <class T> void run_sort(const T* x, void* out, const scan::Lines& L, co
     if (lines == 1) {
       check(cub::DeviceRadixSort::SortPairs(nullptr, bytes, kp, ko, op, oo, items, 0, bits, st), "cub sort");
       if (bytes > temp.bytes()) temp = DeviceBuffer(bytes);
-      check(cub::DeviceRadixSort::SortPairs(temp.get(), bytes, kp, ko, op, oo, items, 0, bits, st), "cub sort");
+      check(cub::DeviceRadixSort::SortPairs(temp.get(), bytes, kp, ko, op, oo, items, 0, bits, st),
+            "cub sort");
     } else {
       segment_offsets_kernel<<<blocks_for(lines + 1), kThreads, 0, st>>>(offs, lines, L.n);
       check(cub::DeviceSegmentedRadixSort::SortPairs(nullptr, bytes, kp, ko, op, oo, static_cast<int>(items),
                                                      static_cast<int>(lines), offs, offs + 1, 0, bits, st),
             "cub segmented sort");
       if (bytes > temp.bytes()) temp = DeviceBuffer(bytes);
-      check(cub::DeviceSegmentedRadixSort::SortPairs(temp.get(), bytes, kp, ko, op, oo, static_cast<int>(items),
-                                                     static_cast<int>(lines), offs, offs + 1, 0, bits, st),
-            "cub segmented sort");
+      check(
+          cub::DeviceSegmentedRadixSort::SortPairs(temp.get(), bytes, kp, ko, op, oo, static_cast<int>(items),
+                                                   static_cast<int>(lines), offs, offs + 1, 0, bits, st),
+          "cub segmented sort");
     }
     const int64_t out_items = lines * Lo.n;
     sort_out_kernel<<<blocks_for(out_items), kThreads, 0, st>>>(x, oo, out, L, Lo, l0, out_items, indices);
@@ -189,7 +194,8 @@ void run_line(Op op, const Attrs& attrs, const std::vector<DView>& in, const DVi
   if (op == Op::Searchsorted) {  // the sorted sequence is read in place, at its stride
     const DView& seq = in[0];
     const DView v = contiguous(in.at(1), keep1);
-    internal_check(seq.rank() == 1 && v.dtype == seq.dtype && out.shape == v.shape && out.dtype == DType::I64);
+    internal_check(seq.rank() == 1 && v.dtype == seq.dtype && out.shape == v.shape &&
+                   out.dtype == DType::I64);
     dispatch_dtype(seq.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       const int64_t count = v.numel();
@@ -223,8 +229,8 @@ void run_line(Op op, const Attrs& attrs, const std::vector<DView>& in, const DVi
       using T = typename decltype(tag)::type;
       if constexpr (!std::is_same_v<T, bool>)
         scatter_add_kernel<<<blocks_for(L.count()), kThreads, 0, cx.s()>>>(
-            static_cast<const T*>(x.data), static_cast<const int64_t*>(idx.data), static_cast<T*>(out.data), L,
-            static_cast<int*>(flag.get()));
+            static_cast<const T*>(x.data), static_cast<const int64_t*>(idx.data), static_cast<T*>(out.data),
+            L, static_cast<int*>(flag.get()));
     });
     check_launch("line_scatter_add kernel");
     int bad = 0;
@@ -247,7 +253,8 @@ void run_line(Op op, const Attrs& attrs, const std::vector<DView>& in, const DVi
         if constexpr (!std::is_same_v<T, bool>) run_scan(scan::ScanOf<Op::Cumprod, T>{}, xp, out.data, C);
         break;
       case Op::Logcumsumexp:
-        if constexpr (std::is_floating_point_v<T>) run_scan(scan::ScanOf<Op::Logcumsumexp, T>{}, xp, out.data, C);
+        if constexpr (std::is_floating_point_v<T>)
+          run_scan(scan::ScanOf<Op::Logcumsumexp, T>{}, xp, out.data, C);
         break;
       case Op::Cummax:
       case Op::Cummin: {

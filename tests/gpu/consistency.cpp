@@ -333,10 +333,10 @@ int main() {
   }
   // Every family runs even when one throws: a first contact should report all it finds.
   const std::pair<const char*, void (*)()> families[] = {
-      {"map", check_map},           {"reduce", check_reduce}, {"matmul", check_matmul},
-      {"generate", check_generate}, {"window", check_window}, {"copy", check_copy},
-      {"index", check_index},       {"fft", check_fft},       {"linalg", check_linalg},
-      {"line", check_line}};
+      {"map", check_map},           {"reduce", check_reduce},  {"matmul", check_matmul},
+      {"generate", check_generate}, {"window", check_window},  {"copy", check_copy},
+      {"index", check_index},       {"fft", check_fft},        {"linalg", check_linalg},
+      {"line", check_line},         {"complex", check_complex}};
   for (const auto& [name, check] : families) {
     try {
       check();

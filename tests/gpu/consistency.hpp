@@ -1,4 +1,4 @@
-// The helpers of gpu.consistency's families (consistency.cpp, consistency_line.cpp): device
+// The helpers of gpu.consistency's families (consistency.cpp, consistency_*.cpp): device
 // copies of host values, sample inputs, and comparisons that count checks and failures.
 //   Dev dx = upload(x->view());  cuda::run_...(dx.v, out.v);  compare("what", *want, *download(out.v), 1e-6);
 #pragma once
@@ -57,7 +57,7 @@ inline std::shared_ptr<Value> sample(DType t, const Shape& s, int seed) {
 // few ulp apart: tanh(19) is 1 - 1 ulp in glibc's scalar tanh and CUDA's (truncated to 0), 1.0
 // in libmvec's (seen on an H200).
 inline void compare(const std::string& what, const Value& cpu, const Value& gpu, double rtol,
-             int64_t int_slack = 0) {
+                    int64_t int_slack = 0) {
   ++checks;
   int bad = 0;
   dispatch_dtype(cpu.view().dtype, [&](auto tag) {
@@ -103,8 +103,8 @@ inline void compare_floats(const std::string& what, const Value& cpu, const Valu
   if (bad) ++failures;
 }
 
-
 // The families outside consistency.cpp.
-void check_line();
+void check_line();     // consistency_line.cpp
+void check_complex();  // consistency_complex.cpp
 
 }  // namespace tapestry::gpucheck

@@ -17,7 +17,8 @@
 namespace tapestry::gpucheck {
 namespace {
 
-const DType kLineTypes[] = {DType::Bool, DType::I8, DType::U8, DType::I32, DType::I64, DType::F32, DType::F64};
+const DType kLineTypes[] = {DType::Bool, DType::I8,  DType::U8, DType::I32,
+                            DType::I64,  DType::F32, DType::F64};
 
 // sample()'s values, with NaN and -0 among floats; for products, +-1, 2 and 1/2.
 std::shared_ptr<Value> line_sample(DType t, const Shape& s, int seed, bool product) {
@@ -30,7 +31,8 @@ std::shared_ptr<Value> line_sample(DType t, const Shape& s, int seed, bool produ
     T* p = out->template data<T>();
     for (int64_t i = 0; i < out->view().numel(); ++i) {
       if constexpr (std::is_floating_point_v<T>) {
-        if (product) p[i] = (i * 13 + seed) % 5 == 0 ? T(2) : (i * 13 + seed) % 5 == 1 ? T(0.5) : (i % 3 ? T(1) : T(-1));
+        if (product)
+          p[i] = (i * 13 + seed) % 5 == 0 ? T(2) : (i * 13 + seed) % 5 == 1 ? T(0.5) : (i % 3 ? T(1) : T(-1));
         else if (i % 97 == 5) p[i] = std::numeric_limits<T>::quiet_NaN();
         else if (i % 89 == 7) p[i] = -T(0);
       } else if constexpr (!std::is_same_v<T, bool>) {
@@ -63,8 +65,8 @@ void run_case(const Case& c, Op op, int dim, LineAttrs a, DType out_t, const Sha
   }
   cuda::DeviceBuffer ob(std::max<int64_t>(1, want->view().numel()) * dtype_size(out_t));
   const cuda::DView dout = cuda::dview(ob.get(), out_t, out_shape);
-  std::string what = std::string(op_def(op).name) + (a.indices ? " indices" : "") + (a.reverse ? " reverse" : "") +
-                     " " + c.name + " dim " + std::to_string(dim);
+  std::string what = std::string(op_def(op).name) + (a.indices ? " indices" : "") +
+                     (a.reverse ? " reverse" : "") + " " + c.name + " dim " + std::to_string(dim);
   if (out_shape != c.view.shape && op == Op::Sort) what += " k " + std::to_string(out_shape[dim]);
   try {
     cuda::run_line(op, a.encode(), din, dout);

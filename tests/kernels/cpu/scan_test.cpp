@@ -27,9 +27,21 @@ template <class T> std::vector<T> probes() {
   if constexpr (std::is_same_v<T, bool>) {
     return {false, true};
   } else if constexpr (std::is_floating_point_v<T>) {
-    return {T(0),         -T(0),          T(1),           T(-2.5),       T(3),          L::infinity(),
-            -L::infinity(), L::quiet_NaN(), -L::quiet_NaN(), L::max(),     L::lowest(),   L::denorm_min(),
-            -L::denorm_min(), L::min(),     T(-1)};
+    return {T(0),
+            -T(0),
+            T(1),
+            T(-2.5),
+            T(3),
+            L::infinity(),
+            -L::infinity(),
+            L::quiet_NaN(),
+            -L::quiet_NaN(),
+            L::max(),
+            L::lowest(),
+            L::denorm_min(),
+            -L::denorm_min(),
+            L::min(),
+            T(-1)};
   } else {
     return {T(0), T(1), T(-1), T(7), L::max(), L::lowest(), T(L::max() - 1), T(L::lowest() + 1)};
   }
@@ -131,7 +143,8 @@ void chunked(const scan::ScanOf<op, T>& s, const T* x, void* out, const scan::Ch
   using State = typename scan::ScanOf<op, T>::State;
   const int64_t count = C.lines.count();
   std::vector<State> agg(count * C.chunks);
-  for (int64_t t = 0; t < count * (C.chunks - 1); ++t) agg[t] = scan::chunk_total(s, x, C, t % count, t / count);
+  for (int64_t t = 0; t < count * (C.chunks - 1); ++t)
+    agg[t] = scan::chunk_total(s, x, C, t % count, t / count);
   for (int64_t l = 0; l < count; ++l) scan::chunk_carries(s, agg.data(), C, l);
   for (int64_t t = 0; t < C.threads(); ++t) {
     const int64_t c = t / count;
@@ -184,9 +197,11 @@ template <Op op, class T> void chunked_equals_run_line(bool reverse, bool indice
             bool ok;
             if constexpr (std::is_floating_point_v<O>)
               ok = std::memcmp(&w[i], &g[i], sizeof(O)) == 0 || (std::isnan(w[i]) && std::isnan(g[i])) ||
-                   (!exact && std::fabs(double(w[i]) - double(g[i])) <= 1e-5 * std::max(1.0, std::fabs(double(w[i]))));
+                   (!exact &&
+                    std::fabs(double(w[i]) - double(g[i])) <= 1e-5 * std::max(1.0, std::fabs(double(w[i]))));
             else ok = w[i] == g[i];
-            if (!ok && bad++ < 3) FAIL_CHECK("element " << i << ": cpu " << double(w[i]) << " chunked " << double(g[i]));
+            if (!ok && bad++ < 3)
+              FAIL_CHECK("element " << i << ": cpu " << double(w[i]) << " chunked " << double(g[i]));
           }
         });
       }
