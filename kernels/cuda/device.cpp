@@ -159,7 +159,8 @@ bool cuda_supports(Op op, DType dtype) {
     case Op::AvgPool2d: return dtype != DType::Bool;
     case Op::Gather:
     case Op::Scatter:
-    case Op::ScatterAdd: return true;  // index.cu
+    case Op::ScatterAdd:
+    case Op::Nonzero: return true;  // index.cu
     case Op::Solve:
     case Op::Cholesky:
     case Op::Eigh:
@@ -176,7 +177,7 @@ bool cuda_supports(Op op, DType dtype) {
     case Op::LineScatterAdd:
     case Op::Searchsorted:  // line.cu; the input's dtype decides too (CudaDevice::supports)
       return line_supported(op, dtype) || (dtype == DType::I64 && op != Op::LineScatterAdd);
-    default: return false;  // nonzero: the block runs on the CPU
+    default: return false;  // the block runs on the CPU
   }
 }
 

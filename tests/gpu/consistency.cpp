@@ -212,6 +212,25 @@ void check_index() {
       compare(std::string(op_def(op).name) + " " + std::string(dtype_name(t)), *want, *download(dout), 0);
     }
   }
+  // nonzero: the 1-based row-major positions of a strided mask's true elements, at several
+  // densities (none, sparse, most, all) and a mask long enough for a multi-block scan.
+  for (int64_t n : {int64_t(120), int64_t(3) << 18})
+    for (int density : {0, 1, 50, 100}) {
+      auto packed = Value::alloc(DType::Bool, {n / 6, 6});
+      for (int64_t i = 0; i < n; ++i) packed->data<bool>()[i] = (i * 7919) % 100 < density;
+      const View mask = packed->view().permuted({1, 0});  // strided
+      int64_t count = 0;
+      for (int64_t i = 0; i < n; ++i) count += packed->data<bool>()[i];
+      if (count == 0) continue;  // an empty result never reaches a kernel
+      auto want = Value::alloc(DType::I64, {count});
+      cpu::run_index(Op::Nonzero, Attrs{}, {mask}, want->view());
+      Dev dm = upload(packed->view());
+      cuda::DeviceBuffer ob(count * 8);
+      const cuda::DView dout = cuda::dview(ob.get(), DType::I64, {count});
+      cuda::run_index(Op::Nonzero, Attrs{}, {like(dm.v, mask)}, dout);
+      compare("nonzero " + std::to_string(n) + " at " + std::to_string(density) + "%", *want, *download(dout),
+              0);
+    }
 }
 
 // cuFFT against FFTW: c2c both ways, r2c, c2r (both parities), along every dim of a strided view.

@@ -42,8 +42,8 @@ void check_complex_reduce(DType t) {
       cuda::DeviceBuffer ob(std::max<int64_t>(1, numel(os)) * dtype_size(t));
       const cuda::DView dout = cuda::dview(ob.get(), t, os);
       cuda::run_reduce(op, dxp, dims, dout);
-      compare_floats(std::string("reduce ") + std::string(op_def(op).name) + " " + std::string(dtype_name(t)) +
-                         " dims " + std::to_string(dims.size()),
+      compare_floats(std::string("reduce ") + std::string(op_def(op).name) + " " +
+                         std::string(dtype_name(t)) + " dims " + std::to_string(dims.size()),
                      *want, *download(dout), t == DType::C64 ? 1e-6 : 1e-12);
     }
   }
