@@ -134,8 +134,10 @@ bool cuda_supports(Op op, DType dtype) {
   if (op == Op::Fft) return !is_half(dtype);  // fft.cpp: cuFFT (the input's type follows the output's)
   if (is_half(dtype) || is_complex(dtype)) {
     const OpKind k = op_def(op).kind;
-    if (is_complex(dtype) && (op == Op::Sum || op == Op::Prod || op == Op::Matmul || op == Op::FusedReduce))
+    if (is_complex(dtype) && (op == Op::Sum || op == Op::Prod || op == Op::Matmul || op == Op::FusedReduce ||
+                              op == Op::ScatterAdd))
       return true;
+    if (op == Op::Gather || op == Op::Scatter) return true;  // index.cu moves any element width
     return k == OpKind::Map || k == OpKind::View || k == OpKind::Cat || k == OpKind::Write ||
            op == Op::FusedMap;
   }

@@ -106,6 +106,11 @@ void run_nonzero(const DView& mask, const DView& out) {
   internal_check(bad == 0 && last[0] + last[1] == want);  // the count was observed from this very mask
 }
 
+// A 16-byte element (c128) moved whole; 8-byte aligned, as c128 is.
+struct Bytes16 {
+  uint64_t lo, hi;
+};
+
 Strides zero_dim(Strides s, int dim) {
   s[dim] = 0;
   return s;
@@ -124,18 +129,27 @@ void run_index(Op op, const Attrs& attrs, const std::vector<DView>& in, const DV
   BadIndex* bad = static_cast<BadIndex*>(bad_buf.get());
   check(cudaMemsetAsync(bad, 0, sizeof(BadIndex), cx.s()), "index flag");
   const int64_t size = op == Op::Gather ? x.shape[a.dim] : out.shape[a.dim];
-  dispatch_dtype(x.dtype, [&](auto tag) {
+  // Gather and scatter move elements: one kernel per element width serves every dtype (f16,
+  // bf16, c64, c128 included). scatter_add adds in the element's type, reals and complex (f16
+  // and bf16 add in f32: the builders cast them).
+  auto body = [&](auto tag) {
     using T = typename decltype(tag)::type;
+    constexpr bool moves = std::is_same_v<T, uint8_t> || std::is_same_v<T, uint16_t> ||
+                           std::is_same_v<T, uint32_t> || std::is_same_v<T, uint64_t> ||
+                           std::is_same_v<T, Bytes16>;
     auto launch = [&](auto itag) {
       using I = decltype(itag);
       const I* ip = static_cast<const I*>(index.data);
-      if (op == Op::Gather) {
-        const Strides xr = zero_dim(x.strides, a.dim);
-        const Strided<3> st = make_strided<3>(index.shape, {&xr, &index.strides, &out.strides});
-        const int64_t n = index.numel();
-        gather_kernel<<<blocks_for(n), kThreads, 0, cx.s()>>>(
-            static_cast<const T*>(x.data), ip, static_cast<T*>(out.data), st, x.strides[a.dim], size, n, bad);
-        return;
+      if constexpr (moves) {
+        if (op == Op::Gather) {
+          const Strides xr = zero_dim(x.strides, a.dim);
+          const Strided<3> st = make_strided<3>(index.shape, {&xr, &index.strides, &out.strides});
+          const int64_t n = index.numel();
+          gather_kernel<<<blocks_for(n), kThreads, 0, cx.s()>>>(static_cast<const T*>(x.data), ip,
+                                                                static_cast<T*>(out.data), st,
+                                                                x.strides[a.dim], size, n, bad);
+          return;
+        }
       }
       copy_view(x, out);
       const DView& src = in.at(2);
@@ -144,23 +158,34 @@ void run_index(Op op, const Attrs& attrs, const std::vector<DView>& in, const DV
       const Strides orr = zero_dim(out.strides, a.dim);
       const Strided<3> st = make_strided<3>(lines_shape, {&orr, &index.strides, &src.strides});
       const int64_t lines = numel(lines_shape), len = index.shape[a.dim];
-      const I* iptr = ip;
       const T* sp = static_cast<const T*>(src.data);
       T* op_ = static_cast<T*>(out.data);
-      if (op == Op::Scatter)
+      if constexpr (moves)
         scatter_kernel<T, I, fn::ScatterSet><<<blocks_for(lines), kThreads, 0, cx.s()>>>(
-            iptr, sp, op_, st, len, index.strides[a.dim], src.strides[a.dim], out.strides[a.dim], size, lines,
+            ip, sp, op_, st, len, index.strides[a.dim], src.strides[a.dim], out.strides[a.dim], size, lines,
             bad);
       else
         scatter_kernel<T, I, fn::ScatterAccumulate><<<blocks_for(lines), kThreads, 0, cx.s()>>>(
-            iptr, sp, op_, st, len, index.strides[a.dim], src.strides[a.dim], out.strides[a.dim], size, lines,
+            ip, sp, op_, st, len, index.strides[a.dim], src.strides[a.dim], out.strides[a.dim], size, lines,
             bad);
     };
     if (index.dtype == DType::I32) launch(int32_t{});
     else if (index.dtype == DType::I8) launch(int8_t{});
     else if (index.dtype == DType::U8) launch(uint8_t{});
     else launch(int64_t{});
-  });
+  };
+  if (op == Op::ScatterAdd) {
+    if (is_complex(x.dtype)) dispatch_complex(x.dtype, body);
+    else dispatch_dtype(x.dtype, body);
+  } else {
+    switch (dtype_size(x.dtype)) {
+      case 1: body(TypeTag<uint8_t>{}); break;
+      case 2: body(TypeTag<uint16_t>{}); break;
+      case 4: body(TypeTag<uint32_t>{}); break;
+      case 8: body(TypeTag<uint64_t>{}); break;
+      default: internal_check(dtype_size(x.dtype) == 16); body(TypeTag<Bytes16>{});
+    }
+  }
   check_launch("index kernel");
   BadIndex h{};
   check(cudaMemcpyAsync(&h, bad, sizeof h, cudaMemcpyDeviceToHost, cx.s()), "index flag");

@@ -212,6 +212,36 @@ void check_index() {
       compare(std::string(op_def(op).name) + " " + std::string(dtype_name(t)), *want, *download(dout), 0);
     }
   }
+  // Gather and scatter move any element width, f16/bf16/c64/c128 included; scatter_add adds
+  // complex numbers in the CPU's order. Compared bit for bit.
+  for (DType t : {DType::F16, DType::BF16, DType::C64, DType::C128}) {
+    auto cast_of = [&](const Value& f) {
+      auto v = Value::alloc(t, f.view().shape);
+      cpu::MapProgram cast{{f.view()}, {{Op::Cast, t, DType::F32, 0}}};
+      cpu::run_map(cast, v->view());
+      return v;
+    };
+    auto x = cast_of(*sample(DType::F32, {9, 5, 4}, 12)), src = cast_of(*sample(DType::F32, {6, 5, 4}, 13));
+    Dev dx = upload(x->view()), di = upload(index->view()), ds = upload(src->view());
+    for (Op op : {Op::Gather, Op::Scatter, Op::ScatterAdd}) {
+      if (op == Op::ScatterAdd && !is_complex(t)) continue;  // f16/bf16 add in f32 (the builders cast)
+      const Attrs a = IndexAttrs{0, IndexFn::Gather}.encode();
+      const Shape os = op == Op::Gather ? index->view().shape : x->view().shape;
+      auto want = Value::alloc(t, os);
+      cpu::run_index(op, a, {x->view(), index->view(), src->view()}, want->view());
+      cuda::DeviceBuffer ob(want->view().numel() * dtype_size(t));
+      const cuda::DView dout = cuda::dview(ob.get(), t, os);
+      cuda::run_index(op, a, {dx.v, di.v, ds.v}, dout);
+      auto got = download(dout);
+      ++checks;
+      if (std::memcmp(want->view().byte_ptr(), got->view().byte_ptr(),
+                      want->view().numel() * dtype_size(t)) != 0) {
+        std::fprintf(stderr, "MISMATCH %s %s: bytes differ\n", std::string(op_def(op).name).c_str(),
+                     std::string(dtype_name(t)).c_str());
+        ++failures;
+      }
+    }
+  }
   // nonzero: the 1-based row-major positions of a strided mask's true elements, at several
   // densities (none, sparse, most, all) and a mask long enough for a multi-block scan.
   for (int64_t n : {int64_t(120), int64_t(3) << 18})
