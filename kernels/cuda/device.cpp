@@ -138,6 +138,7 @@ bool cuda_supports(Op op, DType dtype) {
                               op == Op::ScatterAdd))
       return true;
     if (op == Op::Gather || op == Op::Scatter) return true;  // index.cu moves any element width
+    if (op == Op::Full) return true;                         // generate.cu fills by the value's bits
     return k == OpKind::Map || k == OpKind::View || k == OpKind::Cat || k == OpKind::Write ||
            op == Op::FusedMap;
   }

@@ -114,7 +114,7 @@ void run_sort(const T* x, void* out, const scan::Lines& L, const scan::Lines& Lo
     size_t bytes = 0;
     if (lines == 1) {
       check(cub::DeviceRadixSort::SortPairs(nullptr, bytes, kp, ko, op, oo, items, 0, bits, st), "cub sort");
-      if (bytes > temp.bytes()) temp = DeviceBuffer(bytes);
+      if (!temp.get() || bytes > temp.bytes()) temp = DeviceBuffer(bytes);  // never null: null asks the size
       check(cub::DeviceRadixSort::SortPairs(temp.get(), bytes, kp, ko, op, oo, items, 0, bits, st),
             "cub sort");
     } else {
@@ -122,7 +122,7 @@ void run_sort(const T* x, void* out, const scan::Lines& L, const scan::Lines& Lo
       check(cub::DeviceSegmentedRadixSort::SortPairs(nullptr, bytes, kp, ko, op, oo, static_cast<int>(items),
                                                      static_cast<int>(lines), offs, offs + 1, 0, bits, st),
             "cub segmented sort");
-      if (bytes > temp.bytes()) temp = DeviceBuffer(bytes);
+      if (!temp.get() || bytes > temp.bytes()) temp = DeviceBuffer(bytes);  // never null: null asks the size
       check(
           cub::DeviceSegmentedRadixSort::SortPairs(temp.get(), bytes, kp, ko, op, oo, static_cast<int>(items),
                                                    static_cast<int>(lines), offs, offs + 1, 0, bits, st),

@@ -2,11 +2,15 @@
 // over several dim sets of a strided input, and batched, broadcast, transposed matmul (cuBLAS
 // cgemm3m/zgemm against the CPU's BLAS cgemm/zgemm). Compared component by component to a
 // fraction of the largest magnitude: sums in another order (1e-6 c64, 1e-12 c128), products
-// of factors near 1, matmul 1e-4 (c64: Gauss's 3-multiplication gemm rounds differently).
+// of factors near 1, matmul 1e-4 (c64: Gauss's 3-multiplication gemm rounds differently); and
+// constants (Full) of f16, bf16, c64 and c128, bit for bit.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <string>
 
+#include "engine/ir/attrs.hpp"
 #include "kernels/cpu/kernels.hpp"
 #include "tests/gpu/consistency.hpp"
 
@@ -80,6 +84,23 @@ void check_complex_matmul(DType t) {
   compare_floats("matmul strided " + std::string(dtype_name(t)), *want2, *download(out2.v), 1e-4);
 }
 
+// A constant of f16, bf16, c64 or c128 on a box of a larger tensor, bit for bit (a value that
+// rounds in f16 and bf16).
+void check_full(DType t) {
+  const Attrs a = FullAttrs{t, 1.0 / 3.0, 0}.encode();
+  auto want = Value::alloc(t, {5, 7});
+  cpu::run_generate(Op::Full, a, {9, 11}, {2, 3}, want->view());
+  cuda::DeviceBuffer ob(want->view().numel() * dtype_size(t));
+  const cuda::DView dout = cuda::dview(ob.get(), t, {5, 7});
+  cuda::run_generate(Op::Full, a, {9, 11}, {2, 3}, dout);
+  auto got = download(dout);
+  ++checks;
+  if (std::memcmp(want->view().byte_ptr(), got->view().byte_ptr(), 35 * dtype_size(t)) != 0) {
+    std::fprintf(stderr, "MISMATCH full %s: bytes differ\n", std::string(dtype_name(t)).c_str());
+    ++failures;
+  }
+}
+
 }  // namespace
 
 void check_complex() {
@@ -87,6 +108,7 @@ void check_complex() {
     check_complex_reduce(t);
     check_complex_matmul(t);
   }
+  for (DType t : {DType::F16, DType::BF16, DType::C64, DType::C128}) check_full(t);
 }
 
 }  // namespace tapestry::gpucheck
