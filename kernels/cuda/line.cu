@@ -95,8 +95,9 @@ template <class T>
 void run_sort(const T* x, void* out, const scan::Lines& L, const scan::Lines& Lo, bool descending,
               bool indices) {
   cudaStream_t st = context().s();
-  // Lines go in batches of at most 2^30 elements (cub's segmented sort counts in int).
-  const int64_t per_batch = L.n >= (int64_t(1) << 30) ? 1 : (int64_t(1) << 30) / L.n;
+  // Lines go in batches of at most 2^27 elements: 32 bytes of scratch an element (keys and
+  // positions, in and out) stay within 4 GiB, and cub's segmented sort counts in int.
+  const int64_t per_batch = L.n >= (int64_t(1) << 27) ? 1 : (int64_t(1) << 27) / L.n;
   const int64_t batch = per_batch < L.count() ? per_batch : L.count();
   const int64_t most = batch * L.n;
   DeviceBuffer keys(8 * most), keys_out(8 * most), order(8 * most), order_out(8 * most);
