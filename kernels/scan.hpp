@@ -77,6 +77,23 @@ template <class T> TP_HD int64_t bound(const T* a, int64_t stride, int64_t n, T 
   return lo;
 }
 
+// The stable sort of a short line (n <= kSmallSort) by insertion, one thread a line on the GPU:
+// order[0..n) gets the 0-based positions in sorted order (descending: the order reversed, ties
+// still in their original order), exactly as std::stable_sort by less.
+constexpr int kSmallSort = 32;
+template <class T> TP_HD void small_sort(const T* x, int64_t stride, int n, bool descending, int* order) {
+  for (int i = 0; i < n; ++i) {
+    const T v = x[i * stride];
+    int j = i;
+    // Move past every element v must precede (strictly): equal ones stay before v.
+    while (j > 0 && (descending ? less(x[order[j - 1] * stride], v) : less(v, x[order[j - 1] * stride]))) {
+      order[j] = order[j - 1];
+      --j;
+    }
+    order[j] = i;
+  }
+}
+
 template <Op op> struct ScanStep;
 template <> struct ScanStep<Op::Cumsum> {
   template <class T> TP_HD T operator()(T acc, T x) const { return acc + x; }

@@ -3,7 +3,9 @@
 // kernels/scan.hpp and kernels/line_scan.hpp (TP_HD), which the CPU tests exercise.
 // - Scans: one thread a chunk of a line (line_scan.hpp's three passes); short or many lines are
 //   one chunk a thread, in the CPU's order, so their results are bitwise the CPU's.
-// - Sort: every element becomes its order key (scan::order_key, descending flipped) beside its
+// - Sort: lines of at most 32 elements are insertion-sorted one thread a line (scan::small_sort, per-thread
+// memory).
+//   Longer ones: every element becomes its order key (scan::order_key, descending flipped) beside its
 //   0-based position, and cub's radix sort (stable) sorts the pairs: one device-wide sort for
 //   one line, a segmented sort (a block a line) for several. The positions are then the stable
 //   sort's order: the indices (+1) or the values gathered. Keys are u64 over the dtype's bits
@@ -91,10 +93,29 @@ __global__ void sort_out_kernel(const T* x, const int64_t* order, void* out, sca
   }
 }
 
+// Short lines: one thread a line, insertion-sorted in per-thread memory (scan::small_sort), no scratch.
+template <class T>
+__global__ void small_sort_kernel(const T* x, void* out, scan::Lines L, scan::Lines Lo, bool descending,
+                                  bool indices) {
+  TP_GRID_LOOP(l, L.count()) {
+    int order[scan::kSmallSort];
+    const int64_t b = L.start(l), bo = Lo.start(l);
+    scan::small_sort(x + b, L.inner, static_cast<int>(L.n), descending, order);
+    for (int64_t i = 0; i < Lo.n; ++i) {
+      if (indices) static_cast<int64_t*>(out)[bo + i * Lo.inner] = order[i] + 1;
+      else static_cast<T*>(out)[bo + i * Lo.inner] = x[b + order[i] * L.inner];
+    }
+  }
+}
+
 template <class T>
 void run_sort(const T* x, void* out, const scan::Lines& L, const scan::Lines& Lo, bool descending,
               bool indices) {
   cudaStream_t st = context().s();
+  if (L.n <= scan::kSmallSort) {
+    small_sort_kernel<<<blocks_for(L.count()), kThreads, 0, st>>>(x, out, L, Lo, descending, indices);
+    return check_launch("small sort kernel");
+  }
   // Lines go in batches of at most 2^27 elements: 32 bytes of scratch an element (keys and
   // positions, in and out) stay within 4 GiB, and cub's segmented sort counts in int.
   const int64_t per_batch = L.n >= (int64_t(1) << 27) ? 1 : (int64_t(1) << 27) / L.n;

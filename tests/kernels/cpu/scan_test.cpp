@@ -114,6 +114,29 @@ TEST_CASE("kernels.scan.stable_key_sort_is_the_stable_sort") {
   stable_key_sort_is_stable_sort<double>();
 }
 
+TEST_CASE("kernels.scan.small_sort_is_the_stable_sort") {
+  const std::vector<double> x = ragged<double>(64, 7);
+  const std::vector<int32_t> xi = ragged<int32_t>(64, 8);
+  for (int n = 0; n <= scan::kSmallSort; ++n)
+    for (bool descending : {false, true}) {
+      auto check_one = [&](const auto& v, int64_t stride) {
+        std::vector<int> want(n), got(n);
+        std::iota(want.begin(), want.end(), 0);
+        std::stable_sort(want.begin(), want.end(), [&](int i, int j) {
+          return descending ? scan::less(v[j * stride], v[i * stride])
+                            : scan::less(v[i * stride], v[j * stride]);
+        });
+        scan::small_sort(v.data(), stride, n, descending, got.data());
+        CAPTURE(n);
+        CAPTURE(descending);
+        CHECK(got == want);
+      };
+      check_one(x, 1);
+      check_one(x, 2);  // strided: every other element
+      check_one(xi, 1);
+    }
+}
+
 TEST_CASE("kernels.scan.bound_is_lower_and_upper_bound") {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   std::vector<double> a = {-3, -1, -1, 0, 0, 2, 2, 2, 5, nan, nan};
