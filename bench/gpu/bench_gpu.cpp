@@ -1,5 +1,6 @@
 // The GPU versions of the workloads, each as a fraction of this device's peak.
 //   bench_gpu            # W1 matmul, W2 fused elementwise, W3 variance, W4 heat; "no GPU" without one
+//                        # then the line ops (L*: scans, sorts), nonzero and complex matmul
 //   bench_gpu --small    # tiny sizes (the ctest smoke run)
 // Peaks come from the driver (engine/device: SMs x clock x per-SM rate, memory clock x bus width).
 // W1 runs fp32 sgemm (no TF32), so its fraction is of the fp32 peak; the bf16 peak is printed
@@ -9,6 +10,7 @@
 #include <functional>
 
 #include "engine/device/probe.hpp"
+#include "engine/ir/attrs.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/runtime.hpp"
 
@@ -101,6 +103,48 @@ int main(int argc, char** argv) {
     cuda::to_device(hk->view(), kv);
     const double s = time_best(reps, [&] { cuda::run_correlate(grid, kv, {-1, -1}, next); });
     report("W4", "heat 3x3 stencil step", s, 8.0 * m * m, hbm, "GB/s");
+  }
+  // The line ops (line.cu) on 2^26 f32 elements: scans as bytes moved (one read, one write; a
+  // chunked scan reads twice), sorts as keys a second (no peak: reported against HBM for scale).
+  const int64_t e = small ? (1 << 16) : (int64_t(1) << 26), w = 1024;
+  cuda::DeviceBuffer lo(e * 8);  // room for i64 indices
+  auto line_op = [&](const char* id, const char* what, Op op, const Shape& shape, int dim, DType out_t,
+                     double bytes) {
+    const cuda::DView in = cuda::dview(x.get(), DType::F32, shape), o = cuda::dview(lo.get(), out_t, shape);
+    const Attrs a = LineAttrs{dim, false, out_t == DType::I64, false}.encode();
+    const double s = time_best(reps, [&] { cuda::run_line(op, a, {in}, o); });
+    report(id, what, s, bytes, hbm, "GB/s");
+  };
+  line_op("L1", "cumsum f32, one line", Op::Cumsum, {e}, 0, DType::F32, 8.0 * e);
+  line_op("L2", "cumsum f32, lines along last", Op::Cumsum, {e / w, w}, 1, DType::F32, 8.0 * e);
+  line_op("L3", "cumsum f32, lines along first", Op::Cumsum, {w, e / w}, 0, DType::F32, 8.0 * e);
+  line_op("L4", "cummax idx f32, along last", Op::Cummax, {e / w, w}, 1, DType::I64, 12.0 * e);
+  line_op("L5", "sort f32, one line", Op::Sort, {e}, 0, DType::F32, 8.0 * e);
+  line_op("L6", "argsort f32, 1024-long lines", Op::Sort, {e / w, w}, 1, DType::I64, 12.0 * e);
+  {  // nonzero of a half-true mask: a count pass, a scan, a placed write
+    cuda::DeviceBuffer mb(e), mo(e * 8);
+    const cuda::DView fv = cuda::dview(x.get(), DType::F32, {e}),
+                      mv = cuda::dview(mb.get(), DType::Bool, {e});
+    cuda::MapProgram gt{
+        {fv}, {{Op::Full, DType::F32, DType::F32, -1, -1, -1, 0.0}, {Op::Gt, DType::Bool, DType::F32, 0, 1}}};
+    cuda::run_map(gt, mv);
+    auto host = Value::alloc(DType::Bool, {e});
+    cuda::to_host(mv, host->view());
+    int64_t count = 0;
+    for (int64_t i = 0; i < e; ++i) count += host->data<bool>()[i];
+    const cuda::DView ov2 = cuda::dview(mo.get(), DType::I64, {count});
+    const double s = time_best(reps, [&] { cuda::run_index(Op::Nonzero, Attrs{}, {mv}, ov2); });
+    report("L7", "nonzero, half true", s, double(e) + 8.0 * count, hbm, "GB/s");
+  }
+  {  // complex matmul (cgemm3m): 8 real flops a complex multiply-add
+    const int64_t m = small ? 128 : 4096;
+    cuda::DeviceBuffer a(m * m * 8), b(m * m * 8), c(m * m * 8);
+    auto av = cuda::dview(a.get(), DType::C64, {m, m}), bv = cuda::dview(b.get(), DType::C64, {m, m}),
+         cv = cuda::dview(c.get(), DType::C64, {m, m});
+    cuda::run_generate(Op::Rand, seed, {2 * m * m}, {0}, cuda::dview(a.get(), DType::F32, {2 * m * m}));
+    cuda::run_generate(Op::Rand, seed, {2 * m * m}, {0}, cuda::dview(b.get(), DType::F32, {2 * m * m}));
+    const double s = time_best(reps, [&] { cuda::run_matmul(av, bv, cv); });
+    report("L8", "matmul c64 (cgemm3m)", s, 8.0 * m * m * m, fp32, "GFLOP/s");
   }
   return 0;
 }

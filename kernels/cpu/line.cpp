@@ -25,14 +25,7 @@ View contiguous(const View& v, std::shared_ptr<Value>& keep) {
   return keep->view();
 }
 
-struct Lines {
-  int64_t outer = 1, n = 1, inner = 1;
-  explicit Lines(const Shape& s, int dim) {
-    for (int d = 0; d < static_cast<int>(s.size()); ++d) (d < dim ? outer : d == dim ? n : inner) *= s[d];
-  }
-  int64_t count() const { return outer * inner; }
-  int64_t start(int64_t l) const { return l / inner * n * inner + l % inner; }  // element 0 of line l
-};
+using scan::Lines;
 
 // f(first element's offset, stride) for every line, in parallel.
 template <class F> void for_lines(const Lines& L, F f) {
@@ -75,13 +68,11 @@ template <class T> void logcumsumexp_lines(const T* x, T* y, const Lines& L, boo
 // The running extreme's values, or its 1-based indices.
 template <bool Max, class T> void extreme_lines(const T* x, const View& out, const Lines& L, bool indices) {
   for_lines(L, [&](int64_t b, int64_t s) {
-    T acc = x[b];
-    int64_t at = 0;
+    scan::Extreme<T> acc{x[b], 0};
     for (int64_t i = 0; i < L.n; ++i) {
-      const T v = x[b + i * s];
-      if (i > 0 && scan::takes_over<Max>(acc, v)) acc = v, at = i;
-      if (indices) out.ptr<int64_t>()[b + i * s] = at + 1;
-      else out.ptr<T>()[b + i * s] = acc;
+      if (i > 0) acc = scan::extreme_step<Max>(acc, x[b + i * s], i);
+      if (indices) out.ptr<int64_t>()[b + i * s] = acc.at + 1;
+      else out.ptr<T>()[b + i * s] = acc.v;
     }
   });
 }
@@ -144,15 +135,12 @@ template <class T> void scatter_add_lines(const T* g, const int64_t* idx, T* y, 
 }
 
 template <class T> void searchsorted(const View& seq, const T* v, int64_t* out, int64_t count, bool right) {
-  std::vector<T> a(seq.shape[0]);
-  for (int64_t i = 0; i < seq.shape[0]; ++i) a[i] = seq.ptr<T>()[i * seq.strides[0]];
+  const int64_t n = seq.shape[0];
+  const std::unique_ptr<T[]> a(new T[n]);  // not a vector: vector<bool> has no data()
+  for (int64_t i = 0; i < n; ++i) a[i] = seq.ptr<T>()[i * seq.strides[0]];
   const int64_t grain = count < kSerialWork ? count : grain_for(count, 1024);
   parallel_for(count, grain, [&](int64_t lo, int64_t hi, int) {
-    for (int64_t i = lo; i < hi; ++i) {
-      auto it = right ? std::upper_bound(a.begin(), a.end(), v[i], [](T x, T y) { return scan::less(x, y); })
-                      : std::lower_bound(a.begin(), a.end(), v[i], [](T x, T y) { return scan::less(x, y); });
-      out[i] = (it - a.begin()) + 1;
-    }
+    for (int64_t i = lo; i < hi; ++i) out[i] = scan::bound(a.get(), 1, n, v[i], right) + 1;
   });
 }
 

@@ -98,9 +98,14 @@ void run_conv2d(const DView& x, const DView& w, const cpu::WindowAxis& h, const 
 void run_pool2d(Op op, const DView& x, int64_t kh, int64_t kw, const cpu::WindowAxis& h,
                 const cpu::WindowAxis& wd, const DView& out);
 
-// index.cu: Gather, Scatter, ScatterAdd as cpu::run_index (the same order: bitwise the same
-// results); an out-of-range index value is the same user error.
+// index.cu: Gather, Scatter, ScatterAdd and Nonzero as cpu::run_index (the same order: bitwise
+// the same results); an out-of-range index value is the same user error.
 void run_index(Op op, const Attrs& attrs, const std::vector<DView>& in, const DView& out);
+
+// line.cu: the line ops as cpu::run_line (scans, stable sort and topk, searchsorted,
+// line_scatter_add; Op::Fft goes to run_fft), for the dtypes line_supported names (the input's).
+bool line_supported(Op op, DType in);
+void run_line(Op op, const Attrs& attrs, const std::vector<DView>& in, const DView& out);
 
 // fft.cpp: Op::Fft as cpu::run_fft (c2c, r2c, c2r; unnormalized) through cuFFT; out contiguous.
 bool fft_supported(DType in, DType out);  // f32/c64 or f64/c128, a complex side

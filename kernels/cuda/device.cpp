@@ -129,10 +129,16 @@ DView dview(void* data, DType t, const Shape& shape) {
 
 bool cuda_supports(Op op, DType dtype) {
   // f16, bf16 and complex results: the map kernel (every dtype's casts, where and complex math)
-  // and data movement; complex sums, products and matmul run on the CPU for now.
+  // and data movement; complex sums and products (reduce.cu, in c128) and matmul (cuBLAS c/z
+  // gemm). Half reductions and products never reach a kernel: the builders compute them in f32.
   if (op == Op::Fft) return !is_half(dtype);  // fft.cpp: cuFFT (the input's type follows the output's)
   if (is_half(dtype) || is_complex(dtype)) {
     const OpKind k = op_def(op).kind;
+    if (is_complex(dtype) && (op == Op::Sum || op == Op::Prod || op == Op::Matmul || op == Op::FusedReduce ||
+                              op == Op::ScatterAdd))
+      return true;
+    if (op == Op::Gather || op == Op::Scatter) return true;  // index.cu moves any element width
+    if (op == Op::Full) return true;                         // generate.cu fills by the value's bits
     return k == OpKind::Map || k == OpKind::View || k == OpKind::Cat || k == OpKind::Write ||
            op == Op::FusedMap;
   }
@@ -156,7 +162,8 @@ bool cuda_supports(Op op, DType dtype) {
     case Op::AvgPool2d: return dtype != DType::Bool;
     case Op::Gather:
     case Op::Scatter:
-    case Op::ScatterAdd: return true;  // index.cu
+    case Op::ScatterAdd:
+    case Op::Nonzero: return true;  // index.cu
     case Op::Solve:
     case Op::Cholesky:
     case Op::Eigh:
@@ -164,7 +171,16 @@ bool cuda_supports(Op op, DType dtype) {
     case Op::Slogdet:
     case Op::Qr:
     case Op::Svd: return linalg_supported(op, dtype);  // linalg.cpp: cuSOLVER
-    default: return false;                             // nonzero, sorts, scans: the block runs on the CPU
+    case Op::Cumsum:
+    case Op::Cumprod:
+    case Op::Cummax:
+    case Op::Cummin:
+    case Op::Logcumsumexp:
+    case Op::Sort:
+    case Op::LineScatterAdd:
+    case Op::Searchsorted:  // line.cu; the input's dtype decides too (CudaDevice::supports)
+      return line_supported(op, dtype) || (dtype == DType::I64 && op != Op::LineScatterAdd);
+    default: return false;  // the block runs on the CPU
   }
 }
 

@@ -5,6 +5,8 @@
 //   cuda::run_generate(Op::Randn, attrs, {1024, 1024}, {512, 0}, block_view);  // a shard
 #include <cuda_runtime.h>
 
+#include <cstring>
+
 #include "engine/ir/attrs.hpp"
 #include "engine/ir/error.hpp"
 #include "kernels/cpu/philox.hpp"
@@ -100,6 +102,21 @@ template <class T> __global__ void generate_kernel(T* out, const Box box, const 
   }
 }
 
+// A constant of f16, bf16, c64 or c128 (the only generator made in those dtypes: the builders
+// cast the others), filled by its bits.
+template <class W> __global__ void fill_kernel(W* out, W v, int64_t n) {
+  TP_GRID_LOOP(i, n) { out[i] = v; }
+}
+struct Bytes16 {
+  uint64_t lo, hi;
+};
+template <class W, class T> void fill_with(const DView& out, T v, int64_t n) {
+  static_assert(sizeof(W) == sizeof(T));
+  W bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  fill_kernel<W><<<blocks_for(n), kThreads, 0, context().s()>>>(static_cast<W*>(out.data), bits, n);
+}
+
 }  // namespace
 
 void run_generate(Op op, const Attrs& a, const Shape& gshape, const std::vector<int64_t>& origin,
@@ -107,6 +124,17 @@ void run_generate(Op op, const Attrs& a, const Shape& gshape, const std::vector<
   const int64_t n = out.numel();
   internal_check(out.is_contiguous() && gshape.size() == out.shape.size() && origin.size() == gshape.size());
   if (n == 0) return;
+  if (is_half(out.dtype) || is_complex(out.dtype)) {  // the value as the CPU makes it (generate.cpp)
+    internal_check(op == Op::Full && "a generator of f16, bf16 or complex");
+    const double r = attrs_of<FullAttrs>(op, a).real;
+    switch (out.dtype) {
+      case DType::F16: fill_with<uint16_t>(out, f16(r), n); break;
+      case DType::BF16: fill_with<uint16_t>(out, bf16(r), n); break;
+      case DType::C64: fill_with<uint64_t>(out, c64(static_cast<float>(r)), n); break;
+      default: fill_with<Bytes16>(out, c128(r), n); break;
+    }
+    return check_launch("fill kernel");
+  }
   user_check(out.rank() <= kMaxDims, "CUDA generate: rank ", out.rank(), " > ", kMaxDims);
   Box box{};
   box.nd = out.rank();

@@ -7,7 +7,8 @@
 // whole-tensor sum ran on one block, 0.1% of HBM bandwidth, on an H200); else one block per
 // output whose threads fold strided slices and then combine in shared memory. The
 // monoids are the CPU's (kernels/monoid.hpp: NaN propagates through max exactly as there); f32
-// sums accumulate in f64, so the GPU's different summation order moves results by ~1 ulp of f32.
+// sums accumulate in f64, so the GPU's different summation order moves results by ~1 ulp of f32;
+// complex sums and products accumulate in c128, as on the CPU.
 #include <cuda_runtime.h>
 
 #include <optional>
@@ -69,7 +70,10 @@ template <class A> __device__ void store_as(void* out, DType t, int64_t off, A a
 }
 template <class R, class T> __device__ void write(void* out, DType t, int64_t off, typename R::A acc) {
   if constexpr (std::is_same_v<typename R::A, Cand<T>>) static_cast<int64_t*>(out)[off] = acc.i + 1;
-  else store_as(out, t, off, acc);
+  else if constexpr (std::is_same_v<typename R::A, c128>) {  // complex sums and products: c64 or c128
+    if (t == DType::C64) static_cast<c64*>(out)[off] = c64(acc);
+    else static_cast<c128*>(out)[off] = acc;
+  } else store_as(out, t, off, acc);
 }
 
 template <class R, class T>
@@ -196,9 +200,20 @@ void run_reduce(Op op, const DView& in, const std::vector<int>& dims, const DVie
   if (out.numel() == 0) return;
   const Geometry g = geometry(in, dims, out);
   dispatch_monoid(*m, [&](auto mc) {
+    constexpr Monoid M = decltype(mc)::value;
+    if (is_complex(in.dtype)) {  // sums and products only (the builders refuse complex max/min)
+      if constexpr (M == Monoid::Sum || M == Monoid::Prod) {
+        dispatch_complex(in.dtype, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          launch<MonoidR<M, T>, T>(in, out, g);
+        });
+        return;
+      }
+      internal_fail(__FILE__, __LINE__, "run_reduce: complex numbers have only sum and prod");
+    }
     dispatch_dtype(in.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      launch<MonoidR<decltype(mc)::value, T>, T>(in, out, g);
+      launch<MonoidR<M, T>, T>(in, out, g);
     });
   });
 }

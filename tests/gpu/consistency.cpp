@@ -15,78 +15,12 @@
 #include "kernels/cpu/kernels.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/functors.hpp"
+#include "tests/gpu/consistency.hpp"
 
 using namespace tapestry;
+using namespace tapestry::gpucheck;
 
 namespace {
-
-int checks = 0, failures = 0;
-
-struct Dev {  // a device copy of a host value
-  cuda::DeviceBuffer buf;
-  cuda::DView v;
-};
-Dev upload(const View& h) {
-  Dev d{cuda::DeviceBuffer(std::max<int64_t>(1, h.numel()) * dtype_size(h.dtype)), {}};
-  d.v = cuda::dview(d.buf.get(), h.dtype, h.shape);
-  cuda::to_device(h, d.v);
-  return d;
-}
-std::shared_ptr<Value> download(const cuda::DView& v) {
-  auto h = Value::alloc(v.dtype, v.shape);
-  cuda::to_host(v, h->view());
-  return h;
-}
-cuda::DView like(const cuda::DView& base, const View& h) {  // the same strides on the device copy
-  cuda::DView v = base;
-  v.shape = h.shape;
-  v.strides = h.strides;
-  return v;
-}
-
-std::shared_ptr<Value> sample(DType t, const Shape& s, int seed) {
-  auto v = Value::alloc(t, s);
-  dispatch_dtype(t, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    T* p = v->template data<T>();
-    for (int64_t i = 0; i < v->view().numel(); ++i) {
-      const int64_t k = (i * 7919 + seed * 104729) % 41 - 20;
-      if constexpr (std::is_same_v<T, bool>) p[i] = k % 3 == 0;
-      else if constexpr (std::is_floating_point_v<T>) p[i] = T(k) / T(8) + T(seed) / T(16);
-      else p[i] = T(k);
-    }
-  });
-  return v;
-}
-
-// int_slack: how far integers may differ. An integer result of a float function (tanh of an
-// i32) truncates a double, and the CPU's vector libm (libmvec, up to 4 ulp) and CUDA's round a
-// few ulp apart: tanh(19) is 1 - 1 ulp in glibc's scalar tanh and CUDA's (truncated to 0), 1.0
-// in libmvec's (seen on an H200).
-void compare(const std::string& what, const Value& cpu, const Value& gpu, double rtol,
-             int64_t int_slack = 0) {
-  ++checks;
-  int bad = 0;
-  dispatch_dtype(cpu.view().dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* a = cpu.template data<T>();
-    const T* b = gpu.template data<T>();
-    for (int64_t i = 0; i < cpu.view().numel(); ++i) {
-      bool ok;
-      if constexpr (std::is_floating_point_v<T>)
-        ok = (std::isnan(a[i]) && std::isnan(b[i])) || a[i] == b[i] ||
-             std::fabs(double(a[i]) - double(b[i])) <= rtol * std::max(1.0, std::fabs(double(a[i])));
-      else if constexpr (std::is_same_v<T, bool>) ok = a[i] == b[i];
-      else
-        ok = a[i] == b[i] || (int_slack > 0 && std::llabs(static_cast<long long>(a[i]) -
-                                                          static_cast<long long>(b[i])) <= int_slack);
-      if (!ok && bad++ < 3)
-        std::fprintf(stderr, "MISMATCH %s [%lld]: cpu %.17g gpu %.17g\n", what.c_str(), (long long)i,
-                     double(a[i]), double(b[i]));
-    }
-  });
-  if (bad) ++failures;
-}
 
 const DType kAll[] = {DType::Bool, DType::I32, DType::I64, DType::F32, DType::F64};
 
@@ -278,28 +212,55 @@ void check_index() {
       compare(std::string(op_def(op).name) + " " + std::string(dtype_name(t)), *want, *download(dout), 0);
     }
   }
-}
-
-// Floating values (real or complex, f32 or f64) compared as their real components.
-void compare_floats(const std::string& what, const Value& cpu, const Value& gpu, double rtol) {
-  ++checks;
-  const View a = cpu.view(), b = gpu.view();
-  const bool single = a.dtype == DType::F32 || a.dtype == DType::C64;
-  const int64_t m = a.numel() * (is_complex(a.dtype) ? 2 : 1);
-  double scale = 1;
-  for (int64_t i = 0; i < m; ++i)
-    scale = std::max(scale, std::fabs(single ? double(reinterpret_cast<const float*>(a.byte_ptr())[i])
-                                             : reinterpret_cast<const double*>(a.byte_ptr())[i]));
-  int bad = 0;
-  for (int64_t i = 0; i < m; ++i) {
-    const double x = single ? reinterpret_cast<const float*>(a.byte_ptr())[i]
-                            : reinterpret_cast<const double*>(a.byte_ptr())[i];
-    const double y = single ? reinterpret_cast<const float*>(b.byte_ptr())[i]
-                            : reinterpret_cast<const double*>(b.byte_ptr())[i];
-    if (!(std::fabs(x - y) <= rtol * scale) && bad++ < 3)
-      std::fprintf(stderr, "MISMATCH %s [%lld]: cpu %.17g gpu %.17g\n", what.c_str(), (long long)i, x, y);
+  // Gather and scatter move any element width, f16/bf16/c64/c128 included; scatter_add adds
+  // complex numbers in the CPU's order. Compared bit for bit.
+  for (DType t : {DType::F16, DType::BF16, DType::C64, DType::C128}) {
+    auto cast_of = [&](const Value& f) {
+      auto v = Value::alloc(t, f.view().shape);
+      cpu::MapProgram cast{{f.view()}, {{Op::Cast, t, DType::F32, 0}}};
+      cpu::run_map(cast, v->view());
+      return v;
+    };
+    auto x = cast_of(*sample(DType::F32, {9, 5, 4}, 12)), src = cast_of(*sample(DType::F32, {6, 5, 4}, 13));
+    Dev dx = upload(x->view()), di = upload(index->view()), ds = upload(src->view());
+    for (Op op : {Op::Gather, Op::Scatter, Op::ScatterAdd}) {
+      if (op == Op::ScatterAdd && !is_complex(t)) continue;  // f16/bf16 add in f32 (the builders cast)
+      const Attrs a = IndexAttrs{0, IndexFn::Gather}.encode();
+      const Shape os = op == Op::Gather ? index->view().shape : x->view().shape;
+      auto want = Value::alloc(t, os);
+      cpu::run_index(op, a, {x->view(), index->view(), src->view()}, want->view());
+      cuda::DeviceBuffer ob(want->view().numel() * dtype_size(t));
+      const cuda::DView dout = cuda::dview(ob.get(), t, os);
+      cuda::run_index(op, a, {dx.v, di.v, ds.v}, dout);
+      auto got = download(dout);
+      ++checks;
+      if (std::memcmp(want->view().byte_ptr(), got->view().byte_ptr(),
+                      want->view().numel() * dtype_size(t)) != 0) {
+        std::fprintf(stderr, "MISMATCH %s %s: bytes differ\n", std::string(op_def(op).name).c_str(),
+                     std::string(dtype_name(t)).c_str());
+        ++failures;
+      }
+    }
   }
-  if (bad) ++failures;
+  // nonzero: the 1-based row-major positions of a strided mask's true elements, at several
+  // densities (none, sparse, most, all) and a mask long enough for a multi-block scan.
+  for (int64_t n : {int64_t(120), int64_t(3) << 18})
+    for (int density : {0, 1, 50, 100}) {
+      auto packed = Value::alloc(DType::Bool, {n / 6, 6});
+      for (int64_t i = 0; i < n; ++i) packed->data<bool>()[i] = (i * 7919) % 100 < density;
+      const View mask = packed->view().permuted({1, 0});  // strided
+      int64_t count = 0;
+      for (int64_t i = 0; i < n; ++i) count += packed->data<bool>()[i];
+      if (count == 0) continue;  // an empty result never reaches a kernel
+      auto want = Value::alloc(DType::I64, {count});
+      cpu::run_index(Op::Nonzero, Attrs{}, {mask}, want->view());
+      Dev dm = upload(packed->view());
+      cuda::DeviceBuffer ob(count * 8);
+      const cuda::DView dout = cuda::dview(ob.get(), DType::I64, {count});
+      cuda::run_index(Op::Nonzero, Attrs{}, {like(dm.v, mask)}, dout);
+      compare("nonzero " + std::to_string(n) + " at " + std::to_string(density) + "%", *want, *download(dout),
+              0);
+    }
 }
 
 // cuFFT against FFTW: c2c both ways, r2c, c2r (both parities), along every dim of a strided view.
@@ -421,9 +382,10 @@ int main() {
   }
   // Every family runs even when one throws: a first contact should report all it finds.
   const std::pair<const char*, void (*)()> families[] = {
-      {"map", check_map},           {"reduce", check_reduce}, {"matmul", check_matmul},
-      {"generate", check_generate}, {"window", check_window}, {"copy", check_copy},
-      {"index", check_index},       {"fft", check_fft},       {"linalg", check_linalg}};
+      {"map", check_map},           {"reduce", check_reduce},  {"matmul", check_matmul},
+      {"generate", check_generate}, {"window", check_window},  {"copy", check_copy},
+      {"index", check_index},       {"fft", check_fft},        {"linalg", check_linalg},
+      {"line", check_line},         {"complex", check_complex}};
   for (const auto& [name, check] : families) {
     try {
       check();

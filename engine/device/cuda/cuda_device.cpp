@@ -52,6 +52,9 @@ class CudaDevice final : public DeviceBackend {
     if (!cuda_supports(n.op, n.dtype) || !fits(n.shape)) return false;
     for (const NodeRef& in : n.inputs)
       if (!fits(in->shape)) return false;
+    // A line op's kernel is chosen by its input (a sort's indices are i64 whatever it sorts).
+    if (op_def(n.op).kind == OpKind::Line && n.op != Op::Fft)
+      return !n.inputs.empty() && line_supported(n.op, n.inputs[0]->dtype);
     return true;
   }
   MapLimits map_limits() const override { return {16, 40}; }  // map.cu's kMaxLeaves, kMaxInstrs
@@ -94,11 +97,11 @@ class CudaDevice final : public DeviceBackend {
     run_index(op, attrs, v, dv(out));
   }
 
-  // Of the line ops only the FFT (cuFFT); of the linalg ops those of cuSOLVER (cuda_supports).
+  // The line ops (line.cu; the FFT through cuFFT); of the linalg ops those of cuSOLVER.
   void line(Op op, const Attrs& attrs, const std::vector<DeviceView>& in, const DeviceView& out) override {
-    internal_check(op == Op::Fft && in.size() == 1);
-    const LineAttrs a = attrs_of<LineAttrs>(op, attrs);
-    run_fft(dv(in[0]), dv(out), static_cast<int>(a.dim), a.reverse);
+    std::vector<DView> v;
+    for (const DeviceView& d : in) v.push_back(dv(d));
+    run_line(op, attrs, v, dv(out));
   }
   void linalg(Op op, const Attrs& attrs, const std::vector<DeviceView>& in, const DeviceView& out) override {
     std::vector<DView> v;

@@ -61,3 +61,34 @@ TEST_CASE("kernels.cuda.map_matches_cpu") {
     });
   }
 }
+
+// What the GPU runs (no GPU needed): the line ops in the dtypes line.cu takes, complex sums,
+// products and matmul, nonzero, gather/scatter of every dtype, constants of f16/bf16/complex;
+// what stays on the CPU says no (complex max, bool cumsum, f16 sorts: the builders cast those).
+TEST_CASE("kernels.cuda.supports") {
+  for (DType t : {DType::Bool, DType::I8, DType::U8, DType::I32, DType::I64, DType::F32, DType::F64}) {
+    CAPTURE(dtype_name(t));
+    for (Op op : {Op::Sort, Op::Cummax, Op::Cummin, Op::Searchsorted}) CHECK(cuda::line_supported(op, t));
+    CHECK(cuda::line_supported(Op::Cumsum, t) == (t != DType::Bool));
+    CHECK(cuda::line_supported(Op::LineScatterAdd, t) == (t != DType::Bool));
+    CHECK(cuda::line_supported(Op::Logcumsumexp, t) == is_float(t));
+    CHECK(cuda::cuda_supports(Op::Sort, t));
+    CHECK(cuda::cuda_supports(Op::Gather, t));
+  }
+  for (DType t : {DType::F16, DType::BF16, DType::C64, DType::C128}) {
+    CAPTURE(dtype_name(t));
+    CHECK_FALSE(cuda::line_supported(Op::Sort, t));
+    CHECK_FALSE(cuda::cuda_supports(Op::Sort, t));
+    CHECK(cuda::cuda_supports(Op::Gather, t));
+    CHECK(cuda::cuda_supports(Op::Scatter, t));
+    CHECK(cuda::cuda_supports(Op::Full, t));
+    CHECK_FALSE(cuda::cuda_supports(Op::Rand, t));
+    CHECK(cuda::cuda_supports(Op::Sum, t) == is_complex(t));
+    CHECK(cuda::cuda_supports(Op::Prod, t) == is_complex(t));
+    CHECK(cuda::cuda_supports(Op::Matmul, t) == is_complex(t));
+    CHECK(cuda::cuda_supports(Op::ScatterAdd, t) == is_complex(t));
+    CHECK_FALSE(cuda::cuda_supports(Op::Max, t));
+  }
+  CHECK(cuda::cuda_supports(Op::Nonzero, DType::I64));
+  CHECK(cuda::cuda_supports(Op::Cumsum, DType::I64));  // a sort's or cummax's indices are i64
+}
