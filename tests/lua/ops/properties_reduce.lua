@@ -56,14 +56,14 @@ end)
 
 test("groups cut by the reduction: triples, several groups, Hermitian", function()
   -- sums of x over a group's permutations: symmetric up to rounding (max, min within 1e-10)
-  local x = tp.randn({7, 7, 3, 7}, {dtype = "f64", seed = 11})
+  local x = tp.randn({5, 5, 2, 5}, {dtype = "f64", seed = 11})
   local t, u = x + x:permute{2, 1, 3, 4}, x - x:permute{2, 1, 3, 4}
   local s3 = t + t:permute{1, 4, 3, 2} + t:permute{4, 2, 3, 1}  -- the cosets of the swap of dims 1, 2
   local a3 = u - u:permute{1, 4, 3, 2} - u:permute{4, 2, 3, 1}
   tp.env.s3 = s3:declare{symmetry = tp.symmetric{1, 2, 4}}
   tp.env.a3 = a3:declare{symmetry = tp.antisymmetric{1, 2, 4}}
   truthy(held("s3").packed and held("a3").packed)
-  local cut = {{1}, {2}, {4}, {1, 2}, {1, 3}, {2, 4}, {3, 4}}
+  local cut = {{1}, {1, 3}, {2, 4}}  -- one slot; one and a dim outside; two slots
   compare(tp.env.s3, s3, cut, 1e-10, "symmetric{1,2,4}", 1e-10)
   compare(tp.env.a3, a3, cut, 1e-10, "antisymmetric{1,2,4}", 1e-10)
   -- two groups, either or both cut (max and min cut one, the other reduced whole or symmetric)
@@ -71,7 +71,7 @@ test("groups cut by the reduction: triples, several groups, Hermitian", function
   y = y - y:permute{2, 1, 3, 4}
   y = y + y:permute{1, 2, 4, 3}
   tp.env.g2 = y:declare{symmetry = {tp.antisymmetric{1, 2}, tp.symmetric{3, 4}}}
-  compare(tp.env.g2, y, {{1}, {3}, {4}, {1, 3}, {1, 3, 4}, {2, 4}, {1, 2, 4}}, 1e-10, "anti{1,2} sym{3,4}", 1e-10)
+  compare(tp.env.g2, y, {{1}, {3}, {1, 3}, {1, 2, 4}}, 1e-10, "anti{1,2} sym{3,4}", 1e-10)
   eq(tostring(tp.env.g2:sum{1}:properties().symmetry[1]), "symmetric{2,3}", "the whole group stays declared")
   -- Hermitian (sums only: complex max is not defined)
   local h = tp.complex(tp.randn({5, 5, 4, 4}, {dtype = "f64", seed = 13}), tp.randn({5, 5, 4, 4}, {dtype = "f64", seed = 14}))
@@ -79,7 +79,7 @@ test("groups cut by the reduction: triples, several groups, Hermitian", function
   h = h + h:permute{1, 2, 4, 3}
   tp.env.h2 = h:declare{symmetry = {tp.hermitian{1, 2}, tp.symmetric{3, 4}}}
   local cases = {}
-  for _, dims in ipairs{{1}, {2}, {3}, {1, 3}, {1, 3, 4}, {2, 4}, {1, 2, 4}} do
+  for _, dims in ipairs{{1}, {3}, {1, 3}, {1, 3, 4}} do
     cases[#cases + 1] = {tp.env.h2:sum(dims), h:sum(dims), 1e-10, "Hermitian sum over " .. table.concat(dims, ",")}
   end
   all_near(cases)
