@@ -589,21 +589,11 @@ NodeRef block_sparse(const Step& s, const NodeRef& x) {
                           {});
 }
 
-// x + conj(x^T) in dims d1, d2, each element below the diagonal the conjugate of its mirror bit
-// for bit: z's own lower elements differ from that in the sign of a zero imaginary part (b - b
-// is +0, -(b - b) is -0), which log, sqrt and pow see (a branch cut). So the value is exactly
-// Hermitian, as its packed form (mirrored tiles conjugated) is, and both hold the same bits.
+// x + conj(x^T) in dims d1, d2, drawn as users write it: where the two imaginary parts are
+// equal it is +0 on both sides, and its packed form's mirrored tiles keep that +0 (re + i (0 -
+// im), not conj's -0), which log, sqrt and pow on the negative real axis see (a branch cut).
 NodeRef hermitian(const NodeRef& x, int d1, int d2) {
-  const NodeRef z = build::binary(Op::Add, x, build::unary(Op::Conj, build::transpose(x, d1, d2)));
-  const Shape& xs = x->shape;
-  auto m = Value::alloc(DType::Bool, xs);
-  std::vector<int64_t> idx(xs.size(), 0);
-  for (int64_t e = 0; e < numel(xs); ++e) {
-    m->data<bool>()[e] = idx[d1] > idx[d2];
-    for (int d = static_cast<int>(xs.size()) - 1; d >= 0 && ++idx[d] == xs[d]; --d) idx[d] = 0;
-  }
-  return build::where(make_source(m, xs, DType::Bool), build::unary(Op::Conj, build::transpose(z, d1, d2)),
-                      z);
+  return build::binary(Op::Add, x, build::unary(Op::Conj, build::transpose(x, d1, d2)));
 }
 }  // namespace
 
@@ -803,22 +793,9 @@ local function tiled(x, tiles, bits)
   return tp.where(tp.tensor(fill(1, 0)), x, 0):declare{tiles = tiles, nonzero = tp.tensor(nz):reshape(grid),
                                                       trust = true}
 end
--- x + conj(x^T) in dims d1, d2 with each element below the diagonal its mirror's conjugate,
--- bit for bit (a zero imaginary part keeps its sign): exactly Hermitian, as its packed form is.
-local function hermitian(x, d1, d2)
-  local z = x + x:transpose(d1, d2):conj()
-  local shape, idx = x.shape, {}
-  local function fill(d)
-    if d > #shape then return idx[d1] > idx[d2] end
-    local out = {}
-    for j = 1, shape[d] do
-      idx[d] = j
-      out[j] = fill(d + 1)
-    end
-    return out
-  end
-  return tp.where(tp.tensor(fill(1)), z:transpose(d1, d2):conj(), z)
-end
+-- x + conj(x^T) in dims d1, d2, as users write it (its packed form's mirror keeps a zero
+-- imaginary part +0, as this makes it).
+local function hermitian(x, d1, d2) return x + x:transpose(d1, d2):conj() end
 local function flat(x)
   local out = {}
   local function walk(v)

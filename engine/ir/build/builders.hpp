@@ -139,6 +139,10 @@ NodeRef tile_matmul(const NodeRef& a, const NodeRef& b);
 // x's upper triangle in g's two dims mirrored (antisymmetric: negated, diagonal 0;
 // Hermitian: conjugated, diagonal its real part).
 NodeRef mirror(const NodeRef& x, const SymmetryGroup& g);
+// The conjugate of a Hermitian value's stored element where it is mirrored: re + i (0 - im),
+// so a zero imaginary part stays +0, as x + conj(x^T) makes it when the two parts are equal
+// (conj would give -0, which log, sqrt and pow on the negative real axis see).
+NodeRef mirror_conj(const NodeRef& x);
 // tp.rand / tp.randn of a complex dtype: the real and imaginary parts are the two elements of
 // a real random tensor of shape {shape..., 2} (so keyed by the element index like every random
 // tensor); randn's parts have variance 1/2 each (E|z|^2 = 1, as torch), rand's are in [0, 1).

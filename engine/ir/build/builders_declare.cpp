@@ -109,6 +109,10 @@ NodeRef dense(const NodeRef& x) {
   return op_node(Op::Declare, {src}, PropertiesAttrs{}.encode(), x->shape, x->dtype);
 }
 
+NodeRef mirror_conj(const NodeRef& x) {
+  return make_complex(unary(Op::Real, x), binary(Op::Sub, Operand::integer_number(0), unary(Op::Imag, x)));
+}
+
 NodeRef mirror(const NodeRef& x, const SymmetryGroup& g) {
   user_check(g.dims.size() == 2,
              "random tensors with a symmetry group of more than 2 dims are not made yet (", group_str(g),
@@ -118,7 +122,7 @@ NodeRef mirror(const NodeRef& x, const SymmetryGroup& g) {
   const NodeRef xt = transpose(x, a, b);
   if (g.herm) {  // the upper triangle, conjugated below; the diagonal real
     const NodeRef diag = cast(unary(Op::Real, x), x->dtype);
-    return where(binary(Op::Lt, i, j), x, where(binary(Op::Gt, i, j), unary(Op::Conj, xt), diag));
+    return where(binary(Op::Lt, i, j), x, where(binary(Op::Gt, i, j), mirror_conj(xt), diag));
   }
   if (!g.anti) return where(binary(Op::Le, i, j), x, xt);  // the upper triangle, mirrored
   const NodeRef zero = full(x->shape, 0, x->dtype);

@@ -142,7 +142,7 @@ NodeRef group_leaf(const NodeRef& cur, int m, const PackedGroup& G, const std::v
   v = permute(v, perm);
   // 0 - v, not -v: an element that is 0 stays +0, as x - x^T makes it (1 / x then agrees).
   if (G.anti && inversions % 2 == 1) v = binary(Op::Sub, Operand::integer_number(0), v);
-  if (G.herm && inversions % 2 == 1) v = unary(Op::Conj, v);
+  if (G.herm && inversions % 2 == 1) v = mirror_conj(v);
   for (size_t s = 0; s < k; ++s) v = clip(v, m + G.dims[s], G.n - T[s] * G.b);
   return v;
 }

@@ -135,6 +135,23 @@ test("stored packed: the conjugate transpose of the stored tile", function()
   tp.env.h = nil
 end)
 
+test("a zero imaginary part mirrors as +0, as x + conj(x^T) makes it", function()
+  -- equal imaginary parts across the diagonal: h's are b - b = +0 on both sides, and its real
+  -- parts are negative, where log, sqrt and pow see the sign of a zero imaginary part
+  local re = -tp.randn({20, 20}, {dtype = "f64", seed = 21}):abs() - 1
+  local b = tp.randn({20, 20}, {dtype = "f64", seed = 22})
+  local x = tp.complex(re, b + b:t())
+  local h = (x + x:t():conj()):declare{symmetry = tp.hermitian{1, 2}}
+  local d = (x + x:t():conj())
+  tp.env.hz = h
+  local rh = tp.env.hz
+  truthy(held("hz").packed)
+  eq((1 / rh:imag()):min():item(), math.huge, "every imaginary part is +0")
+  all_near{{rh:log(), d:log(), 1e-12, "log"}, {rh:sqrt(), d:sqrt(), 1e-12, "sqrt"},
+           {rh:pow(0.5), d:pow(0.5), 1e-12, "pow"}, {h:log(), d:log(), 1e-12, "log, not kept"}}
+  tp.env.hz = nil
+end)
+
 test("contractions", function()
   local a, b = herm(36, 14), herm(36, 15)
   tp.env.a, tp.env.b = a, b

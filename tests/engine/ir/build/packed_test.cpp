@@ -134,6 +134,51 @@ TEST_CASE("engine.ir.build.packed.maps_and_reductions") {
   CHECK(max_diff(build::reduce(Op::Max, x, {}, false), build::reduce(Op::Max, d, {}, false)) == 0);
 }
 
+// Whether y's graph reaches x (the dense unpack): a reduction from the stored tiles does not.
+bool reaches(const NodeRef& y, const NodeRef& x) {
+  std::vector<const Node*> todo{y.get()};
+  std::set<const Node*> seen;
+  while (!todo.empty()) {
+    const Node* n = todo.back();
+    todo.pop_back();
+    if (n == x.get()) return true;
+    if (!seen.insert(n).second) continue;
+    for (const NodeRef& i : n->inputs) todo.push_back(i.get());
+  }
+  return false;
+}
+
+TEST_CASE("engine.ir.build.packed.reductions_cutting_groups") {
+  // max / min over one dim of a pair (antisymmetric: mirrored tiles take -min), sums cutting a
+  // group of a tensor with two groups: from P, equal to the dense reductions (edge tiles padded)
+  const PropertiesAttrs pa{{{true, {0, 1}}}, {}, {}, {}};
+  const NodeRef a = build::unpack(
+      build::pack(symmetric(random_source({37, 37}, 5), pa.groups), *build::packing_of({37, 37}, pa)),
+      *build::packing_of({37, 37}, pa));
+  const NodeRef ad = build::dense(a);
+  for (const Op op : {Op::Max, Op::Min, Op::Sum})
+    for (const int d : {0, 1}) {
+      const NodeRef r = build::reduce(op, a, {d}, false);
+      CHECK(!reaches(r, a));
+      CHECK(max_diff(r, build::reduce(op, ad, {d}, false)) < 1e-12);
+    }
+  const PropertiesAttrs two{{{true, {0, 1}}, {false, {2, 3}}}, {}, {}, {}};
+  const Shape s{6, 6, 5, 5};
+  const NodeRef g =
+      build::unpack(build::pack(symmetric(random_source(s, 6), two.groups), *build::packing_of(s, two)),
+                    *build::packing_of(s, two));
+  const NodeRef gd = build::dense(g);
+  for (const std::vector<int>& dims : {std::vector<int>{0}, {2}, {0, 2}, {1, 2, 3}}) {
+    const NodeRef r = build::reduce(Op::Sum, g, dims, false);
+    CHECK(!reaches(r, g));
+    CHECK(max_diff(r, build::reduce(Op::Sum, gd, dims, false)) < 1e-10);
+  }
+  const NodeRef m = build::reduce(Op::Max, g, {2}, false);  // the antisymmetric group kept: dense
+  CHECK(max_diff(m, build::reduce(Op::Max, gd, {2}, false)) == 0);
+  CHECK(max_diff(build::reduce(Op::Max, g, {0}, false), build::reduce(Op::Max, gd, {0}, false)) < 1e-12);
+  CHECK(!reaches(build::reduce(Op::Max, g, {0}, false), g));
+}
+
 TEST_CASE("engine.ir.build.packed_contract.antisymmetric_pairs") {
   const std::vector<SymmetryGroup> groups{{true, {0, 1}}, {true, {2, 3}}};
   const NodeRef a = symmetric(random_source({5, 5, 5, 5}, 5), groups);
