@@ -418,10 +418,15 @@ TP_FLAT void gemv_f32(const float* a, int64_t lda, const float* x, float* y, int
       }
       if constexpr (R % 4 == 0) {
         for (int r = 0; r < R; r += 4) {
+          const __m128 t4 = gemv_total4(gemv_half(acc[r]), gemv_half(acc[r + 1]), gemv_half(acc[r + 2]),
+                                        gemv_half(acc[r + 3]));
+          if (kv == k) {  // no tails: the four sums are the results
+            _mm_storeu_ps(y + i + r, t4);
+            continue;
+          }
           alignas(16) float t[4];
-          _mm_store_ps(t, gemv_total4(gemv_half(acc[r]), gemv_half(acc[r + 1]), gemv_half(acc[r + 2]),
-                                      gemv_half(acc[r + 3])));
-          for (int j = 0; j < 4; ++j) y[i + r + j] = kv == k ? t[j] : tail(a + (i + r + j) * lda, t[j]);
+          _mm_store_ps(t, t4);
+          for (int j = 0; j < 4; ++j) y[i + r + j] = tail(a + (i + r + j) * lda, t[j]);
         }
       } else {
         for (int r = 0; r < R; ++r) y[i + r] = tail(a + (i + r) * lda, gemv_total(gemv_half(acc[r])));
