@@ -18,11 +18,6 @@ namespace tapestry {
 
 namespace {
 
-const char kMethodsKey = 0;  // the methods table's registry key (by address)
-// The metatable is also kept under this address in the registry: pushing it by light
-// userdata is a pointer lookup, where luaL_setmetatable hashes and compares the name.
-const char kMetaKey = 0;
-
 int tensor_gc(lua_State* L) {
   if (auto* h = to_tensor_handle(L, 1)) h->~TensorHandle();
   return 0;
@@ -37,7 +32,7 @@ int tensor_close(lua_State* L) {
 int tensor_index(lua_State* L) {
   if (lua_type(L, 2) == LUA_TSTRING) {
     // Methods first: a method call (x:sum()) looks its name up here every time.
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &kMethodsKey);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, state_context(L).tensor_methods);
     lua_pushvalue(L, 2);
     if (lua_rawget(L, -2) != LUA_TNIL) return 1;
     lua_pop(L, 2);
@@ -72,7 +67,8 @@ int tensor_index(lua_State* L) {
 void push_tensor(lua_State* L, NodeRef node, std::string name) {
   void* mem = lua_newuserdatauv(L, sizeof(TensorHandle), 0);
   new (mem) TensorHandle{std::move(node), std::move(name)};
-  lua_rawgetp(L, LUA_REGISTRYINDEX, &kMetaKey);
+  // (luaL_setmetatable would hash and compare the name.)
+  lua_rawgeti(L, LUA_REGISTRYINDEX, state_context(L).tensor_meta);
   lua_setmetatable(L, -2);
 }
 
@@ -107,7 +103,7 @@ void register_tensor_type(lua_State* L) {
     push_guarded(L, e.fn, e.name);
     lua_setfield(L, -2, std::string(method).c_str());
   }
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &kMethodsKey);
+  state_context(L).tensor_methods = luaL_ref(L, LUA_REGISTRYINDEX);
 
   luaL_newmetatable(L, kTensorMeta);
   for (const ApiEntry& e : api_entries()) {
@@ -125,7 +121,7 @@ void register_tensor_type(lua_State* L) {
   lua_setfield(L, -2, "__close");
   lua_pushstring(L, "Tensor");
   lua_setfield(L, -2, "__name");
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &kMetaKey);
+  state_context(L).tensor_meta = luaL_ref(L, LUA_REGISTRYINDEX);
 }
 
 }  // namespace tapestry
