@@ -28,14 +28,9 @@ int tensor_close(lua_State* L) {
   return 0;
 }
 
-// x.shape, x.dtype, x.name, methods, then x[i] and x[{...}].
+// x.shape, x.dtype, x.name, then x[i] and x[{...}] (methods were looked up by tensor_index_fast).
 int tensor_index(lua_State* L) {
   if (lua_type(L, 2) == LUA_TSTRING) {
-    // Methods first: a method call (x:sum()) looks its name up here every time.
-    lua_rawgeti(L, LUA_REGISTRYINDEX, state_context(L).tensor_methods);
-    lua_pushvalue(L, 2);
-    if (lua_rawget(L, -2) != LUA_TNIL) return 1;
-    lua_pop(L, 2);
     TensorHandle* h = to_tensor_handle(L, 1);
     const std::string_view key = lua_tostring(L, 2);
     if (key == "name") {
@@ -60,6 +55,22 @@ int tensor_index(lua_State* L) {
     return 1;  // nil for an unknown key, as Lua tables do
   }
   return lua::l_index(L);
+}
+
+// The metatable's __index: a method (x:sum(), A:matmul(p), five a CG iteration) is found here
+// without passing through the error boundary (`guarded`, lang/lua_args.cpp): only Lua API
+// calls, which raise Lua's own errors. Anything else goes to tensor_index, guarded (upvalue 1).
+int tensor_index_fast(lua_State* L) {
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, state_context(L).tensor_methods);
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, -2) != LUA_TNIL) return 1;
+    lua_settop(L, 2);
+  }
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, 2, 1);
+  return 1;
 }
 
 }  // namespace
@@ -112,6 +123,7 @@ void register_tensor_type(lua_State* L) {
     lua_setfield(L, -2, std::string(e.name.substr(e.name.find('.') + 1)).c_str());
   }
   push_guarded(L, tensor_index, "tp.index");
+  lua_pushcclosure(L, tensor_index_fast, 1);
   lua_setfield(L, -2, "__index");
   push_guarded(L, lua::l_newindex, "region write");
   lua_setfield(L, -2, "__newindex");
