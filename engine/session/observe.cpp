@@ -334,7 +334,10 @@ std::vector<NodeRef> as_observed(Session& s, const std::vector<NodeRef>& roots) 
 
 void observe_kept(Session& s, const std::vector<NodeRef>& given) {
   s.sync_job_ranks();
-  if (s.mesh().ranks == 1 && !runs_in_bands(s, substitute_stored(s, given))) return observe_values(s, given);
+  // (Without spilling nothing runs in bands: the substitution is skipped, 3 a CG iteration.)
+  const plan::Mesh& mesh = s.mesh();
+  if (mesh.ranks == 1 && (!mesh.spill || !runs_in_bands(s, substitute_stored(s, given))))
+    return observe_values(s, given);
   std::vector<NodeRef> todo;
   for (const NodeRef& r : given)
     if (!r->value && !r->stored && !s.stored().layout(r->id)) todo.push_back(r);
