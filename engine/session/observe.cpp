@@ -298,11 +298,16 @@ void observe_values_once(Session& s, const std::vector<NodeRef>& given) {
   if (mesh.ranks == 1) {
     // Matmul chains in the order the cost model picks, as a plan on several ranks computes them
     // (plan/reassociate.hpp); the values go to the roots as given.
-    const plan::Reassociated r = plan::reassociate(roots, {}, mesh, {}, {}, /*explain=*/false);
-    const Spill::Pin pin(s.spill(), r.roots);  // what it reads is not spilled while it runs
-    if (DeviceBackend* dev = s.device()) evaluate_on_device(r.roots, *dev, s.device_copies());
-    else evaluate(r.roots);
-    for (size_t i = 0; i < roots.size(); ++i)
+    // (A graph with no product of products, such as each of a CG iteration's five, skips the
+    // call and the copy of its roots.)
+    const bool chains = plan::may_have_chains(roots);
+    const plan::Reassociated r =
+        chains ? plan::reassociate(roots, {}, mesh, {}, {}, /*explain=*/false) : plan::Reassociated{};
+    const std::vector<NodeRef>& run = chains ? r.roots : roots;
+    const Spill::Pin pin(s.spill(), run);  // what it reads is not spilled while it runs
+    if (DeviceBackend* dev = s.device()) evaluate_on_device(run, *dev, s.device_copies());
+    else evaluate(run);
+    for (size_t i = 0; chains && i < roots.size(); ++i)
       if (r.roots[i] != roots[i] && !roots[i]->value) set_value(*roots[i], r.roots[i]->value);
   } else {
     std::vector<NodeRef> todo;  // each root once (a plan lists an output once)
