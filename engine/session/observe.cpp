@@ -104,10 +104,12 @@ void gather_stored(Session& ses, const NodeRef& leaf) {
   ses.layouts().put(leaf->id, layout);
 }
 
+bool nothing_stored(Session& s) { return !s.stored().any_materialized() && !s.spill().any_nodes(); }
+
 // The roots with every expression that was stored replaced by its leaf (rebuilt above it),
 // so a named value is read, not recomputed.
 std::vector<NodeRef> substitute_stored(Session& s, const std::vector<NodeRef>& roots) {
-  if (!s.stored().any_materialized() && !s.spill().any_nodes()) return roots;
+  if (nothing_stored(s)) return roots;
   std::unordered_map<const Node*, NodeRef> done;
   std::vector<std::pair<const Node*, size_t>> stack;
   for (const NodeRef& r : roots) {
@@ -289,7 +291,11 @@ void observe_values_once(Session& s, const std::vector<NodeRef>& given) {
   s.sync_job_ranks();
   release_unreferenced(s);
   const plan::Mesh& mesh = s.mesh();
-  std::vector<NodeRef> roots = substitute_stored(s, given);
+  // With nothing stored the roots are the given ones, not a copy (five observations a CG step).
+  std::vector<NodeRef> substituted;
+  const bool same = nothing_stored(s);
+  if (!same) substituted = substitute_stored(s, given);
+  const std::vector<NodeRef>& roots = same ? given : substituted;
   check_not_lost(s, roots);
   resolve_empty_roots(roots);  // an empty root takes its value without a plan
   gather_what_must_be_whole(s, roots, mesh.ranks);
