@@ -238,7 +238,10 @@ NodeRef make_node(Op op, std::vector<NodeRef> inputs, Attrs attrs, Shape shape, 
     if (NodeRef live = c->weak_from_this().lock()) return live;
   }
   t.make_room();
-  auto n = std::make_shared<Node>();
+  // Default-initialized: every field without an initializer is assigned below, and
+  // make_shared<Node>() zero-filled the whole node first (rep stos of ~200 bytes, 16 nodes a
+  // CG iteration).
+  auto n = std::make_shared_for_overwrite<Node>();
   n->op = op;
   n->attrs = std::move(attrs);
   n->inputs = std::move(inputs);
@@ -262,7 +265,7 @@ NodeRef make_source(std::shared_ptr<const Value> value, Shape shape, DType dtype
       done(id);
     });
   } else {
-    n = std::make_shared<Node>();
+    n = std::make_shared_for_overwrite<Node>();  // (as in make_node)
   }
   n->op = Op::Source;
   n->id = g_next_id++;
