@@ -56,3 +56,18 @@ TEST_CASE("engine.session.device_lua.lua_ops_scripts_on_the_simulated_device") {
     CHECK(sim->counts().live_bytes == 0);
   }
 }
+
+TEST_CASE("engine.session.device_lua.a_sharded_observation_frees_the_kept_device_copies") {
+  Config c;
+  c.device = "sim";
+  Session s(c);
+  REQUIRE(s.device_copies() != nullptr);
+  const char* script = "tp.env.w = tp.rand{64, 64}; local y = (tp.env.w * 2):sum():item()";
+  lua_State* L = new_tapestry_state(s);
+  REQUIRE(luaL_dostring(L, script) == LUA_OK);
+  CHECK(s.device_copies()->size() > 0);  // w's (and the result's) copies kept
+  s.set_ranks(3);
+  REQUIRE(luaL_dostring(L, "local y = (tp.env.w + 1):sum():item()") == LUA_OK);
+  CHECK(s.device_copies()->size() == 0);  // the rank programs got the whole device
+  lua_close(L);
+}
