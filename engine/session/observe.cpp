@@ -317,7 +317,7 @@ void observe_values_once(Session& s, const std::vector<NodeRef>& given) {
       if (r.roots[i] != roots[i] && !roots[i]->value) set_value(*roots[i], r.roots[i]->value);
   } else {
     // The kept device copies serve single-rank observations only: a sharded run gets the device.
-    if (DeviceCopies* copies = s.device() ? s.device_copies() : nullptr) copies->clear();
+    if (DeviceCopies* copies = s.device_copies()) copies->clear();
     std::vector<NodeRef> todo;  // each root once (a plan lists an output once)
     std::unordered_set<const Node*> seen;
     for (const NodeRef& r : roots)

@@ -142,10 +142,7 @@ DeviceBackend* Session::device() {
   return device_->backend.get();
 }
 
-DeviceCopies* Session::device_copies() {
-  device_selection();
-  return device_->copies.get();
-}
+DeviceCopies* Session::device_copies() { return device_ ? device_->copies.get() : nullptr; }
 
 bool Session::device_peers_wanted() {
   const DeviceBackend* dev = device();

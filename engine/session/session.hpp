@@ -74,7 +74,8 @@ class Session {
   // avoids. device() is its backend, or nullptr when the session computes on the CPU.
   const device::Selection& device_selection();
   DeviceBackend* device();
-  // The device copies of host values kept between observations (with a device; else nullptr).
+  // The device copies of host values kept between observations: nullptr without a device, or
+  // before device() first selected it (asking selects nothing).
   DeviceCopies* device_copies();
   // The device can join device peers and TAPESTRY_DEVICE_PEERS=0 does not turn them off.
   bool device_peers_wanted();

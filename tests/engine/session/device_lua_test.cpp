@@ -61,10 +61,11 @@ TEST_CASE("engine.session.device_lua.a_sharded_observation_frees_the_kept_device
   Config c;
   c.device = "sim";
   Session s(c);
-  REQUIRE(s.device_copies() != nullptr);
+  CHECK(s.device_copies() == nullptr);  // no device selected yet
   const char* script = "tp.env.w = tp.rand{64, 64}; local y = (tp.env.w * 2):sum():item()";
   lua_State* L = new_tapestry_state(s);
   REQUIRE(luaL_dostring(L, script) == LUA_OK);
+  REQUIRE(s.device_copies() != nullptr);
   CHECK(s.device_copies()->size() > 0);  // w's (and the result's) copies kept
   s.set_ranks(3);
   REQUIRE(luaL_dostring(L, "local y = (tp.env.w + 1):sum():item()") == LUA_OK);
