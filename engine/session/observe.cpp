@@ -104,12 +104,10 @@ void gather_stored(Session& ses, const NodeRef& leaf) {
   ses.layouts().put(leaf->id, layout);
 }
 
-bool nothing_stored(Session& s) { return !s.stored().any_materialized() && !s.spill().any_nodes(); }
-
 // The roots with every expression that was stored replaced by its leaf (rebuilt above it),
 // so a named value is read, not recomputed.
 std::vector<NodeRef> substitute_stored(Session& s, const std::vector<NodeRef>& roots) {
-  if (nothing_stored(s)) return roots;
+  if (!s.stored().any_materialized() && !s.spill().any_nodes()) return roots;
   std::unordered_map<const Node*, NodeRef> done;
   std::vector<std::pair<const Node*, size_t>> stack;
   for (const NodeRef& r : roots) {
@@ -291,11 +289,7 @@ void observe_values_once(Session& s, const std::vector<NodeRef>& given) {
   s.sync_job_ranks();
   release_unreferenced(s);
   const plan::Mesh& mesh = s.mesh();
-  // With nothing stored the roots are the given ones, not a copy (five observations a CG step).
-  std::vector<NodeRef> substituted;
-  const bool same = nothing_stored(s);
-  if (!same) substituted = substitute_stored(s, given);
-  const std::vector<NodeRef>& roots = same ? given : substituted;
+  std::vector<NodeRef> roots = substitute_stored(s, given);
   check_not_lost(s, roots);
   resolve_empty_roots(roots);  // an empty root takes its value without a plan
   gather_what_must_be_whole(s, roots, mesh.ranks);
@@ -304,16 +298,11 @@ void observe_values_once(Session& s, const std::vector<NodeRef>& given) {
   if (mesh.ranks == 1) {
     // Matmul chains in the order the cost model picks, as a plan on several ranks computes them
     // (plan/reassociate.hpp); the values go to the roots as given.
-    // (A graph with no product of products, such as each of a CG iteration's five, skips the
-    // call and the copy of its roots.)
-    const bool chains = plan::may_have_chains(roots);
-    const plan::Reassociated r =
-        chains ? plan::reassociate(roots, {}, mesh, {}, {}, /*explain=*/false) : plan::Reassociated{};
-    const std::vector<NodeRef>& run = chains ? r.roots : roots;
-    const Spill::Pin pin(s.spill(), run);  // what it reads is not spilled while it runs
-    if (DeviceBackend* dev = s.device()) evaluate_on_device(run, *dev, s.device_copies());
-    else evaluate(run);
-    for (size_t i = 0; chains && i < roots.size(); ++i)
+    const plan::Reassociated r = plan::reassociate(roots, {}, mesh, {}, {}, /*explain=*/false);
+    const Spill::Pin pin(s.spill(), r.roots);  // what it reads is not spilled while it runs
+    if (DeviceBackend* dev = s.device()) evaluate_on_device(r.roots, *dev, s.device_copies());
+    else evaluate(r.roots);
+    for (size_t i = 0; i < roots.size(); ++i)
       if (r.roots[i] != roots[i] && !roots[i]->value) set_value(*roots[i], r.roots[i]->value);
   } else {
     // The kept device copies serve single-rank observations only: a sharded run gets the device.
@@ -347,10 +336,7 @@ std::vector<NodeRef> as_observed(Session& s, const std::vector<NodeRef>& roots) 
 
 void observe_kept(Session& s, const std::vector<NodeRef>& given) {
   s.sync_job_ranks();
-  // (Without spilling nothing runs in bands: the substitution is skipped, 3 a CG iteration.)
-  const plan::Mesh& mesh = s.mesh();
-  if (mesh.ranks == 1 && (!mesh.spill || !runs_in_bands(s, substitute_stored(s, given))))
-    return observe_values(s, given);
+  if (s.mesh().ranks == 1 && !runs_in_bands(s, substitute_stored(s, given))) return observe_values(s, given);
   std::vector<NodeRef> todo;
   for (const NodeRef& r : given)
     if (!r->value && !r->stored && !s.stored().layout(r->id)) todo.push_back(r);
