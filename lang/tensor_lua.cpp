@@ -18,11 +18,6 @@ namespace tapestry {
 
 namespace {
 
-const char kMethodsKey = 0;  // the methods table's registry key (by address)
-// The metatable is also kept under this address in the registry: pushing it by light
-// userdata is a pointer lookup, where luaL_setmetatable hashes and compares the name.
-const char kMetaKey = 0;
-
 int tensor_gc(lua_State* L) {
   if (auto* h = to_tensor_handle(L, 1)) h->~TensorHandle();
   return 0;
@@ -33,14 +28,9 @@ int tensor_close(lua_State* L) {
   return 0;
 }
 
-// x.shape, x.dtype, x.name, methods, then x[i] and x[{...}].
+// x.shape, x.dtype, x.name, then x[i] and x[{...}] (methods were looked up by tensor_index_fast).
 int tensor_index(lua_State* L) {
   if (lua_type(L, 2) == LUA_TSTRING) {
-    // Methods first: a method call (x:sum()) looks its name up here every time.
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &kMethodsKey);
-    lua_pushvalue(L, 2);
-    if (lua_rawget(L, -2) != LUA_TNIL) return 1;
-    lua_pop(L, 2);
     TensorHandle* h = to_tensor_handle(L, 1);
     const std::string_view key = lua_tostring(L, 2);
     if (key == "name") {
@@ -67,12 +57,29 @@ int tensor_index(lua_State* L) {
   return lua::l_index(L);
 }
 
+// The metatable's __index: a method (x:sum(), A:matmul(p), five a CG iteration) is found here
+// without passing through the error boundary (`guarded`, lang/lua_args.cpp): only Lua API
+// calls, which raise Lua's own errors. Anything else goes to tensor_index, guarded (upvalue 1).
+int tensor_index_fast(lua_State* L) {
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, state_context(L).tensor_methods);
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, -2) != LUA_TNIL) return 1;
+    lua_settop(L, 2);
+  }
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, 2, 1);
+  return 1;
+}
+
 }  // namespace
 
 void push_tensor(lua_State* L, NodeRef node, std::string name) {
   void* mem = lua_newuserdatauv(L, sizeof(TensorHandle), 0);
   new (mem) TensorHandle{std::move(node), std::move(name)};
-  lua_rawgetp(L, LUA_REGISTRYINDEX, &kMetaKey);
+  // (luaL_setmetatable would hash and compare the name.)
+  lua_rawgeti(L, LUA_REGISTRYINDEX, state_context(L).tensor_meta);
   lua_setmetatable(L, -2);
 }
 
@@ -107,7 +114,7 @@ void register_tensor_type(lua_State* L) {
     push_guarded(L, e.fn, e.name);
     lua_setfield(L, -2, std::string(method).c_str());
   }
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &kMethodsKey);
+  state_context(L).tensor_methods = luaL_ref(L, LUA_REGISTRYINDEX);
 
   luaL_newmetatable(L, kTensorMeta);
   for (const ApiEntry& e : api_entries()) {
@@ -116,6 +123,7 @@ void register_tensor_type(lua_State* L) {
     lua_setfield(L, -2, std::string(e.name.substr(e.name.find('.') + 1)).c_str());
   }
   push_guarded(L, tensor_index, "tp.index");
+  lua_pushcclosure(L, tensor_index_fast, 1);
   lua_setfield(L, -2, "__index");
   push_guarded(L, lua::l_newindex, "region write");
   lua_setfield(L, -2, "__newindex");
@@ -125,7 +133,7 @@ void register_tensor_type(lua_State* L) {
   lua_setfield(L, -2, "__close");
   lua_pushstring(L, "Tensor");
   lua_setfield(L, -2, "__name");
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &kMetaKey);
+  state_context(L).tensor_meta = luaL_ref(L, LUA_REGISTRYINDEX);
 }
 
 }  // namespace tapestry

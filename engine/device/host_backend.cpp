@@ -147,7 +147,21 @@ void HostBackend::map_reduce(const cpu::MapProgram& p0, const Shape& shape, Op o
   const int64_t chunk_rows = std::max<int64_t>(1, kChunkElems / std::max<int64_t>(row_elems, 1));
   const DType mapped = p0.instrs.back().out;
   if (shape.empty() || chunk_rows >= rows) {  // small: one chunk
-    auto tmp = alloc(mapped, shape);
+    // A small mapped operand (a dot product's, twice a CG iteration) goes into this thread's
+    // scratch, kept for the next observation: its allocation and release cost ~0.9K
+    // instructions of the ~2.4K such a reduction took. Not while another reduction on this
+    // thread uses it (then use_count is 2 and a fresh one is allocated).
+    constexpr int64_t kScratchBytes = 64 << 10;
+    thread_local std::shared_ptr<Value> scratch;
+    std::shared_ptr<Value> tmp;
+    if (scratch && scratch.use_count() == 1 && scratch->v.dtype == mapped && scratch->v.shape == shape) {
+      tmp = scratch;
+    } else {
+      tmp = alloc(mapped, shape);
+      if (numel(shape) * static_cast<int64_t>(dtype_size(mapped)) <= kScratchBytes &&
+          (!scratch || scratch.use_count() == 1))
+        scratch = tmp;
+    }
     if (prepared) prepared->run(p0, tmp->v);
     else cpu::run_map(p0, tmp->v);
     cpu::run_reduce(op, tmp->v, dims, out);

@@ -104,10 +104,12 @@ void gather_stored(Session& ses, const NodeRef& leaf) {
   ses.layouts().put(leaf->id, layout);
 }
 
+bool nothing_stored(Session& s) { return !s.stored().any_materialized() && !s.spill().any_nodes(); }
+
 // The roots with every expression that was stored replaced by its leaf (rebuilt above it),
 // so a named value is read, not recomputed.
 std::vector<NodeRef> substitute_stored(Session& s, const std::vector<NodeRef>& roots) {
-  if (!s.stored().any_materialized() && !s.spill().any_nodes()) return roots;
+  if (nothing_stored(s)) return roots;
   std::unordered_map<const Node*, NodeRef> done;
   std::vector<std::pair<const Node*, size_t>> stack;
   for (const NodeRef& r : roots) {
@@ -289,7 +291,11 @@ void observe_values_once(Session& s, const std::vector<NodeRef>& given) {
   s.sync_job_ranks();
   release_unreferenced(s);
   const plan::Mesh& mesh = s.mesh();
-  std::vector<NodeRef> roots = substitute_stored(s, given);
+  // With nothing stored the roots are the given ones, not a copy (five observations a CG step).
+  std::vector<NodeRef> substituted;
+  const bool same = nothing_stored(s);
+  if (!same) substituted = substitute_stored(s, given);
+  const std::vector<NodeRef>& roots = same ? given : substituted;
   check_not_lost(s, roots);
   resolve_empty_roots(roots);  // an empty root takes its value without a plan
   gather_what_must_be_whole(s, roots, mesh.ranks);
@@ -298,11 +304,16 @@ void observe_values_once(Session& s, const std::vector<NodeRef>& given) {
   if (mesh.ranks == 1) {
     // Matmul chains in the order the cost model picks, as a plan on several ranks computes them
     // (plan/reassociate.hpp); the values go to the roots as given.
-    const plan::Reassociated r = plan::reassociate(roots, {}, mesh, {}, {}, /*explain=*/false);
-    const Spill::Pin pin(s.spill(), r.roots);  // what it reads is not spilled while it runs
-    if (DeviceBackend* dev = s.device()) evaluate_on_device(r.roots, *dev, s.device_copies());
-    else evaluate(r.roots);
-    for (size_t i = 0; i < roots.size(); ++i)
+    // (A graph with no product of products, such as each of a CG iteration's five, skips the
+    // call and the copy of its roots.)
+    const bool chains = plan::may_have_chains(roots);
+    const plan::Reassociated r =
+        chains ? plan::reassociate(roots, {}, mesh, {}, {}, /*explain=*/false) : plan::Reassociated{};
+    const std::vector<NodeRef>& run = chains ? r.roots : roots;
+    const Spill::Pin pin(s.spill(), run);  // what it reads is not spilled while it runs
+    if (DeviceBackend* dev = s.device()) evaluate_on_device(run, *dev, s.device_copies());
+    else evaluate(run);
+    for (size_t i = 0; chains && i < roots.size(); ++i)
       if (r.roots[i] != roots[i] && !roots[i]->value) set_value(*roots[i], r.roots[i]->value);
   } else {
     // The kept device copies serve single-rank observations only: a sharded run gets the device.
@@ -336,7 +347,10 @@ std::vector<NodeRef> as_observed(Session& s, const std::vector<NodeRef>& roots) 
 
 void observe_kept(Session& s, const std::vector<NodeRef>& given) {
   s.sync_job_ranks();
-  if (s.mesh().ranks == 1 && !runs_in_bands(s, substitute_stored(s, given))) return observe_values(s, given);
+  // (Without spilling nothing runs in bands: the substitution is skipped, 3 a CG iteration.)
+  const plan::Mesh& mesh = s.mesh();
+  if (mesh.ranks == 1 && (!mesh.spill || !runs_in_bands(s, substitute_stored(s, given))))
+    return observe_values(s, given);
   std::vector<NodeRef> todo;
   for (const NodeRef& r : given)
     if (!r->value && !r->stored && !s.stored().layout(r->id)) todo.push_back(r);

@@ -357,30 +357,44 @@ TP_FLAT void stencil2d_rows(const Stencil2d& s, int64_t lo, int64_t hi) {
 
 // A row's 16 partial sums as vectors (AVX-512: one of 16 lanes; AVX2: two of 8), and their sum
 // by the same tree in every variant: halving the 16 lanes down to one. Rows go together so that
-// each load of x serves several (8 sums in flight either way).
+// each load of x serves several (8 sums in flight either way), and four rows' trees run side by
+// side in one set of 128-bit vectors (a row's tree alone took ~15 instructions and spilled its
+// accumulators; the W6 matvec's 64 blocks of rows spent a quarter of its instructions there).
 constexpr int kGemvLanes = 16;
 #if defined(__AVX512F__)
 constexpr int kGemvVecs = 1, kGemvRows = 8;
-inline float gemv_total(const VF* acc) {
+// Lanes j + (j + 8).
+inline __m256 gemv_half(const VF* acc) {
   typedef float F16 __attribute__((vector_size(64)));
   const F16 v = (F16)acc[0];
   // The halves by shuffles: GCC 12's extract intrinsics warn about their undefined operand.
-  const __m256 h =
-      _mm256_add_ps((__m256)__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7),
-                    (__m256)__builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15));  // j + (j + 8)
-  __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));           // j + (j + 4)
-  q = _mm_add_ps(q, _mm_movehl_ps(q, q));                                                  // j + (j + 2)
-  q = _mm_add_ss(q, _mm_movehdup_ps(q));                                                   // 0 + 1
-  return _mm_cvtss_f32(q);
+  return _mm256_add_ps((__m256)__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7),
+                       (__m256)__builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15));
 }
 #elif defined(__AVX2__) && defined(__FMA__)
 constexpr int kGemvVecs = 2, kGemvRows = 4;
-inline float gemv_total(const VF* acc) {
-  const __m256 h = _mm256_add_ps(acc[0], acc[1]);                                 // j + (j + 8)
+inline __m256 gemv_half(const VF* acc) { return _mm256_add_ps(acc[0], acc[1]); }  // j + (j + 8)
+#endif
+
+#if defined(__AVX2__) || defined(__AVX512F__)
+// The rest of the tree from a row's 8 lanes h: j + (j + 4), then j + (j + 2), then 0 + 1.
+inline float gemv_total(__m256 h) {
   __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));  // j + (j + 4)
   q = _mm_add_ps(q, _mm_movehl_ps(q, q));                                         // j + (j + 2)
   q = _mm_add_ss(q, _mm_movehdup_ps(q));                                          // 0 + 1
   return _mm_cvtss_f32(q);
+}
+// The same tree for four rows at once, their sums in the four lanes of the result: after
+// j + (j + 4), lanes 0 and 2 of each row are paired across rows by unpacking, so that each
+// addition below is one of gemv_total's (the same operands, so the same bits).
+inline __m128 gemv_total4(__m256 h0, __m256 h1, __m256 h2, __m256 h3) {
+  auto quarter = [](__m256 h) { return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)); };
+  const __m128 q0 = quarter(h0), q1 = quarter(h1), q2 = quarter(h2), q3 = quarter(h3);
+  // [r0: 0+2, r1: 0+2, r0: 1+3, r1: 1+3] and the same for rows 2 and 3.
+  const __m128 s01 = _mm_add_ps(_mm_unpacklo_ps(q0, q1), _mm_unpackhi_ps(q0, q1));
+  const __m128 s23 = _mm_add_ps(_mm_unpacklo_ps(q2, q3), _mm_unpackhi_ps(q2, q3));
+  // (0+2) + (1+3) per row: gemv_total's last step with its operands swapped (exact either way).
+  return _mm_add_ps(_mm_movelh_ps(s01, s23), _mm_movehl_ps(s23, s01));
 }
 #endif
 
@@ -398,6 +412,7 @@ TP_FLAT void gemv_f32(const float* a, int64_t lda, const float* x, float* y, int
       VF acc[R][kGemvVecs];
       for (int r = 0; r < R; ++r)
         for (int v = 0; v < kGemvVecs; ++v) acc[r][v] = vzero();
+#pragma GCC unroll 2
       for (int64_t p = 0; p < kv; p += kGemvLanes) {
 #pragma GCC unroll 8
         for (int v = 0; v < kGemvVecs; ++v) {
@@ -406,7 +421,21 @@ TP_FLAT void gemv_f32(const float* a, int64_t lda, const float* x, float* y, int
           for (int r = 0; r < R; ++r) acc[r][v] = vfma(vload(a + (i + r) * lda + p + v * kW), xv, acc[r][v]);
         }
       }
-      for (int r = 0; r < R; ++r) y[i + r] = tail(a + (i + r) * lda, gemv_total(acc[r]));
+      if constexpr (R % 4 == 0) {
+        for (int r = 0; r < R; r += 4) {
+          const __m128 t4 = gemv_total4(gemv_half(acc[r]), gemv_half(acc[r + 1]), gemv_half(acc[r + 2]),
+                                        gemv_half(acc[r + 3]));
+          if (kv == k) {  // no tails: the four sums are the results
+            _mm_storeu_ps(y + i + r, t4);
+            continue;
+          }
+          alignas(16) float t[4];
+          _mm_store_ps(t, t4);
+          for (int j = 0; j < 4; ++j) y[i + r + j] = tail(a + (i + r + j) * lda, t[j]);
+        }
+      } else {
+        for (int r = 0; r < R; ++r) y[i + r] = tail(a + (i + r) * lda, gemv_total(gemv_half(acc[r])));
+      }
     };
     for (; i + kGemvRows <= n; i += kGemvRows) rows(std::integral_constant<int, kGemvRows>{});
     for (; i < n; ++i) rows(std::integral_constant<int, 1>{});
