@@ -96,9 +96,11 @@ Program prune(const Program& p);
 
 // A Lua script (run by tapestry) that builds the program with the tp API and checks each root
 // against `expected` (flat row-major values; tol 0 = exact, else relative to the root's
-// largest magnitude). `header` goes into the opening comment.
+// largest magnitude; where `overflow` is set for a root, an element either side holds
+// non-finite is not compared). `header` goes into the opening comment.
 std::string to_lua(const Program& p, const std::vector<std::vector<double>>& expected,
-                   const std::vector<double>& tol, const std::string& header);
+                   const std::vector<double>& tol, const std::string& header,
+                   const std::vector<bool>& overflow = {});
 
 // The deterministic values of a Src step (quarters in [-2, 2]; ints in [-8, 8]; bools).
 double source_value(int64_t i, int64_t seed, DType dt);
