@@ -44,7 +44,9 @@ const ApiEntry kEntries[] = {
      "Observe the tensors together and return each value as a new leaf tensor with no graph "
      "behind it: gradients stop there and the graph that computed it can be freed. Use it to "
      "make a parameter of a constant (tp.env.b = tp.detach(tp.zeros{n})), and after each "
-     "optimizer step (nn.sgd and nn.adam do).",
+     "optimizer step (nn.sgd and nn.adam do). Under a driver's MPI job each result's pieces get "
+     "buddy replicas in the same request, as a tp.env binding's do: a detached value has no "
+     "lineage once its inputs are rebound, so a lost rank must not take its only copy.",
      lua::l_detach},
 
     // --- linear algebra (LAPACKE over OpenBLAS; require "tapestry.linalg" has these too) ---

@@ -11,6 +11,7 @@
 #include <lua.h>
 
 #include "engine/session/observe.hpp"
+#include "engine/session/recovery.hpp"
 #include "engine/session/session.hpp"
 #include "lang/lua_args.hpp"
 #include "lang/state_context.hpp"
@@ -50,7 +51,11 @@ int env_newindex(lua_State* L) {
     release_unreferenced(s);  // its shards, on every rank, unless something still reads them
     return 0;
   }
-  s.env().bind(name, build::stored_form(check_tensor_like(L, 3)));  // declared: kept packed
+  NodeRef value = build::stored_form(check_tensor_like(L, 3));  // declared: kept packed
+  // A stored tensor bound as it is (a detached one has its replica already): copied to the
+  // buddies before the old binding, and with it maybe the lineage's inputs, goes.
+  replicate_for_binding(s, value);
+  s.env().bind(name, std::move(value));
   if (s.env().overdue(name)) {  // a long unobserved chain of rebinds: computed now
     s.telemetry().clear_cancel();
     materialize(s);

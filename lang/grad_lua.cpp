@@ -51,7 +51,9 @@ int l_detach(lua_State* L) {
   // its own leaf, even for equal expressions (two tp.zeros{3} are one node): tp.grad tells
   // parameters apart by node, so a repeated stored leaf is gathered into a fresh source.
   observe(L, {});  // pending tp.env bindings first, as every observation point does
-  const std::vector<NodeRef> leaves = observe_stored(session_of(L), xs);
+  // With buddy replicas made in the same request: the optimizer binds tp.env to these and drops
+  // their inputs, so no lineage will bring them back (docs/reliability.md, "Detached values").
+  const std::vector<NodeRef> leaves = observe_detached(session_of(L), xs);
   std::unordered_set<const Node*> pushed;
   for (const NodeRef& leaf : leaves) {
     if (!leaf->value && pushed.insert(leaf.get()).second) {

@@ -526,12 +526,33 @@ void RemoteJob::drop_on_workers(const std::vector<uint64_t>& keys) {
 
 void RemoteJob::replicate(const std::vector<uint64_t>& keys) {
   if (keys.empty() || !settings_.replicas || settings_.ranks < 2) return;
+  // Within the budget, as a run's roots are (to_replicate): a tensor bound to tp.env or
+  // recomputed after a loss gets a replica only while both copies fit.
+  std::vector<uint64_t> fit;
+  std::vector<int64_t> cost;
+  int64_t planned = replicated_bytes_;
+  for (uint64_t k : keys) {
+    if (replicated_.count(k) || std::find(fit.begin(), fit.end(), k) != fit.end()) continue;
+    const StoredLayout* l = settings_.catalog->layout(k);
+    const NodeRef leaf = l ? l->leaf.lock() : nullptr;
+    const int64_t bytes = leaf ? numel(leaf->shape) * static_cast<int64_t>(dtype_size(leaf->dtype)) : 0;
+    const int64_t per_rank = bytes / settings_.ranks + 1;
+    if (settings_.replica_budget > 0 && planned + 2 * per_rank > settings_.replica_budget) continue;
+    planned += 2 * per_rank;
+    fit.push_back(k);
+    cost.push_back(2 * per_rank);
+  }
+  if (fit.empty()) return;
   ByteWriter w;
-  w.vec(keys);
+  w.vec(fit);
   const std::vector<char> reply = request(JobLink::Replicate, w.take());
   ByteReader r(reply, "job result");
   check_result(r);
-  replicated_.insert(keys.begin(), keys.end());
+  for (size_t i = 0; i < fit.size(); ++i) {
+    replicated_.insert(fit[i]);
+    replica_bytes_[fit[i]] = cost[i];
+    replicated_bytes_ += cost[i];
+  }
 }
 
 void RemoteJob::shutdown() {

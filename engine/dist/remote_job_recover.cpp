@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "engine/dist/remote_job.hpp"
@@ -93,6 +94,10 @@ RemoteJob::Recovered RemoteJob::recover(const std::string& what, bool salvaged) 
     ++(by_replica ? from_replicas : from_survivors);
   }
   settings_.ranks = new_ranks;
+  // What the kept replicas take stays counted against the budget (on fewer ranks, the same).
+  std::map<uint64_t, int64_t> kept_bytes;
+  for (uint64_t k : keep_replicated)
+    if (auto it = replica_bytes_.find(k); it != replica_bytes_.end()) kept_bytes.insert(*it);
   replicated_.clear();
   replica_bytes_.clear();
   replicated_bytes_ = 0;
@@ -124,6 +129,9 @@ RemoteJob::Recovered RemoteJob::recover(const std::string& what, bool salvaged) 
         w.vec(keep_replicated);
         expect_done(JobLink::Replicate, w.take());
         replicated_.insert(keep_replicated.begin(), keep_replicated.end());
+        replica_bytes_ = kept_bytes;
+        replicated_bytes_ = 0;
+        for (const auto& [k, b] : kept_bytes) replicated_bytes_ += b;
       }
       break;
     } catch (const LinkClosed& e) {

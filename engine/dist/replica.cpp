@@ -22,12 +22,11 @@ void replicate_part(comm::Mpi& mpi, ShardStore& store, const std::vector<uint64_
   if (n < 2) return;
   const int me = mpi.rank(), buddy = (me + 1) % n, pred = (me + n - 1) % n;
   // {epoch u64, pieces}: a message of an abandoned replication is told apart by its epoch.
-  std::vector<char> pieces = encode_pieces(store, keys, me);
-  auto msg = std::make_shared<std::vector<char>>(sizeof epoch + pieces.size());
-  std::memcpy(msg->data(), &epoch, sizeof epoch);
-  std::memcpy(msg->data() + sizeof epoch, pieces.data(), pieces.size());
-  pieces.clear();
-  mpi.post(buddy, kTagReplica, std::move(msg));
+  // (Written in place: a copy of the whole message cost ~1 ms per 5 MiB on a loaded machine.)
+  ByteWriter w;
+  w.put(epoch);
+  encode_pieces_to(w, store, keys, me);
+  mpi.post(buddy, kTagReplica, std::make_shared<std::vector<char>>(w.take()));
   comm::Backoff wait(std::chrono::microseconds(2000), std::chrono::microseconds(200));
   for (;;) {
     if (auto bytes = mpi.poll(pred, kTagReplica)) {

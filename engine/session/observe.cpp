@@ -415,6 +415,25 @@ std::vector<NodeRef> observe_stored(Session& s, const std::vector<NodeRef>& give
   return with_recovery(s, [&] { return observe_stored_once(s, given); });
 }
 
+namespace {
+
+// While a binding of tp.env or a tp.detach is computed, what it stores gets buddy replicas
+// (Session::binding_names).
+struct BindingNames {
+  Session& s;
+  explicit BindingNames(Session& ses) : s(ses) { s.binding_names(true); }
+  ~BindingNames() { s.binding_names(false); }
+  BindingNames(const BindingNames&) = delete;
+  BindingNames& operator=(const BindingNames&) = delete;
+};
+
+}  // namespace
+
+std::vector<NodeRef> observe_detached(Session& s, const std::vector<NodeRef>& given) {
+  const BindingNames named(s);
+  return observe_stored(s, given);
+}
+
 void recompute_stored(Session& s, const NodeRef& leaf, const NodeRef& expr) {
   const TelemetryScope in(s.telemetry());
   if (expr->value) {  // the driver holds it: the leaf holds it too (as a gathered one does)
@@ -429,19 +448,6 @@ void recompute_stored(Session& s, const NodeRef& leaf, const NodeRef& expr) {
   s.stored().register_stored(leaf, shards[0], mesh.ranks);
   s.layouts().put(leaf->id, describe_shards(shards[0], leaf->shape.size()));
 }
-
-namespace {
-
-// While a binding of tp.env is computed, what it stores gets buddy replicas (Session::binding_names).
-struct BindingNames {
-  Session& s;
-  explicit BindingNames(Session& ses) : s(ses) { s.binding_names(true); }
-  ~BindingNames() { s.binding_names(false); }
-  BindingNames(const BindingNames&) = delete;
-  BindingNames& operator=(const BindingNames&) = delete;
-};
-
-}  // namespace
 
 void materialize(Session& s) {
   Environment& env = s.env();
@@ -462,6 +468,9 @@ void materialize(Session& s) {
       // A named tensor's pieces get buddy replicas (a driver's job), unnamed results do not.
       const BindingNames named(s);
       stored = observe_stored(s, {e.pending})[0];
+      // Already stored without a replica (tp.env.u = tp.eval(...)): copied before the old
+      // binding, which may hold its lineage's inputs, goes.
+      replicate_for_binding(s, stored);
     } catch (const Error& err) {
       env.settle(name, nullptr);
       Error failure(cat_str("computing tp.env.", name, ": ", err.what(),

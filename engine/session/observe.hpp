@@ -29,6 +29,13 @@ void observe_kept(Session& s, const std::vector<NodeRef>& roots);
 // shard of the new values is left anywhere.
 std::vector<NodeRef> observe_stored(Session& s, const std::vector<NodeRef>& exprs);
 
+// tp.detach: observe_stored, and on a driver's job each new stored tensor's pieces get buddy
+// replicas in the same request, as a tp.env binding's do. A detached value keeps no lineage once
+// its inputs are rebound (an optimizer's step: the old parameters and moments die), so its
+// replica must land before the request returns: then no moment exists in which a lost rank
+// takes its only copy (docs/reliability.md, "Detached values").
+std::vector<NodeRef> observe_detached(Session& s, const std::vector<NodeRef>& exprs);
+
 // The roots as an observation plans them: every expression already computed and stored (a
 // tp.eval result on several ranks, a named tensor) replaced by its stored leaf, which is read
 // where it lies. tp.plan, tp.explain and :layout plan these, so they show what would run.

@@ -129,11 +129,28 @@ void recover_lost(Session& s, const JobReplaced& r) {
 }
 
 void replicate_recovering(Session& s, const std::vector<uint64_t>& keys) {
-  try {
-    s.coordinator()->replicate(keys);
-  } catch (const JobReplaced& r) {
-    recover_lost(s, r);
+  for (int attempt = 0;; ++attempt) {
+    Job* job = s.coordinator();
+    if (!job) return;
+    std::vector<uint64_t> todo;
+    for (uint64_t k : keys)
+      if (s.stored().layout(k) && !s.stored().lost(k) && !job->replicated(k)) todo.push_back(k);
+    if (todo.empty()) return;
+    try {
+      return job->replicate(todo);
+    } catch (const JobReplaced& r) {
+      if (attempt >= kMaxReplacements) throw;
+      recover_lost(s, r);  // then the keys the loss left without a copy on their buddy
+    }
   }
+}
+
+void replicate_for_binding(Session& s, const NodeRef& value) {
+  const Job* job = s.coordinator();
+  if (!job || !job->replaceable() || !value || value->value || !s.stored().layout(value->id) ||
+      job->replicated(value->id))
+    return;
+  replicate_recovering(s, {value->id});
 }
 
 }  // namespace tapestry

@@ -56,7 +56,13 @@ template <class F> decltype(auto) with_recovery(Session& s, F&& f) {
   }
 }
 
-// Job::replicate, where a loss during it only brings back what was lost (nothing to run again).
+// Job::replicate of the keys still stored and not yet replicated; a loss during it brings back
+// what was lost (nothing to run again) and the rest are replicated on the new job.
 void replicate_recovering(Session& s, const std::vector<uint64_t>& keys);
+
+// Before tp.env binds `value`: when it is a stored tensor computed without a replica (a
+// tp.eval'd value), its pieces get buddy replicas first, while the previous binding still
+// keeps its lineage's inputs alive (docs/reliability.md, "Detached values").
+void replicate_for_binding(Session& s, const NodeRef& value);
 
 }  // namespace tapestry

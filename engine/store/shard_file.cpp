@@ -85,6 +85,11 @@ std::vector<char> read_all(const std::string& path) {
 
 std::vector<char> encode_pieces(const ShardStore& store, const std::vector<uint64_t>& keys, int rank) {
   ByteWriter w;
+  encode_pieces_to(w, store, keys, rank);
+  return w.take();
+}
+
+void encode_pieces_to(ByteWriter& w, const ShardStore& store, const std::vector<uint64_t>& keys, int rank) {
   w.header(kPiecesMagic, kPiecesVersion);
   std::vector<std::pair<uint64_t, std::vector<std::pair<poly::Box, View>>>> all;
   size_t count = 0;
@@ -95,7 +100,6 @@ std::vector<char> encode_pieces(const ShardStore& store, const std::vector<uint6
   w.size(count);
   for (const auto& [k, ps] : all)
     for (const auto& [box, v] : ps) put_piece(w, k, rank, box, v);
-  return w.take();
 }
 
 int64_t decode_pieces_into(std::span<const char> bytes, ShardStore& store, int as_rank) {

@@ -17,12 +17,16 @@
 #include <utility>
 #include <vector>
 
+#include "engine/ir/codec.hpp"
 #include "engine/store/shard_store.hpp"
 
 namespace tapestry {
 
 // The pieces `rank` holds of each of `keys`, with their keys and rank, as one message.
 std::vector<char> encode_pieces(const ShardStore& store, const std::vector<uint64_t>& keys, int rank);
+// The same appended to `w` (after what it holds: a replica message's epoch), with no copy of
+// the whole message made on the way.
+void encode_pieces_to(ByteWriter& w, const ShardStore& store, const std::vector<uint64_t>& keys, int rank);
 // Puts every piece of such a message into `store` under `as_rank`; returns the bytes kept.
 int64_t decode_pieces_into(std::span<const char> bytes, ShardStore& store, int as_rank);
 

@@ -43,6 +43,21 @@ TEST_CASE("engine.store.shard_file.pieces_travel_to_a_buddy_under_the_senders_ra
   CHECK_FALSE(buddy.has(7));
 }
 
+TEST_CASE("engine.store.shard_file.pieces_written_after_a_prefix_equal_the_message") {
+  // A replica message is {epoch u64, pieces}: the pieces are written in place after it.
+  ShardStore mine, buddy;
+  mine.put(2, 5, poly::Box({0, 0}, {2, 1}), iota({3, 2}, 10)->v);
+  mine.put(2, 6, poly::Box({0}, {3}), iota({4}, 20)->v);
+  ByteWriter w;
+  w.put<uint64_t>(41);
+  encode_pieces_to(w, mine, {5, 6}, 2);
+  const std::vector<char> msg = w.take(), alone = encode_pieces(mine, {5, 6}, 2);
+  REQUIRE(msg.size() == sizeof(uint64_t) + alone.size());
+  CHECK(std::equal(alone.begin(), alone.end(), msg.begin() + sizeof(uint64_t)));
+  CHECK(decode_pieces_into(std::span<const char>(msg).subspan(sizeof(uint64_t)), buddy, 2) == (6 + 4) * 4);
+  CHECK(same(*buddy.find(2, 6, poly::Box({0}, {3})), *mine.find(2, 6, poly::Box({0}, {3}))));
+}
+
 TEST_CASE("engine.store.shard_file.bad_bytes_are_rejected") {
   ShardStore s;
   s.put(0, 3, poly::Box({0}, {3}), iota({4}, 1)->v);
