@@ -485,7 +485,9 @@ class Evaluation {
     const View& in = input_view(i, 0);
     auto v = std::make_shared<Value>();
     const Node& n = node(i);
-    if (n.op == Op::Reshape && in.is_contiguous()) {  // the matvec's two reshapes: no Where, no copies of the shape
+    // A reshape of contiguous data (the matvec's two): its view directly, without run_block's
+    // Where and the copies of the shape that view_layout makes.
+    if (n.op == Op::Reshape && in.is_contiguous()) {
       v->v.buf = in.buf;
       v->v.dtype = in.dtype;
       v->v.offset = in.offset;

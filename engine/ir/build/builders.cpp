@@ -428,7 +428,7 @@ NodeRef reduce(Op op, const NodeRef& x, std::vector<int> dims, bool keepdim) {
                " is not defined for complex numbers (numpy orders them lexicographically; Tapestry does "
                "not: reduce x:real() or x:abs())");
   dims = normalize_dims(std::move(dims), static_cast<int>(x->shape.size()));
-  if (!dims.empty())  // of a packed tensor: from its stored tiles
+  if (!dims.empty() && x->op == Op::Declare)  // of a packed tensor (a Declare): from its stored tiles
     if (NodeRef r = packed_reduce(op, x, dims))
       return keepdim ? reshape(r, reduced_shape(x->shape, dims, true)) : r;
   NodeRef in = x;
@@ -533,7 +533,8 @@ NodeRef matmul(const NodeRef& a0, const NodeRef& b0) {
     const int64_t n = a0->shape[0], k = a0->shape[1];
     const NodeRef col = b0->op == Op::Reshape ? reshape(b0, {k, 1})  // (reshape folds the chain)
                                               : op_node(Op::Reshape, {b0}, Attrs{}, Shape{k, 1}, t);
-    return op_node(Op::Reshape, {op_node(Op::Matmul, {a0, col}, Attrs{}, Shape{n, 1}, t)}, Attrs{}, Shape{n}, t);
+    return op_node(Op::Reshape, {op_node(Op::Matmul, {a0, col}, Attrs{}, Shape{n, 1}, t)}, Attrs{}, Shape{n},
+                   t);
   }
   NodeRef a = cast(a0, t), b = cast(b0, t);
   const bool a_vec = a->shape.size() == 1, b_vec = b->shape.size() == 1;
