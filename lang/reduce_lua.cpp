@@ -24,6 +24,7 @@ struct ReduceArgs {
 ReduceArgs reduce_args(lua_State* L, std::initializer_list<const char*> allowed) {
   ReduceArgs r;
   r.x = check_tensor_like(L, 1);
+  if (lua_gettop(L) <= 1) return r;  // x:sum(): every dim, no options (two a CG iteration)
   const int rank = static_cast<int>(r.x->shape.size());
   int oi = 3;
   if (is_options_table(L, 2) && lua_isnoneornil(L, 3)) oi = 2;

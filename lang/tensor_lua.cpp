@@ -90,9 +90,11 @@ const void* tensor_tag() {
 
 // A full userdata of a TensorHandle's size whose tag is tensor_tag(): only push_tensor makes
 // one (Lua code cannot write a userdata's bytes, and no other C type here stores that address).
+// Two API calls, not three (tens of times a CG iteration): lua_touserdata is null for
+// anything but a userdata, and lua_rawlen is 0 for a light one (it has no block to read).
 TensorHandle* to_tensor_handle(lua_State* L, int idx) {
-  if (lua_type(L, idx) != LUA_TUSERDATA || lua_rawlen(L, idx) != sizeof(TensorHandle)) return nullptr;
   auto* h = static_cast<TensorHandle*>(lua_touserdata(L, idx));
+  if (!h || lua_rawlen(L, idx) != sizeof(TensorHandle)) return nullptr;
   return h->tag == tensor_tag() ? h : nullptr;
 }
 

@@ -2,6 +2,7 @@
 
 #include "engine/ir/dtype_support.hpp"
 
+#include <bit>
 #include <cstring>
 #include <functional>
 #include <mutex>
@@ -70,16 +71,24 @@ InternTable& table() {
 
 std::atomic<uint64_t> g_next_id{1};
 
+// is_storage_or_complex (dtype_support.hpp) without its two out-of-line calls: make_node asks
+// it of every node and each of its inputs.
+static_assert(static_cast<int>(DType::F16) == 7 && static_cast<int>(DType::BF16) == 8 &&
+              static_cast<int>(DType::C64) == 9 && static_cast<int>(DType::C128) == 10 && kNumDTypes == 11);
+inline bool storage_or_complex(DType t) { return static_cast<int>(t) >= static_cast<int>(DType::F16); }
+
 inline void mix(size_t& h, size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); }
 
 size_t structural_hash(Op op, const std::vector<NodeRef>& inputs, const Attrs& attrs, const Shape& shape,
                        DType dtype) {
   size_t h = std::hash<int>()(static_cast<int>(op));
   for (const NodeRef& in : inputs) mix(h, in->id);
-  for (int64_t v : attrs.ints) mix(h, std::hash<int64_t>()(v));
-  for (double v : attrs.reals) mix(h, std::hash<double>()(v));
+  for (int64_t v : attrs.ints) mix(h, static_cast<size_t>(v));
+  // By the bits, as same_reals compares them (std::hash<double> is a call into libstdc++'s
+  // byte hash: a Full constant's value, three a CG iteration).
+  for (double v : attrs.reals) mix(h, std::bit_cast<uint64_t>(v));
   mix(h, static_cast<size_t>(attrs.dtype));
-  for (int64_t v : shape) mix(h, std::hash<int64_t>()(v));
+  for (int64_t v : shape) mix(h, static_cast<size_t>(v));
   mix(h, static_cast<size_t>(dtype) + 17);
   return h;
 }
@@ -222,8 +231,8 @@ NodeRef make_node(Op op, std::vector<NodeRef> inputs, Attrs attrs, Shape shape, 
   for (const NodeRef& in : inputs) internal_check(in != nullptr);
   user_check(shape.size() <= static_cast<size_t>(kMaxDims), "the result would have ", shape.size(),
              " dims; a tensor has at most ", kMaxDims);
-  bool exotic = is_storage_or_complex(dtype);
-  for (const NodeRef& in : inputs) exotic = exotic || is_storage_or_complex(in->dtype);
+  bool exotic = storage_or_complex(dtype);
+  for (const NodeRef& in : inputs) exotic = exotic || storage_or_complex(in->dtype);
   if (exotic) {  // f16, bf16, c64 or c128: not every kernel takes them
     std::vector<DType> ins;
     for (const NodeRef& in : inputs) ins.push_back(in->dtype);

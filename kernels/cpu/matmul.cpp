@@ -272,6 +272,14 @@ template <class T> void matmul_typed(const View& a0, const View& b0, const View&
 void run_matmul(const View& a, const View& b, const View& out) {
   internal_check(a.dtype == out.dtype && b.dtype == out.dtype);
   internal_check(out.rank() >= 2 && a.rank() >= 2 && b.rank() >= 2);
+  // A contiguous f32 matrix times a contiguous column (CG's matvec, once an iteration): the
+  // gemv that matmul_typed and gemm reach for it, without their batch and layout set-up (~1K
+  // instructions beside the 15.6K product).
+  if (out.dtype == DType::F32 && a.rank() == 2 && b.rank() == 2 && out.rank() == 2 && b.shape[1] == 1 &&
+      a.shape[0] > 0 && a.shape[1] > 0 && a.is_contiguous() && b.is_contiguous() && out.is_contiguous()) {
+    internal_check(b.shape[0] == a.shape[1] && out.shape[0] == a.shape[0] && out.shape[1] == 1);
+    return gemv_rows(a.ptr<float>(), a.shape[1], b.ptr<float>(), out.ptr<float>(), a.shape[0], a.shape[1]);
+  }
   if (is_complex(out.dtype)) {
     dispatch_complex(out.dtype, [&](auto tag) { matmul_typed<typename decltype(tag)::type>(a, b, out); });
     return;

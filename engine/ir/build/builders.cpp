@@ -366,7 +366,10 @@ NodeRef binary(Op op, const Operand& a, const Operand& b) {
     case Op::LogicalOr: t = out = DType::Bool; break;
     default: break;
   }
-  std::vector<NodeRef> ins{materialize(a, t, shape), materialize(b, t, shape)};
+  std::vector<NodeRef> ins;  // (an initializer list would copy both references: two atomic pairs)
+  ins.reserve(2);
+  ins.push_back(materialize(a, t, shape));
+  ins.push_back(materialize(b, t, shape));
   return packed_map(op_node(op, std::move(ins), Attrs{}, std::move(shape), out));
 }
 
@@ -425,7 +428,7 @@ NodeRef reduce(Op op, const NodeRef& x, std::vector<int> dims, bool keepdim) {
                " is not defined for complex numbers (numpy orders them lexicographically; Tapestry does "
                "not: reduce x:real() or x:abs())");
   dims = normalize_dims(std::move(dims), static_cast<int>(x->shape.size()));
-  if (!dims.empty())  // of a packed tensor: from its stored tiles
+  if (!dims.empty() && x->op == Op::Declare)  // of a packed tensor (a Declare): from its stored tiles
     if (NodeRef r = packed_reduce(op, x, dims))
       return keepdim ? reshape(r, reduced_shape(x->shape, dims, true)) : r;
   NodeRef in = x;
@@ -522,6 +525,17 @@ NodeRef matmul(const NodeRef& a0, const NodeRef& b0) {
   const DType t = promote(a0->dtype, b0->dtype);
   if (is_half(t)) return cast(matmul(cast(a0, DType::F32), cast(b0, DType::F32)), t);  // computed in f32
   if (NodeRef sparse = tile_matmul(a0, b0)) return sparse;  // a block-sparse a: its nonzero tiles only
+  // A matrix times a vector (CG's A:matmul(p), once an iteration): the same three nodes as
+  // below ({k} -> {k,1}, the 2-D product, {n,1} -> {n}), without the batch shapes and the
+  // general reshape's checks, which cost more than the nodes.
+  if (a0->shape.size() == 2 && b0->shape.size() == 1 && a0->dtype == t && b0->dtype == t &&
+      a0->shape[1] == b0->shape[0] && a0->shape[0] > 0 && a0->shape[1] > 0) {
+    const int64_t n = a0->shape[0], k = a0->shape[1];
+    const NodeRef col = b0->op == Op::Reshape ? reshape(b0, {k, 1})  // (reshape folds the chain)
+                                              : op_node(Op::Reshape, {b0}, Attrs{}, Shape{k, 1}, t);
+    return op_node(Op::Reshape, {op_node(Op::Matmul, {a0, col}, Attrs{}, Shape{n, 1}, t)}, Attrs{}, Shape{n},
+                   t);
+  }
   NodeRef a = cast(a0, t), b = cast(b0, t);
   const bool a_vec = a->shape.size() == 1, b_vec = b->shape.size() == 1;
   if (a_vec) a = unsqueeze(a, 0);  // {k} -> {1,k}

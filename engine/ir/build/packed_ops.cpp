@@ -1,4 +1,5 @@
 // Maps and full reductions of packed tensors (packed.hpp): computed on the stored tiles only.
+#include <algorithm>
 #include <cmath>
 
 #include "engine/ir/build/builders.hpp"
@@ -70,6 +71,10 @@ bool keeps_padding(const NodeRef& r, const std::vector<NodeRef>& constants) {
 
 NodeRef packed_map(const NodeRef& r) {
   if (op_kind(r->op) != OpKind::Map || r->inputs.empty()) return r;
+  // Only a Declare input can be packed (unpacked()): most maps have none.
+  if (std::none_of(r->inputs.begin(), r->inputs.end(),
+                   [](const NodeRef& in) { return in->op == Op::Declare; }))
+    return r;
   std::optional<Unpacked> first;
   for (const NodeRef& in : r->inputs)
     if ((first = unpacked(in))) break;
