@@ -110,7 +110,10 @@ Shape reduced_shape(const Shape& s, const std::vector<int>& dims, bool keepdim) 
 // "{1,3}": 1-based, as the user wrote them.
 std::string dims_str(const std::vector<int>& dims) {
   std::string s = "{";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i] + 1);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(dims[i] + 1);  // appended on its own: GCC 12 warns (-Wrestrict) at a + b
+  }
   return s + "}";
 }
 
