@@ -167,7 +167,8 @@ struct Program {
   int out_esize = 4;
   bool wide = false;  // a register holds c128 (16-byte elements)
   bool out_direct = true;
-  bool stream = false;  // full tiles reach `out` by non-temporal stores (see stream_copy)
+  bool stream = false;    // exact tiles reach `out` by non-temporal stores (see stream_copy)
+  int64_t slice = kTile;  // an exact tile's steps run over this many elements at a time (run_steps)
   std::vector<Dim<1>> out_dims;
 };
 
@@ -190,6 +191,34 @@ constexpr bool kCanStream = false;
 void stream_copy(char* dst, const char* src, int64_t bytes) { std::memcpy(dst, src, bytes); }
 void stream_fence() {}
 #endif
+
+// A program with a costly op (a polynomial, a division or a libm call an element: its loop
+// costs several times a stream's load) over leaves larger than the L2 runs the steps of each
+// tile over slices of kSlice elements, prefetching its in-place leaves kAhead bytes ahead.
+// W2, tanh(a*b + c) over 2^25 f32 on 2 Sapphire Rapids threads, by CPU time against the
+// triad loop (bench/limits/bench_kernels.cpp): 65% as whole tiles, 75% in slices of 64,
+// 90-95% with the prefetch (docs/performance.md). A step over 512 elements of tanh is about
+// twice the out-of-order window, so the next tile's loads waited for it; the hardware
+// prefetcher alone did not keep three streams ahead of a thread either (W3 found the same).
+// Slices of 32 paid more in calls than they gained (68-70%); 128 about as 64.
+constexpr int64_t kSlice = 64;
+constexpr int64_t kAhead = 4096;  // bytes (2 tiles of f32): 1-4 KiB measured alike, 8-16 KiB less
+constexpr int64_t kSliceMinElems = int64_t(1) << 18;
+
+bool costly(Op op) {
+  switch (op) {
+    case Op::Exp:
+    case Op::Log:
+    case Op::Sin:
+    case Op::Cos:
+    case Op::Tanh:
+    case Op::Sigmoid:
+    case Op::Gelu:
+    case Op::Pow:
+    case Op::Atan2: return true;
+    default: return false;
+  }
+}
 
 void splat_value(Reg& r, DType t, double real, int64_t integer) {
   dispatch_any_dtype(t, [&](auto tag) {
@@ -318,6 +347,9 @@ void prepare(const MapProgram& p, const View& out, MapWork& w) {
   g.out_esize = dtype_size(out.dtype);
   coalesce<1>(out.shape, {&out.strides}, g.out_dims);
   g.out_direct = g.out_dims.size() == 1 && (g.out_dims[0].s[0] == 1 || g.out_dims[0].n <= 1);
+  const bool any_costly =
+      std::any_of(p.instrs.begin(), p.instrs.end(), [](const MapInstr& i) { return costly(i.op); });
+  g.slice = g.n >= kSliceMinElems && any_costly ? kSlice : kTile;
   g.stream = kCanStream && g.out_direct && (stream_hint || g.n * g.out_esize >= kStreamMinBytes) &&
              reinterpret_cast<uintptr_t>(g.out) % 32 == 0 && (kTile * g.out_esize) % 32 == 0;
 }
@@ -372,11 +404,54 @@ Scratch make_scratch(const Program& g) {
   return s;
 }
 
+// The steps of the tile at `start` (n elements, npad with padding; exact: npad == n, the leaves'
+// pointers may be in place), over slices of g.slice elements (one slice unless exact), then its
+// result to `out`. Every element still takes the same vector path: a slice is a multiple of kPad.
+void run_steps(const Program& g, const Scratch& s, std::vector<const char*>& ptr, int64_t start, int64_t n,
+               int64_t npad, bool exact) {
+  const size_t last = g.steps.size() - 1;
+  const int64_t slice = exact ? std::min(g.slice, npad) : npad;
+  char* out_tile = g.out + start * g.out_esize;
+  const bool in_place = exact && g.out_direct && !g.stream;
+  auto at = [&](int x, int64_t o) { return x >= 0 ? ptr[x] + o * g.regs[x].esize : nullptr; };
+  for (int64_t o = 0; o < npad; o += slice) {
+    const int64_t len = std::min(slice, npad - o);
+    if (slice < npad) {
+      for (int i = 0; i < g.nleaves; ++i) {
+        if (g.regs[i].kind != RegKind::Direct) continue;
+        const char* p = at(i, o) + kAhead;
+        for (int64_t b = 0; b < len * g.regs[i].esize; b += 64) __builtin_prefetch(p + b, 0, 3);
+      }
+    }
+    for (size_t j = 0; j < g.steps.size(); ++j) {
+      const Step& st = g.steps[j];
+      const Reg& r = g.regs[st.r];
+      if (!st.fn) {
+        ptr[st.r] = s.slot(r.slot);
+        continue;
+      }
+      char* base = (j == last && in_place) ? out_tile : s.slot(r.slot);
+      st.fn(base + o * r.esize, at(st.a, o), at(st.b, o), at(st.c, o), len);
+      ptr[st.r] = base;
+    }
+    const char* result = at(g.steps.back().r, o);
+    char* dst = out_tile + o * g.out_esize;
+    const int64_t m = std::min(len, n - o);  // the elements of this slice that exist
+    if (result == dst) continue;
+    if (g.stream && exact) {
+      stream_copy(dst, result, m * g.out_esize);
+    } else if (g.out_direct) {
+      std::memcpy(dst, result, m * g.out_esize);
+    } else {
+      by_size(g.out_esize, [&](auto e) { scatter_t<decltype(e)>(g.out, result, g.out_dims, start + o, m); });
+    }
+  }
+}
+
 void run_tile(const Program& g, const Scratch& s, std::vector<const char*>& ptr, int64_t tile) {
   const int64_t start = tile * kTile;
   const int64_t n = std::min(kTile, g.n - start);
   const int64_t npad = round_up(n, kPad);
-  const bool full = n == kTile;
   // No padding needed (a whole tile, or a small map of a multiple of kPad elements): the
   // kernels may read leaves and write the output in place.
   const bool exact = npad == n;
@@ -405,28 +480,7 @@ void run_tile(const Program& g, const Scratch& s, std::vector<const char*>& ptr,
     std::memset(dst + n * r.esize, 0, (npad - n) * r.esize);
     ptr[i] = dst;
   }
-  const size_t last = g.steps.size() - 1;
-  for (size_t j = 0; j < g.steps.size(); ++j) {
-    const Step& st = g.steps[j];
-    const Reg& r = g.regs[st.r];
-    if (!st.fn) {
-      ptr[st.r] = s.slot(r.slot);
-      continue;
-    }
-    char* dst = (j == last && exact && g.out_direct && !g.stream) ? g.out + start * r.esize : s.slot(r.slot);
-    st.fn(dst, ptr[st.a], st.b >= 0 ? ptr[st.b] : nullptr, st.c >= 0 ? ptr[st.c] : nullptr, npad);
-    ptr[st.r] = dst;
-  }
-  const char* result = ptr[g.steps.back().r];
-  char* out_tile = g.out + start * g.out_esize;
-  if (result == out_tile) return;
-  if (g.stream && full) {
-    stream_copy(out_tile, result, n * g.out_esize);
-  } else if (g.out_direct) {
-    std::memcpy(out_tile, result, n * g.out_esize);
-  } else {
-    by_size(g.out_esize, [&](auto e) { scatter_t<decltype(e)>(g.out, result, g.out_dims, start, n); });
-  }
+  run_steps(g, s, ptr, start, n, npad, exact);
 }
 
 // A large leaf read across its rows (a transposed view) costs a cache line and a TLB
