@@ -168,7 +168,7 @@ struct Program {
   bool wide = false;  // a register holds c128 (16-byte elements)
   bool out_direct = true;
   bool stream = false;    // exact tiles reach `out` by non-temporal stores (see stream_copy)
-  int64_t slice = kTile;  // an exact tile's steps run over this many elements at a time (run_steps)
+  int64_t slice = kTile;  // an exact tile's steps run over this many elements at a time (run_sliced)
   std::vector<Dim<1>> out_dims;
 };
 
@@ -404,24 +404,23 @@ Scratch make_scratch(const Program& g) {
   return s;
 }
 
-// The steps of the tile at `start` (n elements, npad with padding; exact: npad == n, the leaves'
-// pointers may be in place), over slices of g.slice elements (one slice unless exact), then its
-// result to `out`. Every element still takes the same vector path: a slice is a multiple of kPad.
-void run_steps(const Program& g, const Scratch& s, std::vector<const char*>& ptr, int64_t start, int64_t n,
-               int64_t npad, bool exact) {
+// An exact tile (its leaves' pointers in place, npad == n) of a program with slices
+// (g.slice < kTile): the steps over one slice at a time, each slice's result streamed or
+// copied out before the next. Every element still takes the same vector path as in a whole
+// tile (a slice is a multiple of kPad), so the bits do not change. Not inlined: run_tile stays
+// as lean for the small maps of a loop of observations (W6).
+[[gnu::noinline]] void run_sliced(const Program& g, const Scratch& s, std::vector<const char*>& ptr,
+                                  int64_t start, int64_t n) {
   const size_t last = g.steps.size() - 1;
-  const int64_t slice = exact ? std::min(g.slice, npad) : npad;
   char* out_tile = g.out + start * g.out_esize;
-  const bool in_place = exact && g.out_direct && !g.stream;
+  const bool in_place = g.out_direct && !g.stream;
   auto at = [&](int x, int64_t o) { return x >= 0 ? ptr[x] + o * g.regs[x].esize : nullptr; };
-  for (int64_t o = 0; o < npad; o += slice) {
-    const int64_t len = std::min(slice, npad - o);
-    if (slice < npad) {
-      for (int i = 0; i < g.nleaves; ++i) {
-        if (g.regs[i].kind != RegKind::Direct) continue;
-        const char* p = at(i, o) + kAhead;
-        for (int64_t b = 0; b < len * g.regs[i].esize; b += 64) __builtin_prefetch(p + b, 0, 3);
-      }
+  for (int64_t o = 0; o < n; o += g.slice) {
+    const int64_t len = std::min(g.slice, n - o);
+    for (int i = 0; i < g.nleaves; ++i) {
+      if (g.regs[i].kind != RegKind::Direct) continue;
+      const char* p = at(i, o) + kAhead;
+      for (int64_t b = 0; b < len * g.regs[i].esize; b += 64) __builtin_prefetch(p + b, 0, 3);
     }
     for (size_t j = 0; j < g.steps.size(); ++j) {
       const Step& st = g.steps[j];
@@ -436,15 +435,12 @@ void run_steps(const Program& g, const Scratch& s, std::vector<const char*>& ptr
     }
     const char* result = at(g.steps.back().r, o);
     char* dst = out_tile + o * g.out_esize;
-    const int64_t m = std::min(len, n - o);  // the elements of this slice that exist
     if (result == dst) continue;
-    if (g.stream && exact) {
-      stream_copy(dst, result, m * g.out_esize);
-    } else if (g.out_direct) {
-      std::memcpy(dst, result, m * g.out_esize);
-    } else {
-      by_size(g.out_esize, [&](auto e) { scatter_t<decltype(e)>(g.out, result, g.out_dims, start + o, m); });
-    }
+    if (g.stream) stream_copy(dst, result, len * g.out_esize);
+    else if (g.out_direct) std::memcpy(dst, result, len * g.out_esize);
+    else
+      by_size(g.out_esize,
+              [&](auto e) { scatter_t<decltype(e)>(g.out, result, g.out_dims, start + o, len); });
   }
 }
 
@@ -452,6 +448,7 @@ void run_tile(const Program& g, const Scratch& s, std::vector<const char*>& ptr,
   const int64_t start = tile * kTile;
   const int64_t n = std::min(kTile, g.n - start);
   const int64_t npad = round_up(n, kPad);
+  const bool full = n == kTile;
   // No padding needed (a whole tile, or a small map of a multiple of kPad elements): the
   // kernels may read leaves and write the output in place.
   const bool exact = npad == n;
@@ -480,7 +477,29 @@ void run_tile(const Program& g, const Scratch& s, std::vector<const char*>& ptr,
     std::memset(dst + n * r.esize, 0, (npad - n) * r.esize);
     ptr[i] = dst;
   }
-  run_steps(g, s, ptr, start, n, npad, exact);
+  if (exact && g.slice < n) return run_sliced(g, s, ptr, start, n);
+  const size_t last = g.steps.size() - 1;
+  for (size_t j = 0; j < g.steps.size(); ++j) {
+    const Step& st = g.steps[j];
+    const Reg& r = g.regs[st.r];
+    if (!st.fn) {
+      ptr[st.r] = s.slot(r.slot);
+      continue;
+    }
+    char* dst = (j == last && exact && g.out_direct && !g.stream) ? g.out + start * r.esize : s.slot(r.slot);
+    st.fn(dst, ptr[st.a], st.b >= 0 ? ptr[st.b] : nullptr, st.c >= 0 ? ptr[st.c] : nullptr, npad);
+    ptr[st.r] = dst;
+  }
+  const char* result = ptr[g.steps.back().r];
+  char* out_tile = g.out + start * g.out_esize;
+  if (result == out_tile) return;
+  if (g.stream && full) {
+    stream_copy(out_tile, result, n * g.out_esize);
+  } else if (g.out_direct) {
+    std::memcpy(out_tile, result, n * g.out_esize);
+  } else {
+    by_size(g.out_esize, [&](auto e) { scatter_t<decltype(e)>(g.out, result, g.out_dims, start, n); });
+  }
 }
 
 // A large leaf read across its rows (a transposed view) costs a cache line and a TLB
