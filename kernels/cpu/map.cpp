@@ -192,17 +192,14 @@ void stream_copy(char* dst, const char* src, int64_t bytes) { std::memcpy(dst, s
 void stream_fence() {}
 #endif
 
-// A program with a costly op (a polynomial, a division or a libm call an element: its loop
-// costs several times a stream's load) over leaves larger than the L2 runs the steps of each
-// tile over slices of kSlice elements, prefetching its in-place leaves kAhead bytes ahead.
-// W2, tanh(a*b + c) over 2^25 f32 on 2 Sapphire Rapids threads, by CPU time against the
-// triad loop (bench/limits/bench_kernels.cpp): 65% as whole tiles, 75% in slices of 64,
-// 90-95% with the prefetch (docs/performance.md). A step over 512 elements of tanh is about
-// twice the out-of-order window, so the next tile's loads waited for it; the hardware
-// prefetcher alone did not keep three streams ahead of a thread either (W3 found the same).
-// Slices of 32 paid more in calls than they gained (68-70%); 128 about as 64.
-constexpr int64_t kSlice = 64;
-constexpr int64_t kAhead = 4096;  // bytes (2 tiles of f32): 1-4 KiB measured alike, 8-16 KiB less
+// A program with a costly op (its loop costs several times a stream's load) over leaves larger
+// than the L2 runs each tile's steps over slices of kSlice elements, prefetching its in-place
+// leaves kAhead bytes ahead: a tanh step over a whole tile is about twice the out-of-order
+// window, and the hardware prefetcher alone does not keep three streams ahead of it. W2's map
+// (tanh(a*b + c), 2^25 f32, CPU time against the triad loop, bench_kernels): 61-65% in whole
+// tiles, 70% in slices, 82-88% with the prefetch (docs/performance.md, W2).
+constexpr int64_t kSlice = 64;    // 32: the calls cost more than the overlap gains; 128: as 64
+constexpr int64_t kAhead = 4096;  // bytes, into L1: 1-4 KiB alike; 8-16 KiB into L2 no better
 constexpr int64_t kSliceMinElems = int64_t(1) << 18;
 
 bool costly(Op op) {
