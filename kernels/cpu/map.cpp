@@ -5,9 +5,10 @@
 // constants are splatted once per thread; other leaves are gathered into a scratch
 // tile), then every instruction runs one tight loop over the tile, chosen once per
 // run by (op, dtype) — no per-element dispatch; the loops are vector_kernels.cpp's, built for
-// AVX2 and AVX-512 (the set in use picks them). Loops always cover a multiple of
-// kPad elements (the last tile is padded), so every element takes the same vector
-// path and a result never depends on where a shard boundary fell.
+// AVX2 and AVX-512 (the set in use picks them); a program with tanh or another costly op over
+// large leaves runs them over slices of a tile, with a prefetch (run_sliced). Loops always
+// cover a multiple of kPad elements (the last tile is padded), so every element takes the
+// same vector path and a result never depends on where a shard boundary fell.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
