@@ -5,9 +5,10 @@
 // constants are splatted once per thread; other leaves are gathered into a scratch
 // tile), then every instruction runs one tight loop over the tile, chosen once per
 // run by (op, dtype) — no per-element dispatch; the loops are vector_kernels.cpp's, built for
-// AVX2 and AVX-512 (the set in use picks them). Loops always cover a multiple of
-// kPad elements (the last tile is padded), so every element takes the same vector
-// path and a result never depends on where a shard boundary fell.
+// AVX2 and AVX-512 (the set in use picks them); a program with tanh or another costly op over
+// large leaves runs them over slices of a tile, with a prefetch (run_sliced). Loops always
+// cover a multiple of kPad elements (the last tile is padded), so every element takes the
+// same vector path and a result never depends on where a shard boundary fell.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -167,7 +168,8 @@ struct Program {
   int out_esize = 4;
   bool wide = false;  // a register holds c128 (16-byte elements)
   bool out_direct = true;
-  bool stream = false;  // full tiles reach `out` by non-temporal stores (see stream_copy)
+  bool stream = false;    // exact tiles reach `out` by non-temporal stores (see stream_copy)
+  int64_t slice = kTile;  // an exact tile's steps run over this many elements at a time (run_sliced)
   std::vector<Dim<1>> out_dims;
 };
 
@@ -190,6 +192,31 @@ constexpr bool kCanStream = false;
 void stream_copy(char* dst, const char* src, int64_t bytes) { std::memcpy(dst, src, bytes); }
 void stream_fence() {}
 #endif
+
+// A program with a costly op (its loop costs several times a stream's load) over leaves larger
+// than the L2 runs each tile's steps over slices of kSlice elements, prefetching its in-place
+// leaves kAhead bytes ahead: a tanh step over a whole tile is about twice the out-of-order
+// window, and the hardware prefetcher alone does not keep three streams ahead of it. W2's map
+// (tanh(a*b + c), 2^25 f32, CPU time against the triad loop, bench_kernels): 61-65% in whole
+// tiles, 70% in slices, 82-88% with the prefetch (docs/performance.md, W2).
+constexpr int64_t kSlice = 64;    // 32: the calls cost more than the overlap gains; 128: as 64
+constexpr int64_t kAhead = 4096;  // bytes, into L1: 1-4 KiB alike; 8-16 KiB into L2 no better
+constexpr int64_t kSliceMinElems = int64_t(1) << 18;
+
+bool costly(Op op) {
+  switch (op) {
+    case Op::Exp:
+    case Op::Log:
+    case Op::Sin:
+    case Op::Cos:
+    case Op::Tanh:
+    case Op::Sigmoid:
+    case Op::Gelu:
+    case Op::Pow:
+    case Op::Atan2: return true;
+    default: return false;
+  }
+}
 
 void splat_value(Reg& r, DType t, double real, int64_t integer) {
   dispatch_any_dtype(t, [&](auto tag) {
@@ -318,6 +345,9 @@ void prepare(const MapProgram& p, const View& out, MapWork& w) {
   g.out_esize = dtype_size(out.dtype);
   coalesce<1>(out.shape, {&out.strides}, g.out_dims);
   g.out_direct = g.out_dims.size() == 1 && (g.out_dims[0].s[0] == 1 || g.out_dims[0].n <= 1);
+  const bool any_costly =
+      std::any_of(p.instrs.begin(), p.instrs.end(), [](const MapInstr& i) { return costly(i.op); });
+  g.slice = g.n >= kSliceMinElems && any_costly ? kSlice : kTile;
   g.stream = kCanStream && g.out_direct && (stream_hint || g.n * g.out_esize >= kStreamMinBytes) &&
              reinterpret_cast<uintptr_t>(g.out) % 32 == 0 && (kTile * g.out_esize) % 32 == 0;
 }
@@ -372,6 +402,46 @@ Scratch make_scratch(const Program& g) {
   return s;
 }
 
+// An exact tile (its leaves' pointers in place, npad == n) of a program with slices
+// (g.slice < kTile): the steps over one slice at a time, each slice's result streamed or
+// copied out before the next. Every element still takes the same vector path as in a whole
+// tile (a slice is a multiple of kPad), so the bits do not change. Not inlined: run_tile stays
+// as lean for the small maps of a loop of observations (W6).
+[[gnu::noinline]] void run_sliced(const Program& g, const Scratch& s, std::vector<const char*>& ptr,
+                                  int64_t start, int64_t n) {
+  const size_t last = g.steps.size() - 1;
+  char* out_tile = g.out + start * g.out_esize;
+  const bool in_place = g.out_direct && !g.stream;
+  auto at = [&](int x, int64_t o) { return x >= 0 ? ptr[x] + o * g.regs[x].esize : nullptr; };
+  for (int64_t o = 0; o < n; o += g.slice) {
+    const int64_t len = std::min(g.slice, n - o);
+    for (int i = 0; i < g.nleaves; ++i) {
+      if (g.regs[i].kind != RegKind::Direct) continue;
+      const char* p = at(i, o) + kAhead;
+      for (int64_t b = 0; b < len * g.regs[i].esize; b += 64) __builtin_prefetch(p + b, 0, 3);
+    }
+    for (size_t j = 0; j < g.steps.size(); ++j) {
+      const Step& st = g.steps[j];
+      const Reg& r = g.regs[st.r];
+      if (!st.fn) {
+        ptr[st.r] = s.slot(r.slot);
+        continue;
+      }
+      char* base = (j == last && in_place) ? out_tile : s.slot(r.slot);
+      st.fn(base + o * r.esize, at(st.a, o), at(st.b, o), at(st.c, o), len);
+      ptr[st.r] = base;
+    }
+    const char* result = at(g.steps.back().r, o);
+    char* dst = out_tile + o * g.out_esize;
+    if (result == dst) continue;
+    if (g.stream) stream_copy(dst, result, len * g.out_esize);
+    else if (g.out_direct) std::memcpy(dst, result, len * g.out_esize);
+    else
+      by_size(g.out_esize,
+              [&](auto e) { scatter_t<decltype(e)>(g.out, result, g.out_dims, start + o, len); });
+  }
+}
+
 void run_tile(const Program& g, const Scratch& s, std::vector<const char*>& ptr, int64_t tile) {
   const int64_t start = tile * kTile;
   const int64_t n = std::min(kTile, g.n - start);
@@ -405,6 +475,7 @@ void run_tile(const Program& g, const Scratch& s, std::vector<const char*>& ptr,
     std::memset(dst + n * r.esize, 0, (npad - n) * r.esize);
     ptr[i] = dst;
   }
+  if (exact && g.slice < n) return run_sliced(g, s, ptr, start, n);
   const size_t last = g.steps.size() - 1;
   for (size_t j = 0; j < g.steps.size(); ++j) {
     const Step& st = g.steps[j];

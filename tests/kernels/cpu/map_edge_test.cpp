@@ -1,6 +1,7 @@
 // Map edge cases, with expected values taken from numpy 1.24.
 #include <doctest/doctest.h>
 
+#include <bit>
 #include <climits>
 #include <cmath>
 #include <limits>
@@ -158,4 +159,53 @@ TEST_CASE("kernels.cpu.map.gelu_and_sigmoid_tails") {
   CHECK(s[0] == 0);
   CHECK(s[1] == 1);
   CHECK(s[2] == 0.5f);
+}
+
+// A program with a costly op over large leaves runs each tile's steps in short slices, with a
+// prefetch (map.cpp, run_steps); small maps run whole tiles. The results must not depend on
+// it: the same program over pieces too small to be sliced gives the same bits, for contiguous,
+// broadcast and strided leaves, a padded last tile, plain, streamed and strided outputs.
+TEST_CASE("kernels.cpu.map.sliced_tiles_as_whole_tiles") {
+  const int64_t n = (int64_t(1) << 18) + 777, piece = 4096;
+  std::vector<float> xa(n), xb(2 * n), xc(1, 0.375f);
+  for (int64_t i = 0; i < n; ++i) xa[i] = static_cast<float>((i * 7919) % 2001 - 1000) * 0.0061f;
+  for (int64_t i = 0; i < 2 * n; ++i) xb[i] = 1.0f + static_cast<float>(i % 13) * 0.125f;
+  xa[5] = kNaN, xa[6] = -kInf, xa[7] = -0.0f;
+  auto a = tensor<float>({n}, xa), b2 = tensor<float>({2 * n}, xb), c = tensor<float>({1}, xc);
+  const View b = b2->view().sliced({1}, {2}, {n});  // stride 2: gathered
+  const View cb = c->view().expanded({n});          // a broadcast scalar
+  cpu::MapProgram p;
+  p.leaves = {a->view(), b, cb};
+  p.instrs = {{Op::Mul, DType::F32, DType::F32, 0, 1},
+              {Op::Add, DType::F32, DType::F32, 3, 2},
+              {Op::Tanh, DType::F32, DType::F32, 4},
+              {Op::Exp, DType::F32, DType::F32, 0},
+              {Op::Mul, DType::F32, DType::F32, 5, 6}};
+  auto want = Value::alloc(DType::F32, {n});
+  for (int64_t at = 0; at < n; at += piece) {
+    const int64_t len = std::min(piece, n - at);
+    cpu::MapProgram q = p;
+    for (View& v : q.leaves) v = v.sliced({at}, {1}, {len});
+    cpu::run_map(q, want->view().sliced({at}, {1}, {len}));
+  }
+  auto same = [&](const View& got) {
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const float g = got.ptr<float>()[i * got.strides[0]], w = want->data<float>()[i];
+      wrong += std::bit_cast<uint32_t>(g) != std::bit_cast<uint32_t>(w);
+    }
+    return wrong;
+  };
+  for (bool stream : {false, true}) {
+    CAPTURE(stream);
+    p.stream_out = stream;
+    auto out = Value::alloc(DType::F32, {n});
+    cpu::run_map(p, out->view());
+    CHECK(same(out->view()) == 0);
+    auto wide = Value::alloc(DType::F32, {3 * n});  // every third element: written by scatter
+    const View col = wide->view().sliced({2}, {3}, {n});
+    cpu::run_map(p, col);
+    CHECK(same(col) == 0);
+  }
+  CHECK(std::isnan(want->data<float>()[5]));
 }

@@ -75,8 +75,10 @@ TEST_CASE("kernels.cpu.tanh_f32.special_values_and_branch_edges") {
     CHECK(fn::tanh_f32(x) >= 0.99999994f);
     CHECK(fn::tanh_f32(-x) <= -0.99999994f);
   }
-  // Dense around the switch between the two formulas (0.625) and the clamp (9).
-  for (float c : {0.625f, 9.0f}) {
+  // Dense around where the reduction's k first leaves 0 (|x| = ln2 / 4: the numerator stops
+  // being -q alone), the old formula switch (0.625), where 1 + 2^k stops being exact (k = -24)
+  // and the clamp (9).
+  for (float c : {0.17328680f, 0.625f, 8.1444794f, 9.0f}) {
     float x = c;
     for (int i = 0; i < 2000; ++i) x = std::nextafter(x, 0.0f);
     for (int i = 0; i < 4000; ++i, x = std::nextafter(x, inf)) {

@@ -99,4 +99,21 @@ test("cast.truncates", function()
   eq(x:cast("f32"):totable(), {1.5}, "cast to its own dtype")
 end)
 
+test("costly_map.large_as_pieces", function()
+  -- 2^18 + 333 elements: on one rank the fused map runs each tile in short slices with a
+  -- prefetch (kernels/cpu/map.cpp, for programs with tanh, exp, ...), while pieces of 2^16 run
+  -- as whole tiles; every element takes the same vector path, so the bits agree.
+  local n, k = (1 << 18) + 333, 1 << 16
+  local a = tp.eval(tp.randn({n}, {seed = 71}))
+  local b = tp.eval(tp.randn({n}, {seed = 72}))
+  local c = tp.eval(tp.randn({n}, {seed = 73}))
+  local function f(x, y, z) return (x * y + z):tanh() * x:exp() end
+  local parts = {}
+  for first = 1, n, k do
+    local len = math.min(k, n - first + 1)
+    parts[#parts + 1] = tp.eval(f(a:narrow(1, first, len), b:narrow(1, first, len), c:narrow(1, first, len)))
+  end
+  check.same_tensor(tp.eval(f(a, b, c)), tp.cat(parts, 1), "whole against pieces")
+end)
+
 check.summary()
