@@ -258,7 +258,7 @@ std::string explain_text(const plan::PlannedGraph& pg) {
     os << "\n" << op_label(*n) << "\n  signature: " << poly::to_string(sig) << "\n";
     auto tr = pg.plan.tried.find(n->id);
     if (tr != pg.plan.tried.end()) {
-      std::vector<plan::Tried> tried = tr->second;
+      std::vector<plan::Tried> tried = *tr->second;
       std::sort(tried.begin(), tried.end(),
                 [](const plan::Tried& a, const plan::Tried& b) { return a.best_total < b.best_total; });
       const plan::Tried* winner = nullptr;

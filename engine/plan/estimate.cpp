@@ -375,8 +375,10 @@ Plan search_estimated(const std::vector<NodeRef>& topo, const std::vector<Shard>
     const Candidate& c = md.cands[i][best[i]];
     p.choice[md.ops[i]->id] = c;
     p.blocks += c.block_count(m.ranks);
+    std::vector<Tried> tried;
     for (size_t k = 0; k < md.cands[i].size(); ++k)
-      if (std::isfinite(seen[i][k].best_total)) p.tried[md.ops[i]->id].push_back(seen[i][k]);
+      if (std::isfinite(seen[i][k].best_total)) tried.push_back(seen[i][k]);
+    if (!tried.empty()) p.tried[md.ops[i]->id] = std::make_shared<const std::vector<Tried>>(std::move(tried));
   }
   p.cost = md.totals(picked);
   p.cost.estimated = true;

@@ -98,13 +98,15 @@ std::optional<Plan> PlanCache::find(const std::vector<NodeRef>& topo, const std:
       return now[r->second];
     };
     auto id = [&](uint64_t old) { return node(old)->id; };
-    Plan p = e.plan;
-    std::map<uint64_t, Candidate> choice;
-    for (auto& [old, c] : p.choice) choice.emplace_hint(choice.end(), id(old), c);
-    p.choice = std::move(choice);
-    std::map<uint64_t, std::vector<Tried>> tried;
-    for (auto& [old, t] : p.tried) tried.emplace_hint(tried.end(), id(old), std::move(t));
-    p.tried = std::move(tried);
+    // The entry's choice copied once, straight under the new ids, and its candidate lists
+    // shared (copying the whole plan first and re-keying the copy was half of a hit's time).
+    Plan p;
+    p.cost = e.plan.cost;
+    p.evaluations = e.plan.evaluations;
+    p.estimated = e.plan.estimated;
+    p.blocks = e.plan.blocks;
+    for (const auto& [old, c] : e.plan.choice) p.choice.emplace_hint(p.choice.end(), id(old), c);
+    for (const auto& [old, t] : e.plan.tried) p.tried.emplace_hint(p.tried.end(), id(old), t);
     if (!e.graph) {  // estimated: lowered from the choice if the plan is ever run or drawn
       p.defer_lowering(LoweringInput{topo, initial, roots, m});
     } else {

@@ -465,9 +465,12 @@ Plan search(const std::vector<NodeRef>& topo, const std::vector<Shard>& initial,
   for (size_t i = 0; i < n_ops; ++i) choice.push_back(sp.cands[i][best[i]]);
   Plan p = evaluate(topo, initial, roots, m, choice);
   p.evaluations = evaluations;
-  for (size_t i = 0; i < n_ops; ++i)
+  for (size_t i = 0; i < n_ops; ++i) {
+    std::vector<Tried> tried;
     for (size_t c = 0; c < sp.cands[i].size(); ++c)
-      if (std::isfinite(seen[i][c].best_total)) p.tried[sp.ops[i]->id].push_back(seen[i][c]);
+      if (std::isfinite(seen[i][c].best_total)) tried.push_back(seen[i][c]);
+    if (!tried.empty()) p.tried[sp.ops[i]->id] = std::make_shared<const std::vector<Tried>>(std::move(tried));
+  }
   return p;
 }
 

@@ -1,7 +1,7 @@
 // The search: where each op's blocks run, chosen by cost over the joint choice of all ops.
 //   Plan p = search(topo, initial, roots, Mesh::modelled(4), {SearchOptions::Anneal, 2000, 7});
 //   verify(p.graph(), topo).ok();   p.cost.total();   p.choice[y->id].name() == "split i/4"
-//   for (const Tried& t : p.tried[y->id]) ...   // every candidate of y evaluated, for tp.explain
+//   for (const Tried& t : *p.tried.at(y->id)) ...   // every candidate of y evaluated, for tp.explain
 // Candidates split one or two splittable index dims (parallel: data/model parallel; reduction:
 // partial sums + combine) over factors of the rank count, or keep the op whole on one rank.
 // The start is the global optimum of per-op node and per-edge costs from the estimate
@@ -138,8 +138,10 @@ struct LoweringInput {
 
 struct Plan {
   PlanCost cost;
-  std::map<uint64_t, Candidate> choice;          // per op with blocks
-  std::map<uint64_t, std::vector<Tried>> tried;  // per op: candidates evaluated
+  std::map<uint64_t, Candidate> choice;  // per op with blocks
+  // Per op: the candidates evaluated (tp.explain). Shared and immutable: a plan-cache hit
+  // re-keys them under the new graph's ids without copying ~1,000 lists.
+  std::map<uint64_t, std::shared_ptr<const std::vector<Tried>>> tried;
   int evaluations = 0;
   // Chosen by estimate (a big graph on a big mesh, past SearchOptions::exact_limit): `cost` and
   // `tried` are estimates, and the sharded graph -- about a million blocks for 1,000 ops on

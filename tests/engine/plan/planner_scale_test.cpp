@@ -82,7 +82,7 @@ TEST_CASE("engine.plan.scale.search_by_estimate_gives_a_valid_cheap_plan") {
   CHECK_MESSAGE(v.ok(), v.message());
   CHECK(p.lowered());
   CHECK(static_cast<int64_t>(p.graph().blocks.size()) == p.blocks);
-  CHECK(p.tried.at(h->id).size() > 1);
+  CHECK(p.tried.at(h->id)->size() > 1);
   // The estimate is close to the exact simulation of the same plan.
   const PlanCost exact = p.exact_cost(m);
   CHECK_FALSE(exact.estimated);
