@@ -537,13 +537,13 @@ PlanCost Model::totals(const std::vector<OpEstimate>& per_op) const {
   //   op's time without its held sends (`holder`);
   // - an op that moves an earlier op's output, whose pieces the holder sends too (a halo of its
   //   block), moves it once the last held send is off the link.
-  double link = 0, all_held = 0, holder = 0;
+  double held_sent = 0, all_held = 0, holder = 0;
   for (const OpEstimate& e : per_op) all_held += e.held_sends, holder += e.held_overhead;
   for (size_t i = 0; i < ops.size(); ++i) {
     const OpEstimate& e = per_op[i];
-    link += e.held_sends;
+    held_sent += e.held_sends;
     const double start = c.time, rest = e.time - e.held_sends;
-    const double waits = std::clamp(link - start, 0.0, e.held_sends);
+    const double waits = std::clamp(held_sent - start, 0.0, e.held_sends);
     c.time += e.time - std::min(e.held_sends - waits, e.held_slack);
     if (e.moves_outputs && start < all_held) c.time = std::max(c.time, all_held + rest);
     holder += rest;

@@ -29,7 +29,7 @@ void ShardStore::put(int rank, uint64_t key, const poly::Box& box, const View& v
     kept = copy->v;
   }
   std::lock_guard<std::mutex> lock(mu_);
-  pieces_[{key, rank}].push_back({box, std::move(kept), {}, nullptr, {}, ++tick_});
+  pieces_[{key, rank}].push_back({box, std::move(kept), {}, nullptr, {}, ++tick_, {}});
 }
 
 void ShardStore::put(int rank, uint64_t key, const poly::Box& box, const DeviceView& v, DeviceBackend& dev) {
@@ -40,7 +40,7 @@ void ShardStore::put(int rank, uint64_t key, const poly::Box& box, const DeviceV
     dev.copy(v, kept);
   }
   std::lock_guard<std::mutex> lock(mu_);
-  pieces_[{key, rank}].push_back({box, kept.layout, kept, &dev, {}, ++tick_});
+  pieces_[{key, rank}].push_back({box, kept.layout, kept, &dev, {}, ++tick_, {}});
 }
 
 const ShardStore::Piece* ShardStore::covering(int rank, uint64_t key, const poly::Box& box) const {

@@ -46,17 +46,6 @@ std::vector<int64_t> unflatten(int64_t flat, const Shape& grid) {
   return idx;
 }
 
-// x padded with zeros to the full tile extents `ext` (an edge tile).
-NodeRef pad_full(const NodeRef& x, const Shape& ext) {
-  std::vector<int64_t> before(ext.size(), 0), after(ext.size(), 0);
-  bool any = false;
-  for (size_t d = 0; d < ext.size(); ++d) {
-    after[d] = ext[d] - x->shape[d];
-    any = any || after[d] > 0;
-  }
-  return any ? pad(x, before, after, PadMode::Constant, 0.0) : x;
-}
-
 NodeRef clip_to(const NodeRef& x, const Shape& s) {
   NodeRef v = x;
   for (size_t d = 0; d < s.size(); ++d)

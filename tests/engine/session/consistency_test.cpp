@@ -154,7 +154,7 @@ std::vector<Case> cases() {
     const NodeRef sq = source({2, 6, 6}, 62);
     const NodeRef sym = bin(Op::Add, sq, build::transpose(sq, 1, 2));
     const NodeRef m = bin(Op::Mul, sq, Operand::number(2));
-    const PropertiesAttrs p{{{false, {1, 2}}}, {}, {}};
+    const PropertiesAttrs p{{{false, {1, 2}}}, {}, {}, {}};
     c.push_back(
         exact("declare", {build::declare(m, p, true),
                           bin(Op::Mul, build::declare(build::dense(sym), p, false), Operand::number(3))}));
@@ -209,16 +209,16 @@ std::vector<Case> cases() {
                         build::scan(Op::Logcumsumexp, x, 0, true)}));
     // Gather reads x whole along dim, a scatter keeps dim whole; index values 1-based (some
     // negative). The mask keeps every third element: its count (26 of 77) is known here.
-    auto index = [](const Shape& s, int64_t size, int64_t mul) {
-      const NodeRef i = build::arange_int(0, numel(s) - 1, 1, DType::I64);
+    auto index = [](const Shape& shape, int64_t size, int64_t mul) {
+      const NodeRef i = build::arange_int(0, numel(shape) - 1, 1, DType::I64);
       return build::reshape(
           bin(Op::Sub,
               bin(Op::Mod, bin(Op::Mul, i, Operand::integer_number(mul)), Operand::integer_number(2 * size)),
               Operand::integer_number(size)),
-          s);  // values -size..size-1, 0 made 1 below
+          shape);  // values -size..size-1, 0 made 1 below
     };
-    auto nonzero_index = [&](const Shape& s, int64_t size, int64_t mul) {
-      const NodeRef i = index(s, size, mul);
+    auto nonzero_index = [&](const Shape& shape, int64_t size, int64_t mul) {
+      const NodeRef i = index(shape, size, mul);
       return build::where(bin(Op::Eq, i, Operand::integer_number(0)), Operand::integer_number(1), i);
     };
     const NodeRef g1 = nonzero_index({11, 5}, 7, 5), g0 = nonzero_index({6, 7}, 11, 3);
