@@ -109,16 +109,7 @@ Outcome run_on_peers(const ShardedGraph& g, const NodeRef& y, int64_t& posted) {
   {
     RankProgram p(g, t, StoreKeys{}, &dev);
     p.use_device_peers(&peers);
-    comm::Backoff wait;
-    while (!p.done()) {
-      if (p.advance() || p.collectives_in_flight()) wait.reset();
-      wait.pause();
-    }
-    p.send_outputs();
-    std::map<uint64_t, std::shared_ptr<Value>> roots;
-    if (me() == 0)
-      while (!p.gather_outputs(roots)) wait.pause();
-    o.value = roots[y->id];
+    o.value = finish(p, y->id);
     o.collective_combines = p.peer_combines();
   }
   posted = peers.sends() - before;

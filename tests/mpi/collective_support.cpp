@@ -61,22 +61,26 @@ uint64_t next_epoch() {
   return ++epoch;
 }
 
+std::shared_ptr<Value> finish(RankProgram& p, uint64_t root) {
+  comm::Backoff wait;
+  while (!p.done()) {
+    if (p.advance() || p.collectives_in_flight()) wait.reset();
+    wait.pause();
+  }
+  p.send_outputs();
+  std::map<uint64_t, std::shared_ptr<Value>> roots;
+  if (me() == 0)
+    while (!p.gather_outputs(roots)) wait.pause();
+  return roots[root];
+}
+
 Outcome run(const ShardedGraph& g, const NodeRef& y, bool collectives) {
   comm::MpiTransport t(mpi(), next_epoch());
   t.use_collectives(collectives);
   Outcome o;
   {
     RankProgram p(g, t);
-    comm::Backoff wait;
-    while (!p.done()) {
-      if (p.advance() || p.collectives_in_flight()) wait.reset();
-      wait.pause();
-    }
-    p.send_outputs();
-    std::map<uint64_t, std::shared_ptr<Value>> roots;
-    if (me() == 0)
-      while (!p.gather_outputs(roots)) wait.pause();
-    o.value = roots[y->id];
+    o.value = finish(p, y->id);
     o.collective_combines = p.collective_combines();
   }
   o.started = t.collectives_started();

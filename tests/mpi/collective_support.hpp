@@ -9,6 +9,7 @@
 #include "engine/ir/node.hpp"
 #include "engine/ir/value.hpp"
 #include "engine/plan/sharded_graph.hpp"
+#include "engine/shard/rank_program.hpp"
 
 namespace tapestry::mpitest {
 
@@ -32,6 +33,9 @@ struct Outcome {
 // Every plan run of this binary takes the next epoch: the mailbox drops messages of epochs
 // before the newest it has seen, as it drops those of an aborted run.
 uint64_t next_epoch();
+
+// Runs p to its end and sends its outputs; rank 0 gathers and returns `root`'s value.
+std::shared_ptr<Value> finish(RankProgram& p, uint64_t root);
 
 // Runs this rank's part of g (every rank calls it with the same plan); y is gathered on rank 0.
 Outcome run(const plan::ShardedGraph& g, const NodeRef& y, bool collectives);

@@ -371,16 +371,7 @@ TEST_CASE("mpi.collective.bytes_of_every_kind_equal_the_plans") {
     std::shared_ptr<Value> got;
     {
       RankProgram p(mine, t);
-      comm::Backoff wait;
-      while (!p.done()) {
-        if (p.advance() || p.collectives_in_flight()) wait.reset();
-        wait.pause();
-      }
-      p.send_outputs();
-      std::map<uint64_t, std::shared_ptr<Value>> roots;
-      if (me() == 0)
-        while (!p.gather_outputs(roots)) wait.pause();
-      got = roots[c.y->id];
+      got = finish(p, c.y->id);
       counted[0] = p.transfer_bytes();
       counted[1] = p.combine_bytes();
     }
