@@ -36,6 +36,7 @@ function B.time(setup, run)
     local t = tp.clock() - t0
     if i > 0 then ts[#ts + 1] = t end
   end
+  if os.getenv("BENCH_ALL") then local s = {} for i, v in ipairs(ts) do s[i] = string.format("%.4f", v) end io.stderr:write(table.concat(s, " "), "\n") end
   return B.median(ts), ts
 end
 

@@ -59,6 +59,9 @@ NodeRef materialize(const Operand& o, DType dtype, const Shape& shape) {
                "the number ", o.integer, " does not fit in ", dt(dtype), " (cast the tensor to i64 first)");
     return full_int(shape, o.integer, dtype);
   }
+  // The common case, a tensor already of the dtype and shape: one reference taken, not the
+  // two that cast's and broadcast_to's returned copies take and drop (atomic counts).
+  if (o.node->dtype == dtype && o.node->shape == shape) return o.node;
   return broadcast_to(cast(o.node, dtype), shape);
 }
 

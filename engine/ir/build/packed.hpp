@@ -102,7 +102,7 @@ NodeRef stored_mask(const Packing& pk, const std::vector<bool>& along);
 // unpack(f(P...)) (padding put back to 0 when f(0) != 0); a block-sparse one whose f(0) is not
 // 0 is f of each stored tile and f(0) elsewhere; x * y of a block-sparse x and a dense y is
 // unpack(P * pack(y)). Else r itself.
-NodeRef packed_map(const NodeRef& r);
+NodeRef packed_map(NodeRef r);  // by value: nearly every map returns r itself, moved
 // Sums, maxima and minima of an unpack(P) over `dims` (0-based, any nonempty set) from P
 // (packed_reduce.cpp), with keepdim false; nullptr where the dense values must be read.
 NodeRef packed_reduce(Op op, const NodeRef& x, std::vector<int> dims);

@@ -69,7 +69,7 @@ bool keeps_padding(const NodeRef& r, const std::vector<NodeRef>& constants) {
 
 }  // namespace
 
-NodeRef packed_map(const NodeRef& r) {
+NodeRef packed_map(NodeRef r) {
   if (op_kind(r->op) != OpKind::Map || r->inputs.empty()) return r;
   // Only a Declare input can be packed (unpacked()): most maps have none.
   if (std::none_of(r->inputs.begin(), r->inputs.end(),
