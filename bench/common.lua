@@ -36,7 +36,11 @@ function B.time(setup, run)
     local t = tp.clock() - t0
     if i > 0 then ts[#ts + 1] = t end
   end
-  if os.getenv("BENCH_ALL") then local s = {} for i, v in ipairs(ts) do s[i] = string.format("%.4f", v) end io.stderr:write(table.concat(s, " "), "\n") end
+  if os.getenv("BENCH_ALL") then  -- every timed run, in order, on stderr: is the median one of two modes?
+    local all = {}
+    for k, t in ipairs(ts) do all[k] = string.format("%.4f", t) end
+    io.stderr:write(table.concat(all, " "), "\n")
+  end
   return B.median(ts), ts
 end
 
