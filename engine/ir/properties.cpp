@@ -41,6 +41,19 @@ bool odd_op(Op op) {
 }
 bool even_op(Op op) { return op == Op::Abs || op == Op::Square || op == Op::Cos; }
 
+// A cast keeps antisymmetry where negation commutes with it: between inexact types (rounding
+// and overflow are sign-symmetric), from an integer to an integer no wider (both sides wrap
+// modulo the target's 2^bits), and to bool (bool(-x) = bool(x): made symmetric by the caller).
+// Not from an integer to a wider type or a float: -x of a u8 is 256 - x, and -(-128) is -128
+// in i8 (a stored antisymmetric u8 tensor read as f32 would mirror 7 as -7, not 249); not from
+// a float to an integer either (saturation: 300 and -300 become 127 and -128 in i8).
+bool cast_keeps_anti(DType from, DType to) {
+  if (to == DType::Bool) return true;
+  if (is_inexact(from)) return is_inexact(to);
+  if (from == DType::Bool || is_inexact(to)) return false;
+  return dtype_size(to) <= dtype_size(from);
+}
+
 // Functions with f(conj z) = conj f(z) that map reals to reals: they keep Hermitian groups
 // (whose diagonal is real). Not log and sqrt: log(-1) = i pi puts an imaginary part on the
 // diagonal.
@@ -321,7 +334,8 @@ Properties derive_node(const NodeRef& n, Walk& w) {
         else if (n->op == Op::Imag) p.groups.push_back({true, g.dims});  // imag(conj z) = -imag z
         else if (n->op == Op::Real || n->op == Op::Abs || n->op == Op::Cast)
           p.groups.push_back({false, g.dims});
-      } else if (!g.anti || odd_op(n->op) || n->op == Op::Cast) {
+      } else if (!g.anti || odd_op(n->op) ||
+                 (n->op == Op::Cast && cast_keeps_anti(n->inputs[0]->dtype, n->dtype))) {
         p.groups.push_back(g);
       } else if (even_op(n->op)) {
         p.groups.push_back({false, g.dims});
