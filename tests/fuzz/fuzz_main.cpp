@@ -113,19 +113,7 @@ std::vector<double> inexact_steps(const Program& p, const std::vector<NodeRef>& 
   std::vector<double> tol(p.steps.size(), 0);
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const Step& s = p.steps[i];
-    bool x = false;
-    switch (s.kind) {
-      case Kind::Reduce: x = s.op == Op::Sum || s.op == Op::Prod; break;
-      case Kind::Mean:
-      case Kind::Matmul:
-      case Kind::Einsum:
-      case Kind::Stencil:
-      case Kind::Conv2d: x = true; break;
-      case Kind::Pool: x = s.op == Op::AvgPool2d; break;
-      case Kind::Line: x = s.op == Op::Cumsum || s.op == Op::Cumprod || s.op == Op::Logcumsumexp; break;
-      default: break;
-    }
-    double t = x ? split_tol(nodes[i]->dtype) : 0;
+    double t = reorders(s, nodes[i]->dtype) ? split_tol(nodes[i]->dtype) : 0;
     for (int j : s.in) t = std::max(t, tol[j]);
     // A 16-bit result of an inexact input may round to a neighbouring value at its own precision.
     if (t > 0) t = std::max(t, split_tol(nodes[i]->dtype));
@@ -205,7 +193,7 @@ Expected reference(const Program& p, Counters* c, std::string* naive_failure) {
     evaluate(dense);
     for (size_t k = 0; k < p.roots.size() && naive_failure->empty(); ++k) {
       const std::vector<double> d = to_doubles(dense[p.roots[k]]->value->view());
-      const double tol = is_float(e.dtypes[k]) ? (e.dtypes[k] == DType::F32 ? 1e-4 : 1e-9) : 0;
+      const double tol = is_inexact(e.dtypes[k]) ? split_tol(e.dtypes[k]) : 0;  // complex too
       double scale = 1;
       for (double x : d)
         if (std::isfinite(x)) scale = std::max(scale, std::abs(x));

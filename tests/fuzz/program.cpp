@@ -78,26 +78,6 @@ bool discontinuous(const Step& s) {
   }
 }
 
-// Whether a step reorders float additions when sharded (its result is compared with a
-// tolerance, and discontinuous ops stay off it).
-bool reorders(const Step& s, DType out) {
-  if (!is_inexact(out)) return false;
-  switch (s.kind) {
-    // FFTW's codelets may follow a block's alignment; a long line on a mesh is scanned in chunks
-    // with carries (engine/plan/split_scan.hpp).
-    case Kind::Line:
-      return s.op == Op::Fft || s.op == Op::Cumsum || s.op == Op::Cumprod || s.op == Op::Logcumsumexp;
-    case Kind::Reduce: return s.op == Op::Sum || s.op == Op::Prod;
-    case Kind::Mean:
-    case Kind::Matmul:
-    case Kind::Einsum:
-    case Kind::Stencil:
-    case Kind::Conv2d: return true;
-    case Kind::Pool: return s.op == Op::AvgPool2d;
-    default: return false;
-  }
-}
-
 Shape factor_into(Rng& r, int64_t n) {
   std::vector<int64_t> f;
   for (int64_t p = 2; p * p <= n; ++p)
@@ -532,6 +512,25 @@ class Gen {
 };
 
 }  // namespace
+
+// (program.hpp) Discontinuous ops are never fed such a result.
+bool reorders(const Step& s, DType out) {
+  if (!is_inexact(out)) return false;
+  switch (s.kind) {
+    // FFTW's codelets may follow a block's alignment; a long line on a mesh is scanned in chunks
+    // with carries (engine/plan/split_scan.hpp).
+    case Kind::Line:
+      return s.op == Op::Fft || s.op == Op::Cumsum || s.op == Op::Cumprod || s.op == Op::Logcumsumexp;
+    case Kind::Reduce: return s.op == Op::Sum || s.op == Op::Prod;
+    case Kind::Mean:
+    case Kind::Matmul:
+    case Kind::Einsum:
+    case Kind::Stencil:
+    case Kind::Conv2d: return true;
+    case Kind::Pool: return s.op == Op::AvgPool2d;
+    default: return false;
+  }
+}
 
 Program generate(std::mt19937_64& rng, const GenOptions& o) { return Gen(rng, o).run(); }
 

@@ -112,4 +112,8 @@ const char* kind_name(Kind k);
 void set_declarations(bool on);
 bool has_declare(const Program& p);
 
+// Whether a step's float result may round differently when sharded (split sums, FFTW's
+// alignment-dependent codelets, scans in chunks): compared with a tolerance, not bit for bit.
+bool reorders(const Step& s, DType out);
+
 }  // namespace tapestry::fuzz
