@@ -293,7 +293,7 @@ PropertiesAttrs Packing::declared() const {
 }
 
 int64_t group_tile(int64_t n, int64_t k, bool anti) {
-  if (n <= 1) return n;
+  if (n <= 1) return 1;  // (an empty dim: tiles of 1, none of them; 0 divided every caller by 0)
   const int64_t b0 = (n + max_tiles(k) - 1) / max_tiles(k);
   int64_t best = n;
   double best_cost = std::pow(static_cast<double>(n), static_cast<double>(k));  // one tile: nothing saved

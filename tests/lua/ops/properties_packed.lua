@@ -339,6 +339,12 @@ test("wrong declarations are refused", function()
   tp.env.bad = x:declare{symmetry = tp.antisymmetric{1, 2}}
   err(function() return tp.env.bad:sum():item() end, "not antisymmetric in dims 1,2")
   eq(tp.env.bad, nil, "a failed check binds nothing")
+  -- An antisymmetric diagonal must be 0: a NaN there is not kept by the packed form, so refused.
+  local nan_diagonal = tp.tensor({{0 / 0, 2, 1}, {-2, 0, 3}, {-1, -3, 0}})
+  err(function() return nan_diagonal:declare{symmetry = tp.antisymmetric{1, 2}}:totable() end,
+      "not antisymmetric in dims 1,2 (max |x + x^T| = ")
+  local nan_pair = tp.tensor({{0, 0 / 0, 1}, {0 / 0, 0, 3}, {-1, -3, 0}})
+  truthy(nan_pair:declare{symmetry = tp.antisymmetric{1, 2}}:totable()[1][2] ~= 0, "a NaN pair is kept")
 end)
 
 check.summary()

@@ -56,6 +56,12 @@ TEST_CASE("engine.ir.build.packed.tile_choice") {
   CHECK(build::multiplicity({2, 2}) == 1);
   CHECK(build::multiplicity({0, 1, 1}) == 3);
   CHECK(build::multiplicity({0, 1, 2}) == 6);
+  // An empty dim (an einsum of a declared operand of size 0 there): no tiles, and no division
+  // by a tile of 0 (SIGFPE in the differential fuzzer, seed 37).
+  CHECK(build::group_tile(0, 2, true) == 1);
+  const build::PackedGroup e = build::packed_group({true, {0, 1}}, 0);
+  CHECK(e.g == 0);
+  CHECK(e.stored.empty());
 }
 
 TEST_CASE("engine.ir.build.packed.layouts") {
