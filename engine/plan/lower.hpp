@@ -61,9 +61,4 @@ ShardedGraph lower_rank(const std::vector<NodeRef>& topo, const Assignment& bloc
                         const std::vector<Shard>& initial, const std::vector<NodeRef>& roots, int num_ranks,
                         const CombineModes& modes, Rank me);
 
-// What rank r needs of a global plan: its blocks and the partials of the combines it takes part
-// in, its transfers (sent or received), those combines, its own steps (other ranks' are empty),
-// and all of nodes, initial shards, roots and outputs; indices renumbered in the same order.
-ShardedGraph restrict_to_rank(const ShardedGraph& g, Rank r);
-
 }  // namespace tapestry::plan

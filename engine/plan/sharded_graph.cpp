@@ -1,6 +1,7 @@
 #include "engine/plan/sharded_graph.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "engine/ir/error.hpp"
 
@@ -154,6 +155,72 @@ std::string to_string(const ShardedGraph& g) {
   for (const Shard& o : g.outputs)
     s += cat_str("  result ", node_name(g, o.tensor), " ", to_string(o.box), " on rank ", o.rank, "\n");
   return s;
+}
+
+ShardedGraph restrict_to_rank(const ShardedGraph& g, Rank r) {
+  internal_check(r >= 0 && r < g.num_ranks);
+  ShardedGraph out(g.num_ranks);
+  out.part_of = r;
+  out.in_bands = g.in_bands;
+  out.nodes = g.nodes;
+  out.initial = g.initial;
+  out.roots = g.roots;
+  out.outputs = g.outputs;
+  std::vector<size_t> block_at(g.blocks.size(), SIZE_MAX), transfer_at(g.transfers.size(), SIZE_MAX),
+      combine_at(g.combines.size(), SIZE_MAX), exchange_at(g.exchanges.size(), SIZE_MAX);
+  std::vector<char> keep(g.blocks.size(), 0);
+  for (size_t b = 0; b < g.blocks.size(); ++b) keep[b] = g.blocks[b].rank == r;
+  for (const Combine& c : g.combines) {
+    const std::vector<Rank> who = g.participants(c);
+    if (std::find(who.begin(), who.end(), r) != who.end())
+      for (size_t b : c.partials) keep[b] = 1;
+  }
+  for (size_t b = 0; b < g.blocks.size(); ++b)
+    if (keep[b]) block_at[b] = out.blocks.size(), out.blocks.push_back(g.blocks[b]);
+  for (size_t t = 0; t < g.transfers.size(); ++t)
+    if (g.transfers[t].from == r || g.transfers[t].to == r)
+      transfer_at[t] = out.transfers.size(), out.transfers.push_back(g.transfers[t]);
+  std::vector<size_t> kept_before(g.transfers.size() + 1, 0);  // transfers kept before index t
+  for (size_t t = 0; t < g.transfers.size(); ++t)
+    kept_before[t + 1] = kept_before[t] + (transfer_at[t] != SIZE_MAX);
+  std::vector<size_t> exchanges_kept(g.exchanges.size() + 1, 0);  // exchanges kept before index e
+  for (size_t e = 0; e < g.exchanges.size(); ++e)
+    exchanges_kept[e + 1] = exchanges_kept[e] + std::binary_search(g.exchanges[e].members.begin(),
+                                                                   g.exchanges[e].members.end(), r);
+  for (size_t c = 0; c < g.combines.size(); ++c) {
+    const std::vector<Rank> who = g.participants(g.combines[c]);
+    if (std::find(who.begin(), who.end(), r) == who.end()) continue;
+    Combine k = g.combines[c];
+    for (size_t& b : k.partials) b = block_at[b];
+    if (k.after != Combine::kUnplaced) {
+      k.after = kept_before[std::min(k.after, g.transfers.size())];
+      k.exchanges_before = exchanges_kept[std::min(k.exchanges_before, g.exchanges.size())];
+    }
+    combine_at[c] = out.combines.size();
+    out.combines.push_back(std::move(k));
+  }
+  for (size_t e = 0; e < g.exchanges.size(); ++e) {
+    const Exchange& x = g.exchanges[e];
+    if (!std::binary_search(x.members.begin(), x.members.end(), r)) continue;
+    Exchange k = x;
+    if (x.after != Exchange::kUnplaced) k.after = kept_before[std::min(x.after, g.transfers.size())];
+    k.transfers.clear();
+    for (size_t t : x.transfers)
+      if (transfer_at[t] != SIZE_MAX) k.transfers.push_back(transfer_at[t]);
+    exchange_at[e] = out.exchanges.size();
+    out.exchanges.push_back(std::move(k));
+  }
+  for (Step s : g.steps[static_cast<size_t>(r)]) {
+    switch (s.kind) {
+      case Step::Kind::Run: s.index = block_at[s.index]; break;
+      case Step::Kind::Send:
+      case Step::Kind::Recv: s.index = transfer_at[s.index]; break;
+      case Step::Kind::Combine: s.index = combine_at[s.index]; break;
+      case Step::Kind::Exchange: s.index = exchange_at[s.index]; break;
+    }
+    out.steps[static_cast<size_t>(r)].push_back(s);
+  }
+  return out;
 }
 
 }  // namespace tapestry::plan

@@ -143,4 +143,9 @@ struct ShardedGraph {
 // A readable listing, one rank's program after another (for tp.plan and test failures).
 std::string to_string(const ShardedGraph& g);
 
+// What rank r needs of a global plan: its blocks and the partials of the combines it takes part
+// in, its transfers (sent or received), those combines, its own steps (other ranks' are empty),
+// and all of nodes, initial shards, roots and outputs; indices renumbered in the same order.
+ShardedGraph restrict_to_rank(const ShardedGraph& g, Rank r);
+
 }  // namespace tapestry::plan
