@@ -590,7 +590,10 @@ NodeRef constrain(const NodeRef& x, std::vector<int64_t> parts, bool replicated)
   for (size_t d = 0; d < parts.size(); ++d)
     user_check(parts[d] == kPartsPerRank || (parts[d] >= 1 && parts[d] <= std::max<int64_t>(x->shape[d], 1)),
                "cannot split dimension ", d + 1, " of size ", x->shape[d], " into ", parts[d], " parts");
-  const NodeRef& src = x->op == Op::Constrain ? x->inputs[0] : x;  // the last constraint wins
+  // The last constraint wins, but a computed one stays (as in reshape: its input may have no
+  // value, and a loop of constrained steps would recompute every earlier one).
+  const bool computed = x->value || x->stored;
+  const NodeRef& src = x->op == Op::Constrain && !computed ? x->inputs[0] : x;
   if (replicated) parts.assign(parts.size(), 1);
   return op_node(Op::Constrain, {src}, ConstrainAttrs{std::move(parts), replicated}.encode(), x->shape,
                  x->dtype);

@@ -42,8 +42,11 @@ NodeRef reshape(const NodeRef& x, Shape shape) {
     user_error("cannot reshape ", shape_str(x->shape), " (", n, " elements) to ", shape_str(shape), " (",
                numel(shape), " elements)");
   if (shape == x->shape) return x;
-  // reshape(reshape(y)) == reshape(y): keeps loop bodies structurally equal.
-  const NodeRef& src = x->op == Op::Reshape ? x->inputs[0] : x;
+  // reshape(reshape(y)) == reshape(y): keeps loop bodies structurally equal. Not through a
+  // computed reshape: y may have no value, and `p = tp.eval(A:matmul(p))` would then recompute
+  // every earlier step each iteration (a matmul chain as long as the loop).
+  const bool computed = x->value || x->stored;
+  const NodeRef& src = x->op == Op::Reshape && !computed ? x->inputs[0] : x;
   if (src->shape == shape) return src;
   return op_node(Op::Reshape, {src}, Attrs{}, std::move(shape), x->dtype);
 }

@@ -40,6 +40,44 @@ test("rebind_without_observing.bounded", function()
   tp.env.u = nil
 end)
 
+-- Builders fold a reshape of a reshape (and a constraint of a constraint) into one node, but
+-- never through a computed one: its input may have no value, and each step would then
+-- recompute every step before it (a 200-step matvec loop took 38 s).
+test("evaluated_wrappers.not_folded_away", function()
+  local n = 16
+  local A = tp.eval(tp.randn({n, n}, {seed = 4}) / n)
+  local p = tp.eval(tp.randn({n}, {seed = 5}))
+  local q = p:totable()
+  local evaluated = {}
+  for i = 1, 60 do
+    local before = tp.stats().nodes_evaluated
+    p = tp.eval(A:matmul(p))  -- reshape({n,1} -> {n}) of a product of reshape(p)
+    evaluated[i] = tp.stats().nodes_evaluated - before
+  end
+  eq(evaluated[60], evaluated[5])
+  -- The same steps one at a time, from plain tables.
+  local a = A:totable()
+  for _ = 1, 60 do
+    local r = {}
+    for i = 1, n do
+      local s = 0
+      for k = 1, n do s = s + a[i][k] * q[k] end
+      r[i] = s
+    end
+    q = r
+  end
+  check.near(p:totable(), q, 1e-4)
+
+  local c = tp.eval(tp.randn({8, 8}, {seed = 6}))
+  for i = 1, 60 do
+    local before = tp.stats().nodes_evaluated
+    c = tp.eval((c * 0.5):constrain(tp.split(1, 2)))
+    c = tp.eval(c:constrain(tp.split(2, 2)))
+    evaluated[i] = tp.stats().nodes_evaluated - before
+  end
+  eq(evaluated[60], evaluated[5])
+end)
+
 test("named_value_is_a_leaf", function()
   local x = tp.tensor({1, 2, 3}, {dtype = "f64"})
   tp.env.h = x * 2
