@@ -146,6 +146,21 @@ bool declares_non_finite(const Program& p, const std::vector<NodeRef>& nodes) {
   return false;
 }
 
+// A product of products (a matmul of a matmul, as built by matmul or einsum steps) may run in
+// another order sharded (plan/reassociate.hpp: (A B) C as A (B C)). With a non-finite factor,
+// where an inf meets a 0 (NaN) or not (inf) then depends on that order, as a chain's overflow
+// does: such a chain's result is compared like an overflowing product's (seed 62 graph 11032:
+// 1/x of a bool, times two matrices, NaN left to right and -inf reassociated).
+bool is_product(const Step& s) { return s.kind == Kind::Matmul || s.kind == Kind::Einsum; }
+
+// Whether x holds a non-finite value (or has no value to look at).
+bool may_be_nonfinite(const NodeRef& x) {
+  if (!x->value) return true;
+  for (double v : to_doubles(x->value->view()))
+    if (!std::isfinite(v)) return true;
+  return false;
+}
+
 // Which steps a product that may leave the finite range feeds: a product whose partial products
 // can overflow gives inf, NaN (inf * 0, inf - inf in complex products) or a finite value depending
 // on the order it multiplies in (single-rank left to right, sharded by pieces), as numpy's does.
@@ -153,10 +168,19 @@ bool declares_non_finite(const Program& p, const std::vector<NodeRef>& nodes) {
 // A product may overflow when the product of its input's magnitudes above 1 does (over the whole
 // input: conservative); underflow needs no rule, the comparison's absolute floor covers it.
 std::vector<bool> overflow_steps(const Program& p, const std::vector<NodeRef>& nodes) {
-  std::vector<bool> overflow(p.steps.size(), false);
+  std::vector<bool> overflow(p.steps.size(), false), nonfinite_factor(p.steps.size(), false);
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const Step& s = p.steps[i];
     for (int j : s.in) overflow[i] = overflow[i] || overflow[j];
+    if (is_product(s)) {  // a factor of its own or of a product it multiplies is not finite
+      bool chain = false;
+      for (int j : s.in) {
+        const bool inner = is_product(p.steps[static_cast<size_t>(j)]);
+        chain = chain || inner;
+        nonfinite_factor[i] = nonfinite_factor[i] || (inner ? nonfinite_factor[j] : may_be_nonfinite(nodes[j]));
+      }
+      if (chain && nonfinite_factor[i]) overflow[i] = true;
+    }
     const bool product =
         (s.kind == Kind::Reduce && s.op == Op::Prod) || (s.kind == Kind::Line && s.op == Op::Cumprod);
     if (!product || overflow[i] || !is_inexact(nodes[i]->dtype) || s.in.empty()) continue;
