@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <optional>
 #include <vector>
 
 #include "repl/shell_env.hpp"
@@ -84,13 +83,19 @@ bool children_exited(pid_t parent, bool& seen) {
 void wait_for_mpirun(pid_t child, int& wstatus) {
   using Clock = std::chrono::steady_clock;
   bool seen = false;
-  std::optional<Clock::time_point> exited;
+  bool exited = false;  // every rank has exited, since exited_at
+  Clock::time_point exited_at{};
   for (;;) {
     const pid_t r = waitpid(child, &wstatus, WNOHANG);
     if (r == child || (r < 0 && errno != EINTR)) return;
-    if (!children_exited(child, seen)) exited.reset();
-    else if (!exited) exited = Clock::now();
-    else if (Clock::now() - *exited > std::chrono::seconds(2)) kill(child, SIGKILL);
+    if (!children_exited(child, seen)) {
+      exited = false;
+    } else if (!exited) {
+      exited = true;
+      exited_at = Clock::now();
+    } else if (Clock::now() - exited_at > std::chrono::seconds(2)) {
+      kill(child, SIGKILL);
+    }
     usleep(50'000);
   }
 }

@@ -24,7 +24,10 @@ std::vector<int64_t> sparse_tiles(const NodeRef& x, const Properties& p) {
   return pk && !pk->tiles.empty() ? p.tiles : std::vector<int64_t>{};
 }
 
-// Every tile index of a grid, row-major.
+// Every tile index of a grid, row-major. (GCC 12 reports the push_back's reallocation as
+// freeing a pointer past its block, -Wfree-nonheap-object: a false positive of that version.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wfree-nonheap-object"
 std::vector<std::vector<int64_t>> all_tiles(const Shape& grid) {
   std::vector<std::vector<int64_t>> out;
   std::vector<int64_t> idx(grid.size(), 0);
@@ -34,6 +37,7 @@ std::vector<std::vector<int64_t>> all_tiles(const Shape& grid) {
   }
   return out;
 }
+#pragma GCC diagnostic pop
 
 // A contraction's operand cut in tiles: the extents per dim and the tiles that may be nonzero.
 struct Tiled {
