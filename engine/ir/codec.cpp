@@ -12,9 +12,8 @@ uint64_t fnv1a(std::span<const char> bytes) {
 
 void ByteWriter::append(const void* p, size_t n) {
   if (n == 0) return;  // p may be null (an empty vector's data)
-  const size_t at = out_.size();
-  out_.resize(at + n);
-  std::memcpy(out_.data() + at, p, n);
+  const char* c = static_cast<const char*>(p);
+  out_.insert(out_.end(), c, c + n);  // copies once (resize zero-filled first: a plan message's payload twice)
 }
 
 std::vector<char> ByteWriter::seal(uint32_t magic, uint32_t version) {
