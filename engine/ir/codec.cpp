@@ -12,8 +12,9 @@ uint64_t fnv1a(std::span<const char> bytes) {
 
 void ByteWriter::append(const void* p, size_t n) {
   if (n == 0) return;  // p may be null (an empty vector's data)
+  // Copies once (a resize zero-filled first: a plan message's payload written twice).
   const char* c = static_cast<const char*>(p);
-  out_.insert(out_.end(), c, c + n);  // copies once (resize zero-filled first: a plan message's payload twice)
+  out_.insert(out_.end(), c, c + n);
 }
 
 std::vector<char> ByteWriter::seal(uint32_t magic, uint32_t version) {

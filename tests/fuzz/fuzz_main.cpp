@@ -177,7 +177,8 @@ std::vector<bool> overflow_steps(const Program& p, const std::vector<NodeRef>& n
       for (int j : s.in) {
         const bool inner = is_product(p.steps[static_cast<size_t>(j)]);
         chain = chain || inner;
-        nonfinite_factor[i] = nonfinite_factor[i] || (inner ? nonfinite_factor[j] : may_be_nonfinite(nodes[j]));
+        nonfinite_factor[i] =
+            nonfinite_factor[i] || (inner ? nonfinite_factor[j] : may_be_nonfinite(nodes[j]));
       }
       if (chain && nonfinite_factor[i]) overflow[i] = true;
     }
