@@ -4,12 +4,13 @@
 -- building a small graph, finding its plan, running a few tiny kernels, returning a number.
 --   tapestry bench/w6_cg.lua              (BENCH_SMALL=1: 20 iterations, one run)
 --   W6_ITERS=250 BENCH_REPS=1 tapestry bench/w6_cg.lua   (two runs of 250: bench/w6_callgrind.sh)
+--   W6_N=16 tapestry bench/w6_cg.lua      (a 16 x 16 system: what an iteration costs besides the matvec)
 -- A fixed count of iterations, not a tolerance, so every engine does the same work (in f32
 -- the residual reaches 0 long before 1000 iterations; dividing by at least TINY keeps the
 -- iterates finite after that, in every engine alike).
 local TINY = 1e-30
 local B = dofile((arg[0]:match("(.*/)") or "./") .. "common.lua")
-local n = 256
+local n = tonumber(os.getenv("W6_N") or "") or 256
 local iters = tonumber(os.getenv("W6_ITERS") or "") or (B.small and 20 or 1000)
 
 -- A = M M^T / n + I: symmetric positive definite, eigenvalues >= 1.
