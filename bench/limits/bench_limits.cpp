@@ -24,6 +24,7 @@
 #include <vector>
 
 #include <immintrin.h>
+#include <sys/mman.h>
 
 namespace {
 
@@ -52,9 +53,20 @@ struct FreeDeleter {
 };
 using Array = std::unique_ptr<float[], FreeDeleter>;
 
-// 64-byte aligned, first touched by the threads that will use each part (pages land near them).
+// First touched by the threads that will use each part (pages land near them). Laid out as
+// Tapestry lays out its tensors (engine/ir/value.cpp, allocate_block): 64-byte aligned, and
+// from 16 MiB on 2 MiB aligned and advised as huge-page backed, so a limit and a workload
+// run on the same kind of pages (huge pages alone make a read pass ~8% faster here).
 Array make_array(std::size_t n, int threads, float value) {
-  Array a(static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64)));
+  constexpr std::size_t kHugePage = std::size_t(2) << 20, kHugeMin = std::size_t(16) << 20;
+  const std::size_t bytes = n * sizeof(float);
+  const bool huge = bytes >= kHugeMin;
+  const std::size_t align = huge ? kHugePage : 64;
+  const std::size_t size = (bytes + align - 1) / align * align;
+  Array a(static_cast<float*>(std::aligned_alloc(align, size)));
+#ifdef MADV_HUGEPAGE
+  if (huge && a) madvise(a.get(), size, MADV_HUGEPAGE);
+#endif
   run_parallel(threads, [&](int t, int parts) {
     std::size_t lo = n * t / parts, hi = n * (t + 1) / parts;
     std::fill(a.get() + lo, a.get() + hi, value);

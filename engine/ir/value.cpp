@@ -11,6 +11,8 @@
 #include <new>
 #include <vector>
 
+#include <sys/mman.h>
+
 #include "engine/ir/error.hpp"
 #include "engine/ir/spin_lock.hpp"
 
@@ -79,6 +81,24 @@ class BlockCache {
 BlockCache& block_cache() {
   static BlockCache* c = new BlockCache();  // never destroyed: buffers may outlive statics
   return *c;
+}
+
+// Blocks of kHugeMin and more are 2 MiB aligned and asked to be backed by transparent huge
+// pages (as numpy does for its large arrays): a pass over a 256 MiB tensor then walks 128 page
+// table entries instead of 65,536, and W3's read pass ran 8% faster (docs/performance.md,
+// session 38). The kernel honours the request where THP is "madvise" or "always" and ignores
+// it otherwise. padded_size makes every size of kHugeMin and more a multiple of 2 MiB, as
+// aligned_alloc requires. Freed with std::free like any other block.
+constexpr size_t kHugePage = size_t(2) << 20;
+constexpr size_t kHugeMin = size_t(16) << 20;
+
+void* allocate_block(size_t size) {
+  if (size < kHugeMin || size % kHugePage != 0) return std::aligned_alloc(kAlign, size);
+  void* p = std::aligned_alloc(kHugePage, size);
+#ifdef MADV_HUGEPAGE
+  if (p) madvise(p, size, MADV_HUGEPAGE);  // advice only: a failure leaves 4 KiB pages
+#endif
+  return p;
 }
 
 // Large sizes round up to 1/8 steps of their power of two, so near sizes share blocks.
@@ -240,7 +260,7 @@ Buffer::Buffer(size_t bytes) : data_(nullptr), bytes_(bytes) {
     if (budget > 0 &&
         g_live.load(std::memory_order_relaxed) + static_cast<int64_t>(block_cache().held()) > budget)
       block_cache().clear();
-    data_ = std::aligned_alloc(kAlign, size);
+    data_ = allocate_block(size);
   }
   if (!data_) {
     g_live.fetch_sub(static_cast<int64_t>(bytes), std::memory_order_relaxed);
