@@ -133,6 +133,7 @@ using acc_t = std::conditional_t<
 // A reduction's fold: A acc = init(); acc = step(acc, x) per element; join(a, b) merges the
 // folds of two consecutive runs, a's first.
 template <Monoid M, class T> struct Fold {
+  static constexpr Monoid kMonoid = M;
   using A = acc_t<M, T>;
   static TP_HD A init() { return identity<M, A>(); }
   static TP_HD A join(A a, A b) { return combine<M>(a, b); }

@@ -172,11 +172,57 @@ void HostBackend::map_reduce(const cpu::MapProgram& p0, const Shape& shape, Op o
   internal_check(monoid.has_value());
   Shape chunk_shape = shape;
   chunk_shape[0] = chunk_rows;
+  const int r = static_cast<int>(shape.size());
+  const int64_t nchunks = (rows + chunk_rows - 1) / chunk_rows;
+  // Chunks in parallel, each whole on one worker: its map into that worker's scratch (1 MiB,
+  // in L2) and its reduction, both inline. Run one after another, each chunk's map and reduction
+  // parallel inside, `(x * x):sum()` over 256 MiB took 34 ms, 3.8 times a read pass: two
+  // hand-outs to the pool a MiB, the second reading back what the first had just written on
+  // the other core. The chunks are cut by size, not by thread count, and with dim 0 reduced
+  // every chunk after the first reduces into a partial of out's shape, combined into out in
+  // chunk order once all ran: the same operations in the same order as the loop below, so the
+  // same result bit for bit on any number of threads. (The loop below stays for outputs too
+  // large to keep a partial of per chunk.)
+  constexpr int64_t kMaxPartialElems = int64_t(1) << 16;
+  if (!dim0_reduced || (nchunks - 1) * out.numel() <= kMaxPartialElems) {
+    std::vector<std::shared_ptr<Value>> scratch(static_cast<size_t>(cpu::pool_width()));
+    std::vector<std::shared_ptr<Value>> part(dim0_reduced ? static_cast<size_t>(nchunks) : 0);
+    cpu::parallel_for(nchunks, 1, [&](int64_t lo, int64_t hi, int worker) {
+      std::shared_ptr<Value>& tmp = scratch[static_cast<size_t>(worker)];
+      if (!tmp) tmp = alloc(mapped, chunk_shape);
+      cpu::MapProgram p = p0;  // its leaves sliced per chunk
+      std::vector<int64_t> start(r, 0), zero(r, 0), step(r, 1);
+      for (int64_t k = lo; k < hi; ++k) {
+        if (cancel_requested()) throw Cancelled();
+        const int64_t r0 = k * chunk_rows, n = std::min(chunk_rows, rows - r0);
+        start[0] = r0;
+        Shape count = shape;
+        count[0] = n;
+        for (size_t i = 0; i < p0.leaves.size(); ++i) p.leaves[i] = p0.leaves[i].sliced(start, step, count);
+        const View chunk = tmp->v.sliced(zero, step, count);
+        cpu::run_map(p, chunk);
+        if (!dim0_reduced) {  // output rows r0 .. r0+n-1
+          std::vector<int64_t> ostart(out.rank(), 0), ostep(out.rank(), 1);
+          Shape ocount = out.shape;
+          ostart[0] = r0;
+          ocount[0] = n;
+          cpu::run_reduce(op, chunk, dims, out.sliced(ostart, ostep, ocount));
+        } else if (k == 0) {
+          cpu::run_reduce(op, chunk, dims, out);
+        } else {
+          part[static_cast<size_t>(k)] = alloc(out.dtype, out.shape);
+          cpu::run_reduce(op, chunk, dims, part[static_cast<size_t>(k)]->v);
+        }
+      }
+    });
+    for (int64_t k = 1; dim0_reduced && k < nchunks; ++k)
+      cpu::combine_into(*monoid, out, part[static_cast<size_t>(k)]->v);
+    return;
+  }
   auto tmp = alloc(mapped, chunk_shape);
   std::shared_ptr<Value> part = dim0_reduced ? alloc(out.dtype, out.shape) : nullptr;
   cpu::MapProgram p = p0;  // its leaves sliced per chunk
   const std::vector<View> leaves = p.leaves;
-  const int r = static_cast<int>(shape.size());
   for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
     if (cancel_requested()) throw Cancelled();
     const int64_t n = std::min(chunk_rows, rows - r0);

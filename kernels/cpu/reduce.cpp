@@ -15,6 +15,10 @@
 #include <memory>
 #include <type_traits>
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 #include "engine/ir/error.hpp"
 #include "kernels/cpu/kernels.hpp"
 #include "kernels/cpu/parallel.hpp"
@@ -42,13 +46,86 @@ struct RDim {
 };
 
 constexpr int kLanes = 16;
-constexpr int64_t kBlock = 512;           // outputs accumulated together (outer-reduced)
-constexpr int64_t kSerialWork = 1 << 15;  // inputs below which one thread reduces
-constexpr int64_t kChunkWork = 1 << 14;   // least inputs per partial chunk
+constexpr int64_t kAheadBytes = 16 << 10;  // fold_run's software prefetch distance
+constexpr int64_t kBlock = 512;            // outputs accumulated together (outer-reduced)
+constexpr int64_t kSerialWork = 1 << 15;   // inputs below which one thread reduces
+constexpr int64_t kChunkWork = 1 << 14;    // least inputs per partial chunk
 constexpr int64_t kMaxChunks = 64;
 // Fewer tasks than this (outputs, or blocks of them) cut the reduction instead; a
 // constant, not the thread count, so that results do not depend on TAPESTRY_THREADS.
 constexpr int64_t kSplitBelow = 32;
+
+// Max and min of f32 and f64, kLanes contiguous elements at a time, lane j folding elements j
+// mod kLanes in order: fn::combine's select as AVX2 compares and blends (the scalar select
+// compiled to a compare and a cmov per element: 6 GB/s on one thread, and GCC's generic
+// vectors of 16 lanes went through memory). The same lanes and order as the scalar loop, so
+// the same result bit for bit. False without AVX2: the caller's loop runs.
+template <bool Max, class T> bool fold_lanes_extreme(T* lanes, const T* p, int64_t& i, int64_t n) {
+#if defined(__AVX2__)
+  constexpr int kRegs = kLanes * sizeof(T) / 32;  // 2 for f32, 4 for f64
+  constexpr int kPred = Max ? _CMP_GT_OQ : _CMP_LT_OQ;
+  const char* ahead = reinterpret_cast<const char*>(p) + kAheadBytes;
+  if constexpr (std::is_same_v<T, float>) {
+    __m256 acc[kRegs];
+    for (int r = 0; r < kRegs; ++r) acc[r] = _mm256_loadu_ps(lanes + 8 * r);
+    for (; i + kLanes <= n; i += kLanes) {
+      __builtin_prefetch(ahead + i * sizeof(T));
+      for (int r = 0; r < kRegs; ++r) {
+        const __m256 x = _mm256_loadu_ps(p + i + 8 * r);
+        const __m256 keep =
+            _mm256_or_ps(_mm256_cmp_ps(acc[r], x, kPred), _mm256_cmp_ps(acc[r], acc[r], _CMP_UNORD_Q));
+        acc[r] = _mm256_blendv_ps(x, acc[r], keep);
+      }
+    }
+    for (int r = 0; r < kRegs; ++r) _mm256_storeu_ps(lanes + 8 * r, acc[r]);
+    return true;
+  } else if constexpr (std::is_same_v<T, double>) {
+    __m256d acc[kRegs];
+    for (int r = 0; r < kRegs; ++r) acc[r] = _mm256_loadu_pd(lanes + 4 * r);
+    for (; i + kLanes <= n; i += kLanes) {
+      __builtin_prefetch(ahead + i * sizeof(T));
+      __builtin_prefetch(ahead + i * sizeof(T) + 64);
+      for (int r = 0; r < kRegs; ++r) {
+        const __m256d x = _mm256_loadu_pd(p + i + 4 * r);
+        const __m256d keep =
+            _mm256_or_pd(_mm256_cmp_pd(acc[r], x, kPred), _mm256_cmp_pd(acc[r], acc[r], _CMP_UNORD_Q));
+        acc[r] = _mm256_blendv_pd(x, acc[r], keep);
+      }
+    }
+    for (int r = 0; r < kRegs; ++r) _mm256_storeu_pd(lanes + 4 * r, acc[r]);
+    return true;
+  }
+#endif
+  (void)lanes, (void)p, (void)i, (void)n;
+  return false;
+}
+
+// The contiguous lanes of fold_run where a plain loop is slow, from element i on (i advances
+// past the last whole group of kLanes); false where fold_run's own loop serves. Measured on
+// 256 MiB against a plain read loop (docs/performance.md, session 38):
+//  - sums and products of floats prefetch kAheadBytes ahead, as run_moments does
+//    (vector_kernels.cpp): without it a sum read at ~60% of the loop's speed (9.6 GB/s on one
+//    thread, 14-17 on two; with it ~90%). Past the end a prefetch does not fault.
+//  - max and min of floats: fold_lanes_extreme (~20% of the loop's speed before).
+template <class R, class T>
+bool fold_lanes_contiguous(typename R::A* lanes, const T* p, int64_t& i, int64_t n) {
+  using A = typename R::A;
+  constexpr Monoid M = R::kMonoid;
+  if constexpr ((M == Monoid::Max || M == Monoid::Min) && std::is_same_v<A, T> &&
+                std::is_floating_point_v<T>) {
+    return fold_lanes_extreme<M == Monoid::Max>(lanes, p, i, n);
+  } else if constexpr ((M == Monoid::Sum || M == Monoid::Prod) && std::is_floating_point_v<T>) {
+    const char* ahead = reinterpret_cast<const char*>(p) + kAheadBytes;
+    for (; i + kLanes <= n; i += kLanes) {
+      for (size_t b = 0; b < kLanes * sizeof(T); b += 64) __builtin_prefetch(ahead + i * sizeof(T) + b);
+      for (int j = 0; j < kLanes; ++j) lanes[j] = R::step(lanes[j], p[i + j]);
+    }
+    return true;
+  } else {
+    (void)lanes, (void)p, (void)i, (void)n;
+    return false;
+  }
+}
 
 // Folds n elements at stride s.
 template <class R, class T> typename R::A fold_run(const T* p, int64_t n, int64_t s) {
@@ -59,8 +136,9 @@ template <class R, class T> typename R::A fold_run(const T* p, int64_t n, int64_
     A lanes[kLanes];
     for (int j = 0; j < kLanes; ++j) lanes[j] = R::init();
     if (s == 1) {
-      for (; i + kLanes <= n; i += kLanes)
-        for (int j = 0; j < kLanes; ++j) lanes[j] = R::step(lanes[j], p[i + j]);
+      if (!fold_lanes_contiguous<R>(lanes, p, i, n))
+        for (; i + kLanes <= n; i += kLanes)
+          for (int j = 0; j < kLanes; ++j) lanes[j] = R::step(lanes[j], p[i + j]);
     } else {
       for (; i + kLanes <= n; i += kLanes)
         for (int j = 0; j < kLanes; ++j) lanes[j] = R::step(lanes[j], p[(i + j) * s]);

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "helpers.hpp"
@@ -197,4 +198,45 @@ TEST_CASE("kernels.cpu.reduce.same_result_for_any_thread_count") {
   cpu::run_reduce(Op::Sum, v->view(), {0}, b->view());
   cpu::set_num_threads(before);
   CHECK(a->data<float>()[0] == b->data<float>()[0]);
+}
+
+// Contiguous runs take fold_lanes_contiguous (AVX2 blends for max and min of floats, prefetched
+// sums and products); a strided view of the same values takes fold_run's scalar lanes, which
+// fold the same elements in the same lanes and order. So the two must agree bit for bit: NaN
+// anywhere (the first NaN of its lane wins), ties of +0 and -0 (the later one wins), lengths
+// with a tail, sizes cut into chunks. The strided copy's gaps hold NaN, so a stride misread
+// shows.
+TEST_CASE_TEMPLATE("kernels.cpu.reduce.contiguous_lanes_match_the_scalar_fold", T, float, double) {
+  const DType t = cpu::dtype_of<T>();
+  for (const int64_t n : {int64_t(47), int64_t(100003), (int64_t(1) << 20) + 5}) {
+    for (const int64_t nan_at : {int64_t(-1), int64_t(3), n / 2 + 1, n - 2}) {
+      for (const bool zeros : {false, true}) {
+        auto dense = Value::alloc(t, {n});
+        auto gapped = Value::alloc(t, {2 * n});
+        for (int64_t i = 0; i < n; ++i) {
+          T x = zeros ? ((i * 7) % 3 == 0 ? T(-0.0) : T(0.0)) : T(std::sin(double(i) * 0.37) * 1e3);
+          if (i == nan_at) x = std::numeric_limits<T>::quiet_NaN();
+          dense->template data<T>()[i] = x;
+          gapped->template data<T>()[2 * i] = x;
+          gapped->template data<T>()[2 * i + 1] = std::numeric_limits<T>::quiet_NaN();
+        }
+        View strided = gapped->view();
+        strided.shape = {n};
+        strided.strides = {2};
+        for (const Op op : {Op::Max, Op::Min, Op::Sum, Op::Prod}) {
+          auto a = Value::alloc(t, {}), b = Value::alloc(t, {});
+          cpu::run_reduce(op, dense->view(), {0}, a->view());
+          cpu::run_reduce(op, strided, {0}, b->view());
+          CAPTURE(op_def(op).name);
+          CAPTURE(n);
+          CAPTURE(nan_at);
+          CAPTURE(zeros);
+          CAPTURE(a->template data<T>()[0]);
+          CAPTURE(b->template data<T>()[0]);
+          CHECK(std::memcmp(a->template data<T>(), b->template data<T>(), sizeof(T)) == 0);
+          if (op == Op::Max || op == Op::Min) CHECK(std::isnan(a->template data<T>()[0]) == (nan_at >= 0));
+        }
+      }
+    }
+  }
 }
