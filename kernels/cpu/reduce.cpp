@@ -186,12 +186,19 @@ template <class R, class T, class O> class Reducer {
       const RDim inner = red.back();
       red.pop_back();
       const auto kd = as_dims(kept), rd = as_dims(red);
+      const int64_t nr = total / nout / inner.n;
       parallel_for(ntasks, grain, [&](int64_t lo, int64_t hi, int) {
         Odometer<2> k(kd, lo);
+        if (nr == 1) {  // only the densest dim reduced: no odometer (an allocation) per output
+          for (int64_t o = lo; o < hi; ++o, k.advance(1))
+            out[k.off[1]] =
+                static_cast<O>(R::join(R::init(), fold_run<R>(in + k.off[0], inner.n, inner.sin)));
+          return;
+        }
         for (int64_t o = lo; o < hi; ++o, k.advance(1)) {
           A acc = R::init();
           Odometer<2> r(rd, 0);
-          for (int64_t ri = 0, nr = total / nout / inner.n; ri < nr; ++ri, r.advance(1))
+          for (int64_t ri = 0; ri < nr; ++ri, r.advance(1))
             acc = R::join(acc, fold_run<R>(in + k.off[0] + r.off[0], inner.n, inner.sin));
           out[k.off[1]] = static_cast<O>(acc);
         }

@@ -46,7 +46,8 @@ std::shared_ptr<Value> run(const Shape& shape, Op op, const std::vector<int>& di
 }
 
 // The same, the map computed whole and then reduced.
-std::shared_ptr<Value> apart(const Shape& shape, Op op, const std::vector<int>& dims, const Shape& out_shape) {
+std::shared_ptr<Value> apart(const Shape& shape, Op op, const std::vector<int>& dims,
+                             const Shape& out_shape) {
   auto x = filled(shape, 0.37), y = filled(shape, 0.011);
   auto mapped = Value::alloc(DType::F32, shape);
   cpu::run_map(axpb(x->v, y->v), mapped->v);

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "helpers.hpp"
 
@@ -102,5 +103,43 @@ TEST_CASE("kernels.cpu.argreduce.large") {
     check<float>(op, v->view(), 1);
     check<float>(op, v->view(), -1);
     check<float>(op, v->view().permuted({1, 0}), -1);
+  }
+}
+
+// Contiguous f32 and f64 runs of 64 or more take two passes (the extreme value, then the first
+// element equal to it): the first of repeated extremes, +0 and -0 as equals (the first zero
+// wins), the first of two NaNs, an extreme in the tail, runs cut into the flat scan's chunks.
+TEST_CASE_TEMPLATE("kernels.cpu.argreduce.two_pass_runs", T, float, double) {
+  const DType t = cpu::dtype_of<T>();
+  for (const int64_t n :
+       {int64_t(63), int64_t(64), int64_t(65), int64_t(1000), int64_t(65536 + 7), (int64_t(1) << 20) + 3}) {
+    for (int pattern = 0; pattern < 5; ++pattern) {
+      auto v = Value::alloc(t, {3, n});
+      T* x = v->template data<T>();
+      for (int64_t r = 0; r < 3; ++r)
+        for (int64_t i = 0; i < n; ++i) {
+          T& e = x[r * n + i];
+          switch (pattern) {
+            case 0: e = T((i * 7919 + r * 31) % 1009); break;  // the extremes repeat
+            case 1: e = (i % 3 == 0) ? T(-0.0) : (i % 3 == 1 ? T(0.0) : -T(1 + i % 5)); break;
+            case 2: e = (i % 3 == 0) ? T(0.0) : (i % 3 == 1 ? T(-0.0) : T(1 + i % 5)); break;
+            case 3: e = T(std::sin(double(i + r)) * 100); break;
+            default: e = T(i % 97); break;
+          }
+        }
+      if (pattern == 3) {  // two NaNs per row: the first wins
+        for (int64_t r = 0; r < 3; ++r) {
+          x[r * n + (n * (r + 1)) / 5] = std::numeric_limits<T>::quiet_NaN();
+          x[r * n + (n * (r + 2)) / 5] = -std::numeric_limits<T>::quiet_NaN();
+        }
+      }
+      if (pattern == 4) x[2 * n + n - 1] = T(1e6), x[n - 2] = T(-1e6);  // in a tail
+      for (Op op : {Op::ArgMax, Op::ArgMin}) {
+        CAPTURE(n);
+        CAPTURE(pattern);
+        check<T>(op, v->view(), 1);
+        check<T>(op, v->view(), -1);
+      }
+    }
   }
 }
