@@ -47,6 +47,7 @@ struct RDim {
 
 constexpr int kLanes = 16;
 constexpr int64_t kAheadBytes = 16 << 10;  // fold_run's software prefetch distance
+constexpr int64_t kAheadRows = 4;          // the outer-reduced loop's, in rows
 constexpr int64_t kBlock = 512;            // outputs accumulated together (outer-reduced)
 constexpr int64_t kSerialWork = 1 << 15;   // inputs below which one thread reduces
 constexpr int64_t kChunkWork = 1 << 14;    // least inputs per partial chunk
@@ -217,9 +218,16 @@ template <class R, class T, class O> class Reducer {
           for (int64_t j = 0; j < b; ++j) acc[j] = R::init();
           const T* base = in + k.off[0] + j0 * last.sin;
           Odometer<2> r(rd, 0);
+          // One reduced dim (a column sum): its rows a fixed stride apart, the block of a row
+          // kAheadRows rows on prefetched (the hardware prefetcher does not follow short runs
+          // a row apart).
+          const int64_t ahead = rd.size() == 1 && last.sin == 1 ? kAheadRows * rd[0].s[0] : 0;
           for (int64_t ri = 0; ri < nred; ++ri, r.advance(1)) {
             const T* p = base + r.off[0];
             if (last.sin == 1) {
+              if (ahead != 0 && ri + kAheadRows < nred)
+                for (int64_t j = 0; j < b; j += 64 / static_cast<int64_t>(sizeof(T)))
+                  __builtin_prefetch(p + ahead + j);
               for (int64_t j = 0; j < b; ++j) acc[j] = R::step(acc[j], p[j]);
             } else {
               for (int64_t j = 0; j < b; ++j) acc[j] = R::step(acc[j], p[j * last.sin]);
