@@ -184,29 +184,39 @@ void HostBackend::map_reduce(const cpu::MapProgram& p0, const Shape& shape, Op o
   // same result bit for bit on any number of threads. (The loop below stays for outputs too
   // large to keep a partial of per chunk.)
   constexpr int64_t kMaxPartialElems = int64_t(1) << 16;
+  // Rows r0 .. r0+n-1 of the map into tmp, through p (its leaves sliced to them): the chunk.
+  const std::vector<int64_t> zero(r, 0), step(r, 1);
+  auto map_chunk = [&](int64_t r0, int64_t n, cpu::MapProgram& p, const Value& tmp) {
+    std::vector<int64_t> start(r, 0);
+    start[0] = r0;
+    Shape count = shape;
+    count[0] = n;
+    for (size_t i = 0; i < p0.leaves.size(); ++i) p.leaves[i] = p0.leaves[i].sliced(start, step, count);
+    const View chunk = tmp.v.sliced(zero, step, count);
+    cpu::run_map(p, chunk);
+    return chunk;
+  };
+  // Dim 0 kept: the chunk's reduction is out's rows r0 .. r0+n-1.
+  auto reduce_into_rows = [&](const View& chunk, int64_t r0, int64_t n) {
+    std::vector<int64_t> ostart(out.rank(), 0), ostep(out.rank(), 1);
+    Shape ocount = out.shape;
+    ostart[0] = r0;
+    ocount[0] = n;
+    cpu::run_reduce(op, chunk, dims, out.sliced(ostart, ostep, ocount));
+  };
   if (!dim0_reduced || (nchunks - 1) * out.numel() <= kMaxPartialElems) {
     std::vector<std::shared_ptr<Value>> scratch(static_cast<size_t>(cpu::pool_width()));
     std::vector<std::shared_ptr<Value>> part(dim0_reduced ? static_cast<size_t>(nchunks) : 0);
     cpu::parallel_for(nchunks, 1, [&](int64_t lo, int64_t hi, int worker) {
       std::shared_ptr<Value>& tmp = scratch[static_cast<size_t>(worker)];
       if (!tmp) tmp = alloc(mapped, chunk_shape);
-      cpu::MapProgram p = p0;  // its leaves sliced per chunk
-      std::vector<int64_t> start(r, 0), zero(r, 0), step(r, 1);
+      cpu::MapProgram p = p0;
       for (int64_t k = lo; k < hi; ++k) {
         if (cancel_requested()) throw Cancelled();
         const int64_t r0 = k * chunk_rows, n = std::min(chunk_rows, rows - r0);
-        start[0] = r0;
-        Shape count = shape;
-        count[0] = n;
-        for (size_t i = 0; i < p0.leaves.size(); ++i) p.leaves[i] = p0.leaves[i].sliced(start, step, count);
-        const View chunk = tmp->v.sliced(zero, step, count);
-        cpu::run_map(p, chunk);
-        if (!dim0_reduced) {  // output rows r0 .. r0+n-1
-          std::vector<int64_t> ostart(out.rank(), 0), ostep(out.rank(), 1);
-          Shape ocount = out.shape;
-          ostart[0] = r0;
-          ocount[0] = n;
-          cpu::run_reduce(op, chunk, dims, out.sliced(ostart, ostep, ocount));
+        const View chunk = map_chunk(r0, n, p, *tmp);
+        if (!dim0_reduced) {
+          reduce_into_rows(chunk, r0, n);
         } else if (k == 0) {
           cpu::run_reduce(op, chunk, dims, out);
         } else {
@@ -219,27 +229,14 @@ void HostBackend::map_reduce(const cpu::MapProgram& p0, const Shape& shape, Op o
       cpu::combine_into(*monoid, out, part[static_cast<size_t>(k)]->v);
     return;
   }
+  // Dim 0 reduced into a large output: one chunk at a time, each combined into out at once.
   auto tmp = alloc(mapped, chunk_shape);
-  std::shared_ptr<Value> part = dim0_reduced ? alloc(out.dtype, out.shape) : nullptr;
-  cpu::MapProgram p = p0;  // its leaves sliced per chunk
-  const std::vector<View> leaves = p.leaves;
+  auto part = alloc(out.dtype, out.shape);
+  cpu::MapProgram p = p0;
   for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
     if (cancel_requested()) throw Cancelled();
-    const int64_t n = std::min(chunk_rows, rows - r0);
-    std::vector<int64_t> start(r, 0), step(r, 1);
-    start[0] = r0;
-    Shape count = shape;
-    count[0] = n;
-    for (size_t i = 0; i < leaves.size(); ++i) p.leaves[i] = leaves[i].sliced(start, step, count);
-    const View chunk = tmp->v.sliced(std::vector<int64_t>(r, 0), step, count);
-    cpu::run_map(p, chunk);
-    if (!dim0_reduced) {  // output rows r0 .. r0+n-1
-      std::vector<int64_t> ostart(out.rank(), 0), ostep(out.rank(), 1);
-      Shape ocount = out.shape;
-      ostart[0] = r0;
-      ocount[0] = n;
-      cpu::run_reduce(op, chunk, dims, out.sliced(ostart, ostep, ocount));
-    } else if (r0 == 0) {
+    const View chunk = map_chunk(r0, std::min(chunk_rows, rows - r0), p, *tmp);
+    if (r0 == 0) {
       cpu::run_reduce(op, chunk, dims, out);
     } else {
       cpu::run_reduce(op, chunk, dims, part->v);

@@ -7,11 +7,8 @@
 #include <memory>
 #include <type_traits>
 
-#if defined(__AVX2__)
-#include <immintrin.h>
-#endif
-
 #include "engine/ir/error.hpp"
+#include "kernels/cpu/avx2_lanes.hpp"
 #include "kernels/cpu/kernels.hpp"
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/cpu/strided.hpp"
@@ -35,38 +32,10 @@ template <bool Max, class T> struct Best {
 // the value: which of +0 and -0 came first, or which NaN, the second pass settles), then the
 // first element equal to it (the first NaN). The same element as the scalar scan: the first
 // strictly better than all before it is the first equal to the extreme, +0 and -0 being equal.
-template <class T> struct Avx;
-template <> struct Avx<float> {
-  using V = __m256;
-  static constexpr int kN = 8;
-  static V load(const float* p) { return _mm256_loadu_ps(p); }
-  static V splat(float x) { return _mm256_set1_ps(x); }
-  static V max(V a, V b) { return _mm256_max_ps(a, b); }
-  static V min(V a, V b) { return _mm256_min_ps(a, b); }
-  static V unord(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_UNORD_Q); }
-  static V eq(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_EQ_OQ); }
-  static V bor(V a, V b) { return _mm256_or_ps(a, b); }
-  static int mask(V a) { return _mm256_movemask_ps(a); }
-  static void store(float* p, V a) { _mm256_storeu_ps(p, a); }
-};
-template <> struct Avx<double> {
-  using V = __m256d;
-  static constexpr int kN = 4;
-  static V load(const double* p) { return _mm256_loadu_pd(p); }
-  static V splat(double x) { return _mm256_set1_pd(x); }
-  static V max(V a, V b) { return _mm256_max_pd(a, b); }
-  static V min(V a, V b) { return _mm256_min_pd(a, b); }
-  static V unord(V a, V b) { return _mm256_cmp_pd(a, b, _CMP_UNORD_Q); }
-  static V eq(V a, V b) { return _mm256_cmp_pd(a, b, _CMP_EQ_OQ); }
-  static V bor(V a, V b) { return _mm256_or_pd(a, b); }
-  static int mask(V a) { return _mm256_movemask_pd(a); }
-  static void store(double* p, V a) { _mm256_storeu_pd(p, a); }
-};
-
 constexpr int64_t kAheadBytes = 16 << 10;  // the first pass's prefetch distance, as reduce.cpp's
 
 template <bool Max, class T> T extreme_value(const T* p, int64_t n) {
-  using A = Avx<T>;
+  using A = Lanes<T>;
   constexpr int kN = A::kN;
   const T start = Max ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
   typename A::V m0 = A::splat(start), m1 = m0, nan = A::splat(0);
@@ -93,7 +62,7 @@ template <bool Max, class T> T extreme_value(const T* p, int64_t n) {
 }
 
 template <class T> int64_t first_equal(const T* p, int64_t n, T m) {
-  using A = Avx<T>;
+  using A = Lanes<T>;
   const bool want_nan = m != m;
   const typename A::V target = A::splat(m);
   int64_t i = 0;

@@ -15,11 +15,8 @@
 #include <memory>
 #include <type_traits>
 
-#if defined(__AVX2__)
-#include <immintrin.h>
-#endif
-
 #include "engine/ir/error.hpp"
+#include "kernels/cpu/avx2_lanes.hpp"
 #include "kernels/cpu/kernels.hpp"
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/cpu/strided.hpp"
@@ -63,42 +60,25 @@ constexpr int64_t kSplitBelow = 32;
 // the same result bit for bit. False without AVX2: the caller's loop runs.
 template <bool Max, class T> bool fold_lanes_extreme(T* lanes, const T* p, int64_t& i, int64_t n) {
 #if defined(__AVX2__)
-  constexpr int kRegs = kLanes * sizeof(T) / 32;  // 2 for f32, 4 for f64
-  constexpr int kPred = Max ? _CMP_GT_OQ : _CMP_LT_OQ;
+  using L = Lanes<T>;
+  constexpr int kRegs = kLanes / L::kN;  // 2 for f32, 4 for f64
   const char* ahead = reinterpret_cast<const char*>(p) + kAheadBytes;
-  if constexpr (std::is_same_v<T, float>) {
-    __m256 acc[kRegs];
-    for (int r = 0; r < kRegs; ++r) acc[r] = _mm256_loadu_ps(lanes + 8 * r);
-    for (; i + kLanes <= n; i += kLanes) {
-      __builtin_prefetch(ahead + i * sizeof(T));
-      for (int r = 0; r < kRegs; ++r) {
-        const __m256 x = _mm256_loadu_ps(p + i + 8 * r);
-        const __m256 keep =
-            _mm256_or_ps(_mm256_cmp_ps(acc[r], x, kPred), _mm256_cmp_ps(acc[r], acc[r], _CMP_UNORD_Q));
-        acc[r] = _mm256_blendv_ps(x, acc[r], keep);
-      }
+  typename L::V acc[kRegs];
+  for (int r = 0; r < kRegs; ++r) acc[r] = L::load(lanes + L::kN * r);
+  for (; i + kLanes <= n; i += kLanes) {
+    for (size_t b = 0; b < kLanes * sizeof(T); b += 64) __builtin_prefetch(ahead + i * sizeof(T) + b);
+    for (int r = 0; r < kRegs; ++r) {
+      const typename L::V x = L::load(p + i + L::kN * r);
+      const typename L::V beyond = Max ? L::gt(acc[r], x) : L::lt(acc[r], x);
+      acc[r] = L::select(L::bor(beyond, L::unord(acc[r], acc[r])), acc[r], x);
     }
-    for (int r = 0; r < kRegs; ++r) _mm256_storeu_ps(lanes + 8 * r, acc[r]);
-    return true;
-  } else if constexpr (std::is_same_v<T, double>) {
-    __m256d acc[kRegs];
-    for (int r = 0; r < kRegs; ++r) acc[r] = _mm256_loadu_pd(lanes + 4 * r);
-    for (; i + kLanes <= n; i += kLanes) {
-      __builtin_prefetch(ahead + i * sizeof(T));
-      __builtin_prefetch(ahead + i * sizeof(T) + 64);
-      for (int r = 0; r < kRegs; ++r) {
-        const __m256d x = _mm256_loadu_pd(p + i + 4 * r);
-        const __m256d keep =
-            _mm256_or_pd(_mm256_cmp_pd(acc[r], x, kPred), _mm256_cmp_pd(acc[r], acc[r], _CMP_UNORD_Q));
-        acc[r] = _mm256_blendv_pd(x, acc[r], keep);
-      }
-    }
-    for (int r = 0; r < kRegs; ++r) _mm256_storeu_pd(lanes + 4 * r, acc[r]);
-    return true;
   }
-#endif
+  for (int r = 0; r < kRegs; ++r) L::store(lanes + L::kN * r, acc[r]);
+  return true;
+#else
   (void)lanes, (void)p, (void)i, (void)n;
   return false;
+#endif
 }
 
 // The contiguous lanes of fold_run where a plain loop is slow, from element i on (i advances
