@@ -240,3 +240,63 @@ TEST_CASE_TEMPLATE("kernels.cpu.reduce.contiguous_lanes_match_the_scalar_fold", 
     }
   }
 }
+
+// Short contiguous rows (fewer than 32 elements) are folded eight rows at a time, element by
+// element across the group (Reducer::fold_short_rows); rows read at a stride of 2 take the
+// row-by-row fold_run. Each row is the same chain of steps, so the results agree bit for bit:
+// rows packed (read ahead) and padded (not), row counts with a tail, 1 and 3 threads, NaN in
+// some rows, ties of +0 and -0. The gaps hold NaN (or 99 for integers), so a misread shows.
+TEST_CASE_TEMPLATE("kernels.cpu.reduce.short_rows_match_the_row_by_row_fold", T, float, double, int32_t) {
+  const DType t = cpu::dtype_of<T>();
+  const T gap = std::numeric_limits<T>::has_quiet_NaN ? std::numeric_limits<T>::quiet_NaN() : T(99);
+  const int before = cpu::num_threads();
+  for (const int64_t n : {int64_t(1), int64_t(3), int64_t(8), int64_t(31)}) {
+    for (const int64_t rows : {int64_t(7), int64_t(1003), int64_t(100003)}) {
+      const int64_t pad = 3;
+      auto packed = Value::alloc(t, {rows, n});
+      auto padded = Value::alloc(t, {rows, n + pad});
+      auto gapped = Value::alloc(t, {rows, 2 * n});
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t j = 0; j < n; ++j) {
+          const int64_t i = r * n + j;
+          T x;
+          if constexpr (std::is_floating_point_v<T>) {
+            x = r % 5 == 1 ? ((i * 7) % 3 == 0 ? T(-0.0) : T(0.0)) : T(std::sin(double(i) * 0.37) * 1e3);
+            if (r % 11 == 4 && j == n / 2) x = std::numeric_limits<T>::quiet_NaN();
+          } else {
+            x = T((i * 7) % 13 - 6);
+          }
+          packed->template data<T>()[i] = x;
+          padded->template data<T>()[r * (n + pad) + j] = x;
+          gapped->template data<T>()[r * 2 * n + 2 * j] = x;
+          gapped->template data<T>()[r * 2 * n + 2 * j + 1] = gap;
+        }
+        for (int64_t j = n; j < n + pad; ++j) padded->template data<T>()[r * (n + pad) + j] = gap;
+      }
+      View in_padded = padded->view(), strided = gapped->view();
+      in_padded.shape = {rows, n};
+      strided.shape = {rows, n};
+      strided.strides = {2 * n, 2};
+      for (const Op op : {Op::Sum, Op::Prod, Op::Max, Op::Min, Op::All, Op::Any}) {
+        if (op == Op::Prod && !std::is_floating_point_v<T>) continue;  // (would overflow)
+        const DType ot = out_dtype(op, t);
+        auto want = Value::alloc(ot, {rows});
+        cpu::run_reduce(op, strided, {1}, want->view());
+        const size_t bytes = static_cast<size_t>(rows) * dtype_size(ot);
+        for (const int threads : {1, 3}) {
+          cpu::set_num_threads(threads);
+          auto a = Value::alloc(ot, {rows}), b = Value::alloc(ot, {rows});
+          cpu::run_reduce(op, packed->view(), {1}, a->view());
+          cpu::run_reduce(op, in_padded, {1}, b->view());
+          CAPTURE(op_def(op).name);
+          CAPTURE(n);
+          CAPTURE(rows);
+          CAPTURE(threads);
+          CHECK(std::memcmp(a->view().byte_ptr(), want->view().byte_ptr(), bytes) == 0);
+          CHECK(std::memcmp(b->view().byte_ptr(), want->view().byte_ptr(), bytes) == 0);
+        }
+      }
+    }
+  }
+  cpu::set_num_threads(before);
+}
