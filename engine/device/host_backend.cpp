@@ -167,6 +167,13 @@ void HostBackend::map_reduce(const cpu::MapProgram& p0, const Shape& shape, Op o
     cpu::run_reduce(op, tmp->v, dims, out);
     return;
   }
+  // Every dim reduced (a norm, a loss, a dot product): each tile of the map is folded as it
+  // is computed, in L1, so the map's result never reaches memory (its write and read back
+  // through a scratch made (x * x):sum() ~2x a read pass). Partials in the accumulator type.
+  if (static_cast<int>(dims.size()) == static_cast<int>(shape.size())) {
+    cpu::run_map_fold(p0, shape, op, out);
+    return;
+  }
   const bool dim0_reduced = !dims.empty() && dims[0] == 0;
   const std::optional<Monoid> monoid = monoid_of(op);
   internal_check(monoid.has_value());

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -38,6 +39,21 @@ class PreparedMap {
   struct State;
   std::unique_ptr<State> s_;
 };
+
+// run_map of p over `shape` followed by run_reduce of every dim into out (one element), with
+// the map's result folded tile by tile as it is computed (fold_tiles): it never reaches memory.
+// p has instructions; op is a Reduce op run_reduce takes for the map's dtype.
+void run_map_fold(const MapProgram& p, const Shape& shape, Op op, const View& out);
+
+// The elements of a result computed a tile at a time: tile(t, worker) points at elements
+// t * tile_elems ... of it (the last tile shorter), valid until worker's next call.
+using TileSource = std::function<const void*(int64_t tile, int worker)>;
+// run_reduce of every one of the n elements (dtype `in`) that `tile` yields into out (one
+// element). Tiles are folded in fixed chunks, in parallel: each chunk as run_reduce folds a
+// contiguous run (16 lanes, then the tail), its partial kept in the accumulator type (f64 for
+// floats), the partials joined in chunk order: the same result on any number of threads.
+// tile_elems: a multiple of 16.
+void fold_tiles(Op op, DType in, int64_t n, int64_t tile_elems, const TileSource& tile, const View& out);
 
 // Reduce `in` over `dims` (0-based ascending) into `out` (in's shape without dims).
 // Sum/Prod of ints and bools accumulate in i64; floats accumulate in f64.

@@ -169,6 +169,7 @@ struct Program {
   bool wide = false;  // a register holds c128 (16-byte elements)
   bool out_direct = true;
   bool stream = false;    // exact tiles reach `out` by non-temporal stores (see stream_copy)
+  bool fold = false;      // no `out`: each tile's result stays in its slot (run_map_fold)
   int64_t slice = kTile;  // an exact tile's steps run over this many elements at a time (run_sliced)
   std::vector<Dim<1>> out_dims;
 };
@@ -251,8 +252,8 @@ struct MapWork {
   std::vector<Scratch> scratch;
 };
 
-// Fills g (its arrays reused) from p for `out`.
-void prepare(const MapProgram& p, const View& out, MapWork& w) {
+// Fills g (its arrays reused) from p for `out`; with fold, out has no buffer (run_map_fold).
+void prepare(const MapProgram& p, const View& out, MapWork& w, bool fold = false) {
   const bool stream_hint = p.stream_out;
   Program& g = w.g;
   g.steps.clear();
@@ -341,14 +342,15 @@ void prepare(const MapProgram& p, const View& out, MapWork& w) {
   }
   internal_check(g.regs.back().dtype == out.dtype);
   g.wide = std::any_of(g.regs.begin(), g.regs.end(), [](const Reg& r) { return r.esize > 8; });
-  g.out = out.byte_ptr();
+  g.fold = fold;
+  g.out = fold ? nullptr : out.byte_ptr();
   g.out_esize = dtype_size(out.dtype);
   coalesce<1>(out.shape, {&out.strides}, g.out_dims);
   g.out_direct = g.out_dims.size() == 1 && (g.out_dims[0].s[0] == 1 || g.out_dims[0].n <= 1);
   const bool any_costly =
       std::any_of(p.instrs.begin(), p.instrs.end(), [](const MapInstr& i) { return costly(i.op); });
   g.slice = g.n >= kSliceMinElems && any_costly ? kSlice : kTile;
-  g.stream = kCanStream && g.out_direct && (stream_hint || g.n * g.out_esize >= kStreamMinBytes) &&
+  g.stream = !fold && kCanStream && g.out_direct && (stream_hint || g.n * g.out_esize >= kStreamMinBytes) &&
              reinterpret_cast<uintptr_t>(g.out) % 32 == 0 && (kTile * g.out_esize) % 32 == 0;
 }
 
@@ -411,7 +413,7 @@ Scratch make_scratch(const Program& g) {
                                   int64_t start, int64_t n) {
   const size_t last = g.steps.size() - 1;
   char* out_tile = g.out + start * g.out_esize;
-  const bool in_place = g.out_direct && !g.stream;
+  const bool in_place = g.out_direct && !g.stream && !g.fold;
   auto at = [&](int x, int64_t o) { return x >= 0 ? ptr[x] + o * g.regs[x].esize : nullptr; };
   for (int64_t o = 0; o < n; o += g.slice) {
     const int64_t len = std::min(g.slice, n - o);
@@ -431,6 +433,7 @@ Scratch make_scratch(const Program& g) {
       st.fn(base + o * r.esize, at(st.a, o), at(st.b, o), at(st.c, o), len);
       ptr[st.r] = base;
     }
+    if (g.fold) continue;  // the slices' results fill the last step's slot
     const char* result = at(g.steps.back().r, o);
     char* dst = out_tile + o * g.out_esize;
     if (result == dst) continue;
@@ -460,6 +463,10 @@ void run_tile(const Program& g, const Scratch& s, std::vector<const char*>& ptr,
     if (r.kind == RegKind::Direct) {
       if (exact) {
         ptr[i] = r.base + start * r.esize;
+        if (g.fold && g.slice >= n) {  // read ahead, as run_sliced does its slices
+          const char* ahead = ptr[i] + kAhead;
+          for (int64_t b = 0; b < n * r.esize; b += 64) __builtin_prefetch(ahead + b, 0, 3);
+        }
         continue;
       }
       std::memcpy(dst, r.base + start * r.esize, n * r.esize);
@@ -484,10 +491,12 @@ void run_tile(const Program& g, const Scratch& s, std::vector<const char*>& ptr,
       ptr[st.r] = s.slot(r.slot);
       continue;
     }
-    char* dst = (j == last && exact && g.out_direct && !g.stream) ? g.out + start * r.esize : s.slot(r.slot);
+    char* dst = (j == last && exact && g.out_direct && !g.stream && !g.fold) ? g.out + start * r.esize
+                                                                             : s.slot(r.slot);
     st.fn(dst, ptr[st.a], st.b >= 0 ? ptr[st.b] : nullptr, st.c >= 0 ? ptr[st.c] : nullptr, npad);
     ptr[st.r] = dst;
   }
+  if (g.fold) return;  // the result stays in ptr[the last step's register]
   const char* result = ptr[g.steps.back().r];
   char* out_tile = g.out + start * g.out_esize;
   if (result == out_tile) return;
@@ -510,6 +519,21 @@ bool worth_materializing(const View& v) {
   const int64_t inner = dims.back().s[0];
   if (inner == 0 || std::abs(inner) < 16) return false;
   return std::none_of(dims.begin(), dims.end(), [](const Dim<1>& d) { return d.s[0] == 0; });
+}
+
+// p0, or (any leaf worth_materializing) a copy of it whose such leaves are contiguous copies,
+// kept alive by `copies`.
+const MapProgram& materialized_leaves(const MapProgram& p0, std::vector<std::shared_ptr<Value>>& copies,
+                                      MapProgram& p1) {
+  if (!std::any_of(p0.leaves.begin(), p0.leaves.end(), worth_materializing)) return p0;
+  p1 = p0;
+  for (View& v : p1.leaves) {
+    if (!worth_materializing(v)) continue;
+    copies.push_back(Value::alloc(v.dtype, v.shape));
+    copy_view(v, copies.back()->view());
+    v = copies.back()->view();
+  }
+  return p1;
 }
 
 // Below this many elements a map runs on the calling thread (waking a worker costs more).
@@ -594,6 +618,37 @@ void PreparedMap::run(const MapProgram& p, const View& out) {
   run_serial(g, st.w.ptr);
 }
 
+void run_map_fold(const MapProgram& p0, const Shape& shape, Op op, const View& out) {
+  internal_check(!p0.instrs.empty() && out.numel() == 1);
+  std::vector<std::shared_ptr<Value>> copies;
+  MapProgram p1;
+  const MapProgram& p = materialized_leaves(p0, copies, p1);
+  View result;  // the map's result as prepare sees it: no buffer, nothing is written
+  result.dtype = p.instrs.back().out;
+  result.shape = shape;
+  result.strides = contiguous_strides(shape);
+  MapWorkLease lease;
+  MapWork& w = lease.get();
+  prepare(p, result, w, /*fold=*/true);
+  const Program& g = w.g;
+  const int last = g.steps.back().r;
+  w.scratch.assign(static_cast<size_t>(pool_width()), Scratch{});
+  std::vector<std::vector<const char*>> ptrs(static_cast<size_t>(pool_width()));
+  fold_tiles(
+      op, result.dtype, g.n, kTile,
+      [&](int64_t tile, int worker) -> const void* {
+        Scratch& s = w.scratch[static_cast<size_t>(worker)];
+        std::vector<const char*>& ptr = ptrs[static_cast<size_t>(worker)];
+        if (!s.mem) {
+          s = make_scratch(g);
+          ptr.assign(g.regs.size(), nullptr);
+        }
+        run_tile(g, s, ptr, tile);
+        return ptr[static_cast<size_t>(last)];
+      },
+      out);
+}
+
 void run_map(const MapProgram& p0, const View& out) {
   if (out.numel() == 0) return;
   if (p0.instrs.empty()) {
@@ -603,17 +658,7 @@ void run_map(const MapProgram& p0, const View& out) {
   }
   std::vector<std::shared_ptr<Value>> copies;
   MapProgram p1;
-  const bool any = std::any_of(p0.leaves.begin(), p0.leaves.end(), worth_materializing);
-  if (any) {
-    p1 = p0;
-    for (View& v : p1.leaves) {
-      if (!worth_materializing(v)) continue;
-      copies.push_back(Value::alloc(v.dtype, v.shape));
-      copy_view(v, copies.back()->view());
-      v = copies.back()->view();
-    }
-  }
-  const MapProgram& p = any ? p1 : p0;
+  const MapProgram& p = materialized_leaves(p0, copies, p1);
   MapWorkLease lease;
   MapWork& w = lease.get();
   prepare(p, out, w);

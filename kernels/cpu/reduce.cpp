@@ -353,13 +353,8 @@ void reduce_typed(const View& in, const std::vector<RDim>& dims, const View& out
   }
 }
 
-// Every element of a contiguous input into one output, below the size Reducer::run would
-// split: the one fold it would do (join(init, fold_run)), without building its dims. A dot
-// product observed in a loop of small observations takes this path.
-template <Monoid M, class T> void fold_all(const View& in, const View& out) {
-  using R = fn::Fold<M, T>;
-  using A = typename R::A;
-  const A acc = R::join(R::init(), fold_run<R>(in.ptr<T>(), in.numel(), 1));
+// One result into out (one element) from its accumulator: as it is, or converted.
+template <class T, class A> void store_one(A acc, const View& out) {
   if (out.dtype == dtype_of<A>()) {
     *out.ptr<A>() = acc;
   } else if (out.dtype == dtype_of<T>()) {
@@ -370,6 +365,74 @@ template <Monoid M, class T> void fold_all(const View& in, const View& out) {
       *out.ptr<O>() = fn::Cast<A, O>{}(acc);
     });
   }
+}
+
+// Every element of a contiguous input into one output, below the size Reducer::run would
+// split: the one fold it would do (join(init, fold_run)), without building its dims. A dot
+// product observed in a loop of small observations takes this path.
+template <Monoid M, class T> void fold_all(const View& in, const View& out) {
+  using R = fn::Fold<M, T>;
+  store_one<T>(R::join(R::init(), fold_run<R>(in.ptr<T>(), in.numel(), 1)), out);
+}
+
+// Tiles folded together by one task of fold_tiles: 64K elements, 256 KiB of f32.
+constexpr int64_t kFoldChunkTiles = 128;
+
+// Whole groups of kLanes of a tile into the lanes, from element i on (i advances past them):
+// the lanes and order of fold_run, without its read-ahead (a tile is in L1).
+template <class R, class T> void fold_tile_lanes(typename R::A* lanes, const T* p, int64_t& i, int64_t m) {
+  constexpr Monoid M = R::kMonoid;
+  if constexpr ((M == Monoid::Max || M == Monoid::Min) && std::is_same_v<typename R::A, T> &&
+                std::is_floating_point_v<T>) {
+    if (fold_lanes_extreme<M == Monoid::Max>(lanes, p, i, m)) return;
+  }
+  for (; i + kLanes <= m; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) lanes[j] = R::step(lanes[j], p[i + j]);
+}
+
+template <Monoid M, class T>
+void fold_tiles_typed(int64_t n, int64_t tile_elems, const TileSource& tile, const View& out) {
+  using R = fn::Fold<M, T>;
+  using A = typename R::A;
+  internal_check(n > 0 && tile_elems > 0 && tile_elems % kLanes == 0);
+  const int64_t ntiles = (n + tile_elems - 1) / tile_elems;
+  const int64_t nchunks = (ntiles + kFoldChunkTiles - 1) / kFoldChunkTiles;
+  std::unique_ptr<A[]> part(new A[nchunks]);  // not vector: A may be bool
+  parallel_for(nchunks, 1, [&](int64_t lo, int64_t hi, int worker) {
+    for (int64_t c = lo; c < hi; ++c) {
+      const int64_t t0 = c * kFoldChunkTiles, t1 = std::min(ntiles, t0 + kFoldChunkTiles);
+      const int64_t count = std::min(n, t1 * tile_elems) - t0 * tile_elems;
+      A acc = R::init();
+      if (count < 2 * kLanes) {  // one chain, as fold_run folds a short run
+        for (int64_t t = t0; t < t1; ++t) {
+          const T* p = static_cast<const T*>(tile(t, worker));
+          const int64_t m = std::min(tile_elems, n - t * tile_elems);
+          for (int64_t i = 0; i < m; ++i) acc = R::step(acc, p[i]);
+        }
+      } else {
+        A lanes[kLanes];
+        for (int j = 0; j < kLanes; ++j) lanes[j] = R::init();
+        const T* tail = nullptr;  // only the last tile has elements past its groups of kLanes
+        int64_t tail_n = 0;
+        for (int64_t t = t0; t < t1; ++t) {
+          const T* p = static_cast<const T*>(tile(t, worker));
+          const int64_t m = std::min(tile_elems, n - t * tile_elems);
+          int64_t i = 0;
+          fold_tile_lanes<R>(lanes, p, i, m);
+          tail = p + i;
+          tail_n = m - i;
+        }
+        for (int w = kLanes / 2; w >= 1; w /= 2)
+          for (int j = 0; j < w; ++j) lanes[j] = R::join(lanes[j], lanes[j + w]);
+        acc = lanes[0];
+        for (int64_t i = 0; i < tail_n; ++i) acc = R::step(acc, tail[i]);
+      }
+      part[c] = R::join(R::init(), acc);
+    }
+  });
+  A total = part[0];
+  for (int64_t c = 1; c < nchunks; ++c) total = R::join(total, part[c]);
+  store_one<T>(total, out);
 }
 
 template <Monoid M> void reduce_monoid(const View& in, const std::vector<int>& dims, const View& out) {
@@ -407,6 +470,17 @@ void run_reduce(Op op, const View& in, const std::vector<int>& dims, const View&
   const std::optional<Monoid> m = monoid_of(op);
   internal_check(m.has_value() && "run_reduce: not a Reduce op");
   dispatch_monoid(*m, [&](auto mc) { reduce_monoid<decltype(mc)::value>(in, dims, out); });
+}
+
+void fold_tiles(Op op, DType in, int64_t n, int64_t tile_elems, const TileSource& tile, const View& out) {
+  internal_check(out.numel() == 1);
+  const std::optional<Monoid> m = monoid_of(op);
+  internal_check(m.has_value() && "fold_tiles: not a Reduce op");
+  dispatch_monoid(*m, [&](auto mc) {
+    constexpr Monoid M = decltype(mc)::value;
+    dispatch_reduce_dtype<M>(
+        in, [&](auto tag) { fold_tiles_typed<M, typename decltype(tag)::type>(n, tile_elems, tile, out); });
+  });
 }
 
 void combine_into(Monoid m, const View& acc, const View& part) {
