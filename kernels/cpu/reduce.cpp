@@ -169,11 +169,11 @@ template <class R, class T, class O> class Reducer {
       const auto kd = as_dims(kept), rd = as_dims(red);
       const int64_t nr = total / nout / inner.n;
       parallel_for(ntasks, grain, [&](int64_t lo, int64_t hi, int) {
-        Odometer<2> k(kd, lo);
         if (nr == 1 && kd.size() == 1 && inner.sin == 1 && inner.n < 2 * kLanes) {
           fold_short_rows(in, out, kd[0].s[0], kd[0].s[1], inner.n, lo, hi);
           return;
         }
+        Odometer<2> k(kd, lo);
         if (nr == 1) {  // only the densest dim reduced: no odometer (an allocation) per output
           for (int64_t o = lo; o < hi; ++o, k.advance(1))
             out[k.off[1]] =

@@ -132,10 +132,9 @@ TEST_CASE("kernels.cpu.map_fold.matches_map_then_reduce") {
   nan_max.instrs = {instr(Op::Abs, 0)};
   CHECK(std::isnan(both(nan_max, {rows, cols}, Op::Max, DType::F32).first->data<float>()[0]));
   for (const double limit : {0.999, 2.0}) {
-    MapProgram gt;
-    gt.leaves = {a->view(), s->view().expanded({rows, cols})};
     auto k = tensor<float>({}, {float(limit * 3.0)});
-    gt.leaves[1] = k->view().expanded({rows, cols});
+    MapProgram gt;  // a > 3 * limit (a's largest value is under 3)
+    gt.leaves = {a->view(), k->view().expanded({rows, cols})};
     gt.instrs = {instr(Op::Gt, 0, 1, DType::Bool)};
     for (const Op op : {Op::Any, Op::All}) {
       auto [got, want] = both(gt, {rows, cols}, op, DType::Bool);
