@@ -44,6 +44,9 @@ class PreparedMap {
 // the map's result folded tile by tile as it is computed (fold_tiles): it never reaches memory.
 // p has instructions; op is a Reduce op run_reduce takes for the map's dtype.
 void run_map_fold(const MapProgram& p, const Shape& shape, Op op, const View& out);
+// The same with the reduction over the trailing dims only: each row of `row` elements of the
+// map's result into one element of out (contiguous), folded as fold_rows folds it.
+void run_map_fold_rows(const MapProgram& p, const Shape& shape, Op op, int64_t row, const View& out);
 
 // The elements of a result computed a tile at a time: tile(t, worker) points at elements
 // t * tile_elems ... of it (the last tile shorter), valid until worker's next call.
@@ -54,6 +57,12 @@ using TileSource = std::function<const void*(int64_t tile, int worker)>;
 // floats), the partials joined in chunk order: the same result on any number of threads.
 // tile_elems: a multiple of 16.
 void fold_tiles(Op op, DType in, int64_t n, int64_t tile_elems, const TileSource& tile, const View& out);
+// run_reduce of each row of `row` consecutive elements of the nrows * row that `tile` yields into
+// out[i] (out contiguous, nrows elements): every row folded as run_reduce folds a contiguous
+// row when it has enough outputs not to cut rows (16 lanes, then the tail; short rows eight at
+// a time), so the same result bit for bit, on any number of threads.
+void fold_rows(Op op, DType in, int64_t nrows, int64_t row, int64_t tile_elems, const TileSource& tile,
+               const View& out);
 
 // Reduce `in` over `dims` (0-based ascending) into `out` (in's shape without dims).
 // Sum/Prod of ints and bools accumulate in i64; floats accumulate in f64.

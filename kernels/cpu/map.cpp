@@ -618,8 +618,11 @@ void PreparedMap::run(const MapProgram& p, const View& out) {
   run_serial(g, st.w.ptr);
 }
 
-void run_map_fold(const MapProgram& p0, const Shape& shape, Op op, const View& out) {
-  internal_check(!p0.instrs.empty() && out.numel() == 1);
+namespace {
+
+// The map p0 over `shape` as a TileSource for `fold` (fold_tiles or fold_rows): each tile
+// computed into the worker's L1 scratch slot, never written out.
+template <class Fold> void fold_map_tiles(const MapProgram& p0, const Shape& shape, Fold&& fold) {
   std::vector<std::shared_ptr<Value>> copies;
   MapProgram p1;
   const MapProgram& p = materialized_leaves(p0, copies, p1);
@@ -634,19 +637,31 @@ void run_map_fold(const MapProgram& p0, const Shape& shape, Op op, const View& o
   const int last = g.steps.back().r;
   w.scratch.assign(static_cast<size_t>(pool_width()), Scratch{});
   std::vector<std::vector<const char*>> ptrs(static_cast<size_t>(pool_width()));
-  fold_tiles(
-      op, result.dtype, g.n, kTile,
-      [&](int64_t tile, int worker) -> const void* {
-        Scratch& s = w.scratch[static_cast<size_t>(worker)];
-        std::vector<const char*>& ptr = ptrs[static_cast<size_t>(worker)];
-        if (!s.mem) {
-          s = make_scratch(g);
-          ptr.assign(g.regs.size(), nullptr);
-        }
-        run_tile(g, s, ptr, tile);
-        return ptr[static_cast<size_t>(last)];
-      },
-      out);
+  fold(result.dtype, g.n, [&](int64_t tile, int worker) -> const void* {
+    Scratch& s = w.scratch[static_cast<size_t>(worker)];
+    std::vector<const char*>& ptr = ptrs[static_cast<size_t>(worker)];
+    if (!s.mem) {
+      s = make_scratch(g);
+      ptr.assign(g.regs.size(), nullptr);
+    }
+    run_tile(g, s, ptr, tile);
+    return ptr[static_cast<size_t>(last)];
+  });
+}
+
+}  // namespace
+
+void run_map_fold(const MapProgram& p0, const Shape& shape, Op op, const View& out) {
+  internal_check(!p0.instrs.empty() && out.numel() == 1);
+  fold_map_tiles(p0, shape,
+                 [&](DType t, int64_t n, const TileSource& tile) { fold_tiles(op, t, n, kTile, tile, out); });
+}
+
+void run_map_fold_rows(const MapProgram& p0, const Shape& shape, Op op, int64_t row, const View& out) {
+  internal_check(!p0.instrs.empty() && row > 0 && out.numel() * row == numel(shape));
+  fold_map_tiles(p0, shape, [&](DType t, int64_t n, const TileSource& tile) {
+    fold_rows(op, t, n / row, row, kTile, tile, out);
+  });
 }
 
 void run_map(const MapProgram& p0, const View& out) {

@@ -353,19 +353,22 @@ void reduce_typed(const View& in, const std::vector<RDim>& dims, const View& out
   }
 }
 
-// One result into out (one element) from its accumulator: as it is, or converted.
-template <class T, class A> void store_one(A acc, const View& out) {
+// One result into element i of out (contiguous) from its accumulator: as it is, or converted,
+// as reduce_typed stores it.
+template <class T, class A> void store_at(A acc, const View& out, int64_t i) {
   if (out.dtype == dtype_of<A>()) {
-    *out.ptr<A>() = acc;
+    out.ptr<A>()[i] = acc;
   } else if (out.dtype == dtype_of<T>()) {
-    *out.ptr<T>() = static_cast<T>(acc);
+    out.ptr<T>()[i] = static_cast<T>(acc);
   } else {
     dispatch_any_dtype(out.dtype, [&](auto tag) {
       using O = typename decltype(tag)::type;
-      *out.ptr<O>() = fn::Cast<A, O>{}(acc);
+      out.ptr<O>()[i] = fn::Cast<A, O>{}(acc);
     });
   }
 }
+
+template <class T, class A> void store_one(A acc, const View& out) { store_at<T>(acc, out, 0); }
 
 // Every element of a contiguous input into one output, below the size Reducer::run would
 // split: the one fold it would do (join(init, fold_run)), without building its dims. A dot
@@ -435,6 +438,109 @@ void fold_tiles_typed(int64_t n, int64_t tile_elems, const TileSource& tile, con
   store_one<T>(total, out);
 }
 
+// One row's fold as its elements arrive, in pieces: the order of Reducer's for a contiguous row
+// of n elements (fold_run's 16 lanes over its whole groups, then the tail; one chain below
+// 2 * kLanes elements), so the same result bit for bit.
+template <class R, class T> class RowFold {
+ public:
+  using A = typename R::A;
+  explicit RowFold(int64_t n) : n_(n), grouped_(n >= 2 * kLanes ? n / kLanes * kLanes : 0) { restart(); }
+
+  void restart() {
+    at_ = 0;
+    acc_ = R::init();
+    for (int j = 0; j < kLanes; ++j) lanes_[j] = R::init();
+  }
+  int64_t left() const { return n_ - at_; }
+
+  // The next k elements of the row (k <= left()).
+  void feed(const T* p, int64_t k) {
+    int64_t i = 0;
+    while (i < k && at_ < grouped_) {
+      if (at_ % kLanes == 0 && k - i >= kLanes) {  // whole groups straight into the lanes
+        const int64_t end = std::min(k, i + (grouped_ - at_));
+        const int64_t before = i;
+        fold_tile_lanes<R>(lanes_, p, i, end);
+        at_ += i - before;
+        continue;
+      }
+      lanes_[at_ % kLanes] = R::step(lanes_[at_ % kLanes], p[i]);
+      ++i;
+      ++at_;
+    }
+    if (i < k && at_ == grouped_ && grouped_ > 0 && !joined_) join_lanes();
+    for (; i < k; ++i, ++at_) acc_ = R::step(acc_, p[i]);
+  }
+
+  // The row's result, once every element was fed.
+  A result() {
+    if (grouped_ > 0 && !joined_) join_lanes();
+    joined_ = false;
+    return R::join(R::init(), acc_);
+  }
+
+ private:
+  void join_lanes() {
+    for (int w = kLanes / 2; w >= 1; w /= 2)
+      for (int j = 0; j < w; ++j) lanes_[j] = R::join(lanes_[j], lanes_[j + w]);
+    acc_ = lanes_[0];
+    joined_ = true;
+  }
+
+  int64_t n_, grouped_, at_ = 0;
+  bool joined_ = false;
+  A acc_;
+  A lanes_[kLanes];
+};
+
+template <Monoid M, class T>
+void fold_rows_typed(int64_t nrows, int64_t row, int64_t tile_elems, const TileSource& tile,
+                     const View& out) {
+  using R = fn::Fold<M, T>;
+  using A = typename R::A;
+  constexpr int64_t kRowGroup = 8;  // short rows folded together, as Reducer::fold_short_rows
+  const int64_t n = nrows * row;
+  // Tasks of whole rows, about a fold_tiles chunk each; a tile shared by two tasks is computed
+  // by both, each folding its own rows of it.
+  const int64_t rows_per_task = std::max<int64_t>(1, kFoldChunkTiles * tile_elems / row);
+  const int64_t ntasks = (nrows + rows_per_task - 1) / rows_per_task;
+  parallel_for(ntasks, 1, [&](int64_t lo, int64_t hi, int worker) {
+    RowFold<R, T> f(row);
+    for (int64_t c = lo; c < hi; ++c) {
+      int64_t r = c * rows_per_task;
+      const int64_t r_end = std::min(nrows, r + rows_per_task);
+      int64_t e = r * row;
+      const int64_t e_end = r_end * row;
+      while (e < e_end) {
+        const int64_t t = e / tile_elems;
+        const T* p = static_cast<const T*>(tile(t, worker));
+        const int64_t t0 = t * tile_elems, t1 = std::min({n, t0 + tile_elems, e_end});
+        while (e < t1) {
+          const T* q = p + (e - t0);
+          if (f.left() == row && row < 2 * kLanes && t1 - e >= kRowGroup * row) {
+            // kRowGroup whole short rows in this tile: their chains side by side.
+            A acc[kRowGroup];
+            for (int64_t g = 0; g < kRowGroup; ++g) acc[g] = R::init();
+            for (int64_t i = 0; i < row; ++i)
+              for (int64_t g = 0; g < kRowGroup; ++g) acc[g] = R::step(acc[g], q[g * row + i]);
+            for (int64_t g = 0; g < kRowGroup; ++g) store_at<T>(R::join(R::init(), acc[g]), out, r + g);
+            r += kRowGroup;
+            e += kRowGroup * row;
+            continue;
+          }
+          const int64_t k = std::min(f.left(), t1 - e);
+          f.feed(q, k);
+          e += k;
+          if (f.left() == 0) {
+            store_at<T>(f.result(), out, r++);
+            f.restart();
+          }
+        }
+      }
+    }
+  });
+}
+
 template <Monoid M> void reduce_monoid(const View& in, const std::vector<int>& dims, const View& out) {
   // Small and whole: no dims to build (fold_all).
   if (out.numel() == 1 && in.numel() > 0 && in.numel() < kSerialWork && in.is_contiguous()) {
@@ -480,6 +586,19 @@ void fold_tiles(Op op, DType in, int64_t n, int64_t tile_elems, const TileSource
     constexpr Monoid M = decltype(mc)::value;
     dispatch_reduce_dtype<M>(
         in, [&](auto tag) { fold_tiles_typed<M, typename decltype(tag)::type>(n, tile_elems, tile, out); });
+  });
+}
+
+void fold_rows(Op op, DType in, int64_t nrows, int64_t row, int64_t tile_elems, const TileSource& tile,
+               const View& out) {
+  internal_check(out.numel() == nrows && out.is_contiguous() && nrows > 0 && row > 0 && tile_elems > 0);
+  const std::optional<Monoid> m = monoid_of(op);
+  internal_check(m.has_value() && "fold_rows: not a Reduce op");
+  dispatch_monoid(*m, [&](auto mc) {
+    constexpr Monoid M = decltype(mc)::value;
+    dispatch_reduce_dtype<M>(in, [&](auto tag) {
+      fold_rows_typed<M, typename decltype(tag)::type>(nrows, row, tile_elems, tile, out);
+    });
   });
 }
 

@@ -145,3 +145,74 @@ TEST_CASE("kernels.cpu.map_fold.matches_map_then_reduce") {
     CHECK(both(gt, {rows, cols}, Op::Any, DType::Bool).first->data<bool>()[0] == (limit < 1));
   }
 }
+
+// cpu::run_map_fold_rows: each row (the trailing dims) of a map folded from its tiles, the same
+// bits as run_map then run_reduce of those dims, which folds each row whole when there are at
+// least 32 rows: short rows (one chain), rows of whole lane groups and a tail, rows longer than
+// a tile and rows that straddle tiles and tasks, on 1 and 3 threads.
+TEST_CASE("kernels.cpu.map_fold.rows_match_map_then_reduce_bit_for_bit") {
+  const int before = cpu::num_threads();
+  struct Shape2 {
+    Shape shape;
+    int trailing;  // reduced dims, the last ones
+  };
+  const std::vector<Shape2> shapes = {
+      {{40, 1}, 1},     {{37, 5}, 1},    {{64, 8}, 1},       {{50, 31}, 1},     {{33, 32}, 1},
+      {{90, 33}, 1},    {{70, 48}, 1},   {{2000, 100}, 1},   {{40, 512}, 1},    {{41, 513}, 1},
+      {{300, 1000}, 1}, {{35, 4103}, 1}, {{6, 7, 9, 11}, 2}, {{3, 20, 300}, 1}, {{5000, 33}, 1}};
+  for (const Shape2& sc : shapes) {
+    const int64_t n = numel(sc.shape);
+    auto a = wave(sc.shape, 2.0, n / 3);  // a NaN in one row
+    auto b = wave(sc.shape, 1.5);
+    auto k = tensor<float>({}, {0.75f});
+    MapProgram p;  // a * b + 0.75: two in-place leaves and a broadcast constant
+    p.leaves = {a->view(), b->view(), k->view().expanded(sc.shape)};
+    p.instrs = {instr(Op::Mul, 0, 1), instr(Op::Add, 3, 2)};
+    // a * b in f64: its sums in f64 depend on the order of the adds (f32 terms summed in f64
+    // mostly do not), so a fold in another order shows.
+    auto a64 = Value::alloc(DType::F64, sc.shape), b64 = Value::alloc(DType::F64, sc.shape);
+    for (int64_t i = 0; i < n; ++i) {
+      a64->data<double>()[i] = std::sin(double(i) * 0.37) * 1e3;
+      b64->data<double>()[i] = std::cos(double(i) * 0.11) * 1e-2;
+    }
+    MapProgram p64;
+    p64.leaves = {a64->view(), b64->view()};
+    p64.instrs = {MapInstr{Op::Mul, DType::F64, DType::F64}};
+    p64.instrs[0].a = 0, p64.instrs[0].b = 1;
+    MapProgram gt;  // b > 0.75 (a bool map)
+    gt.leaves = {b->view(), k->view().expanded(sc.shape)};
+    gt.instrs = {instr(Op::Gt, 0, 1, DType::Bool)};
+    const int r = static_cast<int>(sc.shape.size());
+    std::vector<int> dims;
+    Shape out_shape(sc.shape.begin(), sc.shape.end() - sc.trailing);
+    int64_t row = 1;
+    for (int d = r - sc.trailing; d < r; ++d) dims.push_back(d), row *= sc.shape[static_cast<size_t>(d)];
+    struct Run {
+      const MapProgram* p;
+      Op op;
+      DType out;
+    };
+    for (const Run& run :
+         {Run{&p, Op::Sum, DType::F32}, Run{&p, Op::Sum, DType::F64}, Run{&p, Op::Max, DType::F32},
+          Run{&p, Op::Min, DType::F32}, Run{&p, Op::Prod, DType::F32}, Run{&p64, Op::Sum, DType::F64},
+          Run{&p64, Op::Prod, DType::F64}, Run{&gt, Op::Any, DType::Bool}, Run{&gt, Op::All, DType::Bool}}) {
+      auto mapped = Value::alloc(run.p->instrs.back().out, sc.shape);
+      cpu::run_map(*run.p, mapped->view());
+      auto want = Value::alloc(run.out, out_shape);
+      cpu::run_reduce(run.op, mapped->view(), dims, want->view());
+      const size_t bytes = static_cast<size_t>(numel(out_shape)) * dtype_size(run.out);
+      for (const int threads : {1, 3}) {
+        cpu::set_num_threads(threads);
+        auto got = Value::alloc(run.out, out_shape);
+        std::memset(got->view().byte_ptr(), 0x5a, bytes);
+        cpu::run_map_fold_rows(*run.p, sc.shape, run.op, row, got->view());
+        CAPTURE(shape_str(sc.shape));
+        CAPTURE(op_def(run.op).name);
+        CAPTURE(dtype_name(run.out));
+        CAPTURE(threads);
+        CHECK(std::memcmp(got->view().byte_ptr(), want->view().byte_ptr(), bytes) == 0);
+      }
+    }
+  }
+  cpu::set_num_threads(before);
+}
