@@ -108,6 +108,33 @@ bool fold_lanes_contiguous(typename R::A* lanes, const T* p, int64_t& i, int64_t
   }
 }
 
+// The lanes joined pairwise, lanes[j] with lanes[j + w] for w = 8, 4, 2, 1: lanes[0] is their
+// fold. Max and min of f32 and f64 as AVX2 compares and blends (a level whose pairs are closer
+// than a register reads the register at lanes + w; the lanes past w it writes are not read
+// again): the same selects as combine's, whose branches mispredict on data (x:max(2) of rows
+// of 32 elements spent most of its time here). The same result bit for bit.
+template <class R> typename R::A join_lanes(typename R::A* lanes) {
+  using A = typename R::A;
+#if defined(__AVX2__)
+  constexpr Monoid M = R::kMonoid;
+  if constexpr ((M == Monoid::Max || M == Monoid::Min) &&
+                (std::is_same_v<A, float> || std::is_same_v<A, double>)) {
+    using L = Lanes<A>;
+    for (int w = kLanes / 2; w >= 1; w /= 2) {
+      for (int r = 0; r < std::max(1, w / L::kN); ++r) {
+        const typename L::V a = L::load(lanes + r * L::kN), b = L::load(lanes + w + r * L::kN);
+        const typename L::V keep = M == Monoid::Max ? L::gt(a, b) : L::lt(a, b);
+        L::store(lanes + r * L::kN, L::select(L::bor(keep, L::unord(a, a)), a, b));
+      }
+    }
+    return lanes[0];
+  }
+#endif
+  for (int w = kLanes / 2; w >= 1; w /= 2)
+    for (int j = 0; j < w; ++j) lanes[j] = R::join(lanes[j], lanes[j + w]);
+  return lanes[0];
+}
+
 // Folds n elements at stride s.
 template <class R, class T> typename R::A fold_run(const T* p, int64_t n, int64_t s) {
   using A = typename R::A;
@@ -124,9 +151,7 @@ template <class R, class T> typename R::A fold_run(const T* p, int64_t n, int64_
       for (; i + kLanes <= n; i += kLanes)
         for (int j = 0; j < kLanes; ++j) lanes[j] = R::step(lanes[j], p[(i + j) * s]);
     }
-    for (int w = kLanes / 2; w >= 1; w /= 2)
-      for (int j = 0; j < w; ++j) lanes[j] = R::join(lanes[j], lanes[j + w]);
-    acc = lanes[0];
+    acc = join_lanes<R>(lanes);
   }
   for (; i < n; ++i) acc = R::step(acc, p[i * s]);
   return acc;
@@ -425,9 +450,7 @@ void fold_tiles_typed(int64_t n, int64_t tile_elems, const TileSource& tile, con
           tail = p + i;
           tail_n = m - i;
         }
-        for (int w = kLanes / 2; w >= 1; w /= 2)
-          for (int j = 0; j < w; ++j) lanes[j] = R::join(lanes[j], lanes[j + w]);
-        acc = lanes[0];
+        acc = join_lanes<R>(lanes);
         for (int64_t i = 0; i < tail_n; ++i) acc = R::step(acc, tail[i]);
       }
       part[c] = R::join(R::init(), acc);
@@ -468,22 +491,20 @@ template <class R, class T> class RowFold {
       ++i;
       ++at_;
     }
-    if (i < k && at_ == grouped_ && grouped_ > 0 && !joined_) join_lanes();
+    if (i < k && at_ == grouped_ && grouped_ > 0 && !joined_) close_lanes();
     for (; i < k; ++i, ++at_) acc_ = R::step(acc_, p[i]);
   }
 
   // The row's result, once every element was fed.
   A result() {
-    if (grouped_ > 0 && !joined_) join_lanes();
+    if (grouped_ > 0 && !joined_) close_lanes();
     joined_ = false;
     return R::join(R::init(), acc_);
   }
 
  private:
-  void join_lanes() {
-    for (int w = kLanes / 2; w >= 1; w /= 2)
-      for (int j = 0; j < w; ++j) lanes_[j] = R::join(lanes_[j], lanes_[j + w]);
-    acc_ = lanes_[0];
+  void close_lanes() {
+    acc_ = join_lanes<R>(lanes_);
     joined_ = true;
   }
 
@@ -528,7 +549,12 @@ void fold_rows_typed(int64_t nrows, int64_t row, int64_t tile_elems, const TileS
             e += kRowGroup * row;
             continue;
           }
-          const int64_t k = std::min(f.left(), t1 - e);
+          if (f.left() == row && t1 - e >= row) {  // a whole row in this tile: run_reduce's fold of it
+            store_at<T>(R::join(R::init(), fold_run<R>(q, row, 1)), out, r++);
+            e += row;
+            continue;
+          }
+          const int64_t k = std::min(f.left(), t1 - e);  // a row across tiles, a piece at a time
           f.feed(q, k);
           e += k;
           if (f.left() == 0) {

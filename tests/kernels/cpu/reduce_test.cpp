@@ -300,3 +300,68 @@ TEST_CASE_TEMPLATE("kernels.cpu.reduce.short_rows_match_the_row_by_row_fold", T,
   }
   cpu::set_num_threads(before);
 }
+
+// A row's 16 lanes are joined pairwise (lanes[j] with lanes[j + w], w = 8, 4, 2, 1); max and
+// min do it with vector compares and blends. Against that tree written out here with
+// fn::combine, bit for bit: values among +-0, +-1, +-inf and NaNs whose payloads say which one
+// won, rows of 32 to 47 elements (lanes only, then a tail), 64 rows.
+TEST_CASE_TEMPLATE("kernels.cpu.reduce.lane_tree_matches_the_scalar_joins", T, float, double) {
+  const DType t = cpu::dtype_of<T>();
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  auto nan_with = [](Bits payload) {
+    T x = std::numeric_limits<T>::quiet_NaN();
+    Bits b;
+    std::memcpy(&b, &x, sizeof b);
+    b |= payload;
+    std::memcpy(&x, &b, sizeof b);
+    return x;
+  };
+  const T pool[] = {T(0.0),
+                    T(-0.0),
+                    T(1),
+                    T(-1),
+                    std::numeric_limits<T>::infinity(),
+                    -std::numeric_limits<T>::infinity(),
+                    nan_with(1),
+                    nan_with(2),
+                    nan_with(3)};
+  const int64_t rows = 64;
+  uint32_t state = 12345;
+  for (const int64_t n : {int64_t(32), int64_t(33), int64_t(40), int64_t(47)}) {
+    for (int trial = 0; trial < 20; ++trial) {
+      auto x = Value::alloc(t, {rows, n});
+      T* p = x->template data<T>();
+      for (int64_t i = 0; i < rows * n; ++i) {
+        state = state * 1664525u + 1013904223u;
+        // Mostly ordinary values, now and then a NaN: the winner depends on the order.
+        const uint32_t k = (state >> 8) % 64;
+        p[i] = k < 6 ? pool[k] : k < 9 ? pool[k] : T(double(int(k) - 30) * 0.25);
+      }
+      for (const Op op : {Op::Max, Op::Min}) {
+        auto got = Value::alloc(t, {rows});
+        cpu::run_reduce(op, x->view(), {1}, got->view());
+        for (int64_t r = 0; r < rows; ++r) {
+          const T* row = p + r * n;
+          auto join = [op](T a, T b) {
+            return op == Op::Max ? fn::combine<Monoid::Max>(a, b) : fn::combine<Monoid::Min>(a, b);
+          };
+          const T init =
+              op == Op::Max ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+          T lanes[16];
+          for (int j = 0; j < 16; ++j) lanes[j] = init;
+          const int64_t grouped = n / 16 * 16;
+          for (int64_t i = 0; i < grouped; ++i) lanes[i % 16] = join(lanes[i % 16], row[i]);
+          for (int w = 8; w >= 1; w /= 2)
+            for (int j = 0; j < w; ++j) lanes[j] = join(lanes[j], lanes[j + w]);
+          T acc = lanes[0];
+          for (int64_t i = grouped; i < n; ++i) acc = join(acc, row[i]);
+          const T want = join(init, acc);
+          CAPTURE(op_def(op).name);
+          CAPTURE(n);
+          CAPTURE(r);
+          CHECK(std::memcmp(&want, got->template data<T>() + r, sizeof(T)) == 0);
+        }
+      }
+    }
+  }
+}
