@@ -194,7 +194,8 @@ void HostBackend::map_reduce(const cpu::MapProgram& p0, const Shape& shape, Op o
   }
   // The trailing dims reduced (a row's sum of squares, a softmax's denominator), over enough
   // rows that run_reduce folds each row whole: the rows folded from the map's tiles in L1, as
-  // for a full reduction (through the chunk scratch below, ~2-3x a read pass).
+  // for a full reduction (the chunk path below writes and reads back a scratch: ~2-3x a read
+  // pass).
   if (const int64_t row = trailing_run(shape, dims);
       row > 0 && out.is_contiguous() && out.numel() >= kRowsWhole) {
     cpu::run_map_fold_rows(p0, shape, op, row, out);
