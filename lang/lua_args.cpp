@@ -89,6 +89,7 @@ bool is_tensor(lua_State* L, int arg) { return to_tensor_handle(L, arg) != nullp
 NodeRef check_tensor(lua_State* L, int arg) {
   TensorHandle* h = to_tensor_handle(L, arg);
   if (!h) type_error(L, arg, "Tensor");
+  if (h->rec) promote(*h);
   user_check(h->node != nullptr, "argument #", arg, " is a released tensor (used after release())");
   return h->node;
 }
@@ -101,7 +102,8 @@ build::Operand check_operand(lua_State* L, int arg) {
       return build::Operand::number(lua_tonumber(L, arg));
     case LUA_TTABLE: return build::Operand(tensor_from_lua(L, arg, std::nullopt));
     default:
-      if (const TensorHandle* h = to_tensor_handle(L, arg)) {
+      if (TensorHandle* h = to_tensor_handle(L, arg)) {
+        if (h->rec) promote(*h);
         user_check(h->node != nullptr, "argument #", arg, " is a released tensor (used after release())");
         return build::Operand(h->node.get());
       }

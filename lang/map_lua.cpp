@@ -14,6 +14,9 @@ template <Op op> int l_unary(lua_State* L) {
 }
 
 template <Op op> int l_binary(lua_State* L) {
+  // a * b of computed tensors in a loop of small observations: a record, no node yet.
+  if constexpr (op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Div)
+    if (try_record_binary(L, op)) return 1;
   const build::Operand a = check_operand(L, 1);
   const build::Operand b = check_operand(L, 2);
   push_tensor(L, build::binary(op, a, b));

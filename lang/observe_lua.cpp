@@ -54,6 +54,13 @@ int l_len(lua_State* L) {
 }
 
 int l_item(lua_State* L) {
+  if (TensorHandle* h = to_tensor_handle(L, 1); h && h->rec) {
+    const Pending& r = *h->rec.get();
+    if (numel(r.shape()) == 1 && observe_pending(L, 1, 1)) {
+      push_element(L, r.value()->view(), 0);
+      return 1;
+    }
+  }
   const NodeRef x = check_tensor(L, 1);
   if (numel(x->shape) != 1)  // (user_check would format the shape on every call)
     user_error("expects a tensor with exactly one element, got shape ", shape_str(x->shape), " (",
@@ -72,6 +79,13 @@ int l_totable(lua_State* L) {
 
 int l_eval(lua_State* L) {
   const int n = lua_gettop(L);
+  // Records alone (x = tp.eval(x + alpha * p)) are computed as they are.
+  bool records = n > 0;
+  for (int i = 1; i <= n && records; ++i) {
+    const TensorHandle* h = to_tensor_handle(L, i);
+    records = h && h->rec;
+  }
+  if (records && observe_pending(L, 1, n)) return n;
   std::vector<NodeRef> xs;
   for (int i = 1; i <= n; ++i) xs.push_back(check_tensor(L, i));
   // Computed is enough: results stay sharded where computed (printing one gathers it).
@@ -86,6 +100,7 @@ int l_release(lua_State* L) {
   TensorHandle* h = to_tensor_handle(L, 1);
   if (!h) type_error(L, 1, "Tensor");
   h->node = nullptr;
+  h->rec.reset();
   return 0;
 }
 

@@ -41,6 +41,8 @@ ReduceArgs reduce_args(lua_State* L, std::initializer_list<const char*> allowed)
 }  // namespace
 
 template <Op op> int l_reduce(lua_State* L) {
+  if constexpr (op == Op::Sum)
+    if (try_record_sum(L)) return 1;
   ReduceArgs r = reduce_args(L, {"keepdim"});
   push_tensor(L, build::reduce(op, r.x, r.dims, r.keepdim));
   return 1;
@@ -112,6 +114,7 @@ template int l_argreduce<Op::ArgMax>(lua_State*);
 template int l_argreduce<Op::ArgMin>(lua_State*);
 
 int l_matmul(lua_State* L) {
+  if (try_record_matmul(L)) return 1;
   const NodeRef a = check_tensor_like(L, 1);
   const NodeRef b = check_tensor_like(L, 2);
   push_tensor(L, build::matmul(a, b));

@@ -24,7 +24,10 @@ int tensor_gc(lua_State* L) {
 }
 
 int tensor_close(lua_State* L) {
-  if (auto* h = to_tensor_handle(L, 1)) h->node = nullptr;
+  if (auto* h = to_tensor_handle(L, 1)) {
+    h->node = nullptr;
+    h->rec.reset();
+  }
   return 0;
 }
 
@@ -77,7 +80,7 @@ int tensor_index_fast(lua_State* L) {
 
 void push_tensor(lua_State* L, NodeRef node, std::string name) {
   void* mem = lua_newuserdatauv(L, sizeof(TensorHandle), 0);
-  new (mem) TensorHandle{std::move(node), std::move(name)};
+  new (mem) TensorHandle{std::move(node), std::move(name), tensor_tag(), {}};
   // (luaL_setmetatable would hash and compare the name.)
   lua_rawgeti(L, LUA_REGISTRYINDEX, state_context(L).tensor_meta);
   lua_setmetatable(L, -2);

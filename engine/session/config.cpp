@@ -26,6 +26,7 @@ Config Config::from_environment() {
     c.memory_per_rank = 0;
   if (const char* e = var("TAPESTRY_VERIFY")) c.verify = std::string_view(e) == "1";
   if (const char* e = var("TAPESTRY_DEBUG")) c.debug_plan = std::string_view(e) == "plan";
+  if (const char* e = var("TAPESTRY_RECORDS")) c.records = std::string_view(e) != "0";
   if (const char* e = var("TAPESTRY_THREADS")) {
     char* end = nullptr;
     const long n = std::strtol(e, &end, 10);

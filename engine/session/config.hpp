@@ -19,18 +19,19 @@ struct Config {
   int64_t memory_per_rank = 0;  // TAPESTRY_MEMORY_PER_RANK (512M, 2G): bytes; 0: the default
   bool verify = false;          // TAPESTRY_VERIFY=1: verify every plan before it runs
   bool debug_plan = false;      // TAPESTRY_DEBUG=plan: the planner's graph after each pass
-  int threads = 0;              // TAPESTRY_THREADS: the kernels' threads; 0: one per core
-  std::string isa;              // TAPESTRY_ISA: avx2 or avx512, the CPU kernels' vector set ("": widest)
-  std::string device;           // TAPESTRY_DEVICE: cpu, cuda (gpu), sim, auto ("": auto)
-  bool device_peers = true;     // TAPESTRY_DEVICE_PEERS=0: slices between devices go through the host
-  int local_rank = 0;           // OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or SLURM_LOCALID
-  int local_ranks = 1;          // OMPI_COMM_WORLD_LOCAL_SIZE or MPI_LOCALNRANKS: ranks on this machine
-  bool mpi_launched = false;    // OMPI_COMM_WORLD_SIZE, PMI_SIZE or PMIX_RANK: mpirun started us
-  double mpi_timeout_s = 300;   // TAPESTRY_MPI_TIMEOUT: silence before a worker is reported
-  std::string fault;            // TAPESTRY_FAULT=RANK:RUN[:oom]: a worker fails a run (tests)
-  int io_fault_rank = -1;       // TAPESTRY_IO_FAULT=RANK: that rank fails every I/O job (tests)
-  RetryPolicy retry;            // TAPESTRY_BLOCK_RETRIES=N, TAPESTRY_BLOCK_FAULT=EVERY[:TIMES] (tests)
-  comm::LaunchEnv launch;       // what relaunching under mpirun needs (PATH, ...)
+  bool records = true;         // TAPESTRY_RECORDS=0: small operations built as nodes (engine/run/pending.hpp)
+  int threads = 0;             // TAPESTRY_THREADS: the kernels' threads; 0: one per core
+  std::string isa;             // TAPESTRY_ISA: avx2 or avx512, the CPU kernels' vector set ("": widest)
+  std::string device;          // TAPESTRY_DEVICE: cpu, cuda (gpu), sim, auto ("": auto)
+  bool device_peers = true;    // TAPESTRY_DEVICE_PEERS=0: slices between devices go through the host
+  int local_rank = 0;          // OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or SLURM_LOCALID
+  int local_ranks = 1;         // OMPI_COMM_WORLD_LOCAL_SIZE or MPI_LOCALNRANKS: ranks on this machine
+  bool mpi_launched = false;   // OMPI_COMM_WORLD_SIZE, PMI_SIZE or PMIX_RANK: mpirun started us
+  double mpi_timeout_s = 300;  // TAPESTRY_MPI_TIMEOUT: silence before a worker is reported
+  std::string fault;           // TAPESTRY_FAULT=RANK:RUN[:oom]: a worker fails a run (tests)
+  int io_fault_rank = -1;      // TAPESTRY_IO_FAULT=RANK: that rank fails every I/O job (tests)
+  RetryPolicy retry;           // TAPESTRY_BLOCK_RETRIES=N, TAPESTRY_BLOCK_FAULT=EVERY[:TIMES] (tests)
+  comm::LaunchEnv launch;      // what relaunching under mpirun needs (PATH, ...)
   // A driver process runs the MPI job (engine/dist/remote_job.hpp): under `tapestry -n N` and
   // as rank 0 of `mpirun -n N tapestry`. TAPESTRY_DRIVER=0: rank 0 of the job runs Lua itself
   // (the job then ends with any lost process).
