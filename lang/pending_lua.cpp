@@ -28,7 +28,8 @@ bool takes_records(lua_State* L) {
 bool pending_arg(lua_State* L, int i, PendingArg& out) {
   switch (lua_type(L, i)) {
     case LUA_TNUMBER:
-      out = lua_isinteger(L, i) ? PendingArg::of_integer(lua_tointeger(L, i)) : PendingArg::of_number(lua_tonumber(L, i));
+      out = lua_isinteger(L, i) ? PendingArg::of_integer(lua_tointeger(L, i))
+                                : PendingArg::of_number(lua_tonumber(L, i));
       return true;
     case LUA_TUSERDATA:
       if (TensorHandle* h = to_tensor_handle(L, i)) {

@@ -1,6 +1,7 @@
 #include "engine/run/pending.hpp"
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "engine/ir/build/builders.hpp"
@@ -160,9 +161,11 @@ template <class T, class F> void map_loop(F f, T* o, const T* a, const T* b, T c
 
 // One IEEE operation an element, as run_map's instruction computes it (a number is rounded to
 // the dtype first, as build::full rounds a Full constant).
-template <class T>
-void run_map_op(Op op, T* o, const T* a, const T* b, double number, int64_t n) {
+template <class T> void run_map_op(Op op, T* o, const T* a, const T* b, double number, int64_t n) {
   const T c = static_cast<T>(number);
+  if constexpr (std::is_same_v<T, float>)
+    if (op == Op::Mul)
+      return cpu::multiply_f32(o, a, b, c, c, n);  // (a converging loop's products underflow)
   switch (op) {
     case Op::Add: return map_loop(fn::Add<T>{}, o, a, b, c, c, n);
     case Op::Sub: return map_loop(fn::Sub<T>{}, o, a, b, c, c, n);
@@ -195,6 +198,7 @@ PendingRef record_binary(Op op, const PendingArg& a, const PendingArg& b) {
   r->op_ = op;
   r->dtype_ = f0.dtype;
   r->shape_ = *f0.shape;
+  r->numel_ = n;
   r->depth_ = depth;
   auto set_input = [&](int i, const PendingArg& x) {
     if (x.rec) r->in_[i].rec = PendingRef(x.rec);
@@ -224,6 +228,7 @@ PendingRef record_sum(const PendingArg& x) {
   PendingRef ref(r);  // not waiting on anything until a Tensor holds it
   r->kind_ = Pending::Kind::Sum;
   r->op_ = Op::Sum;
+  r->numel_ = 1;
   r->dtype_ = f.dtype;
   r->depth_ = 1 + f.depth;
   if (x.rec) r->in_[0].rec = PendingRef(x.rec);
@@ -249,6 +254,7 @@ PendingRef record_matmul(const PendingArg& a, const PendingArg& b) {
   r->op_ = Op::Matmul;
   r->dtype_ = fa.dtype;
   r->shape_ = Shape{n};
+  r->numel_ = n;
   r->depth_ = depth;
   for (int i = 0; i < 2; ++i) {
     const PendingArg& x = i == 0 ? a : b;
@@ -260,6 +266,17 @@ PendingRef record_matmul(const PendingArg& a, const PendingArg& b) {
 }
 
 namespace {
+
+// v's strides row-major for its shape, in place (a new vector each call was a tenth of a
+// record's set-up).
+void set_contiguous_strides(View& v) {
+  v.strides.resize(v.shape.size());
+  int64_t acc = 1;
+  for (size_t i = v.shape.size(); i-- > 0;) {
+    v.strides[i] = acc;
+    acc *= v.shape[i];
+  }
+}
 
 // Two views (a record's operands) on scratch memory of kPendingMaxElems doubles each. An
 // uncomputed map of computed operands read by the record being computed is computed there and
@@ -275,7 +292,7 @@ View& scratch(int slot, DType t, const Shape& shape) {
   View& v = views[slot];
   v.dtype = t;
   v.shape = shape;
-  v.strides = contiguous_strides(shape);
+  set_contiguous_strides(v);
   return v;
 }
 
@@ -293,7 +310,7 @@ bool PendingRules::inline_operand(const Pending& r) {
 void PendingRules::run(const Pending& r, const View* const in[2], const View& o) {
   switch (r.kind_) {
     case Pending::Kind::Map: {
-      const int64_t n = numel(r.shape_);
+      const int64_t n = r.numel_;
       const char* x = in[0]->byte_ptr();
       const char* y = r.num_inputs_ == 2 ? in[1]->byte_ptr() : nullptr;
       const char* lhs = r.number_side_ == 0 ? nullptr : x;
@@ -319,11 +336,22 @@ void PendingRules::run(const Pending& r, const View* const in[2], const View& o)
     }
     case Pending::Kind::Matmul: {
       // As the evaluator runs the builders' Reshape(Matmul(a, Reshape(b, {k, 1})), {n}).
+      // (Views kept per thread, rewritten in place: no shape and stride vectors a call.)
       const View& a = *in[0];
-      View col, out_col;
-      const bool reshaped = in[1]->try_reshape({a.shape[1], 1}, col) && o.try_reshape({a.shape[0], 1}, out_col);
-      internal_check(reshaped);
+      static thread_local View col, out_col;
+      auto column = [](View& c, const View& of, int64_t rows) {
+        internal_check(of.is_contiguous() && of.numel() == rows);
+        c.buf = of.buf;
+        c.dtype = of.dtype;
+        c.offset = of.offset;
+        c.shape.assign({rows, 1});
+        c.strides.assign({1, 1});
+      };
+      column(col, *in[1], a.shape[1]);
+      column(out_col, o, a.shape[0]);
       cpu::run_matmul(a, col, out_col);
+      col.buf.reset();  // (not keeping the buffers alive)
+      out_col.buf.reset();
       return;
     }
   }
@@ -335,7 +363,8 @@ bool compute(Pending& r, Stats& st) {
   // inline ones into the scratch.
   for (int i = 0; i < r.num_inputs_; ++i) {
     const Pending::Input& in = r.in_[i];
-    if (in.node ? !in.node->value : !PendingRules::inline_operand(*in.rec) && !compute(*in.rec, st)) return false;
+    if (in.node ? !in.node->value : !PendingRules::inline_operand(*in.rec) && !compute(*in.rec, st))
+      return false;
   }
   const View* in[2] = {nullptr, nullptr};
   for (int i = 0; i < r.num_inputs_; ++i) {
@@ -360,7 +389,7 @@ bool compute(Pending& r, Stats& st) {
   PendingRules::run(r, in, out->view());
   st.nodes_evaluated += 1;
   st.kernels += 1;
-  st.bytes_allocated += static_cast<uint64_t>(numel(r.shape_) * dtype_size(r.dtype_));
+  st.bytes_allocated += static_cast<uint64_t>(r.numel_ * dtype_size(r.dtype_));
   PendingRules::set_value(r, std::move(out));
   return true;
 }

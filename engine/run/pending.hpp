@@ -146,6 +146,7 @@ class Pending {
   double number_ = 0;
   int64_t number_int_ = 0;
   Shape shape_;
+  int64_t numel_ = 1;
   std::shared_ptr<const Value> value_;
   NodeRef node_;
 };

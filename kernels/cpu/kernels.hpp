@@ -106,6 +106,10 @@ void run_fft(const View& in, const View& out, int dim, bool inverse);
 // to out's (strides 0). All three share one dtype.
 void run_matmul(const View& a, const View& b, const View& out);
 
+// o[i] = a[i] * b[i] for f32 (a null a or b: the constant ca or cb), each the IEEE product bit for
+// bit, without the microcode assist a multiply that underflows to a subnormal costs (multiply.cpp).
+void multiply_f32(float* o, const float* a, const float* b, float ca, float cb, int64_t n);
+
 // Gather, Scatter, ScatterAdd (in {x, index[, src]}, IndexAttrs) and Nonzero (in {bool mask},
 // out {count} i64): inputs any strides, out contiguous. A block sees x whole along the indexed
 // dim (engine/poly/signature_of.cpp), so a position is local. An index value out of range is a
