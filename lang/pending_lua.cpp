@@ -15,12 +15,14 @@ namespace tapestry {
 namespace {
 
 // Records run on this process's CPU alone: one rank, no device, nothing spilled in bands, not
-// an MPI job's driver. Anywhere else the planner and the engine see every operation.
-// TAPESTRY_RECORDS=0 turns them off (docs/debug.md): every operation a node.
+// an MPI job's driver, no trace being written (it shows the engine's kernels). Anywhere else the
+// planner and the engine see every operation. TAPESTRY_RECORDS=0 turns them off
+// (docs/debug.md): every operation a node.
 bool takes_records(lua_State* L) {
   Session& s = session_of(L);
   const plan::Mesh& mesh = s.mesh();
-  return s.config().records && mesh.ranks == 1 && !mesh.spill && !s.coordinator() && !s.device();
+  return s.config().records && mesh.ranks == 1 && !mesh.spill && !s.coordinator() && !s.device() &&
+         !s.telemetry().trace.enabled.load(std::memory_order_relaxed);
 }
 
 // Argument i as a record operand; false for anything a record does not take (a released

@@ -255,6 +255,18 @@ test("random expressions against the graph", function()
   end
 end)
 
+test("no records while a trace is written (it shows the engine's kernels)", function()
+  local a = inputs({8}, "f32", 70)
+  if records then check.truthy(not lazy(a), "a record before the trace") end
+  local path = os.tmpname()
+  tp.trace(path)
+  check.truthy(lazy(a), "a node while tracing")
+  eq((a * 2):sum():item(), (graph(a) * 2):sum():item(), "the value")
+  tp.trace(nil)
+  os.remove(path)
+  if records then check.truthy(not lazy(a), "records again after it") end
+end)
+
 test("a long loop keeps memory bounded", function()
   local u = tp.eval(tp.rand({4096}, {seed = 40}))
   for _ = 1, 3000 do u = tp.eval(u * 0.5 + 1) end
