@@ -27,7 +27,8 @@ namespace {
 inline __m128i tiny_products(__m128 x, __m128 y) {
   const __m256d d = _mm256_mul_pd(_mm256_cvtps_pd(x), _mm256_cvtps_pd(y));  // exact
   const __m256d ad = _mm256_andnot_pd(_mm256_set1_pd(-0.0), d);
-  const __m256d m = _mm256_round_pd(_mm256_mul_pd(ad, _mm256_set1_pd(0x1p149)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256d m = _mm256_round_pd(_mm256_mul_pd(ad, _mm256_set1_pd(0x1p149)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   return _mm256_cvtpd_epi32(m);
 }
 

@@ -55,21 +55,20 @@ TEST_CASE("kernels.cpu.multiply.products_that_underflow_match_the_plain_multiply
 }
 
 TEST_CASE("kernels.cpu.multiply.ties_boundaries_and_special_values") {
-  const float inf = INFINITY, nan = std::bit_cast<float>(0x7fc01234u), snan = std::bit_cast<float>(0xff812345u);
+  const float inf = INFINITY, nan = std::bit_cast<float>(0x7fc01234u),
+              snan = std::bit_cast<float>(0xff812345u);
   const float min_normal = 0x1p-126f, min_sub = 0x1p-149f;
-  std::vector<float> a = {
-      // ties in the subnormal grid: 1.5 and 2.5 units of 2^-149, and just off them
-      0x1.8p-75f, 0x1.4p-74f, 0x1.800002p-75f, 0x1.7ffffep-75f,
-      // just below, at and above 2^-126 (rounding up into the normals)
-      0x1.fffffep-64f, 0x1p-63f, 0x1.000002p-63f, 0x1.ffffffp-64f,
-      // to zero, and half the smallest subnormal (a tie to even: zero) and a bit more
-      0x1p-80f, 0x1p-75f, 0x1.000002p-75f,
-      0.0f, -0.0f, 1.0f, -1.0f, inf, -inf, nan, snan, min_normal, min_sub, -min_sub, 3.0f, 1e30f, 1e-30f};
-  std::vector<float> b = {
-      0x1p-74f, 0x1p-75f, 0x1p-74f, 0x1p-74f,
-      0x1p-62f, 0x1p-63f, 0x1p-63f, 0x1p-62f,
-      0x1p-80f, 0x1p-75f, 0x1p-75f,
-      -0.0f, 5.0f, -0.0f, min_sub, 0.0f, 2.0f, 1.0f, 2.0f, 0.5f, 0.5f, 0.75f, min_sub, 1e10f, 1e-10f};
+  std::vector<float> a = {// ties in the subnormal grid: 1.5 and 2.5 units of 2^-149, and just off them
+                          0x1.8p-75f, 0x1.4p-74f, 0x1.800002p-75f, 0x1.7ffffep-75f,
+                          // just below, at and above 2^-126 (rounding up into the normals)
+                          0x1.fffffep-64f, 0x1p-63f, 0x1.000002p-63f, 0x1.ffffffp-64f,
+                          // to zero, and half the smallest subnormal (a tie to even: zero) and a bit more
+                          0x1p-80f, 0x1p-75f, 0x1.000002p-75f, 0.0f, -0.0f, 1.0f, -1.0f, inf, -inf, nan, snan,
+                          min_normal, min_sub, -min_sub, 3.0f, 1e30f, 1e-30f};
+  std::vector<float> b = {0x1p-74f, 0x1p-75f, 0x1p-74f, 0x1p-74f, 0x1p-62f, 0x1p-63f, 0x1p-63f,
+                          0x1p-62f, 0x1p-80f, 0x1p-75f, 0x1p-75f, -0.0f,    5.0f,     -0.0f,
+                          min_sub,  0.0f,     2.0f,     1.0f,     2.0f,     0.5f,     0.5f,
+                          0.75f,    min_sub,  1e10f,    1e-10f};
   REQUIRE(a.size() == b.size());
   // Every value against every other, so each sits in the vector lanes and in the tail.
   std::vector<float> all_a, all_b;
