@@ -16,12 +16,7 @@ local records = tp.mesh().ranks == 1 and tp.mesh().device == "cpu" and os.getenv
 -- ranks there are no records, and the two sides' plans may split sums differently: there,
 -- within the rounding of a split sum.
 local exact = tp.mesh().ranks == 1
-local function flat(t, out)
-  out = out or {}
-  if type(t) ~= "table" then out[#out + 1] = t return out end
-  for _, v in ipairs(t) do flat(v, out) end
-  return out
-end
+local flat = require("gradcheck").flatten  -- nested tables to one list, in order
 local function same_bits(got, want, what)
   eq(got.dtype, want.dtype, what .. ": dtype")
   eq(got.shape, want.shape, what .. ": shape")
